@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/* cpu_profile.bpf.c — on-CPU stack sampling, attached to one perf event per CPU (cpu-clock
+ * software event, or the hardware cycles counter where there is one).
+ *
+ * Owns: the filter to the target process (all its threads), user and kernel stack ids, and the
+ * count of samples per (process, thread name, user stack, kernel stack).
+ * Must not: symbolize, or lose a sample silently: stack walks that fail and a full count map are
+ * counted in `stats`.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "cpu_profile.h"
+
+#define EFAULT 14
+
+const volatile __u32 target_tgid = 0; /* 0: every process but the idle task */
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384); /* set from the recipe before load */
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct profile_key);
+	__type(value, __u64);
+	__uint(max_entries, 16384); /* set from the recipe before load */
+} counts SEC(".maps");
+
+DIAG_STATS_MAP;
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct profile_key key = {};
+	__u64 one = 1, *count;
+
+	if (target_tgid ? tgid != target_tgid : tgid == 0)
+		return 0;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+
+	key.tgid = tgid;
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	key.kernel_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+
+	/* -EFAULT means "no such stack" (no kernel stack in user mode, no user stack for kernel
+	 * threads); anything else is a stack we failed to record. */
+	if (key.kernel_stack_id >= 0)
+		diag_stat_inc(&stats, PROFILE_STAT_IN_KERNEL);
+	if ((kernel_stacks && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
+	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
+		diag_stat_inc(&stats, DIAG_STAT_LOST);
+
+	count = bpf_map_lookup_elem(&counts, &key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+		/* another CPU may have inserted the key meanwhile */
+		count = bpf_map_lookup_elem(&counts, &key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,50 @@
+/* diag_bpf.h — helpers shared by the probes in bpf/: log2 slots and per-CPU statistics counters.
+ * Must not: define maps or programs (each probe owns its own).
+ */
+#ifndef DIAG_BPF_H
+#define DIAG_BPF_H
+
+#define DIAG_HIST_SLOTS 32
+
+/* Slots of the per-CPU `stats` array every probe has. The engine sums them over CPUs. */
+enum diag_stat {
+	DIAG_STAT_EVENTS = 0,   /* events that passed the filters */
+	DIAG_STAT_MAP_FULL = 1, /* updates refused because a map was full */
+	DIAG_STAT_LOST = 2,     /* data lost for another reason (stack walk failed, ...) */
+	DIAG_STAT_PROBE_3 = 3,  /* probe-specific */
+	DIAG_STAT_PROBE_4 = 4,
+	DIAG_STAT_PROBE_5 = 5,
+	DIAG_STAT_NR = 8,
+};
+
+#ifdef __BPF__
+#define DIAG_STATS_MAP                                                                            \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                          \
+		__uint(max_entries, DIAG_STAT_NR);                                                \
+		__type(key, __u32);                                                               \
+		__type(value, __u64);                                                             \
+	} stats SEC(".maps")
+
+static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
+{
+	__u64 *v = bpf_map_lookup_elem(stats_map, &slot);
+	if (v)
+		*v += 1;
+}
+
+/* floor(log2(v)) for v > 0, 0 for v == 0; branch-free enough for the verifier. */
+static __always_inline __u32 diag_log2(__u64 v)
+{
+	__u32 r = 0, shift;
+	shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+#endif
+
+#endif

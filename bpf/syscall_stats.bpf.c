@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/* syscall_stats.bpf.c — count and time of the target's system calls, by syscall number.
+ *
+ * Owns: the entry timestamp of the syscall each thread is in (task local storage: no hash
+ * lookups, nothing to clean up when a thread dies) and per-CPU totals per syscall number.
+ * Must not: keep per-call records, or do anything for other processes beyond the pid check.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "syscall_stats.h"
+
+const volatile __u32 target_tgid = 0; /* 0: every process */
+
+struct syscall_entry {
+	__u64 start_ns; /* 0: not inside a traced syscall */
+	__u64 nr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct syscall_entry);
+} in_syscall SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SYSCALL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct syscall_total);
+} per_syscall SEC(".maps");
+
+DIAG_STATS_MAP;
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
+{
+	struct syscall_entry *e;
+
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!e) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		return 0;
+	}
+	e->nr = nr;
+	e->start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	struct syscall_entry *e;
+	struct syscall_total *t;
+	__u32 slot;
+
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0, 0);
+	if (!e || !e->start_ns)
+		return 0; /* entered before we attached */
+	slot = e->nr < SYSCALL_SLOTS ? e->nr : SYSCALL_SLOTS - 1;
+	t = bpf_map_lookup_elem(&per_syscall, &slot);
+	if (t) {
+		t->count++;
+		t->total_ns += bpf_ktime_get_ns() - e->start_ns;
+		if (ret < 0)
+			t->errors++;
+	}
+	e->start_ns = 0;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,62 @@
+/* catalog.c — lookup of probe kinds; the list itself is generated from engine/probes/.
+ * Must not: contain anything specific to one probe kind.
+ */
+#include "catalog.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <string.h>
+
+#define PROBE_KIND(n) extern const struct probe_kind probe_kind_##n;
+#include "catalog_list.h"
+#undef PROBE_KIND
+
+static const struct probe_kind *const all_kinds[] = {
+#define PROBE_KIND(n) &probe_kind_##n,
+#include "catalog_list.h"
+#undef PROBE_KIND
+};
+
+const struct probe_kind *catalog_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_LEN(all_kinds); i++)
+		if (strcmp(all_kinds[i]->name, name) == 0)
+			return all_kinds[i];
+	return NULL;
+}
+
+const struct probe_kind *const *catalog_all(size_t *n)
+{
+	*n = ARRAY_LEN(all_kinds);
+	return all_kinds;
+}
+
+int catalog_option_index(const struct probe_kind *kind, const char *name)
+{
+	for (size_t i = 0; i < kind->n_options; i++)
+		if (strcmp(kind->options[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+uint64_t probe_opt(const struct probe *p, const char *name)
+{
+	int i = catalog_option_index(p->kind, name);
+	return i < 0 ? 0 : p->cfg.opt[i];
+}
+
+uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
+{
+	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, "stats") : NULL;
+	if (!map || bpf_map__fd(map) < 0)
+		return 0;
+	int ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return 0;
+	uint64_t vals[ncpus], sum = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(map), &slot, vals))
+		return 0;
+	for (int i = 0; i < ncpus; i++)
+		sum += vals[i];
+	return sum;
+}

@@ -1,0 +1,492 @@
+/* main.c — the command line: parse arguments, then drive recipe → plan → session → verdict →
+ * report, and map the outcome to the exit codes of the DESIGN contract.
+ *
+ * Owns: argument parsing, the subcommands (run, list, show, lint), printing errors (one line,
+ * "diagnose: ...") and choosing the exit code.
+ * Must not: contain probe, symptom or formatting logic; those live in their own files.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "kernel.h"
+#include "plan.h"
+#include "recipe.h"
+#include "report.h"
+#include "session.h"
+#include "sha256.h"
+#include "verdict.h"
+
+struct cli {
+	const char *symptom;
+	int pid;
+	double duration_s;
+	bool dry_run, json, production, verbose;
+	const char *output, *folded, *recipes_dir;
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
+	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
+	      "                        [--recipes DIR] [--production] [--verbose]\n"
+	      "       diagnose list | show SYMPTOM | lint [PATH...]\n"
+	      "       diagnose --help | --version\n"
+	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
+	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
+	      "      4 worst verdict warning, 5 worst verdict critical\n",
+	      out);
+}
+
+static int fail(const struct diag_err *err)
+{
+	fprintf(stderr, "diagnose: %s\n", err->msg);
+	return err->code ? err->code : DIAG_EXIT_RUNTIME;
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "diagnose: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+	fputs("try 'diagnose --help'\n", stderr);
+	return DIAG_EXIT_USAGE;
+}
+
+static int parse_pid(const char *s, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_duration(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !(v > 0) || v > 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --param KEY=VALUE: pid and duration are the parameters every recipe has today; typed recipe
+ * parameters arrive with the recipe-language work. */
+static int apply_param(struct cli *c, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq)
+		return usage_error("--param expects KEY=VALUE", kv);
+	size_t klen = (size_t)(eq - kv);
+	if (klen == 3 && strncmp(kv, "pid", 3) == 0)
+		return parse_pid(eq + 1, &c->pid) ? usage_error("--param pid: not a pid", eq + 1) : 0;
+	if (klen == 8 && strncmp(kv, "duration", 8) == 0)
+		return parse_duration(eq + 1, &c->duration_s)
+			       ? usage_error("--param duration: not a positive number of seconds", eq + 1)
+			       : 0;
+	return usage_error("unknown parameter (known: pid, duration)", kv);
+}
+
+static int load_recipe(const char *symptom, const char *dir, struct recipe **r, struct diag_err *err)
+{
+	char path[PATH_MAX];
+	if (recipe_resolve(symptom, dir, path, sizeof(path), err))
+		return -1;
+	return recipe_load(path, r, err);
+}
+
+/* ---- run ---------------------------------------------------------------------------------- */
+
+static struct value *run_info(const struct plan *plan, const struct session_out *s)
+{
+	struct value *run = value_obj();
+	value_set_str(run, "recipe", plan->recipe->name);
+	value_set_num(run, "duration_s", s->duration_s);
+	value_set_str(run, "stop_reason", s->stop_reason);
+	value_set_int(run, "ncpus", plan->ncpus);
+	if (plan->target_pid > 0) {
+		struct value *t = value_obj_set(run, "target", value_obj());
+		value_set_int(t, "pid", plan->target_pid);
+		value_set_str(t, "comm", plan->target_comm);
+		value_set_str(t, "exe", plan->target_exe);
+	}
+	return run;
+}
+
+static struct value *plan_summary(const struct plan *plan, const struct probe *loaded)
+{
+	struct value *sum = value_obj();
+	value_set_num(sum, "duration_s", plan->duration_s);
+	value_set_int(sum, "map_bytes", (int64_t)plan->map_bytes);
+	struct value *probes = value_obj_set(sum, "probes", value_arr());
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		const struct plan_probe *pp = &plan->probes[i];
+		struct value *v = value_arr_push(probes, value_obj());
+		value_set_str(v, "id", pp->rp->id);
+		value_set_str(v, "kind", pp->kind->name);
+		if (loaded && loaded[i].variant)
+			value_set_str(v, "variant", loaded[i].variant);
+		if (loaded && loaded[i].note[0])
+			value_set_str(v, "note", loaded[i].note);
+		struct value *vs = value_obj_set(v, "variants", value_arr());
+		for (const char *const *var = pp->cfg.variants; *var; var++)
+			value_arr_push(vs, value_str(*var));
+		if (pp->cfg.target_pid)
+			value_set_int(v, "filter_pid", pp->cfg.target_pid);
+		struct value *opts = value_obj_set(v, "options", value_obj());
+		for (size_t o = 0; o < pp->kind->n_options; o++)
+			value_set_int(opts, pp->kind->options[o].name, (int64_t)pp->cfg.opt[o]);
+		value_set_int(v, "map_bytes", (int64_t)pp->map_bytes);
+	}
+	return sum;
+}
+
+/* Dry run: everything but attaching — the verifier sees every program. */
+static int dry_run(const struct plan *plan, struct value **summary, struct diag_err *err)
+{
+	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
+	unsigned n = 0;
+	int rc = 0;
+	for (; n < plan->n_probes; n++) {
+		struct probe *p = &probes[n];
+		p->kind = plan->probes[n].kind;
+		p->cfg = plan->probes[n].cfg;
+		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
+		if (p->kind->load(p, err)) {
+			diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+			rc = -1;
+			n++;
+			break;
+		}
+	}
+	if (rc == 0)
+		*summary = plan_summary(plan, probes);
+	for (unsigned i = 0; i < n; i++) {
+		probes[i].kind->destroy(&probes[i]);
+		free(probes[i].priv);
+	}
+	free(probes);
+	return rc;
+}
+
+static int write_outputs(const struct cli *c, const struct value *report, const struct value *sections)
+{
+	if (c->json)
+		report_write_json(report, stdout);
+	else
+		report_write_text(report, sections, stdout);
+	if (c->output) {
+		FILE *f = fopen(c->output, "w");
+		if (!f) {
+			fprintf(stderr, "diagnose: --output %s: %s\n", c->output, strerror(errno));
+			return -1;
+		}
+		report_write_json(report, f);
+		if (fclose(f)) {
+			fprintf(stderr, "diagnose: --output %s: %s\n", c->output, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int cmd_run(const struct cli *c)
+{
+	struct diag_err err = { 0 };
+	struct recipe *r = NULL;
+	struct plan *plan = NULL;
+	struct session_out s = { 0 };
+	struct value *verdicts = NULL, *sections = NULL, *report = NULL, *run = NULL, *summary = NULL;
+	char sha[SHA256_HEX_LEN] = "";
+	int code = DIAG_EXIT_RUNTIME;
+	bool tracefs_mounted;
+
+	if (c->production) {
+		fputs("diagnose: production mode needs the approvals lock (recipes/approved.lock), which "
+		      "this build does not have yet: refusing\n", stderr);
+		return DIAG_EXIT_REFUSED;
+	}
+	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
+		return fail(&err);
+	sha256_file_hex(r->path, sha);
+	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true };
+	if (plan_build(r, &args, &plan, &err))
+		goto failed;
+	if (kernel_check_privileges(&err) || kernel_check_btf(&err) ||
+	    kernel_ensure_tracefs(&tracefs_mounted, &err))
+		goto failed;
+	kernel_set_libbpf_verbose(c->verbose);
+
+	if (c->dry_run) {
+		if (dry_run(plan, &summary, &err))
+			goto failed;
+		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
+		report = report_build(&in);
+		if (c->json)
+			report_write_json(report, stdout);
+		else {
+			report_write_text(report, NULL, stdout);
+			value_write_json(summary, stdout, 2);
+			fputc('\n', stdout);
+		}
+		code = DIAG_EXIT_OK;
+		goto out;
+	}
+
+	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = r->name };
+	if (session_run(plan, &so, &s, &err))
+		goto failed;
+
+	run = run_info(plan, &s);
+	struct verdict_input vin = { .lua_path = plan->lua_path, .lib_dir = plan->lua_lib_dir,
+				     .results = s.results, .thresholds = plan->thresholds, .run = run };
+	struct diag_err verr = { 0 };
+	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
+	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
+				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg };
+	report = report_build(&in);
+	if (c->folded && report_write_folded(s.results, c->folded, &err) < 0)
+		fprintf(stderr, "diagnose: %s\n", err.msg);
+	if (write_outputs(c, report, sections))
+		code = DIAG_EXIT_RUNTIME;
+	else if (!lua_ok) {
+		fprintf(stderr, "diagnose: %s\n", verr.msg);
+		code = DIAG_EXIT_RUNTIME;
+	} else if (strcmp(s.stop_reason, "target-exited") == 0 && s.events == 0) {
+		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
+		code = DIAG_EXIT_RUNTIME;
+	} else {
+		switch (verdicts_worst(verdicts)) {
+		case SEV_CRITICAL: code = DIAG_EXIT_CRITICAL; break;
+		case SEV_WARNING: code = DIAG_EXIT_WARNING; break;
+		default: code = DIAG_EXIT_OK; break;
+		}
+	}
+	goto out;
+failed:
+	code = fail(&err);
+out:
+	value_free(summary);
+	value_free(report);
+	value_free(run);
+	value_free(verdicts);
+	value_free(sections);
+	session_out_free(&s);
+	plan_free(plan);
+	recipe_free(r);
+	return code;
+}
+
+/* ---- list / show / lint --------------------------------------------------------------------- */
+
+static int cmd_list(const struct cli *c)
+{
+	char dir[PATH_MAX];
+	if (recipe_dir_find(c->recipes_dir, dir, sizeof(dir))) {
+		fputs("diagnose: no recipes directory found (--recipes DIR, $DIAGNOSE_RECIPES, ./recipes)\n", stderr);
+		return DIAG_EXIT_USAGE;
+	}
+	size_t n;
+	char **names = recipe_list_names(dir, &n);
+	int code = DIAG_EXIT_OK;
+	for (size_t i = 0; i < n; i++) {
+		struct recipe *r;
+		struct diag_err err;
+		char *path = xasprintf("%s/%s.yaml", dir, names[i]);
+		int rc = recipe_load(path, &r, &err);
+		free(path);
+		if (rc == 0) {
+			printf("%-16s %s\n%-16s   %s\n", r->name, r->summary, "", r->symptom);
+			recipe_free(r);
+		} else {
+			printf("%-16s INVALID: %s\n", names[i], err.msg);
+			code = DIAG_EXIT_USAGE;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return code;
+}
+
+static int cmd_show(const struct cli *c)
+{
+	struct diag_err err;
+	struct recipe *r;
+	struct plan *plan;
+	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
+		return fail(&err);
+	struct plan_args args = { .pid = 0, .duration_s = c->duration_s, .check_target = false };
+	if (plan_build(r, &args, &plan, &err)) {
+		recipe_free(r);
+		return fail(&err);
+	}
+	printf("%s — %s\n  %s\n  file: %s\n  lua:  %s\n", r->name, r->summary, r->symptom, r->path, plan->lua_path);
+	printf("  target: %s; duration %.3g s (max %u s)\n", r->target_required ? "--pid required" : "none",
+	       plan->duration_s, r->budgets.max_duration_s);
+	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
+	       r->budgets.max_sample_hz, r->budgets.max_cpu_pct,
+	       (unsigned long long)r->budgets.max_map_bytes, (unsigned long long)plan->map_bytes);
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		const struct plan_probe *pp = &plan->probes[i];
+		printf("  probe %-10s %-14s %s\n", pp->rp->id, pp->kind->name, pp->kind->summary);
+		printf("      attach: ");
+		for (const char *const *v = pp->cfg.variants; *v; v++)
+			printf("%s%s", v == pp->cfg.variants ? "" : " > ", *v);
+		printf("%s\n", pp->rp->filters.pid ? (strcmp(pp->rp->filters.pid, "target") == 0
+							   ? "; filter: pid = --pid (all threads)"
+							   : "; filter: pid")
+						   : "");
+		for (size_t o = 0; o < pp->kind->n_options; o++)
+			printf("      %s = %llu  (%s)\n", pp->kind->options[o].name,
+			       (unsigned long long)pp->cfg.opt[o], pp->kind->options[o].help);
+	}
+	if (r->n_thresholds)
+		printf("  thresholds:");
+	for (unsigned i = 0; i < r->n_thresholds; i++)
+		printf(" %s=%s", r->thresholds[i].key, r->thresholds[i].value);
+	if (r->n_thresholds)
+		putchar('\n');
+	plan_free(plan);
+	recipe_free(r);
+	return DIAG_EXIT_OK;
+}
+
+static int lint_file(const char *path)
+{
+	struct diag_err err = { 0 };
+	struct recipe *r = NULL;
+	struct plan *plan = NULL;
+	int problems = 0;
+	if (recipe_load(path, &r, &err)) {
+		printf("%s\n", err.msg);
+		return 1;
+	}
+	struct plan_args args = { .check_target = false };
+	if (plan_build(r, &args, &plan, &err)) {
+		printf("%s\n", err.msg);
+		problems++;
+	} else if (verdict_check_syntax(plan->lua_path, &err)) {
+		printf("%s: lua: %s\n", path, err.msg);
+		problems++;
+	}
+	plan_free(plan);
+	recipe_free(r);
+	return problems;
+}
+
+static int cmd_lint(int argc, char **argv)
+{
+	int problems = 0, files = 0;
+	char *dflt[] = { (char *)"recipes" };
+	if (argc == 0) {
+		argc = 1;
+		argv = dflt;
+	}
+	for (int i = 0; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st)) {
+			printf("%s: %s\n", argv[i], strerror(errno));
+			problems++;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			problems += lint_file(argv[i]);
+			files++;
+			continue;
+		}
+		size_t n;
+		char **names = recipe_list_names(argv[i], &n);
+		for (size_t k = 0; k < n; k++) {
+			char *path = xasprintf("%s/%s.yaml", argv[i], names[k]);
+			problems += lint_file(path);
+			free(path);
+			files++;
+			free(names[k]);
+		}
+		free(names);
+	}
+	fprintf(stderr, "lint: %d recipe%s, %d problem%s\n", files, files == 1 ? "" : "s", problems,
+		problems == 1 ? "" : "s");
+	return problems ? DIAG_EXIT_USAGE : DIAG_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_RECIPES, OPT_PROD, OPT_PARAM, OPT_VERSION };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "param", required_argument, NULL, OPT_PARAM },
+		{ "dry-run", no_argument, NULL, OPT_DRY },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "recipes", required_argument, NULL, OPT_RECIPES },
+		{ "production", no_argument, NULL, OPT_PROD },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ 0 },
+	};
+	struct cli c = { 0 };
+	int opt;
+
+	const char *mode = getenv("DIAGNOSE_MODE");
+	if (mode && strcmp(mode, "production") == 0)
+		c.production = true;
+	/* Options may come before or after the subcommand, as in `diagnose high-cpu --pid 1`. */
+	while ((opt = getopt_long(argc, argv, "p:d:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_pid(optarg, &c.pid))
+				return usage_error("--pid: not a pid", optarg);
+			break;
+		case 'd':
+			if (parse_duration(optarg, &c.duration_s))
+				return usage_error("--duration: not a positive number of seconds", optarg);
+			break;
+		case OPT_PARAM:
+			if (apply_param(&c, optarg))
+				return DIAG_EXIT_USAGE;
+			break;
+		case OPT_DRY: c.dry_run = true; break;
+		case OPT_JSON: c.json = true; break;
+		case OPT_OUTPUT: c.output = optarg; break;
+		case OPT_FOLDED: c.folded = optarg; break;
+		case OPT_RECIPES: c.recipes_dir = optarg; break;
+		case OPT_PROD: c.production = true; break;
+		case 'v': c.verbose = true; break;
+		case 'h': usage(stdout); return DIAG_EXIT_OK;
+		case OPT_VERSION: printf("diagnose %s\n", DIAG_VERSION); return DIAG_EXIT_OK;
+		default: usage(stderr); return DIAG_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return DIAG_EXIT_USAGE;
+	}
+	const char *cmd = argv[optind];
+	if (strcmp(cmd, "list") == 0)
+		return cmd_list(&c);
+	if (strcmp(cmd, "lint") == 0)
+		return cmd_lint(argc - optind - 1, argv + optind + 1);
+	if (strcmp(cmd, "show") == 0) {
+		if (optind + 1 >= argc)
+			return usage_error("show needs a SYMPTOM", NULL);
+		c.symptom = argv[optind + 1];
+		return cmd_show(&c);
+	}
+	if (optind + 1 < argc)
+		return usage_error("unexpected argument", argv[optind + 1]);
+	c.symptom = cmd;
+	return cmd_run(&c);
+}

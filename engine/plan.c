@@ -1,0 +1,257 @@
+/* plan.c — from recipe + command line to a checked plan (see plan.h).
+ * Must not: touch BPF or the kernel beyond reading /proc for the target.
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int parse_uint(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, uint64_t *out)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "1"))
+		*out = 1;
+	else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off") || !strcmp(s, "0"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe *pp,
+			   struct diag_err *err)
+{
+	const struct probe_kind *k = pp->kind;
+	const struct recipe_probe *rp = pp->rp;
+
+	for (size_t i = 0; i < k->n_options; i++)
+		pp->cfg.opt[i] = k->options[i].dflt;
+	for (unsigned i = 0; i < rp->n_options; i++) {
+		const struct recipe_kv *kv = &rp->options[i];
+		int idx = catalog_option_index(k, kv->key);
+		if (idx < 0)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: probe kind %s has no such option",
+					 r->path, kv->line, rp->id, kv->key, k->name);
+		const struct option_spec *o = &k->options[idx];
+		uint64_t v;
+		if (o->type == OPT_BOOL ? parse_bool(kv->value, &v) : parse_uint(kv->value, &v))
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: expected %s, got \"%s\"",
+					 r->path, kv->line, rp->id, kv->key,
+					 o->type == OPT_BOOL ? "true or false" : "an unsigned integer", kv->value);
+		if (o->type == OPT_UINT && (v < o->min || v > o->max))
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: %" PRIu64
+					 " is outside %" PRIu64 "..%" PRIu64,
+					 r->path, kv->line, rp->id, kv->key, v, o->min, o->max);
+		pp->cfg.opt[idx] = v;
+	}
+	for (size_t i = 0; i < k->n_options; i++) {
+		const struct option_spec *o = &k->options[i];
+		if (o->role == OPT_ROLE_SAMPLE_HZ)
+			pp->sample_hz = pp->cfg.opt[i];
+		if (o->role == OPT_ROLE_MAP_ENTRIES)
+			pp->map_bytes += pp->cfg.opt[i] * o->bytes_per_entry * (o->per_cpu ? (uint64_t)ncpus : 1);
+	}
+	return 0;
+}
+
+static int resolve_variants(const struct recipe *r, struct plan_probe *pp, struct diag_err *err)
+{
+	const struct recipe_probe *rp = pp->rp;
+	size_t n = 0;
+	if (rp->n_attach == 0) {
+		for (const char *const *v = pp->kind->variants; *v && n < ARRAY_LEN(pp->variants) - 1; v++)
+			pp->variants[n++] = *v;
+	}
+	for (unsigned i = 0; i < rp->n_attach && n < ARRAY_LEN(pp->variants) - 1; i++) {
+		const char *const *v = pp->kind->variants;
+		while (*v && strcmp(*v, rp->attach[i]) != 0)
+			v++;
+		if (!*v)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.attach: %s has no attach variant \"%s\"",
+					 r->path, rp->line, rp->id, pp->kind->name, rp->attach[i]);
+		pp->variants[n++] = *v;
+	}
+	pp->variants[n] = NULL;
+	pp->cfg.variants = pp->variants;
+	return 0;
+}
+
+static int resolve_filters(const struct recipe *r, const struct plan_args *a, struct plan_probe *pp,
+			   struct diag_err *err)
+{
+	const struct recipe_filters *f = &pp->rp->filters;
+	const char *id = pp->rp->id;
+	struct { const char *set; unsigned bit; const char *name; } wanted[] = {
+		{ f->pid, FILTER_PID, "pid" },
+		{ f->tid, FILTER_TID, "tid" },
+		{ f->comm, FILTER_COMM, "comm" },
+		{ f->cgroup, FILTER_CGROUP, "cgroup" },
+		{ f->min_latency_us ? "set" : NULL, FILTER_MIN_LATENCY, "min_latency_us" },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(wanted); i++)
+		if (wanted[i].set && !(pp->kind->filters & wanted[i].bit))
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.%s: probe kind %s does not support this filter",
+					 r->path, pp->rp->line, id, wanted[i].name, pp->kind->name);
+	if (f->pid) {
+		uint64_t pid;
+		if (strcmp(f->pid, "target") == 0)
+			pp->cfg.target_pid = a->pid;
+		else if (parse_uint(f->pid, &pid) == 0 && pid > 0 && pid < INT32_MAX)
+			pp->cfg.target_pid = (int)pid;
+		else
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.pid: expected \"target\" or a pid, got \"%s\"",
+					 r->path, pp->rp->line, id, f->pid);
+	}
+	return 0;
+}
+
+static int check_target(struct plan *p, int pid, struct diag_err *err)
+{
+	char path[64];
+	if (pid <= 0)
+		return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s needs a target process: --pid PID",
+				 p->recipe->name);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	char *comm = read_file(path, NULL);
+	if (!comm)
+		return diag_fail(err, DIAG_EXIT_USAGE, "no process with pid %d", pid);
+	comm[strcspn(comm, "\n")] = '\0';
+	snprintf(p->target_comm, sizeof(p->target_comm), "%s", comm);
+	free(comm);
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	ssize_t n = readlink(path, p->target_exe, sizeof(p->target_exe) - 1);
+	p->target_exe[n > 0 ? n : 0] = '\0';
+	if (n <= 0) /* a kernel thread has no executable */
+		snprintf(p->target_exe, sizeof(p->target_exe), "[%s]", p->target_comm);
+	p->target_pid = pid;
+	return 0;
+}
+
+/* lua/ sits next to the recipes directory: recipes/x.yaml -> lua/, share/diagnose/recipes ->
+ * share/diagnose/lua. */
+static int resolve_lua(struct plan *p, struct diag_err *err)
+{
+	const struct recipe *r = p->recipe;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", r->path);
+	const char *recipes_dir = dirname(dir);
+	if (snprintf(p->lua_path, sizeof(p->lua_path), "%s/../lua/%s", recipes_dir, r->lua) >=
+		    (int)sizeof(p->lua_path) ||
+	    snprintf(p->lua_lib_dir, sizeof(p->lua_lib_dir), "%s/../lua/lib", recipes_dir) >=
+		    (int)sizeof(p->lua_lib_dir))
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: path too long", r->path);
+	if (access(p->lua_path, R_OK) != 0)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: cannot read %s: %s", r->path,
+				 p->lua_path, strerror(errno));
+	return 0;
+}
+
+static struct value *thresholds_value(const struct recipe *r)
+{
+	struct value *t = value_obj();
+	for (unsigned i = 0; i < r->n_thresholds; i++) {
+		const struct recipe_kv *kv = &r->thresholds[i];
+		char *end;
+		double d = strtod(kv->value, &end);
+		if (*kv->value && !*end && isfinite(d))
+			value_set_num(t, kv->key, d);
+		else
+			value_set_str(t, kv->key, kv->value);
+	}
+	return t;
+}
+
+int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **out,
+	       struct diag_err *err)
+{
+	struct plan *p = xcalloc(1, sizeof(*p));
+	p->recipe = r;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	p->ncpus = ncpus > 0 ? (int)ncpus : 1;
+	p->duration_s = a->duration_s > 0 ? a->duration_s : r->duration_s;
+
+	if (!(p->duration_s > 0) || p->duration_s > r->budgets.max_duration_s) {
+		diag_fail(err, a->duration_s > 0 ? DIAG_EXIT_REFUSED : DIAG_EXIT_USAGE,
+			  "duration %.3g s is outside the recipe's budget (0 < duration <= max_duration_s = %u)",
+			  p->duration_s, r->budgets.max_duration_s);
+		goto fail;
+	}
+	if (a->check_target && r->target_required && check_target(p, a->pid, err))
+		goto fail;
+	if (a->pid && !r->target_required) {
+		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);
+		goto fail;
+	}
+	if (resolve_lua(p, err))
+		goto fail;
+
+	p->probes = xcalloc(r->n_probes, sizeof(*p->probes));
+	p->n_probes = r->n_probes;
+	for (unsigned i = 0; i < r->n_probes; i++) {
+		struct plan_probe *pp = &p->probes[i];
+		pp->rp = &r->probes[i];
+		pp->cfg.id = pp->rp->id;
+		pp->kind = catalog_find(pp->rp->kind);
+		if (!pp->kind) {
+			size_t n;
+			const struct probe_kind *const *all = catalog_all(&n);
+			char known[256] = "";
+			for (size_t k = 0; k < n; k++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
+					 k ? ", " : "", all[k]->name);
+			diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.kind: unknown probe kind \"%s\" (known: %s)",
+				  r->path, pp->rp->line, pp->rp->id, pp->rp->kind, known);
+			goto fail;
+		}
+		if (resolve_options(r, p->ncpus, pp, err) || resolve_variants(r, pp, err) ||
+		    resolve_filters(r, a, pp, err))
+			goto fail;
+		if (pp->sample_hz > r->budgets.max_sample_hz) {
+			diag_fail(err, DIAG_EXIT_REFUSED, "%s:%u: probes.%s: sampling at %" PRIu64
+				  " Hz is over the budget max_sample_hz = %u", r->path, pp->rp->line,
+				  pp->rp->id, pp->sample_hz, r->budgets.max_sample_hz);
+			goto fail;
+		}
+		p->map_bytes += pp->map_bytes;
+	}
+	if (p->map_bytes > r->budgets.max_map_bytes) {
+		diag_fail(err, DIAG_EXIT_REFUSED, "%s: maps need %" PRIu64 " bytes, over the budget max_map_bytes = %" PRIu64,
+			  r->path, p->map_bytes, r->budgets.max_map_bytes);
+		goto fail;
+	}
+	p->thresholds = thresholds_value(r);
+	*out = p;
+	return 0;
+fail:
+	plan_free(p);
+	return -1;
+}
+
+void plan_free(struct plan *p)
+{
+	if (!p)
+		return;
+	value_free(p->thresholds);
+	free(p->probes);
+	free(p);
+}

@@ -1,0 +1,53 @@
+/* plan.h — a recipe resolved for one run: target, duration, probes from the catalog with typed
+ * options, attach variants, map memory, thresholds, Lua paths; and the static budget checks.
+ *
+ * Owns: everything decided before the kernel is touched.
+ * Must not: load or attach BPF, or print.
+ */
+#ifndef DIAG_PLAN_H
+#define DIAG_PLAN_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "recipe.h"
+#include "value.h"
+
+struct plan_probe {
+	const struct recipe_probe *rp;
+	const struct probe_kind *kind;
+	struct probe_config cfg;
+	const char *variants[8]; /* NULL-terminated; cfg.variants points here */
+	uint64_t map_bytes;      /* static estimate of this probe's map memory */
+	uint64_t sample_hz;      /* 0 when the probe does not sample */
+};
+
+struct plan {
+	const struct recipe *recipe;
+	int target_pid;           /* 0 when the recipe has no target */
+	char target_comm[64];
+	char target_exe[PATH_MAX];
+	double duration_s;
+	int ncpus;
+	struct plan_probe *probes;
+	unsigned n_probes;
+	uint64_t map_bytes;       /* total over probes */
+	struct value *thresholds; /* object: name -> number (or string) */
+	char lua_path[PATH_MAX];
+	char lua_lib_dir[PATH_MAX];
+};
+
+struct plan_args {
+	int pid;           /* 0: none given */
+	double duration_s; /* 0: the recipe's default */
+	bool check_target; /* false for lint/show: no process needed */
+};
+
+/* Resolves and checks statically. Errors: DIAG_EXIT_USAGE for a bad recipe or argument (message
+ * "FILE:LINE: field: ..."), DIAG_EXIT_REFUSED for a static budget exceeded. */
+int plan_build(const struct recipe *r, const struct plan_args *args, struct plan **out,
+	       struct diag_err *err);
+void plan_free(struct plan *p);
+
+#endif

@@ -1,0 +1,337 @@
+/* cpu_profile.c — catalog entry for bpf/cpu_profile.bpf.c: on-CPU stack sampling.
+ *
+ * Owns: choosing the sampling event (hardware cycles where a PMU exists, else the cpu-clock
+ * software event), one perf event + BPF link per online CPU, and turning the sampled
+ * (stack ids, count) pairs into symbolized stacks.
+ * Must not: interpret the stacks (that is the recipe's Lua).
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "cpu_profile.skel.h"
+#include "cpu_profile.h"
+#include "diag_bpf.h"
+#include "symbols.h"
+
+struct profile_priv {
+	struct cpu_profile_bpf *skel;
+	int *cpus, n_cpus;
+	int *event_fds;
+	struct bpf_link **links;
+};
+
+static const struct option_spec profile_options[] = {
+	{ "frequency_hz", OPT_UINT, OPT_ROLE_SAMPLE_HZ, 99, 1, 100000, 0, false,
+	  "samples per second on each CPU" },
+	{ "user_stacks", OPT_BOOL, OPT_ROLE_PLAIN, 1, 0, 1, 0, false, "record user-space stacks" },
+	{ "kernel_stacks", OPT_BOOL, OPT_ROLE_PLAIN, 1, 0, 1, 0, false, "record kernel stacks" },
+	{ "max_stacks", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 20,
+	  sizeof(__u32) + PROFILE_MAX_DEPTH * sizeof(__u64), false, "distinct stacks kept" },
+	{ "max_stack_counts", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 20,
+	  sizeof(struct profile_key) + sizeof(__u64) + 64, false,
+	  "distinct (thread name, user stack, kernel stack) counted" },
+};
+
+static const char *const profile_variants[] = { "cpu_clock", "hw_cycles", NULL };
+
+static int online_cpus(int **out)
+{
+	char *text = read_file("/sys/devices/system/cpu/online", NULL);
+	int n = 0, cap = 8;
+	int *cpus = xmalloc(cap * sizeof(int));
+	for (char *p = text; p && *p && *p != '\n';) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b; c++) {
+			if (n == cap)
+				cpus = xrealloc(cpus, (cap *= 2) * sizeof(int));
+			cpus[n++] = (int)c;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	free(text);
+	if (n == 0) { /* no sysfs: fall back to 0..N-1 */
+		long cnt = sysconf(_SC_NPROCESSORS_ONLN);
+		for (long c = 0; c < cnt; c++) {
+			if (n == cap)
+				cpus = xrealloc(cpus, (cap *= 2) * sizeof(int));
+			cpus[n++] = (int)c;
+		}
+	}
+	*out = cpus;
+	return n;
+}
+
+static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = hz,
+	};
+	if (strcmp(variant, "hw_cycles") == 0) {
+		attr.type = PERF_TYPE_HARDWARE;
+		attr.config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		attr.type = PERF_TYPE_SOFTWARE;
+		attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	}
+	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int profile_load(struct probe *p, struct diag_err *err)
+{
+	struct profile_priv *pp = p->priv;
+	uint64_t hz = probe_opt(p, "frequency_hz");
+
+	pp->n_cpus = online_cpus(&pp->cpus);
+	/* Pick the event by opening it for real on one CPU: the only test that does not lie. */
+	const char *why = NULL;
+	for (const char *const *v = p->cfg.variants; *v; v++) {
+		int fd = open_sampling_event(*v, hz, pp->cpus[0]);
+		if (fd >= 0) {
+			close(fd);
+			p->variant = *v;
+			break;
+		}
+		if (!why)
+			why = strerror(errno);
+		if (strcmp(*v, "hw_cycles") == 0 && !p->note[0])
+			snprintf(p->note, sizeof(p->note),
+				 "hardware cycles counter unavailable (%s: no PMU, e.g. a VM): "
+				 "sampling with the cpu-clock software event", strerror(errno));
+	}
+	if (!p->variant)
+		return diag_fail(err, DIAG_EXIT_REFUSED,
+				 "cannot open a perf sampling event (%s); check perf_event_paranoid "
+				 "and CAP_PERFMON", why ? why : "no variant");
+
+	pp->skel = cpu_profile_bpf__open();
+	if (!pp->skel)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
+	pp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	pp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
+	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
+	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
+	bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
+	int rc = cpu_profile_bpf__load(pp->skel);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
+	return 0;
+}
+
+static int profile_attach(struct probe *p, struct diag_err *err)
+{
+	struct profile_priv *pp = p->priv;
+	uint64_t hz = probe_opt(p, "frequency_hz");
+
+	pp->event_fds = xcalloc(pp->n_cpus, sizeof(int));
+	pp->links = xcalloc(pp->n_cpus, sizeof(*pp->links));
+	for (int i = 0; i < pp->n_cpus; i++)
+		pp->event_fds[i] = -1;
+	for (int i = 0; i < pp->n_cpus; i++) {
+		int fd = open_sampling_event(p->variant, hz, pp->cpus[i]);
+		if (fd < 0) {
+			if (errno == ENODEV) /* went offline meanwhile */
+				continue;
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "perf_event_open on CPU %d: %s",
+					 pp->cpus[i], strerror(errno));
+		}
+		pp->event_fds[i] = fd;
+		pp->links[i] = bpf_program__attach_perf_event(pp->skel->progs.on_cpu_sample, fd);
+		if (!pp->links[i])
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching to CPU %d: %s",
+					 pp->cpus[i], strerror(errno));
+	}
+	return 0;
+}
+
+static void profile_detach(struct probe *p)
+{
+	struct profile_priv *pp = p->priv;
+	for (int i = 0; pp->links && i < pp->n_cpus; i++)
+		bpf_link__destroy(pp->links[i]);
+	for (int i = 0; pp->event_fds && i < pp->n_cpus; i++)
+		if (pp->event_fds[i] >= 0)
+			close(pp->event_fds[i]);
+	free(pp->links);
+	free(pp->event_fds);
+	pp->links = NULL;
+	pp->event_fds = NULL;
+}
+
+static void profile_destroy(struct probe *p)
+{
+	struct profile_priv *pp = p->priv;
+	profile_detach(p);
+	free(pp->cpus);
+	cpu_profile_bpf__destroy(pp->skel);
+	memset(pp, 0, sizeof(*pp));
+}
+
+/* One symbolized stack. Several raw stacks (different instruction addresses inside the same
+ * functions) become one entry, so consumers see each call path once. */
+struct named_stack {
+	char *sig; /* comm, frames and mode joined: the merge key */
+	uint64_t count;
+	struct value *obj;
+};
+
+static struct value *frames_value(int stacks_fd, __s32 id, bool kernel, const struct collect_ctx *ctx)
+{
+	struct value *frames = value_arr();
+	__u64 ips[PROFILE_MAX_DEPTH];
+	char name[256];
+
+	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
+		return frames;
+	for (int i = 0; i < PROFILE_MAX_DEPTH && ips[i]; i++) {
+		const char *sym = NULL;
+		if (kernel) {
+			sym = ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
+		} else if (ctx->usyms) {
+			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+			sym = name;
+		}
+		if (!sym) {
+			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx", (unsigned long long)ips[i]);
+			sym = name;
+		}
+		value_arr_push(frames, value_str(sym));
+	}
+	return frames;
+}
+
+static char *stack_signature(const char *comm, bool in_kernel, const struct value *u, const struct value *k)
+{
+	size_t len = strlen(comm) + 4;
+	for (size_t i = 0; i < u->arr.len; i++)
+		len += strlen(u->arr.items[i]->s) + 1;
+	for (size_t i = 0; i < k->arr.len; i++)
+		len += strlen(k->arr.items[i]->s) + 1;
+	char *sig = xmalloc(len), *p = sig;
+	p += sprintf(p, "%s%c%c", comm, in_kernel ? 'k' : 'u', '\x01');
+	for (size_t i = 0; i < u->arr.len; i++)
+		p += sprintf(p, "%s\x01", u->arr.items[i]->s);
+	*p++ = '\x02';
+	for (size_t i = 0; i < k->arr.len; i++)
+		p += sprintf(p, "%s\x01", k->arr.items[i]->s);
+	*p = '\0';
+	return sig;
+}
+
+static int by_signature(const void *a, const void *b)
+{
+	return strcmp(((const struct named_stack *)a)->sig, ((const struct named_stack *)b)->sig);
+}
+
+static int by_count_desc(const void *a, const void *b)
+{
+	const struct named_stack *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->sig, y->sig); /* stable output for equal counts */
+}
+
+static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			   struct diag_err *err)
+{
+	struct profile_priv *pp = p->priv;
+	int counts_fd = bpf_map__fd(pp->skel->maps.counts);
+	int stacks_fd = bpf_map__fd(pp->skel->maps.stacks);
+	size_t n = 0, cap = 256;
+	struct named_stack *rows = xmalloc(cap * sizeof(*rows));
+	struct profile_key keys[2], *prev = NULL, *next = &keys[0];
+	uint64_t samples = 0, in_kernel = 0;
+	(void)err;
+
+	while (bpf_map_get_next_key(counts_fd, prev, next) == 0) {
+		__u64 count;
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		if (bpf_map_lookup_elem(counts_fd, prev, &count))
+			continue;
+		bool kernel = prev->kernel_stack_id >= 0;
+		samples += count;
+		in_kernel += kernel ? count : 0;
+		char comm[sizeof(prev->comm) + 1];
+		snprintf(comm, sizeof(comm), "%s", prev->comm);
+		struct value *u = frames_value(stacks_fd, prev->user_stack_id, false, ctx);
+		struct value *k = frames_value(stacks_fd, prev->kernel_stack_id, true, ctx);
+		if (n == cap)
+			rows = xrealloc(rows, (cap *= 2) * sizeof(*rows));
+		rows[n].sig = stack_signature(comm, kernel, u, k);
+		rows[n].count = count;
+		rows[n].obj = value_obj();
+		value_set_int(rows[n].obj, "count", 0); /* filled after merging */
+		value_set_str(rows[n].obj, "comm", comm);
+		value_set_bool(rows[n].obj, "in_kernel", kernel);
+		value_obj_set(rows[n].obj, "user", u);
+		value_obj_set(rows[n].obj, "kernel", k);
+		n++;
+	}
+
+	qsort(rows, n, sizeof(*rows), by_signature);
+	size_t merged = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (merged && strcmp(rows[merged - 1].sig, rows[i].sig) == 0) {
+			rows[merged - 1].count += rows[i].count;
+			free(rows[i].sig);
+			value_free(rows[i].obj);
+		} else {
+			rows[merged++] = rows[i];
+		}
+	}
+	qsort(rows, merged, sizeof(*rows), by_count_desc);
+
+	struct value *res = value_obj();
+	value_set_str(res, "event", p->variant);
+	value_set_int(res, "frequency_hz", (int64_t)probe_opt(p, "frequency_hz"));
+	value_set_int(res, "samples", (int64_t)samples);
+	value_set_int(res, "user_samples", (int64_t)(samples - in_kernel));
+	value_set_int(res, "kernel_samples", (int64_t)in_kernel);
+	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(pp->skel->obj, DIAG_STAT_LOST));
+	value_set_int(res, "dropped", (int64_t)probe_stat_sum(pp->skel->obj, DIAG_STAT_MAP_FULL));
+	struct value *stacks = value_obj_set(res, "stacks", value_arr());
+	for (size_t i = 0; i < merged; i++) {
+		value_set_int(rows[i].obj, "count", (int64_t)rows[i].count);
+		value_arr_push(stacks, rows[i].obj);
+		free(rows[i].sig);
+	}
+	free(rows);
+	*out = res;
+	return 0;
+}
+
+static struct bpf_object *profile_object(struct probe *p)
+{
+	struct profile_priv *pp = p->priv;
+	return pp->skel ? pp->skel->obj : NULL;
+}
+
+const struct probe_kind probe_kind_cpu_profile = {
+	.name = "cpu_profile",
+	.summary = "on-CPU stacks (user + kernel) sampled at a fixed frequency on every CPU",
+	.options = profile_options,
+	.n_options = ARRAY_LEN(profile_options),
+	.filters = FILTER_PID,
+	.variants = profile_variants,
+	.private_size = sizeof(struct profile_priv),
+	.load = profile_load,
+	.attach = profile_attach,
+	.detach = profile_detach,
+	.collect = profile_collect,
+	.destroy = profile_destroy,
+	.object = profile_object,
+};

@@ -1,0 +1,160 @@
+/* runq_latency.c — catalog entry for bpf/runq_latency.bpf.c: run-queue wait of the target.
+ *
+ * Owns: picking the tp_btf or raw_tp program set (by loading it: the verifier is the feature
+ * probe), attaching it, and reading the log2 histogram into results.
+ * Must not: judge the latency (the recipe's Lua does).
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "runq_latency.skel.h"
+
+struct runq_priv {
+	struct runq_latency_bpf *skel;
+	struct bpf_link *links[8];
+	size_t n_links;
+};
+
+static const struct option_spec runq_options[] = {
+	{ "max_threads", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 22, 4 + 8 + 64, false,
+	  "threads that can be waiting on a run queue at once" },
+};
+
+static const char *const runq_variants[] = { "tp_btf", "raw_tp", NULL };
+
+/* Programs are named VARIANT_event in the BPF object. */
+static bool prog_in_variant(struct bpf_program *prog, const char *variant)
+{
+	size_t len = strlen(variant);
+	const char *name = bpf_program__name(prog);
+	return strncmp(name, variant, len) == 0 && name[len] == '_';
+}
+
+static int runq_load(struct probe *p, struct diag_err *err)
+{
+	struct runq_priv *rp = p->priv;
+	char first_failure[160] = "";
+
+	for (const char *const *v = p->cfg.variants; *v; v++) {
+		struct bpf_program *prog;
+		rp->skel = runq_latency_bpf__open();
+		if (!rp->skel)
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s",
+					 strerror(errno));
+		rp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+		bpf_map__set_max_entries(rp->skel->maps.wait_start, (__u32)probe_opt(p, "max_threads"));
+		bpf_object__for_each_program(prog, rp->skel->obj)
+			bpf_program__set_autoload(prog, prog_in_variant(prog, *v));
+		int rc = runq_latency_bpf__load(rp->skel);
+		if (rc == 0) {
+			p->variant = *v;
+			if (first_failure[0])
+				snprintf(p->note, sizeof(p->note), "%s; using %s", first_failure, *v);
+			return 0;
+		}
+		if (!first_failure[0])
+			snprintf(first_failure, sizeof(first_failure), "%s programs did not load (%s)",
+				 *v, strerror(-rc));
+		runq_latency_bpf__destroy(rp->skel);
+		rp->skel = NULL;
+	}
+	return diag_fail(err, DIAG_EXIT_REFUSED, "run-queue latency: no attach variant works: %s",
+			 first_failure);
+}
+
+static int runq_attach(struct probe *p, struct diag_err *err)
+{
+	struct runq_priv *rp = p->priv;
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, rp->skel->obj) {
+		if (!bpf_program__autoload(prog))
+			continue;
+		if (rp->n_links == ARRAY_LEN(rp->links))
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "too many programs");
+		struct bpf_link *link = bpf_program__attach(prog);
+		if (!link)
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching %s: %s",
+					 bpf_program__name(prog), strerror(errno));
+		rp->links[rp->n_links++] = link;
+	}
+	return 0;
+}
+
+static void runq_detach(struct probe *p)
+{
+	struct runq_priv *rp = p->priv;
+	for (size_t i = 0; i < rp->n_links; i++)
+		bpf_link__destroy(rp->links[i]);
+	rp->n_links = 0;
+}
+
+static void runq_destroy(struct probe *p)
+{
+	struct runq_priv *rp = p->priv;
+	runq_detach(p);
+	runq_latency_bpf__destroy(rp->skel);
+	rp->skel = NULL;
+}
+
+static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			struct diag_err *err)
+{
+	struct runq_priv *rp = p->priv;
+	int hist_fd = bpf_map__fd(rp->skel->maps.hist_us);
+	int totals_fd = bpf_map__fd(rp->skel->maps.totals);
+	__u64 total_ns = 0, max_ns = 0, count = 0;
+	__u32 k0 = 0, k1 = 1;
+	(void)ctx;
+	(void)err;
+
+	struct value *res = value_obj();
+	value_set_str(res, "unit", "us");
+	struct value *buckets = value_arr();
+	for (__u32 slot = 0; slot < DIAG_HIST_SLOTS; slot++) {
+		__u64 c = 0;
+		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
+			continue;
+		struct value *b = value_arr_push(buckets, value_obj());
+		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)1 << slot);
+		value_set_int(b, "hi", ((int64_t)1 << (slot + 1)) - 1);
+		value_set_int(b, "count", (int64_t)c);
+		count += c;
+	}
+	bpf_map_lookup_elem(totals_fd, &k0, &total_ns);
+	bpf_map_lookup_elem(totals_fd, &k1, &max_ns);
+	value_set_int(res, "count", (int64_t)count);
+	value_set_int(res, "total_us", (int64_t)(total_ns / 1000));
+	value_set_int(res, "max_us", (int64_t)(max_ns / 1000));
+	value_set_int(res, "dropped", (int64_t)probe_stat_sum(rp->skel->obj, DIAG_STAT_MAP_FULL));
+	value_obj_set(res, "buckets", buckets);
+	*out = res;
+	return 0;
+}
+
+static struct bpf_object *runq_object(struct probe *p)
+{
+	struct runq_priv *rp = p->priv;
+	return rp->skel ? rp->skel->obj : NULL;
+}
+
+const struct probe_kind probe_kind_runq_latency = {
+	.name = "runq_latency",
+	.summary = "time the target's threads wait runnable on a run queue (log2 histogram, us)",
+	.options = runq_options,
+	.n_options = ARRAY_LEN(runq_options),
+	.filters = FILTER_PID,
+	.variants = runq_variants,
+	.private_size = sizeof(struct runq_priv),
+	.load = runq_load,
+	.attach = runq_attach,
+	.detach = runq_detach,
+	.collect = runq_collect,
+	.destroy = runq_destroy,
+	.object = runq_object,
+};

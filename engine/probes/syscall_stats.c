@@ -1,0 +1,168 @@
+/* syscall_stats.c — catalog entry for bpf/syscall_stats.bpf.c: count, time and errors of the
+ * target's system calls by syscall.
+ *
+ * Owns: loading/attaching the raw_syscalls programs, summing the per-CPU totals, and naming
+ * syscall numbers (table generated at build time from the C library's <sys/syscall.h>).
+ * Must not: judge the numbers.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "syscall_names.h"
+#include "syscall_stats.h"
+#include "syscall_stats.skel.h"
+
+struct syscalls_priv {
+	struct syscall_stats_bpf *skel;
+	struct bpf_link *enter, *exit;
+};
+
+/* The entry timestamps live in task local storage (one small record per thread that made a
+ * syscall), so there is no map size to choose. */
+static const struct option_spec syscall_options[] = {
+	{ "per_cpu_slots", OPT_UINT, OPT_ROLE_MAP_ENTRIES, SYSCALL_SLOTS, SYSCALL_SLOTS,
+	  SYSCALL_SLOTS, sizeof(struct syscall_total), true,
+	  "per-CPU totals, one per syscall number (fixed)" },
+};
+
+static const char *const syscall_variants[] = { "raw_tp", NULL };
+
+static int syscalls_load(struct probe *p, struct diag_err *err)
+{
+	struct syscalls_priv *sp = p->priv;
+	sp->skel = syscall_stats_bpf__open();
+	if (!sp->skel)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
+	sp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	int rc = syscall_stats_bpf__load(sp->skel);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_REFUSED,
+				 "loading syscall programs: %s (needs raw tracepoints and task "
+				 "local storage, Linux 5.11+)", strerror(-rc));
+	p->variant = "raw_tp";
+	return 0;
+}
+
+static int syscalls_attach(struct probe *p, struct diag_err *err)
+{
+	struct syscalls_priv *sp = p->priv;
+	sp->enter = bpf_program__attach(sp->skel->progs.sys_enter);
+	if (!sp->enter)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_enter: %s",
+				 strerror(errno));
+	sp->exit = bpf_program__attach(sp->skel->progs.sys_exit);
+	if (!sp->exit)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_exit: %s",
+				 strerror(errno));
+	return 0;
+}
+
+static void syscalls_detach(struct probe *p)
+{
+	struct syscalls_priv *sp = p->priv;
+	bpf_link__destroy(sp->enter);
+	bpf_link__destroy(sp->exit);
+	sp->enter = sp->exit = NULL;
+}
+
+static void syscalls_destroy(struct probe *p)
+{
+	struct syscalls_priv *sp = p->priv;
+	syscalls_detach(p);
+	syscall_stats_bpf__destroy(sp->skel);
+	memset(sp, 0, sizeof(*sp));
+}
+
+struct syscall_row {
+	unsigned nr;
+	struct syscall_total t;
+};
+
+static int by_count_desc(const void *a, const void *b)
+{
+	const struct syscall_row *x = a, *y = b;
+	return x->t.count < y->t.count ? 1 : x->t.count > y->t.count ? -1 : (int)x->nr - (int)y->nr;
+}
+
+static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			    struct diag_err *err)
+{
+	struct syscalls_priv *sp = p->priv;
+	int fd = bpf_map__fd(sp->skel->maps.per_syscall);
+	int ncpus = libbpf_num_possible_cpus();
+	struct syscall_total *percpu = xcalloc((size_t)ncpus, sizeof(*percpu));
+	struct syscall_row *rows = xcalloc(SYSCALL_SLOTS, sizeof(*rows));
+	size_t n = 0;
+	uint64_t total = 0, total_ns = 0;
+	(void)ctx;
+	(void)err;
+
+	for (__u32 nr = 0; nr < SYSCALL_SLOTS; nr++) {
+		if (bpf_map_lookup_elem(fd, &nr, percpu))
+			continue;
+		struct syscall_row row = { .nr = nr };
+		for (int c = 0; c < ncpus; c++) {
+			row.t.count += percpu[c].count;
+			row.t.total_ns += percpu[c].total_ns;
+			row.t.errors += percpu[c].errors;
+		}
+		if (row.t.count) {
+			rows[n++] = row;
+			total += row.t.count;
+			total_ns += row.t.total_ns;
+		}
+	}
+	qsort(rows, n, sizeof(*rows), by_count_desc);
+
+	struct value *res = value_obj();
+	value_set_int(res, "total", (int64_t)total);
+	value_set_int(res, "total_ns", (int64_t)total_ns);
+	value_set_int(res, "dropped", (int64_t)probe_stat_sum(sp->skel->obj, DIAG_STAT_MAP_FULL));
+	struct value *list = value_obj_set(res, "syscalls", value_arr());
+	for (size_t i = 0; i < n; i++) {
+		struct value *s = value_arr_push(list, value_obj());
+		char fallback[32];
+		const char *name = rows[i].nr < ARRAY_LEN(syscall_names) ? syscall_names[rows[i].nr] : NULL;
+		if (!name) {
+			snprintf(fallback, sizeof(fallback), "syscall_%u", rows[i].nr);
+			name = fallback;
+		}
+		value_set_str(s, "name", name);
+		value_set_int(s, "nr", rows[i].nr);
+		value_set_int(s, "count", (int64_t)rows[i].t.count);
+		value_set_int(s, "total_ns", (int64_t)rows[i].t.total_ns);
+		value_set_int(s, "errors", (int64_t)rows[i].t.errors);
+	}
+	free(rows);
+	free(percpu);
+	*out = res;
+	return 0;
+}
+
+static struct bpf_object *syscalls_object(struct probe *p)
+{
+	struct syscalls_priv *sp = p->priv;
+	return sp->skel ? sp->skel->obj : NULL;
+}
+
+const struct probe_kind probe_kind_syscall_stats = {
+	.name = "syscall_stats",
+	.summary = "count, total time and errors of the target's system calls, by syscall",
+	.options = syscall_options,
+	.n_options = ARRAY_LEN(syscall_options),
+	.filters = FILTER_PID,
+	.variants = syscall_variants,
+	.private_size = sizeof(struct syscalls_priv),
+	.load = syscalls_load,
+	.attach = syscalls_attach,
+	.detach = syscalls_detach,
+	.collect = syscalls_collect,
+	.destroy = syscalls_destroy,
+	.object = syscalls_object,
+};

@@ -1,0 +1,38 @@
+/* report.h — what the user reads: the JSON report of the DESIGN contract, the text report, and
+ * folded stacks for flamegraph.pl.
+ *
+ * Owns: assembling the report tree (tool, recipe, target, timing, overhead, verdicts, results)
+ * and rendering it. Text rendering knows three generic section shapes that a recipe's Lua may
+ * return (diag.table / diag.histogram / diag.text in lua/lib/diag.lua):
+ *   {kind="table", title=, columns={...}, rows={{cell,...},...}}
+ *   {kind="histogram", title=, unit=, buckets={{lo=,hi=,count=},...}}
+ *   {kind="text", title=, lines={...}}
+ * Must not: interpret results (no probe- or symptom-specific code here).
+ */
+#ifndef DIAG_REPORT_H
+#define DIAG_REPORT_H
+
+#include <stdio.h>
+
+#include "plan.h"
+#include "session.h"
+#include "value.h"
+
+struct report_input {
+	const struct plan *plan;
+	const char *recipe_sha256;
+	const struct session_out *session; /* NULL for a dry run */
+	const struct value *verdicts;      /* array; may be NULL when Lua failed */
+	const char *verdict_error;         /* why there are no verdicts, or NULL */
+	const struct value *plan_summary;  /* dry run: what would run */
+};
+
+/* The JSON report tree (caller frees). */
+struct value *report_build(const struct report_input *in);
+void report_write_json(const struct value *report, FILE *out);
+void report_write_text(const struct value *report, const struct value *sections, FILE *out);
+/* One line per stack, root first: "comm;frame;...;frame count". Kernel frames follow user
+ * frames, suffixed "_[k]" as flamegraph.pl colours them. Returns the stacks written, -1 on error. */
+int report_write_folded(const struct value *results, const char *path, struct diag_err *err);
+
+#endif

@@ -1,0 +1,297 @@
+/* session.c — load, attach, run, detach, collect (see session.h).
+ * Must not: print anything but the progress line, interpret data, or return with a link attached.
+ */
+#include "session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diag_bpf.h"
+#include "kernel.h"
+#include "symbols.h"
+
+#define TICK_NS 1000000000ull /* governor, probe ticks */
+#define PROGRESS_NS 200000000ull
+
+struct session {
+	const struct plan *plan;
+	struct probe *probes;
+	unsigned n_loaded;
+	int sig_fd, pid_fd, stats_fd;
+	sigset_t old_mask;
+	uint64_t bpf_ns_start, bpf_ns_last, runs_start, runs_last;
+};
+
+static void sum_runtime(struct session *s, uint64_t *ns, uint64_t *runs)
+{
+	*ns = *runs = 0;
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		struct bpf_object *obj = s->probes[i].kind->object(&s->probes[i]);
+		struct bpf_program *prog;
+		if (!obj)
+			continue;
+		bpf_object__for_each_program(prog, obj) {
+			uint64_t pns, pcnt;
+			int fd = bpf_program__fd(prog);
+			if (fd >= 0 && kernel_prog_runtime(fd, &pns, &pcnt) == 0) {
+				*ns += pns;
+				*runs += pcnt;
+			}
+		}
+	}
+}
+
+static void detach_all(struct session *s)
+{
+	for (unsigned i = 0; i < s->n_loaded; i++)
+		if (s->probes[i].kind->detach)
+			s->probes[i].kind->detach(&s->probes[i]);
+}
+
+static void destroy_all(struct session *s)
+{
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		s->probes[i].kind->destroy(&s->probes[i]);
+		free(s->probes[i].priv);
+	}
+	free(s->probes);
+	s->probes = NULL;
+	s->n_loaded = 0;
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	if (s->pid_fd >= 0)
+		close(s->pid_fd);
+	if (s->sig_fd >= 0)
+		close(s->sig_fd);
+	s->stats_fd = s->pid_fd = s->sig_fd = -1;
+	sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+}
+
+/* Signals become readable events on an fd, so the loop (and nothing else) decides when to stop,
+ * and every stop goes through the same detach path. */
+static int block_signals(struct session *s, struct diag_err *err)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &mask, &s->old_mask))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "sigprocmask: %s", strerror(errno));
+	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sig_fd < 0)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+static int load_and_attach(struct session *s, struct value *notes, struct diag_err *err)
+{
+	const struct plan *plan = s->plan;
+	s->probes = xcalloc(plan->n_probes, sizeof(*s->probes));
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		struct probe *p = &s->probes[i];
+		p->kind = plan->probes[i].kind;
+		p->cfg = plan->probes[i].cfg;
+		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
+		s->n_loaded = i + 1;
+		if (p->kind->load(p, err))
+			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+		if (p->note[0])
+			value_arr_push(notes, value_str_take(xasprintf("%s: %s", p->cfg.id, p->note)));
+	}
+	s->stats_fd = kernel_enable_bpf_stats();
+	if (s->stats_fd < 0)
+		value_arr_push(notes, value_str("BPF run-time statistics unavailable: overhead not measured"));
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		struct probe *p = &s->probes[i];
+		if (p->kind->attach(p, err))
+			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+	}
+	return 0;
+}
+
+static bool signal_arrived(int sig_fd)
+{
+	struct signalfd_siginfo si;
+	return read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si);
+}
+
+static void draw_progress(const struct session_opts *o, double elapsed, double total,
+			  uint64_t runs, double pct)
+{
+	fprintf(stderr, "\r\033[K%s: collecting %.1f / %.1f s, %llu events", o->label, elapsed,
+		total, (unsigned long long)runs);
+	if (pct >= 0)
+		fprintf(stderr, ", BPF CPU %.2f%%", pct);
+	fflush(stderr);
+}
+
+static const char *run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns)
+{
+	const struct plan *plan = s->plan;
+	uint64_t deadline = start_ns + (uint64_t)(plan->duration_s * 1e9);
+	uint64_t next_tick = start_ns + TICK_NS, last_tick = start_ns;
+	double budget = plan->recipe->budgets.max_cpu_pct, pct = -1;
+
+	for (;;) {
+		uint64_t now = mono_ns();
+		if (now >= deadline)
+			return "duration";
+		uint64_t wake = deadline < next_tick ? deadline : next_tick;
+		if (o->progress && wake - now > PROGRESS_NS)
+			wake = now + PROGRESS_NS;
+		struct pollfd fds[2] = { { .fd = s->sig_fd, .events = POLLIN },
+					 { .fd = s->pid_fd, .events = POLLIN } };
+		int rc = poll(fds, s->pid_fd >= 0 ? 2 : 1, (int)((wake - now + 999999) / 1000000));
+		if (rc < 0 && errno != EINTR)
+			return "signal";
+		if (rc > 0 && (fds[0].revents & POLLIN) && signal_arrived(s->sig_fd))
+			return "signal";
+		if (rc > 0 && s->pid_fd >= 0 && (fds[1].revents & POLLIN))
+			return "target-exited";
+		now = mono_ns();
+		if (now >= next_tick) {
+			for (unsigned i = 0; i < s->n_loaded; i++)
+				if (s->probes[i].kind->tick)
+					s->probes[i].kind->tick(&s->probes[i]);
+			if (s->stats_fd >= 0) {
+				uint64_t ns, runs;
+				sum_runtime(s, &ns, &runs);
+				pct = (double)(ns - s->bpf_ns_last) * 100.0 /
+				      ((double)(now - last_tick) * plan->ncpus);
+				s->bpf_ns_last = ns;
+				s->runs_last = runs;
+				if (budget > 0 && pct > budget)
+					return "over-budget";
+			}
+			last_tick = now;
+			next_tick = now + TICK_NS;
+		}
+		if (o->progress) {
+			uint64_t ns, runs = s->runs_last;
+			if (s->stats_fd >= 0)
+				sum_runtime(s, &ns, &runs);
+			draw_progress(o, (double)(now - start_ns) / 1e9, plan->duration_s,
+				      runs - s->runs_start, pct);
+		}
+	}
+}
+
+static void utc_now(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
+		struct diag_err *err)
+{
+	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1, .stats_fd = -1 };
+	struct ksyms *ksyms = NULL;
+	struct usyms *usyms = NULL;
+	struct diag_err soft;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	out->notes = value_arr();
+	sigemptyset(&s.old_mask);
+	if (block_signals(&s, err))
+		goto done;
+
+	ksyms = ksyms_load(NULL, &soft);
+	if (!ksyms)
+		value_arr_push(out->notes, value_str_take(xasprintf("kernel frames not symbolized: %s", soft.msg)));
+	if (plan->target_pid > 0) {
+		usyms = usyms_new(plan->target_pid);
+		if (usyms_snapshot(usyms, &soft))
+			value_arr_push(out->notes, value_str(soft.msg));
+		s.pid_fd = (int)syscall(SYS_pidfd_open, plan->target_pid, 0);
+		if (s.pid_fd < 0 && errno == ESRCH) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
+				  plan->target_pid);
+			goto done;
+		}
+	}
+
+	if (load_and_attach(&s, out->notes, err))
+		goto done;
+
+	utc_now(out->started_at, sizeof(out->started_at));
+	uint64_t start_ns = mono_ns();
+	sum_runtime(&s, &s.bpf_ns_start, &s.runs_start);
+	s.bpf_ns_last = s.bpf_ns_start;
+	s.runs_last = s.runs_start;
+	out->stop_reason = run_loop(&s, opts, start_ns);
+	uint64_t end_ns = mono_ns();
+	detach_all(&s);
+	if (opts->progress)
+		fputs("\r\033[K", stderr);
+
+	out->duration_s = (double)(end_ns - start_ns) / 1e9;
+	uint64_t ns, runs;
+	sum_runtime(&s, &ns, &runs);
+	out->events = runs - s.runs_start;
+	out->bpf_cpu_pct = s.stats_fd >= 0 ? (double)(ns - s.bpf_ns_start) * 100.0 /
+						  ((double)(end_ns - start_ns) * plan->ncpus)
+					    : -1;
+
+	/* The end snapshot lets us symbolize code mapped during the run; a dead target keeps the
+	 * start snapshot. */
+	if (usyms && strcmp(out->stop_reason, "target-exited") != 0)
+		usyms_snapshot(usyms, &soft);
+
+	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
+				   .ncpus = plan->ncpus };
+	out->results = value_obj();
+	out->probes = value_arr();
+	for (unsigned i = 0; i < s.n_loaded; i++) {
+		struct probe *p = &s.probes[i];
+		struct value *res = NULL;
+		struct bpf_object *obj = p->kind->object(p);
+		struct value *info = value_arr_push(out->probes, value_obj());
+		value_set_str(info, "id", p->cfg.id);
+		value_set_str(info, "kind", p->kind->name);
+		value_set_str(info, "variant", p->variant ? p->variant : "");
+		if (p->note[0])
+			value_set_str(info, "note", p->note);
+		if (obj) {
+			uint64_t lost = probe_stat_sum(obj, DIAG_STAT_MAP_FULL) + probe_stat_sum(obj, DIAG_STAT_LOST);
+			value_set_int(info, "events", (int64_t)probe_stat_sum(obj, DIAG_STAT_EVENTS));
+			value_set_int(info, "dropped", (int64_t)lost);
+			out->dropped += lost;
+		}
+		if (p->kind->collect(p, &ctx, &res, &soft) == 0)
+			value_obj_set(out->results, p->cfg.id, res);
+		else
+			value_arr_push(out->notes, value_str_take(xasprintf("probe %s: no results: %s", p->cfg.id, soft.msg)));
+	}
+	rc = 0;
+done:
+	destroy_all(&s);
+	usyms_free(usyms);
+	ksyms_free(ksyms);
+	if (rc)
+		session_out_free(out);
+	return rc;
+}
+
+void session_out_free(struct session_out *out)
+{
+	value_free(out->results);
+	value_free(out->probes);
+	value_free(out->notes);
+	out->results = out->probes = out->notes = NULL;
+}

@@ -1,0 +1,38 @@
+/* session.h — one collection run of a plan on the live kernel.
+ *
+ * Owns: loading every probe, attaching, the run loop (duration, SIGINT/SIGTERM/SIGHUP, target exit,
+ * progress on a TTY, the overhead governor on BPF run-time statistics), detaching on every exit
+ * path, symbolizers, and collecting each probe's results.
+ * Must not: interpret results or format reports.
+ */
+#ifndef DIAG_SESSION_H
+#define DIAG_SESSION_H
+
+#include <stdbool.h>
+
+#include "plan.h"
+#include "value.h"
+
+struct session_opts {
+	bool progress;      /* draw a progress line on stderr */
+	const char *label;  /* for the progress line, e.g. the recipe name */
+};
+
+struct session_out {
+	struct value *results;   /* object: probe id -> results */
+	struct value *probes;    /* array: {id, kind, variant, note, events, bpf_ns} */
+	struct value *notes;     /* array of strings: fallbacks, failures, partial data */
+	char started_at[32];     /* ISO 8601 UTC */
+	double duration_s;       /* actual collection time */
+	const char *stop_reason; /* duration | signal | target-exited | over-budget */
+	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs), -1 when stats were unavailable */
+	uint64_t events;         /* program runs over the session */
+	uint64_t dropped;        /* map-full + lost, over all probes */
+};
+
+/* Runs the plan. On failure before any data, returns -1 with err set and nothing attached. */
+int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
+		struct diag_err *err);
+void session_out_free(struct session_out *out);
+
+#endif

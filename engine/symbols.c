@@ -1,0 +1,605 @@
+/* symbols.c — kernel symbols (kallsyms) and user symbols (/proc/PID/maps + ELF via libelf).
+ *
+ * Owns: the sorted kernel symbol table, each process's merged mapping snapshots, and a cache of
+ * the ELF files they map (load segments and function symbols, copied out of libelf).
+ * Must not: print, hold global state, reopen a file per lookup, or return the name of a symbol
+ * that does not contain the address (no "nearest symbol" guessing).
+ *
+ * Choices:
+ * - Kernel: only t/T/w/W symbols. A symbol ends where the next one starts; the last symbol of a
+ *   module (or of the whole table) extends at most KSYM_TAIL bytes; the section end markers
+ *   (_etext, _einittext, *_text_end) cover nothing. Module symbols are named "name [mod]".
+ *   Symbols at the same address: the one with the fewest leading underscores wins, then global.
+ *   Names live in one arena: the file buffer itself, compacted in place.
+ * - User: ELF files are loaded eagerly when a snapshot (or usyms_add_mapping) first sees them,
+ *   so symbolizing after the process exits needs no file access. Files are opened through
+ *   /proc/PID/map_files, then /proc/PID/root/PATH, then PATH; the last two only if the inode is
+ *   the one in maps (a replaced file is not the mapped one). .symtab, else .dynsym; no
+ *   .gnu_debuglink / debuginfod lookup. [vdso] is read from /proc/PID/mem.
+ */
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Leading underscores, for choosing among aliases ("malloc" over "__libc_malloc"). */
+static int underscores(const char *s)
+{
+	int n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel
+ * ------------------------------------------------------------------------------------------- */
+
+#define KSYM_TAIL (64 * 1024) /* how far the last symbol of a module may extend */
+#define KSYM_END_RANK 0xffff  /* rank of section end markers: lose against any real symbol */
+
+struct ksym {
+	uint64_t addr;
+	uint32_t size; /* while loading: rank (lower is preferred) */
+	uint32_t name; /* offset into names */
+};
+
+struct ksyms {
+	struct ksym *syms;
+	size_t n;
+	char *names;
+};
+
+static int is_end_marker(const char *name, size_t len)
+{
+	static const char suffix[] = "_text_end";
+	size_t sl = sizeof(suffix) - 1;
+	return (len == 6 && !memcmp(name, "_etext", 6)) ||
+	       (len == 10 && !memcmp(name, "_einittext", 10)) ||
+	       (len >= sl && !memcmp(name + len - sl, suffix, sl));
+}
+
+static int ksym_cmp(const void *a, const void *b, void *names)
+{
+	const struct ksym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return strcmp((char *)names + x->name, (char *)names + y->name);
+}
+
+/* Module part of a stored name ("[mod]"), or "" for the core kernel. */
+static const char *ksym_module(const char *name)
+{
+	const char *sp = strchr(name, ' ');
+	return sp ? sp + 1 : "";
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 8u << 20, n = 0; /* /proc/kallsyms is ~5 MB: few reallocs, large reads */
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (cap - n < (1u << 20))
+			buf = xrealloc(buf, cap *= 2);
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+struct ksyms *ksyms_load(const char *path, struct diag_err *err)
+{
+	if (!path)
+		path = "/proc/kallsyms";
+	size_t len;
+	char *buf = slurp(path, &len);
+	if (!buf) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct ksyms *ks = xcalloc(1, sizeof(*ks));
+	size_t cap = 0, w = 0; /* w: write position of the name arena, always <= read position */
+	int nonzero = 0;
+	for (char *p = buf, *end = buf + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *eol = nl ? nl : end, *q;
+		char *line = p;
+		p = eol + 1;
+		uint64_t addr = strtoull(line, &q, 16);
+		if (q == line || q + 3 > eol || q[0] != ' ' || q[2] != ' ')
+			continue;
+		char type = q[1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		char *name = q + 3, *tab = memchr(name, '\t', (size_t)(eol - name));
+		size_t nlen = (size_t)((tab ? tab : eol) - name), mlen = tab ? (size_t)(eol - tab - 1) : 0;
+		if (!nlen)
+			continue;
+		uint32_t rank = is_end_marker(name, nlen)
+					? KSYM_END_RANK
+					: (uint32_t)underscores(name) * 4 + (type == 'T' ? 0 : type == 't' ? 1 : 2);
+		if (ks->n == cap)
+			ks->syms = xrealloc(ks->syms, (cap = cap ? cap * 2 : 65536) * sizeof(*ks->syms));
+		ks->syms[ks->n++] = (struct ksym){ .addr = addr, .size = rank, .name = (uint32_t)w };
+		nonzero |= addr != 0;
+		memmove(buf + w, name, nlen); /* the written name is shorter than its line: no clobber */
+		w += nlen;
+		if (mlen) {
+			buf[w++] = ' ';
+			memmove(buf + w, tab + 1, mlen);
+			w += mlen;
+		}
+		buf[w++] = '\0';
+	}
+	ks->names = xrealloc(buf, w ? w : 1);
+	if (!ks->n || !nonzero) {
+		diag_fail(err, DIAG_EXIT_RUNTIME,
+			  ks->n ? "%s: kernel symbol addresses are hidden (all zero): needs "
+				  "CAP_SYSLOG (root); see kernel.kptr_restrict"
+				: "%s: no kernel text symbols",
+			  path);
+		ksyms_free(ks);
+		return NULL;
+	}
+	qsort_r(ks->syms, ks->n, sizeof(*ks->syms), ksym_cmp, ks->names);
+	/* Keep the preferred symbol of each address; then each one ends where the next begins. */
+	size_t k = 0;
+	for (size_t i = 0; i < ks->n; i++)
+		if (!k || ks->syms[i].addr != ks->syms[k - 1].addr)
+			ks->syms[k++] = ks->syms[i];
+	ks->n = k;
+	for (size_t i = 0; i < k; i++) {
+		struct ksym *s = &ks->syms[i];
+		uint64_t size = KSYM_TAIL;
+		if (s->size == KSYM_END_RANK)
+			size = 0;
+		else if (i + 1 < k) {
+			uint64_t gap = s[1].addr - s->addr;
+			int same = !strcmp(ksym_module(ks->names + s->name),
+					   ksym_module(ks->names + s[1].name));
+			size = same || gap < size ? gap : size;
+		}
+		s->size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+	}
+	return ks;
+}
+
+const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *offset)
+{
+	if (!ks || !ks->n || addr < ks->syms[0].addr)
+		return NULL;
+	size_t lo = 0, hi = ks->n; /* find the last symbol with start <= addr */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ks->syms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct ksym *s = &ks->syms[lo];
+	if (addr - s->addr >= s->size)
+		return NULL;
+	if (offset)
+		*offset = addr - s->addr;
+	return ks->names + s->name;
+}
+
+void ksyms_free(struct ksyms *ks)
+{
+	if (!ks)
+		return;
+	free(ks->syms);
+	free(ks->names);
+	free(ks);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * User: ELF files
+ * ------------------------------------------------------------------------------------------- */
+
+struct seg {
+	uint64_t off, filesz, vaddr;
+	int exec;
+};
+
+struct usym {
+	uint64_t start, end;
+	size_t name;
+};
+
+struct elf_file {
+	char *path;         /* as mapped ("[vdso]" for the vdso) */
+	const char *base;   /* basename of path, for "base+0xOFF" */
+	uint64_t dev, ino;  /* cache key from maps; 0/0 = keyed by path (usyms_add_mapping) */
+	int loaded;         /* segments and symbols read */
+	struct seg *segs;
+	size_t nsegs;
+	struct usym *syms;
+	size_t nsyms;
+	char *names;
+};
+
+struct tmpsym {
+	uint64_t start, size;
+	const char *name;
+	int rank;
+};
+
+static int tmpsym_cmp(const void *a, const void *b)
+{
+	const struct tmpsym *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+/* Function symbols of one symbol table section into f. Returns how many. */
+static size_t elf_load_syms(struct elf_file *f, Elf *elf, Elf_Scn *scn)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		return 0;
+	size_t n = sh.sh_size / sh.sh_entsize, k = 0, bytes = 0;
+	struct tmpsym *t = xmalloc(n * sizeof(*t));
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			continue;
+		int type = GELF_ST_TYPE(s.st_info), bind = GELF_ST_BIND(s.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !s.st_size || s.st_shndx == SHN_UNDEF)
+			continue;
+		const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		int brank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+		t[k++] = (struct tmpsym){ s.st_value, s.st_size, name, underscores(name) * 4 + brank };
+	}
+	qsort(t, k, sizeof(*t), tmpsym_cmp);
+	size_t m = 0; /* one symbol per start address: the preferred alias */
+	for (size_t i = 0; i < k; i++)
+		if (!m || t[i].start != t[m - 1].start) {
+			t[m++] = t[i];
+			bytes += strlen(t[i].name) + 1;
+		}
+	if (m) {
+		f->syms = xmalloc(m * sizeof(*f->syms));
+		f->names = xmalloc(bytes);
+		for (size_t i = 0, off = 0; i < m; i++) {
+			size_t l = strlen(t[i].name) + 1;
+			memcpy(f->names + off, t[i].name, l);
+			f->syms[i] = (struct usym){ t[i].start, t[i].start + t[i].size, off };
+			off += l;
+		}
+		f->nsyms = m;
+	}
+	free(t);
+	return m;
+}
+
+static void elf_load(struct elf_file *f, Elf *elf)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph))
+		return;
+	f->segs = xmalloc((nph ? nph : 1) * sizeof(*f->segs));
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			f->segs[f->nsegs++] =
+				(struct seg){ ph.p_offset, ph.p_filesz, ph.p_vaddr, !!(ph.p_flags & PF_X) };
+	}
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
+	}
+	if (!elf_load_syms(f, elf, symtab))
+		elf_load_syms(f, elf, dynsym);
+	f->loaded = 1;
+}
+
+static void elf_load_fd(struct elf_file *f, int fd)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf_load(f, elf);
+	elf_end(elf);
+}
+
+/* Opens p, unless ino is known and p is not that inode. */
+static int open_same(const char *p, uint64_t ino)
+{
+	struct stat st;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && ino && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The vdso has no file: its ELF image is the mapping itself, read through /proc/PID/mem. */
+static void vdso_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t len = end - start;
+	char *img = len <= (64u << 20) ? xmalloc(len) : NULL;
+	if (img && pread(fd, img, len, (off_t)start) == (ssize_t)len) {
+		Elf *elf = elf_memory(img, len);
+		elf_load(f, elf);
+		elf_end(elf);
+	}
+	free(img);
+	close(fd);
+}
+
+static void file_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
+{
+	char p[PATH_MAX + 64];
+	int fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return;
+	if (!strcmp(f->path, "[vdso]")) {
+		vdso_load(f, pid, start, end);
+		return;
+	}
+	if (pid > 0) {
+		snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			snprintf(p, sizeof(p), "/proc/%d/root%s", pid, f->path);
+			fd = open_same(p, f->ino);
+		}
+	}
+	if (fd < 0)
+		fd = open_same(f->path, f->ino);
+	if (fd < 0)
+		return;
+	elf_load_fd(f, fd);
+	close(fd);
+}
+
+static void file_free(struct elf_file *f)
+{
+	free(f->path);
+	free(f->segs);
+	free(f->syms);
+	free(f->names);
+	free(f);
+}
+
+/* Name of the function at file offset foff, or NULL. */
+static const char *file_lookup(const struct elf_file *f, uint64_t foff)
+{
+	const struct seg *seg = NULL;
+	for (size_t i = 0; i < f->nsegs; i++) {
+		const struct seg *s = &f->segs[i];
+		if (foff >= s->off && foff - s->off < s->filesz && (!seg || (s->exec && !seg->exec)))
+			seg = s;
+	}
+	if (!seg || !f->nsyms)
+		return NULL;
+	uint64_t va = foff - seg->off + seg->vaddr;
+	size_t lo = 0, hi = f->nsyms;
+	while (lo < hi) { /* first symbol starting after va */
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->syms[mid].start <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || va >= f->syms[lo - 1].end)
+		return NULL;
+	return f->names + f->syms[lo - 1].name;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * User: mappings
+ * ------------------------------------------------------------------------------------------- */
+
+struct mapping {
+	uint64_t start, end, off;
+	struct elf_file *file;
+};
+
+struct usyms {
+	int pid;
+	struct mapping *maps; /* sorted by start, disjoint */
+	size_t nmaps, capmaps;
+	struct elf_file **files;
+	size_t nfiles;
+};
+
+struct usyms *usyms_new(int pid)
+{
+	struct usyms *us = xcalloc(1, sizeof(*us));
+	us->pid = pid;
+	return us;
+}
+
+/* The cached file for (path, dev, ino), loaded now if it was not yet (or failed before). */
+static struct elf_file *file_get(struct usyms *us, const char *path, uint64_t dev, uint64_t ino,
+				 uint64_t start, uint64_t end)
+{
+	struct elf_file *f = NULL;
+	for (size_t i = 0; i < us->nfiles && !f; i++) {
+		struct elf_file *c = us->files[i];
+		if (ino ? c->ino == ino && c->dev == dev : !c->ino && !strcmp(c->path, path))
+			f = c;
+	}
+	if (!f) {
+		f = xcalloc(1, sizeof(*f));
+		f->path = xstrdup(path);
+		const char *slash = strrchr(f->path, '/');
+		f->base = slash ? slash + 1 : f->path;
+		f->dev = dev;
+		f->ino = ino;
+		us->files = xrealloc(us->files, (us->nfiles + 1) * sizeof(*us->files));
+		us->files[us->nfiles++] = f;
+	}
+	if (!f->loaded)
+		file_load(f, us->pid, start, end);
+	return f;
+}
+
+static void map_push(struct usyms *us, struct mapping m)
+{
+	if (us->nmaps == us->capmaps)
+		us->maps = xrealloc(us->maps, (us->capmaps = us->capmaps ? us->capmaps * 2 : 64) *
+						      sizeof(*us->maps));
+	us->maps[us->nmaps++] = m;
+}
+
+/* Adds m; older mappings it overlaps are cut back to the parts it does not cover. */
+static void map_add(struct usyms *us, struct mapping m)
+{
+	size_t n = us->nmaps, k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct mapping *o = &us->maps[i];
+		if (o->end <= m.start || o->start >= m.end)
+			continue;
+		if (o->end > m.end) {
+			struct mapping right = *o;
+			right.off += m.end - o->start;
+			right.start = m.end;
+			map_push(us, right);
+			o = &us->maps[i];
+		}
+		if (o->start < m.start)
+			o->end = m.start;
+		else
+			o->end = o->start; /* empty: dropped below */
+	}
+	for (size_t i = 0; i < us->nmaps; i++)
+		if (us->maps[i].end > us->maps[i].start)
+			us->maps[k++] = us->maps[i];
+	us->nmaps = k;
+	map_push(us, m);
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
+		       const char *path)
+{
+	if (end <= start || !path)
+		return;
+	struct elf_file *f = file_get(us, path, 0, 0, start, end);
+	map_add(us, (struct mapping){ start, end, file_offset, f });
+	qsort(us->maps, us->nmaps, sizeof(*us->maps), map_cmp);
+}
+
+int usyms_snapshot(struct usyms *us, struct diag_err *err)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/maps", us->pid);
+	char *buf = read_file(p, NULL);
+	if (!buf)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", p, strerror(errno));
+	for (char *line = buf, *next; *line; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : line + strlen(line);
+		if (nl)
+			*nl = '\0';
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+			   &min, &ino, &n) < 7 || !n || !strchr(perms, 'x') || end <= start)
+			continue;
+		char *path = line + n;
+		size_t plen = strlen(path);
+		static const char deleted[] = " (deleted)";
+		if (plen > sizeof(deleted) - 1 && !strcmp(path + plen - (sizeof(deleted) - 1), deleted))
+			path[plen - (sizeof(deleted) - 1)] = '\0';
+		if (path[0] != '/' && strcmp(path, "[vdso]"))
+			continue;
+		uint64_t dev = ((uint64_t)maj << 32) | min;
+		struct elf_file *f = file_get(us, path, dev, path[0] == '/' ? ino : 0, start, end);
+		map_add(us, (struct mapping){ start, end, off, f });
+	}
+	free(buf);
+	qsort(us->maps, us->nmaps, sizeof(*us->maps), map_cmp);
+	return 0;
+}
+
+int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
+{
+	size_t lo = 0, hi = us->nmaps;
+	while (lo < hi) { /* first mapping starting after addr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (us->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct mapping *m = lo ? &us->maps[lo - 1] : NULL;
+	if (!m || addr >= m->end) {
+		snprintf(buf, len, "[unknown]");
+		return 0;
+	}
+	uint64_t foff = addr - m->start + m->off;
+	const char *name = file_lookup(m->file, foff);
+	if (name) {
+		snprintf(buf, len, "%s", name);
+		return 1;
+	}
+	snprintf(buf, len, "%s+0x%" PRIx64, m->file->base, foff);
+	return 0;
+}
+
+void usyms_free(struct usyms *us)
+{
+	if (!us)
+		return;
+	for (size_t i = 0; i < us->nfiles; i++)
+		file_free(us->files[i]);
+	free(us->files);
+	free(us->maps);
+	free(us);
+}

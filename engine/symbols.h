@@ -1,0 +1,44 @@
+/* symbols.h — turning instruction addresses into function names.
+ *
+ * Owns: kernel symbols from /proc/kallsyms, and user symbols of one process from its
+ * /proc/PID/maps snapshots and the ELF symbol tables of the mapped files (libelf): executables
+ * (PIE or not), shared libraries, stripped files.
+ * Must not: guess. An address whose function cannot be known is rendered "module+0xOFF" (file
+ * offset in the mapped file) or "[unknown]", never the name of a neighbouring symbol.
+ */
+#ifndef DIAG_SYMBOLS_H
+#define DIAG_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct ksyms;
+
+/* Loads kallsyms (path NULL = /proc/kallsyms). Addresses all zero (kptr_restrict) is an error. */
+struct ksyms *ksyms_load(const char *path, struct diag_err *err);
+/* Function containing addr, or NULL. *offset (may be NULL) gets addr - symbol start.
+ * Module functions are named "function [module]". */
+const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *offset);
+void ksyms_free(struct ksyms *ks);
+
+struct usyms;
+
+/* A symbolizer for process pid. No I/O yet. */
+struct usyms *usyms_new(int pid);
+/* Reads /proc/PID/maps and adds its file-backed executable mappings (call at start and at end of a
+ * run; mappings seen in any snapshot are kept, the newest snapshot winning where they overlap).
+ * ELF files are opened through /proc/PID/map_files or /proc/PID/root so that they are read while
+ * the process is alive. Returns -1 (err set) if the maps cannot be read. */
+int usyms_snapshot(struct usyms *us, struct diag_err *err);
+/* For tests and for callers that know the layout: add a mapping by hand. */
+void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
+		       const char *path);
+/* Writes the frame name for addr into buf: "function", "module+0xOFF" when the file has no symbol
+ * for it, or "[unknown]" when no mapping covers it. Returns 1 when a real symbol was found,
+ * 0 otherwise. */
+int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len);
+void usyms_free(struct usyms *us);
+
+#endif

@@ -1,0 +1,129 @@
+/* util.c — error records, fatal-on-failure allocation, small file and clock helpers.
+ * Must not: know about recipes, probes or reports.
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int diag_fail(struct diag_err *err, int code, const char *fmt, ...)
+{
+	if (!err)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	err->code = code;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int diag_wrap(struct diag_err *err, const char *fmt, ...)
+{
+	if (!err)
+		return -1;
+	char prefix[256], old[sizeof(err->msg)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	if (snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old) >= (int)sizeof(err->msg))
+		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4); /* keep the line, mark the cut */
+	return -1;
+}
+
+static void out_of_memory(size_t size)
+{
+	fprintf(stderr, "diagnose: out of memory allocating %zu bytes\n", size);
+	abort();
+}
+
+void *xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+	if (!p)
+		out_of_memory(size);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		out_of_memory(n * size);
+	return p;
+}
+
+void *xrealloc(void *ptr, size_t size)
+{
+	void *p = realloc(ptr, size ? size : 1);
+	if (!p)
+		out_of_memory(size);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+	if (!p)
+		out_of_memory(strlen(s));
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		out_of_memory(0);
+	return s;
+}
+
+char *read_file(const char *path, size_t *len_out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (len + 1 >= cap) {
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int saved = errno;
+			free(buf);
+			close(fd);
+			errno = saved;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (len_out)
+		*len_out = len;
+	return buf;
+}
+
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,52 @@
+/* util.h — error reporting and allocation helpers shared by every engine file.
+ *
+ * Owns: the error record (struct diag_err) that functions fill and return instead of printing,
+ * the process exit codes of the DESIGN contract, and the x*alloc wrappers.
+ * Must not: print anything, or hold state. Allocation failure is fatal (as in Redis's zmalloc):
+ * a diagnosis tool that cannot allocate a few kilobytes has nothing better to do than stop.
+ */
+#ifndef DIAG_UTIL_H
+#define DIAG_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes, fixed by ../shared/DESIGN.md. */
+enum diag_exit {
+	DIAG_EXIT_OK = 0,       /* ran; no verdict worse than info */
+	DIAG_EXIT_RUNTIME = 1,  /* could not load/attach, target gone before data, internal error */
+	DIAG_EXIT_USAGE = 2,    /* usage error or invalid recipe / input */
+	DIAG_EXIT_REFUSED = 3,  /* over budget, forbidden by policy, kernel feature missing */
+	DIAG_EXIT_WARNING = 4,  /* ran; worst verdict is warning */
+	DIAG_EXIT_CRITICAL = 5, /* ran; worst verdict is critical */
+};
+
+/* One error: the exit code it maps to and a one-line message (no trailing newline). */
+struct diag_err {
+	int code;
+	char msg[768];
+};
+
+/* Fill *err (if not NULL) and return -1, so callers can `return diag_fail(err, ...)`. */
+int diag_fail(struct diag_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prefix an existing message: "context: old message". Returns -1. */
+int diag_wrap(struct diag_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *ptr, size_t size);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Read a whole (small) file into a NUL-terminated buffer. Returns NULL and sets errno. */
+char *read_file(const char *path, size_t *len_out);
+
+/* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
+uint64_t mono_ns(void);
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,25 @@
+#!/bin/sh
+# install-deps.sh — makes sure the Debian packages the build, tests and benchmarks need are present.
+# Installs what is missing when run as root (a fresh CI machine); otherwise lists it and fails.
+set -eu
+
+PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
+      lua5.4 libcmocka-dev pkg-config make gcc binutils"
+# Peers for `make bench`; optional for the build, installed alongside when root.
+PEER_PKGS="bpftrace libbpf-tools"
+
+missing=""
+for p in $PKGS $PEER_PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing Debian packages:$missing (run 'sudo apt-get install$missing', or make as root)" >&2
+	exit 1
+fi
+echo "install-deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2

@@ -1,0 +1,23 @@
+# symbols.mk — ELF fixtures for tests/unit/test_symbols.c, built into $(BUILD)/fixtures/:
+# a shared library, a PIE and a non-PIE executable using it, and stripped copies.
+SYMFIX := $(BUILD)/fixtures
+SYMFIX_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror
+
+$(SYMFIX)/libsymfix.so: tests/unit/fixtures/symfix_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SYMFIX_CFLAGS) -shared -fPIC -o $@ $<
+
+$(SYMFIX)/symfix_pie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so
+	$(CC) $(SYMFIX_CFLAGS) -fPIE -pie -o $@ $< -L$(SYMFIX) -lsymfix -Wl,-rpath,'$$ORIGIN'
+
+$(SYMFIX)/symfix_nopie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so
+	$(CC) $(SYMFIX_CFLAGS) -fno-pie -no-pie -o $@ $< -L$(SYMFIX) -lsymfix -Wl,-rpath,'$$ORIGIN'
+
+$(SYMFIX)/symfix_pie_stripped: $(SYMFIX)/symfix_pie
+	strip -o $@ $<
+
+$(SYMFIX)/libsymfix_stripped.so: $(SYMFIX)/libsymfix.so
+	strip -o $@ $<
+
+UNIT_FIXTURES += $(SYMFIX)/libsymfix.so $(SYMFIX)/symfix_pie $(SYMFIX)/symfix_nopie \
+		 $(SYMFIX)/symfix_pie_stripped $(SYMFIX)/libsymfix_stripped.so

@@ -1,0 +1,535 @@
+/* test_symbols.c — kernel and user symbolization (engine/symbols.c).
+ *
+ * Kernel: fake kallsyms files (boundaries, aliases, modules, hidden addresses) and, when readable,
+ * the real /proc/kallsyms. User: the fixtures of symbols.mk run as real child processes that print
+ * the addresses of their functions; each is snapshotted alive and symbolized again after it exits.
+ * Expected "file+0xOFF" strings are computed from the child's /proc/PID/maps, independently of
+ * symbols.c. Needs no root (paths that need it accept only the exact fallback form).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbols.h"
+#include "util.h"
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static const char *fixture(const char *name)
+{
+	static char path[PATH_MAX];
+	const char *src = getenv("DIAG_SRCDIR"), *build = getenv("BUILD");
+	if (!build)
+		build = "build";
+	if (build[0] == '/')
+		snprintf(path, sizeof(path), "%s/fixtures/%s", build, name);
+	else
+		snprintf(path, sizeof(path), "%s/%s/fixtures/%s", src ? src : ".", build, name);
+	if (access(path, R_OK))
+		fail_msg("fixture %s missing: build it with `make unit`", path);
+	return path;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t len;
+	char *buf = read_file(from, &len);
+	assert_non_null(buf);
+	FILE *f = fopen(to, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	free(buf);
+	assert_int_equal(chmod(to, 0755), 0);
+}
+
+/* A fixture program running as a child, with the addresses it printed. */
+struct child {
+	pid_t pid;
+	int in; /* its stdin: closing it makes it exit */
+	uint64_t main_func, fx_sized, lib_exported, lib_local;
+};
+
+static void child_start(struct child *c, const char *exe)
+{
+	int in[2], out[2];
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+		execl(exe, exe, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->in = in[1];
+	FILE *f = fdopen(out[0], "r");
+	assert_non_null(f);
+	char line[256], name[64];
+	void *p;
+	while (fgets(line, sizeof(line), f) && strcmp(line, "ready\n")) {
+		assert_int_equal(sscanf(line, "%63s %p", name, &p), 2);
+		uint64_t a = (uint64_t)(uintptr_t)p;
+		if (!strcmp(name, "main_func"))
+			c->main_func = a;
+		else if (!strcmp(name, "fx_sized"))
+			c->fx_sized = a;
+		else if (!strcmp(name, "lib_exported"))
+			c->lib_exported = a;
+		else if (!strcmp(name, "lib_local"))
+			c->lib_local = a;
+	}
+	fclose(f);
+	assert_true(c->main_func && c->fx_sized && c->lib_exported && c->lib_local);
+}
+
+static void child_stop(struct child *c)
+{
+	int status;
+	close(c->in);
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	assert_true(WIFEXITED(status));
+}
+
+/* The mapping of pid holding addr, read from /proc/PID/maps by the test itself. */
+struct map {
+	uint64_t start, end, off;
+	char path[PATH_MAX];
+};
+
+static int find_map(int pid, uint64_t addr, struct map *m)
+{
+	char p[64], line[PATH_MAX + 128];
+	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, o;
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &s, &e, &o, &n) < 3)
+			continue;
+		if (addr >= s && addr < e) {
+			m->start = s, m->end = e, m->off = o;
+			snprintf(m->path, sizeof(m->path), "%s", line + n);
+			m->path[strcspn(m->path, "\n")] = '\0';
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* "basename+0xOFF" for addr as the mapping of pid gives it. */
+static void expect_offset_form(int pid, uint64_t addr, const char *base, char *out, size_t len)
+{
+	struct map m;
+	assert_true(find_map(pid, addr, &m));
+	snprintf(out, len, "%s+0x%" PRIx64, base, addr - m.start + m.off);
+}
+
+static void assert_sym(struct usyms *us, uint64_t addr, const char *want, int want_ret)
+{
+	char buf[256];
+	int r = usyms_symbolize(us, addr, buf, sizeof(buf));
+	if (strcmp(buf, want) || r != want_ret)
+		fail_msg("0x%" PRIx64 ": got \"%s\" (%d), want \"%s\" (%d)", addr, buf, r, want,
+			 want_ret);
+}
+
+/* ---- kernel -------------------------------------------------------------------------------- */
+
+static const char fake_kallsyms[] =
+	/* deliberately out of order, with data symbols and aliases */
+	"0000000000002000 t mod_func\t[mymod]\n"
+	"0000000000001000 T _stext\n"
+	"0000000000001000 T first_func\n"
+	"0000000000001010 t second_func\n"
+	"0000000000001020 D some_data\n"
+	"0000000000001040 W weak_func\n"
+	"0000000000001100 T _etext\n"
+	"0000000000001200 T __irqentry_text_end\n"
+	"0000000000001040 t __weak_func_alias\n"
+	"0000000000002100 t mod_last\t[mymod]\n"
+	"0000000000003000 t other_first\t[other]\n"
+	"0000000000003010 t other_last\t[other]\n";
+
+static void test_ksyms_fake(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/kallsyms", tmpdir);
+	write_text(path, fake_kallsyms);
+	struct diag_err err = { 0 };
+	struct ksyms *ks = ksyms_load(path, &err);
+	assert_non_null(ks);
+	uint64_t off = 99;
+	static const struct {
+		uint64_t addr;
+		const char *name;
+		uint64_t off;
+	} cases[] = {
+		{ 0x0fff, NULL, 0 },
+		{ 0x1000, "first_func", 0 }, /* preferred over _stext */
+		{ 0x100f, "first_func", 0xf },
+		{ 0x1010, "second_func", 0 },
+		{ 0x1030, "second_func", 0x20 }, /* data symbols are not boundaries */
+		{ 0x1040, "weak_func", 0 },
+		{ 0x10ff, "weak_func", 0xbf },
+		{ 0x1100, NULL, 0 }, /* _etext covers nothing */
+		{ 0x1fff, NULL, 0 },
+		{ 0x1200, NULL, 0 }, /* neither does a *_text_end marker */
+		{ 0x2000, "mod_func [mymod]", 0 },
+		{ 0x20ff, "mod_func [mymod]", 0xff },
+		{ 0x2100, "mod_last [mymod]", 0 },
+		{ 0x2100 + 0xeff, "mod_last [mymod]", 0xeff }, /* next module is within the tail */
+		{ 0x3000, "other_first [other]", 0 },
+		{ 0x3010 + 0xffff, "other_last [other]", 0xffff },
+		{ 0x3010 + 0x10000, NULL, 0 }, /* past the tail of the last symbol */
+		{ UINT64_MAX, NULL, 0 },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		const char *got = ksyms_lookup(ks, cases[i].addr, &off);
+		if (!cases[i].name) {
+			if (got)
+				fail_msg("0x%" PRIx64 ": got %s, want none", cases[i].addr, got);
+			continue;
+		}
+		if (!got || strcmp(got, cases[i].name) || off != cases[i].off)
+			fail_msg("0x%" PRIx64 ": got %s+0x%" PRIx64 ", want %s+0x%" PRIx64,
+				 cases[i].addr, got ? got : "(none)", off, cases[i].name, cases[i].off);
+	}
+	assert_string_equal(ksyms_lookup(ks, 0x1011, NULL), "second_func");
+	ksyms_free(ks);
+	unlink(path);
+}
+
+static void test_ksyms_restricted(void **state)
+{
+	(void)state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/kallsyms_zero", tmpdir);
+	write_text(path, "0000000000000000 T _stext\n"
+			 "0000000000000000 t foo\n"
+			 "0000000000000000 T bar\t[mod]\n");
+	struct diag_err err = { 0 };
+	assert_null(ksyms_load(path, &err));
+	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+	assert_non_null(strstr(err.msg, "kptr_restrict"));
+	unlink(path);
+
+	memset(&err, 0, sizeof(err));
+	assert_null(ksyms_load("/nonexistent/kallsyms", &err));
+	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+	assert_non_null(strstr(err.msg, "/nonexistent/kallsyms"));
+
+	snprintf(path, sizeof(path), "%s/kallsyms_data", tmpdir);
+	write_text(path, "0000000000001000 D only_data\n");
+	memset(&err, 0, sizeof(err));
+	assert_null(ksyms_load(path, &err));
+	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+	unlink(path);
+}
+
+static void test_ksyms_proc(void **state)
+{
+	(void)state;
+	struct diag_err err = { 0 };
+	uint64_t t0 = mono_ns();
+	struct ksyms *ks = ksyms_load(NULL, &err);
+	uint64_t ms = (mono_ns() - t0) / 1000000;
+	if (!ks) {
+		print_message("  /proc/kallsyms not usable (%s)\n", err.msg);
+		skip();
+	}
+	print_message("  /proc/kallsyms loaded in %" PRIu64 " ms\n", ms);
+	assert_true(ms < 1000); /* ~50 ms of it is the kernel generating the file */
+
+	/* The address of "schedule", found by the test itself. */
+	FILE *f = fopen("/proc/kallsyms", "r");
+	assert_non_null(f);
+	char line[512], name[256], type;
+	unsigned long long addr = 0, a;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 && !strcmp(name, "schedule") &&
+		    (type == 'T' || type == 't')) {
+			addr = a;
+			break;
+		}
+	fclose(f);
+	assert_true(addr != 0);
+	uint64_t off = 0;
+	const char *got = ksyms_lookup(ks, addr + 1, &off);
+	assert_non_null(got);
+	assert_string_equal(got, "schedule");
+	assert_int_equal(off, 1);
+	ksyms_free(ks);
+}
+
+/* ---- user ---------------------------------------------------------------------------------- */
+
+/* A running PIE with its library: names while alive, the same names after it exited. */
+static void check_running(const char *exe, const char *base)
+{
+	struct child c;
+	child_start(&c, fixture(exe));
+	struct usyms *us = usyms_new(c.pid);
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+
+	char hole[128], past[128];
+	expect_offset_form(c.pid, c.fx_sized + 16, base, hole, sizeof(hole));
+	expect_offset_form(c.pid, c.fx_sized + 63, base, past, sizeof(past));
+	for (int round = 0; round < 2; round++) {
+		assert_sym(us, c.main_func, "main_func", 1);
+		assert_sym(us, c.main_func + 4, "main_func", 1);
+		assert_sym(us, c.fx_sized, "fx_sized", 1);
+		assert_sym(us, c.fx_sized + 15, "fx_sized", 1);
+		assert_sym(us, c.fx_sized + 16, hole, 0); /* size-0 label fx_nosize: no match */
+		assert_sym(us, c.fx_sized + 63, past, 0);
+		assert_sym(us, c.lib_exported, "lib_exported", 1);
+		assert_sym(us, c.lib_local, "lib_local", 1);
+		assert_sym(us, 0x10, "[unknown]", 0);
+		assert_sym(us, UINT64_MAX - 4096, "[unknown]", 0);
+		if (round == 0) {
+			child_stop(&c);
+			/* The process is gone: a new snapshot fails, the old one still serves. */
+			assert_int_equal(usyms_snapshot(us, &err), -1);
+			assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+		}
+	}
+	usyms_free(us);
+}
+
+static void test_usyms_pie(void **state)
+{
+	(void)state;
+	check_running("symfix_pie", "symfix_pie");
+}
+
+static void test_usyms_nopie(void **state)
+{
+	(void)state;
+	check_running("symfix_nopie", "symfix_nopie");
+}
+
+/* Stripped executable: its functions become "file+0xOFF", the library's keep their names. */
+static void test_usyms_stripped(void **state)
+{
+	(void)state;
+	struct child c;
+	child_start(&c, fixture("symfix_pie_stripped"));
+	struct usyms *us = usyms_new(c.pid);
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	char want[128], want2[128];
+	expect_offset_form(c.pid, c.main_func, "symfix_pie_stripped", want, sizeof(want));
+	expect_offset_form(c.pid, c.fx_sized + 4, "symfix_pie_stripped", want2, sizeof(want2));
+	assert_sym(us, c.main_func, want, 0);
+	assert_sym(us, c.fx_sized + 4, want2, 0);
+	assert_sym(us, c.lib_exported, "lib_exported", 1);
+	assert_sym(us, c.lib_local, "lib_local", 1);
+	child_stop(&c);
+	assert_sym(us, c.main_func, want, 0);
+	usyms_free(us);
+}
+
+/* Hand-built layout: the live library's mappings, replayed onto its stripped copy (strip keeps the
+ * loadable layout). .dynsym still names the exported function; the local one is an offset. Then a
+ * newer overlapping mapping replaces part of an older one. */
+static void test_usyms_hand_built(void **state)
+{
+	(void)state;
+	struct child c;
+	child_start(&c, fixture("symfix_pie"));
+	struct map m;
+	assert_true(find_map(c.pid, c.lib_exported, &m));
+	assert_true(find_map(c.pid, c.lib_local, &m));
+	char stripped[PATH_MAX], unstripped[PATH_MAX], want[128];
+	snprintf(stripped, sizeof(stripped), "%s", fixture("libsymfix_stripped.so"));
+	snprintf(unstripped, sizeof(unstripped), "%s", fixture("libsymfix.so"));
+	child_stop(&c);
+
+	struct usyms *us = usyms_new(0);
+	usyms_add_mapping(us, m.start, m.end, m.off, stripped);
+	snprintf(want, sizeof(want), "libsymfix_stripped.so+0x%" PRIx64,
+		 c.lib_local - m.start + m.off);
+	assert_sym(us, c.lib_exported, "lib_exported", 1);
+	assert_sym(us, c.lib_local, want, 0);
+	assert_sym(us, m.start - 1, "[unknown]", 0);
+	assert_sym(us, m.end, "[unknown]", 0);
+
+	/* Newer: the unstripped file over the page holding lib_local only. */
+	uint64_t pg = (c.lib_local & ~(uint64_t)4095), pg_off = pg - m.start + m.off;
+	usyms_add_mapping(us, pg, pg + 4096, pg_off, unstripped);
+	assert_sym(us, c.lib_local, "lib_local", 1);
+	if (m.start < pg) { /* the older mapping's left part keeps its file and offsets */
+		snprintf(want, sizeof(want), "libsymfix_stripped.so+0x%" PRIx64, m.off);
+		assert_sym(us, m.start, want, 0);
+	}
+	if (pg + 4096 < m.end) {
+		snprintf(want, sizeof(want), "libsymfix_stripped.so+0x%" PRIx64,
+			 pg + 4096 - m.start + m.off);
+		assert_sym(us, pg + 4096, want, 0);
+	}
+	/* An offset no PT_LOAD holds: offset form, not a name. */
+	usyms_add_mapping(us, 0x1000, 0x2000, 0x7fff0000, unstripped);
+	assert_sym(us, 0x1010, "libsymfix.so+0x7fff0010", 0);
+
+	/* Many lookups: cached, no file access, fast. */
+	char buf[64];
+	uint64_t t0 = mono_ns();
+	for (int i = 0; i < 200000; i++)
+		usyms_symbolize(us, c.lib_exported + (uint64_t)(i & 7), buf, sizeof(buf));
+	uint64_t ms = (mono_ns() - t0) / 1000000;
+	print_message("  200000 lookups in %" PRIu64 " ms\n", ms);
+	assert_true(ms < 2000);
+	usyms_free(us);
+}
+
+/* The files are deleted, and the executable's path now holds a different program, while the
+ * process runs. map_files (root) still reaches the mapped files; without it, the name must not
+ * come from the replacement: the only acceptable answers are the right name or the offset form. */
+static void test_usyms_deleted(void **state)
+{
+	(void)state;
+	char exe[128], lib[128], other[128];
+	snprintf(exe, sizeof(exe), "%s/symfix_pie", tmpdir);
+	snprintf(lib, sizeof(lib), "%s/libsymfix.so", tmpdir);
+	snprintf(other, sizeof(other), "%s/other", tmpdir);
+	copy_file(fixture("symfix_pie"), exe);
+	copy_file(fixture("libsymfix.so"), lib);
+	copy_file(fixture("symfix_nopie"), other);
+	struct child c;
+	child_start(&c, exe);
+	assert_int_equal(unlink(lib), 0);
+	assert_int_equal(rename(other, exe), 0);
+
+	struct usyms *us = usyms_new(c.pid);
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	char buf[128], off_form[128];
+	static const char *names[] = { "main_func", "fx_sized", "lib_exported", "lib_local" };
+	uint64_t addrs[] = { c.main_func, c.fx_sized, c.lib_exported, c.lib_local };
+	for (size_t i = 0; i < ARRAY_LEN(addrs); i++) {
+		expect_offset_form(c.pid, addrs[i], i < 2 ? "symfix_pie" : "libsymfix.so", off_form,
+				   sizeof(off_form));
+		int r = usyms_symbolize(us, addrs[i], buf, sizeof(buf));
+		if (!(r == 1 && !strcmp(buf, names[i])) && !(r == 0 && !strcmp(buf, off_form)))
+			fail_msg("%s: got \"%s\" (%d)", names[i], buf, r);
+		if (geteuid() == 0)
+			assert_string_equal(buf, names[i]);
+	}
+	child_stop(&c);
+	unlink(exe);
+	usyms_free(us);
+}
+
+/* Our own vdso, read from /proc/self/mem. */
+static void test_usyms_vdso(void **state)
+{
+	(void)state;
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		skip();
+	struct usyms *us = usyms_new(getpid());
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	assert_sym(us, base, "[vdso]+0x0", 0); /* the ELF header is no function */
+	void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *fn = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
+	if (fn) /* the weak alias wins over the __vdso_ name */
+		assert_sym(us, (uint64_t)(uintptr_t)fn + 1, "clock_gettime", 1);
+	else
+		print_message("  vdso clock_gettime not found through dlsym; header checked only\n");
+	if (h)
+		dlclose(h);
+	usyms_free(us);
+}
+
+static void test_usyms_empty(void **state)
+{
+	(void)state;
+	struct usyms *us = usyms_new(getpid());
+	char buf[4];
+	assert_int_equal(usyms_symbolize(us, 0x1234, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "[un"); /* truncated, terminated */
+	usyms_add_mapping(us, 0x1000, 0x2000, 0, "/nonexistent/libx.so");
+	char big[64];
+	assert_int_equal(usyms_symbolize(us, 0x1234, big, sizeof(big)), 0);
+	assert_string_equal(big, "libx.so+0x234");
+	usyms_free(us);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_symbols.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) /* also after a failed test left files behind */
+{
+	(void)state;
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlinkat(dirfd(d), e->d_name, 0);
+	if (d)
+		closedir(d);
+	return rmdir(tmpdir);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ksyms_fake),
+		cmocka_unit_test(test_ksyms_restricted),
+		cmocka_unit_test(test_ksyms_proc),
+		cmocka_unit_test(test_usyms_pie),
+		cmocka_unit_test(test_usyms_nopie),
+		cmocka_unit_test(test_usyms_stripped),
+		cmocka_unit_test(test_usyms_hand_built),
+		cmocka_unit_test(test_usyms_deleted),
+		cmocka_unit_test(test_usyms_vdso),
+		cmocka_unit_test(test_usyms_empty),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
