@@ -32,7 +32,7 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $
 	  -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine -I/usr/include/lua5.4 \
 	  -DDIAG_VERSION='"$(VERSION)"' -DDIAG_SHARE_DIR='"$(SHAREDIR)"'
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lcyaml -lyaml -llua5.4 -lm
+LDLIBS := -lbpf -lelf -lz -lcyaml -lyaml -llua5.4 -lm -lpthread
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
@@ -52,6 +52,8 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 .PHONY: all check unit lint e2e demo bench install clean deps fuzz
+# Keep generated skeletons and objects: they are inputs of several targets.
+.SECONDARY:
 all: $(BUILD)/diagnose $(WORKLOADS)
 
 deps: $(DEPS_STAMP)
@@ -123,8 +125,16 @@ check: all unit lint e2e
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
 
-bench: all
-	@BUILD=$(BUILD) scripts/bench.sh
+$(BUILD)/bench/floor.bpf.o: tests/bench/floor.bpf.c bpf/vmlinux.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Wall -Werror -c $< -o $@
+
+$(BUILD)/bench/floor: tests/bench/floor.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lbpf -lelf -lz
+
+bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o
+	@BUILD=$(BUILD) python3 tests/bench/bench.py
 
 fuzz:
 	@echo "fuzzing the recipe loader comes with the recipe-language issue"; exit 1

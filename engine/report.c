@@ -110,10 +110,21 @@ static void write_table(const struct value *sec, FILE *out)
 				width[c] = (int)strlen(buf);
 		}
 	}
+	/* Headers align like the column's first cell: numbers to the right. */
+	const struct value *first = rows->arr.len ? rows->arr.items[0] : NULL;
 	fputs("  ", out);
 	for (size_t c = 0; c < ncols; c++) {
+		const struct value *v = first && first->type == V_ARR && c < first->arr.len
+						? first->arr.items[c] : NULL;
 		cell_text(cols->arr.items[c], buf, sizeof(buf));
-		fprintf(out, c ? "  %-*s" : "%-*s", width[c], buf);
+		if (c)
+			fputs("  ", out);
+		if (is_numeric_cell(v))
+			fprintf(out, "%*s", width[c], buf);
+		else if (c + 1 == ncols)
+			fputs(buf, out);
+		else
+			fprintf(out, "%-*s", width[c], buf);
 	}
 	fputc('\n', out);
 	if (rows->arr.len == 0)

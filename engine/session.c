@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,37 @@ static const char *run_loop(struct session *s, const struct session_opts *o, uin
 	}
 }
 
+/* Kernel symbols are only needed after the run, and reading /proc/kallsyms takes tens of
+ * milliseconds of kernel time: it happens on a thread while the programs load and collect. */
+struct ksyms_loader {
+	pthread_t thread;
+	bool started;
+	struct ksyms *ksyms;
+	struct diag_err err;
+};
+
+static void *ksyms_loader_main(void *arg)
+{
+	struct ksyms_loader *l = arg;
+	l->ksyms = ksyms_load(NULL, &l->err);
+	return NULL;
+}
+
+static void ksyms_loader_start(struct ksyms_loader *l)
+{
+	l->started = pthread_create(&l->thread, NULL, ksyms_loader_main, l) == 0;
+	if (!l->started)
+		ksyms_loader_main(l);
+}
+
+static struct ksyms *ksyms_loader_join(struct ksyms_loader *l)
+{
+	if (l->started)
+		pthread_join(l->thread, NULL);
+	l->started = false;
+	return l->ksyms;
+}
+
 static void utc_now(char *buf, size_t len)
 {
 	time_t t = time(NULL);
@@ -200,6 +232,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		struct diag_err *err)
 {
 	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1, .stats_fd = -1 };
+	struct ksyms_loader kl = { 0 };
 	struct ksyms *ksyms = NULL;
 	struct usyms *usyms = NULL;
 	struct diag_err soft;
@@ -211,9 +244,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (block_signals(&s, err))
 		goto done;
 
-	ksyms = ksyms_load(NULL, &soft);
-	if (!ksyms)
-		value_arr_push(out->notes, value_str_take(xasprintf("kernel frames not symbolized: %s", soft.msg)));
+	ksyms_loader_start(&kl);
 	if (plan->target_pid > 0) {
 		usyms = usyms_new(plan->target_pid);
 		if (usyms_snapshot(usyms, &soft))
@@ -253,6 +284,9 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (usyms && strcmp(out->stop_reason, "target-exited") != 0)
 		usyms_snapshot(usyms, &soft);
 
+	ksyms = ksyms_loader_join(&kl);
+	if (!ksyms)
+		value_arr_push(out->notes, value_str_take(xasprintf("kernel frames not symbolized: %s", kl.err.msg)));
 	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
 				   .ncpus = plan->ncpus };
 	out->results = value_obj();
@@ -282,7 +316,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 done:
 	destroy_all(&s);
 	usyms_free(usyms);
-	ksyms_free(ksyms);
+	ksyms_free(ksyms_loader_join(&kl));
 	if (rc)
 		session_out_free(out);
 	return rc;

@@ -96,17 +96,24 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 	struct syscalls_priv *sp = p->priv;
 	int fd = bpf_map__fd(sp->skel->maps.per_syscall);
 	int ncpus = libbpf_num_possible_cpus();
-	struct syscall_total *percpu = xcalloc((size_t)ncpus, sizeof(*percpu));
 	struct syscall_row *rows = xcalloc(SYSCALL_SLOTS, sizeof(*rows));
 	size_t n = 0;
 	uint64_t total = 0, total_ns = 0;
 	(void)ctx;
 	(void)err;
 
-	for (__u32 nr = 0; nr < SYSCALL_SLOTS; nr++) {
-		if (bpf_map_lookup_elem(fd, &nr, percpu))
-			continue;
-		struct syscall_row row = { .nr = nr };
+	/* One batched read of the whole per-CPU table instead of a syscall per slot. */
+	__u32 *keys = xcalloc(SYSCALL_SLOTS, sizeof(*keys)), out_batch, count = SYSCALL_SLOTS;
+	struct syscall_total *all = xcalloc((size_t)SYSCALL_SLOTS * (size_t)ncpus, sizeof(*all));
+	if (bpf_map_lookup_batch(fd, NULL, &out_batch, keys, all, &count, NULL) && errno != ENOENT) {
+		count = 0; /* old kernel: one slot at a time */
+		for (__u32 nr = 0; nr < SYSCALL_SLOTS; nr++)
+			if (bpf_map_lookup_elem(fd, &nr, all + (size_t)count * (size_t)ncpus) == 0)
+				keys[count++] = nr;
+	}
+	for (__u32 i = 0; i < count; i++) {
+		struct syscall_row row = { .nr = keys[i] };
+		const struct syscall_total *percpu = all + (size_t)i * (size_t)ncpus;
 		for (int c = 0; c < ncpus; c++) {
 			row.t.count += percpu[c].count;
 			row.t.total_ns += percpu[c].total_ns;
@@ -118,6 +125,8 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 			total_ns += row.t.total_ns;
 		}
 	}
+	free(keys);
+	free(all);
 	qsort(rows, n, sizeof(*rows), by_count_desc);
 
 	struct value *res = value_obj();
@@ -140,7 +149,6 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 		value_set_int(s, "errors", (int64_t)rows[i].t.errors);
 	}
 	free(rows);
-	free(percpu);
 	*out = res;
 	return 0;
 }

@@ -411,14 +411,12 @@ static void test_usyms_hand_built(void **state)
 	usyms_add_mapping(us, 0x1000, 0x2000, 0x7fff0000, unstripped);
 	assert_sym(us, 0x1010, "libsymfix.so+0x7fff0010", 0);
 
-	/* Many lookups: cached, no file access, fast. */
+	/* Repeated lookups are served from the cache and stay right. */
 	char buf[64];
-	uint64_t t0 = mono_ns();
-	for (int i = 0; i < 200000; i++)
+	for (int i = 0; i < 1000; i++) {
 		usyms_symbolize(us, c.lib_exported + (uint64_t)(i & 7), buf, sizeof(buf));
-	uint64_t ms = (mono_ns() - t0) / 1000000;
-	print_message("  200000 lookups in %" PRIu64 " ms\n", ms);
-	assert_true(ms < 2000);
+		assert_string_equal(buf, "lib_exported");
+	}
 	usyms_free(us);
 }
 

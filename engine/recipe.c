@@ -1,0 +1,1060 @@
+/* recipe.c — loads one recipe file (schemas/recipe.md) and finds recipes on disk.
+ *
+ * Owns: reading a recipe, in passes over the same bytes: (1) a libyaml event scan refuses
+ * invalid YAML, anchors/aliases, complex keys, deep nesting, several documents and a top level
+ * that is not a mapping; (2) the libyaml document (yaml_parser_load) refuses duplicate keys;
+ * (3) libcyaml loads the fixed schema into struct recipe, its errors rebuilt into one line from
+ * its log backtrace plus the document's line numbers; (4) the document again gives entry lines,
+ * the free-form `options`/`thresholds`, strict number text; then the semantic rules. Also where
+ * recipes are found.
+ * Must not: print, keep global state, or know which probe kinds or options exist (plan.c does).
+ * Every error is one line, "PATH:LINE: FIELD: message", with DIAG_EXIT_USAGE.
+ */
+#include "recipe.h"
+
+#include <ctype.h>
+#include <cyaml/cyaml.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#ifndef DIAG_SHARE_DIR
+#define DIAG_SHARE_DIR "/usr/local/share/diagnose"
+#endif
+
+#define RECIPE_MAX_BYTES (1u << 20) /* recipes are a few KiB; refuse anything absurd */
+#define RECIPE_MAX_DEPTH 16         /* the schema needs 4 levels */
+#define DURATION_MAX_S 3600
+#define PROBES_MAX 32
+
+/* ---- fixed schema (libcyaml) ------------------------------------------------------------------ */
+
+#define STR(key, flags, type, member, max) \
+	CYAML_FIELD_STRING_PTR(key, (flags) | CYAML_FLAG_POINTER, type, member, 1, max)
+#define OPT CYAML_FLAG_OPTIONAL
+#define REQ CYAML_FLAG_DEFAULT
+
+static const cyaml_schema_field_t filter_fields[] = {
+	STR("pid", OPT, struct recipe_filters, pid, 16),
+	STR("tid", OPT, struct recipe_filters, tid, 16),
+	STR("comm", OPT, struct recipe_filters, comm, 15), /* TASK_COMM_LEN - 1 */
+	STR("cgroup", OPT, struct recipe_filters, cgroup, 4096),
+	CYAML_FIELD_UINT("min_latency_us", OPT, struct recipe_filters, min_latency_us),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t attach_entry = {
+	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 1, 64),
+};
+
+static const cyaml_schema_field_t probe_fields[] = {
+	STR("id", REQ, struct recipe_probe, id, 64),
+	STR("kind", REQ, struct recipe_probe, kind, 64),
+	CYAML_FIELD_MAPPING("filters", OPT, struct recipe_probe, filters, filter_fields),
+	CYAML_FIELD_SEQUENCE_COUNT("attach", OPT | CYAML_FLAG_POINTER, struct recipe_probe, attach,
+				   n_attach, &attach_entry, 0, 8),
+	CYAML_FIELD_IGNORE("options", OPT), /* free-form: read from the libyaml document */
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t probe_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_probe, probe_fields),
+};
+
+static const cyaml_schema_field_t budget_fields[] = {
+	CYAML_FIELD_UINT("max_duration_s", REQ, struct recipe_budgets, max_duration_s),
+	CYAML_FIELD_UINT("max_sample_hz", REQ, struct recipe_budgets, max_sample_hz),
+	CYAML_FIELD_UINT("max_events_per_s", OPT, struct recipe_budgets, max_events_per_s),
+	CYAML_FIELD_FLOAT("max_cpu_pct", REQ, struct recipe_budgets, max_cpu_pct),
+	CYAML_FIELD_UINT("max_map_bytes", REQ, struct recipe_budgets, max_map_bytes),
+	CYAML_FIELD_END,
+};
+
+/* `target: pid` is read as an enum whose one value sets the (1-byte) bool to 1. */
+static const cyaml_strval_t target_values[] = { { "pid", 1 } };
+
+static const cyaml_schema_field_t recipe_fields[] = {
+	STR("name", REQ, struct recipe, name, 64),
+	STR("symptom", REQ, struct recipe, symptom, 200),
+	STR("summary", REQ, struct recipe, summary, 200),
+	STR("description", OPT, struct recipe, description, 4096),
+	STR("lua", REQ, struct recipe, lua, 255),
+	CYAML_FIELD_ENUM("target", OPT | CYAML_FLAG_STRICT, struct recipe, target_required,
+			 target_values, 1),
+	CYAML_FIELD_UINT("duration_s", REQ, struct recipe, duration_s),
+	CYAML_FIELD_MAPPING("budgets", REQ, struct recipe, budgets, budget_fields),
+	CYAML_FIELD_SEQUENCE_COUNT("probes", CYAML_FLAG_POINTER, struct recipe, probes, n_probes,
+				   &probe_entry, 1, PROBES_MAX),
+	CYAML_FIELD_IGNORE("thresholds", OPT), /* free-form: read from the libyaml document */
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t recipe_schema = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct recipe, recipe_fields),
+};
+
+_Static_assert(sizeof(bool) == 1, "target_required is written by libcyaml as a 1-byte enum");
+
+/* ---- loader state and error formatting ------------------------------------------------------- */
+
+#define LOG_MAX 24 /* libcyaml messages kept: the error plus its backtrace (≤ 6 deep here) */
+
+struct loader {
+	const char *path;
+	struct diag_err *err;
+	yaml_document_t doc;
+	bool have_doc;
+	char log[LOG_MAX][256];
+	unsigned n_log;
+};
+
+/* One step of a field path: a mapping key (key != NULL) or a sequence index. */
+struct step {
+	const char *key;
+	size_t key_len;
+	unsigned idx;
+};
+
+#define PATH_MAX_STEPS 16
+
+static int fail_line(struct loader *L, unsigned line, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail_line(struct loader *L, unsigned line, const char *field, const char *fmt, ...)
+{
+	char msg[512], where[32] = "";
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line)
+		snprintf(where, sizeof(where), ":%u", line);
+	diag_fail(L->err, DIAG_EXIT_USAGE, "%s%s: %s%s%s", L->path, where, field ? field : "",
+		  field && *field ? ": " : "", msg);
+	if (L->err) /* exactly one line, whatever bytes the recipe held */
+		for (char *p = L->err->msg; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+	return -1;
+}
+
+/* "text" for messages, cut short when long. */
+static const char *quote(char *buf, size_t len, const char *text)
+{
+	size_t n = strlen(text);
+	if (n > 40)
+		snprintf(buf, len, "\"%.37s...\"", text);
+	else
+		snprintf(buf, len, "\"%s\"", text);
+	return buf;
+}
+
+static unsigned node_line(const yaml_node_t *n)
+{
+	return n ? (unsigned)n->start_mark.line + 1 : 0;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static const char *describe(const yaml_node_t *n, char *buf, size_t len)
+{
+	if (!n)
+		return "nothing";
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a sequence";
+	return n->data.scalar.length ? quote(buf, len, scalar(n)) : "an empty value";
+}
+
+/* Follows steps from the document root (keys are unique: check_duplicates ran). Returns the node
+ * reached (NULL if the path leaves the document) and the line of the last step found: a key's
+ * line for a mapping key, an entry's line for an index. */
+static yaml_node_t *resolve(struct loader *L, const struct step *s, unsigned n, unsigned *line)
+{
+	yaml_node_t *node = L->have_doc ? yaml_document_get_root_node(&L->doc) : NULL;
+	*line = node_line(node);
+	for (unsigned i = 0; i < n && node; i++) {
+		yaml_node_t *next = NULL;
+		if (s[i].key && node->type == YAML_MAPPING_NODE) {
+			for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+			     p < node->data.mapping.pairs.top; p++) {
+				yaml_node_t *k = yaml_document_get_node(&L->doc, p->key);
+				if (k && k->type == YAML_SCALAR_NODE &&
+				    k->data.scalar.length == s[i].key_len &&
+				    !memcmp(k->data.scalar.value, s[i].key, s[i].key_len)) {
+					next = yaml_document_get_node(&L->doc, p->value);
+					*line = node_line(k);
+					break;
+				}
+			}
+		} else if (!s[i].key && node->type == YAML_SEQUENCE_NODE) {
+			yaml_node_item_t *items = node->data.sequence.items.start;
+			if (s[i].idx < (size_t)(node->data.sequence.items.top - items)) {
+				next = yaml_document_get_node(&L->doc, items[s[i].idx]);
+				*line = node_line(next);
+			}
+		}
+		node = next;
+	}
+	return node;
+}
+
+static void path_text(const struct step *s, unsigned n, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && o < len; i++) {
+		int w = s[i].key ? snprintf(buf + o, len - o, "%s%.*s", i ? "." : "",
+					    (int)s[i].key_len, s[i].key)
+				 : snprintf(buf + o, len - o, "[%u]", s[i].idx);
+		o += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Parses "probes[2].filters.pid" (schema keys only: no dots inside keys). */
+static unsigned parse_path(const char *path, struct step *s)
+{
+	unsigned n = 0;
+	for (const char *p = path; *p && n < PATH_MAX_STEPS;) {
+		if (*p == '.') {
+			p++;
+		} else if (*p == '[') {
+			s[n++] = (struct step){ .idx = (unsigned)strtoul(p + 1, (char **)&p, 10) };
+			p += *p == ']';
+		} else {
+			size_t k = strcspn(p, ".[");
+			s[n++] = (struct step){ .key = p, .key_len = k };
+			p += k;
+		}
+	}
+	return n;
+}
+
+static int fail_path(struct loader *L, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail_path(struct loader *L, const char *path, const char *fmt, ...)
+{
+	struct step s[PATH_MAX_STEPS] = { 0 };
+	unsigned line;
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	resolve(L, s, parse_path(path, s), &line);
+	return fail_line(L, line, path, "%s", msg);
+}
+
+/* ---- pass 1: libyaml event scan --------------------------------------------------------------- */
+
+struct frame {
+	bool map, want_key;
+	unsigned count; /* entries started (sequence) */
+	char key[64];   /* current key (mapping) */
+};
+
+static void frames_path(const struct frame *f, unsigned depth, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < depth && o < len; i++) {
+		int w = 0;
+		if (f[i].map && f[i].key[0])
+			w = snprintf(buf + o, len - o, "%s%s", o ? "." : "", f[i].key);
+		else if (!f[i].map && f[i].count)
+			w = snprintf(buf + o, len - o, "[%u]", f[i].count - 1);
+		o += w > 0 ? (size_t)w : 0;
+	}
+}
+
+static int syntax_error(struct loader *L, const yaml_parser_t *p, const char *buf, size_t len)
+{
+	const yaml_mark_t *m = p->problem ? &p->problem_mark : &p->context_mark;
+	const char *why = p->problem ? p->problem : "malformed YAML";
+	if (m->index < len && buf[m->index] == '\t')
+		return fail_line(L, (unsigned)m->line + 1, NULL,
+				 "invalid YAML: tab character (indent with spaces)");
+	if (p->context && p->problem && p->context_mark.line != m->line)
+		return fail_line(L, (unsigned)m->line + 1, NULL, "invalid YAML: %s %s (from line %zu)",
+				 why, p->context, p->context_mark.line + 1);
+	if (p->context)
+		return fail_line(L, (unsigned)m->line + 1, NULL, "invalid YAML: %s %s", why,
+				 p->context);
+	return fail_line(L, (unsigned)m->line + 1, NULL, "invalid YAML: %s", why);
+}
+
+/* A node event (scalar, alias, start of a sequence or mapping) at the current position. */
+static int scan_node(struct loader *L, struct frame *f, unsigned *depth, const yaml_event_t *ev)
+{
+	unsigned line = (unsigned)ev->start_mark.line + 1, d = *depth;
+	bool map = ev->type == YAML_MAPPING_START_EVENT, seq = ev->type == YAML_SEQUENCE_START_EVENT;
+	bool is_scalar = ev->type == YAML_SCALAR_EVENT, bad_key = false;
+	const yaml_char_t *anchor = ev->type == YAML_ALIAS_EVENT ? ev->data.alias.anchor
+				    : is_scalar			  ? ev->data.scalar.anchor
+				    : map			  ? ev->data.mapping_start.anchor
+								  : ev->data.sequence_start.anchor;
+	char path[256], q[64];
+
+	if (!d && is_scalar && !ev->data.scalar.length)
+		return fail_line(L, line, NULL, "empty recipe: expected a mapping");
+	if (!d && !map)
+		return fail_line(L, line, NULL, "expected a mapping at the top level, got %s",
+				 seq ? "a sequence" : is_scalar ? "a scalar" : "an alias");
+	if (d && f[d - 1].map) {
+		struct frame *t = &f[d - 1];
+		if (t->want_key) {
+			snprintf(t->key, sizeof(t->key), "%s",
+				 is_scalar ? (const char *)ev->data.scalar.value : "");
+			bad_key = !is_scalar;
+		}
+		t->want_key = !t->want_key;
+	} else if (d) {
+		f[d - 1].count++;
+	}
+	if (bad_key || anchor || ((map || seq) && d == RECIPE_MAX_DEPTH))
+		frames_path(f, d, path, sizeof(path));
+	if (bad_key)
+		return fail_line(L, line, path, "mapping keys must be scalars");
+	if (anchor)
+		return fail_line(L, line, path, "YAML %s are not allowed (found %c%s)",
+				 ev->type == YAML_ALIAS_EVENT ? "aliases" : "anchors",
+				 ev->type == YAML_ALIAS_EVENT ? '*' : '&',
+				 quote(q, sizeof(q), (const char *)anchor));
+	if (map || seq) {
+		if (d == RECIPE_MAX_DEPTH)
+			return fail_line(L, line, path, "nested too deeply");
+		f[(*depth)++] = (struct frame){ .map = map, .want_key = true };
+	}
+	return 0;
+}
+
+static int scan_events(struct loader *L, const char *buf, size_t len)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	struct frame f[RECIPE_MAX_DEPTH];
+	unsigned depth = 0, docs = 0, nodes = 0;
+	int rc = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return fail_line(L, 0, NULL, "cannot initialise the YAML parser");
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	for (bool done = false; !done && !rc;) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			rc = syntax_error(L, &p, buf, len);
+			break;
+		}
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++docs > 1)
+				rc = fail_line(L, (unsigned)ev.start_mark.line + 1, NULL,
+					       "only one YAML document is allowed");
+			break;
+		case YAML_ALIAS_EVENT:
+		case YAML_SCALAR_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			nodes++;
+			rc = scan_node(L, f, &depth, &ev);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	if (!rc && !nodes)
+		rc = fail_line(L, 1, NULL, "empty recipe: expected a mapping");
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* ---- pass 2: libcyaml, and its errors turned into one line ------------------------------------ */
+
+static void cyaml_capture(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
+{
+	struct loader *L = ctx;
+	(void)level;
+	if (L->n_log < LOG_MAX) {
+		char *m = L->log[L->n_log++];
+		int n = vsnprintf(m, sizeof(L->log[0]), fmt, args);
+		if (n > 0 && (size_t)n < sizeof(L->log[0]) && m[n - 1] == '\n')
+			m[n - 1] = '\0'; /* only the final newline: a key may hold others */
+	}
+}
+
+static void *cyaml_alloc(void *ctx, void *ptr, size_t size)
+{
+	(void)ctx;
+	if (!size) {
+		free(ptr);
+		return NULL;
+	}
+	return xrealloc(ptr, size);
+}
+
+static const cyaml_schema_field_t *schema_field(const cyaml_schema_value_t *v, const char *key,
+						size_t key_len)
+{
+	if (!v || v->type != CYAML_MAPPING)
+		return NULL;
+	for (const cyaml_schema_field_t *f = v->mapping.fields; f->key; f++)
+		if (strlen(f->key) == key_len && !memcmp(f->key, key, key_len))
+			return f;
+	return NULL;
+}
+
+/* The schema of the value at a path; NULL when the path is not in the schema. */
+static const cyaml_schema_value_t *schema_at(const struct step *s, unsigned n)
+{
+	const cyaml_schema_value_t *v = &recipe_schema;
+	for (unsigned i = 0; i < n && v; i++) {
+		if (s[i].key) {
+			const cyaml_schema_field_t *f = schema_field(v, s[i].key, s[i].key_len);
+			v = f ? &f->value : NULL;
+		} else {
+			v = v->type == CYAML_SEQUENCE ? v->sequence.entry : NULL;
+		}
+	}
+	return v;
+}
+
+static const char *type_name(const cyaml_schema_value_t *v)
+{
+	switch (v->type) {
+	case CYAML_UINT: return "an unsigned integer";
+	case CYAML_FLOAT: return "a number";
+	case CYAML_STRING: return "a string";
+	case CYAML_MAPPING: return "a mapping";
+	case CYAML_SEQUENCE: return "a sequence";
+	case CYAML_ENUM: return "\"pid\""; /* the one enum: `target` */
+	default: return "another type";
+	}
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* libcyaml 1.3.1 logs "Load: <error>", then "Load: Backtrace:", then one line per open state,
+ * innermost first: "  in mapping field 'K' (line…)", "  in mapping (line…)" (no field yet) or
+ * "  in sequence entry 'N' (line…)" (N entries begun, so the current one is N-1). The innermost
+ * state is stale for errors raised between fields or entries (missing field, entry count), so
+ * those drop it. The line is then looked up in the libyaml document. */
+static int cyaml_error(struct loader *L, cyaml_err_t e)
+{
+	struct step s[PATH_MAX_STEPS] = { 0 };
+	unsigned n = 0, line = 0;
+	const char *what = NULL, *arg = "";
+	char path[256], q[64], allowed[256];
+	bool anon = false; /* innermost state is a mapping without a current field */
+
+	for (unsigned i = L->n_log; i-- > 0;) { /* outermost backtrace line first */
+		const char *m = L->log[i], *k;
+		unsigned idx;
+		anon = !strncmp(m, "  in mapping (", 14);
+		if (!strncmp(m, "  in mapping field '", 20) && n < PATH_MAX_STEPS) {
+			k = m + 20;
+			s[n++] = (struct step){ .key = k, .key_len = strcspn(k, "'") };
+		} else if (sscanf(m, "  in sequence entry '%u'", &idx) == 1 && n < PATH_MAX_STEPS) {
+			s[n++] = (struct step){ .idx = idx ? idx - 1 : 0 };
+		} else if (!strncmp(m, "Load: ", 6) && strcmp(m, "Load: Backtrace:")) {
+			what = m + 6;
+		}
+	}
+	/* The key named by "Unexpected key: K" / "Missing required mapping field: K". */
+	if (what && (arg = strstr(what, ": ")))
+		arg += 2;
+	else
+		arg = "";
+
+	switch (e) {
+	case CYAML_ERR_INVALID_KEY: { /* innermost is "in mapping": not a step */
+		const cyaml_schema_value_t *m = schema_at(s, n);
+		allowed[0] = '\0';
+		for (const cyaml_schema_field_t *f = m && m->type == CYAML_MAPPING
+							     ? m->mapping.fields
+							     : NULL;
+		     f && f->key; f++)
+			snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed),
+				 "%s%s", allowed[0] ? ", " : "", f->key);
+		if (n < PATH_MAX_STEPS)
+			s[n++] = (struct step){ .key = arg, .key_len = strlen(arg) };
+		resolve(L, s, n, &line);
+		path_text(s, n, path, sizeof(path));
+		return fail_line(L, line, path, "unknown key (expected one of: %s)", allowed);
+	}
+	case CYAML_ERR_MAPPING_FIELD_MISSING:
+		if (n && !anon) /* drop the stale field */
+			n--;
+		resolve(L, s, n, &line);
+		if (n < PATH_MAX_STEPS)
+			s[n++] = (struct step){ .key = arg, .key_len = strlen(arg) };
+		path_text(s, n, path, sizeof(path));
+		return fail_line(L, line, path, "required field is missing");
+	case CYAML_ERR_SEQUENCE_ENTRIES_MIN:
+	case CYAML_ERR_SEQUENCE_ENTRIES_MAX: {
+		if (n)
+			n--;
+		resolve(L, s, n, &line);
+		path_text(s, n, path, sizeof(path));
+		const cyaml_schema_value_t *v = schema_at(s, n);
+		if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN)
+			return fail_line(L, line, path, "needs at least %u entr%s",
+					 v ? v->sequence.min : 1, v && v->sequence.min > 1 ? "ies" : "y");
+		return fail_line(L, line, path, "at most %u entries are allowed",
+				 v ? v->sequence.max : 0);
+	}
+	default:
+		break;
+	}
+
+	yaml_node_t *node = resolve(L, s, n, &line);
+	const cyaml_schema_value_t *v = schema_at(s, n);
+	path_text(s, n, path, sizeof(path));
+	if (e == CYAML_ERR_UNEXPECTED_EVENT && what && strstr(what, "already seen"))
+		return fail_line(L, line, path, "duplicate key");
+	if ((e == CYAML_ERR_STRING_LENGTH_MIN || e == CYAML_ERR_STRING_LENGTH_MAX) && v &&
+	    v->type == CYAML_STRING)
+		return e == CYAML_ERR_STRING_LENGTH_MIN
+			       ? fail_line(L, line, path, "must not be empty")
+			       : fail_line(L, line, path, "too long (at most %u characters)",
+					   v->string.max);
+	if (e == CYAML_ERR_INVALID_VALUE && v) {
+		if (v->type == CYAML_UINT && scalar(node) && all_digits(scalar(node)))
+			return fail_line(L, line, path, "%s is too large", scalar(node));
+		return fail_line(L, line, path, "expected %s, got %s", type_name(v),
+				 describe(node, q, sizeof(q)));
+	}
+	return fail_line(L, line, path, "%s%s%s", cyaml_strerror(e), what ? ": " : "",
+			 what ? what : "");
+}
+
+/* ---- pass 3: the libyaml document ------------------------------------------------------------- */
+
+/* Numbers are decimal text: libcyaml would also take "5s", "0x10", "010" (octal) or "-1". */
+static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schema_value_t *v,
+			  char *path, size_t len)
+{
+	size_t o = strlen(path);
+	const char *text = scalar(node);
+	char q[64];
+	if (!node || !v)
+		return 0;
+	if (v->type == CYAML_UINT && text &&
+	    (!all_digits(text) || (text[0] == '0' && text[1])))
+		return fail_line(L, node_line(node), path,
+				 "expected an unsigned integer, got %s (decimal digits only)",
+				 quote(q, sizeof(q), text));
+	if (v->type == CYAML_FLOAT && text) {
+		char *end;
+		errno = 0;
+		double d = strtod(text, &end);
+		if (end == text || *end || errno || !isfinite(d) || !isdigit((unsigned char)text[0]))
+			return fail_line(L, node_line(node), path,
+					 "expected a number, got %s (decimal notation only)",
+					 quote(q, sizeof(q), text));
+	}
+	if (v->type == CYAML_SEQUENCE && node->type == YAML_SEQUENCE_NODE) {
+		unsigned i = 0;
+		for (yaml_node_item_t *it = node->data.sequence.items.start;
+		     it < node->data.sequence.items.top; it++, i++) {
+			snprintf(path + o, len - o, "[%u]", i);
+			if (strict_numbers(L, yaml_document_get_node(&L->doc, *it),
+					   v->sequence.entry, path, len))
+				return -1;
+		}
+	}
+	if (v->type == CYAML_MAPPING && node->type == YAML_MAPPING_NODE) {
+		for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+		     p < node->data.mapping.pairs.top; p++) {
+			const char *k = scalar(yaml_document_get_node(&L->doc, p->key));
+			const cyaml_schema_field_t *f = k ? schema_field(v, k, strlen(k)) : NULL;
+			if (!f)
+				continue;
+			snprintf(path + o, len - o, "%s%s", o ? "." : "", k);
+			if (strict_numbers(L, yaml_document_get_node(&L->doc, p->value), &f->value,
+					   path, len))
+				return -1;
+		}
+	}
+	path[o] = '\0';
+	return 0;
+}
+
+static yaml_node_t *map_get(struct loader *L, yaml_node_t *map, const char *key,
+			    yaml_node_t **key_node)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&L->doc, p->key);
+		if (scalar(k) && !strcmp(scalar(k), key)) {
+			*key_node = k;
+			return yaml_document_get_node(&L->doc, p->value);
+		}
+	}
+	return NULL;
+}
+
+struct keyref {
+	const char *key;
+	unsigned idx; /* position in the file's order */
+};
+
+static int cmp_keyref(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The first entry (in file order) whose key repeats an earlier one, or -1. Sorts k: n log n. */
+static long find_dup(struct keyref *k, unsigned n)
+{
+	long dup = -1;
+	qsort(k, n, sizeof(*k), cmp_keyref);
+	for (unsigned i = 1; i < n; i++)
+		if (!strcmp(k[i - 1].key, k[i].key) && (dup < 0 || k[i].idx < (unsigned)dup))
+			dup = k[i].idx;
+	return dup;
+}
+
+static const char *key_text(struct loader *L, const yaml_node_pair_t *pair)
+{
+	const char *k = scalar(yaml_document_get_node(&L->doc, pair->key));
+	return k ? k : "";
+}
+
+/* Duplicate keys, in every mapping (libcyaml would miss repeats of the free-form keys, and the
+ * line lookups assume one occurrence). Runs before libcyaml. Depth is bounded by pass 1. */
+static int check_duplicates(struct loader *L, yaml_node_t *node, char *path, size_t len)
+{
+	size_t o = strlen(path);
+	int rc = 0;
+	if (node->type == YAML_SEQUENCE_NODE) {
+		unsigned i = 0;
+		for (yaml_node_item_t *it = node->data.sequence.items.start;
+		     !rc && it < node->data.sequence.items.top; it++, i++) {
+			snprintf(path + o, len - o, "[%u]", i);
+			rc = check_duplicates(L, yaml_document_get_node(&L->doc, *it), path, len);
+		}
+	} else if (node->type == YAML_MAPPING_NODE) {
+		yaml_node_pair_t *pairs = node->data.mapping.pairs.start;
+		unsigned n = (unsigned)(node->data.mapping.pairs.top - pairs);
+		struct keyref *k = xcalloc(n, sizeof(*k));
+		for (unsigned i = 0; i < n; i++) /* keys are scalars: pass 1 refused the others */
+			k[i] = (struct keyref){ key_text(L, &pairs[i]), i };
+		long d = find_dup(k, n);
+		free(k);
+		for (unsigned i = 0; !rc && i < n; i++) {
+			snprintf(path + o, len - o, "%s%s", o ? "." : "", key_text(L, &pairs[i]));
+			if ((long)i == d)
+				rc = fail_line(L, node_line(yaml_document_get_node(&L->doc, pairs[i].key)),
+					       path, "duplicate key");
+			else
+				rc = check_duplicates(L, yaml_document_get_node(&L->doc, pairs[i].value),
+						      path, len);
+		}
+	}
+	path[o] = '\0';
+	return rc;
+}
+
+/* Reads a free-form mapping of scalars (probe options, thresholds). */
+static int read_kv(struct loader *L, yaml_node_t *parent, const char *key, const char *path,
+		   struct recipe_kv **out, unsigned *n_out)
+{
+	yaml_node_t *k = NULL, *m = map_get(L, parent, key, &k);
+	char q[64];
+	if (!m)
+		return 0;
+	if (m->type != YAML_MAPPING_NODE)
+		return fail_line(L, node_line(k), path, "expected a mapping, got %s",
+				 describe(m, q, sizeof(q)));
+	size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+	struct recipe_kv *kv = xcalloc(n ? n : 1, sizeof(*kv));
+	*out = kv;
+	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = yaml_document_get_node(&L->doc, p->key);
+		yaml_node_t *vn = yaml_document_get_node(&L->doc, p->value);
+		if (!kn->data.scalar.length)
+			return fail_line(L, node_line(kn), path, "empty key");
+		if (!scalar(vn))
+			return fail_line(L, node_line(kn), NULL, "%s.%s: expected a scalar value, got %s",
+					 path, scalar(kn), describe(vn, q, sizeof(q)));
+		if (!vn->data.scalar.length && vn->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			return fail_line(L, node_line(kn), NULL, "%s.%s: missing value", path,
+					 scalar(kn));
+		kv[*n_out] = (struct recipe_kv){ .key = xstrdup(scalar(kn)),
+						 .value = xstrdup(scalar(vn)),
+						 .line = node_line(kn) };
+		++*n_out;
+	}
+	return 0;
+}
+
+/* ---- semantic rules ---------------------------------------------------------------------------- */
+
+static bool matches(const char *s, const char *extra)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
+static bool blank(const char *s)
+{
+	for (; *s; s++)
+		if (!isspace((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* A positive decimal that fits a pid_t. */
+static bool is_pid(const char *s)
+{
+	return all_digits(s) && s[0] != '0' && strlen(s) <= 10 && strtoull(s, NULL, 10) <= INT32_MAX;
+}
+
+static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
+{
+	const struct recipe_probe *p = &r->probes[i];
+	const struct recipe_filters *f = &p->filters;
+	char path[64], q[64];
+#define AT(field) (snprintf(path, sizeof(path), "probes[%u].%s", i, field), path)
+	if (!matches(p->id, "_-"))
+		return fail_path(L, AT("id"), "must match [a-z0-9_-]+, got %s",
+				 quote(q, sizeof(q), p->id));
+	if (blank(p->kind))
+		return fail_path(L, AT("kind"), "must not be blank");
+	if (f->pid && strcmp(f->pid, "target") && !is_pid(f->pid))
+		return fail_path(L, AT("filters.pid"),
+				 "expected \"target\" or a positive integer, got %s",
+				 quote(q, sizeof(q), f->pid));
+	if (f->pid && !strcmp(f->pid, "target") && !r->target_required)
+		return fail_path(L, AT("filters.pid"),
+				 "\"target\" needs `target: pid` at the top level");
+	if (f->tid && !is_pid(f->tid))
+		return fail_path(L, AT("filters.tid"), "expected a positive integer, got %s",
+				 quote(q, sizeof(q), f->tid));
+	for (unsigned a = 0; a < p->n_attach; a++)
+		if (blank(p->attach[a])) {
+			snprintf(path, sizeof(path), "probes[%u].attach[%u]", i, a);
+			return fail_path(L, path, "must not be blank");
+		}
+#undef AT
+	return 0;
+}
+
+static int check_recipe(struct loader *L, const struct recipe *r)
+{
+	char q[64];
+	if (!matches(r->name, "-"))
+		return fail_path(L, "name", "must match [a-z0-9-]+, got %s",
+				 quote(q, sizeof(q), r->name));
+	if (blank(r->symptom))
+		return fail_path(L, "symptom", "must not be blank");
+	if (blank(r->summary))
+		return fail_path(L, "summary", "must not be blank");
+	size_t n = strlen(r->lua);
+	if (n < 5 || strcmp(r->lua + n - 4, ".lua"))
+		return fail_path(L, "lua", "must name a .lua file, got %s", quote(q, sizeof(q), r->lua));
+	if (r->lua[0] == '/' || !strncmp(r->lua, "../", 3) || strstr(r->lua, "/../"))
+		return fail_path(L, "lua", "must be a relative path inside the lua directory, got %s",
+				 quote(q, sizeof(q), r->lua));
+	const struct recipe_budgets *b = &r->budgets;
+	if (b->max_duration_s < 1 || b->max_duration_s > DURATION_MAX_S)
+		return fail_path(L, "budgets.max_duration_s", "%" PRIu32 " is out of range (1..%u)",
+				 b->max_duration_s, DURATION_MAX_S);
+	if (r->duration_s < 1 || r->duration_s > DURATION_MAX_S)
+		return fail_path(L, "duration_s", "%" PRIu32 " is out of range (1..%u)", r->duration_s,
+				 DURATION_MAX_S);
+	if (r->duration_s > b->max_duration_s)
+		return fail_path(L, "duration_s",
+				 "%" PRIu32 " exceeds budgets.max_duration_s (%" PRIu32 ")",
+				 r->duration_s, b->max_duration_s);
+	if (!(b->max_cpu_pct > 0 && b->max_cpu_pct <= 100))
+		return fail_path(L, "budgets.max_cpu_pct", "%g is out of range (0 < x <= 100)",
+				 b->max_cpu_pct);
+	if (!b->max_map_bytes)
+		return fail_path(L, "budgets.max_map_bytes", "must be at least 1");
+
+	struct keyref ids[PROBES_MAX];
+	for (unsigned i = 0; i < r->n_probes; i++) {
+		if (check_probe(L, r, i))
+			return -1;
+		ids[i] = (struct keyref){ r->probes[i].id, i };
+	}
+	long d = find_dup(ids, r->n_probes);
+	if (d >= 0) {
+		char path[32];
+		snprintf(path, sizeof(path), "probes[%ld].id", d);
+		return fail_path(L, path, "duplicate probe id %s",
+				 quote(q, sizeof(q), r->probes[d].id));
+	}
+	return 0;
+}
+
+/* Pass 3 proper: lines, free-form maps, strict numbers, then the semantic rules. */
+static int read_document(struct loader *L, struct recipe *r)
+{
+	yaml_node_t *root = yaml_document_get_root_node(&L->doc), *k = NULL;
+	char path[256] = "";
+	if (strict_numbers(L, root, &recipe_schema, path, sizeof(path)))
+		return -1;
+	yaml_node_t *probes = map_get(L, root, "probes", &k);
+	for (unsigned i = 0; probes && i < r->n_probes; i++) {
+		yaml_node_t *item = yaml_document_get_node(&L->doc, probes->data.sequence.items.start[i]);
+		struct recipe_probe *p = &r->probes[i];
+		p->line = node_line(item);
+		snprintf(path, sizeof(path), "probes[%u].options", i);
+		if (read_kv(L, item, "options", path, &p->options, &p->n_options))
+			return -1;
+	}
+	if (read_kv(L, root, "thresholds", "thresholds", &r->thresholds, &r->n_thresholds))
+		return -1;
+	return check_recipe(L, r);
+}
+
+int recipe_load(const char *path, struct recipe **out, struct diag_err *err)
+{
+	struct loader L = { .path = path, .err = err };
+	struct recipe *r = NULL;
+	size_t len = 0;
+	int rc = -1;
+
+	*out = NULL;
+	char *buf = read_file(path, &len);
+	if (!buf)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: cannot read recipe: %s", path,
+				 strerror(errno));
+	if (len > RECIPE_MAX_BYTES) {
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: too large for a recipe (%zu bytes, limit %u)",
+			  path, len, RECIPE_MAX_BYTES);
+		goto out;
+	}
+	if (scan_events(&L, buf, len))
+		goto out;
+
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser)) {
+		fail_line(&L, 0, NULL, "cannot initialise the YAML parser");
+		goto out;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	L.have_doc = yaml_parser_load(&parser, &L.doc);
+	if (!L.have_doc)
+		syntax_error(&L, &parser, buf, len);
+	yaml_parser_delete(&parser);
+	char where[256] = "";
+	if (!L.have_doc || check_duplicates(&L, yaml_document_get_root_node(&L.doc), where,
+					    sizeof(where)))
+		goto out;
+
+	cyaml_config_t cfg = {
+		.log_fn = cyaml_capture,
+		.log_ctx = &L,
+		.mem_fn = cyaml_alloc,
+		.log_level = CYAML_LOG_ERROR,
+		.flags = CYAML_CFG_NO_ALIAS, /* unknown keys stay errors */
+	};
+	cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &recipe_schema,
+					(cyaml_data_t **)&r, NULL);
+	if (e != CYAML_OK) {
+		r = NULL;
+		cyaml_error(&L, e);
+		goto out;
+	}
+	if (!r) { /* cannot happen: pass 1 saw a mapping and fields are required */
+		fail_line(&L, 1, NULL, "empty recipe: expected a mapping");
+		goto out;
+	}
+	r->path = xstrdup(path);
+	if (read_document(&L, r))
+		goto out;
+	*out = r;
+	r = NULL;
+	rc = 0;
+out:
+	recipe_free(r);
+	if (L.have_doc)
+		yaml_document_delete(&L.doc);
+	free(buf);
+	return rc;
+}
+
+static void free_kv(struct recipe_kv *kv, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+void recipe_free(struct recipe *r)
+{
+	if (!r)
+		return;
+	for (unsigned i = 0; i < r->n_probes; i++) {
+		struct recipe_probe *p = &r->probes[i];
+		free(p->id);
+		free(p->kind);
+		free(p->filters.pid);
+		free(p->filters.tid);
+		free(p->filters.comm);
+		free(p->filters.cgroup);
+		for (unsigned a = 0; a < p->n_attach; a++)
+			free(p->attach[a]);
+		free(p->attach);
+		free_kv(p->options, p->n_options);
+	}
+	free(r->probes);
+	free_kv(r->thresholds, r->n_thresholds);
+	free(r->path);
+	free(r->name);
+	free(r->symptom);
+	free(r->summary);
+	free(r->description);
+	free(r->lua);
+	free(r);
+}
+
+const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, const char *key)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(kv[i].key, key))
+			return &kv[i];
+	return NULL;
+}
+
+/* ---- finding recipes --------------------------------------------------------------------------- */
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int put(char *out, size_t out_len, const char *a, const char *b)
+{
+	int n = snprintf(out, out_len, "%s%s", a, b);
+	return n >= 0 && (size_t)n < out_len ? 0 : -1;
+}
+
+int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
+{
+	if (explicit_dir) /* an explicit choice is not silently replaced by another directory */
+		return is_dir(explicit_dir) ? put(out, out_len, explicit_dir, "") : -1;
+	const char *env = getenv("DIAGNOSE_RECIPES");
+	if (is_dir(env))
+		return put(out, out_len, env, "");
+	if (is_dir("recipes"))
+		return put(out, out_len, "recipes", "");
+	if (is_dir(DIAG_SHARE_DIR "/recipes"))
+		return put(out, out_len, DIAG_SHARE_DIR "/recipes", "");
+	return -1;
+}
+
+int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
+		   struct diag_err *err)
+{
+	size_t n = strlen(symptom);
+	char dir[4096], q[64];
+	if (strchr(symptom, '/') || (n >= 5 && !strcmp(symptom + n - 5, ".yaml")))
+		return put(out, out_len, symptom, "")
+			       ? diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long")
+			       : 0;
+	if (!matches(symptom, "-"))
+		return diag_fail(err, DIAG_EXIT_USAGE,
+				 "%s is not a recipe name ([a-z0-9-]+) or a path to a .yaml file",
+				 quote(q, sizeof(q), symptom));
+	if (recipe_dir_find(explicit_dir, dir, sizeof(dir)))
+		return explicit_dir
+			       ? diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s is not a directory",
+					   symptom, explicit_dir)
+			       : diag_fail(err, DIAG_EXIT_USAGE,
+					   "no recipe \"%s\": no recipe directory ($DIAGNOSE_RECIPES, "
+					   "./recipes, " DIAG_SHARE_DIR "/recipes)",
+					   symptom);
+	int w = snprintf(out, out_len, "%s/%s.yaml", dir, symptom);
+	if (w < 0 || (size_t)w >= out_len)
+		return diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long");
+	struct stat st;
+	if (stat(out, &st) == 0)
+		return 0;
+
+	char avail[512] = "";
+	size_t count = 0, o = 0;
+	char **names = recipe_list_names(dir, &count);
+	for (size_t i = 0; i < count; i++) {
+		if (o < sizeof(avail)) {
+			int k = snprintf(avail + o, sizeof(avail) - o, "%s%s", i ? ", " : "", names[i]);
+			o += k > 0 ? (size_t)k : 0;
+		}
+		free(names[i]);
+	}
+	free(names);
+	if (o >= sizeof(avail))
+		memcpy(avail + sizeof(avail) - 4, "...", 4);
+	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s)", symptom, dir,
+			 count ? "available: " : "none there", avail);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **recipe_list_names(const char *dir, size_t *n_out)
+{
+	*n_out = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return NULL;
+	size_t n = 0, cap = 8;
+	char **names = xmalloc(cap * sizeof(*names));
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len <= 5 || strcmp(e->d_name + len - 5, ".yaml"))
+			continue;
+		if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+			continue;
+		if (n == cap)
+			names = xrealloc(names, (cap *= 2) * sizeof(*names));
+		names[n++] = xasprintf("%.*s", (int)(len - 5), e->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	*n_out = n;
+	return names;
+}

@@ -1,0 +1,95 @@
+/* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml), and where recipes are found.
+ *
+ * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it; libcyaml holds
+ * the fixed part, libyaml the free-form key/value maps `options` and `thresholds`), and the recipe
+ * search order of the DESIGN contract.
+ * Must not: know which probe kinds exist or what their options mean (plan.c checks that against the
+ * catalog), run anything, or print: errors come back as "FILE:LINE: field: message" in diag_err with
+ * DIAG_EXIT_USAGE.
+ */
+#ifndef DIAG_RECIPE_H
+#define DIAG_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+/* One entry of a free-form scalar mapping (probe options, thresholds). Values stay text; the
+ * consumer (plan.c, verdict.c) types them. line is 1-based, 0 when unknown. */
+struct recipe_kv {
+	char *key;
+	char *value;
+	unsigned line;
+};
+
+/* In-kernel filters a probe may be given. A string field is NULL when not set. `pid` is either
+ * the word "target" (the --pid of the run, all its threads) or a number. */
+struct recipe_filters {
+	char *pid;
+	char *tid;
+	char *comm;
+	char *cgroup;
+	uint64_t min_latency_us; /* 0 = not set */
+};
+
+struct recipe_probe {
+	char *id;   /* unique within the recipe; key of its results */
+	char *kind; /* probe kind from the catalog */
+	struct recipe_filters filters;
+	char **attach; /* preferred attach variants, in order; may be empty */
+	unsigned n_attach;
+	struct recipe_kv *options;
+	unsigned n_options;
+	unsigned line; /* line of the probe's entry */
+};
+
+struct recipe_budgets {
+	uint32_t max_duration_s;
+	uint32_t max_sample_hz;
+	uint64_t max_events_per_s; /* 0 = no limit declared */
+	double max_cpu_pct;
+	uint64_t max_map_bytes;
+};
+
+struct recipe {
+	char *path;        /* as given to recipe_load */
+	char *name;        /* e.g. "high-cpu" */
+	char *symptom;     /* short symptom phrase */
+	char *summary;     /* one line */
+	char *description; /* may be NULL */
+	char *lua;         /* Lua file, as written in the recipe (relative to the lua dir) */
+	bool target_required; /* `target: pid` — the run needs --pid */
+	uint32_t duration_s;  /* default collection time */
+	struct recipe_budgets budgets;
+	struct recipe_probe *probes;
+	unsigned n_probes;
+	struct recipe_kv *thresholds;
+	unsigned n_thresholds;
+};
+
+/* Loads and schema-checks one recipe. On error returns -1, *out = NULL, err->code =
+ * DIAG_EXIT_USAGE and err->msg = "PATH:LINE: FIELD: what is wrong" (LINE omitted when unknown,
+ * FIELD omitted for errors of the whole document, such as invalid YAML). */
+int recipe_load(const char *path, struct recipe **out, struct diag_err *err);
+void recipe_free(struct recipe *r);
+
+/* Looks up a free-form entry; NULL when absent. */
+const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, const char *key);
+
+/* The directory recipes are searched in, in DESIGN order: explicit dir (may be NULL),
+ * $DIAGNOSE_RECIPES, ./recipes, then DIAG_SHARE_DIR/recipes. Writes the first one that exists.
+ * Returns -1 when none exists. An explicit dir is the only candidate: when it does not exist the
+ * answer is -1, not another directory. */
+int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len);
+
+/* Resolves SYMPTOM (a recipe name, or a path containing '/' or ending in .yaml) to a file path.
+ * When the name is not found, err says so and lists the recipes that exist. */
+int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
+		   struct diag_err *err);
+
+/* Names of the *.yaml files in dir (without .yaml), sorted. Caller frees each and the array. */
+char **recipe_list_names(const char *dir, size_t *n_out);
+
+#endif

@@ -1,0 +1,560 @@
+-- high-cpu.lua — verdicts for recipes/high-cpu.yaml: where does the target's CPU time go, and is
+-- it also starved of CPU?
+--
+-- Reads results.profile (cpu_profile), results.runq (runq_latency), results.syscalls
+-- (syscall_stats), results.context (proc_context), run and thresholds. Any probe may be missing:
+-- the verdicts then say what could not be assessed instead of guessing.
+--
+-- How it decides (cpu = context.cpu_pct, 100 = one full CPU; shares are of profile samples):
+--   cpu < idle_cpu_pct (and the samples agree)   not-busy (info); never names a function
+--   fewer than MIN_SAMPLES samples               busy (info): too few samples to attribute
+--   kernel share >= kernel_share_pct             cpu-bound-kernel
+--   user share >= USER_SHARE_PCT                 cpu-bound-user
+--   neither                                      busy (info), both sides named
+--   cpu-bound-* severity: critical when cpu >= SATURATED_PCT (one CPU's worth: a single-threaded
+--   loop is then saturated) and the share >= DOMINANT_PCT; warning when cpu >= busy_cpu_pct;
+--   below busy_cpu_pct the verdict is busy (info) instead.
+--   cpu-starved: run-queue p99 >= runq_p99_warn_us (critical >= runq_p99_crit_us; at least
+--   MIN_WAKEUPS waits), involuntary
+--   switches/s >= nonvoluntary_per_s_warn, PSI some avg10 >= psi_some_avg10_warn, or cgroup
+--   throttling in >= THROTTLED_PCT of periods.
+--   missing-frame-pointers: >= shallow_stack_pct % of user-mode samples with at most
+--   shallow_stack_frames user frames (and at least MIN_SAMPLES of them).
+--   incomplete-data: a probe missing, lost/dropped data, or an early stop.
+
+local USER_SHARE_PCT = 70
+local DOMINANT_PCT = 80
+local SATURATED_PCT = 90
+local MIN_SAMPLES = 20
+local MIN_WAKEUPS = 20 -- fewer run-queue waits make too thin a p99 to judge by
+local THROTTLED_PCT = 10
+local SYSCALL_HOT_PER_S = 10000 -- a syscall rate worth naming as the cause
+
+local function th(name, default)
+  local v = thresholds[name]
+  if type(v) == "number" then return v end
+  return default
+end
+
+local T = {
+  busy = th("busy_cpu_pct", 50),
+  idle = th("idle_cpu_pct", 5),
+  kernel_share = th("kernel_share_pct", 50),
+  runq_warn = th("runq_p99_warn_us", 5000),
+  runq_crit = th("runq_p99_crit_us", 50000),
+  nonvol = th("nonvoluntary_per_s_warn", 200),
+  psi = th("psi_some_avg10_warn", 20),
+  shallow_frames = th("shallow_stack_frames", 2),
+  shallow_pct = th("shallow_stack_pct", 70),
+  top_n = th("top_n", 10),
+}
+
+local P, R, S, C = results.profile, results.runq, results.syscalls, results.context
+local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
+local window = (C and C.wall_s) or run.duration_s or 0
+local ncpus = (C and C.ncpus) or run.ncpus
+local verdicts, report = {}, {}
+
+local function push(t, x) t[#t + 1] = x end
+local function sub(fmt, ...) return string.format(fmt, ...) end
+
+-- ---- the profile, summarised once ---------------------------------------------------------
+
+local prof
+if P then
+  prof = {
+    samples = P.samples or 0, user = P.user_samples or 0, kernel = P.kernel_samples or 0,
+    hz = P.frequency_hz or 99,
+    self_user = {}, self_kernel = {}, self_all = {}, incl_user = {},
+    user_mode = 0, shallow = 0, in_bpf = 0,
+  }
+  for _, s in ipairs(P.stacks or {}) do
+    local n, user = s.count, s.user or {}
+    if s.in_kernel then
+      local kernel = s.kernel or {}
+      local leaf = kernel[1] or "[unknown]"
+      diag.add(prof.self_kernel, leaf, n)
+      diag.add(prof.self_all, leaf .. " [k]", n)
+      for _, f in ipairs(kernel) do -- our own tracing, seen from inside
+        if f:find("^bpf_trace_run") or f:find(" %[bpf%]$") then
+          prof.in_bpf = prof.in_bpf + n
+          break
+        end
+      end
+    else
+      local leaf = user[1] or "[unknown]"
+      prof.user_mode = prof.user_mode + n
+      if #user <= T.shallow_frames then prof.shallow = prof.shallow + n end
+      diag.add(prof.self_user, leaf, n)
+      diag.add(prof.self_all, leaf, n)
+    end
+    local seen, incl = {}, prof.incl_user -- the hot loop: 16k stacks x 100+ frames
+    for _, f in ipairs(user) do
+      if not seen[f] then
+        seen[f] = true
+        incl[f] = (incl[f] or 0) + n
+      end
+    end
+  end
+  prof.user_share = diag.pct(prof.user, prof.samples)
+  prof.kernel_share = diag.pct(prof.kernel, prof.samples)
+end
+
+-- The most frequent path among stacks matching want(stack), as {path=, count=}.
+local function hottest_path(want, frames_of)
+  local paths = {}
+  for _, s in ipairs(P.stacks or {}) do
+    if want(s) then
+      local frames = frames_of(s) or {}
+      if #frames > 0 then diag.add(paths, diag.call_path(frames), s.count) end
+    end
+  end
+  local top = diag.ranked(paths, 1)[1]
+  return top and { path = top.name, count = top.count }
+end
+
+local function share_list(ranked, n)
+  local parts = {}
+  for i = 1, math.min(n, #ranked) do
+    push(parts, sub("%s %s", diag.fn(ranked[i].name), diag.fmt_pct(diag.pct(ranked[i].count, prof.samples))))
+  end
+  return table.concat(parts, ", ")
+end
+
+-- ---- CPU use -------------------------------------------------------------------------------
+
+local cpu, cpu_source
+if C and C.cpu_pct then
+  cpu, cpu_source = C.cpu_pct, "measured"
+elseif prof and window > 0 then
+  cpu, cpu_source = diag.pct(prof.samples, prof.hz * window), "estimated from samples"
+end
+
+local function cpu_line()
+  local s = sub("CPU use %s of one CPU over %.1f s", diag.fmt_pct(cpu), window)
+  if C then
+    s = s .. sub(" (user %.2f s, system %.2f s); %d thread%s", C.utime_s or 0, C.stime_s or 0,
+      C.threads or 0, C.threads == 1 and "" or "s")
+  else
+    s = s .. " (" .. cpu_source .. ")"
+  end
+  if ncpus then s = s .. sub(", %d CPUs", ncpus) end
+  return s
+end
+
+local function split_line()
+  return sub("%d samples at %d Hz: %s in user code, %s in the kernel", prof.samples, prof.hz,
+    diag.fmt_pct(prof.user_share), diag.fmt_pct(prof.kernel_share))
+end
+
+-- ---- run-queue / starvation ----------------------------------------------------------------
+
+local runq
+if R and (R.count or 0) >= MIN_WAKEUPS then
+  runq = { p50 = diag.percentile(R.buckets, 50), p99 = diag.percentile(R.buckets, 99),
+    count = R.count, max = R.max_us, total = R.total_us }
+end
+local nonvol_rate = C and diag.rate(C.nonvoluntary_ctxt_switches, window)
+local psi10 = diag.get(C, "psi", "some_avg10")
+local cg = C and C.cgroup
+local throttled_pct = cg and diag.pct(cg.nr_throttled or 0, cg.nr_periods or 0) or 0
+
+local starved = { ev = {}, sev = nil }
+local function worse(a, b)
+  local rank = { info = 1, warning = 2, critical = 3 }
+  if not a then return b end
+  return rank[b] > rank[a] and b or a
+end
+if runq then
+  local line = sub("Run-queue latency p99 %s, p50 %s, max %s over %s wake-ups",
+    diag.fmt_us(runq.p99), diag.fmt_us(runq.p50), diag.fmt_us(runq.max), diag.fmt_count(runq.count))
+  if runq.p99 >= T.runq_crit then
+    starved.sev, starved.title = "critical", sub("Starved of CPU: run-queue p99 %s (critical above %s)",
+      diag.fmt_us(runq.p99), diag.fmt_us(T.runq_crit))
+    push(starved.ev, line)
+  elseif runq.p99 >= T.runq_warn then
+    starved.sev, starved.title = "warning", sub("Waiting for CPU: run-queue p99 %s (warning above %s)",
+      diag.fmt_us(runq.p99), diag.fmt_us(T.runq_warn))
+    push(starved.ev, line)
+  end
+  starved.runq_line = line
+end
+if nonvol_rate and nonvol_rate >= T.nonvol then
+  starved.sev = worse(starved.sev, "warning")
+  starved.title = starved.title or sub("Waiting for CPU: %s involuntary context switches/s",
+    diag.fmt_count(nonvol_rate))
+  push(starved.ev, sub("%s involuntary context switches/s (threshold %s): it is preempted while runnable",
+    diag.fmt_count(nonvol_rate), diag.fmt_count(T.nonvol)))
+end
+if psi10 and psi10 >= T.psi then
+  starved.sev = worse(starved.sev, "warning")
+  starved.title = starved.title or sub("The machine is short of CPU: pressure some avg10 %s",
+    diag.fmt_pct(psi10))
+  push(starved.ev, sub("CPU pressure (/proc/pressure/cpu) some avg10 %s (threshold %s): tasks on this host wait for CPU",
+    diag.fmt_pct(psi10), diag.fmt_pct(T.psi)))
+end
+if cg and throttled_pct >= THROTTLED_PCT then
+  starved.sev = worse(starved.sev, "warning")
+  starved.title = starved.title or sub("Throttled by its cgroup CPU quota in %s of periods",
+    diag.fmt_pct(throttled_pct))
+  push(starved.ev, sub("cgroup %s: cpu.max %s, throttled in %d of %d periods (%s), %s throttled",
+    cg.path or "?", cg.cpu_max or "?", cg.nr_throttled or 0, cg.nr_periods or 0,
+    diag.fmt_pct(throttled_pct), diag.fmt_us(cg.throttled_us or 0)))
+end
+if starved.sev then
+  if runq and runq.total and window > 0 then
+    push(starved.ev, sub("Waited %s in total for a CPU during the %.1f s window",
+      diag.fmt_us(runq.total), window))
+  end
+  if C and ncpus then
+    push(starved.ev, sub("%d thread%s, %d CPUs", C.threads or 0, C.threads == 1 and "" or "s", ncpus))
+  end
+  local steps = {}
+  if cg and throttled_pct >= THROTTLED_PCT then
+    push(steps, sub("The cgroup quota caps it (cpu.max %s): raise the container's CPU limit or cut the work; watch nr_throttled and throttled_usec in %s/cpu.stat",
+      cg.cpu_max or "?", cg.path and ("/sys/fs/cgroup" .. cg.path) or "its cgroup"))
+  else
+    push(steps, sub("Check CPU quota throttling: cat /proc/%s/cgroup, then cpu.max and cpu.stat (nr_throttled, throttled_usec) in that cgroup", pid))
+  end
+  push(steps, sub("Look for noisy neighbours: top -o %%CPU or pidstat -u 1 5; compare runnable tasks (vmstat 1, column r) with the CPU count (%s)",
+    ncpus and tostring(ncpus) or "nproc"))
+  push(steps, sub("Check CPU affinity: taskset -cp %s (pinned to fewer CPUs than it has busy threads?)", pid))
+  push(steps, "If the host is simply saturated: move load off it, add CPUs, or lower batch work's priority (nice, cgroup cpu.weight)")
+  starved.verdict = diag.verdict("cpu-starved", starved.sev, starved.title, starved.ev, steps)
+end
+
+-- ---- where the CPU goes --------------------------------------------------------------------
+
+local busy_sev = cpu and cpu >= T.busy and "warning" or "info"
+local function bound_sev(share)
+  if cpu and cpu >= SATURATED_PCT and share >= DOMINANT_PCT then return "critical" end
+  return busy_sev
+end
+
+local fp_missing = prof and prof.user_mode >= MIN_SAMPLES and
+    diag.pct(prof.shallow, prof.user_mode) >= T.shallow_pct
+
+local function cpu_user_verdict()
+  local top = diag.ranked(prof.self_user, 5)
+  local hot = top[1]
+  local share = diag.pct(hot.count, prof.samples)
+  local title
+  if diag.symbolized(hot.name) then
+    title = sub("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), diag.fn(hot.name))
+  else
+    title = sub("CPU-bound in user code: %s of samples in an unsymbolized function (%s)",
+      diag.fmt_pct(share), hot.name)
+  end
+  local ev = { cpu_line(), split_line(), "Top functions by self time: " .. share_list(top, 5) }
+  local path = not fp_missing and
+      hottest_path(function(s) return not s.in_kernel and (s.user or {})[1] == hot.name end,
+        function(s) return s.user end)
+  if path then
+    push(ev, sub("Hottest call path into %s (%s of samples): %s", diag.fn(hot.name),
+      diag.fmt_pct(diag.pct(path.count, prof.samples)), path.path))
+  end
+  if fp_missing then
+    push(ev, "Callers are unreliable: most user stacks are truncated (see missing-frame-pointers); self time is still right")
+  end
+  local steps = {
+    sub("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
+      diag.fn(hot.name)),
+    sub("Line-level detail: perf record -F 999 -g -p %s -- sleep 10, then perf annotate %s", pid,
+      diag.symbolized(hot.name) and hot.name or ""),
+    sub("Flame graph: diagnose high-cpu --pid %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", pid),
+    "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
+  }
+  if not diag.symbolized(hot.name) then
+    table.insert(steps, 1, "Install debug symbols for that binary or library (the -dbgsym / -debuginfo package) or build with -g: stripped code shows up as file+0xOFFSET")
+  end
+  return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
+end
+
+local SYSCALL_ADVICE = {
+  { "^write", "Batch writes: buffer in user space (bigger buffers, setvbuf), use writev, or sendmmsg for datagrams" },
+  { "^send", "Batch sends: coalesce small messages, use sendmmsg or writev, consider TCP_CORK / MSG_MORE" },
+  { "^read", "Read in larger chunks (bigger buffers) and check for tiny reads in a loop" },
+  { "^recv", "Receive in batches (recvmmsg) and with larger buffers" },
+  { "poll$", "Polling: check for an event loop spinning with a zero timeout or on a descriptor that is always ready" },
+  { "^epoll", "Polling: check for an event loop spinning with a zero timeout or on a descriptor that is always ready" },
+  { "^select", "Polling: check for an event loop spinning with a zero timeout or on a descriptor that is always ready" },
+  { "^sched_yield", "Spinning: a lock or queue spins with sched_yield; use a blocking primitive (futex/condition variable)" },
+  { "^futex", "Lock contention: find the contended lock (off-CPU / lock runbooks) and shorten or split the critical section" },
+  { "nanosleep$", "Very short sleeps in a loop: wait on an event instead of polling with sleeps" },
+  { "^clock_gettime", "Time calls should stay in the vDSO; if they reach the kernel the clocksource is not vDSO-capable (check /sys/devices/system/clocksource)" },
+  { "^gettimeofday", "Time calls should stay in the vDSO; if they reach the kernel the clocksource is not vDSO-capable (check /sys/devices/system/clocksource)" },
+  { "^get[pug]", "The answer does not change: call it once and cache the value" },
+  { "^mmap", "Memory churn: the allocator maps and unmaps memory; reuse buffers or tune the allocator (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_, jemalloc)" },
+  { "^munmap", "Memory churn: the allocator maps and unmaps memory; reuse buffers or tune the allocator (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_, jemalloc)" },
+  { "^brk", "Memory churn: the heap grows and shrinks; reuse buffers or tune the allocator (MALLOC_TRIM_THRESHOLD_)" },
+  { "^madvise", "Memory churn: the allocator returns memory and takes it back; tune its decay/trim settings" },
+}
+
+local function syscall_advice(name)
+  for _, a in ipairs(SYSCALL_ADVICE) do
+    if name:find(a[1]) then return a[2] end
+  end
+  return sub("Find why %s() is called so often and batch or avoid the calls", name)
+end
+
+local function top_syscalls(n)
+  if not S then return {} end
+  return diag.top_n(S.syscalls or {}, n, "count")
+end
+
+local function syscall_line(sc)
+  local s = sub("%s() %s calls (%s, avg %s, %s total)", sc.name, diag.fmt_count(sc.count),
+    diag.fmt_rate(diag.rate(sc.count, window)), diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0),
+    diag.fmt_ns(sc.total_ns))
+  if (sc.errors or 0) > 0 then
+    s = s .. sub(", %s failing", diag.fmt_pct(diag.pct(sc.errors, sc.count)))
+  end
+  return s
+end
+
+local function cpu_kernel_verdict()
+  local ktop = diag.ranked(prof.self_kernel, 5)
+  local scs = top_syscalls(3)
+  local hot_sc = scs[1]
+  local hot_rate = hot_sc and diag.rate(hot_sc.count, window)
+  local title
+  if hot_sc and hot_rate and hot_rate >= SYSCALL_HOT_PER_S then
+    title = sub("CPU-bound in the kernel: %s of samples, mostly %s() at %s",
+      diag.fmt_pct(prof.kernel_share), hot_sc.name, diag.fmt_rate(hot_rate))
+  elseif ktop[1] then
+    title = sub("CPU-bound in the kernel: %s of samples, hottest in %s",
+      diag.fmt_pct(prof.kernel_share), ktop[1].name)
+  else
+    title = sub("CPU-bound in the kernel: %s of samples", diag.fmt_pct(prof.kernel_share))
+  end
+  local ev = { cpu_line(), split_line() }
+  if #scs > 0 then
+    local lines = {}
+    for _, sc in ipairs(scs) do push(lines, syscall_line(sc)) end
+    push(ev, "Top syscalls: " .. table.concat(lines, "; "))
+  elseif not S then
+    push(ev, "Syscall counts are missing: kernel time cannot be tied to syscalls")
+  end
+  if ktop[1] then push(ev, "Hottest kernel functions (self): " .. share_list(ktop, 5)) end
+  local kpath = hottest_path(function(s) return s.in_kernel end, function(s) return s.kernel end)
+  if kpath then
+    push(ev, sub("Hottest kernel path (%s of samples): %s",
+      diag.fmt_pct(diag.pct(kpath.count, prof.samples)), kpath.path))
+  end
+  local bpf_share = diag.pct(prof.in_bpf, prof.samples)
+  if bpf_share >= 5 then
+    push(ev, sub("%s of samples are inside the BPF tracing itself (this tool's syscall probe): at this call rate the measurement inflates kernel time; the untraced cost is lower",
+      diag.fmt_pct(bpf_share)))
+  end
+  local caller = hottest_path(function(s) return s.in_kernel end, function(s) return s.user end)
+  if caller then
+    push(ev, sub("Entered from user code (%s of samples): %s",
+      diag.fmt_pct(diag.pct(caller.count, prof.samples)), caller.path))
+  end
+
+  local steps = {}
+  if hot_sc and hot_rate and hot_rate >= SYSCALL_HOT_PER_S then
+    push(steps, sub("%s() at %s is a tight loop. %s", hot_sc.name, diag.fmt_rate(hot_rate),
+      syscall_advice(hot_sc.name)))
+    if (hot_sc.errors or 0) * 2 >= hot_sc.count and hot_sc.count > 0 then
+      push(steps, sub("Most %s() calls fail: look for a retry loop (EAGAIN/EINTR busy-polling)", hot_sc.name))
+    end
+  end
+  local faults = kpath and (kpath.path:find("page_fault") or kpath.path:find("handle_mm_fault"))
+  if faults then
+    push(steps, sub("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pid))
+  end
+  push(steps, sub("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pid, pid))
+  push(steps, sub("Kernel flame graph: perf record -F 999 -g -p %s -- sleep 10; perf report --no-children", pid))
+  return diag.verdict("cpu-bound-kernel", bound_sev(prof.kernel_share), title, ev, steps)
+end
+
+local function busy_verdict(reason)
+  local ev = { cpu_line() }
+  local title
+  if prof and prof.samples > 0 then
+    push(ev, split_line())
+  end
+  if reason == "few-samples" then
+    title = sub("CPU use %s of one CPU, but too few samples (%d) to say where", diag.fmt_pct(cpu), prof.samples)
+  elseif reason == "no-profile" then
+    title = sub("CPU use %s of one CPU, but no profile to say where", diag.fmt_pct(cpu))
+  else
+    local utop = diag.ranked(prof.self_user, 3)
+    local ktop = diag.ranked(prof.self_kernel, 3)
+    if utop[1] then push(ev, "Top user functions (self): " .. share_list(utop, 3)) end
+    if ktop[1] then push(ev, "Top kernel functions (self): " .. share_list(ktop, 3)) end
+    local scs = top_syscalls(1)
+    if scs[1] then push(ev, "Top syscall: " .. syscall_line(scs[1])) end
+    local mode = prof.user_share >= USER_SHARE_PCT and "mostly in user code"
+        or prof.kernel_share >= T.kernel_share and "mostly in the kernel"
+        or sub("split %s user / %s kernel", diag.fmt_pct(prof.user_share), diag.fmt_pct(prof.kernel_share))
+    title = sub("%s CPU use: %s of one CPU, %s", cpu >= T.busy and "High" or "Moderate",
+      diag.fmt_pct(cpu), mode)
+    local hot = diag.ranked(prof.self_all, 1)[1]
+    if hot then title = title .. sub("; top %s", diag.fn(hot.name:gsub(" %[k%]$", ""))) end
+  end
+  local steps
+  if reason == "no-profile" then
+    steps = { "Fix the profile probe (its error is above this report) and re-run",
+      sub("Meanwhile: perf record -F 99 -g -p %s -- sleep 10; perf report --no-children", pid) }
+  elseif reason == "few-samples" then
+    steps = { sub("Re-run with a longer window: diagnose high-cpu --pid %s --duration 30", pid) }
+  else
+    steps = { sub("Flame graph of where it goes: diagnose high-cpu --pid %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", pid) }
+    if cpu < T.busy then
+      push(steps, "Compare with its usual CPU use: this level may be normal for the service")
+    else
+      push(steps, "Neither side dominates: look at the top user function and the top syscall together (a syscall-heavy loop in user code)")
+    end
+  end
+  return diag.verdict("busy", reason and cpu and cpu >= T.busy and "warning" or "info", title, ev, steps)
+end
+
+local function not_busy_verdict()
+  local ev = { cpu_line() }
+  if prof then
+    push(ev, sub("%d CPU sample%s at %d Hz (a thread busy the whole window would give about %d)",
+      prof.samples, prof.samples == 1 and "" or "s", prof.hz, math.floor(prof.hz * window + 0.5)))
+  end
+  local vol = C and diag.rate(C.voluntary_ctxt_switches, window)
+  if vol and vol >= 1 then
+    push(ev, sub("%s voluntary context switches/s: it sleeps or blocks rather than computes", diag.fmt_count(vol)))
+  elseif vol then
+    push(ev, "It hardly woke up during the window (under one context switch per second)")
+  end
+  if starved.runq_line then push(ev, starved.runq_line) end
+  local steps = {}
+  if starved.verdict then
+    push(steps, "It is runnable but waits for a CPU: see cpu-starved")
+  end
+  push(steps, sub("The time goes off-CPU: blocked on locks, disk, network or waiting for work; run an off-CPU or latency runbook on pid %s (diagnose list shows them)", pid))
+  push(steps, "Check whether the CPU is burnt elsewhere (another process or thread pool: top -H -o %CPU) or the spike was transient: re-run while the symptom is present")
+  return diag.verdict("not-busy", "info",
+    sub("Not CPU-bound: the process used %s of one CPU during the %.1f s window", diag.fmt_pct(cpu), window),
+    ev, steps)
+end
+
+local function frame_pointer_verdict()
+  local pct = diag.pct(prof.shallow, prof.user_mode)
+  local exe = diag.get(run, "target", "exe") or (C and C.exe) or "the binary"
+  return diag.verdict("missing-frame-pointers", "warning",
+    sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (missing frame pointers?)",
+      diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s"),
+    { sub("%s of %s user-mode samples have at most %d user frames", diag.fmt_count(prof.shallow),
+      diag.fmt_count(prof.user_mode), T.shallow_frames),
+      sub("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe) },
+    { "Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
+      "For libraries, use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+) or rebuild the hot ones",
+      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof",
+      sub("Meanwhile: perf record --call-graph dwarf -p %s -- sleep 10 unwinds without frame pointers, at a higher cost", pid) })
+end
+
+local function incomplete_verdict()
+  local tags, ev, sev = {}, {}, "info"
+  local function note(tag, line, s)
+    push(tags, tag)
+    push(ev, line)
+    if s == "warning" then sev = "warning" end
+  end
+  if not P then
+    note("profile missing", "profile: no results (the probe failed): CPU time cannot be attributed to functions", "warning")
+  end
+  if not R then note("runq missing", "runq: no results: CPU starvation was not assessed") end
+  if not S then note("syscalls missing", "syscalls: no results: kernel time cannot be tied to syscalls") end
+  if not C then note("context missing", "context: no results: CPU use is estimated from samples, no PSI or cgroup data") end
+  if P and (P.lost_stacks or 0) > 0 then
+    local pct = diag.pct(P.lost_stacks, P.samples)
+    note(sub("%s stacks lost", diag.fmt_count(P.lost_stacks)),
+      sub("profile: %s stack(s) could not be read (%s of %s samples)", diag.fmt_count(P.lost_stacks),
+        diag.fmt_pct(pct), diag.fmt_count(P.samples)), pct >= 10 and "warning" or "info")
+  end
+  for _, x in ipairs({ { "profile", P }, { "runq", R }, { "syscalls", S } }) do
+    if x[2] and (x[2].dropped or 0) > 0 then
+      note(sub("%s: %s dropped", x[1], diag.fmt_count(x[2].dropped)),
+        sub("%s: %s event(s) dropped (a map was full)", x[1], diag.fmt_count(x[2].dropped)))
+    end
+  end
+  local stop = run.stop_reason
+  if stop == "target-exited" or (C and C.exited) then
+    note("target exited", sub("The target exited during the window; data covers %.1f s", window), "warning")
+  elseif stop == "signal" then
+    note("interrupted", sub("Interrupted by a signal after %.1f s", window))
+  elseif stop == "over-budget" then
+    note("stopped over budget", sub("Stopped early after %.1f s: the overhead budget was exceeded", window), "warning")
+  end
+  if #tags == 0 then return nil end
+  return diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
+    { "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",
+      "Missing probes: see the errors above this report (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
+end
+
+-- ---- the verdicts, primary first -----------------------------------------------------------
+
+local sample_cpu = prof and window > 0 and diag.pct(prof.samples, prof.hz * window)
+local idle = cpu and cpu < T.idle and (not sample_cpu or sample_cpu < 2 * T.idle)
+
+if idle then
+  push(verdicts, not_busy_verdict())
+elseif cpu then
+  if not prof then
+    push(verdicts, busy_verdict("no-profile"))
+  elseif prof.samples < MIN_SAMPLES then
+    push(verdicts, busy_verdict("few-samples"))
+  elseif cpu >= T.busy and prof.kernel_share >= T.kernel_share then
+    push(verdicts, cpu_kernel_verdict())
+  elseif cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then
+    push(verdicts, cpu_user_verdict())
+  else
+    push(verdicts, busy_verdict(nil))
+  end
+end
+if starved.verdict then push(verdicts, starved.verdict) end
+if fp_missing and not idle then push(verdicts, frame_pointer_verdict()) end
+if not cpu then
+  push(verdicts, diag.verdict("inconclusive", "info", "Inconclusive: no CPU data was collected",
+    { "Neither the profile nor the process context produced results" },
+    { "Check the errors above this report, then re-run" }))
+end
+local inc = incomplete_verdict()
+if inc then push(verdicts, inc) end
+
+-- ---- report sections -----------------------------------------------------------------------
+
+if prof and prof.samples > 0 then
+  local rows = {}
+  for _, f in ipairs(diag.ranked(prof.self_all, T.top_n)) do
+    push(rows, { f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
+  end
+  push(report, diag.table("Top functions (self)", { "function", "samples", "%" }, rows))
+  rows = {}
+  for _, f in ipairs(diag.ranked(prof.incl_user, T.top_n)) do
+    push(rows, { f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
+  end
+  push(report, diag.table("Top user functions (inclusive)", { "function", "samples", "%" }, rows))
+end
+local lines = {}
+if cpu then push(lines, cpu_line()) end
+if prof then
+  push(lines, sub("user: %s (%d samples)", diag.fmt_pct(prof.user_share), prof.user))
+  push(lines, sub("kernel: %s (%d samples)", diag.fmt_pct(prof.kernel_share), prof.kernel))
+end
+if C then
+  push(lines, sub("context switches/s: %s voluntary, %s involuntary",
+    diag.fmt_count(diag.rate(C.voluntary_ctxt_switches, window)), diag.fmt_count(nonvol_rate)))
+end
+if psi10 then push(lines, sub("CPU pressure some avg10: %s", diag.fmt_pct(psi10))) end
+push(report, diag.text("User / kernel split", lines))
+if R then
+  push(report, diag.histogram("Run-queue latency", R.unit or "us", R.buckets))
+end
+if S then
+  local rows = {}
+  for _, sc in ipairs(top_syscalls(T.top_n)) do
+    push(rows, { sc.name, sc.count, diag.fmt_rate(diag.rate(sc.count, window)), diag.fmt_ns(sc.total_ns),
+      diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0), sc.errors or 0 })
+  end
+  push(report, diag.table("Syscalls", { "syscall", "count", "rate/s", "total time", "avg", "errors" }, rows))
+end
+
+return { verdicts = verdicts, report = report }

@@ -1,0 +1,54 @@
+# lib.sh — shared helpers for the end-to-end tests: run the real binary against real workloads
+# on the running kernel, read its JSON report, and prove no probe stays attached.
+# Sourced by tests/e2e/t_*.sh; each test exits 0 (pass), 77 (skip) or anything else (fail).
+set -u
+BUILD=${BUILD:-build}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DIAG="$ROOT/$BUILD/diagnose"
+WL="$ROOT/$BUILD/workloads"
+export DIAGNOSE_RECIPES="$ROOT/recipes"
+TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
+PIDS=""
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+
+[ "$(id -u)" -eq 0 ] || skip "end-to-end tests load BPF programs: run as root"
+
+start() { # start WORKLOAD ARGS... → sets $PID
+	"$@" >/dev/null 2>&1 &
+	PID=$!
+	PIDS="$PIDS $PID"
+	sleep 0.3
+	kill -0 "$PID" 2>/dev/null || fail "workload $1 did not start"
+}
+
+# Names of our BPF programs (as the kernel truncates them, 15 chars).
+OUR_PROGS='^(on_cpu_sample|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch|sys_enter|sys_exit)$'
+our_links() { # prints the number of attached links whose program is one of ours
+	bpftool -j link list 2>/dev/null | python3 -c '
+import json, re, subprocess, sys
+links = json.load(sys.stdin) or []
+progs = {p["id"]: p.get("name", "") for p in json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")}
+pat = re.compile(sys.argv[1])
+print(sum(1 for l in links if pat.match(progs.get(l.get("prog_id"), ""))))' "$OUR_PROGS"
+}
+our_progs() { # loaded programs of ours, attached or not
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, re, sys
+pat = re.compile(sys.argv[1])
+print(sum(1 for p in (json.load(sys.stdin) or []) if pat.match(p.get("name", ""))))' "$OUR_PROGS"
+}
+assert_released() {
+	sleep 0.2 # the kernel frees programs after the last fd closes (RCU)
+	local l p
+	l=$(our_links); p=$(our_progs)
+	[ "$l" = 0 ] || fail "$l BPF links of ours still attached after: $1"
+	[ "$p" = 0 ] || fail "$p BPF programs of ours still loaded after: $1"
+}
+
+# json FILE PYTHON-EXPR: evaluates the expression with `r` bound to the report; prints the result.
+json() {
+	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}

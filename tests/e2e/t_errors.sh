@@ -1,0 +1,37 @@
+# Errors a user meets: each is one clear line with the documented exit code, and nothing stays
+# attached.
+. "$(dirname "$0")/lib.sh"
+expect() { # expect CODE PATTERN CMD...
+	want=$1 pat=$2; shift 2
+	out=$("$@" 2>&1 >/dev/null); rc=$?
+	[ "$rc" = "$want" ] || fail "$*: exit $rc, want $want ($out)"
+	echo "$out" | grep -q -- "$pat" || fail "$*: message '$out' lacks '$pat'"
+	[ "$(echo "$out" | wc -l)" -le 2 ] || fail "$*: more than a short message: $out"
+}
+expect 2 'no process with pid 999999999' "$DIAG" high-cpu --pid 999999999
+expect 2 'needs a target process' "$DIAG" high-cpu
+expect 2 'available: .*high-cpu' "$DIAG" no-such-symptom --pid 1
+expect 2 'not a pid' "$DIAG" high-cpu --pid abc
+expect 2 'not a positive number' "$DIAG" high-cpu --pid 1 --duration -3
+expect 3 'max_duration_s' "$DIAG" high-cpu --pid 1 --duration 1000
+expect 3 'production' "$DIAG" high-cpu --pid 1 --production
+if command -v setpriv >/dev/null; then
+	expect 3 'CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" high-cpu --pid 1
+fi
+# Hardware cycles where the recipe prefers them: used on a machine with a PMU, else a clear
+# fallback note and a working run on the cpu-clock software event.
+mkdir -p "$TMP/hw/recipes"
+ln -s "$ROOT/lua" "$TMP/hw/lua"
+sed 's/^    kind: cpu_profile$/&\n    attach: [hw_cycles, cpu_clock]/' "$ROOT/recipes/high-cpu.yaml" > "$TMP/hw/recipes/high-cpu.yaml"
+grep -q 'attach: \[hw_cycles' "$TMP/hw/recipes/high-cpu.yaml" || fail "could not derive the hw recipe"
+start "$WL/cpu_burner"
+"$DIAG" high-cpu --recipes "$TMP/hw/recipes" --pid "$PID" --duration 1 --json > "$TMP/hw.json"
+rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "hw fallback run: exit $rc"
+event=$(json "$TMP/hw.json" 'r["results"]["profile"]["event"]')
+if [ "$event" = cpu_clock ]; then
+	json "$TMP/hw.json" '" ".join(r["notes"])' | grep -q 'hardware cycles counter unavailable' || fail "no fallback note"
+else
+	[ "$event" = hw_cycles ] || fail "event $event"
+fi
+assert_released "error paths"

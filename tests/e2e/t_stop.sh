@@ -1,0 +1,32 @@
+# Every way a run ends early still reports what it has and releases every link: SIGINT, SIGTERM,
+# the target exiting; and a dry run attaches nothing.
+. "$(dirname "$0")/lib.sh"
+start "$WL/cpu_burner"
+for sig in INT TERM; do
+	"$DIAG" high-cpu --pid "$PID" --duration 30 --json > "$TMP/$sig.json" &
+	d=$!
+	sleep 1.5
+	kill -s "$sig" "$d"
+	wait "$d"
+	rc=$?
+	[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "SIG$sig: exit code $rc"
+	[ "$(json "$TMP/$sig.json" 'r["stop_reason"]')" = signal ] || fail "SIG$sig: stop_reason"
+	[ "$(json "$TMP/$sig.json" 'r["results"]["profile"]["samples"] > 0')" = True ] || fail "SIG$sig: no partial results"
+	assert_released "SIG$sig"
+done
+
+"$WL/cpu_burner" 1.5 >/dev/null &
+short=$!
+PIDS="$PIDS $short"
+sleep 0.2
+"$DIAG" high-cpu --pid "$short" --duration 20 --json > "$TMP/exit.json"
+rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "target exit: exit code $rc"
+[ "$(json "$TMP/exit.json" 'r["stop_reason"]')" = target-exited ] || fail "target exit: stop_reason"
+[ "$(json "$TMP/exit.json" 'r["verdicts"][0]["id"]')" = cpu-bound-user ] || fail "target exit: verdict $(json "$TMP/exit.json" 'r["verdicts"][0]["id"]')"
+json "$TMP/exit.json" 'r["verdicts"][0]["title"]' | grep -q compute_checksum || fail "target exit: not symbolized after exit"
+assert_released "target exit"
+
+"$DIAG" high-cpu --pid "$PID" --dry-run --json > "$TMP/dry.json" || fail "dry run exit code $?"
+[ "$(json "$TMP/dry.json" 'r["stop_reason"]')" = dry-run ] || fail "dry run stop_reason"
+assert_released "dry run"

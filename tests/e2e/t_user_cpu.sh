@@ -1,0 +1,16 @@
+# A process burning CPU in a known user function, reached through a known path: the top verdict
+# is "CPU-bound in user code", names compute_checksum with >= 50% of samples, and the folded
+# stacks hold the call path.
+. "$(dirname "$0")/lib.sh"
+start "$WL/cpu_burner"
+"$DIAG" high-cpu --pid "$PID" --duration 3 --json --folded "$TMP/folded" > "$TMP/r.json"
+rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "exit code $rc, want 4 or 5 (warning/critical)"
+[ "$(json "$TMP/r.json" 'r["verdicts"][0]["id"]')" = cpu-bound-user ] || fail "top verdict: $(json "$TMP/r.json" 'r["verdicts"][0]')"
+json "$TMP/r.json" 'r["verdicts"][0]["title"]' | grep -q compute_checksum || fail "title does not name compute_checksum"
+share=$(json "$TMP/r.json" 'round(100 * sum(s["count"] for s in r["results"]["profile"]["stacks"] if s["user"] and s["user"][0] == "compute_checksum") / r["results"]["profile"]["samples"])')
+[ "$share" -ge 50 ] || fail "compute_checksum has $share% of samples, want >= 50%"
+grep -q 'main;serve_requests;handle_request;compute_checksum' "$TMP/folded" || fail "folded stacks lack the call path: $(head -3 "$TMP/folded")"
+[ "$(json "$TMP/r.json" 'r["stop_reason"]')" = duration ] || fail "stop_reason"
+[ "$(json "$TMP/r.json" 'r["target"]["comm"]')" = cpu_burner ] || fail "target comm"
+assert_released "a full run"

@@ -1,0 +1,2 @@
+-- loaded after aa.lua (name order), so it can use it
+return { y = aa.x + 1 }

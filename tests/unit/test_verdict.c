@@ -1,0 +1,864 @@
+/* test_verdict.c — the Lua verdict layer: sandbox, read-only results, answer checking, the shared
+ * diag.lua helpers and the high-cpu verdicts on recorded result trees built below.
+ * Needs DIAG_SRCDIR (the repository root); no root, no BPF.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verdict.h"
+
+/* ---- building result trees ------------------------------------------------------------- */
+
+static char *src(const char *rel)
+{
+	const char *root = getenv("DIAG_SRCDIR");
+	return xasprintf("%s/%s", root ? root : ".", rel);
+}
+
+/* A NULL-terminated list of frame names, leaf first. */
+#define FRAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define NOFRAMES ((const char *const[]){ NULL })
+
+static struct value *frames(const char *const *names)
+{
+	struct value *a = value_arr();
+	for (; *names; names++)
+		value_arr_push(a, value_str(*names));
+	return a;
+}
+
+static struct value *profile(int64_t samples, int64_t kernel)
+{
+	struct value *p = value_obj();
+	value_set_int(p, "frequency_hz", 99);
+	value_set_int(p, "samples", samples);
+	value_set_int(p, "user_samples", samples - kernel);
+	value_set_int(p, "kernel_samples", kernel);
+	value_set_int(p, "lost_stacks", 0);
+	value_set_int(p, "dropped", 0);
+	value_obj_set(p, "stacks", value_arr());
+	return p;
+}
+
+static void stack(struct value *prof, int64_t count, bool in_kernel, const char *const *user,
+		  const char *const *kernel)
+{
+	struct value *s = value_arr_push((struct value *)value_get(prof, "stacks"), value_obj());
+	value_set_int(s, "count", count);
+	value_set_str(s, "comm", "burner");
+	value_set_bool(s, "in_kernel", in_kernel);
+	value_obj_set(s, "user", frames(user));
+	value_obj_set(s, "kernel", frames(kernel));
+}
+
+/* buckets: n triples lo, hi, count */
+static struct value *runq(int n, const int64_t *b, int64_t max_us)
+{
+	struct value *r = value_obj(), *bk = value_arr();
+	int64_t count = 0, total = 0;
+	value_set_str(r, "unit", "us");
+	for (int i = 0; i < n; i++) {
+		struct value *x = value_arr_push(bk, value_obj());
+		value_set_int(x, "lo", b[3 * i]);
+		value_set_int(x, "hi", b[3 * i + 1]);
+		value_set_int(x, "count", b[3 * i + 2]);
+		count += b[3 * i + 2];
+		total += b[3 * i + 2] * (b[3 * i] + b[3 * i + 1]) / 2;
+	}
+	value_set_int(r, "count", count);
+	value_set_int(r, "total_us", total);
+	value_set_int(r, "max_us", max_us);
+	value_obj_set(r, "buckets", bk);
+	return r;
+}
+
+static struct value *syscalls(void)
+{
+	struct value *s = value_obj();
+	value_set_int(s, "total", 0);
+	value_set_int(s, "total_ns", 0);
+	value_obj_set(s, "syscalls", value_arr());
+	return s;
+}
+
+static void add_syscall(struct value *s, const char *name, int64_t nr, int64_t count, int64_t total_ns,
+		    int64_t errors)
+{
+	struct value *x = value_arr_push((struct value *)value_get(s, "syscalls"), value_obj());
+	value_set_str(x, "name", name);
+	value_set_int(x, "nr", nr);
+	value_set_int(x, "count", count);
+	value_set_int(x, "total_ns", total_ns);
+	value_set_int(x, "errors", errors);
+	value_set_int(s, "total", (int64_t)value_get_num(s, "total", 0) + count);
+	value_set_int(s, "total_ns", (int64_t)value_get_num(s, "total_ns", 0) + total_ns);
+}
+
+static struct value *context(double cpu_pct, double user_share, int64_t vol, int64_t nonvol)
+{
+	struct value *c = value_obj();
+	double cpu_s = cpu_pct / 100 * 5.0;
+	value_set_int(c, "pid", 4242);
+	value_set_str(c, "comm", "burner");
+	value_set_str(c, "exe", "/usr/bin/burner");
+	value_set_int(c, "threads", 1);
+	value_set_num(c, "wall_s", 5.0);
+	value_set_num(c, "utime_s", cpu_s * user_share);
+	value_set_num(c, "stime_s", cpu_s * (1 - user_share));
+	value_set_num(c, "cpu_pct", cpu_pct);
+	value_set_int(c, "ncpus", 4);
+	value_set_int(c, "voluntary_ctxt_switches", vol);
+	value_set_int(c, "nonvoluntary_ctxt_switches", nonvol);
+	value_set_bool(c, "exited", false);
+	struct value *psi = value_obj_set(c, "psi", value_obj());
+	value_set_num(psi, "some_avg10", 0.5);
+	value_set_num(psi, "some_avg60", 0.4);
+	value_set_num(psi, "full_avg10", 0.0);
+	value_set_int(psi, "some_total_us", 1200);
+	return c;
+}
+
+static struct value *run_info(const char *stop_reason)
+{
+	struct value *r = value_obj();
+	value_set_str(r, "recipe", "high-cpu");
+	value_set_num(r, "duration_s", 5.0);
+	value_set_str(r, "stop_reason", stop_reason);
+	struct value *t = value_obj_set(r, "target", value_obj());
+	value_set_int(t, "pid", 4242);
+	value_set_str(t, "comm", "burner");
+	value_set_str(t, "exe", "/usr/bin/burner");
+	value_set_int(r, "ncpus", 4);
+	return r;
+}
+
+/* As the recipe loader hands them over: text. */
+static struct value *high_cpu_thresholds(void)
+{
+	static const char *const kv[] = {
+		"busy_cpu_pct", "50", "idle_cpu_pct", "5", "kernel_share_pct", "50",
+		"runq_p99_warn_us", "5000", "runq_p99_crit_us", "50000",
+		"nonvoluntary_per_s_warn", "200", "psi_some_avg10_warn", "20",
+		"shallow_stack_frames", "2", "shallow_stack_pct", "70", "top_n", "10",
+	};
+	struct value *t = value_obj();
+	for (size_t i = 0; i < ARRAY_LEN(kv); i += 2)
+		value_set_str(t, kv[i], kv[i + 1]);
+	return t;
+}
+
+/* A quiet run queue and a few syscalls, for cases about something else. */
+static void add_background(struct value *res)
+{
+	static const int64_t calm[] = { 0, 1, 400, 2, 3, 120, 4, 7, 30 };
+	value_obj_set(res, "runq", runq(3, calm, 9));
+	struct value *s = value_obj_set(res, "syscalls", syscalls());
+	add_syscall(s, "write", 1, 500, 2500000, 0);
+	add_syscall(s, "futex", 202, 120, 900000, 3);
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+struct outcome {
+	int rc;
+	struct value *verdicts, *report;
+	struct diag_err err;
+};
+
+static void run_lua(const char *rel_lua, const char *rel_lib, const struct value *results,
+		    const struct value *thresholds, const struct value *run, size_t max_instr,
+		    size_t max_mem, struct outcome *o)
+{
+	char *lua = src(rel_lua), *lib = rel_lib ? src(rel_lib) : NULL;
+	struct verdict_input in = { .lua_path = lua, .lib_dir = lib, .results = results,
+				    .thresholds = thresholds, .run = run,
+				    .max_instructions = max_instr, .max_memory_bytes = max_mem };
+	memset(o, 0, sizeof(*o));
+	o->rc = verdict_run(&in, &o->verdicts, &o->report, &o->err);
+	free(lua);
+	free(lib);
+}
+
+static void outcome_free(struct outcome *o)
+{
+	value_free(o->verdicts);
+	value_free(o->report);
+}
+
+/* Runs lua/high-cpu.lua with the default limits, or max_instr; takes ownership of results, run. */
+static void high_cpu_limited(struct value *results, struct value *run, size_t max_instr,
+			     struct outcome *o)
+{
+	struct value *th = high_cpu_thresholds();
+	run_lua("lua/high-cpu.lua", "lua/lib", results, th, run, max_instr, 0, o);
+	if (o->rc != 0)
+		fail_msg("high-cpu.lua failed: %s", o->err.msg);
+	value_free(th);
+	value_free(results);
+	value_free(run);
+}
+
+static void high_cpu(struct value *results, struct value *run, struct outcome *o)
+{
+	high_cpu_limited(results, run, 0, o);
+}
+
+static const struct value *verdict(const struct outcome *o, const char *id)
+{
+	for (size_t i = 0; i < o->verdicts->arr.len; i++)
+		if (strcmp(value_get_str(o->verdicts->arr.items[i], "id"), id) == 0)
+			return o->verdicts->arr.items[i];
+	return NULL;
+}
+
+static const char *id_at(const struct outcome *o, size_t i)
+{
+	assert_true(i < o->verdicts->arr.len);
+	return value_get_str(o->verdicts->arr.items[i], "id");
+}
+
+/* Does any string under v contain needle? */
+static bool mentions(const struct value *v, const char *needle)
+{
+	switch (v->type) {
+	case V_STR: return strstr(v->s, needle) != NULL;
+	case V_ARR:
+		for (size_t i = 0; i < v->arr.len; i++)
+			if (mentions(v->arr.items[i], needle))
+				return true;
+		return false;
+	case V_OBJ:
+		for (size_t i = 0; i < v->obj.len; i++)
+			if (mentions(v->obj.vals[i], needle))
+				return true;
+		return false;
+	default: return false;
+	}
+}
+
+static void assert_mentions(const struct value *v, const char *needle)
+{
+	if (!mentions(v, needle)) {
+		value_write_json(v, stderr, 2);
+		fail_msg("expected to find \"%s\"", needle);
+	}
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+	if (!haystack || !strstr(haystack, needle))
+		fail_msg("\"%s\" does not contain \"%s\"", haystack ? haystack : "(null)", needle);
+}
+
+static void print_verdicts(const char *name, const struct outcome *o)
+{
+	if (!getenv("VERBOSE"))
+		return;
+	fprintf(stderr, "---- %s\n", name);
+	value_write_json(o->verdicts, stderr, 2);
+	fputc('\n', stderr);
+}
+
+/* ---- high-cpu on recorded results ------------------------------------------------------- */
+
+static void test_user_bound(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(500, 10));
+	stack(p, 360, false, FRAMES("burn_hot", "run_loop", "main", "__libc_start_call_main",
+				    "__libc_start_main", "_start"), NOFRAMES);
+	stack(p, 80, false, FRAMES("crunch", "run_loop", "main", "__libc_start_main", "_start"),
+	      NOFRAMES);
+	stack(p, 50, false, FRAMES("__memmove_avx_unaligned", "burn_hot", "run_loop", "main",
+				   "__libc_start_main", "_start"), NOFRAMES);
+	stack(p, 10, true, FRAMES("__write", "flush_log", "main", "_start"),
+	      FRAMES("copy_user_enhanced_fast_string", "vfs_write", "ksys_write", "do_syscall_64",
+		     "entry_SYSCALL_64_after_hwframe"));
+	value_obj_set(res, "context", context(99.2, 0.98, 10, 40));
+	add_background(res);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	print_verdicts("user-bound", &o);
+
+	assert_int_equal(o.verdicts->arr.len, 1);
+	assert_string_equal(id_at(&o, 0), "cpu-bound-user");
+	const struct value *v = verdict(&o, "cpu-bound-user");
+	assert_string_equal(value_get_str(v, "severity"), "critical"); /* 99% CPU, 98% user */
+	assert_string_equal(value_get_str(v, "title"),
+			    "CPU-bound in user code: 72% of samples in burn_hot()");
+	assert_mentions(value_get(v, "evidence"), "burn_hot() 72%, crunch() 16%");
+	assert_mentions(value_get(v, "evidence"), "(72% of samples): _start → __libc_start_main → "
+			"__libc_start_call_main → main → run_loop → burn_hot");
+	assert_mentions(value_get(v, "evidence"), "98% in user code, 2.0% in the kernel");
+	assert_mentions(value_get(v, "next_steps"), "perf annotate burn_hot");
+	assert_int_equal(verdicts_worst(o.verdicts), SEV_CRITICAL);
+
+	/* report: sections in the documented order, the top self function first */
+	assert_int_equal(o.report->arr.len, 5);
+	const struct value *top = o.report->arr.items[0];
+	assert_string_equal(value_get_str(top, "kind"), "table");
+	assert_string_equal(value_get_str(top, "title"), "Top functions (self)");
+	const struct value *row = value_get(top, "rows")->arr.items[0];
+	assert_string_equal(row->arr.items[0]->s, "burn_hot");
+	assert_int_equal(row->arr.items[1]->i, 360);
+	assert_string_equal(value_get_str(o.report->arr.items[3], "kind"), "histogram");
+	const struct value *sc = o.report->arr.items[4];
+	assert_string_equal(value_get_str(sc, "title"), "Syscalls");
+	assert_string_equal(value_get(sc, "rows")->arr.items[0]->arr.items[2]->s, "100/s");
+	outcome_free(&o);
+}
+
+static void test_kernel_bound(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(500, 425));
+	stack(p, 300, true, FRAMES("getppid", "spin", "main", "__libc_start_main", "_start"),
+	      FRAMES("__x64_sys_getppid", "do_syscall_64", "entry_SYSCALL_64_after_hwframe"));
+	stack(p, 125, true, FRAMES("getppid", "spin", "main", "__libc_start_main", "_start"),
+	      FRAMES("syscall_exit_to_user_mode", "do_syscall_64", "entry_SYSCALL_64_after_hwframe"));
+	stack(p, 75, false, FRAMES("spin", "main", "__libc_start_main", "_start"), NOFRAMES);
+	value_obj_set(res, "context", context(99.5, 0.15, 5, 30));
+	static const int64_t calm[] = { 0, 1, 300 };
+	value_obj_set(res, "runq", runq(1, calm, 1));
+	struct value *s = value_obj_set(res, "syscalls", syscalls());
+	add_syscall(s, "getppid", 110, 10000000, 950000000, 0);
+	add_syscall(s, "write", 1, 25, 100000, 0);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	print_verdicts("kernel-bound", &o);
+
+	assert_string_equal(id_at(&o, 0), "cpu-bound-kernel");
+	const struct value *v = verdict(&o, "cpu-bound-kernel");
+	assert_string_equal(value_get_str(v, "severity"), "critical");
+	assert_string_equal(value_get_str(v, "title"),
+			    "CPU-bound in the kernel: 85% of samples, mostly getppid() at 2M/s");
+	assert_mentions(value_get(v, "evidence"), "getppid() 10M calls (2M/s, avg 95 ns, 950 ms total)");
+	assert_mentions(value_get(v, "evidence"), "__x64_sys_getppid() 60%");
+	assert_mentions(value_get(v, "evidence"), "Entered from user code (85% of samples): "
+			"_start → __libc_start_main → main → spin → getppid");
+	assert_mentions(value_get(v, "next_steps"), "call it once and cache the value");
+	assert_null(verdict(&o, "cpu-bound-user"));
+	outcome_free(&o);
+}
+
+static void test_not_busy(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(2, 0));
+	stack(p, 1, false, FRAMES("handle_tick", "event_loop", "main", "_start"), NOFRAMES);
+	stack(p, 1, false, FRAMES("parse_config", "main", "_start"), NOFRAMES);
+	value_obj_set(res, "context", context(0.1, 0.5, 1250, 1));
+	add_background(res);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	print_verdicts("not-busy", &o);
+
+	assert_int_equal(o.verdicts->arr.len, 1);
+	const struct value *v = verdict(&o, "not-busy");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "severity"), "info");
+	assert_string_equal(value_get_str(v, "title"),
+			    "Not CPU-bound: the process used 0.1% of one CPU during the 5.0 s window");
+	assert_mentions(value_get(v, "evidence"), "2 CPU samples at 99 Hz");
+	assert_mentions(value_get(v, "evidence"), "250 voluntary context switches/s");
+	assert_mentions(value_get(v, "next_steps"), "off-CPU");
+	/* it must not blame a function */
+	for (size_t i = 0; i < o.verdicts->arr.len; i++) {
+		assert_false(mentions(o.verdicts->arr.items[i], "handle_tick"));
+		assert_false(mentions(o.verdicts->arr.items[i], "parse_config"));
+	}
+	assert_int_equal(verdicts_worst(o.verdicts), SEV_INFO);
+	outcome_free(&o);
+}
+
+static void test_starved(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(150, 20));
+	stack(p, 130, false, FRAMES("serve", "worker", "start_thread", "clone3"), NOFRAMES);
+	stack(p, 20, true, FRAMES("read", "serve", "worker", "start_thread", "clone3"),
+	      FRAMES("tcp_recvmsg", "sock_read_iter", "vfs_read", "do_syscall_64"));
+	value_obj_set(res, "context", context(30.0, 0.85, 100, 2000));
+	struct value *psi = (struct value *)value_get(value_get(res, "context"), "psi");
+	value_set_num(psi, "some_avg10", 45.0);
+	/* p99: rank 990 falls in [65536, 131071] at (990-985)/15 → 87381 us */
+	static const int64_t slow[] = { 1024, 2047, 985, 65536, 131071, 15 };
+	value_obj_set(res, "runq", runq(2, slow, 120000));
+	struct value *s = value_obj_set(res, "syscalls", syscalls());
+	add_syscall(s, "read", 0, 3000, 9000000, 0);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	print_verdicts("starved", &o);
+
+	assert_string_equal(id_at(&o, 0), "cpu-starved");
+	const struct value *v = verdict(&o, "cpu-starved");
+	assert_string_equal(value_get_str(v, "severity"), "critical");
+	assert_string_equal(value_get_str(v, "title"),
+			    "Starved of CPU: run-queue p99 87.4 ms (critical above 50 ms)");
+	assert_mentions(value_get(v, "evidence"), "400 involuntary context switches/s");
+	assert_mentions(value_get(v, "evidence"), "some avg10 45%");
+	assert_mentions(value_get(v, "next_steps"), "cpu.stat");
+	assert_mentions(value_get(v, "next_steps"), "taskset -cp 4242");
+	outcome_free(&o);
+}
+
+static void test_missing_frame_pointers(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(495, 5));
+	stack(p, 300, false, FRAMES("hash_block"), NOFRAMES);
+	stack(p, 150, false, FRAMES("hash_block", "[unknown]"), NOFRAMES);
+	stack(p, 40, false, FRAMES("compress", "main", "__libc_start_main", "_start"), NOFRAMES);
+	stack(p, 5, true, FRAMES("write"), FRAMES("vfs_write", "do_syscall_64"));
+	value_obj_set(res, "context", context(97.0, 0.99, 5, 20));
+	add_background(res);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	print_verdicts("frame pointers", &o);
+
+	const struct value *v = verdict(&o, "missing-frame-pointers");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "severity"), "warning");
+	assert_contains(value_get_str(v, "title"), "92% of user-mode samples have 2 frames or fewer");
+	assert_mentions(value_get(v, "evidence"), "450 of 490 user-mode samples");
+	assert_mentions(value_get(v, "next_steps"), "-fno-omit-frame-pointer");
+	const struct value *u = verdict(&o, "cpu-bound-user");
+	assert_non_null(u);
+	assert_contains(value_get_str(u, "title"), "hash_block()");
+	assert_mentions(value_get(u, "evidence"), "see missing-frame-pointers");
+	outcome_free(&o);
+}
+
+static void test_missing_probes(void **state)
+{
+	(void)state;
+	/* only the /proc context: busy, nothing to attribute with */
+	struct value *res = value_obj();
+	value_obj_set(res, "context", context(97.0, 0.9, 5, 20));
+	struct outcome o;
+	high_cpu(res, run_info("target-exited"), &o);
+	print_verdicts("missing probes", &o);
+	const struct value *v = verdict(&o, "incomplete-data");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "severity"), "warning");
+	assert_contains(value_get_str(v, "title"), "profile missing");
+	assert_contains(value_get_str(v, "title"), "target exited");
+	assert_mentions(value_get(v, "evidence"), "runq: no results");
+	assert_non_null(verdict(&o, "busy"));
+	assert_null(verdict(&o, "cpu-bound-user"));
+	outcome_free(&o);
+
+	/* nothing at all */
+	high_cpu(value_obj(), run_info("signal"), &o);
+	assert_non_null(verdict(&o, "inconclusive"));
+	assert_contains(value_get_str(verdict(&o, "incomplete-data"), "title"), "interrupted");
+	outcome_free(&o);
+
+	/* a profile with lost stacks and no syscalls: still attributed, and says what is partial */
+	res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(100, 0));
+	value_set_int(p, "lost_stacks", 30);
+	stack(p, 100, false, FRAMES("burn_hot", "main", "_start", "x"), NOFRAMES);
+	value_obj_set(res, "context", context(95.0, 1.0, 1, 1));
+	high_cpu(res, run_info("duration"), &o);
+	assert_string_equal(id_at(&o, 0), "cpu-bound-user");
+	v = verdict(&o, "incomplete-data");
+	assert_string_equal(value_get_str(v, "severity"), "warning");
+	assert_contains(value_get_str(v, "title"), "30 stacks lost");
+	assert_contains(value_get_str(v, "title"), "syscalls missing");
+	outcome_free(&o);
+}
+
+/* 16384 stacks (the probe's default cap), 24 user + 8 kernel frames each: must fit in a fifth
+ * of the default instruction budget (about 5 M are used), so 100-frame stacks fit too. */
+static void test_large_profile(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(0, 0));
+	int64_t samples = 0, kernel = 0;
+	char names[32][32];
+	for (int i = 0; i < 16384; i++) {
+		const char *u[25], *k[9];
+		for (int f = 0; f < 24; f++) {
+			snprintf(names[f], sizeof(names[f]), "fn_%d_%d", f, (i * 7 + f) % 97);
+			u[f] = names[f];
+		}
+		u[24] = NULL;
+		for (int f = 0; f < 8; f++)
+			k[f] = f == 0 ? "kfn" : "do_syscall_64";
+		k[8] = NULL;
+		bool in_kernel = i % 5 == 0;
+		stack(p, 16384 - i, in_kernel, u, in_kernel ? k : NOFRAMES);
+		samples += 16384 - i;
+		kernel += in_kernel ? 16384 - i : 0;
+	}
+	value_set_int(p, "samples", samples);
+	value_set_int(p, "user_samples", samples - kernel);
+	value_set_int(p, "kernel_samples", kernel);
+	value_obj_set(res, "context", context(390.0, 0.8, 5, 20));
+	add_background(res);
+
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	struct outcome o;
+	high_cpu_limited(res, run_info("duration"), 10u * 1000 * 1000, &o);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (getenv("VERBOSE"))
+		fprintf(stderr, "large profile: %.0f ms\n",
+			(b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6);
+	assert_string_equal(id_at(&o, 0), "cpu-bound-user");
+	outcome_free(&o);
+}
+
+/* ---- diag.lua and the proxies --------------------------------------------------------------- */
+
+static const struct value *num_field(const struct value *obj, const char *key)
+{
+	const struct value *v = value_get(obj, key);
+	if (!v)
+		fail_msg("no field %s", key);
+	return v;
+}
+
+static double num(const struct value *obj, const char *key)
+{
+	const struct value *v = num_field(obj, key);
+	assert_true(v->type == V_INT || v->type == V_NUM);
+	return v->type == V_INT ? (double)v->i : v->n;
+}
+
+static void test_diag_helpers(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	static const int64_t h[] = { 0, 1, 10, 16, 31, 80, 1024, 2047, 10 };
+	value_obj_set(res, "hist", runq(3, h, 2000));
+	struct value *obj = value_obj_set(res, "obj", value_obj());
+	value_set_int(obj, "a", 1);
+	value_set_int(obj, "b", 2);
+	value_set_int(obj, "c", 3);
+	struct value *arr = value_obj_set(res, "arr", value_arr());
+	for (int i = 1; i <= 4; i++)
+		value_arr_push(arr, value_int(i * 10));
+	struct value *strs = value_obj_set(res, "strs", value_arr());
+	value_arr_push(strs, value_str("x"));
+	value_arr_push(strs, value_str("y"));
+	struct value *th = value_obj();
+	value_set_str(th, "n_int", "50");
+	value_set_str(th, "n_float", "2.5");
+	value_set_str(th, "s", "abc");
+
+	struct outcome o;
+	run_lua("tests/unit/lua/diag_helpers.lua", "lua/lib", res, th, NULL, 0, 0, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	const struct value *r = o.report->arr.items[0];
+
+	assert_float_equal(num(r, "p0_one"), 4.0, 1e-9);
+	assert_float_equal(num(r, "p50_one"), 5.5, 1e-9);
+	assert_float_equal(num(r, "p99_one"), 6.97, 1e-9);
+	assert_float_equal(num(r, "p100_one"), 7.0, 1e-9);
+	assert_float_equal(num(r, "p50_split"), 1.0, 1e-9);
+	assert_float_equal(num(r, "p75_split"), 2.5, 1e-9);
+	assert_float_equal(num(r, "p99_split"), 2.98, 1e-9);
+	/* 100 samples: p50 rank 50 is the 40th of 80 in [16,31]; p99 rank 99 the 9th of 10 in [1024,2047] */
+	assert_float_equal(num(r, "p50_hist"), 16 + 15 * 40.0 / 80, 1e-9);
+	assert_float_equal(num(r, "p99_hist"), 1024 + 1023 * 9.0 / 10, 1e-9);
+	assert_int_equal(num_field(r, "total_hist")->i, 100);
+	assert_true(num_field(r, "empty_is_nil")->b);
+
+	static const char *const fmt[] = { "950", "12.3k", "2.1M", "1M", "2.5", "915k", "318 ms", "512 ns", "1.5 us",
+					   "80.2 ms", "2.50 s", "87.4 ms", "72%", "3.4%", "<0.1%",
+					   "0%", "2M/s", "n/a", "burn_hot()", "libc.so.6+0x1a2b",
+					   "bpf_prog_1_x [bpf]" };
+	const struct value *f = num_field(r, "fmt");
+	assert_int_equal(f->arr.len, ARRAY_LEN(fmt));
+	for (size_t i = 0; i < ARRAY_LEN(fmt); i++)
+		assert_string_equal(f->arr.items[i]->s, fmt[i]);
+
+	assert_string_equal(value_get_str(r, "top"), "b,a,c");
+	assert_string_equal(value_get_str(r, "path"), "main → mid → leaf");
+	assert_string_equal(value_get_str(r, "long_path"), "f5 → … → f2 → f1");
+	assert_float_equal(num(r, "pct"), 25.0, 1e-9);
+	assert_float_equal(num(r, "pct_zero"), 0.0, 1e-9);
+	assert_float_equal(num(r, "rate"), 2.5, 1e-9);
+	/* proxies: pairs in insertion order, # and ipairs, identity, table.concat */
+	assert_string_equal(value_get_str(r, "keys"), "a,b,c");
+	assert_int_equal(num_field(r, "len")->i, 4);
+	assert_int_equal(num_field(r, "sum")->i, 100);
+	assert_true(num_field(r, "same")->b);
+	assert_string_equal(value_get_str(r, "concat"), "x+y");
+	/* thresholds typed from text */
+	assert_int_equal(num_field(r, "th_int")->type, V_INT);
+	assert_int_equal(num_field(r, "th_int")->i, 50);
+	assert_int_equal(num_field(r, "th_float")->type, V_NUM);
+	assert_float_equal(num_field(r, "th_float")->n, 2.5, 0);
+	assert_string_equal(value_get_str(r, "th_str"), "abc");
+
+	outcome_free(&o);
+	value_free(res);
+	value_free(th);
+}
+
+static void test_libs_in_name_order(void **state)
+{
+	(void)state;
+	struct outcome o;
+	run_lua("tests/unit/lua/uses_libs.lua", "tests/unit/lua/libs", NULL, NULL, NULL, 0, 0, &o);
+	assert_int_equal(o.rc, 0);
+	assert_string_equal(value_get_str(o.verdicts->arr.items[0], "title"), "42");
+	outcome_free(&o);
+
+	run_lua("tests/unit/lua/uses_libs.lua", "tests/unit/lua/no-such-dir", NULL, NULL, NULL, 0, 0, &o);
+	assert_int_equal(o.rc, -1);
+	assert_int_equal(o.err.code, DIAG_EXIT_RUNTIME);
+	assert_contains(o.err.msg, "cannot read Lua library directory");
+}
+
+/* ---- the sandbox ------------------------------------------------------------------------- */
+
+static struct value *sample_results(void)
+{
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(10, 0));
+	stack(p, 10, false, FRAMES("a", "main"), NOFRAMES);
+	return res;
+}
+
+/* Runs a fixture in one mode; expects an error containing each needle (NULL-terminated). */
+static void expect_error(const char *fixture, const char *mode, size_t max_instr, ...)
+{
+	struct value *res = sample_results(), *th = value_obj();
+	value_set_str(th, "mode", mode);
+	char *rel = xasprintf("tests/unit/lua/%s", fixture);
+	struct outcome o;
+	run_lua(rel, "lua/lib", res, th, NULL, max_instr, 8u << 20, &o);
+	if (o.rc != -1)
+		fail_msg("mode %s: expected an error, got success", mode);
+	assert_int_equal(o.err.code, DIAG_EXIT_RUNTIME);
+	assert_null(o.verdicts);
+	assert_null(o.report);
+	va_list ap;
+	va_start(ap, max_instr);
+	for (const char *needle; (needle = va_arg(ap, const char *));)
+		if (!strstr(o.err.msg, needle))
+			fail_msg("mode %s: \"%s\" does not contain \"%s\"", mode, o.err.msg, needle);
+	va_end(ap);
+	free(rel);
+	value_free(res);
+	value_free(th);
+}
+
+static void test_sandbox_no_escape(void **state)
+{
+	(void)state;
+	expect_error("hostile.lua", "os", 0, "hostile.lua:6:", "global 'os'", NULL);
+	expect_error("hostile.lua", "io", 0, "hostile.lua:7:", "global 'io'", NULL);
+	expect_error("hostile.lua", "debug", 0, "global 'debug'", NULL);
+	expect_error("hostile.lua", "dump", 0, "hostile.lua:9:", "field 'dump'", NULL);
+	expect_error("hostile.lua", "load", 0, "global 'load'", NULL);
+	expect_error("hostile.lua", "dofile", 0, "global 'dofile'", NULL);
+	expect_error("hostile.lua", "require", 0, "global 'require'", NULL);
+	expect_error("hostile.lua", "collectgarbage", 0, "global 'collectgarbage'", NULL);
+	expect_error("hostile.lua", "error_table", 0, "error object is a table value", NULL);
+	if (access("/tmp/diag-pwned", F_OK) == 0)
+		fail_msg("os.execute ran");
+}
+
+static void test_sandbox_limits(void **state)
+{
+	(void)state;
+	expect_error("hostile.lua", "loop", 1000000, "hostile.lua:14: instruction limit exceeded",
+		     NULL);
+	expect_error("hostile.lua", "pcall_loop", 1000000, "instruction limit exceeded", NULL);
+	expect_error("hostile.lua", "membomb", 0, "hostile.lua: memory limit exceeded", NULL);
+	expect_error("hostile.lua", "bigrep", 0, "memory limit exceeded", NULL);
+
+	/* Lua runs finalizers with hooks off: a looping one would hang lua_close */
+	expect_error("hostile.lua", "gc_loop", 0, "__gc metamethods are not allowed", NULL);
+	/* these must come back normally */
+	static const char *const survive[] = { "gc_late", "empty_rep" };
+	for (size_t i = 0; i < ARRAY_LEN(survive); i++) {
+		struct value *th = value_obj();
+		value_set_str(th, "mode", survive[i]);
+		struct outcome o;
+		run_lua("tests/unit/lua/hostile.lua", "lua/lib", NULL, th, NULL, 1000000, 0, &o);
+		if (o.rc)
+			fail_msg("%s: %s", survive[i], o.err.msg);
+		assert_int_equal(o.verdicts->arr.len, 0);
+		outcome_free(&o);
+		value_free(th);
+	}
+}
+
+static void test_results_read_only(void **state)
+{
+	(void)state;
+	expect_error("hostile.lua", "write_top", 0, "hostile.lua:20:", "read-only", NULL);
+	expect_error("hostile.lua", "write_nested", 0, "hostile.lua:21:", "read-only", NULL);
+	expect_error("hostile.lua", "write_array", 0, "read-only", NULL);
+	expect_error("hostile.lua", "rawset", 0, "global 'rawset'", NULL);
+	expect_error("hostile.lua", "setmetatable", 0, "protected metatable", NULL);
+	expect_error("hostile.lua", "table_insert", 0, "read-only", NULL);
+
+	struct value *res = sample_results(), *th = value_obj();
+	value_set_str(th, "mode", "getmetatable");
+	struct outcome o;
+	run_lua("tests/unit/lua/hostile.lua", "lua/lib", res, th, NULL, 0, 0, &o);
+	assert_int_equal(o.rc, 0);
+	assert_string_equal(value_get_str(o.verdicts->arr.items[0], "title"), "read-only");
+	outcome_free(&o);
+	value_free(res);
+	value_free(th);
+}
+
+static void test_answer_checked(void **state)
+{
+	(void)state;
+	expect_error("bad_return.lua", "not_table", 0, "must return a table", "got number", NULL);
+	expect_error("bad_return.lua", "no_verdicts", 0, "verdicts: missing", NULL);
+	expect_error("bad_return.lua", "verdicts_object", 0, "verdicts: expected an array", NULL);
+	expect_error("bad_return.lua", "no_severity", 0, "verdicts[2].severity: missing", NULL);
+	expect_error("bad_return.lua", "bad_severity", 0,
+		     "verdicts[1].severity: \"fatal\" is not one of ok|info|warning|critical", NULL);
+	expect_error("bad_return.lua", "evidence_number", 0,
+		     "verdicts[2].evidence: item 2: expected a string, got a number", NULL);
+	expect_error("bad_return.lua", "no_next_steps", 0, "verdicts[1].next_steps: missing", NULL);
+	expect_error("bad_return.lua", "report_function", 0,
+		     "report[1].f: cannot use a function value", NULL);
+	expect_error("bad_return.lua", "report_cycle", 0, "nested too deeply", NULL);
+	expect_error("bad_return.lua", "report_mixed", 0, "report[1].rows: a table mixes", NULL);
+	expect_error("bad_return.lua", "report_no_kind", 0, "report[1].kind: missing", NULL);
+}
+
+static void test_sorted_and_values(void **state)
+{
+	(void)state;
+	struct value *res = sample_results(), *th = value_obj();
+	value_set_str(th, "mode", "sort");
+	struct outcome o;
+	run_lua("tests/unit/lua/bad_return.lua", NULL, res, th, NULL, 0, 0, &o);
+	assert_int_equal(o.rc, 0);
+	static const char *const order[] = { "b", "d", "c", "a", "e" }; /* stable, worst first */
+	assert_int_equal(o.verdicts->arr.len, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_string_equal(id_at(&o, i), order[i]);
+	/* keys in contract order */
+	const struct value *v = o.verdicts->arr.items[0];
+	assert_string_equal(v->obj.keys[0], "id");
+	assert_string_equal(v->obj.keys[4], "next_steps");
+	assert_int_equal(o.report->arr.len, 0);
+	assert_int_equal(verdicts_worst(o.verdicts), SEV_CRITICAL);
+	outcome_free(&o);
+
+	value_set_str(th, "mode", "values");
+	run_lua("tests/unit/lua/bad_return.lua", NULL, res, th, NULL, 0, 0, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	const struct value *r = o.report->arr.items[0];
+	assert_string_equal(r->obj.keys[0], "kind"); /* kind first, then by name */
+	assert_int_equal(num_field(r, "int")->type, V_INT);
+	assert_int_equal(num_field(r, "neg")->i, -3);
+	assert_int_equal(num_field(r, "float")->type, V_NUM);
+	assert_int_equal(num_field(r, "whole_float")->type, V_NUM);
+	assert_int_equal(num_field(r, "flag")->type, V_BOOL);
+	assert_int_equal(num_field(r, "empty")->type, V_ARR);
+	const struct value *nested = num_field(r, "nested");
+	assert_int_equal(nested->arr.len, 2);
+	assert_int_equal(nested->arr.items[1]->arr.items[0]->i, 3);
+	/* a read-only result handed back is copied as is */
+	assert_int_equal(value_get_num(num_field(r, "raw"), "samples", 0), 10);
+	assert_string_equal(value_get(num_field(r, "raw"), "stacks")->arr.items[0]->obj.keys[0], "count");
+	outcome_free(&o);
+	value_free(res);
+	value_free(th);
+}
+
+static void test_syntax_and_loading(void **state)
+{
+	(void)state;
+	expect_error("syntax.lua", "x", 0, "syntax.lua:3:", "unexpected symbol near '='", NULL);
+	expect_error("no-such-file.lua", "x", 0, "cannot open", "no-such-file.lua", NULL);
+
+	char *path = src("tests/unit/lua/syntax.lua");
+	struct diag_err err = { 0 };
+	assert_int_equal(verdict_check_syntax(path, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_USAGE);
+	assert_contains(err.msg, "syntax.lua:3:");
+	free(path);
+	path = src("lua/high-cpu.lua");
+	assert_int_equal(verdict_check_syntax(path, &err), 0);
+	free(path);
+	path = src("lua/lib/diag.lua");
+	assert_int_equal(verdict_check_syntax(path, &err), 0);
+	free(path);
+
+	/* binary chunks are refused, even though nothing in the sandbox could produce one */
+	char tmp[] = "/tmp/diag-binary-XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "\x1bLua\x54\x00", 6), 6);
+	close(fd);
+	struct verdict_input in = { .lua_path = tmp };
+	struct value *vs, *rep;
+	assert_int_equal(verdict_run(&in, &vs, &rep, &err), -1);
+	assert_contains(err.msg, "attempt to load a binary chunk");
+	assert_int_equal(verdict_check_syntax(tmp, &err), -1);
+	unlink(tmp);
+}
+
+static void test_severity_names(void **state)
+{
+	(void)state;
+	int ok;
+	assert_int_equal(severity_parse("warning", &ok), SEV_WARNING);
+	assert_true(ok);
+	severity_parse("fatal", &ok);
+	assert_false(ok);
+	assert_string_equal(severity_name(SEV_CRITICAL), "critical");
+	assert_int_equal(verdicts_worst(NULL), SEV_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_user_bound),
+		cmocka_unit_test(test_kernel_bound),
+		cmocka_unit_test(test_not_busy),
+		cmocka_unit_test(test_starved),
+		cmocka_unit_test(test_missing_frame_pointers),
+		cmocka_unit_test(test_missing_probes),
+		cmocka_unit_test(test_large_profile),
+		cmocka_unit_test(test_diag_helpers),
+		cmocka_unit_test(test_libs_in_name_order),
+		cmocka_unit_test(test_sandbox_no_escape),
+		cmocka_unit_test(test_sandbox_limits),
+		cmocka_unit_test(test_results_read_only),
+		cmocka_unit_test(test_answer_checked),
+		cmocka_unit_test(test_sorted_and_values),
+		cmocka_unit_test(test_syntax_and_loading),
+		cmocka_unit_test(test_severity_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
