@@ -7,6 +7,8 @@
 #include <bpf/libbpf.h>
 #include <string.h>
 
+#include "diag_bpf.h"
+
 #define PROBE_KIND(n) extern const struct probe_kind probe_kind_##n;
 #include "catalog_list.h"
 #undef PROBE_KIND
@@ -59,4 +61,11 @@ uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
 	for (int i = 0; i < ncpus; i++)
 		sum += vals[i];
 	return sum;
+}
+
+uint64_t probe_events(struct probe *p)
+{
+	if (p->kind->events)
+		return p->kind->events(p);
+	return probe_stat_sum(p->kind->object(p), DIAG_STAT_EVENTS);
 }

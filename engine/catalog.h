@@ -91,6 +91,8 @@ struct probe_kind {
 		       struct diag_err *err);
 	/* Detach and free everything; safe after a failed load or attach, and twice. */
 	void (*destroy)(struct probe *p);
+	/* Events that passed the filters so far (may be NULL: then the `stats` map's EVENTS slot). */
+	uint64_t (*events)(struct probe *p);
 	/* The loaded BPF object, for run-time statistics (NULL for kinds without BPF). */
 	struct bpf_object *(*object)(struct probe *p);
 };
@@ -113,5 +115,7 @@ uint64_t probe_opt(const struct probe *p, const char *name);
 
 /* Sum of the per-CPU `stats` array slot every probe object carries (see bpf/diag_bpf.h). */
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot);
+/* Events of a probe so far: its `events` op, else the EVENTS slot of its stats map. */
+uint64_t probe_events(struct probe *p);
 
 #endif

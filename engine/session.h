@@ -1,7 +1,8 @@
 /* session.h — one collection run of a plan on the live kernel.
  *
  * Owns: loading every probe, attaching, the run loop (duration, SIGINT/SIGTERM/SIGHUP, target exit,
- * progress on a TTY, the overhead governor on BPF run-time statistics), detaching on every exit
+ * progress on a TTY, the overhead governor: BPF run-time statistics sampled in a 50 ms window
+ * each second, since leaving them on costs every BPF program two clock reads per run), detaching on every exit
  * path, symbolizers, and collecting each probe's results.
  * Must not: interpret results or format reports.
  */
@@ -20,13 +21,14 @@ struct session_opts {
 
 struct session_out {
 	struct value *results;   /* object: probe id -> results */
-	struct value *probes;    /* array: {id, kind, variant, note, events, bpf_ns} */
+	struct value *probes;    /* array: {id, kind, variant, note, events, dropped} */
 	struct value *notes;     /* array of strings: fallbacks, failures, partial data */
 	char started_at[32];     /* ISO 8601 UTC */
 	double duration_s;       /* actual collection time */
 	const char *stop_reason; /* duration | signal | target-exited | over-budget */
-	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs), -1 when stats were unavailable */
-	uint64_t events;         /* program runs over the session */
+	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs) in the governor's windows; -1 when
+				    statistics were unavailable */
+	uint64_t events;         /* events that passed the probes' filters */
 	uint64_t dropped;        /* map-full + lost, over all probes */
 };
 

@@ -302,14 +302,42 @@ local function top_syscalls(n)
   return diag.top_n(S.syscalls or {}, n, "count")
 end
 
-local function syscall_line(sc)
-  local s = sub("%s() %s calls (%s, avg %s, %s total)", sc.name, diag.fmt_count(sc.count),
-    diag.fmt_rate(diag.rate(sc.count, window)), diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0),
-    diag.fmt_ns(sc.total_ns))
-  if (sc.errors or 0) > 0 then
-    s = s .. sub(", %s failing", diag.fmt_pct(diag.pct(sc.errors, sc.count)))
+-- On-CPU samples per syscall, from the syscall entry frame in each kernel stack
+-- (__x64_sys_write, __arm64_sys_write, ...): the CPU time a syscall costs, measured by the
+-- profile rather than by timing every call.
+local syscall_samples = {}
+if P then
+  for _, st in ipairs(P.stacks or {}) do
+    for _, f in ipairs(st.kernel or {}) do
+      local name = f:match("^__x64_sys_(.+)$") or f:match("^__arm64_sys_(.+)$")
+        or f:match("^__ia32_sys_(.+)$") or f:match("^__se_sys_(.+)$") or f:match("^__do_sys_(.+)$")
+        or f:match("^ksys_(.+)$")
+      if name then
+        syscall_samples[name] = (syscall_samples[name] or 0) + st.count
+        break
+      end
+    end
   end
-  return s
+end
+
+local function syscall_cpu_share(name)
+  local n = syscall_samples[name]
+  if not n or not P or (P.samples or 0) == 0 then return nil end
+  return diag.pct(n, P.samples)
+end
+
+local function syscall_line(sc)
+  local parts = { diag.fmt_rate(diag.rate(sc.count, window)) }
+  if sc.total_ns then
+    push(parts, sub("avg %s, %s total", diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0),
+      diag.fmt_ns(sc.total_ns)))
+  end
+  local share = syscall_cpu_share(sc.name)
+  if share then push(parts, sub("%s of CPU samples", diag.fmt_pct(share))) end
+  if (sc.errors or 0) > 0 then
+    push(parts, sub("%s failing", diag.fmt_pct(diag.pct(sc.errors, sc.count))))
+  end
+  return sub("%s() %s calls (%s)", sc.name, diag.fmt_count(sc.count), table.concat(parts, ", "))
 end
 
 local function cpu_kernel_verdict()
@@ -551,10 +579,21 @@ end
 if S then
   local rows = {}
   for _, sc in ipairs(top_syscalls(T.top_n)) do
-    push(rows, { sc.name, sc.count, diag.fmt_rate(diag.rate(sc.count, window)), diag.fmt_ns(sc.total_ns),
-      diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0), sc.errors or 0 })
+    local share = syscall_cpu_share(sc.name)
+    local row = { sc.name, sc.count, diag.fmt_rate(diag.rate(sc.count, window)),
+      share and diag.fmt_pct(share) or "-" }
+    if S.timed then
+      push(row, diag.fmt_ns(sc.total_ns or 0))
+      push(row, diag.fmt_ns(sc.count > 0 and (sc.total_ns or 0) / sc.count or 0))
+      push(row, sc.errors or 0)
+    end
+    push(rows, row)
   end
-  push(report, diag.table("Syscalls", { "syscall", "count", "rate/s", "total time", "avg", "errors" }, rows))
+  local columns = { "syscall", "count", "rate/s", "CPU samples" }
+  if S.timed then
+    for _, c in ipairs({ "total time", "avg", "errors" }) do push(columns, c) end
+  end
+  push(report, diag.table("Syscalls", columns, rows))
 end
 
 return { verdicts = verdicts, report = report }

@@ -1,8 +1,9 @@
-/* syscall_stats.c — catalog entry for bpf/syscall_stats.bpf.c: count, time and errors of the
- * target's system calls by syscall.
+/* syscall_stats.c — catalog entry for bpf/syscall_stats.bpf.c: count of the target's system
+ * calls by syscall, and with `timing: true` also their time and errors.
  *
- * Owns: loading/attaching the raw_syscalls programs, summing the per-CPU totals, and naming
- * syscall numbers (table generated at build time from the C library's <sys/syscall.h>).
+ * Owns: choosing the program set (count-only or timed), loading/attaching it, summing the
+ * per-CPU totals, and naming syscall numbers (table generated at build time from the C
+ * library's <sys/syscall.h>).
  * Must not: judge the numbers.
  */
 #include <bpf/bpf.h>
@@ -21,11 +22,15 @@
 struct syscalls_priv {
 	struct syscall_stats_bpf *skel;
 	struct bpf_link *enter, *exit;
+	bool timed;
 };
 
-/* The entry timestamps live in task local storage (one small record per thread that made a
- * syscall), so there is no map size to choose. */
+/* Entry timestamps (timed mode) live in task local storage, one small record per thread that
+ * made a syscall, so there is no map size to choose. */
 static const struct option_spec syscall_options[] = {
+	{ "timing", OPT_BOOL, OPT_ROLE_PLAIN, 0, 0, 1, 0, false,
+	  "also time each syscall and count errors (adds a sys_exit program and two clock reads "
+	  "per call)" },
 	{ "per_cpu_slots", OPT_UINT, OPT_ROLE_MAP_ENTRIES, SYSCALL_SLOTS, SYSCALL_SLOTS,
 	  SYSCALL_SLOTS, sizeof(struct syscall_total), true,
 	  "per-CPU totals, one per syscall number (fixed)" },
@@ -40,6 +45,10 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 	if (!sp->skel)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
 	sp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	sp->timed = probe_opt(p, "timing") != 0;
+	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
+	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
+	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
 	int rc = syscall_stats_bpf__load(sp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED,
@@ -52,11 +61,14 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 static int syscalls_attach(struct probe *p, struct diag_err *err)
 {
 	struct syscalls_priv *sp = p->priv;
-	sp->enter = bpf_program__attach(sp->skel->progs.sys_enter);
+	sp->enter = bpf_program__attach(sp->timed ? sp->skel->progs.timed_sys_enter
+						   : sp->skel->progs.count_sys_enter);
 	if (!sp->enter)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_enter: %s",
 				 strerror(errno));
-	sp->exit = bpf_program__attach(sp->skel->progs.sys_exit);
+	if (!sp->timed)
+		return 0;
+	sp->exit = bpf_program__attach(sp->skel->progs.timed_sys_exit);
 	if (!sp->exit)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_exit: %s",
 				 strerror(errno));
@@ -90,23 +102,18 @@ static int by_count_desc(const void *a, const void *b)
 	return x->t.count < y->t.count ? 1 : x->t.count > y->t.count ? -1 : (int)x->nr - (int)y->nr;
 }
 
-static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
-			    struct diag_err *err)
+/* Reads the per-CPU table in one batched call (one slot at a time on old kernels) and sums it
+ * over CPUs. Returns the number of slots in rows[] (SYSCALL_SLOTS entries). */
+static size_t read_totals(struct syscalls_priv *sp, struct syscall_row *rows)
 {
-	struct syscalls_priv *sp = p->priv;
 	int fd = bpf_map__fd(sp->skel->maps.per_syscall);
 	int ncpus = libbpf_num_possible_cpus();
-	struct syscall_row *rows = xcalloc(SYSCALL_SLOTS, sizeof(*rows));
-	size_t n = 0;
-	uint64_t total = 0, total_ns = 0;
-	(void)ctx;
-	(void)err;
-
-	/* One batched read of the whole per-CPU table instead of a syscall per slot. */
 	__u32 *keys = xcalloc(SYSCALL_SLOTS, sizeof(*keys)), out_batch, count = SYSCALL_SLOTS;
 	struct syscall_total *all = xcalloc((size_t)SYSCALL_SLOTS * (size_t)ncpus, sizeof(*all));
+	size_t n = 0;
+
 	if (bpf_map_lookup_batch(fd, NULL, &out_batch, keys, all, &count, NULL) && errno != ENOENT) {
-		count = 0; /* old kernel: one slot at a time */
+		count = 0;
 		for (__u32 nr = 0; nr < SYSCALL_SLOTS; nr++)
 			if (bpf_map_lookup_elem(fd, &nr, all + (size_t)count * (size_t)ncpus) == 0)
 				keys[count++] = nr;
@@ -119,19 +126,47 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 			row.t.total_ns += percpu[c].total_ns;
 			row.t.errors += percpu[c].errors;
 		}
-		if (row.t.count) {
+		if (row.t.count)
 			rows[n++] = row;
-			total += row.t.count;
-			total_ns += row.t.total_ns;
-		}
 	}
 	free(keys);
 	free(all);
+	return n;
+}
+
+static uint64_t syscalls_events(struct probe *p)
+{
+	struct syscalls_priv *sp = p->priv;
+	struct syscall_row *rows = xcalloc(SYSCALL_SLOTS, sizeof(*rows));
+	uint64_t events = 0;
+	if (sp->skel)
+		for (size_t i = 0, n = read_totals(sp, rows); i < n; i++)
+			events += rows[i].t.count;
+	free(rows);
+	return events;
+}
+
+static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			    struct diag_err *err)
+{
+	struct syscalls_priv *sp = p->priv;
+	struct syscall_row *rows = xcalloc(SYSCALL_SLOTS, sizeof(*rows));
+	size_t n = read_totals(sp, rows);
+	uint64_t total = 0, total_ns = 0;
+	(void)ctx;
+	(void)err;
+
+	for (size_t i = 0; i < n; i++) {
+		total += rows[i].t.count;
+		total_ns += rows[i].t.total_ns;
+	}
 	qsort(rows, n, sizeof(*rows), by_count_desc);
 
 	struct value *res = value_obj();
+	value_set_bool(res, "timed", sp->timed);
 	value_set_int(res, "total", (int64_t)total);
-	value_set_int(res, "total_ns", (int64_t)total_ns);
+	if (sp->timed)
+		value_set_int(res, "total_ns", (int64_t)total_ns);
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(sp->skel->obj, DIAG_STAT_MAP_FULL));
 	struct value *list = value_obj_set(res, "syscalls", value_arr());
 	for (size_t i = 0; i < n; i++) {
@@ -145,8 +180,10 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 		value_set_str(s, "name", name);
 		value_set_int(s, "nr", rows[i].nr);
 		value_set_int(s, "count", (int64_t)rows[i].t.count);
-		value_set_int(s, "total_ns", (int64_t)rows[i].t.total_ns);
-		value_set_int(s, "errors", (int64_t)rows[i].t.errors);
+		if (sp->timed) {
+			value_set_int(s, "total_ns", (int64_t)rows[i].t.total_ns);
+			value_set_int(s, "errors", (int64_t)rows[i].t.errors);
+		}
 	}
 	free(rows);
 	*out = res;
@@ -171,6 +208,7 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.attach = syscalls_attach,
 	.detach = syscalls_detach,
 	.collect = syscalls_collect,
+	.events = syscalls_events,
 	.destroy = syscalls_destroy,
 	.object = syscalls_object,
 };

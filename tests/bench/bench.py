@@ -88,9 +88,9 @@ def getppid_loop(tracer_argv=None, needs_pid=False, ready_line=None):
                                       stdout=subprocess.PIPE if ready_line else subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
             if ready_line:  # our floor loader says when it is attached
-                while not tracer.stdout.readline().startswith(ready_line):
-                    if tracer.poll() is not None:
-                        raise RuntimeError(f"{argv[0]} exited with {tracer.returncode}")
+                line = tracer.stdout.readline()
+                if not line.startswith(ready_line):
+                    raise RuntimeError(f"{argv[0]} did not get ready: {line!r}")
             else:
                 wait_attached(before, tracer)
         os.write(wfd, b"x")

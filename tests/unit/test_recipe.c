@@ -81,7 +81,7 @@ static void test_high_cpu(void **state)
 	assert_int_equal(r->budgets.max_duration_s, 60);
 	assert_int_equal(r->budgets.max_sample_hz, 999);
 	assert_int_equal(r->budgets.max_events_per_s, 2000000);
-	assert_true(r->budgets.max_cpu_pct == 5.0);
+	assert_true(r->budgets.max_cpu_pct == 15.0);
 	assert_int_equal(r->budgets.max_map_bytes, 67108864);
 
 	assert_int_equal(r->n_probes, 4);

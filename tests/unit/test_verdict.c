@@ -82,26 +82,35 @@ static struct value *runq(int n, const int64_t *b, int64_t max_us)
 	return r;
 }
 
-static struct value *syscalls(void)
+/* Timed syscall results (timing: true) carry total_ns and errors; count-only ones (the
+ * default) carry counts alone. */
+static struct value *syscalls_of(bool timed)
 {
 	struct value *s = value_obj();
+	value_set_bool(s, "timed", timed);
 	value_set_int(s, "total", 0);
-	value_set_int(s, "total_ns", 0);
+	if (timed)
+		value_set_int(s, "total_ns", 0);
 	value_obj_set(s, "syscalls", value_arr());
 	return s;
 }
 
+static struct value *syscalls(void) { return syscalls_of(true); }
+
 static void add_syscall(struct value *s, const char *name, int64_t nr, int64_t count, int64_t total_ns,
 		    int64_t errors)
 {
+	bool timed = value_get(s, "total_ns") != NULL;
 	struct value *x = value_arr_push((struct value *)value_get(s, "syscalls"), value_obj());
 	value_set_str(x, "name", name);
 	value_set_int(x, "nr", nr);
 	value_set_int(x, "count", count);
-	value_set_int(x, "total_ns", total_ns);
-	value_set_int(x, "errors", errors);
+	if (timed) {
+		value_set_int(x, "total_ns", total_ns);
+		value_set_int(x, "errors", errors);
+		value_set_int(s, "total_ns", (int64_t)value_get_num(s, "total_ns", 0) + total_ns);
+	}
 	value_set_int(s, "total", (int64_t)value_get_num(s, "total", 0) + count);
-	value_set_int(s, "total_ns", (int64_t)value_get_num(s, "total_ns", 0) + total_ns);
 }
 
 static struct value *context(double cpu_pct, double user_share, int64_t vol, int64_t nonvol)
@@ -346,12 +355,37 @@ static void test_kernel_bound(void **state)
 	assert_string_equal(value_get_str(v, "severity"), "critical");
 	assert_string_equal(value_get_str(v, "title"),
 			    "CPU-bound in the kernel: 85% of samples, mostly getppid() at 2M/s");
-	assert_mentions(value_get(v, "evidence"), "getppid() 10M calls (2M/s, avg 95 ns, 950 ms total)");
+	assert_mentions(value_get(v, "evidence"),
+			"getppid() 10M calls (2M/s, avg 95 ns, 950 ms total, 60% of CPU samples)");
 	assert_mentions(value_get(v, "evidence"), "__x64_sys_getppid() 60%");
 	assert_mentions(value_get(v, "evidence"), "Entered from user code (85% of samples): "
 			"_start → __libc_start_main → main → spin → getppid");
 	assert_mentions(value_get(v, "next_steps"), "call it once and cache the value");
 	assert_null(verdict(&o, "cpu-bound-user"));
+	outcome_free(&o);
+}
+
+/* The default syscall probe only counts: the verdict still names the syscall, its rate and its
+ * share of CPU samples (from the kernel stacks), and invents no timing. */
+static void test_kernel_bound_counts_only(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(400, 320));
+	stack(p, 240, true, FRAMES("write", "log_line", "main"),
+	      FRAMES("write_null", "vfs_write", "ksys_write", "do_syscall_64"));
+	stack(p, 80, true, FRAMES("write", "log_line", "main"),
+	      FRAMES("syscall_exit_to_user_mode", "do_syscall_64"));
+	stack(p, 80, false, FRAMES("log_line", "main"), NOFRAMES);
+	value_obj_set(res, "context", context(99.0, 0.2, 5, 30));
+	struct value *s = value_obj_set(res, "syscalls", syscalls_of(false));
+	add_syscall(s, "write", 1, 12000000, 0, 0);
+
+	struct outcome o;
+	high_cpu(res, run_info("duration"), &o);
+	assert_string_equal(id_at(&o, 0), "cpu-bound-kernel");
+	const struct value *v = verdict(&o, "cpu-bound-kernel");
+	assert_mentions(value_get(v, "evidence"), "write() 12M calls (2.4M/s, 60% of CPU samples)");
 	outcome_free(&o);
 }
 
@@ -845,6 +879,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_user_bound),
 		cmocka_unit_test(test_kernel_bound),
+		cmocka_unit_test(test_kernel_bound_counts_only),
 		cmocka_unit_test(test_not_busy),
 		cmocka_unit_test(test_starved),
 		cmocka_unit_test(test_missing_frame_pointers),
