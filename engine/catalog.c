@@ -47,6 +47,12 @@ uint64_t probe_opt(const struct probe *p, const char *name)
 	return i < 0 ? 0 : p->cfg.opt[i];
 }
 
+const char *probe_opt_str(const struct probe *p, const char *name)
+{
+	int i = catalog_option_index(p->kind, name);
+	return i < 0 ? NULL : p->cfg.str[i];
+}
+
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
 {
 	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, "stats") : NULL;

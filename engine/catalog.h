@@ -21,7 +21,11 @@ struct bpf_object;
 struct ksyms;
 struct usyms;
 
-enum option_type { OPT_UINT, OPT_BOOL };
+enum option_type {
+	OPT_UINT,
+	OPT_BOOL,
+	OPT_STRING, /* free text; `check` validates it (e.g. "binary:symbol", "category:event") */
+};
 
 /* What an option means to the engine beyond its own probe. */
 enum option_role {
@@ -34,10 +38,13 @@ struct option_spec {
 	const char *name;
 	enum option_type type;
 	enum option_role role;
-	uint64_t dflt, min, max;
+	uint64_t dflt, min, max;  /* OPT_UINT/OPT_BOOL */
 	uint64_t bytes_per_entry; /* OPT_ROLE_MAP_ENTRIES: key + value (+ overhead) per entry */
 	bool per_cpu;             /* the map it sizes is per-CPU */
 	const char *help;
+	const char *dflt_str;     /* OPT_STRING: default, NULL = required */
+	/* OPT_STRING: returns NULL when the text is acceptable, else what is wrong (static text). */
+	const char *(*check)(const char *value);
 };
 
 enum filter_bit {
@@ -53,7 +60,8 @@ enum filter_bit {
 /* A probe as the plan resolved it: options typed and in range, filters resolved. */
 struct probe_config {
 	const char *id;                       /* recipe probe id */
-	uint64_t opt[PROBE_MAX_OPTIONS];      /* indexed like kind->options */
+	uint64_t opt[PROBE_MAX_OPTIONS];      /* indexed like kind->options (numbers, booleans) */
+	const char *str[PROBE_MAX_OPTIONS];   /* OPT_STRING values, owned by the recipe */
 	int target_pid;                       /* pid filter; 0 = none */
 	const char *const *variants;          /* attach variants to try, in order, NULL-terminated */
 };
@@ -112,6 +120,8 @@ const struct probe_kind *const *catalog_all(size_t *n);
 int catalog_option_index(const struct probe_kind *kind, const char *name);
 /* Value of option `name` in cfg (the spec default when the kind has none such). */
 uint64_t probe_opt(const struct probe *p, const char *name);
+/* Text of OPT_STRING option `name`; NULL when unset. */
+const char *probe_opt_str(const struct probe *p, const char *name);
 
 /* Sum of the per-CPU `stats` array slot every probe object carries (see bpf/diag_bpf.h). */
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot);

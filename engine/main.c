@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "doctor.h"
 #include "kernel.h"
 #include "plan.h"
 #include "recipe.h"
@@ -143,8 +144,12 @@ static struct value *plan_summary(const struct plan *plan, const struct probe *l
 		if (pp->cfg.target_pid)
 			value_set_int(v, "filter_pid", pp->cfg.target_pid);
 		struct value *opts = value_obj_set(v, "options", value_obj());
-		for (size_t o = 0; o < pp->kind->n_options; o++)
-			value_set_int(opts, pp->kind->options[o].name, (int64_t)pp->cfg.opt[o]);
+		for (size_t o = 0; o < pp->kind->n_options; o++) {
+			if (pp->kind->options[o].type == OPT_STRING)
+				value_set_str(opts, pp->kind->options[o].name, pp->cfg.str[o] ? pp->cfg.str[o] : "");
+			else
+				value_set_int(opts, pp->kind->options[o].name, (int64_t)pp->cfg.opt[o]);
+		}
 		value_set_int(v, "map_bytes", (int64_t)pp->map_bytes);
 	}
 	return sum;
@@ -345,9 +350,14 @@ static int cmd_show(const struct cli *c)
 							   ? "; filter: pid = --pid (all threads)"
 							   : "; filter: pid")
 						   : "");
-		for (size_t o = 0; o < pp->kind->n_options; o++)
-			printf("      %s = %llu  (%s)\n", pp->kind->options[o].name,
-			       (unsigned long long)pp->cfg.opt[o], pp->kind->options[o].help);
+		for (size_t o = 0; o < pp->kind->n_options; o++) {
+			if (pp->kind->options[o].type == OPT_STRING)
+				printf("      %s = %s  (%s)\n", pp->kind->options[o].name,
+				       pp->cfg.str[o] ? pp->cfg.str[o] : "", pp->kind->options[o].help);
+			else
+				printf("      %s = %llu  (%s)\n", pp->kind->options[o].name,
+				       (unsigned long long)pp->cfg.opt[o], pp->kind->options[o].help);
+		}
 	}
 	if (r->n_thresholds)
 		printf("  thresholds:");
@@ -477,6 +487,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[optind];
 	if (strcmp(cmd, "list") == 0)
 		return cmd_list(&c);
+	if (strcmp(cmd, "doctor") == 0)
+		return doctor_run(stdout);
 	if (strcmp(cmd, "lint") == 0)
 		return cmd_lint(argc - optind - 1, argv + optind + 1);
 	if (strcmp(cmd, "show") == 0) {

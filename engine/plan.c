@@ -44,8 +44,10 @@ static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe 
 	const struct probe_kind *k = pp->kind;
 	const struct recipe_probe *rp = pp->rp;
 
-	for (size_t i = 0; i < k->n_options; i++)
+	for (size_t i = 0; i < k->n_options; i++) {
 		pp->cfg.opt[i] = k->options[i].dflt;
+		pp->cfg.str[i] = k->options[i].dflt_str;
+	}
 	for (unsigned i = 0; i < rp->n_options; i++) {
 		const struct recipe_kv *kv = &rp->options[i];
 		int idx = catalog_option_index(k, kv->key);
@@ -54,6 +56,14 @@ static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe 
 					 r->path, kv->line, rp->id, kv->key, k->name);
 		const struct option_spec *o = &k->options[idx];
 		uint64_t v;
+		if (o->type == OPT_STRING) {
+			const char *why = o->check ? o->check(kv->value) : NULL;
+			if (why)
+				return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: \"%s\": %s",
+						 r->path, kv->line, rp->id, kv->key, kv->value, why);
+			pp->cfg.str[idx] = kv->value;
+			continue;
+		}
 		if (o->type == OPT_BOOL ? parse_bool(kv->value, &v) : parse_uint(kv->value, &v))
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: expected %s, got \"%s\"",
 					 r->path, kv->line, rp->id, kv->key,
@@ -66,6 +76,9 @@ static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe 
 	}
 	for (size_t i = 0; i < k->n_options; i++) {
 		const struct option_spec *o = &k->options[i];
+		if (o->type == OPT_STRING && !pp->cfg.str[i])
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: required by probe kind %s",
+					 r->path, rp->line, rp->id, o->name, k->name);
 		if (o->role == OPT_ROLE_SAMPLE_HZ)
 			pp->sample_hz = pp->cfg.opt[i];
 		if (o->role == OPT_ROLE_MAP_ENTRIES)

@@ -28,15 +28,19 @@ struct profile_priv {
 };
 
 static const struct option_spec profile_options[] = {
-	{ "frequency_hz", OPT_UINT, OPT_ROLE_SAMPLE_HZ, 99, 1, 100000, 0, false,
-	  "samples per second on each CPU" },
-	{ "user_stacks", OPT_BOOL, OPT_ROLE_PLAIN, 1, 0, 1, 0, false, "record user-space stacks" },
-	{ "kernel_stacks", OPT_BOOL, OPT_ROLE_PLAIN, 1, 0, 1, 0, false, "record kernel stacks" },
-	{ "max_stacks", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 20,
-	  sizeof(__u32) + PROFILE_MAX_DEPTH * sizeof(__u64), false, "distinct stacks kept" },
-	{ "max_stack_counts", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 20,
-	  sizeof(struct profile_key) + sizeof(__u64) + 64, false,
-	  "distinct (thread name, user stack, kernel stack) counted" },
+	{ .name = "frequency_hz", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_HZ, .dflt = 99,
+	  .min = 1, .max = 100000, .help = "samples per second on each CPU" },
+	{ .name = "user_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	  .help = "record user-space stacks" },
+	{ .name = "kernel_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	  .help = "record kernel stacks" },
+	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = sizeof(__u32) + PROFILE_MAX_DEPTH * sizeof(__u64),
+	  .help = "distinct stacks kept" },
+	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct profile_key) + sizeof(__u64) + 64,
+	  .help = "distinct (thread name, user stack, kernel stack) counted" },
 };
 
 static const char *const profile_variants[] = { "cpu_clock", "hw_cycles", NULL };

@@ -37,7 +37,7 @@ struct proc_priv {
 	bool exited;
 };
 
-static const struct option_spec proc_options[] = { { 0 } };
+static const struct option_spec proc_options[] = { { .name = NULL } };
 static const char *const proc_variants[] = { "procfs", NULL };
 
 static int read_stat(int pid, struct proc_reading *r, char *comm, size_t comm_len)

@@ -21,8 +21,9 @@ struct runq_priv {
 };
 
 static const struct option_spec runq_options[] = {
-	{ "max_threads", OPT_UINT, OPT_ROLE_MAP_ENTRIES, 16384, 64, 1u << 22, 4 + 8 + 64, false,
-	  "threads that can be waiting on a run queue at once" },
+	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 22, .bytes_per_entry = 4 + 8 + 64,
+	  .help = "threads that can be waiting on a run queue at once" },
 };
 
 static const char *const runq_variants[] = { "tp_btf", "raw_tp", NULL };

@@ -28,12 +28,13 @@ struct syscalls_priv {
 /* Entry timestamps (timed mode) live in task local storage, one small record per thread that
  * made a syscall, so there is no map size to choose. */
 static const struct option_spec syscall_options[] = {
-	{ "timing", OPT_BOOL, OPT_ROLE_PLAIN, 0, 0, 1, 0, false,
-	  "also time each syscall and count errors (adds a sys_exit program and two clock reads "
-	  "per call)" },
-	{ "per_cpu_slots", OPT_UINT, OPT_ROLE_MAP_ENTRIES, SYSCALL_SLOTS, SYSCALL_SLOTS,
-	  SYSCALL_SLOTS, sizeof(struct syscall_total), true,
-	  "per-CPU totals, one per syscall number (fixed)" },
+	{ .name = "timing", .type = OPT_BOOL, .dflt = 0, .max = 1,
+	  .help = "also time each syscall and count errors (adds a sys_exit program and two clock "
+		  "reads per call)" },
+	{ .name = "per_cpu_slots", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES,
+	  .dflt = SYSCALL_SLOTS, .min = SYSCALL_SLOTS, .max = SYSCALL_SLOTS,
+	  .bytes_per_entry = sizeof(struct syscall_total), .per_cpu = true,
+	  .help = "per-CPU totals, one per syscall number (fixed)" },
 };
 
 static const char *const syscall_variants[] = { "raw_tp", NULL };
@@ -198,7 +199,7 @@ static struct bpf_object *syscalls_object(struct probe *p)
 
 const struct probe_kind probe_kind_syscall_stats = {
 	.name = "syscall_stats",
-	.summary = "count, total time and errors of the target's system calls, by syscall",
+	.summary = "the target's system calls by syscall: counts; time and errors with timing: true",
 	.options = syscall_options,
 	.n_options = ARRAY_LEN(syscall_options),
 	.filters = FILTER_PID,
