@@ -41,7 +41,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct profile_key key = {};
-	__u64 one = 1, *count;
 
 	if (target_tgid ? tgid != target_tgid : tgid == 0)
 		return 0;
@@ -60,17 +59,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	count = bpf_map_lookup_elem(&counts, &key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
-		/* another CPU may have inserted the key meanwhile */
-		count = bpf_map_lookup_elem(&counts, &key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-		else
-			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-	}
+	diag_count_key(&counts, &key, &stats);
 	return 0;
 }
 

@@ -33,6 +33,37 @@ static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
 		*v += 1;
 }
 
+/* Adds 1 to the count of key in a hash map, inserting it at 1; a full map is counted in the
+ * stats map as DIAG_STAT_MAP_FULL, so no hit is lost silently. */
+static __always_inline void diag_count_key(void *counts_map, const void *key, void *stats_map)
+{
+	__u64 one = 1, *count = bpf_map_lookup_elem(counts_map, key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return;
+	}
+	if (bpf_map_update_elem(counts_map, key, &one, BPF_NOEXIST) == 0)
+		return;
+	/* another CPU may have inserted the key meanwhile */
+	count = bpf_map_lookup_elem(counts_map, key);
+	if (count)
+		__sync_fetch_and_add(count, 1);
+	else
+		diag_stat_inc(stats_map, DIAG_STAT_MAP_FULL);
+}
+
+/* totals maps hold [0] a sum and [1] a maximum of what a probe measures. */
+static __always_inline void diag_add_total(void *totals_map, __u64 v)
+{
+	__u32 sum_idx = 0, max_idx = 1;
+	__u64 *sum = bpf_map_lookup_elem(totals_map, &sum_idx);
+	__u64 *max = bpf_map_lookup_elem(totals_map, &max_idx);
+	if (sum)
+		__sync_fetch_and_add(sum, v);
+	if (max && v > *max)
+		*max = v; /* racy max: good enough for "longest" */
+}
+
 /* floor(log2(v)) for v > 0, 0 for v == 0; branch-free enough for the verifier. */
 static __always_inline __u32 diag_log2(__u64 v)
 {

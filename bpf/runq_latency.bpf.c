@@ -65,17 +65,6 @@ static __always_inline int mark_runnable(struct task_struct *t)
 	return 0;
 }
 
-static __always_inline void add_total(__u32 idx, __u64 v, bool is_max)
-{
-	__u64 *slot = bpf_map_lookup_elem(&totals, &idx);
-	if (!slot)
-		return;
-	if (!is_max)
-		__sync_fetch_and_add(slot, v);
-	else if (v > *slot)
-		*slot = v; /* racy max: good enough for "longest wait" */
-}
-
 static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next)
 {
 	__u32 tid;
@@ -102,8 +91,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 	bucket = bpf_map_lookup_elem(&hist_us, &slot);
 	if (bucket)
 		__sync_fetch_and_add(bucket, 1);
-	add_total(0, delta, false);
-	add_total(1, delta, true);
+	diag_add_total(&totals, delta);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "syscall_stats.h"
 
 const volatile __u32 target_tgid = 0; /* 0: every process */
+const volatile __u32 sample_every = 1; /* count 1 in N calls (set by the budget pre-flight) */
 
 struct syscall_entry {
 	__u64 start_ns; /* 0: not inside a traced syscall */
@@ -46,6 +47,8 @@ int BPF_PROG(count_sys_enter, struct pt_regs *regs, long nr)
 
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
+	if (sample_every > 1 && bpf_get_prandom_u32() % sample_every)
+		return 0;
 	/* No separate event counter here: the per-syscall counts are the events. */
 	slot = (__u64)nr < SYSCALL_SLOTS ? nr : SYSCALL_SLOTS - 1;
 	t = bpf_map_lookup_elem(&per_syscall, &slot);
@@ -60,6 +63,8 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 	struct syscall_entry *e;
 
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	if (sample_every > 1 && bpf_get_prandom_u32() % sample_every)
 		return 0;
 	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);

@@ -32,6 +32,7 @@ enum option_role {
 	OPT_ROLE_PLAIN = 0,
 	OPT_ROLE_SAMPLE_HZ,   /* checked against budgets.max_sample_hz */
 	OPT_ROLE_MAP_ENTRIES, /* sizes a map: counted in the map memory budget */
+	OPT_ROLE_SAMPLE_EVERY, /* in-kernel 1-in-N sampling the budget pre-flight may raise */
 };
 
 struct option_spec {
@@ -63,6 +64,7 @@ struct probe_config {
 	uint64_t opt[PROBE_MAX_OPTIONS];      /* indexed like kind->options (numbers, booleans) */
 	const char *str[PROBE_MAX_OPTIONS];   /* OPT_STRING values, owned by the recipe */
 	int target_pid;                       /* pid filter; 0 = none */
+	const char *comm;                     /* comm filter (task name); NULL = none */
 	const char *const *variants;          /* attach variants to try, in order, NULL-terminated */
 };
 
@@ -99,6 +101,9 @@ struct probe_kind {
 		       struct diag_err *err);
 	/* Detach and free everything; safe after a failed load or attach, and twice. */
 	void (*destroy)(struct probe *p);
+	/* Raw tracepoints the probe's programs run on, for the budget pre-flight; returns how many
+	 * names it wrote (at most max). NULL for probes that are not event-driven (sampling, /proc). */
+	size_t (*rate_tracepoints)(const struct probe_config *cfg, const char **names, size_t max);
 	/* Events that passed the filters so far (may be NULL: then the `stats` map's EVENTS slot). */
 	uint64_t (*events)(struct probe *p);
 	/* The loaded BPF object, for run-time statistics (NULL for kinds without BPF). */

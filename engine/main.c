@@ -18,6 +18,7 @@
 #include "doctor.h"
 #include "kernel.h"
 #include "plan.h"
+#include "preflight.h"
 #include "recipe.h"
 #include "report.h"
 #include "session.h"
@@ -211,6 +212,8 @@ static int cmd_run(const struct cli *c)
 	struct plan *plan = NULL;
 	struct session_out s = { 0 };
 	struct value *verdicts = NULL, *sections = NULL, *report = NULL, *run = NULL, *summary = NULL;
+	struct value *preflight = NULL;
+	struct preflight_rate *rates = NULL;
 	char sha[SHA256_HEX_LEN] = "";
 	int code = DIAG_EXIT_RUNTIME;
 	bool tracefs_mounted;
@@ -226,14 +229,31 @@ static int cmd_run(const struct cli *c)
 	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true };
 	if (plan_build(r, &args, &plan, &err))
 		goto failed;
+	/* A snippet that cannot compile would only fail after the collection: say so now. */
+	if (verdict_check_syntax(plan->lua_path, &err))
+		goto failed;
 	if (kernel_check_privileges(&err) || kernel_check_btf(&err) ||
 	    kernel_ensure_tracefs(&tracefs_mounted, &err))
 		goto failed;
 	kernel_set_libbpf_verbose(c->verbose);
 
+	/* Measured budget check, before the real programs exist. A dry run reports its verdict
+	 * on the budget with the plan instead of stopping at it. */
+	rates = xcalloc(plan->n_probes, sizeof(*rates));
+	struct diag_err pf_err = { 0 };
+	bool pf_ok = preflight_run(plan, r->budgets.preflight_ms ? r->budgets.preflight_ms : 250,
+				   rates, &preflight, &pf_err) == 0;
+	if (!pf_ok && !c->dry_run) {
+		err = pf_err;
+		goto failed;
+	}
+
 	if (c->dry_run) {
 		if (dry_run(plan, &summary, &err))
 			goto failed;
+		value_obj_set(summary, "preflight", value_copy(preflight));
+		if (!pf_ok)
+			value_set_str(summary, "refused", pf_err.msg);
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)
@@ -243,7 +263,9 @@ static int cmd_run(const struct cli *c)
 			value_write_json(summary, stdout, 2);
 			fputc('\n', stdout);
 		}
-		code = DIAG_EXIT_OK;
+		if (!pf_ok)
+			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
+		code = pf_ok ? DIAG_EXIT_OK : DIAG_EXIT_REFUSED;
 		goto out;
 	}
 
@@ -251,13 +273,21 @@ static int cmd_run(const struct cli *c)
 	if (session_run(plan, &so, &s, &err))
 		goto failed;
 
+	for (unsigned i = 0; i < plan->n_probes; i++)
+		if (rates[i].sample_every > 1)
+			value_arr_push(s.notes, value_str_take(xasprintf(
+				"%s: %.0f events/s in the pre-flight is over max_events_per_s (%llu): counted 1 in "
+				"%llu at random (degrade: sample); its counts are estimates", plan->probes[i].rp->id,
+				rates[i].events_per_s, (unsigned long long)r->budgets.max_events_per_s,
+				(unsigned long long)rates[i].sample_every)));
 	run = run_info(plan, &s);
 	struct verdict_input vin = { .lua_path = plan->lua_path, .lib_dir = plan->lua_lib_dir,
 				     .results = s.results, .thresholds = plan->thresholds, .run = run };
 	struct diag_err verr = { 0 };
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
-				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg };
+				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
+				   .preflight = preflight };
 	report = report_build(&in);
 	if (c->folded && report_write_folded(s.results, c->folded, &err) < 0)
 		fprintf(stderr, "diagnose: %s\n", err.msg);
@@ -281,6 +311,8 @@ failed:
 	code = fail(&err);
 out:
 	value_free(summary);
+	value_free(preflight);
+	free(rates);
 	value_free(report);
 	value_free(run);
 	value_free(verdicts);

@@ -125,6 +125,7 @@ static int resolve_filters(const struct recipe *r, const struct plan_args *a, st
 		if (wanted[i].set && !(pp->kind->filters & wanted[i].bit))
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.%s: probe kind %s does not support this filter",
 					 r->path, pp->rp->line, id, wanted[i].name, pp->kind->name);
+	pp->cfg.comm = f->comm;
 	if (f->pid) {
 		uint64_t pid;
 		if (strcmp(f->pid, "target") == 0)

@@ -67,12 +67,18 @@ static const cyaml_schema_value_t probe_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_probe, probe_fields),
 };
 
+/* `degrade: sample` sets the (1-byte) bool; `refuse` is the default. */
+static const cyaml_strval_t degrade_values[] = { { "refuse", 0 }, { "sample", 1 } };
+
 static const cyaml_schema_field_t budget_fields[] = {
 	CYAML_FIELD_UINT("max_duration_s", REQ, struct recipe_budgets, max_duration_s),
 	CYAML_FIELD_UINT("max_sample_hz", REQ, struct recipe_budgets, max_sample_hz),
 	CYAML_FIELD_UINT("max_events_per_s", OPT, struct recipe_budgets, max_events_per_s),
 	CYAML_FIELD_FLOAT("max_cpu_pct", REQ, struct recipe_budgets, max_cpu_pct),
 	CYAML_FIELD_UINT("max_map_bytes", REQ, struct recipe_budgets, max_map_bytes),
+	CYAML_FIELD_ENUM("degrade", OPT | CYAML_FLAG_STRICT, struct recipe_budgets, degrade_sample,
+			 degrade_values, 2),
+	CYAML_FIELD_UINT("preflight_ms", OPT, struct recipe_budgets, preflight_ms),
 	CYAML_FIELD_END,
 };
 
@@ -126,6 +132,21 @@ struct step {
 static int fail_line(struct loader *L, unsigned line, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* Length of the well-formed UTF-8 sequence at s (1..4), or 0 (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+		 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n > 2 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+		      (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
 static int fail_line(struct loader *L, unsigned line, const char *field, const char *fmt, ...)
 {
 	char msg[512], where[32] = "";
@@ -137,19 +158,26 @@ static int fail_line(struct loader *L, unsigned line, const char *field, const c
 		snprintf(where, sizeof(where), ":%u", line);
 	diag_fail(L->err, DIAG_EXIT_USAGE, "%s%s: %s%s%s", L->path, where, field ? field : "",
 		  field && *field ? ": " : "", msg);
-	if (L->err) /* exactly one line, whatever bytes the recipe held */
-		for (char *p = L->err->msg; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				*p = '?';
+	/* Exactly one line of text, whatever bytes the recipe held and wherever a long value was
+	 * cut: control characters and broken UTF-8 sequences become '?'. */
+	for (char *p = L->err ? L->err->msg : NULL; p && *p;) {
+		size_t n = utf8_len((const unsigned char *)p);
+		if (!n || (n == 1 && ((unsigned char)*p < 0x20 || *p == 0x7f)))
+			*p++ = '?';
+		else
+			p += n;
+	}
 	return -1;
 }
 
 /* "text" for messages, cut short when long. */
 static const char *quote(char *buf, size_t len, const char *text)
 {
-	size_t n = strlen(text);
+	size_t n = strlen(text), cut = 37;
+	while (n > 40 && cut && ((unsigned char)text[cut] & 0xc0) == 0x80) /* not mid-character */
+		cut--;
 	if (n > 40)
-		snprintf(buf, len, "\"%.37s...\"", text);
+		snprintf(buf, len, "\"%.*s...\"", (int)cut, text);
 	else
 		snprintf(buf, len, "\"%s\"", text);
 	return buf;
@@ -806,6 +834,9 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 				 b->max_cpu_pct);
 	if (!b->max_map_bytes)
 		return fail_path(L, "budgets.max_map_bytes", "must be at least 1");
+	if (b->preflight_ms && (b->preflight_ms < 10 || b->preflight_ms > 5000))
+		return fail_path(L, "budgets.preflight_ms", "%" PRIu32 " is out of range (10..5000)",
+				 b->preflight_ms);
 
 	struct keyref ids[PROBES_MAX];
 	for (unsigned i = 0; i < r->n_probes; i++) {
@@ -846,21 +877,28 @@ static int read_document(struct loader *L, struct recipe *r)
 
 int recipe_load(const char *path, struct recipe **out, struct diag_err *err)
 {
-	struct loader L = { .path = path, .err = err };
-	struct recipe *r = NULL;
 	size_t len = 0;
-	int rc = -1;
-
 	*out = NULL;
 	char *buf = read_file(path, &len);
 	if (!buf)
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s: cannot read recipe: %s", path,
 				 strerror(errno));
-	if (len > RECIPE_MAX_BYTES) {
-		diag_fail(err, DIAG_EXIT_USAGE, "%s: too large for a recipe (%zu bytes, limit %u)",
-			  path, len, RECIPE_MAX_BYTES);
-		goto out;
-	}
+	int rc = recipe_load_buffer(path, buf, len, out, err);
+	free(buf);
+	return rc;
+}
+
+int recipe_load_buffer(const char *path, const char *buf, size_t len, struct recipe **out,
+		       struct diag_err *err)
+{
+	struct loader L = { .path = path, .err = err };
+	struct recipe *r = NULL;
+	int rc = -1;
+
+	*out = NULL;
+	if (len > RECIPE_MAX_BYTES)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: too large for a recipe (%zu bytes, limit %u)",
+				 path, len, RECIPE_MAX_BYTES);
 	if (scan_events(&L, buf, len))
 		goto out;
 
@@ -907,7 +945,6 @@ out:
 	recipe_free(r);
 	if (L.have_doc)
 		yaml_document_delete(&L.doc);
-	free(buf);
 	return rc;
 }
 

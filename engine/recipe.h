@@ -51,6 +51,8 @@ struct recipe_budgets {
 	uint64_t max_events_per_s; /* 0 = no limit declared */
 	double max_cpu_pct;
 	uint64_t max_map_bytes;
+	bool degrade_sample; /* `degrade: sample`: over max_events_per_s, sample 1-in-N instead of refusing */
+	uint32_t preflight_ms; /* pre-flight window; 0 = the default, 250 ms */
 };
 
 struct recipe {
@@ -73,6 +75,10 @@ struct recipe {
  * DIAG_EXIT_USAGE and err->msg = "PATH:LINE: FIELD: what is wrong" (LINE omitted when unknown,
  * FIELD omitted for errors of the whole document, such as invalid YAML). */
 int recipe_load(const char *path, struct recipe **out, struct diag_err *err);
+/* The same for a recipe already in memory: data holds len bytes (need not end in NUL); name
+ * stands for the path in messages and in r->path. Used by recipe_load and by the fuzzer. */
+int recipe_load_buffer(const char *name, const char *data, size_t len, struct recipe **out,
+		       struct diag_err *err);
 void recipe_free(struct recipe *r);
 
 /* Looks up a free-form entry; NULL when absent. */

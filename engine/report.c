@@ -40,6 +40,8 @@ struct value *report_build(const struct report_input *in)
 		value_obj_set(o, "bpf_cpu_pct", value_null());
 	value_set_int(o, "events", s ? (int64_t)s->events : 0);
 	value_set_int(o, "dropped", s ? (int64_t)s->dropped : 0);
+	if (in->preflight)
+		value_obj_set(o, "preflight", value_copy(in->preflight));
 	value_obj_set(r, "verdicts", in->verdicts ? value_copy(in->verdicts) : value_arr());
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);

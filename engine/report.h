@@ -25,6 +25,7 @@ struct report_input {
 	const struct value *verdicts;      /* array; may be NULL when Lua failed */
 	const char *verdict_error;         /* why there are no verdicts, or NULL */
 	const struct value *plan_summary;  /* dry run: what would run */
+	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
 };
 
 /* The JSON report tree (caller frees). */

@@ -1,7 +1,8 @@
 /* symbols.c — kernel symbols (kallsyms) and user symbols (/proc/PID/maps + ELF via libelf).
  *
  * Owns: the sorted kernel symbol table, each process's merged mapping snapshots, and a cache of
- * the ELF files they map (load segments and function symbols, copied out of libelf).
+ * the ELF files they map (load segments and function symbols, copied out of libelf); finding a
+ * function's file offset by name (uprobe placement), with a precise reason when it cannot.
  * Must not: print, hold global state, reopen a file per lookup, or return the name of a symbol
  * that does not contain the address (no "nearest symbol" guessing).
  *
@@ -307,12 +308,13 @@ static size_t elf_load_syms(struct elf_file *f, Elf *elf, Elf_Scn *scn)
 	return m;
 }
 
-static void elf_load(struct elf_file *f, Elf *elf)
+/* The PT_LOAD segments of an ELF file into f. Returns -1 when elf is not a usable ELF file. */
+static int elf_load_segs(struct elf_file *f, Elf *elf)
 {
 	GElf_Ehdr eh;
 	size_t nph;
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph))
-		return;
+		return -1;
 	f->segs = xmalloc((nph ? nph : 1) * sizeof(*f->segs));
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
@@ -320,16 +322,31 @@ static void elf_load(struct elf_file *f, Elf *elf)
 			f->segs[f->nsegs++] =
 				(struct seg){ ph.p_offset, ph.p_filesz, ph.p_vaddr, !!(ph.p_flags & PF_X) };
 	}
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	return 0;
+}
+
+/* The .symtab and .dynsym sections (NULL when absent). */
+static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym)
+{
+	Elf_Scn *scn = NULL;
+	*symtab = *dynsym = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (sh.sh_type == SHT_SYMTAB)
-			symtab = scn;
+			*symtab = scn;
 		else if (sh.sh_type == SHT_DYNSYM)
-			dynsym = scn;
+			*dynsym = scn;
 	}
+}
+
+static void elf_load(struct elf_file *f, Elf *elf)
+{
+	Elf_Scn *symtab, *dynsym;
+	if (elf_load_segs(f, elf))
+		return;
+	elf_symtabs(elf, &symtab, &dynsym);
 	if (!elf_load_syms(f, elf, symtab))
 		elf_load_syms(f, elf, dynsym);
 	f->loaded = 1;
@@ -431,6 +448,131 @@ static const char *file_lookup(const struct elf_file *f, uint64_t foff)
 	if (!lo || va >= f->syms[lo - 1].end)
 		return NULL;
 	return f->names + f->syms[lo - 1].name;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * User: a function by name (where to place a uprobe)
+ * ------------------------------------------------------------------------------------------- */
+
+/* What the symbol tables say about one name. */
+struct sym_search {
+	const char *name;
+	uint64_t addr[2];   /* distinct addresses of defined, sized functions (2 = ambiguous) */
+	size_t naddr;
+	int undefined;      /* seen as an undefined (imported) symbol */
+	int unsized;        /* seen as a function of size 0 */
+	int ifunc;          /* seen as an IFUNC (its value is the resolver) */
+	int other_type;     /* seen as a non-function symbol: its STT_* type + 1 */
+};
+
+static void sym_search_scn(struct sym_search *q, Elf *elf, Elf_Scn *scn)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		return;
+	size_t n = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			continue;
+		const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+		if (!name || strcmp(name, q->name))
+			continue;
+		int type = GELF_ST_TYPE(s.st_info);
+		if (s.st_shndx == SHN_UNDEF)
+			q->undefined = 1;
+		else if (type == STT_GNU_IFUNC)
+			q->ifunc = 1;
+		else if (type != STT_FUNC)
+			q->other_type = type + 1;
+		else if (!s.st_size)
+			q->unsized = 1;
+		else {
+			int seen = 0;
+			for (size_t k = 0; k < q->naddr; k++)
+				seen |= q->addr[k] == s.st_value;
+			if (!seen && q->naddr < ARRAY_LEN(q->addr))
+				q->addr[q->naddr++] = s.st_value;
+		}
+	}
+}
+
+static const char *stt_name(int type)
+{
+	switch (type) {
+	case STT_NOTYPE: return "NOTYPE";
+	case STT_OBJECT: return "OBJECT (data)";
+	case STT_SECTION: return "SECTION";
+	case STT_FILE: return "FILE";
+	case STT_COMMON: return "COMMON (data)";
+	case STT_TLS: return "TLS (thread-local data)";
+	default: return "not a function";
+	}
+}
+
+int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, struct diag_err *err)
+{
+	struct elf_file f = { 0 };
+	struct sym_search q = { .name = name };
+	Elf_Scn *symtab, *dynsym;
+	int rc = -1;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "libelf: %s", elf_errmsg(-1));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return diag_fail(err, DIAG_EXIT_USAGE, "cannot open %s: %s", path, strerror(errno));
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf_load_segs(&f, elf)) {
+		diag_fail(err, DIAG_EXIT_USAGE, "%s is not an ELF file", path);
+		goto out;
+	}
+	elf_symtabs(elf, &symtab, &dynsym);
+	sym_search_scn(&q, elf, symtab);
+	sym_search_scn(&q, elf, dynsym);
+
+	if (q.naddr > 1) {
+		diag_fail(err, DIAG_EXIT_USAGE, "symbol \"%s\" names several functions in %s (static "
+			  "functions of the same name in different files): ambiguous", name, path);
+	} else if (q.naddr == 1) {
+		const struct seg *seg = NULL;
+		for (size_t i = 0; i < f.nsegs; i++) {
+			const struct seg *s = &f.segs[i];
+			if (q.addr[0] >= s->vaddr && q.addr[0] - s->vaddr < s->filesz &&
+			    (!seg || (s->exec && !seg->exec)))
+				seg = s;
+		}
+		if (!seg)
+			diag_fail(err, DIAG_EXIT_USAGE, "function \"%s\" of %s is at 0x%" PRIx64
+				  ", outside every loadable segment of the file", name, path, q.addr[0]);
+		else {
+			*offset = q.addr[0] - seg->vaddr + seg->off;
+			rc = 0;
+		}
+	} else if (q.ifunc) {
+		diag_fail(err, DIAG_EXIT_USAGE, "symbol \"%s\" of %s is an indirect function (IFUNC): "
+			  "its address is the resolver that picks an implementation at load time; probe "
+			  "the implementation instead (see readelf -s %s)", name, path, path);
+	} else if (q.unsized) {
+		diag_fail(err, DIAG_EXIT_USAGE, "symbol \"%s\" of %s is a function of size 0 (an "
+			  "assembly label?): refusing to place a probe on it", name, path);
+	} else if (q.other_type) {
+		diag_fail(err, DIAG_EXIT_USAGE, "symbol \"%s\" of %s is not a function (type %s)", name,
+			  path, stt_name(q.other_type - 1));
+	} else if (q.undefined) {
+		diag_fail(err, DIAG_EXIT_USAGE, "symbol \"%s\" is only imported by %s, not defined "
+			  "there: probe the shared library that defines it", name, path);
+	} else {
+		diag_fail(err, DIAG_EXIT_USAGE, "no function \"%s\" in the symbol tables of %s%s: "
+			  "probably inlined, static and stripped, or misspelled: check with nm -D / "
+			  "readelf -s", name, path, symtab ? "" : " (stripped: only .dynsym)");
+	}
+out:
+	free(f.segs);
+	elf_end(elf);
+	close(fd);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------

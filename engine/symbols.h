@@ -2,7 +2,8 @@
  *
  * Owns: kernel symbols from /proc/kallsyms, and user symbols of one process from its
  * /proc/PID/maps snapshots and the ELF symbol tables of the mapped files (libelf): executables
- * (PIE or not), shared libraries, stripped files.
+ * (PIE or not), shared libraries, stripped files; and the file offset of a function by name (for
+ * uprobes).
  * Must not: guess. An address whose function cannot be known is rendered "module+0xOFF" (file
  * offset in the mapped file) or "[unknown]", never the name of a neighbouring symbol.
  */
@@ -40,5 +41,11 @@ void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t 
  * 0 otherwise. */
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len);
 void usyms_free(struct usyms *us);
+
+/* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF
+ * file at path: where a uprobe goes. Fails (DIAG_EXIT_USAGE, err says why) when the file cannot
+ * be read or is not ELF, or when the name is missing, ambiguous (several static functions),
+ * only imported, not a function, an IFUNC, or of size 0. */
+int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, struct diag_err *err);
 
 #endif

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
-      lua5.4 libcmocka-dev pkg-config make gcc binutils"
+      lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc binutils python3"
 # Peers for `make bench`; optional for the build, installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools"
 

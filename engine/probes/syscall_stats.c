@@ -31,6 +31,10 @@ static const struct option_spec syscall_options[] = {
 	{ .name = "timing", .type = OPT_BOOL, .dflt = 0, .max = 1,
 	  .help = "also time each syscall and count errors (adds a sys_exit program and two clock "
 		  "reads per call)" },
+	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
+	  .min = 1, .max = 1u << 16,
+	  .help = "count 1 in N calls at random and scale the counts (the budget pre-flight raises "
+		  "it when the recipe says degrade: sample)" },
 	{ .name = "per_cpu_slots", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES,
 	  .dflt = SYSCALL_SLOTS, .min = SYSCALL_SLOTS, .max = SYSCALL_SLOTS,
 	  .bytes_per_entry = sizeof(struct syscall_total), .per_cpu = true,
@@ -47,6 +51,7 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
 	sp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
 	sp->timed = probe_opt(p, "timing") != 0;
+	sp->skel->rodata->sample_every = (__u32)probe_opt(p, "sample_every");
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
@@ -135,6 +140,16 @@ static size_t read_totals(struct syscalls_priv *sp, struct syscall_row *rows)
 	return n;
 }
 
+static size_t syscalls_rate_tracepoints(const struct probe_config *cfg, const char **names,
+					size_t max)
+{
+	(void)cfg;
+	if (max < 1)
+		return 0;
+	names[0] = "sys_enter";
+	return 1;
+}
+
 static uint64_t syscalls_events(struct probe *p)
 {
 	struct syscalls_priv *sp = p->priv;
@@ -157,7 +172,12 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 	(void)ctx;
 	(void)err;
 
+	/* Sampled 1 in N: scale back to estimates of the real numbers. */
+	uint64_t scale = probe_opt(p, "sample_every");
 	for (size_t i = 0; i < n; i++) {
+		rows[i].t.count *= scale;
+		rows[i].t.total_ns *= scale;
+		rows[i].t.errors *= scale;
 		total += rows[i].t.count;
 		total_ns += rows[i].t.total_ns;
 	}
@@ -165,6 +185,8 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 
 	struct value *res = value_obj();
 	value_set_bool(res, "timed", sp->timed);
+	if (scale > 1)
+		value_set_int(res, "sampled_1_in", (int64_t)scale);
 	value_set_int(res, "total", (int64_t)total);
 	if (sp->timed)
 		value_set_int(res, "total_ns", (int64_t)total_ns);
@@ -210,6 +232,7 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.detach = syscalls_detach,
 	.collect = syscalls_collect,
 	.events = syscalls_events,
+	.rate_tracepoints = syscalls_rate_tracepoints,
 	.destroy = syscalls_destroy,
 	.object = syscalls_object,
 };

@@ -15,7 +15,7 @@ for sig in INT TERM; do
 	assert_released "SIG$sig"
 done
 
-"$WL/cpu_burner" 1.5 >/dev/null &
+"$WL/cpu_burner" 2.5 >/dev/null &
 short=$!
 PIDS="$PIDS $short"
 sleep 0.2
@@ -23,8 +23,10 @@ sleep 0.2
 rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "target exit: exit code $rc"
 [ "$(json "$TMP/exit.json" 'r["stop_reason"]')" = target-exited ] || fail "target exit: stop_reason"
-[ "$(json "$TMP/exit.json" 'r["verdicts"][0]["id"]')" = cpu-bound-user ] || fail "target exit: verdict $(json "$TMP/exit.json" 'r["verdicts"][0]["id"]')"
-json "$TMP/exit.json" 'r["verdicts"][0]["title"]' | grep -q compute_checksum || fail "target exit: not symbolized after exit"
+# The partial-data verdict may rank with it; the culprit must still be named, symbolized after the
+# process is gone.
+json "$TMP/exit.json" '[v["title"] for v in r["verdicts"] if v["id"] == "cpu-bound-user"][0]' | grep -q compute_checksum || fail "target exit: verdicts $(json "$TMP/exit.json" '[v["id"] for v in r["verdicts"]]')"
+json "$TMP/exit.json" '[v["id"] for v in r["verdicts"]]' | grep -q incomplete-data || fail "target exit: partial data not flagged"
 assert_released "target exit"
 
 "$DIAG" high-cpu --pid "$PID" --dry-run --json > "$TMP/dry.json" || fail "dry run exit code $?"

@@ -80,7 +80,9 @@ static void test_high_cpu(void **state)
 	assert_true(r->duration_s >= 1 && r->duration_s <= r->budgets.max_duration_s);
 	assert_int_equal(r->budgets.max_duration_s, 60);
 	assert_int_equal(r->budgets.max_sample_hz, 999);
-	assert_int_equal(r->budgets.max_events_per_s, 2000000);
+	assert_int_equal(r->budgets.max_events_per_s, 1000000);
+	assert_true(r->budgets.degrade_sample);
+	assert_int_equal(r->budgets.preflight_ms, 0);
 	assert_true(r->budgets.max_cpu_pct == 15.0);
 	assert_int_equal(r->budgets.max_map_bytes, 67108864);
 

@@ -1,0 +1,212 @@
+/* func_latency.c — catalog entry for bpf/func_latency.bpf.c: the latency of one user-space
+ * function named "binary:symbol", as a log2 histogram in nanoseconds. The one-liner
+ * `uprobe:BIN:SYM { @s[tid] = nsecs } uretprobe:BIN:SYM { @ = hist(nsecs - @s[tid]) }`, made
+ * safe for recursion.
+ *
+ * Owns: checking the "binary:symbol" option (its form at plan time; before anything loads, that
+ * the binary defines the symbol as a sized function, which is the usual reason a uprobe "never
+ * fires"), attaching the uretprobe then the uprobe (so that no return is seen without the
+ * chance of its entry), limited to the target process when the recipe filters by pid, and turning
+ * the histogram into results.
+ * Must not: resolve binaries by name or through the target's mount namespace (absolute paths
+ * only), or judge the latency (the recipe's Lua does).
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "func_latency.h"
+#include "func_latency.skel.h"
+#include "symbols.h"
+
+#define SYMBOL_MAX 256
+
+struct fl_priv {
+	struct func_latency_bpf *skel;
+	struct bpf_link *entry, *ret;
+	char binary[PATH_MAX];
+	char symbol[SYMBOL_MAX];
+	uint64_t offset; /* of the function in the binary's file */
+};
+
+static int is_symbol_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == '$';
+}
+
+/* "binary:symbol", split at the last ':' (a path may contain one; a symbol may not). */
+static const char *check_function(const char *value)
+{
+	const char *colon = strrchr(value, ':');
+	if (value[0] != '/' || !colon)
+		return "expected \"/absolute/path/to/binary:symbol\" (e.g. /usr/bin/myapp:handle_request)";
+	size_t bin = (size_t)(colon - value), sym = strlen(colon + 1);
+	if (bin < 2 || !sym)
+		return "expected \"/absolute/path/to/binary:symbol\": both parts must be non-empty";
+	if (bin >= PATH_MAX)
+		return "binary path too long";
+	if (sym >= SYMBOL_MAX)
+		return "symbol too long";
+	for (const char *c = colon + 1; *c; c++)
+		if (!is_symbol_char(*c))
+			return "the symbol may contain only A-Z, a-z, 0-9, _, . and $ (C++: the mangled "
+			       "name, as nm prints it without -C)";
+	return NULL;
+}
+
+static const struct option_spec fl_options[] = {
+	{ .name = "function", .type = OPT_STRING, .check = check_function,
+	  .help = "the function to time, \"/absolute/path/to/binary:symbol\" (executable or shared "
+		  "library; the symbol as nm -D / readelf -s show it)" },
+	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct func_stack) + 64,
+	  .help = "threads that can be inside the function at once; calls beyond are counted as lost" },
+};
+
+static const char *const fl_variants[] = { "uprobe", NULL };
+
+static int fl_load(struct probe *p, struct diag_err *err)
+{
+	struct fl_priv *fp = p->priv;
+	const char *fn = probe_opt_str(p, "function");
+	const char *why = fn ? check_function(fn) : "missing";
+	if (why)
+		return diag_fail(err, DIAG_EXIT_USAGE, "option function: %s", why);
+	const char *colon = strrchr(fn, ':');
+	snprintf(fp->binary, sizeof(fp->binary), "%.*s", (int)(colon - fn), fn);
+	snprintf(fp->symbol, sizeof(fp->symbol), "%s", colon + 1);
+
+	/* Before anything loads: a uprobe on a name the binary does not define never fires. */
+	if (elf_symbol_offset(fp->binary, fp->symbol, &fp->offset, err))
+		return -1;
+
+	fp->skel = func_latency_bpf__open();
+	if (!fp->skel)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
+	fp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	bpf_map__set_max_entries(fp->skel->maps.entries, (__u32)probe_opt(p, "max_threads"));
+	int rc = func_latency_bpf__load(fp->skel);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s",
+				 strerror(-rc));
+	p->variant = "uprobe";
+	return 0;
+}
+
+static int fl_attach(struct probe *p, struct diag_err *err)
+{
+	struct fl_priv *fp = p->priv;
+	pid_t pid = p->cfg.target_pid > 0 ? p->cfg.target_pid : -1;
+	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
+	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
+
+	/* Return first: a call entered after this is always seen returning. */
+	fp->ret = bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid, fp->binary,
+						  fp->offset, &ret_opts);
+	if (!fp->ret)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching a uretprobe to %s:%s (file offset "
+				 "0x%" PRIx64 "): %s", fp->binary, fp->symbol, fp->offset,
+				 strerror(errno));
+	fp->entry = bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid, fp->binary,
+						    fp->offset, &entry_opts);
+	if (!fp->entry)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching a uprobe to %s:%s (file offset "
+				 "0x%" PRIx64 "): %s", fp->binary, fp->symbol, fp->offset,
+				 strerror(errno));
+	return 0;
+}
+
+static void fl_detach(struct probe *p)
+{
+	struct fl_priv *fp = p->priv;
+	bpf_link__destroy(fp->entry); /* entries first: no call starts that could not end */
+	fp->entry = NULL;
+	bpf_link__destroy(fp->ret);
+	fp->ret = NULL;
+}
+
+static void fl_destroy(struct probe *p)
+{
+	struct fl_priv *fp = p->priv;
+	fl_detach(p);
+	func_latency_bpf__destroy(fp->skel);
+	fp->skel = NULL;
+}
+
+static int fl_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+		      struct diag_err *err)
+{
+	struct fl_priv *fp = p->priv;
+	struct bpf_object *obj = fp->skel->obj;
+	int hist_fd = bpf_map__fd(fp->skel->maps.hist_ns);
+	int totals_fd = bpf_map__fd(fp->skel->maps.totals);
+	__u64 total_ns = 0, max_ns = 0, count = 0;
+	__u32 k0 = 0, k1 = 1;
+	(void)ctx;
+	(void)err;
+
+	struct value *res = value_obj();
+	value_set_str(res, "function", probe_opt_str(p, "function"));
+	value_set_str(res, "unit", "ns");
+	struct value *buckets = value_arr();
+	for (__u32 slot = 0; slot < FUNC_HIST_SLOTS; slot++) {
+		__u64 c = 0;
+		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
+			continue;
+		struct value *b = value_arr_push(buckets, value_obj());
+		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)((uint64_t)1 << slot));
+		value_set_int(b, "hi", slot >= 63 ? INT64_MAX : ((int64_t)1 << (slot + 1)) - 1);
+		value_set_int(b, "count", (int64_t)c);
+		count += c;
+	}
+	bpf_map_lookup_elem(totals_fd, &k0, &total_ns);
+	bpf_map_lookup_elem(totals_fd, &k1, &max_ns);
+	uint64_t depth = probe_stat_sum(obj, DIAG_STAT_LOST);
+	uint64_t full = probe_stat_sum(obj, DIAG_STAT_MAP_FULL);
+	uint64_t abandoned = probe_stat_sum(obj, FUNC_STAT_ABANDONED);
+
+	value_set_int(res, "calls", (int64_t)probe_stat_sum(obj, DIAG_STAT_EVENTS));
+	value_set_int(res, "count", (int64_t)count);
+	value_set_int(res, "total_ns", (int64_t)total_ns);
+	value_set_int(res, "max_ns", (int64_t)max_ns);
+	value_set_int(res, "lost", (int64_t)(depth + full + abandoned));
+	struct value *why = value_obj_set(res, "lost_by_reason", value_obj());
+	value_set_int(why, "too_deep", (int64_t)depth);
+	value_set_int(why, "map_full", (int64_t)full);
+	value_set_int(why, "no_return", (int64_t)abandoned);
+	value_set_int(res, "unmatched_returns", (int64_t)probe_stat_sum(obj, FUNC_STAT_UNMATCHED));
+	value_set_int(res, "max_depth", FUNC_MAX_DEPTH);
+	value_obj_set(res, "buckets", buckets);
+	*out = res;
+	return 0;
+}
+
+static struct bpf_object *fl_object(struct probe *p)
+{
+	struct fl_priv *fp = p->priv;
+	return fp->skel ? fp->skel->obj : NULL;
+}
+
+const struct probe_kind probe_kind_func_latency = {
+	.name = "func_latency",
+	.summary = "time each call of one user function (\"/path/binary:symbol\"; log2 histogram, ns)",
+	.options = fl_options,
+	.n_options = ARRAY_LEN(fl_options),
+	.filters = FILTER_PID,
+	.variants = fl_variants,
+	.private_size = sizeof(struct fl_priv),
+	.load = fl_load,
+	.attach = fl_attach,
+	.detach = fl_detach,
+	.collect = fl_collect,
+	.destroy = fl_destroy,
+	.object = fl_object,
+};

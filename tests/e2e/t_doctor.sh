@@ -1,0 +1,58 @@
+# `diagnose doctor`: one line per check with the right verdict for this kernel, exit 0 as root,
+# exit 3 naming the missing capability as nobody, and no BPF program or link left behind.
+. "$(dirname "$0")/lib.sh"
+
+doctor_objs() { # prints "PROGRAMS LINKS": loaded doctor programs (doctor_*) and links to them
+	bpftool -j link list 2>/dev/null | python3 -c '
+import json, subprocess, sys
+progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")
+ours = {p["id"] for p in progs if p.get("name", "").startswith("doctor_")}
+links = json.load(sys.stdin) or []
+print(len(ours), sum(1 for l in links if l.get("prog_id") in ours))'
+}
+status_of() { awk -v n="$1" '$2 == n { print $1 }' "$TMP/out"; }
+
+before=$(doctor_objs)
+"$DIAG" doctor > "$TMP/out" 2> "$TMP/err"
+rc=$?
+cat "$TMP/out"
+[ "$rc" = 0 ] || fail "doctor as root: exit $rc, want 0 ($(cat "$TMP/err"))"
+[ ! -s "$TMP/err" ] || fail "doctor wrote to stderr: $(cat "$TMP/err")"
+tail -1 "$TMP/out" | grep -Eq '^doctor: [0-9]+ ok, [0-9]+ missing' || fail "no summary line"
+
+for c in kernel btf privileges tracefs perf_paranoid bpf_jit unpriv_bpf tracepoint raw_tp tp_btf \
+	 fentry kprobe uprobe perf_event hw_counters bpf_stats task_storage; do
+	[ "$(grep -c "^[a-z]* *$c " "$TMP/out")" = 1 ] || fail "not exactly one line for $c"
+	grep -E "^[a-z]+ +$c " "$TMP/out" | grep -Eq ': [^:]{10,}$' || fail "$c line lacks a consequence"
+done
+for c in btf privileges tracefs tracepoint raw_tp tp_btf uprobe perf_event bpf_stats; do
+	[ "$(status_of $c)" = ok ] || fail "$c: $(status_of $c), want ok"
+done
+for c in kprobe fentry hw_counters; do
+	case $(status_of $c) in ok|missing) ;; *) fail "$c: '$(status_of $c)', want ok or missing" ;; esac
+done
+# The kprobe line follows the kprobe PMU; hardware counters follow the CPU PMU.
+[ -d /sys/bus/event_source/devices/kprobe ] || [ "$(status_of kprobe)" = missing ] ||
+	fail "kprobe ok without a kprobe PMU"
+# This VM: no kprobe PMU and no CPU PMU. There kprobes, fentry and hw counters are unavailable.
+if [ ! -d /sys/bus/event_source/devices/kprobe ] && [ ! -d /sys/bus/event_source/devices/cpu ]; then
+	for c in kprobe fentry hw_counters; do
+		[ "$(status_of $c)" = missing ] || fail "$c: $(status_of $c), want missing on this VM"
+	done
+	grep -q '^missing kprobe .*without kprobes' "$TMP/out" || fail "kprobe line does not say why"
+fi
+
+sleep 0.2 # programs are freed after the last fd closes (RCU)
+after=$(doctor_objs)
+[ "$before" = "0 0" ] || fail "doctor programs/links loaded before the run: $before"
+[ "$after" = "0 0" ] || fail "doctor left programs/links behind (programs links): $after"
+
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" doctor \
+		> "$TMP/out" 2>&1
+	rc=$?
+	[ "$rc" = 3 ] || fail "doctor as nobody: exit $rc, want 3"
+	grep -q '^missing privileges .*CAP_BPF' "$TMP/out" || fail "nobody: no missing CAP_BPF line"
+	tail -1 "$TMP/out" | grep -q '^doctor: .*(exit 3)' || fail "nobody: summary does not say exit 3"
+fi
+exit 0
