@@ -31,6 +31,8 @@ struct cli {
 	double duration_s;
 	bool dry_run, json, production, verbose;
 	const char *output, *folded, *recipes_dir;
+	const char *params[32]; /* --param NAME=VALUE for the recipe's own parameters */
+	size_t n_params;
 };
 
 static void usage(FILE *out)
@@ -81,8 +83,7 @@ static int parse_duration(const char *s, double *out)
 	return 0;
 }
 
-/* --param KEY=VALUE: pid and duration are the parameters every recipe has today; typed recipe
- * parameters arrive with the recipe-language work. */
+/* --param KEY=VALUE: pid and duration are built in; the rest are the recipe's typed parameters. */
 static int apply_param(struct cli *c, const char *kv)
 {
 	const char *eq = strchr(kv, '=');
@@ -95,7 +96,10 @@ static int apply_param(struct cli *c, const char *kv)
 		return parse_duration(eq + 1, &c->duration_s)
 			       ? usage_error("--param duration: not a positive number of seconds", eq + 1)
 			       : 0;
-	return usage_error("unknown parameter (known: pid, duration)", kv);
+	if (c->n_params == ARRAY_LEN(c->params))
+		return usage_error("too many --param", kv);
+	c->params[c->n_params++] = kv; /* checked against the recipe's parameters by the plan */
+	return 0;
 }
 
 static int load_recipe(const char *symptom, const char *dir, struct recipe **r, struct diag_err *err)
@@ -226,7 +230,8 @@ static int cmd_run(const struct cli *c)
 	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
 		return fail(&err);
 	sha256_file_hex(r->path, sha);
-	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true };
+	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true,
+				  .params = c->params, .n_params = c->n_params };
 	if (plan_build(r, &args, &plan, &err))
 		goto failed;
 	/* A snippet that cannot compile would only fail after the collection: say so now. */
@@ -361,7 +366,8 @@ static int cmd_show(const struct cli *c)
 	struct plan *plan;
 	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
 		return fail(&err);
-	struct plan_args args = { .pid = 0, .duration_s = c->duration_s, .check_target = false };
+	struct plan_args args = { .pid = 0, .duration_s = c->duration_s, .check_target = false,
+				  .params = c->params, .n_params = c->n_params };
 	if (plan_build(r, &args, &plan, &err)) {
 		recipe_free(r);
 		return fail(&err);
@@ -390,6 +396,14 @@ static int cmd_show(const struct cli *c)
 				printf("      %s = %llu  (%s)\n", pp->kind->options[o].name,
 				       (unsigned long long)pp->cfg.opt[o], pp->kind->options[o].help);
 		}
+	}
+	for (unsigned i = 0; i < r->n_params; i++) {
+		static const char *const types[] = { "integer", "string", "symbol", "pid", "duration" };
+		const struct recipe_param *rp = &r->params[i];
+		printf("  param %s (%s%s%s%s%s) = %s%s%s\n", rp->name, types[rp->type],
+		       rp->min || rp->max ? " " : "", rp->min ? rp->min : "", rp->min || rp->max ? ".." : "",
+		       rp->max ? rp->max : "", value_get_str(plan->params, rp->name),
+		       rp->description ? "  " : "", rp->description ? rp->description : "");
 	}
 	if (r->n_thresholds)
 		printf("  thresholds:");

@@ -38,9 +38,64 @@ static int parse_bool(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe *pp,
-			   struct diag_err *err)
+/* The text a recipe value stands for: "${NAME}" is the parameter's resolved value. */
+static const char *param_value(const struct plan *p, const char *text)
 {
+	char name[64];
+	if (!recipe_param_ref(text, name, sizeof(name)))
+		return text;
+	const char *v = value_get_str(p->params, name);
+	return v ? v : text;
+}
+
+static int resolve_params(struct plan *p, const struct plan_args *a, struct diag_err *err)
+{
+	const struct recipe *r = p->recipe;
+	p->params = value_obj();
+	value_set_str(p->params, "pid", "");
+	value_set_str(p->params, "duration", "");
+	for (size_t i = 0; i < a->n_params; i++) {
+		const char *kv = a->params[i], *eq = strchr(kv, '=');
+		char name[64];
+		if (!eq || (size_t)(eq - kv) >= sizeof(name))
+			return diag_fail(err, DIAG_EXIT_USAGE, "--param %s: expected NAME=VALUE", kv);
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		const struct recipe_param *rp = recipe_param_find(r, name);
+		if (!rp) {
+			char known[256] = "pid, duration";
+			for (unsigned k = 0; k < r->n_params; k++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known), ", %s",
+					 r->params[k].name);
+			return diag_fail(err, DIAG_EXIT_USAGE, "--param %s: recipe %s has no parameter %s (known: %s)",
+					 kv, r->name, name, known);
+		}
+		const char *why = recipe_param_check(rp, eq + 1);
+		if (why) {
+			char bounds[80] = "";
+			if (rp->min || rp->max)
+				snprintf(bounds, sizeof(bounds), " (allowed: %s..%s)", rp->min ? rp->min : "",
+					 rp->max ? rp->max : "");
+			return diag_fail(err, DIAG_EXIT_USAGE, "--param %s: %s%s", kv, why, bounds);
+		}
+		value_set_str(p->params, name, eq + 1);
+	}
+	for (unsigned k = 0; k < r->n_params; k++) {
+		const struct recipe_param *rp = &r->params[k];
+		if (value_get(p->params, rp->name))
+			continue;
+		if (!rp->dflt)
+			return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s needs --param %s=VALUE%s%s",
+					 r->name, rp->name, rp->description ? ": " : "",
+					 rp->description ? rp->description : "");
+		value_set_str(p->params, rp->name, rp->dflt);
+	}
+	return 0;
+}
+
+static int resolve_options(const struct plan *plan, struct plan_probe *pp, struct diag_err *err)
+{
+	const struct recipe *r = plan->recipe;
+	int ncpus = plan->ncpus;
 	const struct probe_kind *k = pp->kind;
 	const struct recipe_probe *rp = pp->rp;
 
@@ -50,6 +105,7 @@ static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe 
 	}
 	for (unsigned i = 0; i < rp->n_options; i++) {
 		const struct recipe_kv *kv = &rp->options[i];
+		const char *text = param_value(plan, kv->value);
 		int idx = catalog_option_index(k, kv->key);
 		if (idx < 0)
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: probe kind %s has no such option",
@@ -57,17 +113,17 @@ static int resolve_options(const struct recipe *r, int ncpus, struct plan_probe 
 		const struct option_spec *o = &k->options[idx];
 		uint64_t v;
 		if (o->type == OPT_STRING) {
-			const char *why = o->check ? o->check(kv->value) : NULL;
+			const char *why = o->check ? o->check(text) : NULL;
 			if (why)
 				return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: \"%s\": %s",
-						 r->path, kv->line, rp->id, kv->key, kv->value, why);
-			pp->cfg.str[idx] = kv->value;
+						 r->path, kv->line, rp->id, kv->key, text, why);
+			pp->cfg.str[idx] = text;
 			continue;
 		}
-		if (o->type == OPT_BOOL ? parse_bool(kv->value, &v) : parse_uint(kv->value, &v))
+		if (o->type == OPT_BOOL ? parse_bool(text, &v) : parse_uint(text, &v))
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: expected %s, got \"%s\"",
 					 r->path, kv->line, rp->id, kv->key,
-					 o->type == OPT_BOOL ? "true or false" : "an unsigned integer", kv->value);
+					 o->type == OPT_BOOL ? "true or false" : "an unsigned integer", text);
 		if (o->type == OPT_UINT && (v < o->min || v > o->max))
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.options.%s: %" PRIu64
 					 " is outside %" PRIu64 "..%" PRIu64,
@@ -109,9 +165,10 @@ static int resolve_variants(const struct recipe *r, struct plan_probe *pp, struc
 	return 0;
 }
 
-static int resolve_filters(const struct recipe *r, const struct plan_args *a, struct plan_probe *pp,
+static int resolve_filters(const struct plan *plan, const struct plan_args *a, struct plan_probe *pp,
 			   struct diag_err *err)
 {
+	const struct recipe *r = plan->recipe;
 	const struct recipe_filters *f = &pp->rp->filters;
 	const char *id = pp->rp->id;
 	struct { const char *set; unsigned bit; const char *name; } wanted[] = {
@@ -125,12 +182,13 @@ static int resolve_filters(const struct recipe *r, const struct plan_args *a, st
 		if (wanted[i].set && !(pp->kind->filters & wanted[i].bit))
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.%s: probe kind %s does not support this filter",
 					 r->path, pp->rp->line, id, wanted[i].name, pp->kind->name);
-	pp->cfg.comm = f->comm;
+	pp->cfg.comm = f->comm ? param_value(plan, f->comm) : NULL;
 	if (f->pid) {
 		uint64_t pid;
-		if (strcmp(f->pid, "target") == 0)
+		const char *text = param_value(plan, f->pid);
+		if (strcmp(text, "target") == 0)
 			pp->cfg.target_pid = a->pid;
-		else if (parse_uint(f->pid, &pid) == 0 && pid > 0 && pid < INT32_MAX)
+		else if (parse_uint(text, &pid) == 0 && pid > 0 && pid < INT32_MAX)
 			pp->cfg.target_pid = (int)pid;
 		else
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.pid: expected \"target\" or a pid, got \"%s\"",
@@ -180,17 +238,19 @@ static int resolve_lua(struct plan *p, struct diag_err *err)
 	return 0;
 }
 
-static struct value *thresholds_value(const struct recipe *r)
+static struct value *thresholds_value(const struct plan *p)
 {
+	const struct recipe *r = p->recipe;
 	struct value *t = value_obj();
 	for (unsigned i = 0; i < r->n_thresholds; i++) {
 		const struct recipe_kv *kv = &r->thresholds[i];
+		const char *text = param_value(p, kv->value);
 		char *end;
-		double d = strtod(kv->value, &end);
-		if (*kv->value && !*end && isfinite(d))
+		double d = strtod(text, &end);
+		if (*text && !*end && isfinite(d))
 			value_set_num(t, kv->key, d);
 		else
-			value_set_str(t, kv->key, kv->value);
+			value_set_str(t, kv->key, text);
 	}
 	return t;
 }
@@ -216,8 +276,13 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);
 		goto fail;
 	}
-	if (resolve_lua(p, err))
+	if (resolve_lua(p, err) || resolve_params(p, a, err))
 		goto fail;
+	char text[32];
+	snprintf(text, sizeof(text), "%d", p->target_pid);
+	value_set_str(p->params, "pid", p->target_pid > 0 ? text : "");
+	snprintf(text, sizeof(text), "%g", p->duration_s);
+	value_set_str(p->params, "duration", text);
 
 	p->probes = xcalloc(r->n_probes, sizeof(*p->probes));
 	p->n_probes = r->n_probes;
@@ -237,8 +302,8 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 				  r->path, pp->rp->line, pp->rp->id, pp->rp->kind, known);
 			goto fail;
 		}
-		if (resolve_options(r, p->ncpus, pp, err) || resolve_variants(r, pp, err) ||
-		    resolve_filters(r, a, pp, err))
+		if (resolve_options(p, pp, err) || resolve_variants(r, pp, err) ||
+		    resolve_filters(p, a, pp, err))
 			goto fail;
 		if (pp->sample_hz > r->budgets.max_sample_hz) {
 			diag_fail(err, DIAG_EXIT_REFUSED, "%s:%u: probes.%s: sampling at %" PRIu64
@@ -253,7 +318,7 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 			  r->path, p->map_bytes, r->budgets.max_map_bytes);
 		goto fail;
 	}
-	p->thresholds = thresholds_value(r);
+	p->thresholds = thresholds_value(p);
 	*out = p;
 	return 0;
 fail:
@@ -266,6 +331,7 @@ void plan_free(struct plan *p)
 	if (!p)
 		return;
 	value_free(p->thresholds);
+	value_free(p->params);
 	free(p->probes);
 	free(p);
 }

@@ -34,6 +34,7 @@ struct plan {
 	unsigned n_probes;
 	uint64_t map_bytes;       /* total over probes */
 	struct value *thresholds; /* object: name -> number (or string) */
+	struct value *params;     /* object: parameter name -> value as resolved (text) */
 	char lua_path[PATH_MAX];
 	char lua_lib_dir[PATH_MAX];
 };
@@ -42,6 +43,8 @@ struct plan_args {
 	int pid;           /* 0: none given */
 	double duration_s; /* 0: the recipe's default */
 	bool check_target; /* false for lint/show: no process needed */
+	const char *const *params; /* "NAME=VALUE" from --param (pid and duration excluded) */
+	size_t n_params;
 };
 
 /* Resolves and checks statically. Errors: DIAG_EXIT_USAGE for a bad recipe or argument (message

@@ -82,6 +82,27 @@ static const cyaml_schema_field_t budget_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_strval_t param_type_values[] = {
+	{ "integer", PARAM_INTEGER }, { "string", PARAM_STRING }, { "symbol", PARAM_SYMBOL },
+	{ "pid", PARAM_PID }, { "duration", PARAM_DURATION },
+};
+
+/* Defaults and bounds are read as text and parsed strictly in check_params. */
+static const cyaml_schema_field_t param_fields[] = {
+	STR("name", REQ, struct recipe_param, name, 32),
+	CYAML_FIELD_ENUM("type", CYAML_FLAG_STRICT, struct recipe_param, type, param_type_values,
+			 CYAML_ARRAY_LEN(param_type_values)),
+	STR("default", OPT, struct recipe_param, dflt, 4096),
+	STR("min", OPT, struct recipe_param, min, 32),
+	STR("max", OPT, struct recipe_param, max, 32),
+	STR("description", OPT, struct recipe_param, description, 1024),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t param_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_param, param_fields),
+};
+
 /* `target: pid` is read as an enum whose one value sets the (1-byte) bool to 1. */
 static const cyaml_strval_t target_values[] = { { "pid", 1 } };
 
@@ -98,6 +119,8 @@ static const cyaml_schema_field_t recipe_fields[] = {
 	CYAML_FIELD_SEQUENCE_COUNT("probes", CYAML_FLAG_POINTER, struct recipe, probes, n_probes,
 				   &probe_entry, 1, PROBES_MAX),
 	CYAML_FIELD_IGNORE("thresholds", OPT), /* free-form: read from the libyaml document */
+	CYAML_FIELD_SEQUENCE_COUNT("params", OPT | CYAML_FLAG_POINTER, struct recipe, params, n_params,
+				   &param_entry, 0, 32),
 	CYAML_FIELD_END,
 };
 
@@ -772,6 +795,129 @@ static bool is_pid(const char *s)
 	return all_digits(s) && s[0] != '0' && strlen(s) <= 10 && strtoull(s, NULL, 10) <= INT32_MAX;
 }
 
+/* ---- parameters --------------------------------------------------------------------------------- */
+
+static bool parse_int64(const char *s, int64_t *out)
+{
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+const char *recipe_param_check(const struct recipe_param *p, const char *value)
+{
+	int64_t v, lo, hi;
+	switch (p->type) {
+	case PARAM_INTEGER:
+	case PARAM_DURATION:
+	case PARAM_PID:
+		if (!parse_int64(value, &v))
+			return p->type == PARAM_DURATION ? "expected whole seconds" : "expected an integer";
+		if ((p->type != PARAM_INTEGER && v < 1) || (p->min && parse_int64(p->min, &lo) && v < lo))
+			return "below the allowed minimum";
+		if (p->max && parse_int64(p->max, &hi) && v > hi)
+			return "above the allowed maximum";
+		return NULL;
+	case PARAM_SYMBOL: {
+		const char *colon = strrchr(value, ':');
+		if (value[0] != '/' || !colon || colon == value || !colon[1])
+			return "expected /absolute/path/to/binary:symbol";
+		return NULL;
+	}
+	case PARAM_STRING:
+		return strlen(value) > 256 ? "longer than 256 characters" : NULL;
+	}
+	return "unknown type";
+}
+
+const struct recipe_param *recipe_param_find(const struct recipe *r, const char *name)
+{
+	for (unsigned i = 0; i < r->n_params; i++)
+		if (!strcmp(r->params[i].name, name))
+			return &r->params[i];
+	return NULL;
+}
+
+const char *recipe_param_ref(const char *value, char *buf, size_t len)
+{
+	size_t n = value ? strlen(value) : 0;
+	if (n < 4 || value[0] != '$' || value[1] != '{' || value[n - 1] != '}' || n - 3 >= len)
+		return NULL;
+	memcpy(buf, value + 2, n - 3);
+	buf[n - 3] = '\0';
+	return buf;
+}
+
+static int check_params(struct loader *L, const struct recipe *r)
+{
+	char path[64], q[64];
+	for (unsigned i = 0; i < r->n_params; i++) {
+		const struct recipe_param *p = &r->params[i];
+		int64_t lo, hi;
+#define AT(field) (snprintf(path, sizeof(path), "params[%u].%s", i, field), path)
+		if (!matches(p->name, "_"))
+			return fail_path(L, AT("name"), "must match [a-z0-9_]+, got %s",
+					 quote(q, sizeof(q), p->name));
+		if (!strcmp(p->name, "pid") || !strcmp(p->name, "duration"))
+			return fail_path(L, AT("name"), "%s is built in (--pid, --duration)", p->name);
+		if (recipe_param_find(r, p->name) != p)
+			return fail_path(L, AT("name"), "duplicate parameter %s", quote(q, sizeof(q), p->name));
+		if (p->min && !parse_int64(p->min, &lo))
+			return fail_path(L, AT("min"), "expected an integer, got %s", quote(q, sizeof(q), p->min));
+		if (p->max && !parse_int64(p->max, &hi))
+			return fail_path(L, AT("max"), "expected an integer, got %s", quote(q, sizeof(q), p->max));
+		if ((p->min || p->max) && (p->type == PARAM_STRING || p->type == PARAM_SYMBOL))
+			return fail_path(L, AT("min"), "only integer, pid and duration parameters have bounds");
+		if (p->min && p->max && lo > hi)
+			return fail_path(L, AT("max"), "%s is below min %s", p->max, p->min);
+		const char *why = p->dflt ? recipe_param_check(p, p->dflt) : NULL;
+		if (why)
+			return fail_path(L, AT("default"), "%s: %s", quote(q, sizeof(q), p->dflt), why);
+#undef AT
+	}
+	return 0;
+}
+
+/* Every "${NAME}" in options, thresholds and filters names a declared parameter. */
+static int check_ref(struct loader *L, const struct recipe *r, const char *value, unsigned line,
+		     const char *path)
+{
+	char name[64];
+	if (!recipe_param_ref(value, name, sizeof(name)) || recipe_param_find(r, name) ||
+	    !strcmp(name, "pid") || !strcmp(name, "duration"))
+		return 0;
+	return fail_line(L, line, path, "refers to ${%s}, which is not a declared parameter", name);
+}
+
+static int check_refs(struct loader *L, const struct recipe *r)
+{
+	char path[160];
+	for (unsigned i = 0; i < r->n_probes; i++) {
+		const struct recipe_probe *p = &r->probes[i];
+		for (unsigned k = 0; k < p->n_options; k++) {
+			snprintf(path, sizeof(path), "probes[%u].options.%s", i, p->options[k].key);
+			if (check_ref(L, r, p->options[k].value, p->options[k].line, path))
+				return -1;
+		}
+		snprintf(path, sizeof(path), "probes[%u].filters", i);
+		if (check_ref(L, r, p->filters.pid, p->line, path) ||
+		    check_ref(L, r, p->filters.comm, p->line, path))
+			return -1;
+	}
+	for (unsigned k = 0; k < r->n_thresholds; k++) {
+		snprintf(path, sizeof(path), "thresholds.%s", r->thresholds[k].key);
+		if (check_ref(L, r, r->thresholds[k].value, r->thresholds[k].line, path))
+			return -1;
+	}
+	return 0;
+}
+
 static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 {
 	const struct recipe_probe *p = &r->probes[i];
@@ -783,7 +929,9 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 				 quote(q, sizeof(q), p->id));
 	if (blank(p->kind))
 		return fail_path(L, AT("kind"), "must not be blank");
-	if (f->pid && strcmp(f->pid, "target") && !is_pid(f->pid))
+	char ref[64];
+	if (f->pid && strcmp(f->pid, "target") && !is_pid(f->pid) &&
+	    !recipe_param_ref(f->pid, ref, sizeof(ref)))
 		return fail_path(L, AT("filters.pid"),
 				 "expected \"target\" or a positive integer, got %s",
 				 quote(q, sizeof(q), f->pid));
@@ -838,6 +986,8 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 		return fail_path(L, "budgets.preflight_ms", "%" PRIu32 " is out of range (10..5000)",
 				 b->preflight_ms);
 
+	if (check_params(L, r) || check_refs(L, r))
+		return -1;
 	struct keyref ids[PROBES_MAX];
 	for (unsigned i = 0; i < r->n_probes; i++) {
 		if (check_probe(L, r, i))
@@ -976,6 +1126,14 @@ void recipe_free(struct recipe *r)
 	}
 	free(r->probes);
 	free_kv(r->thresholds, r->n_thresholds);
+	for (unsigned i = 0; i < r->n_params; i++) {
+		free(r->params[i].name);
+		free(r->params[i].dflt);
+		free(r->params[i].min);
+		free(r->params[i].max);
+		free(r->params[i].description);
+	}
+	free(r->params);
 	free(r->path);
 	free(r->name);
 	free(r->symptom);

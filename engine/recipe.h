@@ -45,6 +45,18 @@ struct recipe_probe {
 	unsigned line; /* line of the probe's entry */
 };
 
+/* A typed parameter the user may set with --param NAME=VALUE; recipe values refer to it as
+ * "${NAME}" (a whole option value, threshold or filter). pid and duration are built in. */
+enum param_type { PARAM_INTEGER, PARAM_STRING, PARAM_SYMBOL, PARAM_PID, PARAM_DURATION };
+
+struct recipe_param {
+	char *name;
+	enum param_type type;
+	char *dflt;        /* NULL: the parameter is required */
+	char *min, *max;   /* integer/duration bounds as text (checked strictly); NULL when open */
+	char *description; /* may be NULL */
+};
+
 struct recipe_budgets {
 	uint32_t max_duration_s;
 	uint32_t max_sample_hz;
@@ -69,6 +81,8 @@ struct recipe {
 	unsigned n_probes;
 	struct recipe_kv *thresholds;
 	unsigned n_thresholds;
+	struct recipe_param *params;
+	unsigned n_params;
 };
 
 /* Loads and schema-checks one recipe. On error returns -1, *out = NULL, err->code =
@@ -80,6 +94,13 @@ int recipe_load(const char *path, struct recipe **out, struct diag_err *err);
 int recipe_load_buffer(const char *name, const char *data, size_t len, struct recipe **out,
 		       struct diag_err *err);
 void recipe_free(struct recipe *r);
+
+/* Checks VALUE against a parameter's type and bounds: NULL when fine, else what is wrong
+ * (static text). */
+const char *recipe_param_check(const struct recipe_param *p, const char *value);
+const struct recipe_param *recipe_param_find(const struct recipe *r, const char *name);
+/* "${NAME}" → NAME (written into buf), else NULL. */
+const char *recipe_param_ref(const char *value, char *buf, size_t len);
 
 /* Looks up a free-form entry; NULL when absent. */
 const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, const char *key);

@@ -30,6 +30,8 @@ struct value *report_build(const struct report_input *in)
 	} else {
 		value_obj_set(r, "target", value_null());
 	}
+	if (plan->params)
+		value_obj_set(r, "params", value_copy(plan->params));
 	value_set_str(r, "started_at", s ? s->started_at : "");
 	value_set_num(r, "duration_s", s ? round(s->duration_s * 1000) / 1000 : 0);
 	value_set_str(r, "stop_reason", s ? s->stop_reason : "dry-run");

@@ -41,11 +41,15 @@ pat = re.compile(sys.argv[1])
 print(sum(1 for p in (json.load(sys.stdin) or []) if pat.match(p.get("name", ""))))' "$OUR_PROGS"
 }
 assert_released() {
-	sleep 0.2 # the kernel frees programs after the last fd closes (RCU)
-	local l p
-	l=$(our_links); p=$(our_progs)
+	# The kernel frees a program after its last fd closes, asynchronously (RCU): allow it 2 s.
+	local l p i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		l=$(our_links); p=$(our_progs)
+		[ "$l" = 0 ] && [ "$p" = 0 ] && return 0
+		sleep 0.2
+	done
 	[ "$l" = 0 ] || fail "$l BPF links of ours still attached after: $1"
-	[ "$p" = 0 ] || fail "$p BPF programs of ours still loaded after: $1"
+	fail "$p BPF programs of ours still loaded after: $1"
 }
 
 # json FILE PYTHON-EXPR: evaluates the expression with `r` bound to the report; prints the result.

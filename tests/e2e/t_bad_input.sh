@@ -208,7 +208,7 @@ expect maps-over-budget 3 'x\.yaml: maps need [0-9]+ bytes, over the budget max_
 # ---- bad arguments (exit 2) ---------------------------------------------------------------------
 mkcase args
 lua 'return { verdicts = {} }'
-expect param-unknown 2 'unknown parameter.*foo=1' --pid "$TARGET" --duration 1 --param foo=1
+expect param-unknown 2 'recipe x has no parameter foo \(known: pid, duration' --pid "$TARGET" --duration 1 --param foo=1
 expect param-no-value 2 'KEY=VALUE' --pid "$TARGET" --duration 1 --param foo
 expect pid-text 2 'not a pid.*abc' --pid abc --duration 1
 expect pid-zero 2 'not a pid' --pid 0 --duration 1

@@ -14,3 +14,11 @@ grep -q 'main;serve_requests;handle_request;compute_checksum' "$TMP/folded" || f
 [ "$(json "$TMP/r.json" 'r["stop_reason"]')" = duration ] || fail "stop_reason"
 [ "$(json "$TMP/r.json" 'r["target"]["comm"]')" = cpu_burner ] || fail "target comm"
 assert_released "a full run"
+
+# Typed recipe parameters: checked against their range, and they reach the probe.
+out=$("$DIAG" high-cpu --pid "$PID" --duration 1 --param hz=5000 2>&1 >/dev/null); rc=$?
+[ "$rc" = 2 ] || fail "--param hz=5000: exit $rc, want 2"
+echo "$out" | grep -q 'hz=5000: above the allowed maximum (allowed: 1..999)' || fail "--param message: $out"
+"$DIAG" high-cpu --pid "$PID" --duration 1 --param hz=199 --json > "$TMP/hz.json"
+[ "$(json "$TMP/hz.json" 'r["results"]["profile"]["frequency_hz"]')" = 199 ] || fail "--param hz=199 did not reach the probe"
+assert_released "runs with parameters"

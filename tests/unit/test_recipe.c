@@ -83,6 +83,11 @@ static void test_high_cpu(void **state)
 	assert_int_equal(r->budgets.max_events_per_s, 1000000);
 	assert_true(r->budgets.degrade_sample);
 	assert_int_equal(r->budgets.preflight_ms, 0);
+	assert_int_equal(r->n_params, 1);
+	assert_string_equal(r->params[0].name, "hz");
+	assert_int_equal(r->params[0].type, PARAM_INTEGER);
+	assert_string_equal(r->params[0].dflt, "99");
+	assert_string_equal(r->params[0].max, "999");
 	assert_true(r->budgets.max_cpu_pct == 15.0);
 	assert_int_equal(r->budgets.max_map_bytes, 67108864);
 
@@ -100,7 +105,7 @@ static void test_high_cpu(void **state)
 	}
 	const struct recipe_probe *p = &r->probes[0];
 	assert_int_equal(p->n_options, 5);
-	assert_kv(p->options, p->n_options, "frequency_hz", "99",
+	assert_kv(p->options, p->n_options, "frequency_hz", "${hz}",
 		  line_of(HIGH_CPU, "frequency_hz:", p->line));
 	assert_kv(p->options, p->n_options, "user_stacks", "true",
 		  line_of(HIGH_CPU, "user_stacks:", p->line));
@@ -305,10 +310,32 @@ static void test_list_resolve(void **state)
 	rmdir(dir);
 }
 
+/* Typed parameters: values are checked against type and bounds; "${name}" names a parameter. */
+static void test_params(void **state)
+{
+	(void)state;
+	struct recipe_param hz = { .name = "hz", .type = PARAM_INTEGER, .min = "1", .max = "999" };
+	assert_null(recipe_param_check(&hz, "99"));
+	assert_non_null(recipe_param_check(&hz, "0"));
+	assert_non_null(recipe_param_check(&hz, "1000"));
+	assert_non_null(recipe_param_check(&hz, "9x"));
+	struct recipe_param fn = { .name = "fn", .type = PARAM_SYMBOL };
+	assert_null(recipe_param_check(&fn, "/usr/bin/app:handle_request"));
+	assert_non_null(recipe_param_check(&fn, "app:handle_request"));
+	assert_non_null(recipe_param_check(&fn, "/usr/bin/app:"));
+	struct recipe_param pid = { .name = "other", .type = PARAM_PID };
+	assert_non_null(recipe_param_check(&pid, "-4"));
+	char buf[32];
+	assert_string_equal(recipe_param_ref("${hz}", buf, sizeof(buf)), "hz");
+	assert_null(recipe_param_ref("$hz", buf, sizeof(buf)));
+	assert_null(recipe_param_ref("x${hz}", buf, sizeof(buf)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_high_cpu),
+		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_valid_minimal),
 		cmocka_unit_test(test_valid_full),
 		cmocka_unit_test(test_invalid_corpus),
