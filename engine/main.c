@@ -416,6 +416,8 @@ static int cmd_show(const struct cli *c)
 	return DIAG_EXIT_OK;
 }
 
+/* One recipe: the schema first (nothing else can be checked without it), then the plan against
+ * the catalog and budgets, and the Lua snippet, each reported on its own line. */
 static int lint_file(const char *path)
 {
 	struct diag_err err = { 0 };
@@ -430,7 +432,10 @@ static int lint_file(const char *path)
 	if (plan_build(r, &args, &plan, &err)) {
 		printf("%s\n", err.msg);
 		problems++;
-	} else if (verdict_check_syntax(plan->lua_path, &err)) {
+	}
+	char lua[PATH_MAX], lib[PATH_MAX];
+	if (plan_lua_paths(r, lua, sizeof(lua), lib, sizeof(lib)) == 0 && access(lua, R_OK) == 0 &&
+	    verdict_check_syntax(lua, &err)) {
 		printf("%s: lua: %s\n", path, err.msg);
 		problems++;
 	}

@@ -221,16 +221,21 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 
 /* lua/ sits next to the recipes directory: recipes/x.yaml -> lua/, share/diagnose/recipes ->
  * share/diagnose/lua. */
-static int resolve_lua(struct plan *p, struct diag_err *err)
+int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len)
 {
-	const struct recipe *r = p->recipe;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", r->path);
 	const char *recipes_dir = dirname(dir);
-	if (snprintf(p->lua_path, sizeof(p->lua_path), "%s/../lua/%s", recipes_dir, r->lua) >=
-		    (int)sizeof(p->lua_path) ||
-	    snprintf(p->lua_lib_dir, sizeof(p->lua_lib_dir), "%s/../lua/lib", recipes_dir) >=
-		    (int)sizeof(p->lua_lib_dir))
+	if (snprintf(lua, lua_len, "%s/../lua/%s", recipes_dir, r->lua) >= (int)lua_len ||
+	    snprintf(lib_dir, lib_len, "%s/../lua/lib", recipes_dir) >= (int)lib_len)
+		return -1;
+	return 0;
+}
+
+static int resolve_lua(struct plan *p, struct diag_err *err)
+{
+	const struct recipe *r = p->recipe;
+	if (plan_lua_paths(r, p->lua_path, sizeof(p->lua_path), p->lua_lib_dir, sizeof(p->lua_lib_dir)))
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: path too long", r->path);
 	if (access(p->lua_path, R_OK) != 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: cannot read %s: %s", r->path,

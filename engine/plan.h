@@ -52,5 +52,8 @@ struct plan_args {
 int plan_build(const struct recipe *r, const struct plan_args *args, struct plan **out,
 	       struct diag_err *err);
 void plan_free(struct plan *p);
+/* Where a recipe's Lua snippet and the shared Lua libraries are: lua/ next to the recipes
+ * directory (recipes/x.yaml -> lua/, share/diagnose/recipes -> share/diagnose/lua). */
+int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len);
 
 #endif

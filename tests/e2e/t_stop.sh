@@ -32,3 +32,13 @@ assert_released "target exit"
 "$DIAG" high-cpu --pid "$PID" --dry-run --json > "$TMP/dry.json" || fail "dry run exit code $?"
 [ "$(json "$TMP/dry.json" 'r["stop_reason"]')" = dry-run ] || fail "dry run stop_reason"
 assert_released "dry run"
+
+# A target that exits during the budget pre-flight: a runtime failure (exit 1) with one clear
+# line, nothing attached.
+"$WL/cpu_burner" 0.1 >/dev/null &
+brief=$!
+PIDS="$PIDS $brief"
+out=$("$DIAG" high-cpu --pid "$brief" --duration 5 2>&1 >/dev/null); rc=$?
+[ "$rc" = 1 ] || fail "target gone during pre-flight: exit $rc, want 1 ($out)"
+echo "$out" | grep -q "process $brief exited before" || fail "target gone during pre-flight: '$out'"
+assert_released "target gone during pre-flight"
