@@ -108,6 +108,9 @@ struct probe_kind {
 	uint64_t (*events)(struct probe *p);
 	/* The loaded BPF object, for run-time statistics (NULL for kinds without BPF). */
 	struct bpf_object *(*object)(struct probe *p);
+	/* The compiled BPF object built into the binary (the skeleton's NAME_bpf__elf_bytes), for
+	 * approvals; NULL for kinds without BPF. */
+	const void *(*bpf_bytes)(size_t *size);
 };
 
 struct probe {

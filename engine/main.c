@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "approval.h"
+#include "audit.h"
 #include "catalog.h"
 #include "doctor.h"
 #include "kernel.h"
@@ -31,6 +33,7 @@ struct cli {
 	double duration_s;
 	bool dry_run, json, production, verbose;
 	const char *output, *folded, *recipes_dir;
+	const char *lock, *by; /* approve / verify: --lock FILE, --by NAME */
 	const char *params[32]; /* --param NAME=VALUE for the recipe's own parameters */
 	size_t n_params;
 };
@@ -40,7 +43,8 @@ static void usage(FILE *out)
 	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
 	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
-	      "       diagnose list | show SYMPTOM | lint [PATH...]\n"
+	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
+	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -222,18 +226,55 @@ static int cmd_run(const struct cli *c)
 	int code = DIAG_EXIT_RUNTIME;
 	bool tracefs_mounted;
 
-	if (c->production) {
-		fputs("diagnose: production mode needs the approvals lock (recipes/approved.lock), which "
-		      "this build does not have yet: refusing\n", stderr);
-		return DIAG_EXIT_REFUSED;
+	/* Production mode (--production, DIAGNOSE_MODE, or a policy file the command line cannot
+	 * override): approved recipes only, the audit trail must be writable. Every outcome is
+	 * audited at `out`. A policy that cannot be read fails closed. */
+	struct policy pol;
+	struct audit au;
+	struct diag_err aerr = { 0 };
+	char unapproved[sizeof(aerr.msg)];
+	struct audit_event ev = { .action = c->dry_run ? "dry-run" : "run", .symptom = c->symptom,
+				  .recipe_sha256 = sha, .pid = c->pid, .duration_s = c->duration_s };
+	int pol_rc = policy_load(&pol, &err);
+	bool production = c->production || pol.production || pol_rc;
+	bool audit_ok = audit_open(&au, &pol, production, &aerr) == 0;
+	if (pol_rc)
+		goto failed;
+	if (!audit_ok && production) {
+		err = aerr;
+		diag_wrap(&err, "production mode refuses to run without its audit trail");
+		goto failed;
 	}
+	if (!audit_ok)
+		fprintf(stderr, "diagnose: warning: %s\n", aerr.msg);
+	if (production && !c->dry_run && approval_is_adhoc(c->symptom)) {
+		diag_fail(&err, DIAG_EXIT_REFUSED, "production mode runs approved recipes by name only, not "
+			  "the file %s: put it in the recipes directory and get it approved with `diagnose "
+			  "approve NAME` in a pull request", c->symptom);
+		goto failed;
+	}
+	if (production && !c->dry_run && policy_check_recipes_dir(&pol, c->recipes_dir, &err))
+		goto failed;
 	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
-		return fail(&err);
+		goto failed;
 	sha256_file_hex(r->path, sha);
+	ev.recipe_name = r->name;
+	ev.recipe_path = r->path;
 	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true,
 				  .params = c->params, .n_params = c->n_params };
 	if (plan_build(r, &args, &plan, &err))
 		goto failed;
+	ev.plan = plan;
+	ev.approved = approval_check(r, plan, &aerr) == 0;
+	if (production && !ev.approved) {
+		if (!c->dry_run) {
+			err = aerr;
+			goto failed;
+		}
+		fprintf(stderr, "diagnose: dry run allowed; a real run would be refused: %s\n", aerr.msg);
+		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
+		ev.reason = unapproved;
+	}
 	/* A snippet that cannot compile would only fail after the collection: say so now. */
 	if (verdict_check_syntax(plan->lua_path, &err))
 		goto failed;
@@ -314,7 +355,18 @@ static int cmd_run(const struct cli *c)
 	goto out;
 failed:
 	code = fail(&err);
+	ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
+	ev.reason = err.msg;
 out:
+	ev.exit_code = code;
+	ev.report = report;
+	if (audit_write(&au, &ev, &aerr)) {
+		fprintf(stderr, "diagnose: %s\n", aerr.msg);
+		if (production && code != DIAG_EXIT_REFUSED)
+			code = DIAG_EXIT_RUNTIME;
+	}
+	audit_close(&au);
+	policy_free(&pol);
 	value_free(summary);
 	value_free(preflight);
 	free(rates);
@@ -347,7 +399,10 @@ static int cmd_list(const struct cli *c)
 		int rc = recipe_load(path, &r, &err);
 		free(path);
 		if (rc == 0) {
-			printf("%-16s %s\n%-16s   %s\n", r->name, r->summary, "", r->symptom);
+			char approval[256];
+			approval_status(r->path, approval, sizeof(approval));
+			printf("%-16s %s\n%-16s   %s\n%-16s   approval: %s\n", r->name, r->summary, "",
+			       r->symptom, "", approval);
 			recipe_free(r);
 		} else {
 			printf("%-16s INVALID: %s\n", names[i], err.msg);
@@ -480,9 +535,61 @@ static int cmd_lint(int argc, char **argv)
 	return problems ? DIAG_EXIT_USAGE : DIAG_EXIT_OK;
 }
 
+/* ---- approve / verify ---------------------------------------------------------------------- */
+
+static int cmd_approve(const struct cli *c, int argc, char **argv)
+{
+	if (argc == 0)
+		return usage_error("approve needs at least one RECIPE (name or path)", NULL);
+	char uid[32];
+	snprintf(uid, sizeof(uid), "uid %u", (unsigned)getuid());
+	const char *by = c->by;
+	if (!by && !((by = getenv("SUDO_USER")) && *by) && !((by = getenv("USER")) && *by))
+		by = uid;
+	for (const char *p = by; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			return usage_error("--by: control characters", NULL);
+	if (!*by || *by == ' ' || by[strlen(by) - 1] == ' ' || strlen(by) > 128)
+		return usage_error("--by: empty, padded or longer than 128 characters", by);
+	char **paths = xcalloc((size_t)argc, sizeof(char *));
+	struct diag_err err = { 0 };
+	int code = DIAG_EXIT_OK;
+	for (int i = 0; i < argc && code == DIAG_EXIT_OK; i++) {
+		char path[PATH_MAX];
+		if (recipe_resolve(argv[i], c->recipes_dir, path, sizeof(path), &err))
+			code = fail(&err);
+		else
+			paths[i] = xstrdup(path);
+	}
+	if (code == DIAG_EXIT_OK && approval_approve(paths, (size_t)argc, c->lock, by, stdout, &err))
+		code = fail(&err);
+	for (int i = 0; i < argc; i++)
+		free(paths[i]);
+	free(paths);
+	return code;
+}
+
+static int cmd_verify(const struct cli *c)
+{
+	char path[PATH_MAX + 32], dir[PATH_MAX];
+	struct diag_err err = { 0 };
+	if (c->lock)
+		snprintf(path, sizeof(path), "%s", c->lock);
+	else if (recipe_dir_find(c->recipes_dir, dir, sizeof(dir)) == 0)
+		snprintf(path, sizeof(path), "%s/%s", dir, APPROVAL_LOCK_NAME);
+	else
+		return usage_error("no recipes directory found (--lock FILE, --recipes DIR, "
+				   "$DIAGNOSE_RECIPES, ./recipes)", NULL);
+	int bad = approval_verify(path, stdout, &err);
+	if (bad < 0)
+		return fail(&err);
+	return bad ? DIAG_EXIT_REFUSED : DIAG_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
-	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_RECIPES, OPT_PROD, OPT_PARAM, OPT_VERSION };
+	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_RECIPES, OPT_PROD, OPT_PARAM, OPT_VERSION,
+	       OPT_LOCK, OPT_BY };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -493,6 +600,8 @@ int main(int argc, char **argv)
 		{ "folded", required_argument, NULL, OPT_FOLDED },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
+		{ "lock", required_argument, NULL, OPT_LOCK },
+		{ "by", required_argument, NULL, OPT_BY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -525,6 +634,8 @@ int main(int argc, char **argv)
 		case OPT_FOLDED: c.folded = optarg; break;
 		case OPT_RECIPES: c.recipes_dir = optarg; break;
 		case OPT_PROD: c.production = true; break;
+		case OPT_LOCK: c.lock = optarg; break;
+		case OPT_BY: c.by = optarg; break;
 		case 'v': c.verbose = true; break;
 		case 'h': usage(stdout); return DIAG_EXIT_OK;
 		case OPT_VERSION: printf("diagnose %s\n", DIAG_VERSION); return DIAG_EXIT_OK;
@@ -542,6 +653,13 @@ int main(int argc, char **argv)
 		return doctor_run(stdout);
 	if (strcmp(cmd, "lint") == 0)
 		return cmd_lint(argc - optind - 1, argv + optind + 1);
+	if (strcmp(cmd, "approve") == 0)
+		return cmd_approve(&c, argc - optind - 1, argv + optind + 1);
+	if (strcmp(cmd, "verify") == 0) {
+		if (optind + 1 < argc)
+			return usage_error("verify takes no arguments (--lock FILE)", argv[optind + 1]);
+		return cmd_verify(&c);
+	}
 	if (strcmp(cmd, "show") == 0) {
 		if (optind + 1 >= argc)
 			return usage_error("show needs a SYMPTOM", NULL);

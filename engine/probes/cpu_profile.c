@@ -338,4 +338,5 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.collect = profile_collect,
 	.destroy = profile_destroy,
 	.object = profile_object,
+	.bpf_bytes = cpu_profile_bpf__elf_bytes,
 };

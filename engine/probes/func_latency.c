@@ -209,4 +209,5 @@ const struct probe_kind probe_kind_func_latency = {
 	.collect = fl_collect,
 	.destroy = fl_destroy,
 	.object = fl_object,
+	.bpf_bytes = func_latency_bpf__elf_bytes,
 };

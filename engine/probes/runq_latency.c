@@ -169,4 +169,5 @@ const struct probe_kind probe_kind_runq_latency = {
 	.destroy = runq_destroy,
 	.rate_tracepoints = runq_rate_tracepoints,
 	.object = runq_object,
+	.bpf_bytes = runq_latency_bpf__elf_bytes,
 };

@@ -235,4 +235,5 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.rate_tracepoints = syscalls_rate_tracepoints,
 	.destroy = syscalls_destroy,
 	.object = syscalls_object,
+	.bpf_bytes = syscall_stats_bpf__elf_bytes,
 };

@@ -244,5 +244,6 @@ const struct probe_kind probe_kind_tracepoint_count = {
 	.collect = tpc_collect,
 	.destroy = tpc_destroy,
 	.object = tpc_object,
+	.bpf_bytes = tracepoint_count_bpf__elf_bytes,
 	.rate_tracepoints = tpc_rate_tracepoints,
 };

@@ -1,0 +1,337 @@
+/* audit.c — production policy file and audit trail. Contracts: audit.h. */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "audit.h"
+#include "recipe.h"
+#include "verdict.h"
+
+/* ---- policy ------------------------------------------------------------------------------- */
+
+static int pfail(struct diag_err *err, const char *path, const yaml_mark_t *m, const char *msg,
+		 const char *arg)
+{
+	return diag_fail(err, DIAG_EXIT_USAGE, "%s:%zu: %s%s%.80s%s", path, m->line + 1, msg,
+			 arg ? " \"" : "", arg ? arg : "", arg ? "\"" : "");
+}
+
+static bool abs_path_ok(const char *s)
+{
+	if (s[0] != '/' || strlen(s) > 1024)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ')
+			return false;
+	return true;
+}
+
+static int policy_apply(const char *path, struct policy *p, const char *key, const char *val,
+			const yaml_mark_t *m, unsigned *seen, struct diag_err *err)
+{
+	static const char *const keys[] = { "mode", "audit_file", "recipes_dir" };
+	unsigned k = 0;
+	while (k < ARRAY_LEN(keys) && strcmp(keys[k], key))
+		k++;
+	if (k == ARRAY_LEN(keys))
+		return pfail(err, path, m, "unknown key (known: mode, audit_file, recipes_dir):", key);
+	if (*seen & (1u << k))
+		return pfail(err, path, m, "key given twice:", key);
+	*seen |= 1u << k;
+	if (k == 0) {
+		if (!strcmp(val, "production")) {
+			p->production = true;
+			p->production_source = p->files[p->n_files - 1];
+		} else if (strcmp(val, "development"))
+			return pfail(err, path, m, "mode: expected production or development, got", val);
+	} else if (!abs_path_ok(val))
+		return pfail(err, path, m, k == 1 ? "audit_file: expected an absolute path, got"
+						  : "recipes_dir: expected an absolute path, got", val);
+	else if (k == 1 && p->n_audit_files < ARRAY_LEN(p->audit_files))
+		p->audit_files[p->n_audit_files++] = xstrdup(val);
+	else if (k == 2) {
+		if (p->recipes_dir && strcmp(p->recipes_dir, val))
+			return pfail(err, path, m, "recipes_dir: differs from the system policy's", val);
+		free(p->recipes_dir);
+		p->recipes_dir = xstrdup(val);
+	}
+	return 0;
+}
+
+int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return diag_fail(err, DIAG_EXIT_USAGE, "policy %s: %s", path, strerror(errno));
+	if (p->n_files < ARRAY_LEN(p->files))
+		p->files[p->n_files++] = xstrdup(path);
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_file(&parser, f);
+	/* Expected: STREAM-START DOCUMENT-START MAPPING-START (SCALAR SCALAR)* MAPPING-END
+	 * DOCUMENT-END STREAM-END. Anything else is refused. */
+	enum { S_STREAM, S_DOC, S_MAP, S_KEY, S_VAL, S_DOC_END, S_STREAM_END, S_DONE } st = S_STREAM;
+	char *key = NULL;
+	unsigned seen = 0;
+	int rc = 0;
+	while (rc == 0 && st != S_DONE) {
+		if (!yaml_parser_parse(&parser, &ev)) {
+			yaml_mark_t m = parser.problem_mark;
+			rc = pfail(err, path, &m, parser.problem ? parser.problem : "invalid YAML", NULL);
+			break;
+		}
+		const yaml_mark_t *m = &ev.start_mark;
+		switch (st) {
+		case S_STREAM:
+			st = S_DOC; /* STREAM-START */
+			break;
+		case S_DOC:
+			if (ev.type != YAML_DOCUMENT_START_EVENT)
+				rc = pfail(err, path, m, "empty policy: expected `mode: production` or "
+					   "`mode: development`", NULL);
+			st = S_MAP;
+			break;
+		case S_MAP:
+			if (ev.type != YAML_MAPPING_START_EVENT || ev.data.mapping_start.anchor)
+				rc = pfail(err, path, m, "the policy must be a mapping of `key: value` lines", NULL);
+			st = S_KEY;
+			break;
+		case S_KEY:
+			if (ev.type == YAML_MAPPING_END_EVENT) {
+				st = S_DOC_END;
+				break;
+			}
+			if (ev.type != YAML_SCALAR_EVENT || ev.data.scalar.anchor || ev.data.scalar.tag) {
+				rc = pfail(err, path, m, "expected a plain key", NULL);
+				break;
+			}
+			key = xstrdup((const char *)ev.data.scalar.value);
+			st = S_VAL;
+			break;
+		case S_VAL:
+			if (ev.type != YAML_SCALAR_EVENT || ev.data.scalar.anchor || ev.data.scalar.tag ||
+			    strlen((const char *)ev.data.scalar.value) != ev.data.scalar.length) {
+				rc = pfail(err, path, m, "expected a single text value for", key);
+				break;
+			}
+			rc = policy_apply(path, p, key, (const char *)ev.data.scalar.value, m, &seen, err);
+			free(key);
+			key = NULL;
+			st = S_KEY;
+			break;
+		case S_DOC_END:
+			st = S_STREAM_END;
+			break;
+		case S_STREAM_END:
+			if (ev.type != YAML_STREAM_END_EVENT)
+				rc = pfail(err, path, m, "only one YAML document is allowed", NULL);
+			st = S_DONE;
+			break;
+		case S_DONE:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	if (rc == 0 && !(seen & 1u))
+		rc = diag_fail(err, DIAG_EXIT_USAGE, "%s: mode: missing (production or development)", path);
+	free(key);
+	yaml_parser_delete(&parser);
+	fclose(f);
+	return rc;
+}
+
+int policy_load(struct policy *p, struct diag_err *err)
+{
+	memset(p, 0, sizeof(*p));
+	if (access(POLICY_DEFAULT_PATH, F_OK) == 0 && policy_parse_file(POLICY_DEFAULT_PATH, p, err))
+		return -1;
+	const char *env = getenv("DIAGNOSE_POLICY");
+	if (env && *env && strcmp(env, POLICY_DEFAULT_PATH) && policy_parse_file(env, p, err))
+		return -1;
+	return 0;
+}
+
+void policy_free(struct policy *p)
+{
+	for (size_t i = 0; i < p->n_files; i++)
+		free(p->files[i]);
+	for (size_t i = 0; i < p->n_audit_files; i++)
+		free(p->audit_files[i]);
+	free(p->recipes_dir);
+	memset(p, 0, sizeof(*p));
+}
+
+int policy_check_recipes_dir(const struct policy *p, const char *explicit_dir, struct diag_err *err)
+{
+	char dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	if (!p->recipes_dir)
+		return 0;
+	if (recipe_dir_find(explicit_dir, dir, sizeof(dir)) == 0 && realpath(dir, a) &&
+	    realpath(p->recipes_dir, b) && strcmp(a, b) == 0)
+		return 0;
+	return diag_fail(err, DIAG_EXIT_REFUSED,
+			 "production mode: the policy allows recipes only from %s (recipes_dir), not from %s",
+			 p->recipes_dir, explicit_dir ? explicit_dir : "the directory the search order found");
+}
+
+/* ---- audit trail -------------------------------------------------------------------------- */
+
+static void add_file(struct audit *a, const char *path, struct diag_err *err, int *rc)
+{
+	if (!path || !*path)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->paths[i], path))
+			return;
+	if (a->n == AUDIT_MAX_FILES)
+		return;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+	if (fd < 0) {
+		if (*rc == 0)
+			*rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot open the audit file %s: %s", path,
+					strerror(errno));
+		return;
+	}
+	a->paths[a->n] = xstrdup(path);
+	a->fds[a->n++] = fd;
+}
+
+int audit_open(struct audit *a, const struct policy *pol, bool production, struct diag_err *err)
+{
+	memset(a, 0, sizeof(*a));
+	a->production = production;
+	openlog("diagnose", LOG_PID, LOG_AUTHPRIV);
+	int rc = 0;
+	for (size_t i = 0; pol && i < pol->n_audit_files; i++)
+		add_file(a, pol->audit_files[i], err, &rc);
+	add_file(a, getenv("DIAGNOSE_AUDIT_FILE"), err, &rc);
+	return rc;
+}
+
+void audit_close(struct audit *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		close(a->fds[i]);
+		free(a->paths[i]);
+	}
+	a->n = 0;
+	closelog();
+}
+
+static void set_str_or_null(struct value *o, const char *key, const char *s)
+{
+	if (s)
+		value_set_str(o, key, s);
+	else
+		value_obj_set(o, key, value_null());
+}
+
+struct value *audit_record(const struct audit_event *ev, bool production)
+{
+	struct value *r = value_obj();
+	char buf[256];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	value_set_str(r, "time", buf);
+	uid_t uid = getuid();
+	struct passwd *pw = getpwuid(uid);
+	if (pw)
+		value_set_str(r, "user", pw->pw_name);
+	else
+		value_obj_set(r, "user", value_null());
+	value_set_int(r, "uid", (int64_t)uid);
+	if (uid != geteuid())
+		value_set_int(r, "euid", (int64_t)geteuid());
+	const char *sudo = getenv("SUDO_USER");
+	if (sudo && *sudo)
+		value_set_str(r, "sudo_user", sudo);
+	if (gethostname(buf, sizeof(buf)) == 0) {
+		buf[sizeof(buf) - 1] = '\0';
+		value_set_str(r, "host", buf);
+	}
+	value_set_int(r, "diagnose_pid", (int64_t)getpid());
+	value_set_str(r, "version", DIAG_VERSION);
+	value_set_str(r, "mode", production ? "production" : "development");
+	value_set_str(r, "action", ev->action);
+	value_set_int(r, "exit", ev->exit_code);
+	if (ev->reason)
+		value_set_str(r, "reason", ev->reason);
+	struct value *rec = value_obj_set(r, "recipe", value_obj());
+	set_str_or_null(rec, "symptom", ev->symptom);
+	set_str_or_null(rec, "name", ev->recipe_name);
+	set_str_or_null(rec, "path", ev->recipe_path);
+	set_str_or_null(rec, "sha256", ev->recipe_sha256 && *ev->recipe_sha256 ? ev->recipe_sha256 : NULL);
+	value_set_bool(r, "approved", ev->approved);
+	struct value *params = value_obj_set(r, "params", value_obj());
+	if (ev->pid > 0)
+		value_set_int(params, "pid", ev->pid);
+	if (ev->duration_s > 0)
+		value_set_num(params, "duration", ev->duration_s);
+
+	const struct value *rep = ev->report;
+	const struct value *t = rep ? value_get(rep, "target") : NULL;
+	if (t && t->type == V_OBJ)
+		value_obj_set(r, "target", value_copy(t));
+	else if (ev->plan && ev->plan->target_pid > 0) {
+		struct value *tv = value_obj_set(r, "target", value_obj());
+		value_set_int(tv, "pid", ev->plan->target_pid);
+		value_set_str(tv, "comm", ev->plan->target_comm);
+		value_set_str(tv, "exe", ev->plan->target_exe);
+	} else
+		value_obj_set(r, "target", value_null());
+	if (rep) {
+		value_set_num(r, "duration_s", value_get_num(rep, "duration_s", 0));
+		set_str_or_null(r, "stop_reason", value_get_str(rep, "stop_reason"));
+		const struct value *v = value_get(rep, "verdicts");
+		if (v && v->type == V_ARR && v->arr.len)
+			value_set_str(r, "worst_verdict", severity_name(verdicts_worst(v)));
+		else
+			value_obj_set(r, "worst_verdict", value_null());
+		const struct value *o = value_get(rep, "overhead");
+		const struct value *pct = o ? value_get(o, "bpf_cpu_pct") : NULL;
+		value_obj_set(r, "bpf_cpu_pct", pct ? value_copy(pct) : value_null());
+	} else {
+		value_obj_set(r, "duration_s", value_null());
+		value_obj_set(r, "stop_reason", value_null());
+		value_obj_set(r, "worst_verdict", value_null());
+		value_obj_set(r, "bpf_cpu_pct", value_null());
+	}
+	return r;
+}
+
+int audit_write(struct audit *a, const struct audit_event *ev, struct diag_err *err)
+{
+	struct value *rec = audit_record(ev, a->production);
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	if (!f)
+		abort();
+	value_write_json(rec, f, -1);
+	fputc('\n', f);
+	fclose(f);
+	value_free(rec);
+	syslog(LOG_AUTHPRIV | (strcmp(ev->action, "refused") ? LOG_INFO : LOG_NOTICE), "%.*s",
+	       (int)(len ? len - 1 : 0), line);
+	int rc = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		/* One write per line: O_APPEND keeps concurrent writers' lines whole. */
+		ssize_t w = write(a->fds[i], line, len);
+		if (w != (ssize_t)len && rc == 0)
+			rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot write the audit file %s: %s", a->paths[i],
+				       w < 0 ? strerror(errno) : "short write");
+	}
+	free(line);
+	return rc;
+}

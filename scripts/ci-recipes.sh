@@ -1,0 +1,39 @@
+#!/bin/sh
+# ci-recipes.sh — the recipe checks a pull request must pass, for any forge's CI (plain POSIX sh).
+#
+#   scripts/ci-recipes.sh [DIAGNOSE]      DIAGNOSE: the binary to use (default: build/diagnose,
+#                                          built with `make` when missing)
+#
+# 1. `diagnose lint` on every recipe and its Lua: a recipe that does not load, plan or compile
+#    fails the job.
+# 2. `diagnose verify`: every recipe in recipes/approved.lock still has the hashes it was approved
+#    with — a pull request that changes an approved recipe, its Lua, a shared Lua library or a BPF
+#    program must run `diagnose approve NAME` and commit the lock in the same pull request, so that
+#    reviewers see the recipe and its approval together.
+#
+# Exit status: 0 all good, 1 a check failed. No root and no BPF needed: nothing is loaded.
+set -eu
+cd "$(dirname "$0")/.."
+DIAG=${1:-build/diagnose}
+if [ ! -x "$DIAG" ]; then
+	make "$DIAG"
+fi
+export DIAGNOSE_RECIPES="$PWD/recipes"
+LOCK=recipes/approved.lock
+status=0
+
+echo "== lint"
+"$DIAG" lint recipes || status=1
+
+echo "== verify $LOCK"
+if [ -f "$LOCK" ]; then
+	"$DIAG" verify --lock "$LOCK" || {
+		echo "ci-recipes: $LOCK does not match the recipes, Lua files or BPF programs." >&2
+		echo "ci-recipes: if the change is intended, run 'diagnose approve NAME' and commit the" >&2
+		echo "ci-recipes: updated $LOCK in this pull request for review." >&2
+		status=1
+	}
+else
+	echo "no $LOCK: no recipe is approved for production mode"
+fi
+exit "$status"
