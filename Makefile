@@ -63,9 +63,11 @@ $(DEPS_STAMP): scripts/install-deps.sh
 	@touch $@
 
 # --- BPF: object → skeleton -------------------------------------------------------------------
+# The objects must not depend on where the tree is checked out: approvals pin their hashes.
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/vmlinux.h $(wildcard bpf/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Wall -Werror -c $< -o $@.tmp
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Wall -Werror \
+		-fdebug-prefix-map=$(CURDIR)=. -c $< -o $@.tmp
 	$(LLVM_STRIP) -g $@.tmp -o $@ && rm -f $@.tmp
 
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
@@ -114,8 +116,9 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
 unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; DIAG_SRCDIR=$(CURDIR) BUILD=$(BUILD) $$t; done
 
+# The recipe checks a pull request must pass: lint, and the approvals lock still matching.
 lint: $(BUILD)/diagnose
-	$(BUILD)/diagnose lint recipes
+	@scripts/ci-recipes.sh $(BUILD)/diagnose
 
 e2e: all
 	@BUILD=$(BUILD) tests/e2e/run.sh
