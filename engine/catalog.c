@@ -75,3 +75,27 @@ uint64_t probe_events(struct probe *p)
 		return p->kind->events(p);
 	return probe_stat_sum(p->kind->object(p), DIAG_STAT_EVENTS);
 }
+
+struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uint64_t *count,
+				 uint64_t *sum, uint64_t *max)
+{
+	struct value *buckets = value_arr();
+	__u32 k0 = 0, k1 = 1;
+	__u64 total = 0, longest = 0;
+	*count = 0;
+	for (__u32 slot = 0; slot < slots && slot < 64; slot++) {
+		__u64 c = 0;
+		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
+			continue;
+		struct value *b = value_arr_push(buckets, value_obj());
+		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)((uint64_t)1 << slot));
+		value_set_int(b, "hi", slot >= 63 ? INT64_MAX : ((int64_t)1 << (slot + 1)) - 1);
+		value_set_int(b, "count", (int64_t)c);
+		*count += c;
+	}
+	bpf_map_lookup_elem(totals_fd, &k0, &total);
+	bpf_map_lookup_elem(totals_fd, &k1, &longest);
+	*sum = total;
+	*max = longest;
+	return buckets;
+}

@@ -133,6 +133,11 @@ const char *probe_opt_str(const struct probe *p, const char *name);
 
 /* Sum of the per-CPU `stats` array slot every probe object carries (see bpf/diag_bpf.h). */
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot);
+/* Reads a BPF array of log2 slots (slot k counts values in [2^k, 2^(k+1)), slot 0 also 0) into
+ * [{lo, hi, count}] for the nonzero slots, and a [sum, max] totals array; *count gets the sum of
+ * the counts, *sum and *max the totals. The results shape every latency probe shares. */
+struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uint64_t *count,
+				 uint64_t *sum, uint64_t *max);
 /* Events of a probe so far: its `events` op, else the EVENTS slot of its stats map. */
 uint64_t probe_events(struct probe *p);
 

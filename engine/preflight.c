@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "kernel.h"
 #include "preflight.skel.h"
 
 #define MAX_TRACEPOINTS 8
@@ -97,8 +99,8 @@ int preflight_run(struct plan *plan, unsigned window_ms, struct preflight_rate *
 {
 	const struct recipe_budgets *b = &plan->recipe->budgets;
 	struct counter *counters = xcalloc(plan->n_probes, sizeof(*counters));
-	double total = 0;
-	int rc = 0;
+	double total = 0, secs = 0, counter_ns = 0;
+	int rc = 0, stats_fd = -1;
 
 	/* Measure all probes over the same window. */
 	for (unsigned i = 0; i < plan->n_probes; i++) {
@@ -113,18 +115,26 @@ int preflight_run(struct plan *plan, unsigned window_ms, struct preflight_rate *
 		}
 		rates[i].measured = true;
 	}
+	/* Run-time statistics during the window price the counting program itself: a lower bound
+	 * for what the real probes will cost, shown by --dry-run as the estimated overhead. */
+	stats_fd = kernel_enable_bpf_stats();
 	uint64_t t0 = mono_ns();
 	sleep_ms(window_ms);
-	double secs = (double)(mono_ns() - t0) / 1e9;
+	secs = (double)(mono_ns() - t0) / 1e9;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		if (!rates[i].measured)
 			continue;
-		uint64_t firings = 0, passed = 0;
+		uint64_t firings = 0, passed = 0, run_ns = 0, runs = 0;
+		if (stats_fd >= 0 &&
+		    kernel_prog_runtime(bpf_program__fd(counters[i].skel->progs.count_firing), &run_ns, &runs) == 0)
+			counter_ns += (double)run_ns;
 		counter_read(&counters[i], &firings, &passed);
 		counter_destroy(&counters[i]);
 		rates[i].firings_per_s = (double)firings / secs;
 		rates[i].events_per_s = (double)passed / secs;
 	}
+	if (stats_fd >= 0)
+		close(stats_fd);
 
 	/* Sampling probes cost a known rate: at most hz on each CPU. */
 	for (unsigned i = 0; i < plan->n_probes; i++)
@@ -171,6 +181,9 @@ out:
 		value_set_int(s, "window_ms", window_ms);
 		value_set_num(s, "events_per_s", round(total));
 		value_set_int(s, "max_events_per_s", (int64_t)b->max_events_per_s);
+		if (secs > 0 && counter_ns > 0)
+			value_set_num(s, "estimated_bpf_cpu_pct_min",
+				      round(counter_ns / 1e9 * 100.0 / (secs * plan->ncpus) * 1000) / 1000);
 		struct value *list = value_obj_set(s, "probes", value_obj());
 		for (unsigned i = 0; i < plan->n_probes; i++) {
 			struct value *p = value_obj_set(list, plan->probes[i].rp->id, value_obj());

@@ -148,27 +148,15 @@ static int fl_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	struct bpf_object *obj = fp->skel->obj;
 	int hist_fd = bpf_map__fd(fp->skel->maps.hist_ns);
 	int totals_fd = bpf_map__fd(fp->skel->maps.totals);
-	__u64 total_ns = 0, max_ns = 0, count = 0;
-	__u32 k0 = 0, k1 = 1;
+	uint64_t total_ns, max_ns, count;
 	(void)ctx;
 	(void)err;
 
 	struct value *res = value_obj();
 	value_set_str(res, "function", probe_opt_str(p, "function"));
 	value_set_str(res, "unit", "ns");
-	struct value *buckets = value_arr();
-	for (__u32 slot = 0; slot < FUNC_HIST_SLOTS; slot++) {
-		__u64 c = 0;
-		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
-			continue;
-		struct value *b = value_arr_push(buckets, value_obj());
-		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)((uint64_t)1 << slot));
-		value_set_int(b, "hi", slot >= 63 ? INT64_MAX : ((int64_t)1 << (slot + 1)) - 1);
-		value_set_int(b, "count", (int64_t)c);
-		count += c;
-	}
-	bpf_map_lookup_elem(totals_fd, &k0, &total_ns);
-	bpf_map_lookup_elem(totals_fd, &k1, &max_ns);
+	struct value *buckets =
+		probe_log2_buckets(hist_fd, FUNC_HIST_SLOTS, totals_fd, &count, &total_ns, &max_ns);
 	uint64_t depth = probe_stat_sum(obj, DIAG_STAT_LOST);
 	uint64_t full = probe_stat_sum(obj, DIAG_STAT_MAP_FULL);
 	uint64_t abandoned = probe_stat_sum(obj, FUNC_STAT_ABANDONED);

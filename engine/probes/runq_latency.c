@@ -109,26 +109,14 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct runq_priv *rp = p->priv;
 	int hist_fd = bpf_map__fd(rp->skel->maps.hist_us);
 	int totals_fd = bpf_map__fd(rp->skel->maps.totals);
-	__u64 total_ns = 0, max_ns = 0, count = 0;
-	__u32 k0 = 0, k1 = 1;
+	uint64_t total_ns, max_ns, count;
 	(void)ctx;
 	(void)err;
 
 	struct value *res = value_obj();
 	value_set_str(res, "unit", "us");
-	struct value *buckets = value_arr();
-	for (__u32 slot = 0; slot < DIAG_HIST_SLOTS; slot++) {
-		__u64 c = 0;
-		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
-			continue;
-		struct value *b = value_arr_push(buckets, value_obj());
-		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)1 << slot);
-		value_set_int(b, "hi", ((int64_t)1 << (slot + 1)) - 1);
-		value_set_int(b, "count", (int64_t)c);
-		count += c;
-	}
-	bpf_map_lookup_elem(totals_fd, &k0, &total_ns);
-	bpf_map_lookup_elem(totals_fd, &k1, &max_ns);
+	struct value *buckets =
+		probe_log2_buckets(hist_fd, DIAG_HIST_SLOTS, totals_fd, &count, &total_ns, &max_ns);
 	value_set_int(res, "count", (int64_t)count);
 	value_set_int(res, "total_us", (int64_t)(total_ns / 1000));
 	value_set_int(res, "max_us", (int64_t)(max_ns / 1000));

@@ -20,6 +20,7 @@ assert_released "a refused run"
 [ "$(json "$TMP/dry.json" 'r["stop_reason"]')" = dry-run ] || fail "dry run stop_reason"
 json "$TMP/dry.json" 'r["plan"]["refused"]' | grep -q 'over budget' || fail "dry run does not say why"
 [ "$(json "$TMP/dry.json" 'r["plan"]["preflight"]["probes"]["syscalls"]["events_per_s"] > 100000')" = True ] || fail "dry run lacks the measured rate"
+[ "$(json "$TMP/dry.json" 'r["plan"]["preflight"]["estimated_bpf_cpu_pct_min"] > 0')" = True ] || fail "dry run lacks the overhead estimate"
 assert_released "a dry run"
 
 derive sample 's/^  max_events_per_s: .*/  max_events_per_s: 100000/'
