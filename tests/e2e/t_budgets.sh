@@ -12,7 +12,7 @@ start "$WL/syscall_storm"
 derive refuse 's/^  max_events_per_s: .*/  max_events_per_s: 100000/; /^  degrade: sample$/d'
 out=$("$DIAG" high-cpu --recipes "$TMP/refuse/recipes" --pid "$PID" --duration 2 2>&1 >/dev/null); rc=$?
 [ "$rc" = 3 ] || fail "over the event budget: exit $rc, want 3 ($out)"
-echo "$out" | grep -q 'over budget: measured .* events in a 250 ms pre-flight (mostly probe syscalls)' || fail "refusal message: $out"
+echo "$out" | grep -q 'over budget: measured .* events in a 100 ms pre-flight (mostly probe syscalls)' || fail "refusal message: $out"
 assert_released "a refused run"
 
 "$DIAG" high-cpu --recipes "$TMP/refuse/recipes" --pid "$PID" --dry-run --json > "$TMP/dry.json" 2>/dev/null; rc=$?

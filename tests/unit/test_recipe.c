@@ -82,7 +82,7 @@ static void test_high_cpu(void **state)
 	assert_int_equal(r->budgets.max_sample_hz, 999);
 	assert_int_equal(r->budgets.max_events_per_s, 1000000);
 	assert_true(r->budgets.degrade_sample);
-	assert_int_equal(r->budgets.preflight_ms, 0);
+	assert_int_equal(r->budgets.preflight_ms, 100);
 	assert_int_equal(r->n_params, 1);
 	assert_string_equal(r->params[0].name, "hz");
 	assert_int_equal(r->params[0].type, PARAM_INTEGER);
