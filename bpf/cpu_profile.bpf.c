@@ -53,7 +53,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	/* -EFAULT means "no such stack" (no kernel stack in user mode, no user stack for kernel
 	 * threads); anything else is a stack we failed to record. */
-	if (key.kernel_stack_id >= 0)
+	if (kernel_stacks && key.kernel_stack_id != -EFAULT)
 		diag_stat_inc(&stats, PROFILE_STAT_IN_KERNEL);
 	if ((kernel_stacks && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
 	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))

@@ -1,5 +1,7 @@
-/* diag_bpf.h — helpers shared by the probes in bpf/: log2 slots and per-CPU statistics counters.
- * Must not: define maps or programs (each probe owns its own).
+/* diag_bpf.h — what every probe in bpf/ shares: the layout of the per-CPU `stats` map
+ * (DIAG_STATS_MAP) the engine reads for events and drops, log2 slots, and the counting and
+ * latency-total helpers.
+ * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
 #define DIAG_BPF_H

@@ -1,8 +1,9 @@
 /* main.c — the command line: parse arguments, then drive recipe → plan → session → verdict →
  * report, and map the outcome to the exit codes of the DESIGN contract.
  *
- * Owns: argument parsing, the subcommands (run, list, show, lint), printing errors (one line,
- * "diagnose: ...") and choosing the exit code.
+ * Owns: argument parsing, the subcommands (run, list, show, lint, doctor, approve, verify) and
+ * their dispatch, the order of the run (production policy, plan, pre-flight, session, verdict,
+ * report, audit line), printing errors (one line, "diagnose: ...") and choosing the exit code.
  * Must not: contain probe, symptom or formatting logic; those live in their own files.
  */
 #include <errno.h>
@@ -299,7 +300,8 @@ static int cmd_run(const struct cli *c)
 			goto failed;
 		value_obj_set(summary, "preflight", value_copy(preflight));
 		if (!pf_ok)
-			value_set_str(summary, "refused", pf_err.msg);
+			value_set_str(summary, pf_err.code == DIAG_EXIT_REFUSED ? "refused" : "preflight_error",
+				      pf_err.msg);
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)
@@ -309,9 +311,11 @@ static int cmd_run(const struct cli *c)
 			value_write_json(summary, stdout, 2);
 			fputc('\n', stdout);
 		}
-		if (!pf_ok)
+		if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
 			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
-		code = pf_ok ? DIAG_EXIT_OK : DIAG_EXIT_REFUSED;
+		else if (!pf_ok)
+			fprintf(stderr, "diagnose: %s\n", pf_err.msg);
+		code = pf_ok ? DIAG_EXIT_OK : pf_err.code ? pf_err.code : DIAG_EXIT_RUNTIME;
 		goto out;
 	}
 

@@ -92,10 +92,29 @@ static int resolve_params(struct plan *p, const struct plan_args *a, struct diag
 	return 0;
 }
 
+/* Per-CPU maps are allocated for every possible CPU, not only the online ones. */
+static int possible_cpus(int online)
+{
+	char *text = read_file("/sys/devices/system/cpu/possible", NULL);
+	int n = 0;
+	for (char *p = text; p && *p && *p != '\n';) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		n += (int)(b - a + 1);
+		p = *end == ',' ? end + 1 : end;
+	}
+	free(text);
+	return n > online ? n : online;
+}
+
 static int resolve_options(const struct plan *plan, struct plan_probe *pp, struct diag_err *err)
 {
 	const struct recipe *r = plan->recipe;
-	int ncpus = plan->ncpus;
+	int ncpus = plan->possible_cpus;
 	const struct probe_kind *k = pp->kind;
 	const struct recipe_probe *rp = pp->rp;
 
@@ -267,6 +286,7 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 	p->recipe = r;
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	p->ncpus = ncpus > 0 ? (int)ncpus : 1;
+	p->possible_cpus = possible_cpus(p->ncpus);
 	p->duration_s = a->duration_s > 0 ? a->duration_s : r->duration_s;
 
 	if (!(p->duration_s > 0) || p->duration_s > r->budgets.max_duration_s) {

@@ -29,7 +29,8 @@ struct plan {
 	char target_comm[64];
 	char target_exe[PATH_MAX];
 	double duration_s;
-	int ncpus;
+	int ncpus;                /* online CPUs */
+	int possible_cpus;        /* what per-CPU maps are sized for */
 	struct plan_probe *probes;
 	unsigned n_probes;
 	uint64_t map_bytes;       /* total over probes */

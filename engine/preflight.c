@@ -116,23 +116,37 @@ int preflight_run(struct plan *plan, unsigned window_ms, struct preflight_rate *
 		rates[i].measured = true;
 	}
 	/* Run-time statistics during the window price the counting program itself: a lower bound
-	 * for what the real probes will cost, shown by --dry-run as the estimated overhead. */
+	 * for what the real probes will cost, shown by --dry-run as the estimated overhead. Every
+	 * counter is read just before and just after the same window, so the time spent starting
+	 * the counters one after another is not counted. */
+	uint64_t (*before)[2] = xcalloc(plan->n_probes, sizeof(*before));
 	stats_fd = kernel_enable_bpf_stats();
+	for (unsigned i = 0; i < plan->n_probes; i++)
+		if (rates[i].measured)
+			counter_read(&counters[i], &before[i][0], &before[i][1]);
 	uint64_t t0 = mono_ns();
 	sleep_ms(window_ms);
-	secs = (double)(mono_ns() - t0) / 1e9;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
+		uint64_t firings = 0, passed = 0;
 		if (!rates[i].measured)
 			continue;
-		uint64_t firings = 0, passed = 0, run_ns = 0, runs = 0;
+		counter_read(&counters[i], &firings, &passed);
+		rates[i].firings_per_s = (double)(firings - before[i][0]);
+		rates[i].events_per_s = (double)(passed - before[i][1]);
+	}
+	secs = (double)(mono_ns() - t0) / 1e9;
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		uint64_t run_ns = 0, runs = 0;
+		if (!rates[i].measured)
+			continue;
+		rates[i].firings_per_s /= secs;
+		rates[i].events_per_s /= secs;
 		if (stats_fd >= 0 &&
 		    kernel_prog_runtime(bpf_program__fd(counters[i].skel->progs.count_firing), &run_ns, &runs) == 0)
 			counter_ns += (double)run_ns;
-		counter_read(&counters[i], &firings, &passed);
 		counter_destroy(&counters[i]);
-		rates[i].firings_per_s = (double)firings / secs;
-		rates[i].events_per_s = (double)passed / secs;
 	}
+	free(before);
 	if (stats_fd >= 0)
 		close(stats_fd);
 

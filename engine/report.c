@@ -219,7 +219,8 @@ void report_write_text(const struct value *r, const struct value *sections, FILE
 	fputc('\n', out);
 	const char *stop = value_get_str(r, "stop_reason");
 	if (strcmp(stop, "dry-run") == 0) {
-		fputs("dry run: programs loaded through the verifier, nothing attached or collected\n", out);
+		fputs("dry run: probes loaded through the verifier, not attached; only the pre-flight's "
+		      "counting program was attached, for its window; nothing collected\n", out);
 	} else {
 		fprintf(out, "collected %.2f s (stopped: %s); BPF overhead ", value_get_num(r, "duration_s", 0), stop);
 		const struct value *pct = value_get(o, "bpf_cpu_pct");

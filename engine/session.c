@@ -83,8 +83,15 @@ static void destroy_all(struct session *s)
 		close(s->gov.stats_fd);
 	if (s->pid_fd >= 0)
 		close(s->pid_fd);
-	if (s->sig_fd >= 0)
+	if (s->sig_fd >= 0) {
+		/* A signal that arrived after the loop (a second Ctrl-C while symbolizing) has been
+		 * answered by stopping: consume it, so that restoring the mask does not kill the
+		 * process before its report and audit line are written. */
+		struct signalfd_siginfo si;
+		while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
 		close(s->sig_fd);
+	}
 	s->gov.stats_fd = s->pid_fd = s->sig_fd = -1;
 	sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
 }
@@ -202,13 +209,16 @@ static const char *run_loop(struct session *s, const struct session_opts *o, uin
 		uint64_t wake = deadline < next_tick ? deadline : next_tick;
 		if (s->gov.stats_fd >= 0 && s->gov.window_start + STATS_WINDOW_NS < wake)
 			wake = s->gov.window_start + STATS_WINDOW_NS;
-		if (o->progress && wake - now > PROGRESS_NS)
+		if (o->progress && wake > now && wake - now > PROGRESS_NS)
 			wake = now + PROGRESS_NS;
+		/* A turn of the loop can come late (a stopped process, a saturated CPU): a wake time
+		 * already past means "do not wait", never a wrapped-around timeout. */
+		int timeout_ms = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		struct pollfd fds[2] = { { .fd = s->sig_fd, .events = POLLIN },
 					 { .fd = s->pid_fd, .events = POLLIN } };
-		int rc = poll(fds, s->pid_fd >= 0 ? 2 : 1, (int)((wake - now + 999999) / 1000000));
-		if (rc < 0 && errno != EINTR)
-			return "signal";
+		int rc = poll(fds, s->pid_fd >= 0 ? 2 : 1, timeout_ms);
+		if (rc < 0 && errno != EINTR) /* ENOMEM: end like an interruption (the contract's */
+			return "signal";       /* stop reasons have no other fitting value) */
 		if (rc > 0 && (fds[0].revents & POLLIN) && signal_arrived(s->sig_fd))
 			return "signal";
 		if (rc > 0 && s->pid_fd >= 0 && (fds[1].revents & POLLIN))
@@ -223,8 +233,10 @@ static const char *run_loop(struct session *s, const struct session_opts *o, uin
 			for (unsigned i = 0; i < s->n_loaded; i++)
 				if (s->probes[i].kind->tick)
 					s->probes[i].kind->tick(&s->probes[i]);
-			governor_open_window(s, now);
+			governor_open_window(s, mono_ns());
 			next_tick += TICK_NS;
+			if (next_tick <= now) /* we were stopped for a while: do not catch up */
+				next_tick = now + TICK_NS;
 		}
 		if (o->progress)
 			draw_progress(o, (double)(now - start_ns) / 1e9, plan->duration_s,
@@ -298,6 +310,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				  plan->target_pid);
 			goto done;
 		}
+		if (s.pid_fd < 0)
+			value_arr_push(out->notes, value_str_take(xasprintf(
+				"target exit is not detected (pidfd_open: %s): the run lasts its full duration",
+				strerror(errno))));
 	}
 
 	if (load_and_attach(&s, out->notes, err))

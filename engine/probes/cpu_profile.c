@@ -1,7 +1,8 @@
 /* cpu_profile.c — catalog entry for bpf/cpu_profile.bpf.c: on-CPU stack sampling.
  *
- * Owns: choosing the sampling event (hardware cycles where a PMU exists, else the cpu-clock
- * software event), one perf event + BPF link per online CPU, and turning the sampled
+ * Owns: choosing the sampling event (the first variant that opens, in the recipe's order —
+ * default cpu_clock, the software event; hw_cycles where a recipe prefers it and a PMU exists),
+ * one perf event + BPF link per online CPU, and turning the sampled
  * (stack ids, count) pairs into symbolized stacks.
  * Must not: interpret the stacks (that is the recipe's Lua).
  */
@@ -100,6 +101,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	uint64_t hz = probe_opt(p, "frequency_hz");
 
 	pp->n_cpus = online_cpus(&pp->cpus);
+	if (pp->n_cpus <= 0)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot tell which CPUs are online");
 	/* Pick the event by opening it for real on one CPU: the only test that does not lie. */
 	const char *why = NULL;
 	for (const char *const *v = p->cfg.variants; *v; v++) {
@@ -266,7 +269,9 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		next = next == &keys[0] ? &keys[1] : &keys[0];
 		if (bpf_map_lookup_elem(counts_fd, prev, &count))
 			continue;
-		bool kernel = prev->kernel_stack_id >= 0;
+		/* Only -EFAULT means "no kernel stack" (the sample was in user mode); a stack that
+		 * could not be stored (-EEXIST, -ENOMEM) was still taken in the kernel. */
+		bool kernel = probe_opt(p, "kernel_stacks") && prev->kernel_stack_id != -EFAULT;
 		samples += count;
 		in_kernel += kernel ? count : 0;
 		char comm[sizeof(prev->comm) + 1];

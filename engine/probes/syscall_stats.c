@@ -196,12 +196,14 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 		struct value *s = value_arr_push(list, value_obj());
 		char fallback[32];
 		const char *name = rows[i].nr < ARRAY_LEN(syscall_names) ? syscall_names[rows[i].nr] : NULL;
+		if (rows[i].nr == SYSCALL_SLOTS - 1)
+			name = "other"; /* the overflow slot: numbers beyond the table, -1, x32 calls */
 		if (!name) {
 			snprintf(fallback, sizeof(fallback), "syscall_%u", rows[i].nr);
 			name = fallback;
 		}
 		value_set_str(s, "name", name);
-		value_set_int(s, "nr", rows[i].nr);
+		value_set_int(s, "nr", rows[i].nr == SYSCALL_SLOTS - 1 ? -1 : (int64_t)rows[i].nr);
 		value_set_int(s, "count", (int64_t)rows[i].t.count);
 		if (sp->timed) {
 			value_set_int(s, "total_ns", (int64_t)rows[i].t.total_ns);
