@@ -100,6 +100,15 @@ int kernel_enable_bpf_stats(void)
 	return bpf_enable_stats(BPF_STATS_RUN_TIME);
 }
 
+bool kernel_bpf_stats_available(void)
+{
+	int fd = kernel_enable_bpf_stats();
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 int kernel_prog_runtime(int prog_fd, uint64_t *run_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = { 0 };

@@ -23,6 +23,8 @@ void kernel_set_libbpf_verbose(bool verbose);
 /* Turns BPF run-time statistics on for as long as the returned fd is open (the kernel counts
  * users, so closing it restores the previous setting). -1 when unavailable. */
 int kernel_enable_bpf_stats(void);
+/* Whether run-time statistics can be turned on at all (tries, and turns them back off). */
+bool kernel_bpf_stats_available(void);
 /* Run time (ns) and run count of a loaded program fd. */
 int kernel_prog_runtime(int prog_fd, uint64_t *run_ns, uint64_t *run_cnt);
 

@@ -283,6 +283,14 @@ static int cmd_run(const struct cli *c)
 	    kernel_ensure_tracefs(&tracefs_mounted, &err))
 		goto failed;
 	kernel_set_libbpf_verbose(c->verbose);
+	/* The live governor measures with BPF run-time statistics, which need CAP_SYS_ADMIN; a
+	 * production run does not go without its CPU budget enforced. */
+	if (production && !c->dry_run && !kernel_bpf_stats_available()) {
+		diag_fail(&err, DIAG_EXIT_REFUSED,
+			  "production mode cannot enforce max_cpu_pct: BPF run-time statistics are not "
+			  "available (they need CAP_SYS_ADMIN); refusing");
+		goto failed;
+	}
 
 	/* Measured budget check, before the real programs exist. A dry run reports its verdict
 	 * on the budget with the plan instead of stopping at it. */

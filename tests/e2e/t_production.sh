@@ -183,3 +183,15 @@ for n, line in enumerate(open(sys.argv[1]), 1):
 EOF
 [ "$(stat -c %a "$AUDIT")" = 640 ] || fail "audit file mode $(stat -c %a "$AUDIT"), want 640"
 assert_released "production mode"
+
+# Without CAP_SYS_ADMIN the governor cannot measure (BPF run-time statistics), so production mode
+# refuses rather than run without its CPU budget; outside production the run goes on with a note.
+if command -v capsh >/dev/null; then
+	start "$WL/cpu_burner"
+	out=$(capsh --drop=cap_sys_admin -- -c "'$DIAG' high-cpu --recipes '$ROOT/recipes' --pid $PID --duration 1 --production" 2>&1 >/dev/null); rc=$?
+	[ "$rc" = 3 ] || fail "production without CAP_SYS_ADMIN: exit $rc, want 3 ($out)"
+	echo "$out" | grep -q 'cannot enforce max_cpu_pct' || fail "production without CAP_SYS_ADMIN: '$out'"
+	capsh --drop=cap_sys_admin -- -c "'$DIAG' high-cpu --recipes '$ROOT/recipes' --pid $PID --duration 1 --json" > "$TMP/nostats.json" 2>/dev/null
+	json "$TMP/nostats.json" '" ".join(r["notes"])' | grep -q 'statistics unavailable' || fail "no note about the governor being off"
+	assert_released "runs without CAP_SYS_ADMIN"
+fi
