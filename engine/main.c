@@ -133,7 +133,7 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	return run;
 }
 
-static struct value *plan_summary(const struct plan *plan, const struct probe *loaded)
+static struct value *plan_summary(const struct plan *plan, const struct value *loaded)
 {
 	struct value *sum = value_obj();
 	value_set_num(sum, "duration_s", plan->duration_s);
@@ -144,10 +144,11 @@ static struct value *plan_summary(const struct plan *plan, const struct probe *l
 		struct value *v = value_arr_push(probes, value_obj());
 		value_set_str(v, "id", pp->rp->id);
 		value_set_str(v, "kind", pp->kind->name);
-		if (loaded && loaded[i].variant)
-			value_set_str(v, "variant", loaded[i].variant);
-		if (loaded && loaded[i].note[0])
-			value_set_str(v, "note", loaded[i].note);
+		const struct value *l = value_get(loaded, pp->rp->id);
+		if (value_get_str(l, "variant"))
+			value_set_str(v, "variant", value_get_str(l, "variant"));
+		if (value_get_str(l, "note"))
+			value_set_str(v, "note", value_get_str(l, "note"));
 		struct value *vs = value_obj_set(v, "variants", value_arr());
 		for (const char *const *var = pp->cfg.variants; *var; var++)
 			value_arr_push(vs, value_str(*var));
@@ -168,29 +169,12 @@ static struct value *plan_summary(const struct plan *plan, const struct probe *l
 /* Dry run: everything but attaching — the verifier sees every program. */
 static int dry_run(const struct plan *plan, struct value **summary, struct diag_err *err)
 {
-	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
-	unsigned n = 0;
-	int rc = 0;
-	for (; n < plan->n_probes; n++) {
-		struct probe *p = &probes[n];
-		p->kind = plan->probes[n].kind;
-		p->cfg = plan->probes[n].cfg;
-		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
-		if (p->kind->load(p, err)) {
-			diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
-			rc = -1;
-			n++;
-			break;
-		}
-	}
-	if (rc == 0)
-		*summary = plan_summary(plan, probes);
-	for (unsigned i = 0; i < n; i++) {
-		probes[i].kind->destroy(&probes[i]);
-		free(probes[i].priv);
-	}
-	free(probes);
-	return rc;
+	struct value *loaded;
+	if (session_load_only(plan, &loaded, err))
+		return -1;
+	*summary = plan_summary(plan, loaded);
+	value_free(loaded);
+	return 0;
 }
 
 static int write_outputs(const struct cli *c, const struct value *report, const struct value *sections)

@@ -95,19 +95,7 @@ static int resolve_params(struct plan *p, const struct plan_args *a, struct diag
 /* Per-CPU maps are allocated for every possible CPU, not only the online ones. */
 static int possible_cpus(int online)
 {
-	char *text = read_file("/sys/devices/system/cpu/possible", NULL);
-	int n = 0;
-	for (char *p = text; p && *p && *p != '\n';) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-		if (end == p)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		n += (int)(b - a + 1);
-		p = *end == ',' ? end + 1 : end;
-	}
-	free(text);
+	int n = cpu_list_read("/sys/devices/system/cpu/possible", NULL);
 	return n > online ? n : online;
 }
 

@@ -1,5 +1,7 @@
-/* plan.h — a recipe resolved for one run: target, duration, probes from the catalog with typed
- * options, attach variants, map memory, thresholds, Lua paths; and the static budget checks.
+/* plan.h — a recipe resolved for one run: target, duration, parameters (--param checked against
+ * the recipe's declarations, "${NAME}" references substituted), probes from the catalog with
+ * typed options, attach variants, map memory (per-CPU maps for every possible CPU), thresholds,
+ * Lua paths; and the static budget checks.
  *
  * Owns: everything decided before the kernel is touched.
  * Must not: load or attach BPF, or print.

@@ -5,8 +5,8 @@
  * that is not a mapping; (2) the libyaml document (yaml_parser_load) refuses duplicate keys;
  * (3) libcyaml loads the fixed schema into struct recipe, its errors rebuilt into one line from
  * its log backtrace plus the document's line numbers; (4) the document again gives entry lines,
- * the free-form `options`/`thresholds`, strict number text; then the semantic rules. Also where
- * recipes are found.
+ * the free-form `options`/`thresholds`, strict number text; then the semantic rules, including
+ * typed parameters and that every "${NAME}" names one. Also where recipes are found.
  * Must not: print, keep global state, or know which probe kinds or options exist (plan.c does).
  * Every error is one line, "PATH:LINE: FIELD: message", with DIAG_EXIT_USAGE.
  */

@@ -1,7 +1,8 @@
 /* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml), and where recipes are found.
  *
  * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it; libcyaml holds
- * the fixed part, libyaml the free-form key/value maps `options` and `thresholds`), and the recipe
+ * the fixed part, libyaml the free-form key/value maps `options` and `thresholds`), typed
+ * parameters and the "${NAME}" references to them (declared, typed, in range), and the recipe
  * search order of the DESIGN contract.
  * Must not: know which probe kinds exist or what their options mean (plan.c checks that against the
  * catalog), run anything, or print: errors come back as "FILE:LINE: field: message" in diag_err with

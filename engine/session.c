@@ -70,13 +70,38 @@ static void detach_all(struct session *s)
 			s->probes[i].kind->detach(&s->probes[i]);
 }
 
+static void destroy_probes(struct probe *probes, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		probes[i].kind->destroy(&probes[i]);
+		free(probes[i].priv);
+	}
+	free(probes);
+}
+
+/* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
+ * *n_loaded counts the probes to destroy, also on failure. */
+static int load_probes(const struct plan *plan, struct probe **out, unsigned *n_loaded,
+		       struct diag_err *err)
+{
+	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
+	*out = probes;
+	*n_loaded = 0;
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		struct probe *p = &probes[i];
+		p->kind = plan->probes[i].kind;
+		p->cfg = plan->probes[i].cfg;
+		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
+		*n_loaded = i + 1;
+		if (p->kind->load(p, err))
+			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+	}
+	return 0;
+}
+
 static void destroy_all(struct session *s)
 {
-	for (unsigned i = 0; i < s->n_loaded; i++) {
-		s->probes[i].kind->destroy(&s->probes[i]);
-		free(s->probes[i].priv);
-	}
-	free(s->probes);
+	destroy_probes(s->probes, s->n_loaded);
 	s->probes = NULL;
 	s->n_loaded = 0;
 	if (s->gov.stats_fd >= 0)
@@ -116,19 +141,12 @@ static int block_signals(struct session *s, struct diag_err *err)
 
 static int load_and_attach(struct session *s, struct value *notes, struct diag_err *err)
 {
-	const struct plan *plan = s->plan;
-	s->probes = xcalloc(plan->n_probes, sizeof(*s->probes));
-	for (unsigned i = 0; i < plan->n_probes; i++) {
-		struct probe *p = &s->probes[i];
-		p->kind = plan->probes[i].kind;
-		p->cfg = plan->probes[i].cfg;
-		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
-		s->n_loaded = i + 1;
-		if (p->kind->load(p, err))
-			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
-		if (p->note[0])
-			value_arr_push(notes, value_str_take(xasprintf("%s: %s", p->cfg.id, p->note)));
-	}
+	if (load_probes(s->plan, &s->probes, &s->n_loaded, err))
+		return -1;
+	for (unsigned i = 0; i < s->n_loaded; i++)
+		if (s->probes[i].note[0])
+			value_arr_push(notes, value_str_take(xasprintf("%s: %s", s->probes[i].cfg.id,
+								       s->probes[i].note)));
 	for (unsigned i = 0; i < s->n_loaded; i++) {
 		struct probe *p = &s->probes[i];
 		if (p->kind->attach(p, err))
@@ -378,6 +396,24 @@ done:
 	ksyms_free(ksyms_loader_join(&kl));
 	if (rc)
 		session_out_free(out);
+	return rc;
+}
+
+int session_load_only(const struct plan *plan, struct value **variants, struct diag_err *err)
+{
+	struct probe *probes;
+	unsigned n;
+	int rc = load_probes(plan, &probes, &n, err);
+	if (rc == 0) {
+		*variants = value_obj();
+		for (unsigned i = 0; i < n; i++) {
+			struct value *v = value_obj_set(*variants, probes[i].cfg.id, value_obj());
+			value_set_str(v, "variant", probes[i].variant ? probes[i].variant : "");
+			if (probes[i].note[0])
+				value_set_str(v, "note", probes[i].note);
+		}
+	}
+	destroy_probes(probes, n);
 	return rc;
 }
 

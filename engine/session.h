@@ -4,6 +4,7 @@
  * progress on a TTY, the overhead governor: BPF run-time statistics sampled in a 50 ms window
  * each second, since leaving them on costs every BPF program two clock reads per run), detaching on every exit
  * path, symbolizers, and collecting each probe's results.
+ * Also the dry run's load-only pass, so that probes are loaded in one place.
  * Must not: interpret results or format reports.
  */
 #ifndef DIAG_SESSION_H
@@ -36,5 +37,10 @@ struct session_out {
 int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
 		struct diag_err *err);
 void session_out_free(struct session_out *out);
+
+/* The dry run's half of a session: open and load every probe (the verifier sees every program,
+ * attach variants are chosen), attach nothing, release everything. *variants gets an object
+ * probe id -> {variant, note}. */
+int session_load_only(const struct plan *plan, struct value **variants, struct diag_err *err);
 
 #endif

@@ -121,6 +121,32 @@ char *read_file(const char *path, size_t *len_out)
 	return buf;
 }
 
+int cpu_list_read(const char *path, int **cpus)
+{
+	char *text = read_file(path, NULL);
+	int n = 0, cap = 0;
+	if (cpus)
+		*cpus = NULL;
+	for (char *p = text; p && *p && *p != '\n';) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p || a < 0)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b; c++, n++) {
+			if (!cpus)
+				continue;
+			if (n == cap)
+				*cpus = xrealloc(*cpus, (size_t)(cap = cap ? cap * 2 : 8) * sizeof(int));
+			(*cpus)[n] = (int)c;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	free(text);
+	return n;
+}
+
 uint64_t mono_ns(void)
 {
 	struct timespec ts;

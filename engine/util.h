@@ -44,6 +44,10 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Read a whole (small) file into a NUL-terminated buffer. Returns NULL and sets errno. */
 char *read_file(const char *path, size_t *len_out);
 
+/* Reads a kernel CPU list file ("0-3,8,10-11", e.g. /sys/devices/system/cpu/online). Returns
+ * the number of CPUs (0 when unreadable); with cpus non-NULL, also the malloc'ed list. */
+int cpu_list_read(const char *path, int **cpus);
+
 /* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
 uint64_t mono_ns(void);
 

@@ -48,34 +48,14 @@ static const char *const profile_variants[] = { "cpu_clock", "hw_cycles", NULL }
 
 static int online_cpus(int **out)
 {
-	char *text = read_file("/sys/devices/system/cpu/online", NULL);
-	int n = 0, cap = 8;
-	int *cpus = xmalloc(cap * sizeof(int));
-	for (char *p = text; p && *p && *p != '\n';) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-		if (end == p)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (long c = a; c <= b; c++) {
-			if (n == cap)
-				cpus = xrealloc(cpus, (cap *= 2) * sizeof(int));
-			cpus[n++] = (int)c;
-		}
-		p = *end == ',' ? end + 1 : end;
-	}
-	free(text);
-	if (n == 0) { /* no sysfs: fall back to 0..N-1 */
-		long cnt = sysconf(_SC_NPROCESSORS_ONLN);
-		for (long c = 0; c < cnt; c++) {
-			if (n == cap)
-				cpus = xrealloc(cpus, (cap *= 2) * sizeof(int));
-			cpus[n++] = (int)c;
-		}
-	}
-	*out = cpus;
-	return n;
+	int n = cpu_list_read("/sys/devices/system/cpu/online", out);
+	if (n > 0)
+		return n;
+	long cnt = sysconf(_SC_NPROCESSORS_ONLN); /* no sysfs: assume 0..N-1 */
+	*out = xcalloc(cnt > 0 ? (size_t)cnt : 1, sizeof(int));
+	for (long c = 0; c < cnt; c++)
+		(*out)[c] = (int)c;
+	return cnt > 0 ? (int)cnt : 0;
 }
 
 static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
