@@ -1,9 +1,12 @@
 /* report.c — JSON, text and folded-stack output (see report.h).
- * Must not: know any probe's or symptom's meaning; it renders generic shapes.
+ * Must not: know any probe's or symptom's meaning; it renders generic shapes. Must not write a
+ * string of the report raw: any of them may carry text the target controls (comm, exe, symbol
+ * names, through Lua into verdicts and sections). The text report prints them through
+ * text_char, the folded writer through write_folded_name, the JSON writer through
+ * json_write_string (value.c).
  */
 #include "report.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -65,12 +68,62 @@ void report_write_json(const struct value *report, FILE *out)
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
+#define TEXT_CHAR_MAX 17 /* 4 bytes as "\xNN" each, and a NUL */
+
+/* The next character of s as the text report shows it, into out (NUL-terminated): a printable
+ * UTF-8 character as it is; each byte of a C0 control (below 0x20, newline and tab included),
+ * DEL, a C1 control (U+0080..U+009F) or of anything that is not UTF-8 as "\xNN". So no terminal
+ * escape sequence and no line break of the target reaches the terminal. Returns the bytes of s
+ * consumed (at least 1; s must not be at its NUL). */
+static size_t text_char(const char *s, char out[TEXT_CHAR_MAX])
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = utf8_char_len(s);
+	bool control = n == 0 || (n == 1 && (p[0] < 0x20 || p[0] == 0x7f)) ||
+		       (n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
+	if (!control) {
+		memcpy(out, s, n);
+		out[n] = '\0';
+		return n;
+	}
+	n = n ? n : 1;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 4 * i, TEXT_CHAR_MAX - 4 * i, "\\x%02x", p[i]);
+	return n;
+}
+
+/* Prints s (NULL: nothing) through text_char. */
+static void put_text(FILE *out, const char *s)
+{
+	char c[TEXT_CHAR_MAX];
+	while (s && *s) {
+		s += text_char(s, c);
+		fputs(c, out);
+	}
+}
+
+/* s through text_char into buf, cut at a whole character when it does not fit. */
+static void text_copy(char *buf, size_t len, const char *s)
+{
+	char c[TEXT_CHAR_MAX];
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t n; s && *s; s += n) {
+		n = text_char(s, c);
+		size_t cl = strlen(c);
+		if (used + cl >= len)
+			break;
+		memcpy(buf + used, c, cl + 1);
+		used += cl;
+	}
+}
+
 static void cell_text(const struct value *v, char *buf, size_t len)
 {
 	if (!v)
 		buf[0] = '\0';
 	else if (v->type == V_STR)
-		snprintf(buf, len, "%s", v->s);
+		text_copy(buf, len, v->s);
 	else if (v->type == V_INT)
 		snprintf(buf, len, "%" PRId64, v->i);
 	else if (v->type == V_NUM)
@@ -173,9 +226,10 @@ static void write_histogram(const struct value *sec, FILE *out)
 		const struct value *it = b->arr.items[i];
 		double c = value_get_num(it, "count", 0);
 		int bar = max > 0 ? (int)lround(c / max * 40) : 0;
-		char range[64];
+		char range[64], unit_text[32];
+		text_copy(unit_text, sizeof(unit_text), unit);
 		snprintf(range, sizeof(range), "%.0f .. %.0f %s", value_get_num(it, "lo", 0),
-			 value_get_num(it, "hi", 0), unit ? unit : "");
+			 value_get_num(it, "hi", 0), unit_text);
 		fprintf(out, "  %22s  %10.0f |", range, c);
 		for (int k = 0; k < bar; k++)
 			fputc('#', out);
@@ -188,7 +242,9 @@ static void write_section(const struct value *sec, FILE *out)
 	const char *kind = value_get_str(sec, "kind"), *title = value_get_str(sec, "title");
 	if (!kind)
 		return;
-	fprintf(out, "\n%s\n", title ? title : "");
+	fputc('\n', out);
+	put_text(out, title);
+	fputc('\n', out);
 	if (strcmp(kind, "table") == 0) {
 		write_table(sec, out);
 	} else if (strcmp(kind, "histogram") == 0) {
@@ -196,33 +252,45 @@ static void write_section(const struct value *sec, FILE *out)
 	} else if (strcmp(kind, "text") == 0) {
 		const struct value *lines = value_get(sec, "lines");
 		for (size_t i = 0; lines && lines->type == V_ARR && i < lines->arr.len; i++)
-			if (lines->arr.items[i]->type == V_STR)
-				fprintf(out, "  %s\n", lines->arr.items[i]->s);
+			if (lines->arr.items[i]->type == V_STR) {
+				fputs("  ", out);
+				put_text(out, lines->arr.items[i]->s);
+				fputc('\n', out);
+			}
 	}
 }
 
 static void write_list(const struct value *list, const char *bullet, FILE *out)
 {
 	for (size_t i = 0; list && list->type == V_ARR && i < list->arr.len; i++)
-		if (list->arr.items[i]->type == V_STR)
-			fprintf(out, "           %s %s\n", bullet, list->arr.items[i]->s);
+		if (list->arr.items[i]->type == V_STR) {
+			fprintf(out, "           %s ", bullet);
+			put_text(out, list->arr.items[i]->s);
+			fputc('\n', out);
+		}
 }
 
 void report_write_text(const struct value *r, const struct value *sections, FILE *out)
 {
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
 	const struct value *o = value_get(r, "overhead");
-	fprintf(out, "diagnose %s", value_get_str(rec, "name"));
-	if (t && t->type == V_OBJ)
-		fprintf(out, " — pid %.0f (%s) %s", value_get_num(t, "pid", 0),
-			value_get_str(t, "comm"), value_get_str(t, "exe"));
+	fputs("diagnose ", out);
+	put_text(out, value_get_str(rec, "name"));
+	if (t && t->type == V_OBJ) {
+		fprintf(out, " — pid %.0f (", value_get_num(t, "pid", 0));
+		put_text(out, value_get_str(t, "comm"));
+		fputs(") ", out);
+		put_text(out, value_get_str(t, "exe"));
+	}
 	fputc('\n', out);
 	const char *stop = value_get_str(r, "stop_reason");
-	if (strcmp(stop, "dry-run") == 0) {
+	if (stop && strcmp(stop, "dry-run") == 0) {
 		fputs("dry run: probes loaded through the verifier, not attached; only the pre-flight's "
 		      "counting program was attached, for its window; nothing collected\n", out);
 	} else {
-		fprintf(out, "collected %.2f s (stopped: %s); BPF overhead ", value_get_num(r, "duration_s", 0), stop);
+		fprintf(out, "collected %.2f s (stopped: ", value_get_num(r, "duration_s", 0));
+		put_text(out, stop);
+		fputs("); BPF overhead ", out);
 		const struct value *pct = value_get(o, "bpf_cpu_pct");
 		if (pct && pct->type != V_NULL)
 			fprintf(out, "%.3f%% of CPU", value_get_num(o, "bpf_cpu_pct", 0));
@@ -232,22 +300,34 @@ void report_write_text(const struct value *r, const struct value *sections, FILE
 			value_get_num(o, "dropped", 0));
 	}
 	const struct value *notes = value_get(r, "notes");
-	for (size_t i = 0; notes && notes->type == V_ARR && i < notes->arr.len; i++)
-		fprintf(out, "note: %s\n", notes->arr.items[i]->s);
+	for (size_t i = 0; notes && notes->type == V_ARR && i < notes->arr.len; i++) {
+		if (notes->arr.items[i]->type != V_STR)
+			continue;
+		fputs("note: ", out);
+		put_text(out, notes->arr.items[i]->s);
+		fputc('\n', out);
+	}
 
 	const char *verr = value_get_str(r, "verdict_error");
-	if (verr)
-		fprintf(out, "\nno verdicts: %s\n", verr);
-	const struct value *verdicts = value_get(r, "verdicts");
-	if (verdicts && verdicts->arr.len)
+	if (verr) {
+		fputs("\nno verdicts: ", out);
+		put_text(out, verr);
 		fputc('\n', out);
-	for (size_t i = 0; verdicts && i < verdicts->arr.len; i++) {
+	}
+	const struct value *verdicts = value_get(r, "verdicts");
+	if (verdicts && verdicts->type == V_ARR && verdicts->arr.len)
+		fputc('\n', out);
+	for (size_t i = 0; verdicts && verdicts->type == V_ARR && i < verdicts->arr.len; i++) {
 		const struct value *v = verdicts->arr.items[i];
 		char sev[16];
-		snprintf(sev, sizeof(sev), "%s", value_get_str(v, "severity"));
+		text_copy(sev, sizeof(sev), value_get_str(v, "severity"));
 		for (char *c = sev; *c; c++)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-		fprintf(out, "%-9s  %s  [%s]\n", sev, value_get_str(v, "title"), value_get_str(v, "id"));
+		fprintf(out, "%-9s  ", sev);
+		put_text(out, value_get_str(v, "title"));
+		fputs("  [", out);
+		put_text(out, value_get_str(v, "id"));
+		fputs("]\n", out);
 		write_list(value_get(v, "evidence"), "-", out);
 		write_list(value_get(v, "next_steps"), "->", out);
 	}
@@ -262,6 +342,29 @@ void report_write_text(const struct value *r, const struct value *sections, FILE
 
 /* ---- folded stacks -------------------------------------------------------------------------- */
 
+/* A frame or comm as one field of a folded line: ';' (the frame separator) and ' ' (the count
+ * separator) become '_' as flamegraph.pl users expect; every byte below 0x20, DEL, and each byte
+ * that is not UTF-8 becomes "\xNN", so a name cannot start a new line or carry a raw control. */
+static void write_folded_name(const char *s, FILE *out)
+{
+	for (const char *c = s; *c;) {
+		unsigned char b = (unsigned char)*c;
+		size_t n = utf8_char_len(c);
+		if (n > 1) {
+			fwrite(c, 1, n, out);
+			c += n;
+			continue;
+		}
+		if (b == ';' || b == ' ')
+			fputc('_', out);
+		else if (n == 0 || b < 0x20 || b == 0x7f)
+			fprintf(out, "\\x%02x", b);
+		else
+			fputc(b, out);
+		c++;
+	}
+}
+
 static void write_frames_root_first(const struct value *frames, const char *suffix, FILE *out)
 {
 	if (!frames || frames->type != V_ARR)
@@ -270,32 +373,25 @@ static void write_frames_root_first(const struct value *frames, const char *suff
 		if (frames->arr.items[i]->type != V_STR)
 			continue;
 		fputc(';', out);
-		for (const char *c = frames->arr.items[i]->s; *c; c++)
-			fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
+		write_folded_name(frames->arr.items[i]->s, out);
 		fputs(suffix, out);
 	}
 }
 
-int report_write_folded(const struct value *results, const char *path, struct diag_err *err)
+int report_write_folded(const struct value *results, FILE *out)
 {
-	FILE *out = fopen(path, "w");
-	if (!out)
-		return diag_fail(err, DIAG_EXIT_USAGE, "--folded %s: %s", path, strerror(errno));
 	int written = 0;
 	for (size_t p = 0; results && results->type == V_OBJ && p < results->obj.len; p++) {
 		const struct value *stacks = value_get(results->obj.vals[p], "stacks");
 		for (size_t i = 0; stacks && stacks->type == V_ARR && i < stacks->arr.len; i++) {
 			const struct value *s = stacks->arr.items[i];
 			const char *comm = value_get_str(s, "comm");
-			for (const char *c = comm ? comm : "?"; *c; c++)
-				fputc(*c == ';' || *c == ' ' ? '_' : *c, out);
+			write_folded_name(comm ? comm : "?", out);
 			write_frames_root_first(value_get(s, "user"), "", out);
 			write_frames_root_first(value_get(s, "kernel"), "_[k]", out);
 			fprintf(out, " %.0f\n", value_get_num(s, "count", 0));
 			written++;
 		}
 	}
-	if (fclose(out) != 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "--folded %s: %s", path, strerror(errno));
 	return written;
 }

@@ -31,9 +31,15 @@ struct report_input {
 /* The JSON report tree (caller frees). */
 struct value *report_build(const struct report_input *in);
 void report_write_json(const struct value *report, FILE *out);
+/* Text report. Every string of the report and sections is printed with control characters
+ * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
+ * only line breaks, and no terminal escape sequence gets through. */
 void report_write_text(const struct value *report, const struct value *sections, FILE *out);
 /* One line per stack, root first: "comm;frame;...;frame count". Kernel frames follow user
- * frames, suffixed "_[k]" as flamegraph.pl colours them. Returns the stacks written, -1 on error. */
-int report_write_folded(const struct value *results, const char *path, struct diag_err *err);
+ * frames, suffixed "_[k]" as flamegraph.pl colours them. In names, ';' and ' ' become '_', and
+ * bytes below 0x20, DEL and bytes that are not UTF-8 become "\xNN": one stack, one line.
+ * out is the caller's (see outfile.h); write errors show in ferror(out). Returns the stacks
+ * written. */
+int report_write_folded(const struct value *results, FILE *out);
 
 #endif

@@ -17,6 +17,12 @@
  *   /proc/PID/map_files, then /proc/PID/root/PATH, then PATH; the last two only if the inode is
  *   the one in maps (a replaced file is not the mapped one). .symtab, else .dynsym; no
  *   .gnu_debuglink / debuginfod lookup. [vdso] is read from /proc/PID/mem.
+ * - The files are the target's: a symbol table whose entry size is not the ELF class's symbol
+ *   size, or whose extent is outside the file, is ignored as if absent (never sized from its
+ *   header alone).
+ * - A snapshot's mappings are merged into the sorted list in one pass (linear in old + new, after
+ *   sorting the new ones), and files are found through a hash index: a target with tens of
+ *   thousands of mappings costs O(n log n), not O(n^2).
  */
 #include "symbols.h"
 
@@ -26,6 +32,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +248,7 @@ struct elf_file {
 	const char *base;   /* basename of path, for "base+0xOFF" */
 	uint64_t dev, ino;  /* cache key from maps; 0/0 = keyed by path (usyms_add_mapping) */
 	int loaded;         /* segments and symbols read */
+	unsigned tried;     /* usyms generation of the last load attempt: one per snapshot */
 	struct seg *segs;
 	size_t nsegs;
 	struct usym *syms;
@@ -264,14 +272,30 @@ static int tmpsym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The number of entries of symbol table section scn, with its header and data; 0 when scn is
+ * NULL or malformed: entry size other than the size of a symbol of the file's class (an entry
+ * size of 1 would claim 24 times more symbols than bytes), contents outside the file, or more
+ * entries than gelf_getsym can index. */
+static size_t symtab_entries(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, Elf_Data **data)
+{
+	size_t file_size = 0, sym_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!scn || !sym_size || !gelf_getshdr(scn, sh) || sh->sh_entsize != sym_size ||
+	    !elf_rawfile(elf, &file_size) || sh->sh_offset > file_size ||
+	    sh->sh_size > file_size - sh->sh_offset || sh->sh_size / sym_size > INT_MAX ||
+	    !(*data = elf_getdata(scn, NULL)))
+		return 0;
+	size_t bytes = sh->sh_size < (*data)->d_size ? sh->sh_size : (*data)->d_size;
+	return bytes / sym_size;
+}
+
 /* Function symbols of one symbol table section into f. Returns how many. */
 static size_t elf_load_syms(struct elf_file *f, Elf *elf, Elf_Scn *scn)
 {
 	GElf_Shdr sh;
 	Elf_Data *d;
-	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+	size_t n = symtab_entries(elf, scn, &sh, &d), k = 0, bytes = 0;
+	if (!n)
 		return 0;
-	size_t n = sh.sh_size / sh.sh_entsize, k = 0, bytes = 0;
 	struct tmpsym *t = xmalloc(n * sizeof(*t));
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym s;
@@ -325,20 +349,29 @@ static int elf_load_segs(struct elf_file *f, Elf *elf)
 	return 0;
 }
 
-/* The .symtab and .dynsym sections (NULL when absent). */
-static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym)
+/* The .symtab and .dynsym sections: NULL when absent or malformed (see symtab_entries); *bad
+ * (may be NULL) tells whether a malformed one was ignored. */
+static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym, int *bad)
 {
 	Elf_Scn *scn = NULL;
+	int malformed = 0;
 	*symtab = *dynsym = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
+		GElf_Shdr sh, check;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
+		if (sh.sh_size && !symtab_entries(elf, scn, &check, &d)) {
+			malformed = 1;
+			continue;
+		}
 		if (sh.sh_type == SHT_SYMTAB)
 			*symtab = scn;
-		else if (sh.sh_type == SHT_DYNSYM)
+		else
 			*dynsym = scn;
 	}
+	if (bad)
+		*bad = malformed;
 }
 
 static void elf_load(struct elf_file *f, Elf *elf)
@@ -346,7 +379,7 @@ static void elf_load(struct elf_file *f, Elf *elf)
 	Elf_Scn *symtab, *dynsym;
 	if (elf_load_segs(f, elf))
 		return;
-	elf_symtabs(elf, &symtab, &dynsym);
+	elf_symtabs(elf, &symtab, &dynsym, NULL);
 	if (!elf_load_syms(f, elf, symtab))
 		elf_load_syms(f, elf, dynsym);
 	f->loaded = 1;
@@ -469,9 +502,7 @@ static void sym_search_scn(struct sym_search *q, Elf *elf, Elf_Scn *scn)
 {
 	GElf_Shdr sh;
 	Elf_Data *d;
-	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-		return;
-	size_t n = sh.sh_size / sh.sh_entsize;
+	size_t n = symtab_entries(elf, scn, &sh, &d);
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym s;
 		if (!gelf_getsym(d, (int)i, &s))
@@ -516,7 +547,7 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, stru
 	struct elf_file f = { 0 };
 	struct sym_search q = { .name = name };
 	Elf_Scn *symtab, *dynsym;
-	int rc = -1;
+	int rc = -1, malformed = 0;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "libelf: %s", elf_errmsg(-1));
@@ -528,7 +559,7 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, stru
 		diag_fail(err, DIAG_EXIT_USAGE, "%s is not an ELF file", path);
 		goto out;
 	}
-	elf_symtabs(elf, &symtab, &dynsym);
+	elf_symtabs(elf, &symtab, &dynsym, &malformed);
 	sym_search_scn(&q, elf, symtab);
 	sym_search_scn(&q, elf, dynsym);
 
@@ -566,7 +597,10 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, stru
 	} else {
 		diag_fail(err, DIAG_EXIT_USAGE, "no function \"%s\" in the symbol tables of %s%s: "
 			  "probably inlined, static and stripped, or misspelled: check with nm -D / "
-			  "readelf -s", name, path, symtab ? "" : " (stripped: only .dynsym)");
+			  "readelf -s", name, path,
+			  malformed ? " (a malformed symbol table, wrong entry size or outside the "
+				      "file, was ignored)"
+			  : symtab ? "" : " (stripped: only .dynsym)");
 	}
 out:
 	free(f.segs);
@@ -586,10 +620,13 @@ struct mapping {
 
 struct usyms {
 	int pid;
+	unsigned generation;  /* one per snapshot or hand-added mapping */
 	struct mapping *maps; /* sorted by start, disjoint */
-	size_t nmaps, capmaps;
+	size_t nmaps;
 	struct elf_file **files;
-	size_t nfiles;
+	size_t nfiles, capfiles;
+	size_t *index;        /* open addressing over files: i + 1, 0 = empty slot */
+	size_t index_size;    /* a power of two, more than twice nfiles; 0 before the first file */
 };
 
 struct usyms *usyms_new(int pid)
@@ -599,16 +636,55 @@ struct usyms *usyms_new(int pid)
 	return us;
 }
 
-/* The cached file for (path, dev, ino), loaded now if it was not yet (or failed before). */
+/* Cache key: (dev, ino) from maps, or the path for hand-added mappings and [vdso] (ino 0). */
+static uint64_t file_key_hash(const char *path, uint64_t dev, uint64_t ino)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	if (ino) {
+		h ^= dev * 0x9e3779b97f4a7c15ull + ino;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+		return h;
+	}
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return h;
+}
+
+static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev, uint64_t ino)
+{
+	return ino ? f->ino == ino && f->dev == dev : !f->ino && !strcmp(f->path, path);
+}
+
+static void index_insert(struct usyms *us, size_t file)
+{
+	const struct elf_file *f = us->files[file];
+	size_t mask = us->index_size - 1, slot = file_key_hash(f->path, f->dev, f->ino) & mask;
+	while (us->index[slot])
+		slot = (slot + 1) & mask;
+	us->index[slot] = file + 1;
+}
+
+static struct elf_file *file_find(const struct usyms *us, const char *path, uint64_t dev,
+				  uint64_t ino)
+{
+	if (!us->index_size)
+		return NULL;
+	size_t mask = us->index_size - 1, slot = file_key_hash(path, dev, ino) & mask;
+	for (; us->index[slot]; slot = (slot + 1) & mask) {
+		struct elf_file *f = us->files[us->index[slot] - 1];
+		if (file_key_eq(f, path, dev, ino))
+			return f;
+	}
+	return NULL;
+}
+
+/* The cached file for (path, dev, ino), loaded now if it was not yet (or failed in an earlier
+ * snapshot: a load is tried once per snapshot). */
 static struct elf_file *file_get(struct usyms *us, const char *path, uint64_t dev, uint64_t ino,
 				 uint64_t start, uint64_t end)
 {
-	struct elf_file *f = NULL;
-	for (size_t i = 0; i < us->nfiles && !f; i++) {
-		struct elf_file *c = us->files[i];
-		if (ino ? c->ino == ino && c->dev == dev : !c->ino && !strcmp(c->path, path))
-			f = c;
-	}
+	struct elf_file *f = file_find(us, path, dev, ino);
 	if (!f) {
 		f = xcalloc(1, sizeof(*f));
 		f->path = xstrdup(path);
@@ -616,47 +692,26 @@ static struct elf_file *file_get(struct usyms *us, const char *path, uint64_t de
 		f->base = slash ? slash + 1 : f->path;
 		f->dev = dev;
 		f->ino = ino;
-		us->files = xrealloc(us->files, (us->nfiles + 1) * sizeof(*us->files));
-		us->files[us->nfiles++] = f;
-	}
-	if (!f->loaded)
-		file_load(f, us->pid, start, end);
-	return f;
-}
-
-static void map_push(struct usyms *us, struct mapping m)
-{
-	if (us->nmaps == us->capmaps)
-		us->maps = xrealloc(us->maps, (us->capmaps = us->capmaps ? us->capmaps * 2 : 64) *
-						      sizeof(*us->maps));
-	us->maps[us->nmaps++] = m;
-}
-
-/* Adds m; older mappings it overlaps are cut back to the parts it does not cover. */
-static void map_add(struct usyms *us, struct mapping m)
-{
-	size_t n = us->nmaps, k = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct mapping *o = &us->maps[i];
-		if (o->end <= m.start || o->start >= m.end)
-			continue;
-		if (o->end > m.end) {
-			struct mapping right = *o;
-			right.off += m.end - o->start;
-			right.start = m.end;
-			map_push(us, right);
-			o = &us->maps[i];
+		if (us->nfiles == us->capfiles) {
+			us->capfiles = us->capfiles ? us->capfiles * 2 : 16;
+			us->files = xrealloc(us->files, us->capfiles * sizeof(*us->files));
 		}
-		if (o->start < m.start)
-			o->end = m.start;
-		else
-			o->end = o->start; /* empty: dropped below */
+		us->files[us->nfiles++] = f;
+		if (us->nfiles * 2 >= us->index_size) {
+			free(us->index);
+			us->index_size = us->index_size ? us->index_size * 2 : 64;
+			us->index = xcalloc(us->index_size, sizeof(*us->index));
+			for (size_t i = 0; i < us->nfiles; i++)
+				index_insert(us, i);
+		} else {
+			index_insert(us, us->nfiles - 1);
+		}
 	}
-	for (size_t i = 0; i < us->nmaps; i++)
-		if (us->maps[i].end > us->maps[i].start)
-			us->maps[k++] = us->maps[i];
-	us->nmaps = k;
-	map_push(us, m);
+	if (!f->loaded && f->tried != us->generation) {
+		f->tried = us->generation;
+		file_load(f, us->pid, start, end);
+	}
+	return f;
 }
 
 static int map_cmp(const void *a, const void *b)
@@ -665,23 +720,79 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The part [start, end) of mapping o, its file offset moved along. */
+static struct mapping map_part(const struct mapping *o, uint64_t start, uint64_t end)
+{
+	return (struct mapping){ start, end, o->off + (start - o->start), o->file };
+}
+
+/* Merges the mappings of one snapshot, add[0..nadd) (any order; reordered here), into us->maps:
+ * where they overlap older mappings the new ones win, and an older mapping keeps only the parts
+ * they do not cover. Should add overlap itself, the one starting later wins. O(nadd log nadd)
+ * for the sort, then linear in nmaps + nadd: a mapping is split only by the new ones it
+ * overlaps, and the two sorted, disjoint lists overlap in at most nmaps + nadd pairs. */
+static void maps_merge(struct usyms *us, struct mapping *add, size_t nadd)
+{
+	qsort(add, nadd, sizeof(*add), map_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < nadd; i++) {
+		if (k && add[k - 1].end > add[i].start)
+			add[k - 1].end = add[i].start;
+		if (k && add[k - 1].end <= add[k - 1].start)
+			k--;
+		add[k++] = add[i];
+	}
+	nadd = k;
+	if (!nadd)
+		return;
+
+	/* The older mappings minus the new ones, in order: at most nmaps + nadd parts. */
+	const struct mapping *old = us->maps;
+	struct mapping *kept = xmalloc((us->nmaps + nadd) * sizeof(*kept));
+	size_t nkept = 0, j = 0;
+	for (size_t i = 0; i < us->nmaps; i++) {
+		const struct mapping *o = &old[i];
+		while (j < nadd && add[j].end <= o->start)
+			j++;
+		uint64_t at = o->start;
+		for (size_t a = j; a < nadd && add[a].start < o->end; a++) {
+			if (add[a].start > at)
+				kept[nkept++] = map_part(o, at, add[a].start);
+			if (add[a].end > at)
+				at = add[a].end;
+		}
+		if (at < o->end)
+			kept[nkept++] = map_part(o, at, o->end);
+	}
+
+	struct mapping *merged = xmalloc((nkept + nadd) * sizeof(*merged));
+	size_t n = 0, ik = 0, ia = 0;
+	while (ik < nkept || ia < nadd) {
+		bool take_kept = ia == nadd || (ik < nkept && kept[ik].start < add[ia].start);
+		merged[n++] = take_kept ? kept[ik++] : add[ia++];
+	}
+	free(kept);
+	free(us->maps);
+	us->maps = merged;
+	us->nmaps = n;
+}
+
 void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
 		       const char *path)
 {
 	if (end <= start || !path)
 		return;
-	struct elf_file *f = file_get(us, path, 0, 0, start, end);
-	map_add(us, (struct mapping){ start, end, file_offset, f });
-	qsort(us->maps, us->nmaps, sizeof(*us->maps), map_cmp);
+	us->generation++;
+	struct mapping m = { start, end, file_offset, file_get(us, path, 0, 0, start, end) };
+	maps_merge(us, &m, 1);
 }
 
-int usyms_snapshot(struct usyms *us, struct diag_err *err)
+/* One snapshot from the text of a maps file, modified in place (lines cut at their newline). */
+static void maps_parse(struct usyms *us, char *buf)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/maps", us->pid);
-	char *buf = read_file(p, NULL);
-	if (!buf)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", p, strerror(errno));
+	struct mapping *add = NULL;
+	size_t nadd = 0, cap = 0;
+	us->generation++;
 	for (char *line = buf, *next; *line; line = next) {
 		char *nl = strchr(line, '\n');
 		next = nl ? nl + 1 : line + strlen(line);
@@ -703,11 +814,31 @@ int usyms_snapshot(struct usyms *us, struct diag_err *err)
 			continue;
 		uint64_t dev = ((uint64_t)maj << 32) | min;
 		struct elf_file *f = file_get(us, path, dev, path[0] == '/' ? ino : 0, start, end);
-		map_add(us, (struct mapping){ start, end, off, f });
+		if (nadd == cap)
+			add = xrealloc(add, (cap = cap ? cap * 2 : 64) * sizeof(*add));
+		add[nadd++] = (struct mapping){ start, end, off, f };
 	}
+	maps_merge(us, add, nadd);
+	free(add);
+}
+
+int usyms_snapshot(struct usyms *us, struct diag_err *err)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/maps", us->pid);
+	char *buf = read_file(p, NULL);
+	if (!buf)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", p, strerror(errno));
+	maps_parse(us, buf);
 	free(buf);
-	qsort(us->maps, us->nmaps, sizeof(*us->maps), map_cmp);
 	return 0;
+}
+
+void usyms_snapshot_text(struct usyms *us, const char *maps)
+{
+	char *buf = xstrdup(maps);
+	maps_parse(us, buf);
+	free(buf);
 }
 
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
@@ -742,6 +873,7 @@ void usyms_free(struct usyms *us)
 	for (size_t i = 0; i < us->nfiles; i++)
 		file_free(us->files[i]);
 	free(us->files);
+	free(us->index);
 	free(us->maps);
 	free(us);
 }

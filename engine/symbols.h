@@ -33,6 +33,9 @@ struct usyms *usyms_new(int pid);
  * ELF files are opened through /proc/PID/map_files or /proc/PID/root so that they are read while
  * the process is alive. Returns -1 (err set) if the maps cannot be read. */
 int usyms_snapshot(struct usyms *us, struct diag_err *err);
+/* The same from the text of a maps file (what usyms_snapshot reads): for tests, and for callers
+ * that read the maps themselves. */
+void usyms_snapshot_text(struct usyms *us, const char *maps);
 /* For tests and for callers that know the layout: add a mapping by hand. */
 void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
 		       const char *path);

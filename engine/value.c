@@ -181,24 +181,87 @@ double value_get_num(const struct value *obj, const char *key, double dflt)
 	return dflt;
 }
 
-void json_write_string(FILE *out, const char *s)
+size_t utf8_char_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+	size_t n;
+	if (!p[0])
+		return 0;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0; /* overlong */
+		else if (p[0] == 0xed)
+			hi = 0x9f; /* UTF-16 surrogates */
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90; /* overlong */
+		else if (p[0] == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 0; /* continuation byte, overlong lead C0/C1, or F5..FF */
+	}
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++) /* stops at the NUL: it is no continuation byte */
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* raw: bytes that are not UTF-8 go out as they are (json_write_bytes), else as U+FFFD. */
+static void write_string(FILE *out, const char *s, bool raw)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (*p < 0x20)
-				fprintf(out, "\\u%04x", *p);
-			else
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_char_len((const char *)p);
+		if (n == 0) {
+			if (raw && *p >= 0x80)
 				fputc(*p, out);
+			else
+				fputs("\\ufffd", out); /* not UTF-8: one replacement character per byte */
+			p++;
+			continue;
 		}
+		if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* C1 controls U+0080..U+009F */
+			fprintf(out, "\\u%04x", p[1]);
+		} else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+			fprintf(out, "\\u%04x", 0x2000 + (p[2] - 0x80)); /* line/paragraph separator */
+		} else if (n > 1) {
+			fwrite(p, 1, n, out);
+		} else {
+			switch (*p) {
+			case '"': fputs("\\\"", out); break;
+			case '\\': fputs("\\\\", out); break;
+			case '\n': fputs("\\n", out); break;
+			case '\r': fputs("\\r", out); break;
+			case '\t': fputs("\\t", out); break;
+			default:
+				if (*p < 0x20 || *p == 0x7f)
+					fprintf(out, "\\u%04x", *p);
+				else
+					fputc(*p, out);
+			}
+		}
+		p += n;
 	}
 	fputc('"', out);
+}
+
+void json_write_string(FILE *out, const char *s)
+{
+	write_string(out, s, false);
+}
+
+void json_write_bytes(FILE *out, const char *s)
+{
+	write_string(out, s, true);
 }
 
 static void newline(FILE *out, int indent, int depth)
@@ -219,7 +282,7 @@ static void write_json(const struct value *v, FILE *out, int indent, int depth)
 	case V_NUM:
 		if (!isfinite(v->n))
 			fputs("null", out);
-		else if (v->n == (double)(int64_t)v->n && fabs(v->n) < 1e15)
+		else if (fabs(v->n) < 1e15 && v->n == (double)(int64_t)v->n) /* range first: the cast is UB past 2^63 */
 			fprintf(out, "%lld", (long long)v->n);
 		else
 			fprintf(out, "%.6g", v->n);

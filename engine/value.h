@@ -65,7 +65,21 @@ double value_get_num(const struct value *obj, const char *key, double dflt);
 
 /* JSON. indent < 0: compact on one line; otherwise pretty with that many spaces per level. */
 void value_write_json(const struct value *v, FILE *out, int indent);
-/* Writes s as a JSON string literal (with quotes). */
+/* Writes s as a JSON string literal (with quotes), in ASCII plus valid UTF-8 only, whatever the
+ * bytes of s (strings may come from the target: symbol names, comm, paths):
+ * - '"', '\\', \n, \r, \t as two-character escapes; every other byte below 0x20 and 0x7f, the
+ *   C1 controls U+0080..U+009F and U+2028/U+2029 as \uNNNN;
+ * - each byte that does not begin a well-formed UTF-8 sequence (stray continuation byte, overlong
+ *   form, surrogate, above U+10FFFF, truncated sequence) as \ufffd (U+FFFD REPLACEMENT
+ *   CHARACTER), one per byte: the output is valid JSON, the original bytes are not recoverable. */
 void json_write_string(FILE *out, const char *s);
+/* The same, except that bytes that are not UTF-8 are written as they are: lossless, for a reader
+ * that accepts them (json_parse with raw_bytes, e.g. the verdict child's pipe); not a JSON
+ * document for anyone else, so never for a report. */
+void json_write_bytes(FILE *out, const char *s);
+
+/* Length (1..4) of the well-formed UTF-8 character at s, 0 at the terminating NUL or when the
+ * bytes there are not well-formed UTF-8 (never reads past a NUL). */
+size_t utf8_char_len(const char *s);
 
 #endif

@@ -5,6 +5,10 @@
  * the addresses of their functions; each is snapshotted alive and symbolized again after it exits.
  * Expected "file+0xOFF" strings are computed from the child's /proc/PID/maps, independently of
  * symbols.c. Needs no root (paths that need it accept only the exact fallback form).
+ * Hostile inputs: copies of the library fixture with a symbol table's header falsified (entry
+ * size 1, extent past the end of the file) are read as if that table were absent; a synthetic
+ * maps text of 20,000 mappings, then an overlapping one, gives what a naive model of "newest
+ * snapshot wins" gives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +19,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -494,6 +499,194 @@ static void test_usyms_empty(void **state)
 	usyms_free(us);
 }
 
+/* ---- hostile ELF headers and many mappings ------------------------------------------------- */
+
+/* Copies the 64-bit ELF file from to `to`, changing the entry size (entsize != 0) or the size
+ * (size != 0) of its section of type sh_type. */
+static void copy_patched(const char *from, const char *to, uint32_t sh_type, uint64_t entsize,
+			 uint64_t size)
+{
+	size_t len;
+	char *buf = read_file(from, &len);
+	assert_non_null(buf);
+	assert_true(len > sizeof(Elf64_Ehdr));
+	Elf64_Ehdr eh;
+	memcpy(&eh, buf, sizeof(eh));
+	assert_int_equal(eh.e_ident[EI_CLASS], ELFCLASS64);
+	assert_true(eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) <= len);
+	int patched = 0;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh;
+		char *at = buf + eh.e_shoff + i * sizeof(Elf64_Shdr);
+		memcpy(&sh, at, sizeof(sh));
+		if (sh.sh_type != sh_type)
+			continue;
+		if (entsize)
+			sh.sh_entsize = entsize;
+		if (size)
+			sh.sh_size = size;
+		memcpy(at, &sh, sizeof(sh));
+		patched++;
+	}
+	assert_int_equal(patched, 1);
+	FILE *f = fopen(to, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(buf);
+}
+
+/* The whole file mapped from offset 0 at BASE: address BASE + o is file offset o. */
+#define BASE UINT64_C(0x40000000)
+
+static void assert_file_sym(const char *path, uint64_t foff, const char *want, int want_ret)
+{
+	struct usyms *us = usyms_new(0);
+	usyms_add_mapping(us, BASE, BASE + (64u << 20), 0, path);
+	assert_sym(us, BASE + foff, want, want_ret);
+	usyms_free(us);
+}
+
+/* An entry size of 1 claims 24 times more symbols than the section has bytes (and the old code
+ * allocated for that many): such a table is ignored, .dynsym serves instead. */
+static void test_symtab_bad_header(void **state)
+{
+	(void)state;
+	char good[PATH_MAX], stripped[PATH_MAX], bad[128], want[128];
+	snprintf(good, sizeof(good), "%s", fixture("libsymfix.so"));
+	snprintf(stripped, sizeof(stripped), "%s", fixture("libsymfix_stripped.so"));
+	struct diag_err err = { 0 };
+	uint64_t local = 0, exported = 0, off = 0;
+	assert_int_equal(elf_symbol_offset(good, "lib_local", &local, &err), 0);
+	assert_int_equal(elf_symbol_offset(good, "lib_exported", &exported, &err), 0);
+	assert_file_sym(good, local, "lib_local", 1); /* the unpatched copy has both */
+
+	static const struct {
+		const char *name;
+		uint64_t entsize, size;
+	} cases[] = {
+		{ "libbad_entsize.so", 1, 0 },
+		{ "libbad_size.so", 0, (uint64_t)1 << 40 },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		snprintf(bad, sizeof(bad), "%s/%s", tmpdir, cases[i].name);
+		copy_patched(good, bad, SHT_SYMTAB, cases[i].entsize, cases[i].size);
+		snprintf(want, sizeof(want), "%s+0x%" PRIx64, cases[i].name, local);
+		assert_file_sym(bad, local, want, 0);
+		assert_file_sym(bad, exported, "lib_exported", 1); /* from .dynsym */
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(elf_symbol_offset(bad, "lib_local", &off, &err), -1);
+		assert_int_equal(err.code, DIAG_EXIT_USAGE);
+		if (!strstr(err.msg, "malformed symbol table"))
+			fail_msg("%s", err.msg);
+		assert_int_equal(elf_symbol_offset(bad, "lib_exported", &off, &err), 0);
+		assert_int_equal(off, exported);
+		unlink(bad);
+	}
+
+	/* The same on .dynsym of the stripped copy: nothing left to name the function. */
+	snprintf(bad, sizeof(bad), "%s/libbad_dynsym.so", tmpdir);
+	copy_patched(stripped, bad, SHT_DYNSYM, 1, 0);
+	snprintf(want, sizeof(want), "libbad_dynsym.so+0x%" PRIx64, exported);
+	assert_file_sym(bad, exported, want, 0);
+	assert_int_equal(elf_symbol_offset(bad, "lib_exported", &off, &err), -1);
+	unlink(bad);
+}
+
+#define NFILES 2000
+#define PER_FILE 10
+#define NMAPS (NFILES * PER_FILE)
+#define MAP_START(i) (UINT64_C(0x10000000) + (uint64_t)(i) * 0x3000) /* 0x1000 mapped, 0x2000 gap */
+#define MAP_OFF(i) ((uint64_t)((i) % PER_FILE) * 0x1000)
+
+/* What a naive model says addr symbolizes to, after snapshot one and, when two is set, snapshot
+ * two (one mapping of new.so at MAP_START(i) + 0x800 .. + 0x3800 for every third i, offset
+ * 0x7000): the newest mapping covering addr wins. */
+static void model(uint64_t addr, int two, char *buf, size_t len)
+{
+	if (addr >= MAP_START(0) && addr < MAP_START(NMAPS)) {
+		uint64_t i = (addr - MAP_START(0)) / 0x3000;
+		for (int64_t k = (int64_t)i; two && k >= (int64_t)i - 1 && k >= 0; k--) {
+			uint64_t s = MAP_START(k) + 0x800;
+			if (k % 3 == 0 && addr >= s && addr < s + 0x3000) {
+				snprintf(buf, len, "new.so+0x%" PRIx64, 0x7000 + (addr - s));
+				return;
+			}
+		}
+		if (addr - MAP_START(i) < 0x1000) {
+			snprintf(buf, len, "lib%04" PRIu64 ".so+0x%" PRIx64, i / PER_FILE,
+				 MAP_OFF(i) + (addr - MAP_START(i)));
+			return;
+		}
+	}
+	snprintf(buf, len, "[unknown]");
+}
+
+static char *maps_text(int two)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	fprintf(f, "00400000-00401000 r--p 00000000 08:01 77 /usr/bin/ignored-not-executable\n"
+		   "7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\n");
+	for (int i = 0; i < NMAPS; i++) {
+		if (two && i % 3)
+			continue;
+		if (two)
+			fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp 00007000 00:00 0 %s/new.so\n",
+				MAP_START(i) + 0x800, MAP_START(i) + 0x3800, tmpdir);
+		else /* files that do not exist: named by path, offsets shown */
+			fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " 00:00 0 %s/lib%04d.so\n",
+				MAP_START(i), MAP_START(i) + 0x1000, MAP_OFF(i), tmpdir, i / PER_FILE);
+	}
+	fclose(f);
+	return text;
+}
+
+static void check_model(struct usyms *us, int two)
+{
+	char got[128], want[128];
+	for (int i = 0; i < NMAPS; i += 7) {
+		static const uint64_t probes[] = { 0, 0x10, 0x7ff, 0x800, 0xfff, 0x1000, 0x2fff };
+		for (size_t k = 0; k < ARRAY_LEN(probes); k++) {
+			uint64_t addr = MAP_START(i) + probes[k];
+			model(addr, two, want, sizeof(want));
+			usyms_symbolize(us, addr, got, sizeof(got));
+			if (strcmp(got, want))
+				fail_msg("0x%" PRIx64 " (mapping %d%s): got %s, want %s", addr, i,
+					 two ? ", after the second snapshot" : "", got, want);
+		}
+	}
+}
+
+/* 20,000 executable mappings of 2,000 files in one snapshot, then 6,667 newer ones, each
+ * covering the right half of one older mapping, the gap and the left part of the next; checked
+ * against the model. Timing is printed, not asserted: the merge is linear after sorting. */
+static void test_usyms_many_mappings(void **state)
+{
+	(void)state;
+	char *one = maps_text(0), *two = maps_text(1);
+	struct usyms *us = usyms_new(0);
+	uint64_t t0 = mono_ns();
+	usyms_snapshot_text(us, one);
+	uint64_t t1 = mono_ns();
+	usyms_snapshot_text(us, two);
+	uint64_t t2 = mono_ns();
+	print_message("  %d mappings in %" PRIu64 " ms, %d overlapping ones merged in %" PRIu64
+		      " ms\n", NMAPS, (t1 - t0) / 1000000, (NMAPS + 2) / 3, (t2 - t1) / 1000000);
+	check_model(us, 1);
+	usyms_free(us);
+
+	us = usyms_new(0);
+	usyms_snapshot_text(us, one);
+	check_model(us, 0);
+	assert_sym(us, 0x00400000, "[unknown]", 0); /* not executable: not kept */
+	usyms_free(us);
+	free(one);
+	free(two);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -528,6 +721,8 @@ int main(void)
 		cmocka_unit_test(test_usyms_deleted),
 		cmocka_unit_test(test_usyms_vdso),
 		cmocka_unit_test(test_usyms_empty),
+		cmocka_unit_test(test_symtab_bad_header),
+		cmocka_unit_test(test_usyms_many_mappings),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
