@@ -1,31 +1,46 @@
-/* verdict.c — runs a recipe's Lua snippet in a fresh sandbox and checks what it returns.
+/* verdict.c — runs a recipe's Lua snippet in a fresh sandbox, in a child process, and checks what
+ * it returns.
  *
  * Owns: the sandboxed lua_State (capped allocator, instruction-count hook, the allowed standard
  * libraries minus the dangerous functions), loading lua/lib/NAME.lua and the snippet (text chunks
- * only), read-only proxies over struct value trees, and converting the returned verdicts and
- * report back to struct value, validated and sorted worst first.
- * Must not: print, read anything but the Lua files it is given, or interpret results: what a
- * number means is the snippet's business.
+ * only), read-only proxies over struct value trees, converting the returned verdicts and report
+ * back to struct value within a node and text budget, validated and sorted worst first; the child
+ * process that does all of this under a deadline, and the pipe protocol that brings its answer
+ * back (described above verdict_run).
+ * Must not: print, read anything but the Lua sources it is given, interpret results (what a
+ * number means is the snippet's business), or return with its child still alive.
  *
  * Safety notes. Every Lua API call that can raise runs inside lua_pcall (sandbox_main), so an
  * error, the memory cap or the instruction limit always ends as a clean -1. The conversion back to
  * C runs outside it and therefore uses only raw accessors that neither raise, allocate nor run Lua
  * code (lua_next, lua_rawgeti, lua_checkstack). Lua runs __gc finalizers with hooks off, so
- * setmetatable refuses metatables with __gc. Not bounded: time spent inside one C library call,
- * e.g. a pathological string.find pattern (string.rep with an empty string is special-cased).
+ * setmetatable refuses metatables with __gc. Time spent inside one C library call (a backtracking
+ * string.find, string.rep, table.unpack over a proxy) is invisible to the instruction hook: only
+ * the child's deadline bounds it, so verdict_run_inprocess is for tests and the fuzzer.
  */
 #include "verdict.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+
+#include "json_parse.h"
 
 #define HOOK_EVERY 10000      /* instructions between two hook calls */
 #define MAX_DEPTH 16          /* nesting of the returned tables */
@@ -331,8 +346,6 @@ static void proxies_init(lua_State *L)
 struct run_ctx {
 	const struct verdict_input *in;
 	const struct value *results, *thresholds, *run;
-	char **lib_paths;
-	size_t n_libs;
 	const char *current; /* chunk being run, for errors that carry no position */
 };
 
@@ -350,11 +363,20 @@ static int message_handler(lua_State *L)
 	return 1;
 }
 
-/* Loads and runs one text chunk, leaving its first result on the stack. */
-static void run_chunk(lua_State *L, struct run_ctx *ctx, const char *path)
+/* Loads one text chunk from the bytes that were hashed ("@PATH" names it in messages). */
+static int load_source(lua_State *L, const struct source_file *f)
 {
-	ctx->current = path;
-	if (luaL_loadfilex(L, path, "t") != LUA_OK)
+	lua_pushfstring(L, "@%s", f->path);
+	int rc = luaL_loadbufferx(L, f->data, f->len, lua_tostring(L, -1), "t");
+	lua_remove(L, -2);
+	return rc;
+}
+
+/* Loads and runs one text chunk, leaving its first result on the stack. */
+static void run_chunk(lua_State *L, struct run_ctx *ctx, const struct source_file *f)
+{
+	ctx->current = f->path;
+	if (load_source(L, f) != LUA_OK)
 		lua_error(L);
 	lua_call(L, 0, 1);
 }
@@ -379,47 +401,19 @@ static int sandbox_main(lua_State *L)
 	push_value(L, ctx->run);
 	lua_setglobal(L, "run");
 
-	for (size_t i = 0; i < ctx->n_libs; i++) {
-		run_chunk(L, ctx, ctx->lib_paths[i]);
+	for (size_t i = 0; i < ctx->in->n_libs; i++) {
+		run_chunk(L, ctx, &ctx->in->libs[i]);
 		if (lua_istable(L, -1)) { /* lua/lib/diag.lua returning a table → global diag */
 			lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-			lib_global_name(L, ctx->lib_paths[i]);
+			lib_global_name(L, ctx->in->libs[i].path);
 			lua_pushvalue(L, -3);
 			lua_rawset(L, -3);
 			lua_pop(L, 1);
 		}
 		lua_pop(L, 1);
 	}
-	run_chunk(L, ctx, ctx->in->lua_path);
+	run_chunk(L, ctx, ctx->in->lua);
 	return 1;
-}
-
-static int is_lua_file(const struct dirent *d)
-{
-	size_t n = strlen(d->d_name);
-	return d->d_name[0] != '.' && n > 4 && strcmp(d->d_name + n - 4, ".lua") == 0;
-}
-
-static int by_name(const struct dirent **a, const struct dirent **b)
-{
-	return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-static int list_libs(const char *dir, struct run_ctx *ctx, struct diag_err *err)
-{
-	struct dirent **ents;
-	int n = scandir(dir, &ents, is_lua_file, by_name);
-	if (n < 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read Lua library directory %s: %s", dir,
-				 strerror(errno));
-	ctx->lib_paths = xcalloc((size_t)n, sizeof(char *));
-	for (int i = 0; i < n; i++) {
-		ctx->lib_paths[i] = xasprintf("%s/%s", dir, ents[i]->d_name);
-		free(ents[i]);
-	}
-	free(ents);
-	ctx->n_libs = (size_t)n;
-	return 0;
 }
 
 /* Thresholds come as text from YAML: numbers become numbers, the rest stays text. */
@@ -448,12 +442,18 @@ static struct value *typed_thresholds(const struct value *th)
 	return out;
 }
 
-/* ---- Lua → struct value, without raising, allocating in Lua or running Lua code ----------- */
+/* ---- Lua → struct value, without raising, allocating in Lua or running Lua code -----------
+ * Everything produced counts against one budget of nodes and text bytes (struct budget), shared
+ * subtables once per reference and copies of read-only results included: the answer is bounded
+ * by the budget whatever shape the snippet builds (a DAG of shared tables is expanded, so it is
+ * counted as expanded, and refused before it is built). */
 
 struct conv {
 	lua_State *L;
 	const char *chunk;
 	struct diag_err *err;
+	size_t nodes_left, bytes_left; /* what the budget still allows */
+	size_t max_nodes, max_bytes;
 	char path[160]; /* where we are: "report[2].rows[1]" */
 };
 
@@ -461,6 +461,76 @@ static struct value *conv_fail(struct conv *c, const char *what)
 {
 	diag_fail(c->err, DIAG_EXIT_RUNTIME, "%s: %s: %s", c->chunk, c->path, what);
 	return NULL;
+}
+
+/* Takes nodes and text bytes from the budget, or fails naming the limit. */
+static bool take(struct conv *c, size_t nodes, size_t bytes)
+{
+	char what[96];
+	if (nodes > c->nodes_left) {
+		snprintf(what, sizeof(what), "result too large (over %zu nodes)", c->max_nodes);
+		conv_fail(c, what);
+		return false;
+	}
+	if (bytes > c->bytes_left) {
+		snprintf(what, sizeof(what), "result too large (over %zu bytes of text)", c->max_bytes);
+		conv_fail(c, what);
+		return false;
+	}
+	c->nodes_left -= nodes;
+	c->bytes_left -= bytes;
+	return true;
+}
+
+/* Measures a read-only result tree (to be copied at depth `depth`) against what the budget
+ * still allows, without allocating: stops as soon as it is over. */
+static bool tree_fits(const struct value *v, int depth, size_t *nodes, size_t *bytes,
+		      size_t max_nodes, size_t max_bytes, bool *too_deep)
+{
+	if (++*nodes > max_nodes)
+		return false;
+	switch (v->type) {
+	case V_STR:
+		*bytes += strlen(v->s);
+		return *bytes <= max_bytes;
+	case V_ARR:
+	case V_OBJ:
+		if (depth > MAX_DEPTH) {
+			*too_deep = true;
+			return false;
+		}
+		for (size_t i = 0; i < (v->type == V_ARR ? v->arr.len : v->obj.len); i++) {
+			if (v->type == V_OBJ) {
+				*bytes += strlen(v->obj.keys[i]);
+				if (*bytes > max_bytes)
+					return false;
+			}
+			const struct value *child = v->type == V_ARR ? v->arr.items[i] : v->obj.vals[i];
+			if (!tree_fits(child, depth + 1, nodes, bytes, max_nodes, max_bytes, too_deep))
+				return false;
+		}
+		return true;
+	default:
+		return true;
+	}
+}
+
+/* A read-only result handed back: copied as is, once it is known to fit. */
+static struct value *copy_result(struct conv *c, const struct value *v, int depth)
+{
+	size_t nodes = 0, bytes = 0;
+	bool too_deep = false;
+	if (!tree_fits(v, depth, &nodes, &bytes, c->nodes_left, c->bytes_left, &too_deep)) {
+		if (too_deep)
+			return conv_fail(c, "tables nested too deeply");
+		if (nodes > c->nodes_left) /* take() names the limit that was hit */
+			take(c, nodes, 0);
+		else
+			take(c, 0, bytes);
+		return NULL;
+	}
+	take(c, nodes, bytes);
+	return value_copy(v);
 }
 
 static size_t path_push_index(struct conv *c, size_t i)
@@ -502,6 +572,23 @@ static int kv_cmp(const void *a, const void *b)
 
 static struct value *to_value(struct conv *c, int idx, int depth);
 
+/* An object from sorted, distinct keys, built directly: value_obj_set is linear per key. */
+static struct value *object_of(const struct kv *kvs, size_t n)
+{
+	struct value *obj = value_obj();
+	if (!n)
+		return obj;
+	obj->obj.keys = xmalloc(n * sizeof(char *));
+	obj->obj.vals = xmalloc(n * sizeof(struct value *));
+	obj->obj.cap = n;
+	for (size_t i = 0; i < n; i++) {
+		obj->obj.keys[i] = xstrdup(kvs[i].key);
+		obj->obj.vals[i] = kvs[i].val;
+	}
+	obj->obj.len = n;
+	return obj;
+}
+
 static struct value *table_to_value(struct conv *c, int idx, int depth)
 {
 	lua_State *L = c->L;
@@ -510,7 +597,7 @@ static struct value *table_to_value(struct conv *c, int idx, int depth)
 		return conv_fail(c, "out of memory");
 	const struct value *backing = proxy_target(L, idx);
 	if (backing)
-		return value_copy(backing);
+		return copy_result(c, backing, depth);
 	if (depth > MAX_DEPTH)
 		return conv_fail(c, "tables nested too deeply (a cycle?)");
 
@@ -528,6 +615,12 @@ static struct value *table_to_value(struct conv *c, int idx, int depth)
 		}
 		lua_pop(L, 1);
 	}
+	/* The table and each of its entries is a node: refuse before allocating for them. */
+	if (count >= c->nodes_left) {
+		take(c, count + 1, 0);
+		return NULL;
+	}
+	take(c, 1, 0);
 
 	if (seq && (size_t)max == count) {
 		struct value *arr = value_arr();
@@ -546,7 +639,7 @@ static struct value *table_to_value(struct conv *c, int idx, int depth)
 		return arr;
 	}
 
-	struct kv *kvs = xcalloc(count, sizeof(*kvs));
+	struct kv *kvs = xcalloc(count ? count : 1, sizeof(*kvs));
 	size_t n = 0;
 	int top = lua_gettop(L);
 	lua_pushnil(L);
@@ -555,19 +648,23 @@ static struct value *table_to_value(struct conv *c, int idx, int depth)
 			conv_fail(c, "a table mixes array items and named fields, or has holes");
 			goto out;
 		}
-		const char *key = lua_tostring(L, -2);
+		size_t klen;
+		const char *key = lua_tolstring(L, -2, &klen);
+		if (strlen(key) != klen) {
+			conv_fail(c, "a key holds a NUL byte");
+			goto out;
+		}
 		size_t mark = path_push_key(c, key);
-		struct value *v = to_value(c, lua_gettop(L), depth + 1);
+		struct value *v = take(c, 0, klen) ? to_value(c, lua_gettop(L), depth + 1) : NULL;
 		c->path[mark] = '\0';
 		if (!v)
 			goto out;
 		kvs[n++] = (struct kv){ key, v };
 		lua_pop(L, 1);
 	}
+	/* Lua keys are distinct strings without NUL, so distinct C strings: no duplicates. */
 	qsort(kvs, n, sizeof(*kvs), kv_cmp);
-	struct value *obj = value_obj();
-	for (size_t i = 0; i < n; i++)
-		value_obj_set(obj, kvs[i].key, kvs[i].val);
+	struct value *obj = object_of(kvs, n);
 	free(kvs);
 	return obj;
 out:
@@ -581,26 +678,26 @@ out:
 static struct value *to_value(struct conv *c, int idx, int depth)
 {
 	lua_State *L = c->L;
-	switch (lua_type(L, idx)) {
-	case LUA_TBOOLEAN:
-		return value_bool(lua_toboolean(L, idx));
-	case LUA_TNUMBER:
-		if (lua_isinteger(L, idx))
-			return value_int(lua_tointeger(L, idx));
-		return value_num(lua_tonumber(L, idx));
-	case LUA_TSTRING: {
+	int type = lua_type(L, idx);
+	if (type == LUA_TTABLE)
+		return table_to_value(c, idx, depth);
+	if (type == LUA_TSTRING) {
 		size_t len;
 		const char *s = lua_tolstring(L, idx, &len);
-		return value_strn(s, len);
+		return take(c, 1, len) ? value_strn(s, len) : NULL;
 	}
-	case LUA_TTABLE:
-		return table_to_value(c, idx, depth);
-	default: {
+	if (type != LUA_TBOOLEAN && type != LUA_TNUMBER) {
 		char what[64];
 		snprintf(what, sizeof(what), "cannot use a %s value here", luaL_typename(L, idx));
 		return conv_fail(c, what);
 	}
-	}
+	if (!take(c, 1, 0))
+		return NULL;
+	if (type == LUA_TBOOLEAN)
+		return value_bool(lua_toboolean(L, idx));
+	if (lua_isinteger(L, idx))
+		return value_int(lua_tointeger(L, idx));
+	return value_num(lua_tonumber(L, idx));
 }
 
 /* Pushes t[name] (raw) for the table at idx, scanning so that no key string is allocated. */
@@ -725,29 +822,15 @@ static void sort_worst_first(struct value *arr)
 	}
 }
 
-/* The snippet's return value is at the top of the stack. */
-static int read_answer(lua_State *L, const char *chunk, struct value **verdicts,
-		       struct value **report, struct diag_err *err)
+/* Checks the answer as converted (takes ownership of raw verdicts and report; report NULL when
+ * the snippet gave none) and builds the final one. Run by the child on what Lua returned, and
+ * again by the parent on what the child sent. */
+static int check_answer(const char *chunk, struct value *raw, struct value *rep,
+			struct value **verdicts, struct value **report, struct diag_err *err)
 {
-	int t = lua_gettop(L);
-	if (lua_type(L, t) != LUA_TTABLE || proxy_target(L, t))
-		return diag_fail(err, DIAG_EXIT_RUNTIME,
-				 "%s: must return a table { verdicts = {...}, report = {...} }, got %s",
-				 chunk, luaL_typename(L, t));
-
-	struct conv c = { .L = L, .chunk = chunk, .err = err };
-	struct value *raw = NULL, *rep = NULL, *out = NULL;
-
-	raw_field(L, t, "verdicts");
-	strcpy(c.path, "verdicts");
-	if (lua_isnil(L, -1)) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: missing", chunk);
-		goto fail;
-	}
-	if (!(raw = to_value(&c, lua_gettop(L), 1)))
-		goto fail;
+	struct value *out = NULL;
 	if (raw->type != V_ARR) {
-		conv_fail(&c, "expected an array of verdicts");
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: expected an array of verdicts", chunk);
 		goto fail;
 	}
 	out = value_arr();
@@ -759,51 +842,96 @@ static int read_answer(lua_State *L, const char *chunk, struct value **verdicts,
 	}
 	sort_worst_first(out);
 
-	lua_settop(L, t);
-	raw_field(L, t, "report");
-	strcpy(c.path, "report");
-	if (lua_isnil(L, -1)) {
+	if (!rep)
 		rep = value_arr();
-	} else {
-		if (!(rep = to_value(&c, lua_gettop(L), 1)))
+	if (rep->type != V_ARR) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report: expected an array of sections", chunk);
+		goto fail;
+	}
+	for (size_t i = 0; i < rep->arr.len; i++) {
+		if (!value_get_str(rep->arr.items[i], "kind")) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report[%zu].kind: missing (a section is a "
+				  "table with a string kind)", chunk, i + 1);
 			goto fail;
-		if (rep->type != V_ARR) {
-			conv_fail(&c, "expected an array of sections");
-			goto fail;
-		}
-		for (size_t i = 0; i < rep->arr.len; i++) {
-			if (!value_get_str(rep->arr.items[i], "kind")) {
-				diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report[%zu].kind: missing (a "
-					  "section is a table with a string kind)", chunk, i + 1);
-				goto fail;
-			}
 		}
 	}
-	lua_settop(L, t);
 	value_free(raw);
 	*verdicts = out;
 	*report = rep;
 	return 0;
 fail:
-	lua_settop(L, t);
 	value_free(raw);
 	value_free(out);
 	value_free(rep);
 	return -1;
 }
 
-/* ---- public ----------------------------------------------------------------------------- */
+/* The snippet's return value is at the top of the stack. */
+static int read_answer(lua_State *L, const struct verdict_input *in, struct value **verdicts,
+		       struct value **report, struct diag_err *err)
+{
+	const char *chunk = in->lua->path;
+	int t = lua_gettop(L);
+	if (lua_type(L, t) != LUA_TTABLE || proxy_target(L, t))
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "%s: must return a table { verdicts = {...}, report = {...} }, got %s",
+				 chunk, luaL_typename(L, t));
+
+	struct conv c = { .L = L, .chunk = chunk, .err = err };
+	c.max_nodes = c.nodes_left = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
+	c.max_bytes = c.bytes_left = in->max_text_bytes ? in->max_text_bytes
+							: VERDICT_DEFAULT_MAX_TEXT_BYTES;
+	struct value *raw = NULL, *rep = NULL;
+
+	raw_field(L, t, "verdicts");
+	strcpy(c.path, "verdicts");
+	if (lua_isnil(L, -1)) {
+		lua_settop(L, t);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: missing", chunk);
+	}
+	raw = to_value(&c, lua_gettop(L), 1);
+	lua_settop(L, t);
+	if (!raw)
+		return -1;
+
+	raw_field(L, t, "report");
+	strcpy(c.path, "report");
+	if (!lua_isnil(L, -1) && !(rep = to_value(&c, lua_gettop(L), 1))) {
+		lua_settop(L, t);
+		value_free(raw);
+		return -1;
+	}
+	lua_settop(L, t);
+	return check_answer(chunk, raw, rep, verdicts, report, err);
+}
+
+/* ---- in this process ----------------------------------------------------------------------- */
+
+/* A Lua error as a message: the snippet chose its bytes, NULs included (kept as spaces, not as
+ * the end of the text), and it may be empty. */
+static void lua_error_message(struct diag_err *err, const char *chunk, const char *msg, size_t len)
+{
+	char buf[sizeof(err->msg)];
+	size_t n = 0;
+	for (size_t i = 0; msg && i < len && n + 1 < sizeof(buf); i++)
+		buf[n++] = msg[i] ? msg[i] : ' ';
+	buf[n] = '\0';
+	if (!msg)
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: error in error handling", chunk);
+	else if (!n)
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: error with an empty message", chunk);
+	else
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s", buf);
+}
 
 static const struct value empty_obj = { .type = V_OBJ };
 
-int verdict_run(const struct verdict_input *in, struct value **verdicts, struct value **report,
-		struct diag_err *err)
+int verdict_run_inprocess(const struct verdict_input *in, struct value **verdicts,
+			  struct value **report, struct diag_err *err)
 {
 	*verdicts = *report = NULL;
 	struct run_ctx ctx = { .in = in, .results = in->results ? in->results : &empty_obj,
 			       .run = in->run ? in->run : &empty_obj };
-	if (in->lib_dir && list_libs(in->lib_dir, &ctx, err))
-		return -1;
 	struct value *th = typed_thresholds(in->thresholds);
 	ctx.thresholds = th;
 
@@ -812,7 +940,7 @@ int verdict_run(const struct verdict_input *in, struct value **verdicts, struct 
 	lua_State *L = sandbox_new(&sb, in->max_memory_bytes, in->max_instructions);
 	if (!L) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a Lua state (memory cap %zu bytes)",
-			  in->lua_path, sb.limit);
+			  in->lua->path, sb.limit);
 		goto out;
 	}
 	lua_pushcfunction(L, message_handler);
@@ -820,38 +948,410 @@ int verdict_run(const struct verdict_input *in, struct value **verdicts, struct 
 	lua_pushlightuserdata(L, &ctx);
 	int status = lua_pcall(L, 1, 1, 1);
 	if (status == LUA_ERRMEM) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", ctx.current ? ctx.current : in->lua_path,
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", ctx.current ? ctx.current : in->lua->path,
 			  sb.mem_hit ? "memory limit exceeded" : "out of memory");
 	} else if (status != LUA_OK) {
-		const char *msg = lua_tostring(L, -1);
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s", msg ? msg : "error in error handling");
+		size_t len = 0;
+		const char *msg = lua_tolstring(L, -1, &len);
+		lua_error_message(err, in->lua->path, msg, len);
 	} else {
-		rc = read_answer(L, in->lua_path, verdicts, report, err);
+		rc = read_answer(L, in, verdicts, report, err);
 	}
 	lua_close(L);
 out:
 	value_free(th);
-	for (size_t i = 0; i < ctx.n_libs; i++)
-		free(ctx.lib_paths[i]);
-	free(ctx.lib_paths);
+	return rc; /* diag_fail keeps messages on one line, without control characters */
+}
+
+/* ---- in a child process ---------------------------------------------------------------------
+ * Protocol: the parent makes a pipe and forks. The child closes every descriptor but the pipe's
+ * write end (BPF objects, perf events, the signalfd, the audit file: it needs none), asks to be
+ * killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit rounded up, plus one second),
+ * RLIMIT_AS (its current size plus room for the Lua cap and the answer; not under ASan, whose
+ * shadow memory is huge) and RLIMIT_CORE 0, runs verdict_run_inprocess, writes one JSON document
+ * — {"verdicts":[...],"report":[...]} or {"error":"message"} — and leaves with _exit (no atexit
+ * handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
+ * Ctrl-C is for the parent to answer, and SIGKILL needs no permission.
+ * The parent reads with poll until end of file or the deadline, at most a size derived from the
+ * budget, then reaps the child; over the deadline or the size it kills it (SIGKILL) and reaps
+ * it. Only an exit status of 0 counts: the document is then parsed (strict JSON, depth and node
+ * caps) and checked again as if it came from Lua. Whatever goes wrong ends in -1 and err. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define VERDICT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VERDICT_ASAN 1
+#endif
+#endif
+
+#define WIRE_SLACK_NODES 8          /* the document around the answer */
+#define WIRE_SLACK_BYTES (64u << 10) /* its keys and the error message */
+
+/* JSON as value_write_json writes it, but lossless: strings and keys keep bytes that are not
+ * UTF-8 (json_write_bytes; the parent reads them with raw_bytes), and numbers are exact: %.17g,
+ * a whole double keeping a ".0" so that it comes back as V_NUM, not V_INT. Non-finite numbers
+ * become null, as in the JSON report. */
+static void wire_write(const struct value *v, FILE *f)
+{
+	char buf[40];
+	switch (v->type) {
+	case V_STR:
+		json_write_bytes(f, v->s);
+		break;
+	case V_NUM:
+		if (!isfinite(v->n)) {
+			fputs("null", f);
+			break;
+		}
+		snprintf(buf, sizeof(buf), "%.17g", v->n);
+		fputs(buf, f);
+		if (!strpbrk(buf, ".eE"))
+			fputs(".0", f);
+		break;
+	case V_ARR:
+		fputc('[', f);
+		for (size_t i = 0; i < v->arr.len; i++) {
+			if (i)
+				fputc(',', f);
+			wire_write(v->arr.items[i], f);
+		}
+		fputc(']', f);
+		break;
+	case V_OBJ:
+		fputc('{', f);
+		for (size_t i = 0; i < v->obj.len; i++) {
+			if (i)
+				fputc(',', f);
+			json_write_bytes(f, v->obj.keys[i]);
+			fputc(':', f);
+			wire_write(v->obj.vals[i], f);
+		}
+		fputc('}', f);
+		break;
+	default:
+		value_write_json(v, f, -1);
+		break;
+	}
+}
+
+static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* The most text a child's document can take within the budget: every text byte escaped as
+ * \uNNNN, every node with its punctuation and a 24-character number. */
+static size_t wire_cap(size_t max_nodes, size_t max_bytes)
+{
+	return sat_add(sat_add(sat_mul(max_bytes, 6), sat_mul(max_nodes, 40)), WIRE_SLACK_BYTES);
+}
+
+static void child_limits(const struct verdict_input *in, unsigned max_ms, size_t max_nodes,
+			 size_t max_bytes)
+{
+	rlim_t cpu = max_ms / 1000 + 2; /* rounded up, plus at least one second */
+	setrlimit(RLIMIT_CPU, &(struct rlimit){ cpu, cpu + 1 });
+	setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
+#ifndef VERDICT_ASAN
+	/* What is mapped now (the parent's heap, libraries), plus twice the Lua cap (realloc of
+	 * the largest block), the answer as C values and as JSON, and room for the C library. */
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	if (pages) {
+		size_t lua = in->max_memory_bytes ? in->max_memory_bytes : VERDICT_DEFAULT_MAX_MEMORY;
+		size_t as = sat_mul(pages, (size_t)sysconf(_SC_PAGESIZE));
+		as = sat_add(as, sat_mul(lua, 2));
+		as = sat_add(as, sat_mul(max_nodes, 256));
+		as = sat_add(as, sat_mul(max_bytes, 4));
+		as = sat_add(as, 128u << 20);
+		if (as < RLIM_INFINITY)
+			setrlimit(RLIMIT_AS, &(struct rlimit){ as, as });
+	}
+#else
+	(void)in;
+	(void)max_nodes;
+	(void)max_bytes;
+#endif
+}
+
+static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, int wfd,
+				 unsigned max_ms, size_t max_nodes, size_t max_bytes)
+{
+	/* Never outlive the parent's call: dies with it (checked once, in case it is already gone). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(3);
+	if (wfd > 3)
+		close_range(3, (unsigned)wfd - 1, 0);
+	close_range((unsigned)wfd + 1, ~0u, 0);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGXCPU, SIG_DFL);
+	sigset_t fatal;
+	sigemptyset(&fatal);
+	sigaddset(&fatal, SIGXCPU);
+	sigaddset(&fatal, SIGSEGV);
+	sigaddset(&fatal, SIGBUS);
+	sigaddset(&fatal, SIGFPE);
+	sigaddset(&fatal, SIGILL);
+	sigaddset(&fatal, SIGABRT);
+	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
+	child_limits(in, max_ms, max_nodes, max_bytes);
+
+	struct value *verdicts, *report;
+	struct diag_err err = { 0 };
+	struct value *doc = value_obj();
+	if (verdict_run_inprocess(in, &verdicts, &report, &err) == 0) {
+		value_obj_set(doc, "verdicts", verdicts);
+		value_obj_set(doc, "report", report);
+	} else {
+		value_set_str(doc, "error", err.msg);
+	}
+	FILE *f = fdopen(wfd, "w");
+	if (!f)
+		_exit(1);
+	wire_write(doc, f);
+	_exit(fclose(f) == 0 ? 0 : 1);
+}
+
+static const char *signal_name(int sig)
+{
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = {
+		{ SIGKILL, "SIGKILL" }, { SIGXCPU, "SIGXCPU" }, { SIGSEGV, "SIGSEGV" },
+		{ SIGBUS, "SIGBUS" },   { SIGABRT, "SIGABRT" }, { SIGFPE, "SIGFPE" },
+		{ SIGILL, "SIGILL" },   { SIGTERM, "SIGTERM" }, { SIGINT, "SIGINT" },
+		{ SIGHUP, "SIGHUP" },   { SIGQUIT, "SIGQUIT" }, { SIGPIPE, "SIGPIPE" },
+		{ SIGSYS, "SIGSYS" },   { SIGXFSZ, "SIGXFSZ" }, { SIGTRAP, "SIGTRAP" },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(names); i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	return NULL;
+}
+
+/* What a child's end means, as a message. */
+static int child_status_fail(const char *chunk, int status, struct diag_err *err)
+{
+	if (WIFEXITED(status))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase failed (exit status %d)",
+				 chunk, WEXITSTATUS(status));
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	const char *name = signal_name(sig);
+	const char *why = sig == SIGXCPU ? " (over its CPU time limit)"
+			: sig == SIGKILL ? " (out of memory, or over its CPU time limit)"
+			: sig == SIGABRT ? " (out of memory?)" : "";
+	if (name)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase killed by %s%s", chunk, name, why);
+	return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase killed by signal %d", chunk, sig);
+}
+
+static void kill_and_reap(pid_t pid)
+{
+	int status;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+static int ms_until(uint64_t deadline)
+{
+	uint64_t now = mono_ns();
+	if (now >= deadline)
+		return 0;
+	uint64_t ms = (deadline - now + 999999) / 1000000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Reads the child's document until end of file. Returns 0, or -1 with *timed_out or *too_big
+ * set, or errno-style failure (err set). */
+static int read_child(int rfd, uint64_t deadline, size_t cap, char **buf, size_t *len,
+		      bool *timed_out, bool *too_big, struct diag_err *err)
+{
+	size_t size = 0;
+	*buf = NULL;
+	*len = 0;
+	for (;;) {
+		int left = ms_until(deadline);
+		if (left == 0) {
+			*timed_out = true;
+			return -1;
+		}
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		int r = poll(&pfd, 1, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "poll: %s", strerror(errno));
+		if (r == 0)
+			continue;
+		if (*len == size) {
+			if (size > cap) {
+				*too_big = true;
+				return -1;
+			}
+			size = size ? size * 2 : 64u << 10;
+			if (size > cap + 1)
+				size = cap + 1;
+			*buf = xrealloc(*buf, size);
+		}
+		ssize_t n = read(rfd, *buf + *len, size - *len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "reading the verdict phase's answer: %s",
+					 strerror(errno));
+		if (n == 0)
+			return 0;
+		*len += (size_t)n;
+		if (*len > cap) {
+			*too_big = true;
+			return -1;
+		}
+	}
+}
+
+/* Waits for a child that closed its pipe. Returns its status, or -1 once over the deadline
+ * (the child is then killed and reaped). */
+static int reap(pid_t pid, uint64_t deadline, int *status)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR) {
+			/* SIGCHLD ignored by the caller: the child reaped itself, status unknown. */
+			*status = 0;
+			return 0;
+		}
+		if (mono_ns() >= deadline) {
+			kill_and_reap(pid);
+			return -1;
+		}
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+}
+
+/* The child's document, parsed and checked. */
+static int read_document(const struct verdict_input *in, const char *text, size_t len,
+			 size_t max_nodes, struct value **verdicts, struct value **report,
+			 struct diag_err *err)
+{
+	const char *chunk = in->lua->path;
+	struct json_limits lim = { .max_depth = MAX_DEPTH + 2,
+				   .max_nodes = sat_add(max_nodes, WIRE_SLACK_NODES),
+				   .raw_bytes = true /* Lua strings and target names are any bytes */ };
+	struct diag_err perr = { 0 };
+	struct value *doc = json_parse(text, len, &lim, &perr);
+	if (!doc)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: %s",
+				 chunk, perr.msg);
+	int rc = -1;
+	const struct value *msg = value_get(doc, "error");
+	struct value *vs = (struct value *)value_get(doc, "verdicts");
+	struct value *rep = (struct value *)value_get(doc, "report");
+	if (doc->type != V_OBJ) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: not an object",
+			  chunk);
+	} else if (msg) {
+		if (msg->type == V_STR && msg->s[0])
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s", msg->s);
+		else
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase failed without a message",
+				  chunk);
+	} else if (!vs || !rep) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: no verdicts "
+			  "or report", chunk);
+	} else {
+		/* Take both out of the document, then check them as the child did. */
+		for (size_t i = 0; i < doc->obj.len; i++)
+			if (doc->obj.vals[i] == vs || doc->obj.vals[i] == rep)
+				doc->obj.vals[i] = NULL;
+		rc = check_answer(chunk, vs, rep, verdicts, report, err);
+	}
+	value_free(doc);
 	return rc;
 }
 
+int verdict_run(const struct verdict_input *in, struct value **verdicts, struct value **report,
+		struct diag_err *err)
+{
+	*verdicts = *report = NULL;
+	const char *chunk = in->lua->path;
+	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
+	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
+	size_t max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES;
+	uint64_t deadline = mono_ns() + (uint64_t)max_ms * 1000000;
+
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: pipe: %s",
+				 chunk, strerror(errno));
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: fork: %s",
+				 chunk, strerror(e));
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child_main(in, parent, fds[1], max_ms, max_nodes, max_bytes);
+	}
+	close(fds[1]);
+
+	char *buf;
+	size_t len;
+	bool timed_out = false, too_big = false;
+	int status, rc = -1;
+	size_t cap = wire_cap(max_nodes, max_bytes);
+	struct diag_err rerr = { 0 };
+	if (read_child(fds[0], deadline, cap, &buf, &len, &timed_out, &too_big, &rerr)) {
+		kill_and_reap(pid);
+		if (timed_out)
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
+				  "(killed)", chunk, max_ms);
+		else if (too_big)
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent more than %zu bytes "
+				  "(killed)", chunk, cap);
+		else
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", chunk, rerr.msg);
+	} else if (reap(pid, deadline, &status)) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
+			  "(killed)", chunk, max_ms);
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		child_status_fail(chunk, status, err);
+	} else {
+		rc = read_document(in, buf, len, max_nodes, verdicts, report, err);
+	}
+	close(fds[0]);
+	free(buf);
+	return rc;
+}
+
+
 static int check_main(lua_State *L)
 {
-	if (luaL_loadfilex(L, lua_touserdata(L, 1), "t") != LUA_OK)
+	if (load_source(L, lua_touserdata(L, 1)) != LUA_OK)
 		lua_error(L);
 	return 0;
 }
 
-int verdict_check_syntax(const char *lua_path, struct diag_err *err)
+int verdict_check_syntax(const struct source_file *lua, struct diag_err *err)
 {
 	struct sandbox sb;
 	lua_State *L = sandbox_new(&sb, 0, 0);
 	if (!L)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a Lua state", lua_path);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a Lua state", lua->path);
 	lua_pushcfunction(L, check_main);
-	lua_pushlightuserdata(L, (void *)lua_path);
+	lua_pushlightuserdata(L, (void *)lua);
 	int status = lua_pcall(L, 1, 0, 0);
 	int rc = 0;
 	if (status != LUA_OK) {

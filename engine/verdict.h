@@ -4,8 +4,12 @@
  * collectgarbage/rawset/print, string without dump, table, math, utf8; setmetatable refuses __gc,
  * as finalizers run outside the hook; an instruction limit and a memory cap), the shared Lua
  * libraries (lua/lib/NAME.lua, loaded in name order before the snippet), handing results in as
- * read-only tables and reading back the snippet's answer, checked and sorted worst first.
- * Must not: print, or know what any probe's results mean.
+ * read-only tables and reading back the snippet's answer — within a node and text budget —,
+ * checked and sorted worst first. verdict_run does all of it in a forked child process with a
+ * wall-clock deadline, RLIMIT_CPU and RLIMIT_AS, so that time spent inside one C library call
+ * (string.rep, table.unpack, a backtracking string.find) is bounded too; the answer comes back
+ * through a pipe as JSON, read with a size cap and parsed strictly.
+ * Must not: print, know what any probe's results mean, or leave a child process behind.
  *
  * The snippet is a Lua chunk that sees the globals `results`, `thresholds`, `run` (read-only
  * tables) and the libraries, and returns
@@ -18,33 +22,56 @@
 
 #include <stddef.h>
 
+#include "source.h"
 #include "util.h"
 #include "value.h"
 
 enum severity { SEV_OK = 0, SEV_INFO = 1, SEV_WARNING = 2, SEV_CRITICAL = 3 };
 
 struct verdict_input {
-	const char *lua_path;          /* the recipe's snippet */
-	const char *lib_dir;           /* directory of shared *.lua libraries; NULL = none */
+	const struct source_file *lua;  /* the recipe's snippet, as read (and hashed) once */
+	const struct source_file *libs; /* shared libraries, run in this order before the snippet */
+	size_t n_libs;
 	const struct value *results;   /* object: probe id -> probe results */
 	const struct value *thresholds; /* object: name -> number or string */
 	const struct value *run;       /* object: target, duration_s, stop_reason, ... */
 	size_t max_instructions;       /* 0 = VERDICT_DEFAULT_MAX_INSTRUCTIONS */
-	size_t max_memory_bytes;       /* 0 = VERDICT_DEFAULT_MAX_MEMORY */
+	size_t max_memory_bytes;       /* Lua allocator cap; 0 = VERDICT_DEFAULT_MAX_MEMORY */
+	unsigned max_ms;               /* wall clock of the whole phase (child start to answer
+					* parsed); 0 = VERDICT_DEFAULT_MAX_MS */
+	size_t max_nodes;              /* values in the answer (verdicts + report, every table,
+					* string, number, copies of results included);
+					* 0 = VERDICT_DEFAULT_MAX_NODES */
+	size_t max_text_bytes;         /* bytes of strings and keys in the answer;
+					* 0 = VERDICT_DEFAULT_MAX_TEXT_BYTES */
 };
 
 #define VERDICT_DEFAULT_MAX_INSTRUCTIONS (50u * 1000 * 1000)
 #define VERDICT_DEFAULT_MAX_MEMORY (64u << 20)
+/* Above what the instruction limit allows (50 M instructions of proxy-heavy Lua, as high-cpu.lua
+ * on 16384 stacks, take about 6 s on an idle machine): a backstop for time inside C calls. */
+#define VERDICT_DEFAULT_MAX_MS 10000u
+#define VERDICT_DEFAULT_MAX_NODES (200u * 1000)
+#define VERDICT_DEFAULT_MAX_TEXT_BYTES (16u << 20)
 
-/* Runs the snippet. On success *verdicts (array, worst first) and *report (array, possibly empty)
- * are set and owned by the caller. On failure returns -1, err->code DIAG_EXIT_RUNTIME, message
- * naming the Lua file and line where Lua gives it. */
+/* Runs the snippet in a child process. On success *verdicts (array, worst first) and *report
+ * (array, possibly empty) are set and owned by the caller. On failure returns -1, err->code
+ * DIAG_EXIT_RUNTIME, a one-line message starting with the Lua file's path: the Lua error (with
+ * the line where Lua gives it), "...: report[1].rows: result too large (over N nodes)",
+ * "...: verdict phase over its time limit of N ms (killed)", or the signal that ended the child.
+ * The child is always reaped before this returns; blocked signals stay blocked in it (the parent
+ * kills it with SIGKILL). */
 int verdict_run(const struct verdict_input *in, struct value **verdicts, struct value **report,
 		struct diag_err *err);
 
+/* The same in this process, for tests and the fuzzer: every limit holds but the wall clock, so
+ * one pathological C library call can run for minutes. The engine calls verdict_run. */
+int verdict_run_inprocess(const struct verdict_input *in, struct value **verdicts,
+			  struct value **report, struct diag_err *err);
+
 /* Checks that a Lua file compiles (text only), for lint. On failure returns -1, err->code
  * DIAG_EXIT_USAGE (an invalid recipe), message "FILE:LINE: what" as Lua gives it. */
-int verdict_check_syntax(const char *lua_path, struct diag_err *err);
+int verdict_check_syntax(const struct source_file *lua, struct diag_err *err);
 
 enum severity severity_parse(const char *s, int *ok);
 const char *severity_name(enum severity s);

@@ -1,5 +1,7 @@
 /* test_verdict.c — the Lua verdict layer: sandbox, read-only results, answer checking, the shared
- * diag.lua helpers and the high-cpu verdicts on recorded result trees built below.
+ * diag.lua helpers and the high-cpu verdicts on recorded result trees built below; the budget of
+ * the answer, the child process's deadline, and the answer's way back through the pipe (every
+ * run that can goes both through verdict_run and verdict_run_inprocess, which must agree).
  * Needs DIAG_SRCDIR (the repository root); no root, no BPF.
  */
 #include <setjmp.h>
@@ -8,10 +10,17 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,7 +166,7 @@ static struct value *high_cpu_thresholds(void)
 	static const char *const kv[] = {
 		"busy_cpu_pct", "50", "idle_cpu_pct", "5", "kernel_share_pct", "50",
 		"runq_p99_warn_us", "5000", "runq_p99_crit_us", "50000",
-		"nonvoluntary_per_s_warn", "200", "psi_some_avg10_warn", "20",
+		"nonvoluntary_per_s_warn", "200", "psi_some_pct_warn", "20",
 		"shallow_stack_frames", "2", "shallow_stack_pct", "70", "top_n", "10",
 	};
 	struct value *t = value_obj();
@@ -178,30 +187,153 @@ static void add_background(struct value *res)
 
 /* ---- running ---------------------------------------------------------------------------- */
 
+/* A source as the caller of verdict_run hands it over: bytes read once, with a path. */
+static void source_of_text(struct source_file *f, const char *path, const char *text, size_t len)
+{
+	memset(f, 0, sizeof(*f));
+	f->path = xstrdup(path);
+	f->data = xmalloc(len + 1);
+	memcpy(f->data, text, len);
+	f->data[len] = '\0';
+	f->len = len;
+}
+
+static void source_of_file(struct source_file *f, const char *rel)
+{
+	char *path = src(rel);
+	size_t len;
+	char *data = read_file(path, &len);
+	if (!data)
+		fail_msg("cannot read %s", path);
+	source_of_text(f, path, data, len);
+	free(data);
+	free(path);
+}
+
+static void source_drop(struct source_file *f)
+{
+	free(f->path);
+	free(f->data);
+}
+
+static int lua_name(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+	return n > 4 && strcmp(d->d_name + n - 4, ".lua") == 0;
+}
+
+/* The libraries of a directory in name order, as the engine reads them (NULL dir: none). */
+static struct source_file *libs_of(const char *rel_dir, size_t *n)
+{
+	*n = 0;
+	if (!rel_dir)
+		return NULL;
+	char *dir = src(rel_dir);
+	struct dirent **names;
+	int k = scandir(dir, &names, lua_name, alphasort);
+	if (k < 0)
+		fail_msg("cannot list %s", dir);
+	struct source_file *libs = xcalloc((size_t)k + 1, sizeof(*libs));
+	for (int i = 0; i < k; i++) {
+		char *rel = xasprintf("%s/%s", rel_dir, names[i]->d_name);
+		source_of_file(&libs[i], rel);
+		free(rel);
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+	*n = (size_t)k;
+	return libs;
+}
+
 struct outcome {
 	int rc;
 	struct value *verdicts, *report;
 	struct diag_err err;
 };
 
-static void run_lua(const char *rel_lua, const char *rel_lib, const struct value *results,
-		    const struct value *thresholds, const struct value *run, size_t max_instr,
-		    size_t max_mem, struct outcome *o)
-{
-	char *lua = src(rel_lua), *lib = rel_lib ? src(rel_lib) : NULL;
-	struct verdict_input in = { .lua_path = lua, .lib_dir = lib, .results = results,
-				    .thresholds = thresholds, .run = run,
-				    .max_instructions = max_instr, .max_memory_bytes = max_mem };
-	memset(o, 0, sizeof(*o));
-	o->rc = verdict_run(&in, &o->verdicts, &o->report, &o->err);
-	free(lua);
-	free(lib);
-}
-
 static void outcome_free(struct outcome *o)
 {
 	value_free(o->verdicts);
 	value_free(o->report);
+}
+
+static char *json_of(const struct value *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (v)
+		value_write_json(v, f, -1);
+	fclose(f);
+	return buf;
+}
+
+/* Runs in a child (verdict_run), and, unless only_child, in this process too: both must give
+ * the same answer or the same error (so LeakSanitizer sees the conversion's paths as well). */
+static void run_input(const struct verdict_input *in, bool only_child, struct outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->rc = verdict_run(in, &o->verdicts, &o->report, &o->err);
+	if (only_child)
+		return;
+	struct outcome p = { 0 };
+	p.rc = verdict_run_inprocess(in, &p.verdicts, &p.report, &p.err);
+	if (p.rc != o->rc)
+		fail_msg("child: %d (%s), in process: %d (%s)", o->rc, o->err.msg, p.rc, p.err.msg);
+	if (o->rc) {
+		assert_string_equal(o->err.msg, p.err.msg);
+	} else {
+		char *a = json_of(o->verdicts), *b = json_of(p.verdicts);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+		a = json_of(o->report);
+		b = json_of(p.report);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+	}
+	outcome_free(&p);
+}
+
+static unsigned run_max_ms; /* wall clock for run_lua; 0 = the default */
+
+static void run_lua(const char *rel_lua, const char *rel_lib, const struct value *results,
+		    const struct value *thresholds, const struct value *run, size_t max_instr,
+		    size_t max_mem, struct outcome *o)
+{
+	struct source_file lua;
+	size_t n_libs;
+	source_of_file(&lua, rel_lua);
+	struct source_file *libs = libs_of(rel_lib, &n_libs);
+	struct verdict_input in = { .lua = &lua, .libs = libs, .n_libs = n_libs, .results = results,
+				    .thresholds = thresholds, .run = run, .max_ms = run_max_ms,
+				    .max_instructions = max_instr, .max_memory_bytes = max_mem };
+	run_input(&in, false, o);
+	source_drop(&lua);
+	for (size_t i = 0; i < n_libs; i++)
+		source_drop(&libs[i]);
+	free(libs);
+}
+
+/* Runs a snippet given as text, named "inline.lua", with diag.lua loaded. */
+static void run_text(const char *text, const struct value *results, struct verdict_input *in,
+		     bool only_child, struct outcome *o)
+{
+	struct source_file lua;
+	size_t n_libs;
+	source_of_text(&lua, "inline.lua", text, strlen(text));
+	struct source_file *libs = libs_of("lua/lib", &n_libs);
+	in->lua = &lua;
+	in->libs = libs;
+	in->n_libs = n_libs;
+	in->results = results;
+	run_input(in, only_child, o);
+	source_drop(&lua);
+	for (size_t i = 0; i < n_libs; i++)
+		source_drop(&libs[i]);
+	free(libs);
 }
 
 /* Runs lua/high-cpu.lua with the default limits, or max_instr; takes ownership of results, run. */
@@ -431,7 +563,7 @@ static void test_starved(void **state)
 	      FRAMES("tcp_recvmsg", "sock_read_iter", "vfs_read", "do_syscall_64"));
 	value_obj_set(res, "context", context(30.0, 0.85, 100, 2000));
 	struct value *psi = (struct value *)value_get(value_get(res, "context"), "psi");
-	value_set_num(psi, "some_avg10", 45.0);
+	value_set_int(psi, "some_total_us", 2250000); /* stalled 45% of the 5 s window */
 	/* p99: rank 990 falls in [65536, 131071] at (990-985)/15 → 87381 us */
 	static const int64_t slow[] = { 1024, 2047, 985, 65536, 131071, 15 };
 	value_obj_set(res, "runq", runq(2, slow, 120000));
@@ -448,7 +580,7 @@ static void test_starved(void **state)
 	assert_string_equal(value_get_str(v, "title"),
 			    "Starved of CPU: run-queue p99 87.4 ms (critical above 50 ms)");
 	assert_mentions(value_get(v, "evidence"), "400 involuntary context switches/s");
-	assert_mentions(value_get(v, "evidence"), "some avg10 45%");
+	assert_mentions(value_get(v, "evidence"), "stalled 45% of the 5.0 s window");
 	assert_mentions(value_get(v, "next_steps"), "cpu.stat");
 	assert_mentions(value_get(v, "next_steps"), "taskset -cp 4242");
 	outcome_free(&o);
@@ -556,7 +688,9 @@ static void test_large_profile(void **state)
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	struct outcome o;
+	run_max_ms = 60000; /* about 1.3 s here, 2 s with sanitizers: no deadline on a loaded box */
 	high_cpu_limited(res, run_info("duration"), 10u * 1000 * 1000, &o);
+	run_max_ms = 0;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	if (getenv("VERBOSE"))
 		fprintf(stderr, "large profile: %.0f ms\n",
@@ -664,10 +798,17 @@ static void test_libs_in_name_order(void **state)
 	assert_string_equal(value_get_str(o.verdicts->arr.items[0], "title"), "42");
 	outcome_free(&o);
 
-	run_lua("tests/unit/lua/uses_libs.lua", "tests/unit/lua/no-such-dir", NULL, NULL, NULL, 0, 0, &o);
+	/* the libraries run in the order given: bb.lua alone cannot see aa's global */
+	struct source_file lua, bb;
+	source_of_file(&lua, "tests/unit/lua/uses_libs.lua");
+	source_of_file(&bb, "tests/unit/lua/libs/bb.lua");
+	struct verdict_input in = { .lua = &lua, .libs = &bb, .n_libs = 1 };
+	run_input(&in, false, &o);
 	assert_int_equal(o.rc, -1);
 	assert_int_equal(o.err.code, DIAG_EXIT_RUNTIME);
-	assert_contains(o.err.msg, "cannot read Lua library directory");
+	assert_contains(o.err.msg, "bb.lua:");
+	source_drop(&lua);
+	source_drop(&bb);
 }
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
@@ -833,33 +974,279 @@ static void test_syntax_and_loading(void **state)
 {
 	(void)state;
 	expect_error("syntax.lua", "x", 0, "syntax.lua:3:", "unexpected symbol near '='", NULL);
-	expect_error("no-such-file.lua", "x", 0, "cannot open", "no-such-file.lua", NULL);
 
-	char *path = src("tests/unit/lua/syntax.lua");
+	struct source_file f;
 	struct diag_err err = { 0 };
-	assert_int_equal(verdict_check_syntax(path, &err), -1);
+	source_of_file(&f, "tests/unit/lua/syntax.lua");
+	assert_int_equal(verdict_check_syntax(&f, &err), -1);
 	assert_int_equal(err.code, DIAG_EXIT_USAGE);
 	assert_contains(err.msg, "syntax.lua:3:");
-	free(path);
-	path = src("lua/high-cpu.lua");
-	assert_int_equal(verdict_check_syntax(path, &err), 0);
-	free(path);
-	path = src("lua/lib/diag.lua");
-	assert_int_equal(verdict_check_syntax(path, &err), 0);
-	free(path);
+	source_drop(&f);
+	source_of_file(&f, "lua/high-cpu.lua");
+	assert_int_equal(verdict_check_syntax(&f, &err), 0);
+	source_drop(&f);
+	source_of_file(&f, "lua/lib/diag.lua");
+	assert_int_equal(verdict_check_syntax(&f, &err), 0);
+	source_drop(&f);
 
 	/* binary chunks are refused, even though nothing in the sandbox could produce one */
-	char tmp[] = "/tmp/diag-binary-XXXXXX";
-	int fd = mkstemp(tmp);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "\x1bLua\x54\x00", 6), 6);
-	close(fd);
-	struct verdict_input in = { .lua_path = tmp };
-	struct value *vs, *rep;
-	assert_int_equal(verdict_run(&in, &vs, &rep, &err), -1);
-	assert_contains(err.msg, "attempt to load a binary chunk");
-	assert_int_equal(verdict_check_syntax(tmp, &err), -1);
-	unlink(tmp);
+	source_of_text(&f, "binary.lua", "\x1bLua\x54\x00", 6);
+	struct verdict_input in = { .lua = &f };
+	struct outcome o;
+	run_input(&in, false, &o);
+	assert_int_equal(o.rc, -1);
+	assert_contains(o.err.msg, "attempt to load a binary chunk");
+	assert_int_equal(verdict_check_syntax(&f, &err), -1);
+	source_drop(&f);
+
+	/* the chunk runs from the bytes given, whatever the path says */
+	source_of_text(&f, "/no/such/file.lua", "return { verdicts = {} }", 24);
+	in.lua = &f;
+	run_input(&in, false, &o);
+	assert_int_equal(o.rc, 0);
+	outcome_free(&o);
+	source_drop(&f);
+}
+
+/* ---- bounds: the answer's size, time inside C calls --------------------------------------- */
+
+/* Results of about n_stacks * 12 nodes, like a real profile's. */
+static struct value *big_results(int n_stacks)
+{
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(n_stacks, 0));
+	for (int i = 0; i < n_stacks; i++)
+		stack(p, 1, false, FRAMES("leaf", "mid", "main", "__libc_start_main", "_start"),
+		      NOFRAMES);
+	return res;
+}
+
+static long maxrss_kib(int who)
+{
+	struct rusage ru;
+	getrusage(who, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Fails unless no child of this process is left (none running, none unreaped). */
+static void assert_no_child(void)
+{
+	errno = 0;
+	pid_t r = waitpid(-1, NULL, WNOHANG);
+	if (r != -1 || errno != ECHILD)
+		fail_msg("a child process was left behind (waitpid: %d)", (int)r);
+}
+
+static void expect_text_error(const char *text, const struct value *results,
+			      struct verdict_input *in, bool only_child, const char *needle)
+{
+	struct outcome o;
+	run_text(text, results, in, only_child, &o);
+	if (o.rc != -1)
+		fail_msg("expected an error containing \"%s\", got success", needle);
+	assert_int_equal(o.err.code, DIAG_EXIT_RUNTIME);
+	assert_null(o.verdicts);
+	assert_null(o.report);
+	assert_contains(o.err.msg, needle);
+	assert_null(strchr(o.err.msg, '\n'));
+	assert_no_child();
+}
+
+static void test_answer_budget(void **state)
+{
+	(void)state;
+	struct value *res = big_results(2000); /* about 26,000 nodes */
+	long self0 = maxrss_kib(RUSAGE_SELF);
+	struct verdict_input in = { 0 };
+
+	/* shared subtables: 4^12 tables once expanded */
+	expect_text_error("local a = {}\n"
+			  "for i = 1, 12 do a = { a, a, a, a } end\n"
+			  "return { verdicts = {}, report = { { kind = 'text', dag = a } } }\n",
+			  res, &in, false, "inline.lua: report[1].dag[1][1]");
+	expect_text_error("local a = {}\n"
+			  "for i = 1, 12 do a = { a, a, a, a } end\n"
+			  "return { verdicts = {}, report = { { kind = 'text', dag = a } } }\n",
+			  res, &in, false, "result too large (over 200000 nodes)");
+	/* the read-only results, 2000 times */
+	expect_text_error("local t = {}\n"
+			  "for i = 1, 2000 do t[i] = results end\n"
+			  "return { verdicts = {}, report = { t } }\n",
+			  res, &in, false, "inline.lua: report[1][");
+	expect_text_error("local t = {}\n"
+			  "for i = 1, 2000 do t[i] = results end\n"
+			  "return { verdicts = {}, report = { t } }\n",
+			  res, &in, false, "]: result too large (over 200000 nodes)");
+	/* the verdicts count too */
+	expect_text_error("local e = {}\n"
+			  "for i = 1, 200 do e[i] = results.profile end\n"
+			  "return { verdicts = { { id = 'x', severity = 'ok', title = 't', evidence = e,\n"
+			  "  next_steps = {} } } }\n",
+			  res, &in, false, "inline.lua: verdicts[1].evidence[");
+	/* text: one 1 MiB string, 100 times */
+	expect_text_error("local s = ('x'):rep(1 << 20)\n"
+			  "local t = {}\n"
+			  "for i = 1, 100 do t[i] = s end\n"
+			  "return { verdicts = {}, report = { { kind = 'text', lines = t } } }\n",
+			  res, &in, false, "report[1].lines[16]: result too large (over 16777216 bytes of text)");
+	/* keys are text too */
+	expect_text_error("local t = {}\n"
+			  "for i = 1, 20 do t[('k'):rep(1 << 20) .. i] = 1 end\n"
+			  "return { verdicts = {}, report = { { kind = 'text', t = t } } }\n",
+			  res, &in, false, "bytes of text");
+
+	/* bounded memory: neither this process nor a child grew by anything near the expansion */
+	long self1 = maxrss_kib(RUSAGE_SELF), child = maxrss_kib(RUSAGE_CHILDREN);
+	if (self1 - self0 > 256 * 1024 || child > self1 + 256 * 1024)
+		fail_msg("max RSS grew from %ld to %ld KiB (children: %ld KiB)", self0, self1, child);
+
+	/* a caller's smaller budget */
+	in.max_nodes = 10;
+	expect_text_error("return { verdicts = {}, report = { { kind = 'text', lines = "
+			  "{ 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j' } } } }",
+			  res, &in, false, "report[1].lines: result too large (over 10 nodes)");
+	struct outcome o;
+	run_text("return { verdicts = {}, report = { { kind = 'text', lines = { 'a', 'b', 'c' } } } }",
+		 res, &in, false, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	outcome_free(&o);
+	in.max_nodes = 0;
+	in.max_text_bytes = 8;
+	expect_text_error("return { verdicts = {}, report = { { kind = 'text', s = '123456789' } } }",
+			  res, &in, false, "report[1].s: result too large (over 8 bytes of text)");
+	value_free(res);
+}
+
+static void test_time_limits(void **state)
+{
+	(void)state;
+	struct value *res = sample_results();
+	struct verdict_input in = { .max_instructions = 20000, .max_ms = 300 };
+	static const char *const slow[] = {
+		/* 16 MiB copied per call, a few instructions per loop */
+		"local s = ('x'):rep(1 << 20)\nwhile true do local t = s:rep(16) end",
+		/* a million __index calls per instruction */
+		"while true do table.unpack(results.profile.stacks, 1, 999000) end",
+		/* backtracking: minutes inside one call */
+		"return string.find(('a'):rep(60), ('a*'):rep(7) .. 'b')",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(slow); i++)
+		expect_text_error(slow[i], res, &in, true,
+				  "inline.lua: verdict phase over its time limit of 300 ms (killed)");
+
+	/* signals the caller holds stay held in the child, which is killed all the same */
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	expect_text_error(slow[2], res, &in, true, "over its time limit of 300 ms (killed)");
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	/* the instruction limit still ends a plain loop, with its own message */
+	in.max_ms = 0;
+	expect_text_error("while true do end", res, &in, false,
+			  "inline.lua:1: instruction limit exceeded");
+	value_free(res);
+}
+
+/* Sends sig to the first child of this process's main thread that shows up. */
+struct killer {
+	int sig;
+	pid_t victim;
+};
+
+static void *kill_first_child(void *arg)
+{
+	struct killer *k = arg;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	for (int tries = 0; tries < 4000 && !k->victim; tries++) {
+		FILE *f = fopen(path, "r");
+		int pid = 0;
+		if (f) {
+			if (fscanf(f, "%d", &pid) != 1)
+				pid = 0;
+			fclose(f);
+		}
+		if (pid > 0) {
+			usleep(50 * 1000); /* let it reach the snippet */
+			kill(pid, k->sig);
+			k->victim = pid;
+		} else {
+			usleep(1000);
+		}
+	}
+	return NULL;
+}
+
+/* A child ended by a signal (here sent from outside, as RLIMIT_CPU or the OOM killer would) is
+ * a clean error naming it. */
+static void test_child_killed(void **state)
+{
+	(void)state;
+	char children[64];
+	snprintf(children, sizeof(children), "/proc/self/task/%d/children", (int)getpid());
+	if (access(children, R_OK)) /* CONFIG_PROC_CHILDREN */
+		skip();
+	struct killer k = { .sig = SIGXCPU };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, kill_first_child, &k), 0);
+	struct verdict_input in = { .max_ms = 20000 };
+	expect_text_error("return string.find(('a'):rep(60), ('a*'):rep(7) .. 'b')", NULL, &in, true,
+			  "inline.lua: verdict phase killed by SIGXCPU (over its CPU time limit)");
+	pthread_join(t, NULL);
+	assert_true(k.victim > 0);
+}
+
+/* What comes back through the pipe is what the snippet returned. */
+static void test_answer_through_child(void **state)
+{
+	(void)state;
+	struct verdict_input in = { 0 };
+	struct outcome o;
+	run_text("return { verdicts = { { id = 'b', severity = 'info', title = 'x\\1y\\127z',\n"
+		 "  evidence = { '\\255\\254 not UTF-8', 'caf\\195\\169' }, next_steps = {} } },\n"
+		 "  report = { { kind = 'text', third = 0.1 + 0.2, whole = 2.0, big = 1e300,\n"
+		 "    int = math.mininteger, inf = 1/0, s = 'a\\0b' } } }",
+		 NULL, &in, true, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	const struct value *v = o.verdicts->arr.items[0];
+	assert_string_equal(value_get_str(v, "title"), "x\001y\177z");
+	assert_string_equal(value_get(v, "evidence")->arr.items[0]->s, "\377\376 not UTF-8");
+	assert_string_equal(value_get(v, "evidence")->arr.items[1]->s, "caf\303\251");
+	const struct value *r = o.report->arr.items[0];
+	assert_int_equal(value_get(r, "third")->type, V_NUM);
+	assert_true(value_get(r, "third")->n == 0.1 + 0.2); /* exact, not %.6g */
+	assert_int_equal(value_get(r, "whole")->type, V_NUM);
+	assert_true(value_get(r, "big")->n == 1e300);
+	assert_int_equal(value_get(r, "int")->type, V_INT);
+	assert_true(value_get(r, "int")->i == INT64_MIN);
+	assert_int_equal(value_get(r, "inf")->type, V_NULL); /* as the JSON report writes it */
+	assert_string_equal(value_get_str(r, "s"), "a"); /* C strings end at NUL, as in process */
+	outcome_free(&o);
+	assert_no_child();
+
+	/* 16 levels of tables come back, 17 do not (report, section, then t) */
+	run_text("local t = {} for i = 1, 13 do t = { t } end\n"
+		 "return { verdicts = {}, report = { { kind = 'x', t = t } } }", NULL, &in, false, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	outcome_free(&o);
+	expect_text_error("local t = {} for i = 1, 14 do t = { t } end\n"
+			  "return { verdicts = {}, report = { { kind = 'x', t = t } } }", NULL, &in, false,
+			  "inline.lua: report[1].t[1][1][1][1][1][1][1][1][1][1][1][1][1][1]: "
+			  "tables nested too deeply");
+
+	/* errors are one line, in the child as in process */
+	expect_text_error("error('first\\nsecond\\27[31m')", NULL, &in, false, "first?second?[31m");
+	expect_text_error("error('\\0x\\0y', 0)", NULL, &in, false, " x y");
+	expect_text_error("error('', 0)", NULL, &in, false, "inline.lua: error with an empty message");
+	/* keys must be C strings */
+	expect_text_error("return { verdicts = {}, report = { { kind = 'x', ['a\\0b'] = 1 } } }", NULL,
+			  &in, false, "report[1]: a key holds a NUL byte");
 }
 
 static void test_severity_names(void **state)
@@ -893,6 +1280,10 @@ int main(void)
 		cmocka_unit_test(test_answer_checked),
 		cmocka_unit_test(test_sorted_and_values),
 		cmocka_unit_test(test_syntax_and_loading),
+		cmocka_unit_test(test_answer_budget),
+		cmocka_unit_test(test_time_limits),
+		cmocka_unit_test(test_child_killed),
+		cmocka_unit_test(test_answer_through_child),
 		cmocka_unit_test(test_severity_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
