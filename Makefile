@@ -139,15 +139,26 @@ $(BUILD)/bench/floor: tests/bench/floor.c | $(DEPS_STAMP)
 bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o
 	@BUILD=$(BUILD) python3 tests/bench/bench.py
 
-# --- fuzzing: libFuzzer + ASan + UBSan on the recipe loader (tests/fuzz/README.md) -------------
-# `make fuzz` runs FUZZ_TIME seconds and keeps its corpus in $(BUILD)/fuzz/corpus; `fuzz-smoke`
-# (part of check) runs briefly on a fresh copy of the seed recipes. A crash leaves its input in
-# $(BUILD)/fuzz/ (smoke: $(BUILD)/fuzz/smoke/crashes/) and fails the target.
+# --- fuzzing: libFuzzer + ASan + UBSan (tests/fuzz/README.md) ----------------------------------
+# Targets: recipe (the recipe loader), verdict (a Lua snippet through the sandbox and the bounded
+# conversion back to C), json (the JSON reader), lock (the approvals lock parser). `make fuzz`
+# runs FUZZ_TARGET (default: recipe) for FUZZ_TIME seconds, its corpus kept in
+# $(BUILD)/fuzz/corpus-TARGET; `fuzz-smoke` (part of check) runs each target FUZZ_SMOKE_TIME
+# seconds on a fresh copy of its seeds. A crash leaves its input in $(BUILD)/fuzz/TARGET-*
+# (smoke: $(BUILD)/fuzz/smoke/TARGET/crashes/) and fails the target.
 FUZZ_TIME ?= 300
-FUZZ_SMOKE_TIME ?= 15
-FUZZ_FLAGS := -dict=tests/fuzz/recipe.dict -max_len=65536 -timeout=5 -rss_limit_mb=2048 \
-	      -malloc_limit_mb=512 -print_final_stats=1
-FUZZ_SEEDS = $(wildcard recipes/*.yaml tests/fuzz/seeds/*.yaml) $(shell find tests/recipes -name '*.yaml' 2>/dev/null)
+FUZZ_SMOKE_TIME ?= 10
+FUZZ_TARGET ?= recipe
+FUZZ_TARGETS := recipe verdict json lock
+FUZZ_COMMON := -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1
+FUZZ_FLAGS_recipe := -dict=tests/fuzz/recipe.dict -max_len=65536
+FUZZ_FLAGS_verdict := -dict=tests/fuzz/lua.dict -max_len=4096
+FUZZ_FLAGS_json := -dict=tests/fuzz/json.dict -max_len=65536
+FUZZ_FLAGS_lock := -dict=tests/fuzz/lock.dict -max_len=65536
+FUZZ_SEEDS_recipe = $(wildcard recipes/*.yaml tests/fuzz/seeds/*.yaml) $(shell find tests/recipes -name '*.yaml' 2>/dev/null)
+FUZZ_SEEDS_verdict = $(wildcard tests/fuzz/seeds/lua/*.lua tests/unit/lua/*.lua)
+FUZZ_SEEDS_json = $(wildcard tests/fuzz/seeds/json/*.json)
+FUZZ_SEEDS_lock = $(wildcard recipes/approved.lock tests/fuzz/seeds/lock/*.lock)
 
 $(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c engine/recipe.c engine/util.c engine/recipe.h \
 			   engine/util.h | $(DEPS_STAMP)
@@ -156,30 +167,61 @@ $(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c engine/recipe.c engine/util.
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iengine \
 		-o $@ tests/fuzz/fuzz_recipe.c engine/recipe.c engine/util.c -lcyaml -lyaml
 
-# Seeds get unique names: several directories hold files of the same name.
+# The other targets link engine objects built with clang and the fuzzer's coverage instrumentation.
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	       -fno-sanitize-recover=undefined -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine \
+	       -I/usr/include/lua5.4 -DDIAG_VERSION='"$(VERSION)"' -DDIAG_SHARE_DIR='"$(SHAREDIR)"'
+FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out engine/main.c,$(ENGINE_SRCS)))
+fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/engine/%.o,$(1))
+
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard engine/*.h) $(BPF_SKELS) $(BUILD)/catalog_list.h \
+		       $(BUILD)/syscall_names.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict json_parse value util)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -lm
+
+$(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,json_parse value util)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -lm
+
+$(BUILD)/fuzz/fuzz_lock: tests/fuzz/fuzz_lock.c $(FUZZ_LIB_OBJS)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+# Seeds get unique names: several directories hold files of the same name. $(1): corpus
+# directory, $(2): the seed files.
 define fuzz_seed
 	@mkdir -p $(1)
-	@for f in $(FUZZ_SEEDS); do cp "$$f" "$(1)/$$(echo "$$f" | tr / _)"; done
+	@for f in $(2); do cp "$$f" "$(1)/$$(echo "$$f" | tr / _)"; done
 endef
 
-fuzz: $(BUILD)/fuzz/fuzz_recipe
-	$(call fuzz_seed,$(BUILD)/fuzz/corpus)
-	$(BUILD)/fuzz/fuzz_recipe $(FUZZ_FLAGS) -max_total_time=$(FUZZ_TIME) \
-		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus
+fuzz: $(BUILD)/fuzz/fuzz_$(FUZZ_TARGET)
+	$(call fuzz_seed,$(BUILD)/fuzz/corpus-$(FUZZ_TARGET),$(FUZZ_SEEDS_$(FUZZ_TARGET)))
+	$(BUILD)/fuzz/fuzz_$(FUZZ_TARGET) $(FUZZ_COMMON) $(FUZZ_FLAGS_$(FUZZ_TARGET)) \
+		-max_total_time=$(FUZZ_TIME) -artifact_prefix=$(BUILD)/fuzz/$(FUZZ_TARGET)- \
+		$(BUILD)/fuzz/corpus-$(FUZZ_TARGET)
 
-fuzz-smoke: $(BUILD)/fuzz/fuzz_recipe
-	@rm -rf $(BUILD)/fuzz/smoke && mkdir -p $(BUILD)/fuzz/smoke/crashes
-	$(call fuzz_seed,$(BUILD)/fuzz/smoke/corpus)
-	@$(BUILD)/fuzz/fuzz_recipe $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SMOKE_TIME) \
-		-artifact_prefix=$(BUILD)/fuzz/smoke/crashes/ $(BUILD)/fuzz/smoke/corpus \
-		> $(BUILD)/fuzz/smoke/log 2>&1 || \
-		{ tail -n 60 $(BUILD)/fuzz/smoke/log; echo "fuzz-smoke: FAILED, inputs in $(BUILD)/fuzz/smoke/crashes/"; exit 1; }
-	@grep -h '^stat::number_of_executed_units' $(BUILD)/fuzz/smoke/log | sed 's/.*: */fuzz-smoke: ok, executions: /'
+# One target's smoke run ($(1): its name); the blank line ends the recipe line for $(foreach).
+define fuzz_smoke_one
+	@rm -rf $(BUILD)/fuzz/smoke/$(1) && mkdir -p $(BUILD)/fuzz/smoke/$(1)/crashes
+	$(call fuzz_seed,$(BUILD)/fuzz/smoke/$(1)/corpus,$(FUZZ_SEEDS_$(1)))
+	@$(BUILD)/fuzz/fuzz_$(1) $(FUZZ_COMMON) $(FUZZ_FLAGS_$(1)) -max_total_time=$(FUZZ_SMOKE_TIME) \
+		-artifact_prefix=$(BUILD)/fuzz/smoke/$(1)/crashes/ $(BUILD)/fuzz/smoke/$(1)/corpus \
+		> $(BUILD)/fuzz/smoke/$(1)/log 2>&1 || \
+		{ tail -n 60 $(BUILD)/fuzz/smoke/$(1)/log; \
+		  echo "fuzz-smoke: $(1) FAILED, inputs in $(BUILD)/fuzz/smoke/$(1)/crashes/"; exit 1; }
+	@grep -h '^stat::number_of_executed_units' $(BUILD)/fuzz/smoke/$(1)/log | \
+		sed 's/.*: */fuzz-smoke: $(1) ok, executions: /'
+
+endef
+
+fuzz-smoke: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_smoke_one,$(t)))
 
 install: all
 	install -D -m 0755 $(BUILD)/diagnose $(DESTDIR)$(PREFIX)/bin/diagnose
 	install -d $(DESTDIR)$(SHAREDIR)/recipes $(DESTDIR)$(SHAREDIR)/lua/lib
-	install -m 0644 recipes/*.yaml $(DESTDIR)$(SHAREDIR)/recipes/
+	install -m 0644 recipes/*.yaml recipes/approved.lock $(DESTDIR)$(SHAREDIR)/recipes/
 	install -m 0644 lua/*.lua $(DESTDIR)$(SHAREDIR)/lua/
 	install -m 0644 lua/lib/*.lua $(DESTDIR)$(SHAREDIR)/lua/lib/
 	install -D -m 0644 docs/diagnose.1 $(DESTDIR)$(PREFIX)/share/man/man1/diagnose.1

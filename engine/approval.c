@@ -1,8 +1,8 @@
 /* approval.c — the approvals lock: compute, parse, write, compare, approve, verify.
  * Format and contracts: approval.h.
  */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -84,13 +84,10 @@ static struct approval_item *item_add(struct approval_entry *e, enum approval_it
 	return it;
 }
 
-static void add_file(struct approval_entry *e, char *rel_take, const char *path)
+static void add_source(struct approval_entry *e, const struct source_file *f)
 {
-	struct approval_item *it = item_add(e, APPROVAL_FILE, rel_take);
-	if (sha256_file_hex(path, it->sha256)) {
-		it->sha256[0] = '\0';
-		it->error = xasprintf("cannot read %s: %s", path, strerror(errno));
-	}
+	struct approval_item *it = item_add(e, APPROVAL_FILE, xstrdup(f->name));
+	memcpy(it->sha256, f->sha256, SHA256_HEX_LEN);
 }
 
 static bool has_item(const struct approval_entry *e, enum approval_item_kind kind, const char *name)
@@ -101,44 +98,19 @@ static bool has_item(const struct approval_entry *e, enum approval_item_kind kin
 	return false;
 }
 
-static int is_lua_lib(const struct dirent *d)
-{
-	size_t n = strlen(d->d_name);
-	return d->d_name[0] != '.' && n > 4 && strcmp(d->d_name + n - 4, ".lua") == 0;
-}
-
-void approval_compute(const struct recipe *r, const struct plan *plan, const char *lock_dir,
+void approval_compute(const struct recipe_sources *src, const struct plan *plan,
 		      struct approval_entry *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->recipe = xstrdup(r->name);
+	out->recipe = xstrdup(plan->recipe->name);
 	out->engine = xstrdup(DIAG_VERSION);
 
-	/* Paths are relative to the directory holding the recipes directory, as the plan finds
-	 * the Lua files: RECIPES/../lua. */
-	char real[PATH_MAX], tmp[PATH_MAX];
-	if (!realpath(lock_dir, real))
-		snprintf(real, sizeof(real), "%s", lock_dir);
-	char *recipes_base = xstrdup(basename(real));
-	snprintf(tmp, sizeof(tmp), "%s", r->path);
-	add_file(out, xasprintf("%s/%s", recipes_base, basename(tmp)), r->path);
-	free(recipes_base);
-	add_file(out, xasprintf("lua/%s", r->lua), plan->lua_path);
-
-	struct dirent **ents;
-	int n = scandir(plan->lua_lib_dir, &ents, is_lua_lib, alphasort);
-	if (n < 0) {
-		struct approval_item *it = item_add(out, APPROVAL_FILE, xstrdup("lua/lib/"));
-		it->error = xasprintf("cannot read %s: %s", plan->lua_lib_dir, strerror(errno));
-	}
-	for (int i = 0; i < n; i++) {
-		char *path = xasprintf("%s/%s", plan->lua_lib_dir, ents[i]->d_name);
-		add_file(out, xasprintf("lua/lib/%s", ents[i]->d_name), path);
-		free(path);
-		free(ents[i]);
-	}
-	if (n >= 0)
-		free(ents);
+	/* The bytes that were read once and that the run parses and executes: their hashes were
+	 * taken from the same buffers. */
+	add_source(out, &src->recipe);
+	add_source(out, &src->lua);
+	for (size_t i = 0; i < src->n_libs; i++)
+		add_source(out, &src->libs[i]);
 
 	bool preflight = false;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
@@ -407,24 +379,25 @@ int approval_lock_parse(const char *name, const char *text, size_t len, struct a
 	return 0;
 }
 
-int approval_lock_read(const char *path, bool missing_ok, struct approval_lock **out,
+int approval_lock_read(const char *path, bool missing_ok, bool trusted, struct approval_lock **out,
 		       struct diag_err *err)
 {
-	size_t len;
-	char *text = read_file(path, &len);
+	struct stat st;
 	*out = NULL;
-	if (!text) {
-		if (errno == ENOENT && missing_ok) {
+	if (lstat(path, &st) && errno == ENOENT) {
+		if (missing_ok) {
 			*out = xcalloc(1, sizeof(**out));
 			(*out)->path = xstrdup(path);
 			return 0;
 		}
-		return diag_fail(err, DIAG_EXIT_USAGE, "%s: %s", path,
-				 errno == ENOENT ? "no approvals lock (create it with `diagnose approve NAME`)"
-						 : strerror(errno));
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: no approvals lock (create it with `diagnose "
+				 "approve NAME`)", path);
 	}
-	int rc = approval_lock_parse(path, text, len, out, err);
-	free(text);
+	struct source_file f;
+	if (source_read(path, trusted, 0, &f, err))
+		return -1;
+	int rc = approval_lock_parse(path, f.data, f.len, out, err);
+	source_free(&f);
 	return rc;
 }
 
@@ -462,14 +435,26 @@ char *approval_lock_format(const struct approval_lock *lock)
 int approval_lock_write(const struct approval_lock *lock, const char *path, struct diag_err *err)
 {
 	char *text = approval_lock_format(lock);
-	char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
+	/* A fresh temporary name in the lock's directory (O_EXCL, unpredictable), then rename: a
+	 * reader sees the old lock or the new one, and a planted symlink is replaced, not followed. */
+	char *tmp = xasprintf("%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	int rc = 0;
-	if (!f)
-		rc = diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", tmp, strerror(errno));
+	if (fd < 0)
+		rc = diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a temporary file: %s", path,
+			       strerror(errno));
 	else {
-		bool ok = fputs(text, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
-		ok = (fclose(f) == 0) && ok;
+		size_t len = strlen(text), off = 0;
+		bool ok = fchmod(fd, 0644) == 0;
+		while (ok && off < len) {
+			ssize_t w = write(fd, text + off, len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			ok = w > 0;
+			off += w > 0 ? (size_t)w : 0;
+		}
+		ok = ok && fsync(fd) == 0;
+		ok = (close(fd) == 0) && ok;
 		if (!ok || rename(tmp, path)) {
 			rc = diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", path, strerror(errno));
 			unlink(tmp);
@@ -586,14 +571,15 @@ static void lock_dir_of(const char *recipe_path, char *out, size_t len)
 	snprintf(out, len, "%s", dirname(tmp));
 }
 
-int approval_check(const struct recipe *r, const struct plan *plan, struct diag_err *err)
+int approval_check(const struct bundle *b, bool trusted, struct diag_err *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
-	lock_dir_of(r->path, dir, sizeof(dir));
+	const struct recipe *r = b->recipe;
+	lock_dir_of(b->src.recipe.path, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/%s", dir, APPROVAL_LOCK_NAME);
 	struct approval_lock *lock;
 	struct diag_err lerr = { 0 };
-	if (approval_lock_read(path, false, &lock, &lerr))
+	if (approval_lock_read(path, false, trusted, &lock, &lerr))
 		return diag_fail(err, DIAG_EXIT_REFUSED,
 				 "production mode refuses every recipe: the approvals lock is unusable: %s",
 				 lerr.msg);
@@ -606,7 +592,7 @@ int approval_check(const struct recipe *r, const struct plan *plan, struct diag_
 			       r->name, r->name, path, r->name);
 	else {
 		struct approval_entry now;
-		approval_compute(r, plan, dir, &now);
+		approval_compute(&b->src, b->plan, &now);
 		char *d = approval_diff(e, &now, "; ");
 		if (d)
 			rc = diag_fail(err, DIAG_EXIT_REFUSED,
@@ -622,25 +608,22 @@ int approval_check(const struct recipe *r, const struct plan *plan, struct diag_
 
 /* ---- approve / verify --------------------------------------------------------------------- */
 
-/* Recipe + plan + Lua syntax, as `diagnose lint` checks them. */
-static int lint_load(const char *path, struct recipe **r, struct plan **plan, struct diag_err *err)
+/* Recipe + plan + Lua syntax, as `diagnose lint` checks them, from bytes read once. */
+static int lint_load(const char *path, struct bundle *b, struct diag_err *err)
 {
-	*r = NULL;
-	*plan = NULL;
 	struct plan_args args = { .check_target = false };
-	if (recipe_load(path, r, err))
+	if (bundle_load(path, false, &args, b, err))
 		return -1;
-	if (plan_build(*r, &args, plan, err) == 0) {
-		if (verdict_check_syntax((*plan)->lua_path, err) == 0)
-			return 0;
-		diag_wrap(err, "%s: lua", path);
-		err->code = DIAG_EXIT_USAGE;
+	for (size_t i = 0; i <= b->src.n_libs; i++) {
+		const struct source_file *f = i < b->src.n_libs ? &b->src.libs[i] : &b->src.lua;
+		if (verdict_check_syntax(f, err)) {
+			diag_wrap(err, "%s: lua", path);
+			err->code = DIAG_EXIT_USAGE;
+			bundle_free(b);
+			return -1;
+		}
 	}
-	plan_free(*plan);
-	recipe_free(*r);
-	*plan = NULL;
-	*r = NULL;
-	return -1;
+	return 0;
 }
 
 static bool same_dir(const char *a, const char *b)
@@ -652,8 +635,7 @@ static bool same_dir(const char *a, const char *b)
 int approval_approve(char *const *paths, size_t n, const char *lock_path, const char *by,
 		     FILE *out, struct diag_err *err)
 {
-	struct recipe **rs = xcalloc(n ? n : 1, sizeof(*rs));
-	struct plan **ps = xcalloc(n ? n : 1, sizeof(*ps));
+	struct bundle *bs = xcalloc(n ? n : 1, sizeof(*bs));
 	int problems = 0, rc = 0;
 	char at[32];
 	time_t now = time(NULL);
@@ -662,13 +644,13 @@ int approval_approve(char *const *paths, size_t n, const char *lock_path, const 
 
 	for (size_t i = 0; i < n; i++) {
 		struct diag_err e = { 0 };
-		if (lint_load(paths[i], &rs[i], &ps[i], &e) == 0) {
+		if (lint_load(paths[i], &bs[i], &e) == 0) {
 			char base[PATH_MAX], want[256];
 			snprintf(base, sizeof(base), "%s", paths[i]);
-			snprintf(want, sizeof(want), "%s.yaml", rs[i]->name);
+			snprintf(want, sizeof(want), "%s.yaml", bs[i].recipe->name);
 			if (strcmp(basename(base), want))
 				diag_fail(&e, DIAG_EXIT_USAGE, "%s: name: recipe %s must be in a file named %s "
-					  "(production mode finds it by name)", paths[i], rs[i]->name, want);
+					  "(production mode finds it by name)", paths[i], bs[i].recipe->name, want);
 			else if (lock_path) {
 				char ld[PATH_MAX], rd[PATH_MAX];
 				snprintf(ld, sizeof(ld), "%s", lock_path);
@@ -690,23 +672,17 @@ int approval_approve(char *const *paths, size_t n, const char *lock_path, const 
 	}
 	for (size_t i = 0; i < n; i++) {
 		char dir[PATH_MAX], lp[PATH_MAX + 32];
-		lock_dir_of(rs[i]->path, dir, sizeof(dir));
+		const char *name = bs[i].recipe->name;
+		lock_dir_of(bs[i].src.recipe.path, dir, sizeof(dir));
 		if (lock_path)
 			snprintf(lp, sizeof(lp), "%s", lock_path);
 		else
 			snprintf(lp, sizeof(lp), "%s/%s", dir, APPROVAL_LOCK_NAME);
 		struct approval_lock *lock;
-		if ((rc = approval_lock_read(lp, true, &lock, err)))
+		if ((rc = approval_lock_read(lp, true, false, &lock, err)))
 			goto out;
 		struct approval_entry e;
-		approval_compute(rs[i], ps[i], dir, &e);
-		const char *bad = approval_entry_error(&e);
-		if (bad) {
-			rc = diag_fail(err, DIAG_EXIT_USAGE, "approve %s: %s", rs[i]->name, bad);
-			approval_entry_free(&e);
-			approval_lock_free(lock);
-			goto out;
-		}
+		approval_compute(&bs[i].src, bs[i].plan, &e);
 		size_t files = 0, objs = 0;
 		for (size_t k = 0; k < e.n_items; k++)
 			*(e.items[k].kind == APPROVAL_FILE ? &files : &objs) += 1;
@@ -714,12 +690,12 @@ int approval_approve(char *const *paths, size_t n, const char *lock_path, const 
 		if (changed)
 			rc = approval_lock_write(lock, lp, err);
 		if (rc == 0) {
-			const struct approval_entry *ke = approval_lock_find(lock, rs[i]->name);
+			const struct approval_entry *ke = approval_lock_find(lock, name);
 			if (changed)
 				fprintf(out, "approved %s in %s: %zu files, %zu BPF objects, by %s at %s\n",
-					rs[i]->name, lp, files, objs, ke->approved_by, ke->approved_at);
+					name, lp, files, objs, ke->approved_by, ke->approved_at);
 			else
-				fprintf(out, "%s unchanged in %s: approval by %s at %s kept\n", rs[i]->name, lp,
+				fprintf(out, "%s unchanged in %s: approval by %s at %s kept\n", name, lp,
 					ke->approved_by, ke->approved_at);
 		}
 		approval_lock_free(lock);
@@ -727,44 +703,48 @@ int approval_approve(char *const *paths, size_t n, const char *lock_path, const 
 			goto out;
 	}
 out:
-	for (size_t i = 0; i < n; i++) {
-		plan_free(ps[i]);
-		recipe_free(rs[i]);
-	}
-	free(rs);
-	free(ps);
+	for (size_t i = 0; i < n; i++)
+		bundle_free(&bs[i]);
+	free(bs);
 	return rc;
 }
 
 int approval_verify(const char *lock_path, FILE *out, struct diag_err *err)
 {
+	struct source_file raw;
 	struct approval_lock *lock;
-	if (approval_lock_read(lock_path, false, &lock, err))
+	struct stat st;
+	if (lstat(lock_path, &st) && errno == ENOENT)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: no approvals lock (create it with `diagnose "
+				 "approve NAME`)", lock_path);
+	if (source_read(lock_path, false, 0, &raw, err))
 		return -1;
+	if (approval_lock_parse(lock_path, raw.data, raw.len, &lock, err)) {
+		source_free(&raw);
+		return -1;
+	}
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s", lock_path);
 	const char *dir = dirname(tmp);
 	int bad = 0;
-	size_t len;
-	char *raw = read_file(lock_path, &len), *canon = approval_lock_format(lock);
-	if (raw && strcmp(raw, canon))
+	char *canon = approval_lock_format(lock);
+	if (strcmp(raw.data, canon))
 		fprintf(out, "note: %s is not in the form `diagnose approve` writes (edited by hand?)\n",
 			lock_path);
-	free(raw);
+	source_free(&raw);
 	free(canon);
 	for (size_t i = 0; i < lock->n; i++) {
 		const struct approval_entry *e = &lock->entries[i];
 		char *path = xasprintf("%s/%s.yaml", dir, e->recipe);
-		struct recipe *r = NULL;
-		struct plan *plan = NULL;
+		struct bundle b;
 		struct diag_err le = { 0 };
 		struct plan_args args = { .check_target = false };
-		if (recipe_load(path, &r, &le) || plan_build(r, &args, &plan, &le)) {
+		if (bundle_load(path, false, &args, &b, &le)) {
 			fprintf(out, "%s: CHANGED\n  %s\n", e->recipe, le.msg);
 			bad++;
 		} else {
 			struct approval_entry now;
-			approval_compute(r, plan, dir, &now);
+			approval_compute(&b.src, b.plan, &now);
 			char *d = approval_diff(e, &now, "\n  ");
 			if (d) {
 				fprintf(out, "%s: CHANGED (approved by %s at %s)\n  %s\n", e->recipe, e->approved_by,
@@ -774,9 +754,8 @@ int approval_verify(const char *lock_path, FILE *out, struct diag_err *err)
 				fprintf(out, "%s: ok (%zu files and BPF objects match)\n", e->recipe, now.n_items);
 			free(d);
 			approval_entry_free(&now);
+			bundle_free(&b);
 		}
-		plan_free(plan);
-		recipe_free(r);
 		free(path);
 	}
 	fprintf(out, "verify: %zu recipe%s in %s, %d changed\n", lock->n, lock->n == 1 ? "" : "s",
@@ -792,24 +771,23 @@ int approval_status(const char *recipe_path, char *buf, size_t len)
 	snprintf(path, sizeof(path), "%s/%s", dir, APPROVAL_LOCK_NAME);
 	struct approval_lock *lock;
 	struct diag_err e = { 0 };
-	struct recipe *r = NULL;
-	struct plan *plan = NULL;
+	struct bundle b;
 	struct plan_args args = { .check_target = false };
 	int st = -1;
-	if (approval_lock_read(path, true, &lock, &e)) {
+	if (approval_lock_read(path, true, false, &lock, &e)) {
 		snprintf(buf, len, "lock unusable");
 		return -1;
 	}
-	if (recipe_load(recipe_path, &r, &e) || plan_build(r, &args, &plan, &e))
+	if (bundle_load(recipe_path, false, &args, &b, &e))
 		snprintf(buf, len, "invalid");
 	else {
-		const struct approval_entry *ae = approval_lock_find(lock, r->name);
+		const struct approval_entry *ae = approval_lock_find(lock, b.recipe->name);
 		if (!ae) {
 			snprintf(buf, len, "not approved");
 			st = 1;
 		} else {
 			struct approval_entry now;
-			approval_compute(r, plan, dir, &now);
+			approval_compute(&b.src, b.plan, &now);
 			char *d = approval_diff(ae, &now, "; ");
 			if (d)
 				snprintf(buf, len, "approved %.10s, CHANGED since (diagnose verify)", ae->approved_at);
@@ -822,9 +800,8 @@ int approval_status(const char *recipe_path, char *buf, size_t len)
 			free(d);
 			approval_entry_free(&now);
 		}
+		bundle_free(&b);
 	}
-	plan_free(plan);
-	recipe_free(r);
 	approval_lock_free(lock);
 	return st;
 }

@@ -1,8 +1,8 @@
 /* approval.h — the approvals lock (recipes/approved.lock): which recipes are approved for
  * production mode, pinned by the SHA-256 of every file and BPF object they use.
  *
- * Owns: computing what a recipe uses now (recipe file, Lua snippet, every shared Lua library,
- * the compiled BPF objects built into this binary, the engine version), the lock's text format
+ * Owns: computing what a recipe uses (recipe file, Lua snippet, every shared Lua library — as
+ * read once into memory —, the compiled BPF objects built into this binary, the engine version), the lock's text format
  * (parse, strict, errors "LOCK:LINE: message"; write, canonical), updating an entry, and
  * comparing an entry with what is on disk now.
  * Must not: decide policy (production or not), print, or run anything.
@@ -63,13 +63,14 @@ struct approval_lock {
  * err->code DIAG_EXIT_USAGE and "NAME:LINE: message". */
 int approval_lock_parse(const char *name, const char *text, size_t len, struct approval_lock **out,
 			struct diag_err *err);
-/* Reads and parses a lock file. A missing file is an error too (message says so), unless
- * missing_ok: then *out is an empty lock. */
-int approval_lock_read(const char *path, bool missing_ok, struct approval_lock **out,
+/* Reads (once, size-capped, no symlink; with trusted, production's ownership checks) and parses
+ * a lock file. A missing file is an error too (message says so), unless missing_ok: then *out is
+ * an empty lock. */
+int approval_lock_read(const char *path, bool missing_ok, bool trusted, struct approval_lock **out,
 		       struct diag_err *err);
 /* The canonical text (caller frees). */
 char *approval_lock_format(const struct approval_lock *lock);
-/* Writes atomically (temporary file + rename). */
+/* Writes atomically (a mkstemp temporary file beside it, mode 0644, fsync, rename). */
 int approval_lock_write(const struct approval_lock *lock, const char *path, struct diag_err *err);
 void approval_lock_free(struct approval_lock *lock);
 const struct approval_entry *approval_lock_find(const struct approval_lock *lock, const char *name);
@@ -77,10 +78,10 @@ const struct approval_entry *approval_lock_find(const struct approval_lock *lock
 /* The lock that governs a recipe file: approved.lock in the recipe's directory. */
 void approval_lock_path_for(const char *recipe_path, char *out, size_t len);
 
-/* What the recipe uses now, as an entry (approved_by/approved_at left NULL). lock_dir is the
- * directory of the lock (= the recipes directory); paths are written relative to its parent.
- * Unreadable files are recorded with an error rather than failing. */
-void approval_compute(const struct recipe *r, const struct plan *plan, const char *lock_dir,
+/* What the recipe uses, as an entry (approved_by/approved_at left NULL): the hashes of the bytes
+ * in src (read once; the same bytes the run parses and executes), named as src names them
+ * (relative to the directory holding recipes/ and lua/), and of the BPF objects the plan loads. */
+void approval_compute(const struct recipe_sources *src, const struct plan *plan,
 		      struct approval_entry *out);
 void approval_entry_free(struct approval_entry *e);
 
@@ -97,10 +98,11 @@ char *approval_diff(const struct approval_entry *locked, const struct approval_e
 int approval_lock_set(struct approval_lock *lock, struct approval_entry *now, const char *by,
 		      const char *at);
 
-/* Checks a recipe against its lock in the recipe's directory. Returns 0 when approved and
- * matching; -1 with err (DIAG_EXIT_REFUSED) saying what did not match and how to get it
- * approved. A lock that is missing or malformed refuses too. */
-int approval_check(const struct recipe *r, const struct plan *plan, struct diag_err *err);
+/* Checks a loaded recipe against the lock in its recipes directory (read with production's
+ * ownership checks when trusted). Returns 0 when approved and matching; -1 with err
+ * (DIAG_EXIT_REFUSED) saying what did not match and how to get it approved. A lock that is
+ * missing, malformed or untrusted refuses too. */
+int approval_check(const struct bundle *b, bool trusted, struct diag_err *err);
 
 /* The first "cannot read" error of a computed entry, NULL when every file was read. */
 const char *approval_entry_error(const struct approval_entry *e);

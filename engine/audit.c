@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,15 +72,16 @@ static int policy_apply(const char *path, struct policy *p, const char *key, con
 
 int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return diag_fail(err, DIAG_EXIT_USAGE, "policy %s: %s", path, strerror(errno));
+	/* Root reads a policy only if no one else can have written it: it names the trust root. */
+	struct source_file f;
+	if (source_read(path, geteuid() == 0, 0, &f, err))
+		return diag_wrap(err, "policy");
 	if (p->n_files < ARRAY_LEN(p->files))
 		p->files[p->n_files++] = xstrdup(path);
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_file(&parser, f);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)f.data, f.len);
 	/* Expected: STREAM-START DOCUMENT-START MAPPING-START (SCALAR SCALAR)* MAPPING-END
 	 * DOCUMENT-END STREAM-END. Anything else is refused. */
 	enum { S_STREAM, S_DOC, S_MAP, S_KEY, S_VAL, S_DOC_END, S_STREAM_END, S_DONE } st = S_STREAM;
@@ -146,7 +150,7 @@ int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
 		rc = diag_fail(err, DIAG_EXIT_USAGE, "%s: mode: missing (production or development)", path);
 	free(key);
 	yaml_parser_delete(&parser);
-	fclose(f);
+	source_free(&f);
 	return rc;
 }
 
@@ -171,21 +175,11 @@ void policy_free(struct policy *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int policy_check_recipes_dir(const struct policy *p, const char *explicit_dir, struct diag_err *err)
-{
-	char dir[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	if (!p->recipes_dir)
-		return 0;
-	if (recipe_dir_find(explicit_dir, dir, sizeof(dir)) == 0 && realpath(dir, a) &&
-	    realpath(p->recipes_dir, b) && strcmp(a, b) == 0)
-		return 0;
-	return diag_fail(err, DIAG_EXIT_REFUSED,
-			 "production mode: the policy allows recipes only from %s (recipes_dir), not from %s",
-			 p->recipes_dir, explicit_dir ? explicit_dir : "the directory the search order found");
-}
-
 /* ---- audit trail -------------------------------------------------------------------------- */
 
+/* An audit file is appended to as root: never through a symlink, never a FIFO or device, and
+ * only a file that is ours alone (owned by this euid, not group- or world-writable), so that no
+ * one else can rewrite the trail or point it somewhere else. */
 static void add_file(struct audit *a, const char *path, struct diag_err *err, int *rc)
 {
 	if (!path || !*path)
@@ -195,26 +189,91 @@ static void add_file(struct audit *a, const char *path, struct diag_err *err, in
 			return;
 	if (a->n == AUDIT_MAX_FILES)
 		return;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-	if (fd < 0) {
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
+		      0640);
+	const char *why = NULL;
+	struct stat st;
+	if (fd < 0)
+		why = errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno);
+	else if (fstat(fd, &st))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (st.st_uid != geteuid())
+		why = "owned by another user";
+	else if (st.st_mode & 022)
+		why = "group- or world-writable";
+	if (why) {
+		if (fd >= 0)
+			close(fd);
 		if (*rc == 0)
-			*rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot open the audit file %s: %s", path,
-					strerror(errno));
+			*rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot use the audit file %s: %s", path, why);
 		return;
 	}
 	a->paths[a->n] = xstrdup(path);
 	a->fds[a->n++] = fd;
 }
 
+/* syslog(3) says nothing when no daemon listens: talk to /dev/log ourselves, so that a lost
+ * record is known. Datagram first, as syslog(3) does, then stream. */
+static int syslog_connect(struct audit *a)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", AUDIT_SYSLOG_PATH);
+	int saved = 0;
+	for (size_t i = 0; i < ARRAY_LEN(types); i++) {
+		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			a->syslog_fd = fd;
+			a->syslog_stream = types[i] == SOCK_STREAM;
+			return 0;
+		}
+		saved = errno;
+		close(fd);
+	}
+	snprintf(a->syslog_error, sizeof(a->syslog_error), "%s: %s", AUDIT_SYSLOG_PATH, strerror(saved));
+	return -1;
+}
+
+static int syslog_send(struct audit *a, int severity, const char *line, size_t len)
+{
+	if (a->syslog_fd < 0)
+		return -1;
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S", localtime_r(&now, &tm));
+	/* RFC 3164 as syslog(3) writes it; a stream socket takes a NUL after each message. */
+	char *msg = xasprintf("<%d>%s diagnose[%d]: %.*s", LOG_AUTHPRIV | severity, stamp, (int)getpid(),
+			      (int)len, line);
+	size_t n = strlen(msg) + (a->syslog_stream ? 1 : 0);
+	ssize_t w = send(a->syslog_fd, msg, n, MSG_NOSIGNAL);
+	int rc = 0;
+	if (w != (ssize_t)n) {
+		snprintf(a->syslog_error, sizeof(a->syslog_error), "%s: %s", AUDIT_SYSLOG_PATH,
+			 w < 0 ? strerror(errno) : "short write");
+		rc = -1;
+	}
+	free(msg);
+	return rc;
+}
+
 int audit_open(struct audit *a, const struct policy *pol, bool production, struct diag_err *err)
 {
 	memset(a, 0, sizeof(*a));
 	a->production = production;
-	openlog("diagnose", LOG_PID, LOG_AUTHPRIV);
+	a->syslog_fd = -1;
 	int rc = 0;
 	for (size_t i = 0; pol && i < pol->n_audit_files; i++)
 		add_file(a, pol->audit_files[i], err, &rc);
 	add_file(a, getenv("DIAGNOSE_AUDIT_FILE"), err, &rc);
+	if (syslog_connect(a) && rc == 0 && production && a->n == 0)
+		rc = diag_fail(err, DIAG_EXIT_REFUSED,
+			       "syslog is not reachable (%s) and no audit_file is configured",
+			       a->syslog_error);
 	return rc;
 }
 
@@ -225,7 +284,9 @@ void audit_close(struct audit *a)
 		free(a->paths[i]);
 	}
 	a->n = 0;
-	closelog();
+	if (a->syslog_fd >= 0)
+		close(a->syslog_fd);
+	a->syslog_fd = -1;
 }
 
 static void set_str_or_null(struct value *o, const char *key, const char *s)
@@ -264,6 +325,8 @@ struct value *audit_record(const struct audit_event *ev, bool production)
 	value_set_str(r, "version", DIAG_VERSION);
 	value_set_str(r, "mode", production ? "production" : "development");
 	value_set_str(r, "action", ev->action);
+	if (ev->run_id)
+		value_set_str(r, "run_id", ev->run_id);
 	value_set_int(r, "exit", ev->exit_code);
 	if (ev->reason)
 		value_set_str(r, "reason", ev->reason);
@@ -272,6 +335,16 @@ struct value *audit_record(const struct audit_event *ev, bool production)
 	set_str_or_null(rec, "name", ev->recipe_name);
 	set_str_or_null(rec, "path", ev->recipe_path);
 	set_str_or_null(rec, "sha256", ev->recipe_sha256 && *ev->recipe_sha256 ? ev->recipe_sha256 : NULL);
+	if (ev->sources) {
+		const struct recipe_sources *src = ev->sources;
+		struct value *files = value_obj_set(rec, "files", value_obj());
+		const struct source_file *fs[] = { &src->recipe, &src->lua };
+		for (size_t i = 0; i < ARRAY_LEN(fs) + src->n_libs; i++) {
+			const struct source_file *f = i < ARRAY_LEN(fs) ? fs[i] : &src->libs[i - ARRAY_LEN(fs)];
+			if (f->name)
+				value_set_str(files, f->name, f->sha256);
+		}
+	}
 	value_set_bool(r, "approved", ev->approved);
 	struct value *params = value_obj_set(r, "params", value_obj());
 	if (ev->pid > 0)
@@ -322,16 +395,21 @@ int audit_write(struct audit *a, const struct audit_event *ev, struct diag_err *
 	fputc('\n', f);
 	fclose(f);
 	value_free(rec);
-	syslog(LOG_AUTHPRIV | (strcmp(ev->action, "refused") ? LOG_INFO : LOG_NOTICE), "%.*s",
-	       (int)(len ? len - 1 : 0), line);
 	int rc = 0;
+	bool logged = syslog_send(a, strcmp(ev->action, "refused") ? LOG_INFO : LOG_NOTICE, line,
+				  len ? len - 1 : 0) == 0;
 	for (size_t i = 0; i < a->n; i++) {
-		/* One write per line: O_APPEND keeps concurrent writers' lines whole. */
+		/* One write per line: O_APPEND keeps concurrent writers' lines whole. fsync: the
+		 * record must outlive a crash of the machine the run may be part of. */
 		ssize_t w = write(a->fds[i], line, len);
-		if (w != (ssize_t)len && rc == 0)
+		if ((w != (ssize_t)len || fsync(a->fds[i])) && rc == 0)
 			rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot write the audit file %s: %s", a->paths[i],
-				       w < 0 ? strerror(errno) : "short write");
+				       w < 0 || w == (ssize_t)len ? strerror(errno) : "short write");
 	}
+	/* With no audit file, syslog is the whole trail: losing it is an error. */
+	if (rc == 0 && a->n == 0 && !logged && a->production)
+		rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot write the audit record to syslog: %s",
+			       a->syslog_error[0] ? a->syslog_error : "not connected");
 	free(line);
 	return rc;
 }

@@ -2,9 +2,10 @@
  *
  * Owns: reading the policy (/etc/diagnose/policy.yaml and $DIAGNOSE_POLICY: a strict, tiny YAML
  * mapping `mode: production|development`, optional `audit_file: /abs/path` and
- * `recipes_dir: /abs/path`), and writing one JSON line per run, dry run, refusal or failure to
- * syslog (ident "diagnose", LOG_AUTHPRIV) and to every configured audit file (policy
- * `audit_file`, $DIAGNOSE_AUDIT_FILE), each opened O_APPEND|O_CREAT, mode 0640.
+ * `recipes_dir: /abs/path`, production's trust root), and writing JSON lines — a start record
+ * before anything is loaded, and one end record per run, dry run, refusal or failure — to syslog
+ * (/dev/log, ident "diagnose", LOG_AUTHPRIV) and to every configured audit file (policy
+ * `audit_file`, $DIAGNOSE_AUDIT_FILE), each opened O_APPEND|O_CREAT|O_NOFOLLOW, mode 0640.
  * Must not: decide whether a recipe is approved (approval.c), or print.
  *
  * An environment variable can only add to the system policy: when /etc/diagnose/policy.yaml says
@@ -18,6 +19,7 @@
 #include <stddef.h>
 
 #include "plan.h"
+#include "source.h"
 #include "util.h"
 #include "value.h"
 
@@ -31,7 +33,7 @@ struct policy {
 	size_t n_files;
 	char *audit_files[2];
 	size_t n_audit_files;
-	char *recipes_dir;             /* production: recipes only from here; NULL = not pinned */
+	char *recipes_dir;             /* production: recipes only from here; NULL = the installed ones */
 };
 
 /* Parses one policy file into *p (adds to it). Errors: DIAG_EXIT_USAGE, "PATH:LINE: message". */
@@ -40,24 +42,29 @@ int policy_parse_file(const char *path, struct policy *p, struct diag_err *err);
  * when set and not empty). */
 int policy_load(struct policy *p, struct diag_err *err);
 void policy_free(struct policy *p);
-/* Production with `recipes_dir` in the policy: the recipes directory the search order finds
- * (explicit_dir = --recipes, may be NULL) must be that one. Else -1, DIAG_EXIT_REFUSED. */
-int policy_check_recipes_dir(const struct policy *p, const char *explicit_dir, struct diag_err *err);
+#define AUDIT_SYSLOG_PATH "/dev/log"
 
 struct audit {
 	int fds[AUDIT_MAX_FILES];
 	char *paths[AUDIT_MAX_FILES];
 	size_t n;
 	bool production;
+	int syslog_fd;         /* connected to /dev/log, -1 when not reachable */
+	bool syslog_stream;    /* SOCK_STREAM (messages end in NUL) rather than datagrams */
+	char syslog_error[160]; /* why the last syslog send or connect failed */
 };
 
-/* Opens syslog and the audit files. Returns -1 (err: which file, why; DIAG_EXIT_REFUSED) when an
- * audit file cannot be opened; the others stay usable, so a refusal can still be recorded. */
+/* Connects to syslog and opens the audit files (O_APPEND, no symlink, a regular file owned by
+ * this euid and not group/world-writable). Returns -1 (err: which file, why; DIAG_EXIT_REFUSED)
+ * when an audit file cannot be used, or in production when there is no audit file and syslog is
+ * not reachable; what could be opened stays usable, so a refusal can still be recorded. */
 int audit_open(struct audit *a, const struct policy *pol, bool production, struct diag_err *err);
 void audit_close(struct audit *a);
 
 struct audit_event {
-	const char *action;        /* "run", "dry-run", "refused", "failed" */
+	const char *action;        /* "start", "run", "dry-run", "refused", "failed" */
+	const char *run_id;        /* links a run's start record to its end record; may be NULL */
+	const struct recipe_sources *sources; /* hashes of every file read, for the record */
 	const char *symptom;       /* as given on the command line */
 	const char *recipe_name;   /* NULL when the recipe was not loaded */
 	const char *recipe_path;
@@ -73,8 +80,9 @@ struct audit_event {
 
 /* The audit record as a value tree (caller frees). */
 struct value *audit_record(const struct audit_event *ev, bool production);
-/* Appends the record as one line to every audit file and to syslog. Returns -1 (err) when a
- * file write failed. */
+/* Appends the record as one line to every audit file (fsync'ed) and to syslog. Returns -1 (err)
+ * when a file write failed, or in production when syslog is the only destination and the send
+ * failed. */
 int audit_write(struct audit *a, const struct audit_event *ev, struct diag_err *err);
 
 #endif

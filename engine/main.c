@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,11 +22,13 @@
 #include "catalog.h"
 #include "doctor.h"
 #include "kernel.h"
+#include "outfile.h"
 #include "plan.h"
 #include "preflight.h"
 #include "recipe.h"
 #include "report.h"
 #include "session.h"
+#include "source.h"
 #include "sha256.h"
 #include "verdict.h"
 
@@ -32,7 +36,7 @@ struct cli {
 	const char *symptom;
 	int pid;
 	double duration_s;
-	bool dry_run, json, production, verbose;
+	bool dry_run, json, production, verbose, force;
 	const char *output, *folded, *recipes_dir;
 	const char *lock, *by; /* approve / verify: --lock FILE, --by NAME */
 	const char *params[32]; /* --param NAME=VALUE for the recipe's own parameters */
@@ -42,7 +46,7 @@ struct cli {
 static void usage(FILE *out)
 {
 	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
-	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
+	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE] [--force]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
@@ -107,14 +111,6 @@ static int apply_param(struct cli *c, const char *kv)
 	return 0;
 }
 
-static int load_recipe(const char *symptom, const char *dir, struct recipe **r, struct diag_err *err)
-{
-	char path[PATH_MAX];
-	if (recipe_resolve(symptom, dir, path, sizeof(path), err))
-		return -1;
-	return recipe_load(path, r, err);
-}
-
 /* ---- run ---------------------------------------------------------------------------------- */
 
 static struct value *run_info(const struct plan *plan, const struct session_out *s)
@@ -177,49 +173,132 @@ static int dry_run(const struct plan *plan, struct value **summary, struct diag_
 	return 0;
 }
 
-static int write_outputs(const struct cli *c, const struct value *report, const struct value *sections)
+/* The files asked for, created before anything loads: "exists" is said up front, not after the
+ * collection. */
+struct outputs {
+	struct outfile *json, *folded;
+};
+
+static int open_outputs(const struct cli *c, struct outputs *o, struct diag_err *err)
 {
+	memset(o, 0, sizeof(*o));
+	if (c->output && !(o->json = outfile_create("--output", c->output, c->force, err)))
+		return -1;
+	if (c->folded && !(o->folded = outfile_create("--folded", c->folded, c->force, err))) {
+		outfile_discard(o->json);
+		o->json = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void discard_outputs(struct outputs *o)
+{
+	outfile_discard(o->json);
+	outfile_discard(o->folded);
+	memset(o, 0, sizeof(*o));
+}
+
+static int write_outputs(const struct cli *c, struct outputs *o, const struct value *report,
+			 const struct value *sections, const struct value *results)
+{
+	struct diag_err err = { 0 };
+	int rc = 0;
 	if (c->json)
 		report_write_json(report, stdout);
 	else
 		report_write_text(report, sections, stdout);
-	if (c->output) {
-		FILE *f = fopen(c->output, "w");
-		if (!f) {
-			fprintf(stderr, "diagnose: --output %s: %s\n", c->output, strerror(errno));
-			return -1;
+	if (o->folded) {
+		report_write_folded(results, outfile_stream(o->folded));
+		if (outfile_close(o->folded, &err)) {
+			fprintf(stderr, "diagnose: %s\n", err.msg);
+			rc = -1;
 		}
-		report_write_json(report, f);
-		if (fclose(f)) {
-			fprintf(stderr, "diagnose: --output %s: %s\n", c->output, strerror(errno));
-			return -1;
-		}
+		o->folded = NULL;
 	}
-	return 0;
+	if (o->json) {
+		report_write_json(report, outfile_stream(o->json));
+		if (outfile_close(o->json, &err)) {
+			fprintf(stderr, "diagnose: %s\n", err.msg);
+			rc = -1;
+		}
+		o->json = NULL;
+	}
+	return rc;
+}
+
+/* Production's trust root: the policy's recipes_dir, else the installed recipes. --recipes may
+ * only name the same directory; $DIAGNOSE_RECIPES and ./recipes are not searched. The directory
+ * and every one above it must be root's alone. */
+static int production_recipe_path(const struct cli *c, const struct policy *pol, char *out,
+				  size_t len, struct diag_err *err)
+{
+	const char *root = pol->recipes_dir ? pol->recipes_dir : recipe_installed_dir();
+	char real[PATH_MAX], asked[PATH_MAX];
+	if (!realpath(root, real))
+		return diag_fail(err, DIAG_EXIT_REFUSED, "production mode: recipes directory %s (%s): %s",
+				 root, pol->recipes_dir ? "the policy's recipes_dir" : "the installed recipes",
+				 strerror(errno));
+	if (c->recipes_dir && !(realpath(c->recipes_dir, asked) && strcmp(asked, real) == 0))
+		return diag_fail(err, DIAG_EXIT_REFUSED,
+				 "production mode runs recipes only from %s (%s), not from --recipes %s", real,
+				 pol->recipes_dir ? "the policy's recipes_dir" : "the installed recipes",
+				 c->recipes_dir);
+	if (source_check_trusted_dir(real, err))
+		return diag_wrap(err, "production mode");
+	return recipe_resolve(c->symptom, real, out, len, err);
+}
+
+/* Signals that end a run are held from the start to the end record: the collection reads them
+ * (session.c) and stops early, every later phase finishes, and the audit trail is complete. */
+static void hold_signals(sigset_t *old)
+{
+	sigset_t mask;
+	stop_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, old);
+}
+
+static void make_run_id(char out[33])
+{
+	unsigned char raw[16];
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		uint64_t t = mono_ns() ^ ((uint64_t)getpid() << 32);
+		memcpy(raw, &t, sizeof(t));
+		memcpy(raw + 8, &t, sizeof(t));
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
 static int cmd_run(const struct cli *c)
 {
 	struct diag_err err = { 0 };
-	struct recipe *r = NULL;
-	struct plan *plan = NULL;
+	struct bundle b = { 0 };
 	struct session_out s = { 0 };
 	struct value *verdicts = NULL, *sections = NULL, *report = NULL, *run = NULL, *summary = NULL;
 	struct value *preflight = NULL;
 	struct preflight_rate *rates = NULL;
-	char sha[SHA256_HEX_LEN] = "";
+	char sha[SHA256_HEX_LEN] = "", run_id[33], real_path[PATH_MAX];
 	int code = DIAG_EXIT_RUNTIME;
 	bool tracefs_mounted;
+	sigset_t old_mask;
+	struct outputs outs = { 0 };
 
+	/* Without the privileges nothing else matters, and nothing could be recorded anyway. */
+	if (kernel_check_privileges(&err))
+		return fail(&err);
+	hold_signals(&old_mask);
+	make_run_id(run_id);
 	/* Production mode (--production, DIAGNOSE_MODE, or a policy file the command line cannot
-	 * override): approved recipes only, the audit trail must be writable. Every outcome is
-	 * audited at `out`. A policy that cannot be read fails closed. */
+	 * override): approved recipes only, from the trust root, with an audit trail that must be
+	 * writable. Every outcome is audited at `out`. A policy that cannot be read fails closed. */
 	struct policy pol;
 	struct audit au;
 	struct diag_err aerr = { 0 };
 	char unapproved[sizeof(aerr.msg)];
 	struct audit_event ev = { .action = c->dry_run ? "dry-run" : "run", .symptom = c->symptom,
-				  .recipe_sha256 = sha, .pid = c->pid, .duration_s = c->duration_s };
+				  .recipe_sha256 = sha, .pid = c->pid, .duration_s = c->duration_s,
+				  .run_id = run_id };
 	int pol_rc = policy_load(&pol, &err);
 	bool production = c->production || pol.production || pol_rc;
 	bool audit_ok = audit_open(&au, &pol, production, &aerr) == 0;
@@ -232,39 +311,64 @@ static int cmd_run(const struct cli *c)
 	}
 	if (!audit_ok)
 		fprintf(stderr, "diagnose: warning: %s\n", aerr.msg);
-	if (production && !c->dry_run && approval_is_adhoc(c->symptom)) {
+	bool adhoc = approval_is_adhoc(c->symptom);
+	if (production && !c->dry_run && adhoc) {
 		diag_fail(&err, DIAG_EXIT_REFUSED, "production mode runs approved recipes by name only, not "
 			  "the file %s: put it in the recipes directory and get it approved with `diagnose "
 			  "approve NAME` in a pull request", c->symptom);
 		goto failed;
 	}
-	if (production && !c->dry_run && policy_check_recipes_dir(&pol, c->recipes_dir, &err))
+	/* Read once: the recipe, its snippet and the libraries are hashed, checked against the lock,
+	 * parsed and run from the same bytes. */
+	char path[PATH_MAX];
+	bool trusted = production && !adhoc;
+	if (trusted ? production_recipe_path(c, &pol, path, sizeof(path), &err)
+		    : recipe_resolve(c->symptom, c->recipes_dir, path, sizeof(path), &err))
 		goto failed;
-	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
-		goto failed;
-	sha256_file_hex(r->path, sha);
-	ev.recipe_name = r->name;
-	ev.recipe_path = r->path;
 	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true,
 				  .params = c->params, .n_params = c->n_params };
-	if (plan_build(r, &args, &plan, &err))
+	if (bundle_load(path, trusted, &args, &b, &err))
 		goto failed;
+	struct plan *plan = b.plan; /* the pre-flight may set a probe's sampling */
+	memcpy(sha, b.src.recipe.sha256, sizeof(sha));
+	ev.recipe_name = b.recipe->name;
+	ev.recipe_path = realpath(path, real_path) ? real_path : path;
+	ev.sources = &b.src;
 	ev.plan = plan;
-	ev.approved = approval_check(r, plan, &aerr) == 0;
+	ev.approved = !adhoc && approval_check(&b, trusted, &aerr) == 0;
 	if (production && !ev.approved) {
 		if (!c->dry_run) {
 			err = aerr;
 			goto failed;
 		}
+		if (adhoc)
+			snprintf(aerr.msg, sizeof(aerr.msg), "%s is a file, not an approved recipe", c->symptom);
 		fprintf(stderr, "diagnose: dry run allowed; a real run would be refused: %s\n", aerr.msg);
 		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
 		ev.reason = unapproved;
 	}
-	/* A snippet that cannot compile would only fail after the collection: say so now. */
-	if (verdict_check_syntax(plan->lua_path, &err))
+	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
+	for (size_t i = 0; i <= b.src.n_libs; i++)
+		if (verdict_check_syntax(i < b.src.n_libs ? &b.src.libs[i] : &b.src.lua, &err))
+			goto failed;
+	if (kernel_check_btf(&err))
 		goto failed;
-	if (kernel_check_privileges(&err) || kernel_check_btf(&err) ||
-	    kernel_ensure_tracefs(&tracefs_mounted, &err))
+	if (!c->dry_run && open_outputs(c, &outs, &err))
+		goto failed;
+	/* What is about to load is on record before it loads. */
+	if (!c->dry_run) {
+		ev.action = "start";
+		int arc = audit_write(&au, &ev, &aerr);
+		ev.action = "run";
+		if (arc && production) {
+			err = aerr;
+			diag_wrap(&err, "production mode refuses to run without its audit trail");
+			goto failed;
+		}
+		if (arc)
+			fprintf(stderr, "diagnose: warning: %s\n", aerr.msg);
+	}
+	if (kernel_ensure_tracefs(&tracefs_mounted, &err))
 		goto failed;
 	kernel_set_libbpf_verbose(c->verbose);
 	/* The live governor measures with BPF run-time statistics, which need CAP_SYS_ADMIN; a
@@ -276,12 +380,15 @@ static int cmd_run(const struct cli *c)
 		goto failed;
 	}
 
-	/* Measured budget check, before the real programs exist. A dry run reports its verdict
-	 * on the budget with the plan instead of stopping at it. */
+	/* Measured budget check, before the real programs exist. A dry run reports its verdict on
+	 * the budget with the plan instead of stopping at it; in production, a dry run of a recipe
+	 * that is not approved attaches nothing at all (the verifier still sees every program). */
 	rates = xcalloc(plan->n_probes, sizeof(*rates));
 	struct diag_err pf_err = { 0 };
-	bool pf_ok = preflight_run(plan, r->budgets.preflight_ms ? r->budgets.preflight_ms : 250,
-				   rates, &preflight, &pf_err) == 0;
+	bool measure = !(c->dry_run && production && !ev.approved);
+	bool pf_ok = !measure || preflight_run(plan, b.recipe->budgets.preflight_ms ? b.recipe->budgets.preflight_ms
+										       : 250,
+					       rates, &preflight, &pf_err) == 0;
 	if (!pf_ok && !c->dry_run) {
 		err = pf_err;
 		goto failed;
@@ -290,7 +397,11 @@ static int cmd_run(const struct cli *c)
 	if (c->dry_run) {
 		if (dry_run(plan, &summary, &err))
 			goto failed;
-		value_obj_set(summary, "preflight", value_copy(preflight));
+		if (measure)
+			value_obj_set(summary, "preflight", value_copy(preflight));
+		else
+			value_set_str(summary, "preflight", "not measured: in production a dry run of a recipe "
+				      "that is not approved attaches nothing");
 		if (!pf_ok)
 			value_set_str(summary, pf_err.code == DIAG_EXIT_REFUSED ? "refused" : "preflight_error",
 				      pf_err.msg);
@@ -311,7 +422,7 @@ static int cmd_run(const struct cli *c)
 		goto out;
 	}
 
-	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = r->name };
+	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name };
 	if (session_run(plan, &so, &s, &err))
 		goto failed;
 
@@ -320,10 +431,10 @@ static int cmd_run(const struct cli *c)
 			value_arr_push(s.notes, value_str_take(xasprintf(
 				"%s: %.0f events/s in the pre-flight is over max_events_per_s (%llu): counted 1 in "
 				"%llu at random (degrade: sample); its counts are estimates", plan->probes[i].rp->id,
-				rates[i].events_per_s, (unsigned long long)r->budgets.max_events_per_s,
+				rates[i].events_per_s, (unsigned long long)b.recipe->budgets.max_events_per_s,
 				(unsigned long long)rates[i].sample_every)));
 	run = run_info(plan, &s);
-	struct verdict_input vin = { .lua_path = plan->lua_path, .lib_dir = plan->lua_lib_dir,
+	struct verdict_input vin = { .lua = &b.src.lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
 				     .results = s.results, .thresholds = plan->thresholds, .run = run };
 	struct diag_err verr = { 0 };
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
@@ -331,14 +442,12 @@ static int cmd_run(const struct cli *c)
 				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
 				   .preflight = preflight };
 	report = report_build(&in);
-	if (c->folded && report_write_folded(s.results, c->folded, &err) < 0)
-		fprintf(stderr, "diagnose: %s\n", err.msg);
-	if (write_outputs(c, report, sections))
+	if (write_outputs(c, &outs, report, sections, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
 		fprintf(stderr, "diagnose: %s\n", verr.msg);
 		code = DIAG_EXIT_RUNTIME;
-	} else if (strcmp(s.stop_reason, "target-exited") == 0 && s.events == 0) {
+	} else if (s.stop_reason && strcmp(s.stop_reason, "target-exited") == 0 && s.events == 0) {
 		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
 		code = DIAG_EXIT_RUNTIME;
 	} else {
@@ -348,6 +457,8 @@ static int cmd_run(const struct cli *c)
 		default: code = DIAG_EXIT_OK; break;
 		}
 	}
+	if (!lua_ok)
+		ev.reason = verr.msg;
 	goto out;
 failed:
 	code = fail(&err);
@@ -361,6 +472,7 @@ out:
 		if (production && code != DIAG_EXIT_REFUSED)
 			code = DIAG_EXIT_RUNTIME;
 	}
+	discard_outputs(&outs); /* what was not written (a failed run) is not left behind empty */
 	audit_close(&au);
 	policy_free(&pol);
 	value_free(summary);
@@ -371,8 +483,10 @@ out:
 	value_free(verdicts);
 	value_free(sections);
 	session_out_free(&s);
-	plan_free(plan);
-	recipe_free(r);
+	bundle_free(&b);
+	fflush(NULL);
+	/* The end record is written: a signal held since the start may now act. */
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	return code;
 }
 
@@ -413,17 +527,19 @@ static int cmd_list(const struct cli *c)
 static int cmd_show(const struct cli *c)
 {
 	struct diag_err err;
-	struct recipe *r;
-	struct plan *plan;
-	if (load_recipe(c->symptom, c->recipes_dir, &r, &err))
-		return fail(&err);
+	struct bundle b;
+	char path[PATH_MAX];
 	struct plan_args args = { .pid = 0, .duration_s = c->duration_s, .check_target = false,
 				  .params = c->params, .n_params = c->n_params };
-	if (plan_build(r, &args, &plan, &err)) {
-		recipe_free(r);
+	if (recipe_resolve(c->symptom, c->recipes_dir, path, sizeof(path), &err) ||
+	    bundle_load(path, false, &args, &b, &err))
 		return fail(&err);
-	}
-	printf("%s — %s\n  %s\n  file: %s\n  lua:  %s\n", r->name, r->summary, r->symptom, r->path, plan->lua_path);
+	const struct recipe *r = b.recipe;
+	struct plan *plan = b.plan; /* the pre-flight may set a probe's sampling */
+	printf("%s — %s\n  %s\n  file: %s\n  lua:  %s\n", r->name, r->summary, r->symptom, r->path,
+	       b.src.lua.path);
+	for (size_t i = 0; i < b.src.n_libs; i++)
+		printf("  lib:  %s\n", b.src.libs[i].path);
 	printf("  target: %s; duration %.3g s (max %u s)\n", r->target_required ? "--pid required" : "none",
 	       plan->duration_s, r->budgets.max_duration_s);
 	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
@@ -462,21 +578,23 @@ static int cmd_show(const struct cli *c)
 		printf(" %s=%s", r->thresholds[i].key, r->thresholds[i].value);
 	if (r->n_thresholds)
 		putchar('\n');
-	plan_free(plan);
-	recipe_free(r);
+	bundle_free(&b);
 	return DIAG_EXIT_OK;
 }
 
 /* One recipe: the schema first (nothing else can be checked without it), then the plan against
- * the catalog and budgets, and the Lua snippet, each reported on its own line. */
+ * the catalog and budgets, and the Lua snippet and libraries, each reported on its own line. */
 static int lint_file(const char *path)
 {
 	struct diag_err err = { 0 };
+	struct recipe_sources src;
 	struct recipe *r = NULL;
 	struct plan *plan = NULL;
 	int problems = 0;
-	if (recipe_load(path, &r, &err)) {
+	if (sources_read_recipe(&src, path, false, &err) ||
+	    recipe_load_buffer(src.recipe.path, src.recipe.data, src.recipe.len, &r, &err)) {
 		printf("%s\n", err.msg);
+		sources_free(&src);
 		return 1;
 	}
 	struct plan_args args = { .check_target = false };
@@ -484,14 +602,19 @@ static int lint_file(const char *path)
 		printf("%s\n", err.msg);
 		problems++;
 	}
-	char lua[PATH_MAX], lib[PATH_MAX];
-	if (plan_lua_paths(r, lua, sizeof(lua), lib, sizeof(lib)) == 0 && access(lua, R_OK) == 0 &&
-	    verdict_check_syntax(lua, &err)) {
+	if (sources_read_lua(&src, r->lua, false, &err)) {
 		printf("%s: lua: %s\n", path, err.msg);
 		problems++;
+	} else {
+		for (size_t i = 0; i <= src.n_libs; i++)
+			if (verdict_check_syntax(i < src.n_libs ? &src.libs[i] : &src.lua, &err)) {
+				printf("%s: lua: %s\n", path, err.msg);
+				problems++;
+			}
 	}
 	plan_free(plan);
 	recipe_free(r);
+	sources_free(&src);
 	return problems;
 }
 
@@ -585,7 +708,7 @@ static int cmd_verify(const struct cli *c)
 int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_RECIPES, OPT_PROD, OPT_PARAM, OPT_VERSION,
-	       OPT_LOCK, OPT_BY };
+	       OPT_LOCK, OPT_BY, OPT_FORCE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -594,6 +717,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
 		{ "lock", required_argument, NULL, OPT_LOCK },
@@ -606,6 +730,9 @@ int main(int argc, char **argv)
 	struct cli c = { 0 };
 	int opt;
 
+	/* A closed stdout or stderr (`diagnose ... | head`) must not kill the run before its outputs
+	 * and audit record are written: writes fail with EPIPE instead. */
+	signal(SIGPIPE, SIG_IGN);
 	const char *mode = getenv("DIAGNOSE_MODE");
 	if (mode && strcmp(mode, "production") == 0)
 		c.production = true;
@@ -628,6 +755,7 @@ int main(int argc, char **argv)
 		case OPT_JSON: c.json = true; break;
 		case OPT_OUTPUT: c.output = optarg; break;
 		case OPT_FOLDED: c.folded = optarg; break;
+		case OPT_FORCE: c.force = true; break;
 		case OPT_RECIPES: c.recipes_dir = optarg; break;
 		case OPT_PROD: c.production = true; break;
 		case OPT_LOCK: c.lock = optarg; break;

@@ -244,9 +244,6 @@ static int resolve_lua(struct plan *p, struct diag_err *err)
 	const struct recipe *r = p->recipe;
 	if (plan_lua_paths(r, p->lua_path, sizeof(p->lua_path), p->lua_lib_dir, sizeof(p->lua_lib_dir)))
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: path too long", r->path);
-	if (access(p->lua_path, R_OK) != 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: cannot read %s: %s", r->path,
-				 p->lua_path, strerror(errno));
 	return 0;
 }
 
@@ -347,4 +344,37 @@ void plan_free(struct plan *p)
 	value_free(p->params);
 	free(p->probes);
 	free(p);
+}
+
+/* ---- a recipe read once, parsed and planned from the same bytes ---------------------------- */
+
+int bundle_load(const char *recipe_path, bool trusted, const struct plan_args *args,
+		struct bundle *b, struct diag_err *err)
+{
+	memset(b, 0, sizeof(*b));
+	if (sources_read_recipe(&b->src, recipe_path, trusted, err))
+		goto fail;
+	if (recipe_load_buffer(b->src.recipe.path, b->src.recipe.data, b->src.recipe.len, &b->recipe, err))
+		goto fail;
+	if (sources_read_lua(&b->src, b->recipe->lua, trusted, err)) {
+		if (err && err->code == DIAG_EXIT_USAGE)
+			diag_wrap(err, "%s: lua", recipe_path);
+		goto fail;
+	}
+	if (args && plan_build(b->recipe, args, &b->plan, err))
+		goto fail;
+	return 0;
+fail:
+	bundle_free(b);
+	return -1;
+}
+
+void bundle_free(struct bundle *b)
+{
+	if (!b)
+		return;
+	plan_free(b->plan);
+	recipe_free(b->recipe);
+	sources_free(&b->src);
+	memset(b, 0, sizeof(*b));
 }

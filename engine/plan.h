@@ -14,6 +14,7 @@
 
 #include "catalog.h"
 #include "recipe.h"
+#include "source.h"
 #include "value.h"
 
 struct plan_probe {
@@ -58,5 +59,17 @@ void plan_free(struct plan *p);
 /* Where a recipe's Lua snippet and the shared Lua libraries are: lua/ next to the recipes
  * directory (recipes/x.yaml -> lua/, share/diagnose/recipes -> share/diagnose/lua). */
 int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len);
+
+/* A recipe file read once (source.h), parsed from those bytes, its Lua snippet and libraries read,
+ * and — when args is not NULL — planned. trusted: production's ownership checks on every file.
+ * Nothing after this reads the recipe or its Lua by path again. */
+struct bundle {
+	struct recipe_sources src;
+	struct recipe *recipe;
+	struct plan *plan; /* NULL when loaded without args */
+};
+int bundle_load(const char *recipe_path, bool trusted, const struct plan_args *args,
+		struct bundle *b, struct diag_err *err);
+void bundle_free(struct bundle *b);
 
 #endif

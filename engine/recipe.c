@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
@@ -1165,6 +1166,11 @@ static int put(char *out, size_t out_len, const char *a, const char *b)
 	return n >= 0 && (size_t)n < out_len ? 0 : -1;
 }
 
+const char *recipe_installed_dir(void)
+{
+	return DIAG_SHARE_DIR "/recipes";
+}
+
 int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 {
 	if (explicit_dir) /* an explicit choice is not silently replaced by another directory */
@@ -1172,7 +1178,9 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 	const char *env = getenv("DIAGNOSE_RECIPES");
 	if (is_dir(env))
 		return put(out, out_len, env, "");
-	if (is_dir("recipes"))
+	/* As root (often through sudo) the current directory is anyone's: a recipes/ there is not
+	 * searched unless named with --recipes. */
+	if (geteuid() != 0 && is_dir("recipes"))
 		return put(out, out_len, "recipes", "");
 	if (is_dir(DIAG_SHARE_DIR "/recipes"))
 		return put(out, out_len, DIAG_SHARE_DIR "/recipes", "");

@@ -126,11 +126,7 @@ static void destroy_all(struct session *s)
 static int block_signals(struct session *s, struct diag_err *err)
 {
 	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
+	stop_signals(&mask);
 	if (sigprocmask(SIG_BLOCK, &mask, &s->old_mask))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "sigprocmask: %s", strerror(errno));
 	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -5,11 +5,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A message is one line that is safe on a terminal: it may quote bytes from a recipe, a lock or
+ * the target, so control bytes (newline and escape included) become '?'. */
+static void one_line(char *msg)
+{
+	for (unsigned char *p = (unsigned char *)msg; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
 
 int diag_fail(struct diag_err *err, int code, const char *fmt, ...)
 {
@@ -20,6 +30,7 @@ int diag_fail(struct diag_err *err, int code, const char *fmt, ...)
 	err->code = code;
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	one_line(err->msg);
 	return -1;
 }
 
@@ -35,7 +46,17 @@ int diag_wrap(struct diag_err *err, const char *fmt, ...)
 	memcpy(old, err->msg, sizeof(old));
 	if (snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old) >= (int)sizeof(err->msg))
 		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4); /* keep the line, mark the cut */
+	one_line(err->msg);
 	return -1;
+}
+
+void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
 }
 
 static void out_of_memory(size_t size)
@@ -90,13 +111,27 @@ char *xasprintf(const char *fmt, ...)
 
 char *read_file(const char *path, size_t *len_out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below with devices. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return NULL;
+	struct stat st;
+	int bad = fstat(fd, &st) ? errno : S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+	if (bad) {
+		close(fd);
+		errno = bad;
+		return NULL;
+	}
 	size_t cap = 4096, len = 0;
 	char *buf = xmalloc(cap);
 	for (;;) {
 		if (len + 1 >= cap) {
+			if (cap >= READ_FILE_MAX) {
+				free(buf);
+				close(fd);
+				errno = EFBIG;
+				return NULL;
+			}
 			cap *= 2;
 			buf = xrealloc(buf, cap);
 		}

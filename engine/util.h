@@ -8,6 +8,7 @@
 #ifndef DIAG_UTIL_H
 #define DIAG_UTIL_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,7 +29,8 @@ struct diag_err {
 	char msg[768];
 };
 
-/* Fill *err (if not NULL) and return -1, so callers can `return diag_fail(err, ...)`. */
+/* Fill *err (if not NULL) and return -1, so callers can `return diag_fail(err, ...)`. Control
+ * bytes in the message (it may quote input) become '?': a message is always one safe line. */
 int diag_fail(struct diag_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -41,12 +43,18 @@ void *xrealloc(void *ptr, size_t size);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Read a whole (small) file into a NUL-terminated buffer. Returns NULL and sets errno. */
+/* Read a whole (small) regular file into a NUL-terminated buffer. Returns NULL and sets errno:
+ * EINVAL for a FIFO, socket or device (never blocks on one), EISDIR, EFBIG over READ_FILE_MAX. */
+#define READ_FILE_MAX ((size_t)64 << 20)
 char *read_file(const char *path, size_t *len_out);
 
 /* Reads a kernel CPU list file ("0-3,8,10-11", e.g. /sys/devices/system/cpu/online). Returns
  * the number of CPUs (0 when unreadable); with cpus non-NULL, also the malloc'ed list. */
 int cpu_list_read(const char *path, int **cpus);
+
+/* The signals that end a run early — Ctrl-C, kill, a closed terminal, Ctrl-\ —: a run holds them
+ * (sigprocmask) and reads them (signalfd) instead of dying mid-way. Fills *set with them. */
+void stop_signals(sigset_t *set);
 
 /* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
 uint64_t mono_ns(void);

@@ -3,6 +3,9 @@
 # goes to compute_checksum), run `diagnose high-cpu` on it as on-call would, then stop it.
 set -u
 BUILD=${BUILD:-build}
+# Files written under build/ and the test directories belong to whoever ran make: do not write
+# them with a sudo caller's rights (diagnose does that for --output/--folded under sudo).
+unset SUDO_UID SUDO_GID
 if [ "$(id -u)" -ne 0 ]; then
 	echo "make demo loads BPF programs: run it as root (sudo make demo)" >&2
 	exit 3
@@ -11,8 +14,8 @@ fi
 pid=$!
 trap 'kill $pid 2>/dev/null' EXIT INT TERM
 sleep 0.5
-echo "\$ diagnose high-cpu --pid $pid --folded $BUILD/demo.folded"
-"$BUILD/diagnose" high-cpu --pid "$pid" --folded "$BUILD/demo.folded"
+echo "\$ diagnose high-cpu --recipes recipes --pid $pid --folded $BUILD/demo.folded --force"
+"$BUILD/diagnose" high-cpu --recipes recipes --pid "$pid" --folded "$BUILD/demo.folded" --force
 rc=$?
 echo
 echo "exit code $rc (0 fine, 4 warning, 5 critical; see README). Folded stacks for flamegraph.pl: $BUILD/demo.folded"

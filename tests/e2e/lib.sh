@@ -3,11 +3,16 @@
 # Sourced by tests/e2e/t_*.sh; each test exits 0 (pass), 77 (skip) or anything else (fail).
 set -u
 BUILD=${BUILD:-build}
+# Files written under build/ and the test directories belong to whoever ran make: do not write
+# them with a sudo caller's rights (diagnose does that for --output/--folded under sudo).
+unset SUDO_UID SUDO_GID
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIAG="$ROOT/$BUILD/diagnose"
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
 TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
+# Production mode needs an audit trail: these machines run no syslog daemon.
+export DIAGNOSE_AUDIT_FILE="$TMP/audit.jsonl"
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 

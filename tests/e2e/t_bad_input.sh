@@ -100,6 +100,20 @@ for i = 1, 1e9 do t[i] = ("x"):rep(1000) .. i end'
 expect lua-membomb 1 'memory limit exceeded'
 grep -q 'raw results' "$C/stdout" || fail "lua-membomb: raw results not printed on stdout"
 
+# Time spent inside one C library call is not counted by the instruction limit: the verdict
+# phase's wall-clock deadline (a child process, killed) still ends it, with the raw results kept.
+mkcase lua-backtrack
+lua 'return { verdicts = { diag.verdict("x", "info", tostring(string.find(("a"):rep(60), ("a*"):rep(7) .. "b")), {}, {}) } }'
+expect lua-backtrack 1 'verdict phase over its time limit of [0-9]+ ms \(killed\)'
+grep -q 'raw results' "$C/stdout" || fail "lua-backtrack: raw results not printed on stdout"
+pgrep -P $$ -f 'diagnose x' > /dev/null && fail "lua-backtrack: a verdict child outlived its run"
+
+mkcase lua-dag
+lua 'local t = {}
+for i = 1, 100000 do t[i] = results end
+return { verdicts = {}, report = { { kind = "text", title = "t", lines = t } } }'
+expect lua-dag 1 'result too large'
+
 mkcase lua-os
 lua 'os.execute("id > '"$C"'/pwned")
 return { verdicts = {} }'
@@ -220,3 +234,15 @@ expect duration-nan 2 'not a positive number' --pid "$TARGET" --duration nan
 
 kill -0 "$TARGET" 2>/dev/null || fail "the workload died during the test"
 assert_released "bad input"
+
+# ---- files that are not plain recipe files: refused at once, never read without bound ------------
+mkfifo "$TMP/fifo.yaml"
+for f in /dev/zero "$TMP/fifo.yaml"; do
+	out=$(timeout 10 "$DIAG" lint "$f" 2>&1); rc=$?
+	[ "$rc" = 2 ] || fail "lint $f: exit $rc, want 2 ($out)"
+	echo "$out" | grep -q "$f: not a regular file" || fail "lint $f: '$out'"
+	echo "ok   lint $f: exit 2: $(echo "$out" | head -1)"
+done
+head -c 2000000 /dev/zero | tr '\0' '#' > "$TMP/huge.yaml"
+out=$("$DIAG" lint "$TMP/huge.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q 'over the limit of 1048576' || fail "lint of a 2 MB file: exit $rc: $out"

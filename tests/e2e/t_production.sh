@@ -11,10 +11,12 @@ LOCK="$P/recipes/approved.lock"
 AUDIT="$TMP/audit.jsonl"
 export DIAGNOSE_RECIPES="$P/recipes" DIAGNOSE_AUDIT_FILE="$AUDIT"
 unset DIAGNOSE_MODE
-printf 'mode: development\n' > "$TMP/dev-policy.yaml"
+# Production's trust root is the policy's recipes_dir (default: the installed recipes); the copy
+# in $P is root-owned and writable by no one else, as an installed one is.
+printf 'mode: development\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/dev-policy.yaml"
 export DIAGNOSE_POLICY="$TMP/dev-policy.yaml"
 
-runs=0 # commands that must each have appended one audit line
+runs=0 # commands that must each have appended one end record (a real run also writes a start record)
 # expect CODE PATTERN CMD...: exit code, and PATTERN in the output (stderr, or stdout for verify)
 expect() {
 	want=$1 pat=$2; shift 2
@@ -139,7 +141,7 @@ cp "$TMP/lock.good" "$LOCK"
 
 # --- a policy file saying production cannot be overridden ---------------------------------------
 POLICY_AUDIT="$TMP/policy-audit.jsonl"
-printf 'mode: production\naudit_file: %s\n' "$POLICY_AUDIT" > "$TMP/policy.yaml"
+printf 'mode: production\naudit_file: %s\nrecipes_dir: %s\n' "$POLICY_AUDIT" "$P/recipes" > "$TMP/policy.yaml"
 export DIAGNOSE_POLICY="$TMP/policy.yaml"
 flip "$P/lua/high-cpu.lua"
 audited 3 'lua/high-cpu.lua: sha256 approved' "$DIAG" high-cpu --pid "$PID" --duration 1
@@ -166,20 +168,31 @@ export DIAGNOSE_POLICY="$TMP/dev-policy.yaml"
 # Outside production an unwritable audit file is a warning, not a refusal.
 DIAGNOSE_AUDIT_FILE="$TMP/no-such-dir/audit.jsonl" "$DIAG" high-cpu --pid "$PID" --dry-run > /dev/null 2>"$TMP/warn.err" ||
 	fail "development dry run with an unwritable audit file: $(cat "$TMP/warn.err")"
-grep -q 'warning: cannot open the audit file' "$TMP/warn.err" || fail "no warning about the audit file"
+grep -q 'warning: cannot use the audit file' "$TMP/warn.err" || fail "no warning about the audit file"
 
-# --- every run, dry run and refusal wrote one line, each valid JSON ------------------------------
-n=$(wc -l < "$AUDIT")
-[ "$n" = "$runs" ] || fail "$n audit lines for $runs runs"
+# --- every run, dry run and refusal wrote one end record, each valid JSON; every start record ----
+# --- (written before anything loaded) has its end record with the same run_id --------------------
+n=$(grep -vc '"action":"start"' "$AUDIT")
+[ "$n" = "$runs" ] || fail "$n audit end records for $runs runs"
 python3 - "$AUDIT" <<'EOF' || fail "audit lines are not all valid JSON with the required keys"
 import json, sys
 keys = {"time", "user", "uid", "host", "mode", "action", "exit", "recipe", "approved", "params",
-        "target", "duration_s", "stop_reason", "worst_verdict", "bpf_cpu_pct"}
+        "target", "duration_s", "stop_reason", "worst_verdict", "bpf_cpu_pct", "run_id"}
+started = {}
 for n, line in enumerate(open(sys.argv[1]), 1):
     a = json.loads(line)
     missing = keys - a.keys()
     if missing:
         sys.exit("line %d lacks %s" % (n, sorted(missing)))
+    if a["action"] == "start":
+        files = a["recipe"].get("files", {})
+        if not {"recipes/high-cpu.yaml", "lua/high-cpu.lua", "lua/lib/diag.lua"} <= files.keys():
+            sys.exit("line %d: start record without the hashes of the files: %s" % (n, files))
+        started[a["run_id"]] = n
+    else:
+        started.pop(a["run_id"], None)
+if started:
+    sys.exit("start records without an end record: lines %s" % sorted(started.values()))
 EOF
 [ "$(stat -c %a "$AUDIT")" = 640 ] || fail "audit file mode $(stat -c %a "$AUDIT"), want 640"
 assert_released "production mode"
@@ -188,7 +201,7 @@ assert_released "production mode"
 # refuses rather than run without its CPU budget; outside production the run goes on with a note.
 if command -v capsh >/dev/null; then
 	start "$WL/cpu_burner"
-	out=$(capsh --drop=cap_sys_admin -- -c "'$DIAG' high-cpu --recipes '$ROOT/recipes' --pid $PID --duration 1 --production" 2>&1 >/dev/null); rc=$?
+	out=$(capsh --drop=cap_sys_admin -- -c "'$DIAG' high-cpu --recipes '$P/recipes' --pid $PID --duration 1 --production" 2>&1 >/dev/null); rc=$?
 	[ "$rc" = 3 ] || fail "production without CAP_SYS_ADMIN: exit $rc, want 3 ($out)"
 	echo "$out" | grep -q 'cannot enforce max_cpu_pct' || fail "production without CAP_SYS_ADMIN: '$out'"
 	capsh --drop=cap_sys_admin -- -c "'$DIAG' high-cpu --recipes '$ROOT/recipes' --pid $PID --duration 1 --json" > "$TMP/nostats.json" 2>/dev/null

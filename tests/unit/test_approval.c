@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -142,7 +144,7 @@ static void test_write_read_file(void **state)
 	struct diag_err err = { 0 };
 	struct approval_lock *lock = parse_ok(CANONICAL), *back = NULL;
 	assert_int_equal(approval_lock_write(lock, path, &err), 0);
-	assert_int_equal(approval_lock_read(path, false, &back, &err), 0);
+	assert_int_equal(approval_lock_read(path, false, false, &back, &err), 0);
 	char *a = approval_lock_format(lock), *b = approval_lock_format(back);
 	assert_string_equal(a, b);
 	size_t len;
@@ -154,9 +156,9 @@ static void test_write_read_file(void **state)
 	approval_lock_free(back);
 	unlink(path);
 	/* missing: an error unless missing_ok */
-	assert_int_equal(approval_lock_read(path, false, &back, &err), -1);
+	assert_int_equal(approval_lock_read(path, false, false, &back, &err), -1);
 	assert_non_null(strstr(err.msg, "no approvals lock"));
-	assert_int_equal(approval_lock_read(path, true, &back, &err), 0);
+	assert_int_equal(approval_lock_read(path, true, false, &back, &err), 0);
 	assert_int_equal(back->n, 0);
 	approval_lock_free(back);
 	approval_lock_free(lock);
@@ -471,6 +473,97 @@ static void test_audit_record(void **state)
 	value_free(report);
 }
 
+/* Audit files are appended to as root: never through a symlink, never someone else's file. */
+static void test_audit_file_checks(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_audit_dir.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *target = xasprintf("%s/target", dir), *link = xasprintf("%s/link", dir);
+	char *loose = xasprintf("%s/loose.jsonl", dir);
+	FILE *f = fopen(target, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(symlink(target, link), 0);
+	struct audit au;
+	struct diag_err err = { 0 };
+	setenv("DIAGNOSE_AUDIT_FILE", link, 1);
+	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	assert_non_null(strstr(err.msg, "a symbolic link (not followed)"));
+	audit_close(&au);
+	f = fopen(loose, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(chmod(loose, 0666), 0);
+	setenv("DIAGNOSE_AUDIT_FILE", loose, 1);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	assert_non_null(strstr(err.msg, "group- or world-writable"));
+	audit_close(&au);
+	/* A FIFO must be refused at once, not waited on. */
+	unlink(loose);
+	assert_int_equal(mkfifo(loose, 0600), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	/* (with no reader, opening it for writing fails at once with ENXIO; with one, fstat says
+	 * it is not a regular file) */
+	assert_non_null(strstr(err.msg, loose));
+	audit_close(&au);
+	unsetenv("DIAGNOSE_AUDIT_FILE");
+	struct stat st;
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 0); /* nothing went through the link */
+	unlink(target);
+	unlink(link);
+	unlink(loose);
+	rmdir(dir);
+	free(target);
+	free(link);
+	free(loose);
+}
+
+/* Writing the lock replaces a symlink planted at its path instead of writing through it, and
+ * leaves no temporary file behind. */
+static void test_lock_write_symlink(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_lock_dir.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *victim = xasprintf("%s/victim", dir), *lock_path = xasprintf("%s/approved.lock", dir);
+	FILE *f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(symlink(victim, lock_path), 0);
+	struct approval_lock *lock;
+	struct diag_err err = { 0 };
+	assert_int_equal(approval_lock_parse("x", CANONICAL, strlen(CANONICAL), &lock, &err), 0);
+	assert_int_equal(approval_lock_write(lock, lock_path, &err), 0);
+	size_t len;
+	char *text = read_file(victim, &len);
+	assert_string_equal(text, "precious\n");
+	free(text);
+	struct stat st;
+	assert_int_equal(lstat(lock_path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0644);
+	text = read_file(lock_path, &len);
+	assert_string_equal(text, CANONICAL);
+	free(text);
+	DIR *d = opendir(dir);
+	int entries = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		entries += e->d_name[0] != '.';
+	closedir(d);
+	assert_int_equal(entries, 2); /* victim + lock: no temporary left */
+	approval_lock_free(lock);
+	unlink(victim);
+	unlink(lock_path);
+	rmdir(dir);
+	free(victim);
+	free(lock_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +575,8 @@ int main(void)
 		cmocka_unit_test(test_adhoc),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_audit_record),
+		cmocka_unit_test(test_audit_file_checks),
+		cmocka_unit_test(test_lock_write_symlink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,182 @@
+# The production trust chain, tried as an attacker with a shell on the box would (issue 7): an
+# approval cannot certify itself, what is hashed is what runs, files someone else can change are
+# refused, root does not take recipes from the current directory, and the audit trail survives
+# every way a run ends.
+. "$(dirname "$0")/lib.sh"
+
+# The trust root: a root-owned copy of recipes/ + lua/, approved, named by the policy.
+P="$TMP/trusted"
+mkdir -p "$P"
+cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
+rm -f "$P/recipes/approved.lock"
+chmod -R go-w "$P"
+AUDIT="$TMP/audit.jsonl"
+export DIAGNOSE_AUDIT_FILE="$AUDIT"
+unset DIAGNOSE_MODE
+printf 'mode: production\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/policy.yaml"
+export DIAGNOSE_POLICY="$TMP/policy.yaml"
+"$DIAG" approve high-cpu --recipes "$P/recipes" --by e2e > /dev/null 2>&1 || fail "approve the trusted copy"
+unset DIAGNOSE_RECIPES
+
+expect() { # expect CODE PATTERN CMD...
+	want=$1 pat=$2; shift 2
+	out=$("$@" 2>&1 >"$TMP/stdout"); rc=$?
+	[ "$rc" = "$want" ] || fail "$*: exit $rc, want $want ($out)"
+	echo "$out" | grep -q -- "$pat" || fail "$*: message '$out' lacks '$pat'"
+}
+last_audit() { # last_audit PYTHON-EXPR, with `a` the last audit record
+	python3 -c 'import json, sys; a = json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(eval(sys.argv[2]))' "$AUDIT" "$1"
+}
+run_ok() { # run_ok CMD...: a run that must end with a verdict (0, 4 or 5)
+	"$@" > "$TMP/run.out" 2> "$TMP/run.err"; rc=$?
+	{ [ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ]; } || fail "$*: exit $rc ($(cat "$TMP/run.err"))"
+}
+EVIL='return { verdicts = { { id = "pwned", severity = "critical", title = "unapproved code ran", evidence = {}, next_steps = {} } } }'
+
+start "$WL/cpu_burner"
+
+# --- 1. an approval does not certify itself ----------------------------------------------------
+# Someone copies the recipes, edits the Lua, approves the copy and points production at it.
+X="$TMP/attacker"
+mkdir -p "$X"
+cp -r "$P/recipes" "$P/lua" "$X/"
+echo "$EVIL" > "$X/lua/high-cpu.lua"
+"$DIAG" approve high-cpu --recipes "$X/recipes" --by mallory > /dev/null 2>&1 || fail "approve the copy (allowed: it is only a file)"
+chown -R 65534:65534 "$X"
+expect 3 "runs recipes only from $P/recipes" sh -c "cd '$X' && exec '$DIAG' high-cpu --production --recipes '$X/recipes' --pid $PID --duration 1"
+[ "$(last_audit 'a["action"]')" = refused ] || fail "the refusal was not audited"
+# $DIAGNOSE_RECIPES and ./recipes are not the trust root: the approved recipe runs, not the copy.
+run_ok sh -c "cd '$X' && DIAGNOSE_RECIPES='$X/recipes' exec '$DIAG' high-cpu --production --pid $PID --duration 1 --json"
+grep -q pwned "$TMP/run.out" && fail "production ran the attacker's copy"
+[ "$(last_audit 'a["recipe"]["path"]')" = "$P/recipes/high-cpu.yaml" ] || fail "audit path: $(last_audit 'a["recipe"]["path"]')"
+[ "$(last_audit 'a["approved"]')" = True ] || fail "audit: not approved"
+# Without recipes_dir in the policy, the installed recipes are the trust root.
+printf 'mode: production\n' > "$TMP/policy-noroot.yaml"
+if [ ! -d /usr/local/share/diagnose/recipes ]; then
+	expect 3 'recipes directory /usr/local/share/diagnose/recipes (the installed recipes)' \
+		env DIAGNOSE_POLICY="$TMP/policy-noroot.yaml" DIAGNOSE_RECIPES="$X/recipes" "$DIAG" high-cpu --pid "$PID" --duration 1
+fi
+
+# --- 2. root does not search ./recipes -----------------------------------------------------------
+printf 'mode: development\n' > "$TMP/dev.yaml"
+mkdir -p "$TMP/cwd/recipes" "$TMP/cwd/lua"
+cp "$X/recipes/high-cpu.yaml" "$TMP/cwd/recipes/"
+cp -r "$X/lua/." "$TMP/cwd/lua/"
+out=$(cd "$TMP/cwd" && DIAGNOSE_POLICY="$TMP/dev.yaml" "$DIAG" show high-cpu 2>&1)
+echo "$out" | grep -q "$TMP/cwd" && fail "root used ./recipes: $out"
+out=$(cd "$TMP/cwd" && DIAGNOSE_POLICY="$TMP/dev.yaml" "$DIAG" show high-cpu --recipes recipes 2>&1) ||
+	fail "an explicit --recipes recipes is honoured: $out"
+
+# --- 3. files that someone else can change are refused -----------------------------------------
+refused_because() { # refused_because PATTERN: a production run is refused with PATTERN
+	expect 3 "$1" "$DIAG" high-cpu --production --pid "$PID" --duration 1
+}
+chown 65534 "$P/lua/lib/diag.lua"
+refused_because "lua/lib/diag.lua: file is not owned by root"
+chown 0 "$P/lua/lib/diag.lua"
+chmod g+w "$P/recipes/high-cpu.yaml"
+refused_because "recipes/high-cpu.yaml: file is group-writable"
+chmod g-w "$P/recipes/high-cpu.yaml"
+chmod o+w "$P/lua"
+refused_because "$P/lua: directory is world-writable"
+chmod o-w "$P/lua"
+chown 65534 "$P"
+refused_because "$P: directory is not owned by root"
+chown 0 "$P"
+mv "$P/lua/high-cpu.lua" "$P/lua/high-cpu.lua.real"
+ln -s "$P/lua/high-cpu.lua.real" "$P/lua/high-cpu.lua"
+refused_because "lua/high-cpu.lua: a symbolic link"
+rm "$P/lua/high-cpu.lua"
+mv "$P/lua/high-cpu.lua.real" "$P/lua/high-cpu.lua"
+ln -s "$TMP/elsewhere.jsonl" "$TMP/audit-link"
+expect 3 "audit file $TMP/audit-link: a symbolic link" env DIAGNOSE_AUDIT_FILE="$TMP/audit-link" "$DIAG" high-cpu --pid "$PID" --duration 1
+[ -e "$TMP/elsewhere.jsonl" ] && fail "the audit record went through a symlink"
+run_ok "$DIAG" high-cpu --production --pid "$PID" --duration 1
+
+# --- 4. what is hashed is what runs: files replaced during the run change nothing ---------------
+cp "$P/lua/high-cpu.lua" "$TMP/high-cpu.lua.orig"
+"$DIAG" high-cpu --production --pid "$PID" --duration 2 --json > "$TMP/swap.json" 2> "$TMP/swap.err" &
+dpid=$!
+sleep 1
+echo "$EVIL" > "$P/lua/high-cpu.lua"
+echo 'error("zz.lua was loaded")' > "$P/lua/lib/zz.lua"
+wait $dpid; rc=$?
+{ [ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ]; } || fail "run with files swapped during it: exit $rc ($(cat "$TMP/swap.err"))"
+grep -q pwned "$TMP/swap.json" && fail "a Lua file replaced during the run was executed"
+grep -q 'zz.lua' "$TMP/swap.json" "$TMP/swap.err" && fail "a library added during the run was loaded"
+expect 3 'lua/high-cpu.lua: sha256 approved' "$DIAG" high-cpu --production --pid "$PID" --duration 1
+rm "$P/lua/lib/zz.lua"
+cp "$TMP/high-cpu.lua.orig" "$P/lua/high-cpu.lua"
+echo 'return {}' > "$P/lua/lib/zz.lua"
+expect 3 'lua/lib/zz.lua: used now but not approved' "$DIAG" high-cpu --production --pid "$PID" --duration 1
+rm "$P/lua/lib/zz.lua"
+
+# --- 5. the audit trail survives ------------------------------------------------------------------
+# A closed stdout: SIGPIPE must not end the run before its end record.
+"$DIAG" high-cpu --production --pid "$PID" --duration 1 --json 2>/dev/null | head -c 1 > /dev/null
+[ "$(last_audit 'a["action"]')" = run ] || fail "stdout closed early: last audit record is $(tail -1 "$AUDIT")"
+# Two SIGTERMs, one during the collection and one just after: the end record is still written.
+"$DIAG" high-cpu --production --pid "$PID" --duration 5 > /dev/null 2>&1 &
+dpid=$!
+sleep 1.2
+kill -TERM $dpid; sleep 0.05; kill -TERM $dpid 2>/dev/null
+wait $dpid
+[ "$(last_audit 'a["action"] + " " + str(a["stop_reason"])')" = "run signal" ] || fail "after SIGTERM: $(tail -1 "$AUDIT")"
+# SIGKILL cannot be held: the start record, written before anything loaded, is the trace left.
+"$DIAG" high-cpu --production --pid "$PID" --duration 5 > /dev/null 2>&1 &
+dpid=$!
+sleep 1.2
+kill -KILL $dpid
+wait $dpid 2>/dev/null
+[ "$(last_audit 'a["action"]')" = start ] || fail "after SIGKILL the last record is $(tail -1 "$AUDIT")"
+last_audit 'a["recipe"]["files"]["lua/high-cpu.lua"]' | grep -q '^[0-9a-f]\{64\}$' || fail "start record without hashes"
+assert_released "runs ended by signals"
+# No audit file and no syslog: production refuses; with a syslog listening, it runs and logs.
+if [ ! -e /dev/log ]; then
+	expect 3 'syslog is not reachable (/dev/log' env -u DIAGNOSE_AUDIT_FILE "$DIAG" high-cpu --pid "$PID" --duration 1
+	python3 - "$TMP/syslog.out" "$TMP/syslog.ready" <<'EOF' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+open(sys.argv[2], "w").close()
+s.settimeout(20)
+with open(sys.argv[1], "w") as out:
+    try:
+        while True:
+            msg = s.recv(65536).decode()
+            out.write(msg + "\n"); out.flush()
+            if '"action":"start"' not in msg:
+                break
+    finally:
+        os.unlink("/dev/log")
+EOF
+	lpid=$!
+	for i in 1 2 3 4 5 6 7 8 9 10; do [ -e "$TMP/syslog.ready" ] && break; sleep 0.1; done
+	run_ok env -u DIAGNOSE_AUDIT_FILE "$DIAG" high-cpu --pid "$PID" --duration 1
+	wait $lpid
+	grep -q '^<8[56]>.* diagnose\[[0-9]*\]: {.*"action":"start"' "$TMP/syslog.out" || fail "no start record on syslog: $(cat "$TMP/syslog.out")"
+	grep -q '"action":"run"' "$TMP/syslog.out" || fail "no end record on syslog: $(cat "$TMP/syslog.out")"
+fi
+
+# --- 6. a production dry run of a recipe that is not approved attaches nothing -------------------
+mkdir -p "$TMP/adhoc/recipes"
+cp "$P/recipes/high-cpu.yaml" "$TMP/adhoc/recipes/"
+ln -s "$P/lua" "$TMP/adhoc/lua"
+"$DIAG" "$TMP/adhoc/recipes/high-cpu.yaml" --production --pid "$PID" --dry-run --json > "$TMP/dry.json" 2>/dev/null || fail "ad-hoc dry run"
+json "$TMP/dry.json" 'r["plan"]["preflight"]' | grep -q 'not measured' || fail "dry run measured (attached): $(cat "$TMP/dry.json")"
+assert_released "trust chain"
+
+# --- 7. outputs written as root: never through a symlink, never over a file unless --force --------
+export DIAGNOSE_POLICY="$TMP/dev.yaml" DIAGNOSE_RECIPES="$P/recipes"
+echo 'precious' > "$TMP/victim"
+ln -s "$TMP/victim" "$TMP/out.folded"
+expect 2 "exists (a symbolic link, never followed)" "$DIAG" high-cpu --pid "$PID" --duration 1 --folded "$TMP/out.folded"
+[ "$(cat "$TMP/victim")" = precious ] || fail "--folded wrote through a symlink"
+run_ok "$DIAG" high-cpu --pid "$PID" --duration 1 --folded "$TMP/out.folded" --output "$TMP/out.json" --force
+[ "$(cat "$TMP/victim")" = precious ] || fail "--force wrote through a symlink"
+[ -L "$TMP/out.folded" ] && fail "--force left the symlink in place"
+grep -q compute_checksum "$TMP/out.folded" || fail "no folded stacks written"
+[ "$(stat -c %a "$TMP/out.json")" = 644 ] || fail "--output mode $(stat -c %a "$TMP/out.json")"
+expect 2 "out.json: exists; use --force" "$DIAG" high-cpu --pid "$PID" --duration 1 --output "$TMP/out.json"
+json "$TMP/out.json" 'r["tool"]' | grep -q diagnose || fail "the refused run clobbered the earlier report"
+assert_released "outputs"
