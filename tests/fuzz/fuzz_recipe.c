@@ -19,14 +19,8 @@
 
 #define NAME "fuzz.yaml"
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "fuzz_recipe: contract broken: %s (line %d)\n", #cond, \
-				__LINE__);                                               \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
+#define FUZZ_NAME "fuzz_recipe"
+#include "fuzz.h"
 
 static void check_kv(const struct recipe_kv *kv, unsigned n)
 {
