@@ -16,7 +16,8 @@
 --   below busy_cpu_pct the verdict is busy (info) instead.
 --   cpu-starved: run-queue p99 >= runq_p99_warn_us (critical >= runq_p99_crit_us; at least
 --   MIN_WAKEUPS waits), involuntary
---   switches/s >= nonvoluntary_per_s_warn, PSI some avg10 >= psi_some_avg10_warn, or cgroup
+--   switches/s >= nonvoluntary_per_s_warn, CPU pressure "some" over the window (the delta of
+--   /proc/pressure/cpu total=, not avg10, which describes the 10 s before) >= psi_some_pct_warn, or cgroup
 --   throttling in >= THROTTLED_PCT of periods.
 --   missing-frame-pointers: >= shallow_stack_pct % of user-mode samples with at most
 --   shallow_stack_frames user frames (and at least MIN_SAMPLES of them).
@@ -43,7 +44,7 @@ local T = {
   runq_warn = th("runq_p99_warn_us", 5000),
   runq_crit = th("runq_p99_crit_us", 50000),
   nonvol = th("nonvoluntary_per_s_warn", 200),
-  psi = th("psi_some_avg10_warn", 20),
+  psi = th("psi_some_pct_warn", 20),
   shallow_frames = th("shallow_stack_frames", 2),
   shallow_pct = th("shallow_stack_pct", 70),
   top_n = th("top_n", 10),
@@ -155,7 +156,9 @@ if R and (R.count or 0) >= MIN_WAKEUPS then
     count = R.count, max = R.max_us, total = R.total_us }
 end
 local nonvol_rate = C and diag.rate(C.nonvoluntary_ctxt_switches, window)
-local psi10 = diag.get(C, "psi", "some_avg10")
+-- Share of the window in which some task waited for a CPU: the stall counter's delta.
+local psi_total = diag.get(C, "psi", "some_total_us")
+local psi_pct = psi_total and window and window > 0 and psi_total / (window * 1e6) * 100 or nil
 local cg = C and C.cgroup
 local throttled_pct = cg and diag.pct(cg.nr_throttled or 0, cg.nr_periods or 0) or 0
 
@@ -186,12 +189,12 @@ if nonvol_rate and nonvol_rate >= T.nonvol then
   push(starved.ev, sub("%s involuntary context switches/s (threshold %s): it is preempted while runnable",
     diag.fmt_count(nonvol_rate), diag.fmt_count(T.nonvol)))
 end
-if psi10 and psi10 >= T.psi then
+if psi_pct and psi_pct >= T.psi then
   starved.sev = worse(starved.sev, "warning")
-  starved.title = starved.title or sub("The machine is short of CPU: pressure some avg10 %s",
-    diag.fmt_pct(psi10))
-  push(starved.ev, sub("CPU pressure (/proc/pressure/cpu) some avg10 %s (threshold %s): tasks on this host wait for CPU",
-    diag.fmt_pct(psi10), diag.fmt_pct(T.psi)))
+  starved.title = starved.title or sub("The machine is short of CPU: tasks waited for a CPU %s of the window",
+    diag.fmt_pct(psi_pct))
+  push(starved.ev, sub("CPU pressure (/proc/pressure/cpu) some: stalled %s of the %s window (threshold %s): tasks on this host wait for CPU",
+    diag.fmt_pct(psi_pct), sub("%.1f s", window), diag.fmt_pct(T.psi)))
 end
 if cg and throttled_pct >= THROTTLED_PCT then
   starved.sev = worse(starved.sev, "warning")
@@ -571,7 +574,7 @@ if C then
   push(lines, sub("context switches/s: %s voluntary, %s involuntary",
     diag.fmt_count(diag.rate(C.voluntary_ctxt_switches, window)), diag.fmt_count(nonvol_rate)))
 end
-if psi10 then push(lines, sub("CPU pressure some avg10: %s", diag.fmt_pct(psi10))) end
+if psi_pct then push(lines, sub("CPU pressure some over the window: %s", diag.fmt_pct(psi_pct))) end
 push(report, diag.text("User / kernel split", lines))
 if R then
   push(report, diag.histogram("Run-queue latency", R.unit or "us", R.buckets))
