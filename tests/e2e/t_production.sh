@@ -7,6 +7,7 @@ P="$TMP/p"
 mkdir -p "$P"
 cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
 rm -f "$P/recipes/approved.lock"
+chmod -R go-w "$P" # whatever the checkout's umask: production trusts only files root alone can change
 LOCK="$P/recipes/approved.lock"
 AUDIT="$TMP/audit.jsonl"
 export DIAGNOSE_RECIPES="$P/recipes" DIAGNOSE_AUDIT_FILE="$AUDIT"
