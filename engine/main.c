@@ -118,7 +118,7 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	struct value *run = value_obj();
 	value_set_str(run, "recipe", plan->recipe->name);
 	value_set_num(run, "duration_s", s->duration_s);
-	value_set_str(run, "stop_reason", s->stop_reason);
+	value_set_str(run, "stop_reason", stop_reason_name(s->stop_reason));
 	value_set_int(run, "ncpus", plan->ncpus);
 	if (plan->target_pid > 0) {
 		struct value *t = value_obj_set(run, "target", value_obj());
@@ -200,14 +200,14 @@ static void discard_outputs(struct outputs *o)
 }
 
 static int write_outputs(const struct cli *c, struct outputs *o, const struct value *report,
-			 const struct value *sections, const struct value *results)
+			 const struct value *results)
 {
 	struct diag_err err = { 0 };
 	int rc = 0;
 	if (c->json)
 		report_write_json(report, stdout);
 	else
-		report_write_text(report, sections, stdout);
+		report_write_text(report, stdout);
 	if (o->folded) {
 		report_write_folded(results, outfile_stream(o->folded));
 		if (outfile_close(o->folded, &err)) {
@@ -233,8 +233,9 @@ static int write_outputs(const struct cli *c, struct outputs *o, const struct va
 static int production_recipe_path(const struct cli *c, const struct policy *pol, char *out,
 				  size_t len, struct diag_err *err)
 {
-	const char *root = pol->recipes_dir ? pol->recipes_dir : recipe_installed_dir();
-	char real[PATH_MAX], asked[PATH_MAX];
+	char installed[PATH_MAX], real[PATH_MAX], asked[PATH_MAX];
+	recipe_installed_dir(installed, sizeof(installed));
+	const char *root = pol->recipes_dir ? pol->recipes_dir : installed;
 	if (!realpath(root, real))
 		return diag_fail(err, DIAG_EXIT_REFUSED, "production mode: recipes directory %s (%s): %s",
 				 root, pol->recipes_dir ? "the policy's recipes_dir" : "the installed recipes",
@@ -410,7 +411,7 @@ static int cmd_run(const struct cli *c)
 		if (c->json)
 			report_write_json(report, stdout);
 		else {
-			report_write_text(report, NULL, stdout);
+			report_write_text(report, stdout);
 			value_write_json(summary, stdout, 2);
 			fputc('\n', stdout);
 		}
@@ -440,14 +441,14 @@ static int cmd_run(const struct cli *c)
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
 				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .preflight = preflight };
+				   .sections = sections, .preflight = preflight };
 	report = report_build(&in);
-	if (write_outputs(c, &outs, report, sections, s.results))
+	if (write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
 		fprintf(stderr, "diagnose: %s\n", verr.msg);
 		code = DIAG_EXIT_RUNTIME;
-	} else if (s.stop_reason && strcmp(s.stop_reason, "target-exited") == 0 && s.events == 0) {
+	} else if (s.stop_reason == STOP_TARGET_EXITED && s.events == 0) {
 		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
 		code = DIAG_EXIT_RUNTIME;
 	} else {

@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1166,9 +1167,24 @@ static int put(char *out, size_t out_len, const char *a, const char *b)
 	return n >= 0 && (size_t)n < out_len ? 0 : -1;
 }
 
-const char *recipe_installed_dir(void)
+/* Installed as PREFIX/bin/diagnose, the recipes are in PREFIX/share/diagnose/recipes: found from
+ * the binary's own path, so that `make install PREFIX=/x` works whatever prefix the objects were
+ * compiled with. The compiled-in DIAG_SHARE_DIR is the fallback (a binary run from build/). */
+void recipe_installed_dir(char *out, size_t out_len)
 {
-	return DIAG_SHARE_DIR "/recipes";
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash && slash - exe >= 4 && strncmp(slash - 4, "/bin", 4) == 0) {
+			slash[-4] = '\0'; /* PREFIX */
+			int w = snprintf(out, out_len, "%s/share/diagnose/recipes", exe);
+			if (w > 0 && (size_t)w < out_len && is_dir(out))
+				return;
+		}
+	}
+	snprintf(out, out_len, "%s", DIAG_SHARE_DIR "/recipes");
 }
 
 int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
@@ -1182,8 +1198,10 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 	 * searched unless named with --recipes. */
 	if (geteuid() != 0 && is_dir("recipes"))
 		return put(out, out_len, "recipes", "");
-	if (is_dir(DIAG_SHARE_DIR "/recipes"))
-		return put(out, out_len, DIAG_SHARE_DIR "/recipes", "");
+	char installed[PATH_MAX];
+	recipe_installed_dir(installed, sizeof(installed));
+	if (is_dir(installed))
+		return put(out, out_len, installed, "");
 	return -1;
 }
 
@@ -1206,7 +1224,7 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 					   symptom, explicit_dir)
 			       : diag_fail(err, DIAG_EXIT_USAGE,
 					   "no recipe \"%s\": no recipe directory ($DIAGNOSE_RECIPES, "
-					   "./recipes, " DIAG_SHARE_DIR "/recipes)",
+					   "./recipes, PREFIX/share/diagnose/recipes)",
 					   symptom);
 	int w = snprintf(out, out_len, "%s/%s.yaml", dir, symptom);
 	if (w < 0 || (size_t)w >= out_len)

@@ -108,11 +108,12 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
 
 /* The directory recipes are searched in, in DESIGN order: explicit dir (may be NULL),
  * $DIAGNOSE_RECIPES, ./recipes (not when euid is 0: root does not trust the current directory),
- * then DIAG_SHARE_DIR/recipes. Writes the first one that exists. Returns -1 when none exists. An explicit dir is the only candidate: when it does not exist the
+ * then the installed recipes (recipe_installed_dir). Writes the first one that exists. Returns -1 when none exists. An explicit dir is the only candidate: when it does not exist the
  * answer is -1, not another directory. */
 int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len);
-/* The installed recipes directory (DIAG_SHARE_DIR/recipes): production's default trust root. */
-const char *recipe_installed_dir(void);
+/* The installed recipes directory, PREFIX/share/diagnose/recipes next to the running binary's
+ * PREFIX/bin (else the compiled-in share directory): production's default trust root. */
+void recipe_installed_dir(char *out, size_t out_len);
 
 /* Resolves SYMPTOM (a recipe name, or a path containing '/' or ending in .yaml) to a file path.
  * When the name is not found, err says so and lists the recipes that exist. */

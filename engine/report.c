@@ -37,7 +37,7 @@ struct value *report_build(const struct report_input *in)
 		value_obj_set(r, "params", value_copy(plan->params));
 	value_set_str(r, "started_at", s ? s->started_at : "");
 	value_set_num(r, "duration_s", s ? round(s->duration_s * 1000) / 1000 : 0);
-	value_set_str(r, "stop_reason", s ? s->stop_reason : "dry-run");
+	value_set_str(r, "stop_reason", s ? stop_reason_name(s->stop_reason) : "dry-run");
 	struct value *o = value_obj_set(r, "overhead", value_obj());
 	if (s && s->bpf_cpu_pct >= 0)
 		value_set_num(o, "bpf_cpu_pct", round(s->bpf_cpu_pct * 1000) / 1000);
@@ -51,6 +51,7 @@ struct value *report_build(const struct report_input *in)
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);
 	value_obj_set(r, "results", s && s->results ? value_copy(s->results) : value_obj());
+	value_obj_set(r, "sections", in->sections ? value_copy(in->sections) : value_arr());
 	if (s) {
 		value_obj_set(r, "probes", value_copy(s->probes));
 		value_obj_set(r, "notes", value_copy(s->notes));
@@ -270,8 +271,9 @@ static void write_list(const struct value *list, const char *bullet, FILE *out)
 		}
 }
 
-void report_write_text(const struct value *r, const struct value *sections, FILE *out)
+void report_write_text(const struct value *r, FILE *out)
 {
+	const struct value *sections = value_get(r, "sections");
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
 	const struct value *o = value_get(r, "overhead");
 	fputs("diagnose ", out);

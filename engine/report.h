@@ -24,17 +24,20 @@ struct report_input {
 	const struct session_out *session; /* NULL for a dry run */
 	const struct value *verdicts;      /* array; may be NULL when Lua failed */
 	const char *verdict_error;         /* why there are no verdicts, or NULL */
+	const struct value *sections;      /* the Lua report sections (array), may be NULL */
 	const struct value *plan_summary;  /* dry run: what would run */
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
 };
 
-/* The JSON report tree (caller frees). */
+/* The JSON report tree (caller frees): everything the text report shows, sections included, so
+ * that a report can be rendered again, replayed or diffed later. */
 struct value *report_build(const struct report_input *in);
 void report_write_json(const struct value *report, FILE *out);
 /* Text report. Every string of the report and sections is printed with control characters
  * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
  * only line breaks, and no terminal escape sequence gets through. */
-void report_write_text(const struct value *report, const struct value *sections, FILE *out);
+/* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. */
+void report_write_text(const struct value *report, FILE *out);
 /* One line per stack, root first: "comm;frame;...;frame count". Kernel frames follow user
  * frames, suffixed "_[k]" as flamegraph.pl colours them. In names, ';' and ' ' become '_', and
  * bytes below 0x20, DEL and bytes that are not UTF-8 become "\xNN": one stack, one line.

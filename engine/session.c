@@ -208,7 +208,7 @@ static double governor_close_window(struct session *s, uint64_t now)
 	return g->last_pct;
 }
 
-static const char *run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns)
+static enum stop_reason run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns)
 {
 	const struct plan *plan = s->plan;
 	uint64_t deadline = start_ns + (uint64_t)(plan->duration_s * 1e9);
@@ -219,7 +219,7 @@ static const char *run_loop(struct session *s, const struct session_opts *o, uin
 	for (;;) {
 		uint64_t now = mono_ns();
 		if (now >= deadline)
-			return "duration";
+			return STOP_DURATION;
 		uint64_t wake = deadline < next_tick ? deadline : next_tick;
 		if (s->gov.stats_fd >= 0 && s->gov.window_start + STATS_WINDOW_NS < wake)
 			wake = s->gov.window_start + STATS_WINDOW_NS;
@@ -232,16 +232,16 @@ static const char *run_loop(struct session *s, const struct session_opts *o, uin
 					 { .fd = s->pid_fd, .events = POLLIN } };
 		int rc = poll(fds, s->pid_fd >= 0 ? 2 : 1, timeout_ms);
 		if (rc < 0 && errno != EINTR) /* ENOMEM: end like an interruption (the contract's */
-			return "signal";       /* stop reasons have no other fitting value) */
+			return STOP_SIGNAL;       /* stop reasons have no other fitting value) */
 		if (rc > 0 && (fds[0].revents & POLLIN) && signal_arrived(s->sig_fd))
-			return "signal";
+			return STOP_SIGNAL;
 		if (rc > 0 && s->pid_fd >= 0 && (fds[1].revents & POLLIN))
-			return "target-exited";
+			return STOP_TARGET_EXITED;
 		now = mono_ns();
 		if (s->gov.stats_fd >= 0 && now >= s->gov.window_start + STATS_WINDOW_NS) {
 			double pct = governor_close_window(s, now);
 			if (budget > 0 && pct > budget)
-				return "over-budget";
+				return STOP_OVER_BUDGET;
 		}
 		if (now >= next_tick) {
 			for (unsigned i = 0; i < s->n_loaded; i++)
@@ -295,6 +295,17 @@ static void utc_now(char *buf, size_t len)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *stop_reason_name(enum stop_reason r)
+{
+	static const char *const names[] = {
+		[STOP_DURATION] = "duration",
+		[STOP_SIGNAL] = "signal",
+		[STOP_TARGET_EXITED] = "target-exited",
+		[STOP_OVER_BUDGET] = "over-budget",
+	};
+	return (unsigned)r < ARRAY_LEN(names) ? names[r] : "?";
 }
 
 int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
@@ -354,7 +365,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 
 	/* The end snapshot lets us symbolize code mapped during the run; a dead target keeps the
 	 * start snapshot. */
-	if (usyms && strcmp(out->stop_reason, "target-exited") != 0)
+	if (usyms && out->stop_reason != STOP_TARGET_EXITED)
 		usyms_snapshot(usyms, &soft);
 
 	ksyms = ksyms_loader_join(&kl);

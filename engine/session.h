@@ -20,13 +20,22 @@ struct session_opts {
 	const char *label;  /* for the progress line, e.g. the recipe name */
 };
 
+/* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */
+enum stop_reason {
+	STOP_DURATION,      /* "duration": the window ran out */
+	STOP_SIGNAL,        /* "signal": SIGINT, SIGTERM, SIGHUP or SIGQUIT */
+	STOP_TARGET_EXITED, /* "target-exited" */
+	STOP_OVER_BUDGET,   /* "over-budget": the governor measured max_cpu_pct exceeded */
+};
+const char *stop_reason_name(enum stop_reason r);
+
 struct session_out {
 	struct value *results;   /* object: probe id -> results */
 	struct value *probes;    /* array: {id, kind, variant, note, events, dropped} */
 	struct value *notes;     /* array of strings: fallbacks, failures, partial data */
 	char started_at[32];     /* ISO 8601 UTC */
 	double duration_s;       /* actual collection time */
-	const char *stop_reason; /* duration | signal | target-exited | over-budget */
+	enum stop_reason stop_reason;
 	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs) in the governor's windows; -1 when
 				    statistics were unavailable */
 	uint64_t events;         /* events that passed the probes' filters */

@@ -13,6 +13,12 @@ share=$(json "$TMP/r.json" 'round(100 * sum(s["count"] for s in r["results"]["pr
 grep -q 'main;serve_requests;handle_request;compute_checksum' "$TMP/folded" || fail "folded stacks lack the call path: $(head -3 "$TMP/folded")"
 [ "$(json "$TMP/r.json" 'r["stop_reason"]')" = duration ] || fail "stop_reason"
 [ "$(json "$TMP/r.json" 'r["target"]["comm"]')" = cpu_burner ] || fail "target comm"
+# The JSON carries the Lua report sections the text report shows (DESIGN: "sections").
+json "$TMP/r.json" '[s["title"] for s in r["sections"] if s["kind"] == "table"]' | grep -q . || fail "no table sections in the JSON report"
+"$DIAG" high-cpu --pid "$PID" --duration 1 > "$TMP/r.txt" 2>/dev/null
+json "$TMP/r.json" '"\n".join(s["title"] for s in r["sections"])' | while read -r title; do
+	grep -qF -- "$title" "$TMP/r.txt" || fail "section '$title' of the JSON is not in the text report"
+done || exit 1
 assert_released "a full run"
 
 # Typed recipe parameters: checked against their range, and they reach the probe.
