@@ -8,3 +8,19 @@ rc=$?
 [ "$(json "$TMP/r.json" 'r["verdicts"][0]["id"]')" = not-busy ] || fail "top verdict: $(json "$TMP/r.json" 'r["verdicts"][0]')"
 [ "$(json "$TMP/r.json" '[v["id"] for v in r["verdicts"] if v["id"].startswith("cpu-bound")]')" = "[]" ] || fail "a culprit was invented"
 assert_released "an idle run"
+
+# Right after a CPU storm ends, the machine is idle: a verdict must describe the window, not the
+# 10 s before it (PSI avg10 still reads high then). One spinner more than CPUs, 4 s, then stop.
+storm=""
+for i in $(seq 0 "$(nproc)"); do
+	"$WL/cpu_burner" 4 > /dev/null 2>&1 &
+	storm="$storm $!"
+done
+PIDS="$PIDS $storm"
+wait $storm 2>/dev/null
+avg10=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null)
+"$DIAG" high-cpu --pid "$PID" --duration 1 --json > "$TMP/after.json"
+rc=$?
+[ "$rc" = 0 ] || fail "after a finished CPU storm (avg10 $avg10): exit $rc, verdicts $(json "$TMP/after.json" '[v["title"] for v in r["verdicts"]]')"
+[ "$(json "$TMP/after.json" '[v["id"] for v in r["verdicts"] if v["id"] == "cpu-starved"]')" = "[]" ] || fail "cpu-starved after the storm ended"
+assert_released "an idle run after a storm"
