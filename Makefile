@@ -8,8 +8,10 @@
 #   make bench      benchmark against bpftrace and libbpf-tools, side by side
 #   make install PREFIX=/usr/local
 
+# The binary finds its recipes from its own path (PREFIX/bin -> PREFIX/share/diagnose): nothing
+# about PREFIX is compiled in, so `make install PREFIX=/x` works whatever was built before.
 PREFIX ?= /usr/local
-SHAREDIR ?= $(PREFIX)/share/diagnose
+SHAREDIR := $(PREFIX)/share/diagnose
 SAN ?= 0
 
 ifeq ($(SAN),1)
@@ -30,7 +32,7 @@ VERSION := 0.1.0
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $(SANFLAGS) \
 	  -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine -I/usr/include/lua5.4 \
-	  -DDIAG_VERSION='"$(VERSION)"' -DDIAG_SHARE_DIR='"$(SHAREDIR)"'
+	  -DDIAG_VERSION='"$(VERSION)"'
 LDFLAGS += $(SANFLAGS)
 LDLIBS := -lbpf -lelf -lz -lcyaml -lyaml -llua5.4 -lm -lpthread
 
@@ -170,7 +172,7 @@ $(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c engine/recipe.c engine/util.
 # The other targets link engine objects built with clang and the fuzzer's coverage instrumentation.
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	       -fno-sanitize-recover=undefined -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine \
-	       -I/usr/include/lua5.4 -DDIAG_VERSION='"$(VERSION)"' -DDIAG_SHARE_DIR='"$(SHAREDIR)"'
+	       -I/usr/include/lua5.4 -DDIAG_VERSION='"$(VERSION)"'
 FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out engine/main.c,$(ENGINE_SRCS)))
 fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/engine/%.o,$(1))
 

@@ -378,3 +378,40 @@ void bundle_free(struct bundle *b)
 	sources_free(&b->src);
 	memset(b, 0, sizeof(*b));
 }
+
+/* ---- the plan as a value: what `show` and the dry run print ------------------------------- */
+
+struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
+{
+	struct value *sum = value_obj();
+	value_set_num(sum, "duration_s", plan->duration_s);
+	value_set_int(sum, "map_bytes", (int64_t)plan->map_bytes);
+	struct value *probes = value_obj_set(sum, "probes", value_arr());
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		const struct plan_probe *pp = &plan->probes[i];
+		struct value *v = value_arr_push(probes, value_obj());
+		value_set_str(v, "id", pp->rp->id);
+		value_set_str(v, "kind", pp->kind->name);
+		const struct value *l = value_get(loaded, pp->rp->id);
+		if (value_get_str(l, "variant"))
+			value_set_str(v, "variant", value_get_str(l, "variant"));
+		if (value_get_str(l, "note"))
+			value_set_str(v, "note", value_get_str(l, "note"));
+		struct value *vs = value_obj_set(v, "variants", value_arr());
+		for (const char *const *var = pp->cfg.variants; *var; var++)
+			value_arr_push(vs, value_str(*var));
+		if (pp->cfg.target_pid)
+			value_set_int(v, "filter_pid", pp->cfg.target_pid);
+		if (pp->rp->filters.pid)
+			value_set_str(value_obj_set(v, "filters", value_obj()), "pid", pp->rp->filters.pid);
+		struct value *opts = value_obj_set(v, "options", value_obj());
+		for (size_t o = 0; o < pp->kind->n_options; o++) {
+			if (pp->kind->options[o].type == OPT_STRING)
+				value_set_str(opts, pp->kind->options[o].name, pp->cfg.str[o] ? pp->cfg.str[o] : "");
+			else
+				value_set_int(opts, pp->kind->options[o].name, (int64_t)pp->cfg.opt[o]);
+		}
+		value_set_int(v, "map_bytes", (int64_t)pp->map_bytes);
+	}
+	return sum;
+}

@@ -60,6 +60,11 @@ void plan_free(struct plan *p);
  * directory (recipes/x.yaml -> lua/, share/diagnose/recipes -> share/diagnose/lua). */
 int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len);
 
+/* The plan as a value (what `show` and the dry run print): duration, map memory, and per probe
+ * its id, kind, variants (with the one chosen and its note from `loaded`, an object probe id ->
+ * {variant, note}; may be NULL), pid filter, options and map memory. Caller frees. */
+struct value *plan_to_value(const struct plan *plan, const struct value *loaded);
+
 /* A recipe file read once (source.h), parsed from those bytes, its Lua snippet and libraries read,
  * and — when args is not NULL — planned. trusted: production's ownership checks on every file.
  * Nothing after this reads the recipe or its Lua by path again. */

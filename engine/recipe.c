@@ -1169,7 +1169,8 @@ static int put(char *out, size_t out_len, const char *a, const char *b)
 
 /* Installed as PREFIX/bin/diagnose, the recipes are in PREFIX/share/diagnose/recipes: found from
  * the binary's own path, so that `make install PREFIX=/x` works whatever prefix the objects were
- * compiled with. The compiled-in DIAG_SHARE_DIR is the fallback (a binary run from build/). */
+ * compiled with. DIAG_SHARE_DIR, the default prefix's, is the fallback (a binary run from
+ * build/); the Makefile compiles no prefix in, so a build never depends on the last install. */
 void recipe_installed_dir(char *out, size_t out_len)
 {
 	char exe[PATH_MAX];
