@@ -1,11 +1,52 @@
-/* proc_context.c — catalog entry without BPF: the target's CPU accounting and scheduling
- * context from /proc and cgroupfs over the collection window.
+/* proc_context.c — catalog entry without BPF: the general /proc + cgroup sampler. What the
+ * target and its host did over the collection window, in sections a recipe turns on with the
+ * `sections` option (a comma list of cpu, memory, io, net; default "cpu").
  *
- * Owns: reading utime/stime and thread count (/proc/PID/stat), voluntary and involuntary context
- * switches summed over threads (/proc/PID/task/TID/status), CPU pressure (/proc/pressure/cpu) and
- * the target cgroup's CPU throttling (cpu.stat, cpu.max), at attach and at the end; the last good
- * reading is refreshed every tick so a target that exits still has a window.
- * Must not: attach anything to the kernel.
+ * Owns: reading the files of each section at attach, at every session tick (about once a second)
+ * and at the end, and turning the first and the last good reading into deltas over the window
+ * (a target that exits keeps the window up to its last tick). Parsing and arithmetic are in
+ * engine/procfs.c (pure functions on text); this file only reads files and builds results.
+ * Must not: attach anything to the kernel, parse text itself, or report a value that describes
+ * the time before the window as if it were the window (pressure is the total= delta, never avg10).
+ *
+ * Results (units in the names; counters are deltas over the window, gauges are the value at the
+ * end of the window with a *_delta_* field; absent sources leave their fields out):
+ *   always   pid, comm, threads, ncpus, wall_s, exited, sections ("cpu,memory"), readings
+ *   cpu      utime_s, stime_s, cpu_pct (100 = one CPU), voluntary_ctxt_switches,
+ *            nonvoluntary_ctxt_switches (summed over threads),
+ *            psi {some_pct, full_pct (share of the window stalled, from total=), some_total_us,
+ *                 full_total_us, some_avg10, some_avg60, full_avg10 (context only)},
+ *            cgroup {version 1|2, path, dir, cpu_max ("QUOTA PERIOD" or "max PERIOD"),
+ *                    nr_periods, nr_throttled, throttled_us} (not for the root cgroup)
+ *   memory   memory {rss_bytes, rss_anon_bytes, rss_file_bytes, rss_shmem_bytes, swap_bytes,
+ *              rss_peak_bytes, rss_delta_bytes, rss_anon_delta_bytes, rss_file_delta_bytes,
+ *              rss_shmem_delta_bytes, swap_delta_bytes, rss_slope_bytes_per_s (least squares
+ *              over the series), rss_series [{t_s, bytes}] (one point per reading, at most 512,
+ *              decimated evenly when full), series_stride,
+ *              smaps_rollup {rss_bytes, pss_bytes, pss_anon_bytes, pss_file_bytes,
+ *                pss_shmem_bytes, shared_clean_bytes, shared_dirty_bytes, private_clean_bytes,
+ *                private_dirty_bytes, anonymous_bytes, swap_bytes, swap_pss_bytes, and NAME_delta
+ *                for each: NAME without _bytes + _delta_bytes} (read at the start and the end only),
+ *              cgroup {version, path, dir, current_bytes, current_delta_bytes,
+ *                current_slope_bytes_per_s, current_series [{t_s, bytes}], limited, max_bytes,
+ *                high_bytes (v2), anon_bytes, file_bytes, anon_delta_bytes, file_delta_bytes,
+ *                events {oom, oom_kill, high, max} (deltas; v1: oom_kill only), failcnt (v1
+ *                delta), under_oom (v1)},
+ *              pressure {some_pct, full_pct, some_total_us, full_total_us, some_avg10, full_avg10}}
+ *   io       io {rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes,
+ *              read_bytes_per_s, write_bytes_per_s,
+ *              disks [{name, major, minor, r_s, w_s, rkb_s, wkb_s, rrqm_s, wrqm_s, r_await_ms,
+ *                w_await_ms, rareq_kb, wareq_kb, aqu_sz, util_pct, reads, writes, read_bytes,
+ *                write_bytes}] (as iostat -x; devices with I/O in the window only),
+ *              cgroup {version, path, dir, rbytes, wbytes, rios, wios,
+ *                devices [{dev "MAJ:MIN", name, rbytes, wbytes, rios, wios}]},
+ *              pressure {as memory's}}
+ *   net      net {counters {Ip {...}, Tcp {...}, Udp {...}, TcpExt {...}, IpExt {...}} (the
+ *              error counters that matter, kernel names, deltas; the target's network
+ *              namespace: /proc/PID/net), tcp_retrans_pct (RetransSegs / OutSegs),
+ *              interfaces [{name, rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo, rx_frame,
+ *                tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier}]}
+ * The reference is schemas/recipe.md (probe kinds).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,81 +56,130 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "procfs.h"
 
-struct proc_reading {
+enum { SEC_CPU = 1, SEC_MEMORY = 2, SEC_IO = 4, SEC_NET = 8 };
+static const char *const section_names[] = { "cpu", "memory", "io", "net" };
+
+#define MAX_DISKS 128
+#define MAX_CGIO 64
+#define MAX_NETDEV 64
+#define MAX_COUNTERS 640
+
+struct mem_cgroup_reading {
+	bool valid;
+	uint64_t current, anon, file;
+	uint64_t max, high;
+	bool limited, high_limited, has_high, has_stat;
+	uint64_t ev_oom, ev_oom_kill, ev_high, ev_max;
+	uint64_t failcnt, under_oom; /* v1 */
+};
+
+struct reading {
 	bool valid;
 	uint64_t at_ns;
-	double utime_s, stime_s;
-	long threads;
+	struct procfs_stat stat;
+	/* cpu */
 	uint64_t vol_switches, invol_switches;
-	bool has_psi;
-	double psi_some_avg10, psi_some_avg60, psi_full_avg10;
-	uint64_t psi_some_total_us;
-	bool has_cpu_stat;
+	bool has_psi_cpu, has_cpu_stat;
+	struct procfs_psi psi_cpu;
 	uint64_t nr_periods, nr_throttled, throttled_us;
+	/* memory */
+	bool has_status, has_smaps, has_psi_mem;
+	struct procfs_status status;
+	struct procfs_smaps smaps;
+	struct procfs_psi psi_mem;
+	struct mem_cgroup_reading mcg;
+	/* io */
+	bool has_io, has_psi_io, has_cgio;
+	struct procfs_io io;
+	struct procfs_psi psi_io;
+	size_t n_disks, n_cgio;
+	struct procfs_disk disks[MAX_DISKS];
+	struct procfs_cgio cgio[MAX_CGIO];
+	/* net */
+	size_t n_counters, n_netdev;
+	struct procfs_counter counters[MAX_COUNTERS];
+	struct procfs_netdev netdev[MAX_NETDEV];
 };
 
 struct proc_priv {
+	unsigned sections;
+	char sections_text[64];
 	char comm[64];
-	char cgroup[512]; /* path under /sys/fs/cgroup, "" when unknown */
+	bool cpu_cg_ok, mem_cg_ok, io_cg_ok;
+	struct procfs_cgroup cpu_cg, mem_cg, io_cg;
 	char cpu_max[64];
-	struct proc_reading start, last;
+	struct reading start, last, scratch;
+	struct procfs_series rss, cg_current;
+	unsigned readings; /* good readings taken, start and end included */
 	bool exited;
 };
 
-static const struct option_spec proc_options[] = { { .name = NULL } };
+/* ---- the sections option ------------------------------------------------------------------ */
+
+/* Bits of a comma list of section names; 0 when a name is unknown or the list is empty. */
+static unsigned parse_sections(const char *text)
+{
+	unsigned bits = 0;
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, ",");
+		while (len > 0 && *p == ' ')
+			p++, len--;
+		size_t l = len;
+		while (l > 0 && p[l - 1] == ' ')
+			l--;
+		unsigned bit = 0;
+		for (size_t i = 0; i < ARRAY_LEN(section_names); i++)
+			if (l == strlen(section_names[i]) && strncmp(p, section_names[i], l) == 0)
+				bit = 1u << i;
+		if (!bit)
+			return 0;
+		bits |= bit;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return bits;
+}
+
+static const char *check_sections(const char *text)
+{
+	return parse_sections(text) ? NULL
+				    : "expected a comma-separated list of cpu, memory, io, net";
+}
+
+static const struct option_spec proc_options[] = {
+	{ .name = "sections", .type = OPT_STRING, .dflt_str = "cpu", .check = check_sections,
+	  .help = "what to sample: a comma list of cpu, memory, io, net" },
+};
 static const char *const proc_variants[] = { "procfs", NULL };
 
-static int read_stat(int pid, struct proc_reading *r, char *comm, size_t comm_len)
+/* ---- reading the files -------------------------------------------------------------------- */
+
+static char *read_pid_file(int pid, const char *name)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	return read_file(path, NULL);
+}
+
+static char *read_in(const char *dir, const char *name)
+{
+	char path[768];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return read_file(path, NULL);
+}
+
+static bool read_psi(const char *path, struct procfs_psi *out)
+{
 	char *text = read_file(path, NULL);
-	if (!text)
-		return -1;
-	char *open = strchr(text, '('), *close = strrchr(text, ')');
-	if (!open || !close || close < open) {
-		free(text);
-		return -1;
-	}
-	if (comm) {
-		size_t len = (size_t)(close - open - 1);
-		if (len >= comm_len)
-			len = comm_len - 1;
-		memcpy(comm, open + 1, len);
-		comm[len] = '\0';
-	}
-	/* Fields after ")": 3 state ... 14 utime 15 stime ... 20 num_threads. */
-	unsigned long long utime = 0, stime = 0;
-	long threads = 0;
-	int field = 3;
-	char *save = NULL;
-	for (char *tok = strtok_r(close + 2, " ", &save); tok;
-	     tok = strtok_r(NULL, " ", &save), field++) {
-		if (field == 14)
-			utime = strtoull(tok, NULL, 10);
-		else if (field == 15)
-			stime = strtoull(tok, NULL, 10);
-		else if (field == 20) {
-			threads = strtol(tok, NULL, 10);
-			break;
-		}
-	}
+	bool ok = text && procfs_parse_psi(text, out) == 0;
 	free(text);
-	long hz = sysconf(_SC_CLK_TCK);
-	r->utime_s = (double)utime / (double)hz;
-	r->stime_s = (double)stime / (double)hz;
-	r->threads = threads;
-	return 0;
+	return ok;
 }
 
-static uint64_t status_field(const char *text, const char *name)
-{
-	const char *p = strstr(text, name);
-	return p ? strtoull(p + strlen(name), NULL, 10) : 0;
-}
-
-static void read_switches(int pid, struct proc_reading *r)
+static void read_switches(int pid, struct reading *r)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
@@ -103,105 +193,248 @@ static void read_switches(int pid, struct proc_reading *r)
 		char spath[300];
 		snprintf(spath, sizeof(spath), "/proc/%d/task/%s/status", pid, de->d_name);
 		char *text = read_file(spath, NULL);
-		if (!text)
-			continue; /* the thread exited meanwhile */
-		r->vol_switches += status_field(text, "\nvoluntary_ctxt_switches:");
-		r->invol_switches += status_field(text, "\nnonvoluntary_ctxt_switches:");
-		free(text);
+		struct procfs_status st;
+		if (text && procfs_parse_status(text, &st) == 0) {
+			r->vol_switches += st.vol_switches;
+			r->invol_switches += st.invol_switches;
+		}
+		free(text); /* NULL: the thread exited meanwhile */
 	}
 	closedir(dir);
 }
 
-static void read_psi(struct proc_reading *r)
+static void read_cpu_cgroup(const struct proc_priv *pp, struct reading *r)
 {
-	char *text = read_file("/proc/pressure/cpu", NULL);
-	r->has_psi = false;
+	if (!pp->cpu_cg_ok)
+		return;
+	char *text = read_in(pp->cpu_cg.dir, "cpu.stat");
 	if (!text)
 		return;
-	unsigned long long total = 0;
-	if (sscanf(text, "some avg10=%lf avg60=%lf avg300=%*f total=%llu", &r->psi_some_avg10,
-		   &r->psi_some_avg60, &total) == 3) {
-		r->has_psi = true;
-		r->psi_some_total_us = total;
-		char *full = strstr(text, "full avg10=");
-		r->psi_full_avg10 = full ? strtod(full + 11, NULL) : 0;
+	r->has_cpu_stat = procfs_key_u64(text, "nr_periods", &r->nr_periods);
+	procfs_key_u64(text, "nr_throttled", &r->nr_throttled);
+	uint64_t ns;
+	if (pp->cpu_cg.version == 2)
+		procfs_key_u64(text, "throttled_usec", &r->throttled_us);
+	else if (procfs_key_u64(text, "throttled_time", &ns)) /* v1: nanoseconds */
+		r->throttled_us = ns / 1000;
+	free(text);
+}
+
+static void read_mem_cgroup(const struct proc_priv *pp, struct mem_cgroup_reading *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!pp->mem_cg_ok)
+		return;
+	const char *dir = pp->mem_cg.dir;
+	bool v2 = pp->mem_cg.version == 2;
+	char *cur = read_in(dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+	if (!cur)
+		return;
+	bool unl;
+	m->valid = procfs_parse_limit(cur, &m->current, &unl) == 0;
+	free(cur);
+	char *max = read_in(dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+	if (max && procfs_parse_limit(max, &m->max, &unl) == 0)
+		m->limited = !unl;
+	free(max);
+	char *stat = read_in(dir, "memory.stat");
+	if (stat) {
+		/* v1: total_* include the children, as usage_in_bytes does. */
+		m->has_stat = procfs_key_u64(stat, v2 ? "anon" : "total_rss", &m->anon);
+		procfs_key_u64(stat, v2 ? "file" : "total_cache", &m->file);
+		free(stat);
 	}
-	free(text);
+	if (v2) {
+		char *high = read_in(dir, "memory.high");
+		if (high && procfs_parse_limit(high, &m->high, &unl) == 0) {
+			m->has_high = true;
+			m->high_limited = !unl;
+		}
+		free(high);
+		char *ev = read_in(dir, "memory.events");
+		if (ev) {
+			procfs_key_u64(ev, "oom", &m->ev_oom);
+			procfs_key_u64(ev, "oom_kill", &m->ev_oom_kill);
+			procfs_key_u64(ev, "high", &m->ev_high);
+			procfs_key_u64(ev, "max", &m->ev_max);
+			free(ev);
+		}
+	} else {
+		char *fc = read_in(dir, "memory.failcnt");
+		if (fc) {
+			m->failcnt = strtoull(fc, NULL, 10);
+			free(fc);
+		}
+		char *oc = read_in(dir, "memory.oom_control");
+		if (oc) {
+			procfs_key_u64(oc, "oom_kill", &m->ev_oom_kill);
+			procfs_key_u64(oc, "under_oom", &m->under_oom);
+			free(oc);
+		}
+	}
 }
 
-static void read_cpu_stat(const char *cgroup, struct proc_reading *r)
+static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 {
-	r->has_cpu_stat = false;
-	if (!cgroup[0])
+	if (!pp->io_cg_ok)
 		return;
-	char path[600];
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.stat", cgroup);
-	char *text = read_file(path, NULL);
-	if (!text)
+	if (pp->io_cg.version == 2) {
+		char *text = read_in(pp->io_cg.dir, "io.stat");
+		if (text) {
+			r->has_cgio = true;
+			r->n_cgio = procfs_parse_io_stat(text, r->cgio, MAX_CGIO);
+		}
+		free(text);
 		return;
-	r->has_cpu_stat = true;
-	r->nr_periods = status_field(text, "nr_periods ");
-	r->nr_throttled = status_field(text, "nr_throttled ");
-	r->throttled_us = status_field(text, "throttled_usec ");
-	free(text);
+	}
+	char *bytes = read_in(pp->io_cg.dir, "blkio.throttle.io_service_bytes");
+	char *ios = read_in(pp->io_cg.dir, "blkio.throttle.io_serviced");
+	if (bytes || ios) {
+		r->has_cgio = true;
+		r->n_cgio = procfs_parse_blkio_v1(bytes, ios, r->cgio, MAX_CGIO);
+	}
+	free(bytes);
+	free(ios);
 }
 
-static int take_reading(struct probe *p, struct proc_reading *r)
+/* One reading of every enabled section; smaps_rollup (which walks the whole address space)
+ * only when `full`. Fails only when the target's /proc/PID/stat is gone. */
+static int take_reading(struct probe *p, struct reading *r, bool full)
 {
 	struct proc_priv *pp = p->priv;
-	struct proc_reading fresh = { 0 };
-	if (read_stat(p->cfg.target_pid, &fresh, NULL, 0) < 0)
+	int pid = p->cfg.target_pid;
+	memset(r, 0, sizeof(*r));
+	char *text = read_pid_file(pid, "stat");
+	int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
+	free(text);
+	if (rc < 0)
 		return -1;
-	read_switches(p->cfg.target_pid, &fresh);
-	read_psi(&fresh);
-	read_cpu_stat(pp->cgroup, &fresh);
-	fresh.at_ns = mono_ns();
-	fresh.valid = true;
-	*r = fresh;
+	if (pp->sections & SEC_CPU) {
+		read_switches(pid, r);
+		r->has_psi_cpu = read_psi("/proc/pressure/cpu", &r->psi_cpu);
+		read_cpu_cgroup(pp, r);
+	}
+	if (pp->sections & SEC_MEMORY) {
+		text = read_pid_file(pid, "status");
+		r->has_status = text && procfs_parse_status(text, &r->status) == 0 && r->status.has_rss;
+		free(text);
+		if (full) {
+			text = read_pid_file(pid, "smaps_rollup");
+			r->has_smaps = text && procfs_parse_smaps_rollup(text, &r->smaps) == 0;
+			free(text);
+		}
+		r->has_psi_mem = read_psi("/proc/pressure/memory", &r->psi_mem);
+		read_mem_cgroup(pp, &r->mcg);
+	}
+	if (pp->sections & SEC_IO) {
+		text = read_pid_file(pid, "io");
+		r->has_io = text && procfs_parse_io(text, &r->io) == 0;
+		free(text);
+		text = read_file("/proc/diskstats", NULL);
+		r->n_disks = text ? procfs_parse_diskstats(text, r->disks, MAX_DISKS) : 0;
+		free(text);
+		r->has_psi_io = read_psi("/proc/pressure/io", &r->psi_io);
+		read_io_cgroup(pp, r);
+	}
+	if (pp->sections & SEC_NET) {
+		/* The target's network namespace, not ours. */
+		text = read_pid_file(pid, "net/snmp");
+		if (text)
+			r->n_counters = procfs_parse_snmp(text, r->counters, MAX_COUNTERS);
+		free(text);
+		text = read_pid_file(pid, "net/netstat");
+		if (text)
+			r->n_counters += procfs_parse_snmp(text, r->counters + r->n_counters,
+							   MAX_COUNTERS - r->n_counters);
+		free(text);
+		text = read_pid_file(pid, "net/dev");
+		r->n_netdev = text ? procfs_parse_netdev(text, r->netdev, MAX_NETDEV) : 0;
+		free(text);
+	}
+	r->at_ns = mono_ns();
+	r->valid = true;
 	return 0;
 }
 
-static void find_cgroup(struct probe *p)
+static void add_to_series(struct proc_priv *pp, const struct reading *r)
+{
+	double t = (double)(r->at_ns - pp->start.at_ns) / 1e9;
+	pp->readings++;
+	if (r->has_status)
+		procfs_series_push(&pp->rss, t, (double)r->status.vm_rss);
+	if (r->mcg.valid)
+		procfs_series_push(&pp->cg_current, t, (double)r->mcg.current);
+}
+
+static void locate_cgroups(struct probe *p)
 {
 	struct proc_priv *pp = p->priv;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->cfg.target_pid);
-	char *text = read_file(path, NULL);
+	char *text = read_pid_file(p->cfg.target_pid, "cgroup");
 	if (!text)
 		return;
-	char *line = strstr(text, "0::"); /* cgroup v2 unified hierarchy */
-	if (line) {
-		line += 3;
-		size_t len = strcspn(line, "\n");
-		if (len < sizeof(pp->cgroup)) {
-			memcpy(pp->cgroup, line, len);
-			pp->cgroup[len] = '\0';
-		}
-		if (strcmp(pp->cgroup, "/") == 0)
-			pp->cgroup[0] = '\0'; /* the root cgroup has no cpu.stat limits */
-	}
+	/* Pure v2 mounts the unified hierarchy at /sys/fs/cgroup; hybrid hosts at .../unified. */
+	const char *v2_root = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0
+				      ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
+	pp->cpu_cg_ok = procfs_cgroup_locate(text, "cpu", "/sys/fs/cgroup/cpu", v2_root,
+					     &pp->cpu_cg) == 0 &&
+			strcmp(pp->cpu_cg.path, "/") != 0; /* the root cgroup has no CPU limits */
+	pp->mem_cg_ok = procfs_cgroup_locate(text, "memory", "/sys/fs/cgroup/memory", v2_root,
+					     &pp->mem_cg) == 0;
+	pp->io_cg_ok = procfs_cgroup_locate(text, "blkio", "/sys/fs/cgroup/blkio", v2_root,
+					    &pp->io_cg) == 0;
 	free(text);
-	if (pp->cgroup[0]) {
-		char mpath[600];
-		snprintf(mpath, sizeof(mpath), "/sys/fs/cgroup%s/cpu.max", pp->cgroup);
-		char *max = read_file(mpath, NULL);
+	if (!pp->cpu_cg_ok)
+		return;
+	if (pp->cpu_cg.version == 2) {
+		char *max = read_in(pp->cpu_cg.dir, "cpu.max");
 		if (max) {
 			snprintf(pp->cpu_max, sizeof(pp->cpu_max), "%.*s", (int)strcspn(max, "\n"), max);
 			free(max);
 		}
+		return;
 	}
+	char *quota = read_in(pp->cpu_cg.dir, "cpu.cfs_quota_us");
+	char *period = read_in(pp->cpu_cg.dir, "cpu.cfs_period_us");
+	if (quota && period) {
+		long long q = strtoll(quota, NULL, 10);
+		unsigned long long per = strtoull(period, NULL, 10);
+		if (q < 0)
+			snprintf(pp->cpu_max, sizeof(pp->cpu_max), "max %llu", per);
+		else
+			snprintf(pp->cpu_max, sizeof(pp->cpu_max), "%lld %llu", q, per);
+	}
+	free(quota);
+	free(period);
 }
+
+/* ---- probe operations --------------------------------------------------------------------- */
 
 static int proc_load(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
 	if (p->cfg.target_pid <= 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context needs a target pid");
-	struct proc_reading r;
-	if (read_stat(p->cfg.target_pid, &r, pp->comm, sizeof(pp->comm)) < 0)
+	const char *sections = probe_opt_str(p, "sections");
+	pp->sections = parse_sections(sections ? sections : "cpu");
+	if (!pp->sections)
+		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context: bad sections \"%s\"", sections);
+	pp->sections_text[0] = '\0';
+	for (size_t i = 0; i < ARRAY_LEN(section_names); i++)
+		if (pp->sections & (1u << i))
+			snprintf(pp->sections_text + strlen(pp->sections_text),
+				 sizeof(pp->sections_text) - strlen(pp->sections_text), "%s%s",
+				 pp->sections_text[0] ? "," : "", section_names[i]);
+	char *text = read_pid_file(p->cfg.target_pid, "stat");
+	int saved = errno;
+	bool readable = text != NULL;
+	struct procfs_stat st;
+	int rc = text ? procfs_parse_stat(text, &st) : -1;
+	free(text);
+	if (rc < 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "process %d: %s", p->cfg.target_pid,
-				 strerror(errno));
-	find_cgroup(p);
+				 readable ? "unreadable /proc/PID/stat" : strerror(saved));
+	snprintf(pp->comm, sizeof(pp->comm), "%s", st.comm);
+	locate_cgroups(p);
 	p->variant = "procfs";
 	return 0;
 }
@@ -209,17 +442,348 @@ static int proc_load(struct probe *p, struct diag_err *err)
 static int proc_attach(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
-	if (take_reading(p, &pp->start) < 0)
+	if (take_reading(p, &pp->start, true) < 0)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", p->cfg.target_pid);
 	pp->last = pp->start;
+	add_to_series(pp, &pp->start);
 	return 0;
 }
 
 static void proc_tick(struct probe *p)
 {
 	struct proc_priv *pp = p->priv;
-	if (!pp->exited && take_reading(p, &pp->last) < 0)
+	if (pp->exited || !pp->start.valid)
+		return;
+	if (take_reading(p, &pp->scratch, false) < 0) {
 		pp->exited = true;
+		return;
+	}
+	pp->last = pp->scratch;
+	add_to_series(pp, &pp->last);
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+static int64_t delta(uint64_t a, uint64_t b)
+{
+	return b >= a ? (int64_t)(b - a) : 0;
+}
+
+static int64_t gauge_delta(uint64_t a, uint64_t b)
+{
+	return (int64_t)b - (int64_t)a;
+}
+
+static struct value *pressure_value(const struct procfs_psi *a, const struct procfs_psi *b,
+				    double wall)
+{
+	struct value *v = value_obj();
+	double some, full;
+	procfs_psi_window(a, b, wall, &some, &full);
+	value_set_num(v, "some_pct", some);
+	value_set_int(v, "some_total_us", delta(a->some_total_us, b->some_total_us));
+	if (a->has_full && b->has_full) {
+		value_set_num(v, "full_pct", full);
+		value_set_int(v, "full_total_us", delta(a->full_total_us, b->full_total_us));
+	}
+	value_set_num(v, "some_avg10", b->some_avg10);
+	value_set_num(v, "some_avg60", b->some_avg60);
+	value_set_num(v, "full_avg10", b->full_avg10);
+	return v;
+}
+
+static struct value *series_value(const struct procfs_series *s)
+{
+	struct value *arr = value_arr();
+	for (size_t i = 0; i < s->n; i++) {
+		struct value *pt = value_arr_push(arr, value_obj());
+		value_set_num(pt, "t_s", s->t[i]);
+		value_set_int(pt, "bytes", (int64_t)s->v[i]);
+	}
+	return arr;
+}
+
+static void cgroup_where(struct value *obj, const struct procfs_cgroup *cg)
+{
+	value_set_int(obj, "version", cg->version);
+	value_set_str(obj, "path", cg->path);
+	value_set_str(obj, "dir", cg->dir);
+}
+
+static void cpu_results(struct proc_priv *pp, const struct reading *a, const struct reading *b,
+			double wall, struct value *res)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	double ut = (double)delta(a->stat.utime_ticks, b->stat.utime_ticks) / (double)hz;
+	double st = (double)delta(a->stat.stime_ticks, b->stat.stime_ticks) / (double)hz;
+	value_set_num(res, "utime_s", ut);
+	value_set_num(res, "stime_s", st);
+	value_set_num(res, "cpu_pct", wall > 0 ? (ut + st) / wall * 100.0 : 0);
+	value_set_int(res, "voluntary_ctxt_switches", gauge_delta(a->vol_switches, b->vol_switches));
+	value_set_int(res, "nonvoluntary_ctxt_switches",
+		      gauge_delta(a->invol_switches, b->invol_switches));
+	if (a->has_psi_cpu && b->has_psi_cpu)
+		value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
+	if (a->has_cpu_stat && b->has_cpu_stat) {
+		struct value *cg = value_obj_set(res, "cgroup", value_obj());
+		cgroup_where(cg, &pp->cpu_cg);
+		value_set_str(cg, "cpu_max", pp->cpu_max[0] ? pp->cpu_max : "max");
+		value_set_int(cg, "nr_periods", delta(a->nr_periods, b->nr_periods));
+		value_set_int(cg, "nr_throttled", delta(a->nr_throttled, b->nr_throttled));
+		value_set_int(cg, "throttled_us", delta(a->throttled_us, b->throttled_us));
+	}
+}
+
+static void memory_results(struct proc_priv *pp, const struct reading *a, const struct reading *b,
+			   double wall, struct value *res)
+{
+	struct value *m = value_obj_set(res, "memory", value_obj());
+	if (a->has_status && b->has_status) {
+		const struct procfs_status *x = &a->status, *y = &b->status;
+		value_set_int(m, "rss_bytes", (int64_t)y->vm_rss);
+		value_set_int(m, "rss_delta_bytes", gauge_delta(x->vm_rss, y->vm_rss));
+		if (x->has_rss_split && y->has_rss_split) {
+			value_set_int(m, "rss_anon_bytes", (int64_t)y->rss_anon);
+			value_set_int(m, "rss_file_bytes", (int64_t)y->rss_file);
+			value_set_int(m, "rss_shmem_bytes", (int64_t)y->rss_shmem);
+			value_set_int(m, "rss_anon_delta_bytes", gauge_delta(x->rss_anon, y->rss_anon));
+			value_set_int(m, "rss_file_delta_bytes", gauge_delta(x->rss_file, y->rss_file));
+			value_set_int(m, "rss_shmem_delta_bytes", gauge_delta(x->rss_shmem, y->rss_shmem));
+		}
+		if (x->has_swap && y->has_swap) {
+			value_set_int(m, "swap_bytes", (int64_t)y->vm_swap);
+			value_set_int(m, "swap_delta_bytes", gauge_delta(x->vm_swap, y->vm_swap));
+		}
+		value_set_int(m, "rss_peak_bytes", (int64_t)y->vm_hwm);
+		double slope;
+		if (procfs_slope(pp->rss.t, pp->rss.v, pp->rss.n, &slope))
+			value_set_num(m, "rss_slope_bytes_per_s", slope);
+		value_obj_set(m, "rss_series", series_value(&pp->rss));
+		value_set_int(m, "series_stride", pp->rss.stride ? pp->rss.stride : 1);
+	}
+	if (a->has_smaps && b->has_smaps) {
+		struct value *s = value_obj_set(m, "smaps_rollup", value_obj());
+		for (int i = 0; i < SMAPS_N; i++) {
+			if (!a->smaps.has[i] || !b->smaps.has[i])
+				continue;
+			const char *name = procfs_smaps_result_names[i];
+			value_set_int(s, name, (int64_t)b->smaps.v[i]);
+			char dname[64]; /* "pss_anon_bytes" -> "pss_anon_delta_bytes" */
+			snprintf(dname, sizeof(dname), "%.*s_delta_bytes",
+				 (int)(strlen(name) - strlen("_bytes")), name);
+			value_set_int(s, dname, gauge_delta(a->smaps.v[i], b->smaps.v[i]));
+		}
+	}
+	if (a->mcg.valid && b->mcg.valid) {
+		const struct mem_cgroup_reading *x = &a->mcg, *y = &b->mcg;
+		struct value *cg = value_obj_set(m, "cgroup", value_obj());
+		cgroup_where(cg, &pp->mem_cg);
+		value_set_int(cg, "current_bytes", (int64_t)y->current);
+		value_set_int(cg, "current_delta_bytes", gauge_delta(x->current, y->current));
+		double slope;
+		if (procfs_slope(pp->cg_current.t, pp->cg_current.v, pp->cg_current.n, &slope))
+			value_set_num(cg, "current_slope_bytes_per_s", slope);
+		value_obj_set(cg, "current_series", series_value(&pp->cg_current));
+		value_set_bool(cg, "limited", y->limited);
+		if (y->limited)
+			value_set_int(cg, "max_bytes", (int64_t)y->max);
+		if (y->has_high && y->high_limited)
+			value_set_int(cg, "high_bytes", (int64_t)y->high);
+		if (x->has_stat && y->has_stat) {
+			value_set_int(cg, "anon_bytes", (int64_t)y->anon);
+			value_set_int(cg, "file_bytes", (int64_t)y->file);
+			value_set_int(cg, "anon_delta_bytes", gauge_delta(x->anon, y->anon));
+			value_set_int(cg, "file_delta_bytes", gauge_delta(x->file, y->file));
+		}
+		struct value *ev = value_obj_set(cg, "events", value_obj());
+		if (pp->mem_cg.version == 2) {
+			value_set_int(ev, "oom", delta(x->ev_oom, y->ev_oom));
+			value_set_int(ev, "oom_kill", delta(x->ev_oom_kill, y->ev_oom_kill));
+			value_set_int(ev, "high", delta(x->ev_high, y->ev_high));
+			value_set_int(ev, "max", delta(x->ev_max, y->ev_max));
+		} else {
+			value_set_int(ev, "oom_kill", delta(x->ev_oom_kill, y->ev_oom_kill));
+			value_set_int(cg, "failcnt", delta(x->failcnt, y->failcnt));
+			value_set_bool(cg, "under_oom", y->under_oom != 0);
+		}
+	}
+	if (a->has_psi_mem && b->has_psi_mem)
+		value_obj_set(m, "pressure", pressure_value(&a->psi_mem, &b->psi_mem, wall));
+}
+
+static const struct procfs_disk *find_disk(const struct reading *r, unsigned major, unsigned minor)
+{
+	for (size_t i = 0; i < r->n_disks; i++)
+		if (r->disks[i].major == major && r->disks[i].minor == minor)
+			return &r->disks[i];
+	return NULL;
+}
+
+static const struct procfs_cgio *find_cgio(const struct reading *r, unsigned major, unsigned minor)
+{
+	for (size_t i = 0; i < r->n_cgio; i++)
+		if (r->cgio[i].major == major && r->cgio[i].minor == minor)
+			return &r->cgio[i];
+	return NULL;
+}
+
+static void io_results(struct proc_priv *pp, const struct reading *a, const struct reading *b,
+		       double wall, struct value *res)
+{
+	struct value *io = value_obj_set(res, "io", value_obj());
+	if (a->has_io && b->has_io) {
+		const struct procfs_io *x = &a->io, *y = &b->io;
+		value_set_int(io, "rchar", delta(x->rchar, y->rchar));
+		value_set_int(io, "wchar", delta(x->wchar, y->wchar));
+		value_set_int(io, "syscr", delta(x->syscr, y->syscr));
+		value_set_int(io, "syscw", delta(x->syscw, y->syscw));
+		value_set_int(io, "read_bytes", delta(x->read_bytes, y->read_bytes));
+		value_set_int(io, "write_bytes", delta(x->write_bytes, y->write_bytes));
+		value_set_int(io, "cancelled_write_bytes",
+			      delta(x->cancelled_write_bytes, y->cancelled_write_bytes));
+		value_set_num(io, "read_bytes_per_s",
+			      wall > 0 ? (double)delta(x->read_bytes, y->read_bytes) / wall : 0);
+		value_set_num(io, "write_bytes_per_s",
+			      wall > 0 ? (double)delta(x->write_bytes, y->write_bytes) / wall : 0);
+	}
+	struct value *disks = value_obj_set(io, "disks", value_arr());
+	for (size_t i = 0; i < b->n_disks; i++) {
+		const struct procfs_disk *y = &b->disks[i], *x = find_disk(a, y->major, y->minor);
+		if (!x)
+			continue;
+		struct procfs_iostat s;
+		procfs_iostat(x, y, wall, &s);
+		if (s.reads + s.writes == 0 && y->io_ticks == x->io_ticks && !y->ios_in_progress)
+			continue; /* idle during the window */
+		struct value *d = value_arr_push(disks, value_obj());
+		value_set_str(d, "name", y->name);
+		value_set_int(d, "major", y->major);
+		value_set_int(d, "minor", y->minor);
+		value_set_num(d, "r_s", s.r_s);
+		value_set_num(d, "w_s", s.w_s);
+		value_set_num(d, "rkb_s", s.rkb_s);
+		value_set_num(d, "wkb_s", s.wkb_s);
+		value_set_num(d, "rrqm_s", s.rrqm_s);
+		value_set_num(d, "wrqm_s", s.wrqm_s);
+		value_set_num(d, "r_await_ms", s.r_await_ms);
+		value_set_num(d, "w_await_ms", s.w_await_ms);
+		value_set_num(d, "rareq_kb", s.rareq_kb);
+		value_set_num(d, "wareq_kb", s.wareq_kb);
+		value_set_num(d, "aqu_sz", s.aqu_sz);
+		value_set_num(d, "util_pct", s.util_pct);
+		value_set_int(d, "reads", (int64_t)s.reads);
+		value_set_int(d, "writes", (int64_t)s.writes);
+		value_set_int(d, "read_bytes", (int64_t)s.read_bytes);
+		value_set_int(d, "write_bytes", (int64_t)s.write_bytes);
+	}
+	if (a->has_cgio && b->has_cgio) {
+		struct value *cg = value_obj_set(io, "cgroup", value_obj());
+		cgroup_where(cg, &pp->io_cg);
+		struct value *devs = value_arr();
+		int64_t rb = 0, wb = 0, ri = 0, wi = 0;
+		for (size_t i = 0; i < b->n_cgio; i++) {
+			const struct procfs_cgio *y = &b->cgio[i];
+			const struct procfs_cgio *x = find_cgio(a, y->major, y->minor);
+			struct procfs_cgio zero = { 0 };
+			if (!x)
+				x = &zero; /* first I/O of the cgroup on that device */
+			struct value *d = value_arr_push(devs, value_obj());
+			char dev[32];
+			snprintf(dev, sizeof(dev), "%u:%u", y->major, y->minor);
+			value_set_str(d, "dev", dev);
+			const struct procfs_disk *disk = find_disk(b, y->major, y->minor);
+			if (disk)
+				value_set_str(d, "name", disk->name);
+			value_set_int(d, "rbytes", delta(x->rbytes, y->rbytes));
+			value_set_int(d, "wbytes", delta(x->wbytes, y->wbytes));
+			value_set_int(d, "rios", delta(x->rios, y->rios));
+			value_set_int(d, "wios", delta(x->wios, y->wios));
+			rb += delta(x->rbytes, y->rbytes);
+			wb += delta(x->wbytes, y->wbytes);
+			ri += delta(x->rios, y->rios);
+			wi += delta(x->wios, y->wios);
+		}
+		value_set_int(cg, "rbytes", rb);
+		value_set_int(cg, "wbytes", wb);
+		value_set_int(cg, "rios", ri);
+		value_set_int(cg, "wios", wi);
+		value_obj_set(cg, "devices", devs);
+	}
+	if (a->has_psi_io && b->has_psi_io)
+		value_obj_set(io, "pressure", pressure_value(&a->psi_io, &b->psi_io, wall));
+}
+
+/* The TCP/IP counters worth a delta: errors, drops, retransmits, resets, and the totals they
+ * are a share of. */
+static const char *const net_counters[] = {
+	"Ip:InReceives", "Ip:InHdrErrors", "Ip:InAddrErrors", "Ip:InDiscards", "Ip:OutRequests",
+	"Ip:OutDiscards", "Ip:OutNoRoutes", "Ip:ReasmFails", "Ip:FragFails",
+	"Tcp:ActiveOpens", "Tcp:PassiveOpens", "Tcp:AttemptFails", "Tcp:EstabResets",
+	"Tcp:InSegs", "Tcp:OutSegs", "Tcp:RetransSegs", "Tcp:InErrs", "Tcp:OutRsts",
+	"Tcp:InCsumErrors",
+	"Udp:InDatagrams", "Udp:OutDatagrams", "Udp:NoPorts", "Udp:InErrors", "Udp:RcvbufErrors",
+	"Udp:SndbufErrors", "Udp:InCsumErrors",
+	"TcpExt:ListenOverflows", "TcpExt:ListenDrops", "TcpExt:TCPTimeouts",
+	"TcpExt:TCPLostRetransmit", "TcpExt:TCPFastRetrans", "TcpExt:TCPSlowStartRetrans",
+	"TcpExt:TCPSynRetrans", "TcpExt:TCPRetransFail", "TcpExt:TCPAbortOnData",
+	"TcpExt:TCPAbortOnClose", "TcpExt:TCPAbortOnMemory", "TcpExt:TCPAbortOnTimeout",
+	"TcpExt:TCPAbortOnLinger", "TcpExt:TCPAbortFailed", "TcpExt:TCPMemoryPressures",
+	"TcpExt:TCPBacklogDrop", "TcpExt:TCPRcvQDrop", "TcpExt:TCPZeroWindowDrop",
+	"TcpExt:TCPOFODrop", "TcpExt:PruneCalled", "TcpExt:RcvPruned", "TcpExt:OfoPruned",
+	"TcpExt:TCPReqQFullDrop", "TcpExt:TCPReqQFullDoCookies", "TcpExt:SyncookiesSent",
+	"TcpExt:SyncookiesFailed", "TcpExt:EmbryonicRsts", "TcpExt:TCPSackFailures",
+	"IpExt:InNoRoutes", "IpExt:InTruncatedPkts", "IpExt:InCsumErrors",
+};
+
+static void net_results(const struct reading *a, const struct reading *b, struct value *res)
+{
+	struct value *net = value_obj_set(res, "net", value_obj());
+	struct value *counters = value_obj_set(net, "counters", value_obj());
+	for (size_t i = 0; i < ARRAY_LEN(net_counters); i++) {
+		char group[16];
+		const char *colon = strchr(net_counters[i], ':');
+		snprintf(group, sizeof(group), "%.*s", (int)(colon - net_counters[i]), net_counters[i]);
+		const struct procfs_counter *x = procfs_counter_find(a->counters, a->n_counters, group,
+								     colon + 1);
+		const struct procfs_counter *y = procfs_counter_find(b->counters, b->n_counters, group,
+								     colon + 1);
+		if (!x || !y)
+			continue; /* not in this kernel */
+		struct value *g = (struct value *)value_get(counters, group);
+		if (!g)
+			g = value_obj_set(counters, group, value_obj());
+		value_set_int(g, colon + 1, delta(x->value, y->value));
+	}
+	const struct value *tcp = value_get(counters, "Tcp");
+	double out = value_get_num(tcp, "OutSegs", 0), retr = value_get_num(tcp, "RetransSegs", 0);
+	if (tcp)
+		value_set_num(net, "tcp_retrans_pct", out > 0 ? retr / out * 100.0 : 0);
+	struct value *ifs = value_obj_set(net, "interfaces", value_arr());
+	for (size_t i = 0; i < b->n_netdev; i++) {
+		const struct procfs_netdev *y = &b->netdev[i], *x = NULL;
+		for (size_t j = 0; j < a->n_netdev && !x; j++)
+			if (strcmp(a->netdev[j].name, y->name) == 0)
+				x = &a->netdev[j];
+		if (!x)
+			continue;
+		struct value *d = value_arr_push(ifs, value_obj());
+		value_set_str(d, "name", y->name);
+#define NETDEV_FIELD(f) value_set_int(d, #f, delta(x->f, y->f))
+		NETDEV_FIELD(rx_bytes);
+		NETDEV_FIELD(rx_packets);
+		NETDEV_FIELD(rx_errs);
+		NETDEV_FIELD(rx_drop);
+		NETDEV_FIELD(rx_fifo);
+		NETDEV_FIELD(rx_frame);
+		NETDEV_FIELD(tx_bytes);
+		NETDEV_FIELD(tx_packets);
+		NETDEV_FIELD(tx_errs);
+		NETDEV_FIELD(tx_drop);
+		NETDEV_FIELD(tx_fifo);
+		NETDEV_FIELD(tx_colls);
+		NETDEV_FIELD(tx_carrier);
+#undef NETDEV_FIELD
+	}
 }
 
 static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -228,39 +792,35 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct proc_priv *pp = p->priv;
 	if (!pp->start.valid)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "no reading of process %d", p->cfg.target_pid);
-	proc_tick(p);
-	const struct proc_reading *a = &pp->start, *b = &pp->last;
+	/* The last reading of the window, with smaps_rollup this time. */
+	if (!pp->exited) {
+		if (take_reading(p, &pp->scratch, true) == 0) {
+			pp->last = pp->scratch;
+			add_to_series(pp, &pp->last);
+		} else {
+			pp->exited = true;
+		}
+	}
+	const struct reading *a = &pp->start, *b = &pp->last;
 	double wall = (double)(b->at_ns - a->at_ns) / 1e9;
-	double cpu = (b->utime_s - a->utime_s) + (b->stime_s - a->stime_s);
 
 	struct value *res = value_obj();
 	value_set_int(res, "pid", p->cfg.target_pid);
 	value_set_str(res, "comm", pp->comm);
-	value_set_int(res, "threads", b->threads);
+	value_set_str(res, "sections", pp->sections_text);
+	value_set_int(res, "threads", b->stat.threads);
 	value_set_num(res, "wall_s", wall);
-	value_set_num(res, "utime_s", b->utime_s - a->utime_s);
-	value_set_num(res, "stime_s", b->stime_s - a->stime_s);
-	value_set_num(res, "cpu_pct", wall > 0 ? cpu / wall * 100.0 : 0);
 	value_set_int(res, "ncpus", ctx->ncpus);
-	value_set_int(res, "voluntary_ctxt_switches", (int64_t)(b->vol_switches - a->vol_switches));
-	value_set_int(res, "nonvoluntary_ctxt_switches",
-		      (int64_t)(b->invol_switches - a->invol_switches));
 	value_set_bool(res, "exited", pp->exited);
-	if (a->has_psi && b->has_psi) {
-		struct value *psi = value_obj_set(res, "psi", value_obj());
-		value_set_num(psi, "some_avg10", b->psi_some_avg10);
-		value_set_num(psi, "some_avg60", b->psi_some_avg60);
-		value_set_num(psi, "full_avg10", b->psi_full_avg10);
-		value_set_int(psi, "some_total_us", (int64_t)(b->psi_some_total_us - a->psi_some_total_us));
-	}
-	if (a->has_cpu_stat && b->has_cpu_stat) {
-		struct value *cg = value_obj_set(res, "cgroup", value_obj());
-		value_set_str(cg, "path", pp->cgroup);
-		value_set_str(cg, "cpu_max", pp->cpu_max[0] ? pp->cpu_max : "max");
-		value_set_int(cg, "nr_periods", (int64_t)(b->nr_periods - a->nr_periods));
-		value_set_int(cg, "nr_throttled", (int64_t)(b->nr_throttled - a->nr_throttled));
-		value_set_int(cg, "throttled_us", (int64_t)(b->throttled_us - a->throttled_us));
-	}
+	value_set_int(res, "readings", pp->readings);
+	if (pp->sections & SEC_CPU)
+		cpu_results(pp, a, b, wall, res);
+	if (pp->sections & SEC_MEMORY)
+		memory_results(pp, a, b, wall, res);
+	if (pp->sections & SEC_IO)
+		io_results(pp, a, b, wall, res);
+	if (pp->sections & SEC_NET)
+		net_results(a, b, res);
 	*out = res;
 	return 0;
 }
@@ -270,9 +830,10 @@ static struct bpf_object *proc_object(struct probe *p) { (void)p; return NULL; }
 
 const struct probe_kind probe_kind_proc_context = {
 	.name = "proc_context",
-	.summary = "CPU time, threads, context switches, CPU pressure and cgroup throttling (/proc)",
+	.summary = "The target's CPU, memory, I/O and network over the window, and its cgroup's "
+		   "(/proc, cgroupfs; sections chosen by the recipe)",
 	.options = proc_options,
-	.n_options = 0,
+	.n_options = ARRAY_LEN(proc_options),
 	.filters = FILTER_PID,
 	.variants = proc_variants,
 	.private_size = sizeof(struct proc_priv),
