@@ -214,8 +214,10 @@ if starved.sev then
   end
   local steps = {}
   if cg and throttled_pct >= THROTTLED_PCT then
-    push(steps, sub("The cgroup quota caps it (cpu.max %s): raise the container's CPU limit or cut the work; watch nr_throttled and throttled_usec in %s/cpu.stat",
-      cg.cpu_max or "?", cg.path and ("/sys/fs/cgroup" .. cg.path) or "its cgroup"))
+    -- cgroup v2 has cpu.max; v1 (hybrid hosts) cpu.cfs_quota_us and cpu.cfs_period_us.
+    local quota = cg.version == 1 and "cpu.cfs_quota_us/cpu.cfs_period_us" or "cpu.max"
+    push(steps, sub("The cgroup quota caps it (%s %s): raise the container's CPU limit or cut the work; watch nr_throttled and the throttled time in %s/cpu.stat",
+      quota, cg.cpu_max or "?", cg.dir or "its cgroup"))
   else
     push(steps, sub("Check CPU quota throttling: cat /proc/%s/cgroup, then cpu.max and cpu.stat (nr_throttled, throttled_usec) in that cgroup", pid))
   end
