@@ -61,3 +61,38 @@ assert_released() {
 json() {
 	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
+
+# test_recipe NAME [DURATION]: writes $TMP/recipes/NAME.yaml, a recipe for testing probe kinds
+# (target: pid, generous budgets, a Lua snippet that returns nothing: the JSON results are what
+# a test checks); its probes come on stdin, as YAML list items of probes:. Prints its path.
+test_recipe() {
+	mkdir -p "$TMP/recipes" "$TMP/lua/lib"
+	[ -f "$TMP/lua/test.lua" ] || echo 'return { verdicts = {}, report = {} }' > "$TMP/lua/test.lua"
+	{ cat <<EOF
+name: $1
+symptom: probe kind test
+summary: probe kind test
+lua: test.lua
+target: pid
+duration_s: ${2:-2}
+budgets:
+  max_duration_s: 10
+  max_sample_hz: 0
+  max_cpu_pct: 50
+  max_map_bytes: 67108864
+probes:
+EOF
+	  cat; } > "$TMP/recipes/$1.yaml"
+	echo "$TMP/recipes/$1.yaml"
+}
+
+# check FILE PYTHON-CONDITION MESSAGE: the condition, with `r` the report, `res` its results and
+# whatever $CHECK_LET binds (e.g. CHECK_LET='c = res["ctx"]'), must hold; else fail with MESSAGE
+# and the results.
+check() {
+	python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); res = r["results"]
+exec(sys.argv[3])
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" "${CHECK_LET:-}" ||
+		fail "$3: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]))' "$1")"
+}

@@ -13,38 +13,12 @@ released() { OUR_PROGS=$GEN_PROGS assert_released "$1"; }
 
 WORKLOAD="$WL/func_workload"
 [ -x "$WORKLOAD" ] || fail "$WORKLOAD missing: run make"
-mkdir -p "$TMP/recipes" "$TMP/lua/lib"
-echo 'return { verdicts = {}, report = {} }' > "$TMP/lua/generic.lua"
 
-recipe() { # recipe NAME: the probes come on stdin (YAML, indented as list items of probes:)
-	{ cat <<EOF
-name: $1
-symptom: generic probe test
-summary: generic probe test
-lua: generic.lua
-target: pid
-duration_s: 2
-budgets:
-  max_duration_s: 10
-  max_sample_hz: 0
-  max_cpu_pct: 50
-  max_map_bytes: 67108864
-probes:
-EOF
-	  cat; } > "$TMP/recipes/$1.yaml"
-	echo "$TMP/recipes/$1.yaml"
-}
 
-# check FILE PYTHON-CONDITION MESSAGE: `r` is the report, `res` its results.
-check() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); res = r["results"]
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" || fail "$3: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]))' "$1")"
-}
 
 # ---- (a) + (b): counts and latencies --------------------------------------------------------
 start "$WORKLOAD" 5
-R=$(recipe generic-ok <<EOF
+R=$(test_recipe generic-ok <<EOF
   - id: sw_pid
     kind: tracepoint_count
     filters: {pid: target}
@@ -104,7 +78,7 @@ released "a run with tracepoint_count and func_latency"
 
 # ---- (b) recursion deeper than the per-thread limit (16): the excess is lost, not mis-timed ---
 start "$WORKLOAD" 20
-R=$(recipe generic-deep <<EOF
+R=$(test_recipe generic-deep <<EOF
   - id: rec
     kind: func_latency
     filters: {pid: target}
@@ -122,7 +96,7 @@ check "$J" 'res["rec"]["count"] > 0 and all(b["lo"] >= 1 << 18 for b in res["rec
 released "a run with deep recursion"
 
 # ---- (c) a misspelled symbol: exit 2 before anything attaches --------------------------------
-R=$(recipe generic-typo <<EOF
+R=$(test_recipe generic-typo <<EOF
   - id: sw
     kind: tracepoint_count
     filters: {pid: target}
@@ -141,7 +115,7 @@ grep -q 'no function "slow_opp" in the symbol tables of .*func_workload: probabl
 released "a misspelled symbol"
 
 # ---- (d) a tracepoint that does not exist, and one that is not "category:event" --------------
-R=$(recipe generic-notp <<EOF
+R=$(test_recipe generic-notp <<EOF
   - id: sw
     kind: tracepoint_count
     options: {tracepoint: "sched:foo"}
@@ -152,7 +126,7 @@ rc=$?
 [ "$rc" = 2 ] || fail "sched:foo: exit code $rc, want 2: $(cat "$TMP/notp.err")"
 grep -Eq 'no tracepoint sched:foo \(see /sys/kernel/(debug/)?tracing/events/sched\)' "$TMP/notp.err" ||
 	fail "sched:foo: unclear message: $(cat "$TMP/notp.err")"
-R=$(recipe generic-badtp <<EOF
+R=$(test_recipe generic-badtp <<EOF
   - id: sw
     kind: tracepoint_count
     options: {tracepoint: "sched_switch"}

@@ -14,39 +14,14 @@
 
 WORKLOAD="$WL/mem_grower"
 [ -x "$WORKLOAD" ] || fail "$WORKLOAD missing: run make"
-mkdir -p "$TMP/recipes" "$TMP/lua/lib"
-echo 'return { verdicts = {}, report = {} }' > "$TMP/lua/sampler.lua"
 RATE_KIB=8192
 
-recipe() { # recipe NAME DURATION: the probes come on stdin (YAML list items of probes:)
-	{ cat <<EOF
-name: $1
-symptom: proc sampler test
-summary: proc sampler test
-lua: sampler.lua
-target: pid
-duration_s: $2
-budgets:
-  max_duration_s: 10
-  max_sample_hz: 0
-  max_cpu_pct: 50
-  max_map_bytes: 67108864
-probes:
-EOF
-	  cat; } > "$TMP/recipes/$1.yaml"
-	echo "$TMP/recipes/$1.yaml"
-}
 
-# check FILE PYTHON-CONDITION MESSAGE: `r` is the report, `c` the sampler's results.
-check() {
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); c = r["results"]["ctx"]
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" || fail "$3: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]))' "$1")"
-}
+CHECK_LET='c = res["ctx"]' # for check (lib.sh): `c` is the sampler's results
 
 # ---- (a) + (b): every section --------------------------------------------------------------
 start "$WORKLOAD" "$RATE_KIB" "$TMP/written"
-R=$(recipe sampler-all 4 <<EOF
+R=$(test_recipe sampler-all 4 <<EOF
   - id: ctx
     kind: proc_context
     filters: {pid: target}
@@ -100,7 +75,7 @@ check "$J" 'c["cpu_pct"] >= 0 and c["voluntary_ctxt_switches"] > 0' "cpu section
 
 # ---- (c) the default: cpu only -------------------------------------------------------------
 start "$WORKLOAD" 1024 "$TMP/written2"
-R=$(recipe sampler-default 1 <<EOF
+R=$(test_recipe sampler-default 1 <<EOF
   - id: ctx
     kind: proc_context
     filters: {pid: target}
@@ -115,7 +90,7 @@ check "$J" 'all(k in c for k in ("utime_s", "stime_s", "cpu_pct", "threads", "vo
 	"default: a field high-cpu reads is missing"
 
 # ---- (d) an unknown section ----------------------------------------------------------------
-R=$(recipe sampler-bad 1 <<EOF
+R=$(test_recipe sampler-bad 1 <<EOF
   - id: ctx
     kind: proc_context
     filters: {pid: target}
