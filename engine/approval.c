@@ -614,16 +614,12 @@ static int lint_load(const char *path, struct bundle *b, struct diag_err *err)
 	struct plan_args args = { .check_target = false };
 	if (bundle_load(path, false, &args, b, err))
 		return -1;
-	for (size_t i = 0; i <= b->src.n_libs; i++) {
-		const struct source_file *f = i < b->src.n_libs ? &b->src.libs[i] : &b->src.lua;
-		if (verdict_check_syntax(f, err)) {
-			diag_wrap(err, "%s: lua", path);
-			err->code = DIAG_EXIT_USAGE;
-			bundle_free(b);
-			return -1;
-		}
-	}
-	return 0;
+	if (verdict_check_sources(&b->src, err) == 0)
+		return 0;
+	diag_wrap(err, "%s: lua", path);
+	err->code = DIAG_EXIT_USAGE;
+	bundle_free(b);
+	return -1;
 }
 
 static bool same_dir(const char *a, const char *b)

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -226,27 +225,6 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 	return 0;
 }
 
-/* lua/ sits next to the recipes directory: recipes/x.yaml -> lua/, share/diagnose/recipes ->
- * share/diagnose/lua. */
-int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len)
-{
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", r->path);
-	const char *recipes_dir = dirname(dir);
-	if (snprintf(lua, lua_len, "%s/../lua/%s", recipes_dir, r->lua) >= (int)lua_len ||
-	    snprintf(lib_dir, lib_len, "%s/../lua/lib", recipes_dir) >= (int)lib_len)
-		return -1;
-	return 0;
-}
-
-static int resolve_lua(struct plan *p, struct diag_err *err)
-{
-	const struct recipe *r = p->recipe;
-	if (plan_lua_paths(r, p->lua_path, sizeof(p->lua_path), p->lua_lib_dir, sizeof(p->lua_lib_dir)))
-		return diag_fail(err, DIAG_EXIT_USAGE, "%s: lua: path too long", r->path);
-	return 0;
-}
-
 static struct value *thresholds_value(const struct plan *p)
 {
 	const struct recipe *r = p->recipe;
@@ -286,7 +264,7 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);
 		goto fail;
 	}
-	if (resolve_lua(p, err) || resolve_params(p, a, err))
+	if (resolve_params(p, a, err))
 		goto fail;
 	char text[32];
 	snprintf(text, sizeof(text), "%d", p->target_pid);

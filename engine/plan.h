@@ -1,7 +1,7 @@
 /* plan.h — a recipe resolved for one run: target, duration, parameters (--param checked against
  * the recipe's declarations, "${NAME}" references substituted), probes from the catalog with
  * typed options, attach variants, map memory (per-CPU maps for every possible CPU), thresholds,
- * Lua paths; and the static budget checks.
+ * and the static budget checks; and the bundle: a recipe with its Lua read once (source.h).
  *
  * Owns: everything decided before the kernel is touched.
  * Must not: load or attach BPF, or print.
@@ -39,8 +39,6 @@ struct plan {
 	uint64_t map_bytes;       /* total over probes */
 	struct value *thresholds; /* object: name -> number (or string) */
 	struct value *params;     /* object: parameter name -> value as resolved (text) */
-	char lua_path[PATH_MAX];
-	char lua_lib_dir[PATH_MAX];
 };
 
 struct plan_args {
@@ -56,9 +54,6 @@ struct plan_args {
 int plan_build(const struct recipe *r, const struct plan_args *args, struct plan **out,
 	       struct diag_err *err);
 void plan_free(struct plan *p);
-/* Where a recipe's Lua snippet and the shared Lua libraries are: lua/ next to the recipes
- * directory (recipes/x.yaml -> lua/, share/diagnose/recipes -> share/diagnose/lua). */
-int plan_lua_paths(const struct recipe *r, char *lua, size_t lua_len, char *lib_dir, size_t lib_len);
 
 /* The plan as a value (what `show` and the dry run print): duration, map memory, and per probe
  * its id, kind, variants (with the one chosen and its note from `loaded`, an object probe id ->

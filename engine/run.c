@@ -241,9 +241,8 @@ int run_recipe(const struct run_options *c)
 		ev.reason = unapproved;
 	}
 	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
-	for (size_t i = 0; i <= b.src.n_libs; i++)
-		if (verdict_check_syntax(i < b.src.n_libs ? &b.src.libs[i] : &b.src.lua, &err))
-			goto failed;
+	if (verdict_check_sources(&b.src, &err))
+		goto failed;
 	if (kernel_check_btf(&err))
 		goto failed;
 	if (!c->dry_run && open_outputs(c, &outs, &err))

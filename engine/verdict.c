@@ -1362,6 +1362,14 @@ int verdict_check_syntax(const struct source_file *lua, struct diag_err *err)
 	return rc;
 }
 
+int verdict_check_sources(const struct recipe_sources *src, struct diag_err *err)
+{
+	for (size_t i = 0; i < src->n_libs; i++)
+		if (verdict_check_syntax(&src->libs[i], err))
+			return -1;
+	return verdict_check_syntax(&src->lua, err);
+}
+
 static const char *const sev_names[] = { "ok", "info", "warning", "critical" };
 
 enum severity severity_parse(const char *s, int *ok)

@@ -72,6 +72,8 @@ int verdict_run_inprocess(const struct verdict_input *in, struct value **verdict
 /* Checks that a Lua file compiles (text only), for lint. On failure returns -1, err->code
  * DIAG_EXIT_USAGE (an invalid recipe), message "FILE:LINE: what" as Lua gives it. */
 int verdict_check_syntax(const struct source_file *lua, struct diag_err *err);
+/* The same for a recipe's libraries and snippet, in load order: the first that does not compile. */
+int verdict_check_sources(const struct recipe_sources *src, struct diag_err *err);
 
 enum severity severity_parse(const char *s, int *ok);
 const char *severity_name(enum severity s);
