@@ -33,17 +33,20 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-DIAG_STATS_MAP;
-
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct profile_key key = {};
+	bool count_only = diag_count_only();
 
 	if (target_tgid ? tgid != target_tgid : tgid == 0)
 		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 
 	key.tgid = tgid;

@@ -1,6 +1,8 @@
-/* diag_bpf.h — what every probe in bpf/ shares: the layout of the per-CPU `stats` map
- * (DIAG_STATS_MAP) the engine reads for events and drops, log2 slots, and the counting and
- * latency-total helpers.
+/* diag_bpf.h — what every probe in bpf/ shares: the per-CPU `stats` map the engine reads for
+ * events and drops, the `diag_ctl` map through which the engine switches a probe's programs
+ * between count-only and full mode and sets its 1-in-N sampling while they are attached, log2
+ * slots, and the counting and latency-total helpers. Included once by each probe's .bpf.c, which
+ * gets both maps from here.
  * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
@@ -16,23 +18,72 @@ enum diag_stat {
 	DIAG_STAT_PROBE_3 = 3,  /* probe-specific */
 	DIAG_STAT_PROBE_4 = 4,
 	DIAG_STAT_PROBE_5 = 5,
+	DIAG_STAT_FIRINGS = 6,  /* count-only mode: program runs (what the probe costs) */
+	DIAG_STAT_PASSED = 7,   /* count-only mode: runs that passed the filters (would-be events) */
 	DIAG_STAT_NR = 8,
 };
 
+/* The engine's switch, one entry, read by every program on each run. The engine attaches a
+ * probe in count-only mode for the budget pre-flight (the first preflight_ms of the collection),
+ * then switches it to full mode, possibly sampled, or detaches it (refused). */
+enum diag_mode {
+	DIAG_MODE_FULL = 0,
+	DIAG_MODE_COUNT = 1,
+};
+
+struct diag_ctl {
+	__u32 mode;         /* enum diag_mode */
+	__u32 sample_every; /* full mode: keep 1 event in N at random (0 and 1: every event) */
+};
+
 #ifdef __BPF__
-#define DIAG_STATS_MAP                                                                            \
-	struct {                                                                                  \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                          \
-		__uint(max_entries, DIAG_STAT_NR);                                                \
-		__type(key, __u32);                                                               \
-		__type(value, __u64);                                                             \
-	} stats SEC(".maps")
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DIAG_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct diag_ctl);
+} diag_ctl SEC(".maps");
 
 static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
 {
 	__u64 *v = bpf_map_lookup_elem(stats_map, &slot);
 	if (v)
 		*v += 1;
+}
+
+/* First thing in every program: true in count-only mode, after counting the run. A program that
+ * gets true checks its filters, calls diag_passed() if they pass, and returns. */
+static __always_inline bool diag_count_only(void)
+{
+	__u32 zero = 0;
+	struct diag_ctl *ctl = bpf_map_lookup_elem(&diag_ctl, &zero);
+	if (!ctl || ctl->mode != DIAG_MODE_COUNT)
+		return false;
+	diag_stat_inc(&stats, DIAG_STAT_FIRINGS);
+	return true;
+}
+
+/* Count-only mode: an event that passed the filters. */
+static __always_inline void diag_passed(void)
+{
+	diag_stat_inc(&stats, DIAG_STAT_PASSED);
+}
+
+/* Full mode, after the filters, for probes that may be sampled: false for the events that 1-in-N
+ * sampling drops. */
+static __always_inline bool diag_sampled_in(void)
+{
+	__u32 zero = 0;
+	struct diag_ctl *ctl = bpf_map_lookup_elem(&diag_ctl, &zero);
+	__u32 n = ctl ? ctl->sample_every : 1;
+	return n <= 1 || bpf_get_prandom_u32() % n == 0;
 }
 
 /* Adds 1 to the count of key in a hash map, inserting it at 1; a full map is counted in the

@@ -56,8 +56,6 @@ struct {
 	__type(value, __u64);
 } totals SEC(".maps"); /* [0] sum of latencies in ns, [1] longest in ns */
 
-DIAG_STATS_MAP;
-
 static __always_inline bool wanted(__u64 id)
 {
 	return !target_tgid || (__u32)(id >> 32) == target_tgid;
@@ -86,9 +84,14 @@ int BPF_KPROBE(func_lat_entry)
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	struct func_stack *st;
+	bool count_only = diag_count_only();
 
 	if (!wanted(id))
 		return 0;
+	if (count_only) {
+		diag_passed(); /* a call: the event this probe counts */
+		return 0;
+	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	st = bpf_map_lookup_elem(&entries, &tid);
 	if (!st) {
@@ -122,7 +125,7 @@ int BPF_KRETPROBE(func_lat_return)
 	__u64 entry_sp = PT_REGS_SP(ctx) - RET_SP_ADJ;
 	struct func_stack *st;
 
-	if (!wanted(id))
+	if (diag_count_only() || !wanted(id))
 		return 0;
 	st = bpf_map_lookup_elem(&entries, &tid);
 	if (!st) {

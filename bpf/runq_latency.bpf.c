@@ -38,8 +38,6 @@ struct {
 	__type(value, __u64);
 } totals SEC(".maps"); /* [0] sum of waits in ns, [1] longest wait in ns */
 
-DIAG_STATS_MAP;
-
 /* Before 5.14 the field was `state`. */
 struct task_struct___pre514 {
 	long state;
@@ -52,13 +50,18 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-static __always_inline int mark_runnable(struct task_struct *t)
+/* A target thread becomes runnable: in count-only mode, the event this probe will time. */
+static __always_inline int mark_runnable(struct task_struct *t, bool count_only)
 {
 	__u32 tid = BPF_CORE_READ(t, pid);
 	__u64 now;
 
 	if (!tid || (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid))
 		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&wait_start, &tid, &now, BPF_ANY))
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
@@ -70,10 +73,13 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 	__u32 tid;
 	__u64 *start, delta, *bucket;
 	__u32 slot;
+	bool count_only = diag_count_only();
 
 	/* A thread preempted while runnable goes straight back onto a run queue. */
 	if (task_state(prev) == TASK_RUNNING)
-		mark_runnable(prev);
+		mark_runnable(prev, count_only);
+	if (count_only)
+		return 0;
 
 	tid = BPF_CORE_READ(next, pid);
 	start = bpf_map_lookup_elem(&wait_start, &tid);
@@ -96,10 +102,10 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 }
 
 SEC("tp_btf/sched_wakeup")
-int BPF_PROG(tp_btf_wakeup, struct task_struct *p) { return mark_runnable(p); }
+int BPF_PROG(tp_btf_wakeup, struct task_struct *p) { return mark_runnable(p, diag_count_only()); }
 
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(tp_btf_wakeup_new, struct task_struct *p) { return mark_runnable(p); }
+int BPF_PROG(tp_btf_wakeup_new, struct task_struct *p) { return mark_runnable(p, diag_count_only()); }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -108,10 +114,10 @@ int BPF_PROG(tp_btf_switch, bool preempt, struct task_struct *prev, struct task_
 }
 
 SEC("raw_tp/sched_wakeup")
-int BPF_PROG(raw_tp_wakeup, struct task_struct *p) { return mark_runnable(p); }
+int BPF_PROG(raw_tp_wakeup, struct task_struct *p) { return mark_runnable(p, diag_count_only()); }
 
 SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(raw_tp_wakeup_new, struct task_struct *p) { return mark_runnable(p); }
+int BPF_PROG(raw_tp_wakeup_new, struct task_struct *p) { return mark_runnable(p, diag_count_only()); }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_tp_switch, bool preempt, struct task_struct *prev, struct task_struct *next)

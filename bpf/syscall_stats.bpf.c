@@ -16,7 +16,6 @@
 #include "syscall_stats.h"
 
 const volatile __u32 target_tgid = 0; /* 0: every process */
-const volatile __u32 sample_every = 1; /* count 1 in N calls (set by the budget pre-flight) */
 
 struct syscall_entry {
 	__u64 start_ns; /* 0: not inside a traced syscall */
@@ -37,17 +36,20 @@ struct {
 	__type(value, struct syscall_total);
 } per_syscall SEC(".maps");
 
-DIAG_STATS_MAP;
-
 SEC("raw_tp/sys_enter")
 int BPF_PROG(count_sys_enter, struct pt_regs *regs, long nr)
 {
 	struct syscall_total *t;
 	__u32 slot;
+	bool count_only = diag_count_only();
 
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
-	if (sample_every > 1 && bpf_get_prandom_u32() % sample_every)
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	if (!diag_sampled_in())
 		return 0;
 	/* No separate event counter here: the per-syscall counts are the events. */
 	slot = (__u64)nr < SYSCALL_SLOTS ? nr : SYSCALL_SLOTS - 1;
@@ -61,10 +63,15 @@ SEC("raw_tp/sys_enter")
 int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 {
 	struct syscall_entry *e;
+	bool count_only = diag_count_only();
 
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
-	if (sample_every > 1 && bpf_get_prandom_u32() % sample_every)
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	if (!diag_sampled_in())
 		return 0;
 	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -84,7 +91,7 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 	struct syscall_total *t;
 	__u32 slot;
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (diag_count_only() || (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid))
 		return 0;
 	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0, 0);
 	if (!e || !e->start_ns)

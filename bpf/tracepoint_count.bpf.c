@@ -30,8 +30,6 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
-DIAG_STATS_MAP;
-
 static __always_inline bool comm_matches(const char *comm)
 {
 	for (int i = 0; i < COMM_LEN; i++) {
@@ -47,12 +45,19 @@ SEC("tracepoint")
 int tracepoint_cnt(void *ctx)
 {
 	struct tpc_key key = {};
+	bool count_only = diag_count_only();
 
 	key.tgid = bpf_get_current_pid_tgid() >> 32;
 	if (target_tgid && key.tgid != target_tgid)
 		return 0;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	if (filter_comm && !comm_matches(key.comm))
+		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	if (!diag_sampled_in())
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 

@@ -17,7 +17,6 @@
 #include "verdict.h"
 /* The pre-flight's counting program runs before every recipe with an event-driven probe: it is
  * part of what such a recipe loads, so its bytes are pinned too. */
-#include "preflight.skel.h"
 
 #define PREFIX_LEN 12 /* hash prefix shown in messages */
 
@@ -112,22 +111,13 @@ void approval_compute(const struct recipe_sources *src, const struct plan *plan,
 	for (size_t i = 0; i < src->n_libs; i++)
 		add_source(out, &src->libs[i]);
 
-	bool preflight = false;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		const struct probe_kind *k = plan->probes[i].kind;
-		if (k->rate_tracepoints)
-			preflight = true;
 		if (!k->bpf_bytes || has_item(out, APPROVAL_BPF, k->name))
 			continue;
 		size_t sz = 0;
 		const void *bytes = k->bpf_bytes(&sz);
 		struct approval_item *it = item_add(out, APPROVAL_BPF, xstrdup(k->name));
-		sha256_hex(bytes, sz, it->sha256);
-	}
-	if (preflight) {
-		size_t sz = 0;
-		const void *bytes = preflight_bpf__elf_bytes(&sz);
-		struct approval_item *it = item_add(out, APPROVAL_BPF, xstrdup("preflight"));
 		sha256_hex(bytes, sz, it->sha256);
 	}
 	qsort(out->items, out->n_items, sizeof(*out->items), item_cmp);

@@ -69,6 +69,25 @@ uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
 	return sum;
 }
 
+int probe_set_mode(struct probe *p, bool count_only, uint64_t sample_every)
+{
+	struct bpf_object *obj = p->kind->object ? p->kind->object(p) : NULL;
+	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, "diag_ctl") : NULL;
+	if (!map || bpf_map__fd(map) < 0 || bpf_map__value_size(map) != sizeof(struct diag_ctl))
+		return -1;
+	__u32 zero = 0;
+	struct diag_ctl ctl = { .mode = count_only ? DIAG_MODE_COUNT : DIAG_MODE_FULL,
+				.sample_every = sample_every > UINT32_MAX ? UINT32_MAX : (__u32)sample_every };
+	return bpf_map_update_elem(bpf_map__fd(map), &zero, &ctl, BPF_ANY) ? -1 : 0;
+}
+
+void probe_count_only_totals(struct probe *p, uint64_t *firings, uint64_t *passed)
+{
+	struct bpf_object *obj = p->kind->object ? p->kind->object(p) : NULL;
+	*firings = probe_stat_sum(obj, DIAG_STAT_FIRINGS);
+	*passed = probe_stat_sum(obj, DIAG_STAT_PASSED);
+}
+
 uint64_t probe_events(struct probe *p)
 {
 	if (p->kind->events)

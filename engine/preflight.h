@@ -1,10 +1,11 @@
-/* preflight.h — the measured half of the budget check: before the real programs attach, count
- * for a short window how often each event-driven probe's tracepoints fire (filtered as the probe
- * will be), compare with the recipe's max_events_per_s, and refuse or degrade to in-kernel
- * 1-in-N sampling when the recipe allows it.
+/* preflight.h — the measured half of the budget check. The probes' own programs run in
+ * count-only mode for the first preflight_ms of the collection (session.c drives that); this
+ * module turns what they counted into a decision: go on, go on with some probes sampling 1 in N
+ * (when the recipe declares `budgets.degrade: sample`), or refuse.
  *
- * Owns: the counting-only BPF object (bpf/preflight.bpf.c), the measurement and the decision.
- * Must not: attach the real probes, or print.
+ * Owns: the decision, the overrides it returns, the refusal message, and the summary the report
+ * and the dry run show (`overhead.preflight`).
+ * Must not: touch the kernel, change the plan, or print.
  */
 #ifndef DIAG_PREFLIGHT_H
 #define DIAG_PREFLIGHT_H
@@ -15,19 +16,42 @@
 #include "plan.h"
 #include "value.h"
 
-struct preflight_rate {
-	bool measured;        /* the probe has tracepoints to count */
-	double events_per_s;  /* firings that pass the probe's filter */
-	double firings_per_s; /* every firing: what the probe's programs will run on */
-	uint64_t sample_every; /* 1 = no sampling; N = the plan now samples 1 in N */
+enum rate_status {
+	RATE_NOT_EVENT_DRIVEN = 0, /* no BPF programs (reads /proc): costs nothing per event */
+	RATE_MEASURED,             /* counted by its own programs in count-only mode */
+	RATE_UNMEASURED,           /* BPF programs that cannot run count-only: budget unknown */
 };
 
-/* Measures every probe of the plan for window_ms (all at once) into rates[plan->n_probes],
- * then applies the budget: over max_events_per_s in total, a probe that supports sampling gets
- * 1-in-N when the recipe declares `budgets.degrade: sample`; otherwise returns -1 with
+/* One probe in the pre-flight window: what session.c measured, then what preflight_decide set. */
+struct preflight_rate {
+	enum rate_status status;
+	uint64_t passed;      /* program runs that passed the probe's filters: its events */
+	uint64_t firings;     /* every run of its programs: what it costs */
+	uint64_t bpf_ns;      /* run time of its programs in the window (0: statistics unavailable) */
+	/* Set by preflight_decide: */
+	double events_per_s, firings_per_s;
+	uint64_t sample_every; /* 1: every event; N: keep 1 in N at random */
+	bool degraded;         /* sample_every was raised to fit the budget */
+};
+
+/* Window as measured: its wall time and whether the run-time statistics were on. */
+struct preflight_window {
+	unsigned planned_ms;
+	double wall_s;
+	bool bpf_stats;
+};
+
+/* Applies the recipe's max_events_per_s to the rates (rates[plan->n_probes]): sets each rate's
+ * events_per_s, firings_per_s and sample_every (the overrides the session applies); the plan is
+ * not changed. Over budget: a probe whose kind declares an OPT_ROLE_SAMPLE_EVERY option samples
+ * when the recipe says `degrade: sample`, worst first; otherwise returns -1 with
  * DIAG_EXIT_REFUSED and a message with measured vs allowed rates and what to do.
  * *summary (may be NULL) receives an object for the report whatever the outcome. */
-int preflight_run(struct plan *plan, unsigned window_ms, struct preflight_rate *rates,
-		  struct value **summary, struct diag_err *err);
+int preflight_decide(const struct plan *plan, const struct preflight_window *w,
+		     struct preflight_rate *rates, struct value **summary, struct diag_err *err);
+
+/* The pre-flight window of a plan in ms: the recipe's budgets.preflight_ms (250 when unset), at
+ * most half the run's duration; 0 when no probe has event-driven BPF programs. */
+unsigned preflight_window_ms(const struct plan *plan);
 
 #endif

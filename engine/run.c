@@ -54,14 +54,24 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	return run;
 }
 
-/* Dry run: everything but attaching — the verifier sees every program. */
-static int dry_run(const struct plan *plan, struct value **summary, struct diag_err *err)
+/* Dry run: the verifier sees every program, and (measure) the pre-flight runs as a real run's
+ * would, with the probes' programs counting only; nothing collects. */
+static int dry_run(const struct plan *plan, bool measure, struct value **summary,
+		   struct diag_err *pf_err, struct diag_err *err)
 {
-	struct value *loaded;
-	if (session_load_only(plan, &loaded, err))
+	struct value *loaded, *preflight;
+	if (session_dry_run(plan, measure ? preflight_window_ms(plan) : 0, &loaded, &preflight, pf_err, err))
 		return -1;
 	*summary = plan_to_value(plan, loaded);
 	value_free(loaded);
+	if (!measure)
+		value_set_str(*summary, "preflight", "not measured: in production a dry run of a recipe "
+			      "that is not approved attaches nothing");
+	else if (preflight)
+		value_obj_set(*summary, "preflight", preflight);
+	if (pf_err->msg[0])
+		value_set_str(*summary, pf_err->code == DIAG_EXIT_REFUSED ? "refused" : "preflight_error",
+			      pf_err->msg);
 	return 0;
 }
 
@@ -169,8 +179,6 @@ int run_recipe(const struct run_options *c)
 	struct bundle b = { 0 };
 	struct session_out s = { 0 };
 	struct value *verdicts = NULL, *sections = NULL, *report = NULL, *run = NULL, *summary = NULL;
-	struct value *preflight = NULL;
-	struct preflight_rate *rates = NULL;
 	char sha[SHA256_HEX_LEN] = "", run_id[33], real_path[PATH_MAX];
 	int code = DIAG_EXIT_RUNTIME;
 	bool tracefs_mounted;
@@ -222,7 +230,7 @@ int run_recipe(const struct run_options *c)
 				  .params = c->params, .n_params = c->n_params };
 	if (bundle_load(path, trusted, &args, &b, &err))
 		goto failed;
-	struct plan *plan = b.plan; /* the pre-flight may set a probe's sampling */
+	const struct plan *plan = b.plan;
 	memcpy(sha, b.src.recipe.sha256, sizeof(sha));
 	ev.recipe_name = b.recipe->name;
 	ev.recipe_path = realpath(path, real_path) ? real_path : path;
@@ -272,31 +280,15 @@ int run_recipe(const struct run_options *c)
 		goto failed;
 	}
 
-	/* Measured budget check, before the real programs exist. A dry run reports its verdict on
-	 * the budget with the plan instead of stopping at it; in production, a dry run of a recipe
-	 * that is not approved attaches nothing at all (the verifier still sees every program). */
-	rates = xcalloc(plan->n_probes, sizeof(*rates));
-	struct diag_err pf_err = { 0 };
-	bool measure = !(c->dry_run && production && !ev.approved);
-	bool pf_ok = !measure || preflight_run(plan, b.recipe->budgets.preflight_ms ? b.recipe->budgets.preflight_ms
-										       : 250,
-					       rates, &preflight, &pf_err) == 0;
-	if (!pf_ok && !c->dry_run) {
-		err = pf_err;
-		goto failed;
-	}
-
+	/* A dry run reports its verdict on the budget with the plan instead of stopping at it; in
+	 * production, a dry run of a recipe that is not approved attaches nothing at all (the
+	 * verifier still sees every program). */
 	if (c->dry_run) {
-		if (dry_run(plan, &summary, &err))
+		struct diag_err pf_err = { 0 };
+		bool measure = !(production && !ev.approved);
+		if (dry_run(plan, measure, &summary, &pf_err, &err))
 			goto failed;
-		if (measure)
-			value_obj_set(summary, "preflight", value_copy(preflight));
-		else
-			value_set_str(summary, "preflight", "not measured: in production a dry run of a recipe "
-				      "that is not approved attaches nothing");
-		if (!pf_ok)
-			value_set_str(summary, pf_err.code == DIAG_EXIT_REFUSED ? "refused" : "preflight_error",
-				      pf_err.msg);
+		bool pf_ok = pf_err.msg[0] == 0;
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)
@@ -314,12 +306,15 @@ int run_recipe(const struct run_options *c)
 		goto out;
 	}
 
-	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name };
+	/* The budget pre-flight is the first preflight_ms of the collection (session.c). */
+	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name,
+				   .preflight_ms = preflight_window_ms(plan) };
 	if (session_run(plan, &so, &s, &err))
 		goto failed;
 
+	const struct preflight_rate *rates = s.rates;
 	for (unsigned i = 0; i < plan->n_probes; i++)
-		if (rates[i].sample_every > 1)
+		if (rates[i].degraded)
 			value_arr_push(s.notes, value_str_take(xasprintf(
 				"%s: %.0f events/s in the pre-flight is over max_events_per_s (%llu): counted 1 in "
 				"%llu at random (degrade: sample); its counts are estimates", plan->probes[i].rp->id,
@@ -332,7 +327,7 @@ int run_recipe(const struct run_options *c)
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
 				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .sections = sections, .preflight = preflight };
+				   .sections = sections, .preflight = s.preflight };
 	report = report_build(&in);
 	if (write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
@@ -368,8 +363,6 @@ out:
 	audit_close(&au);
 	policy_free(&pol);
 	value_free(summary);
-	value_free(preflight);
-	free(rates);
 	value_free(report);
 	value_free(run);
 	value_free(verdicts);

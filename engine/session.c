@@ -46,21 +46,28 @@ struct session {
 	struct governor gov;
 };
 
+/* Run time of a probe's loaded programs so far (while BPF run-time statistics are on). */
+static uint64_t probe_runtime_ns(struct probe *p)
+{
+	struct bpf_object *obj = p->kind->object ? p->kind->object(p) : NULL;
+	struct bpf_program *prog;
+	uint64_t ns = 0;
+	if (!obj)
+		return 0;
+	bpf_object__for_each_program(prog, obj) {
+		uint64_t pns, pcnt;
+		int fd = bpf_program__fd(prog);
+		if (fd >= 0 && kernel_prog_runtime(fd, &pns, &pcnt) == 0)
+			ns += pns;
+	}
+	return ns;
+}
+
 static void sum_runtime(struct session *s, uint64_t *ns)
 {
 	*ns = 0;
-	for (unsigned i = 0; i < s->n_loaded; i++) {
-		struct bpf_object *obj = s->probes[i].kind->object(&s->probes[i]);
-		struct bpf_program *prog;
-		if (!obj)
-			continue;
-		bpf_object__for_each_program(prog, obj) {
-			uint64_t pns, pcnt;
-			int fd = bpf_program__fd(prog);
-			if (fd >= 0 && kernel_prog_runtime(fd, &pns, &pcnt) == 0)
-				*ns += pns;
-		}
-	}
+	for (unsigned i = 0; i < s->n_loaded; i++)
+		*ns += probe_runtime_ns(&s->probes[i]);
 }
 
 static void detach_all(struct session *s)
@@ -135,18 +142,103 @@ static int block_signals(struct session *s, struct diag_err *err)
 	return 0;
 }
 
-static int load_and_attach(struct session *s, struct value *notes, struct diag_err *err)
+static int sample_option(const struct probe_kind *k)
 {
-	if (load_probes(s->plan, &s->probes, &s->n_loaded, err))
-		return -1;
-	for (unsigned i = 0; i < s->n_loaded; i++)
-		if (s->probes[i].note[0])
-			value_arr_push(notes, value_str_take(xasprintf("%s: %s", s->probes[i].cfg.id,
-								       s->probes[i].note)));
-	for (unsigned i = 0; i < s->n_loaded; i++) {
-		struct probe *p = &s->probes[i];
+	for (size_t i = 0; i < k->n_options; i++)
+		if (k->options[i].role == OPT_ROLE_SAMPLE_EVERY)
+			return (int)i;
+	return -1;
+}
+
+/* Puts every loaded probe in count-only mode (measuring) or in full mode with its configured
+ * sampling, before it attaches; rates[i].status says which probes the pre-flight can measure. */
+static void set_start_mode(struct probe *probes, unsigned n, bool measuring, struct preflight_rate *rates)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+		int opt = sample_option(p->kind);
+		uint64_t every = opt >= 0 ? p->cfg.opt[opt] : 1;
+		int rc = probe_set_mode(p, measuring, every);
+		bool has_bpf = p->kind->object && p->kind->object(p);
+		rates[i] = (struct preflight_rate){
+			.status = !has_bpf ? RATE_NOT_EVENT_DRIVEN : rc == 0 ? RATE_MEASURED : RATE_UNMEASURED,
+			.sample_every = every ? every : 1,
+		};
+	}
+}
+
+static int attach_probes(struct probe *probes, unsigned n, struct diag_err *err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
 		if (p->kind->attach(p, err))
 			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+	}
+	return 0;
+}
+
+/* Waits until deadline for a stop: 0 when the time ran out, else the reason. sig_fd / pid_fd may
+ * be -1. */
+static int wait_window(uint64_t deadline, int sig_fd, int pid_fd, enum stop_reason *why)
+{
+	for (;;) {
+		uint64_t now = mono_ns();
+		if (now >= deadline)
+			return 0;
+		struct pollfd fds[2] = { { .fd = sig_fd, .events = POLLIN }, { .fd = pid_fd, .events = POLLIN } };
+		int rc = poll(fds, 2, (int)((deadline - now + 999999) / 1000000));
+		if (rc > 0 && (fds[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				*why = STOP_SIGNAL;
+				return -1;
+			}
+		}
+		if (rc > 0 && (fds[1].revents & POLLIN)) {
+			*why = STOP_TARGET_EXITED;
+			return -1;
+		}
+	}
+}
+
+/* The pre-flight: the probes are attached in count-only mode; counts their programs' runs for
+ * window_ms (their run time too, with BPF statistics on for the window), decides, and switches
+ * the measured probes to full mode with the sampling decided (and the probes' own copy of their
+ * options, which collect() reads to scale). Returns 0 to go on, -1 with err when refused, 1 when
+ * a stop arrived during the window (*why). */
+static int preflight(const struct plan *plan, struct probe *probes, unsigned n, unsigned window_ms,
+		     int sig_fd, int pid_fd, struct preflight_rate *rates, struct value **summary,
+		     enum stop_reason *why, struct diag_err *err)
+{
+	struct preflight_window w = { .planned_ms = window_ms };
+	int stats_fd = kernel_enable_bpf_stats();
+	uint64_t *ns0 = xcalloc(n ? n : 1, sizeof(*ns0));
+	w.bpf_stats = stats_fd >= 0;
+	for (unsigned i = 0; i < n; i++)
+		ns0[i] = probe_runtime_ns(&probes[i]);
+	uint64_t t0 = mono_ns();
+	int stopped = wait_window(t0 + (uint64_t)window_ms * 1000000ull, sig_fd, pid_fd, why);
+	w.wall_s = (double)(mono_ns() - t0) / 1e9;
+	for (unsigned i = 0; i < n; i++) {
+		if (rates[i].status != RATE_MEASURED)
+			continue;
+		probe_count_only_totals(&probes[i], &rates[i].firings, &rates[i].passed);
+		rates[i].bpf_ns = w.bpf_stats ? probe_runtime_ns(&probes[i]) - ns0[i] : 0;
+	}
+	free(ns0);
+	if (stats_fd >= 0)
+		close(stats_fd);
+	if (stopped)
+		return 1;
+	if (preflight_decide(plan, &w, rates, summary, err))
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		int opt = sample_option(probes[i].kind);
+		if (rates[i].status != RATE_MEASURED)
+			continue;
+		if (opt >= 0)
+			probes[i].cfg.opt[opt] = rates[i].sample_every;
+		probe_set_mode(&probes[i], false, rates[i].sample_every);
 	}
 	return 0;
 }
@@ -208,10 +300,10 @@ static double governor_close_window(struct session *s, uint64_t now)
 	return g->last_pct;
 }
 
-static enum stop_reason run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns)
+static enum stop_reason run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns,
+				 uint64_t deadline)
 {
 	const struct plan *plan = s->plan;
-	uint64_t deadline = start_ns + (uint64_t)(plan->duration_s * 1e9);
 	uint64_t next_tick = start_ns + TICK_NS;
 	double budget = plan->recipe->budgets.max_cpu_pct;
 
@@ -253,7 +345,7 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 				next_tick = now + TICK_NS;
 		}
 		if (o->progress)
-			draw_progress(o, (double)(now - start_ns) / 1e9, plan->duration_s,
+			draw_progress(o, (double)(now - start_ns) / 1e9, (double)(deadline - start_ns) / 1e9,
 				      events_so_far(s), s->gov.last_pct);
 	}
 }
@@ -341,14 +433,35 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				strerror(errno))));
 	}
 
-	if (load_and_attach(&s, out->notes, err))
+	if (load_probes(plan, &s.probes, &s.n_loaded, err))
+		goto done;
+	for (unsigned i = 0; i < s.n_loaded; i++)
+		if (s.probes[i].note[0])
+			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", s.probes[i].cfg.id,
+									    s.probes[i].note)));
+	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
+	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
+	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
 	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
 	ksyms_loader_start(&kl);
 
+	/* The duration counts from here; its first preflight_ms measure, the rest collects. */
+	uint64_t deadline = mono_ns() + (uint64_t)(plan->duration_s * 1e9);
+	bool stopped_early = false;
+	if (opts->preflight_ms) {
+		int pf = preflight(plan, s.probes, s.n_loaded, opts->preflight_ms, s.sig_fd, s.pid_fd,
+				   out->rates, &out->preflight, &out->stop_reason, err);
+		if (pf < 0) {
+			detach_all(&s);
+			goto done;
+		}
+		stopped_early = pf > 0;
+	}
 	utc_now(out->started_at, sizeof(out->started_at));
 	uint64_t start_ns = mono_ns();
-	out->stop_reason = run_loop(&s, opts, start_ns);
+	if (!stopped_early)
+		out->stop_reason = run_loop(&s, opts, start_ns, deadline);
 	uint64_t end_ns = mono_ns();
 	governor_close_window(&s, end_ns);
 	detach_all(&s);
@@ -401,16 +514,23 @@ done:
 	destroy_all(&s);
 	usyms_free(usyms);
 	ksyms_free(ksyms_loader_join(&kl));
-	if (rc)
+	if (rc) { /* a refusal keeps its pre-flight summary for the report */
+		struct value *pf = out->preflight;
+		out->preflight = NULL;
 		session_out_free(out);
+		out->preflight = pf;
+	}
 	return rc;
 }
 
-int session_load_only(const struct plan *plan, struct value **variants, struct diag_err *err)
+int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value **variants,
+		    struct value **preflight_summary, struct diag_err *pf_err, struct diag_err *err)
 {
 	struct probe *probes;
 	unsigned n;
+	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
 	int rc = load_probes(plan, &probes, &n, err);
+	*variants = *preflight_summary = NULL;
 	if (rc == 0) {
 		*variants = value_obj();
 		for (unsigned i = 0; i < n; i++) {
@@ -420,7 +540,18 @@ int session_load_only(const struct plan *plan, struct value **variants, struct d
 				value_set_str(v, "note", probes[i].note);
 		}
 	}
+	if (rc == 0 && preflight_ms) {
+		enum stop_reason why;
+		set_start_mode(probes, n, true, rates);
+		rc = attach_probes(probes, n, err);
+		if (rc == 0)
+			preflight(plan, probes, n, preflight_ms, -1, -1, rates, preflight_summary, &why, pf_err);
+		for (unsigned i = 0; i < n; i++)
+			if (probes[i].kind->detach)
+				probes[i].kind->detach(&probes[i]);
+	}
 	destroy_probes(probes, n);
+	free(rates);
 	return rc;
 }
 
@@ -429,5 +560,8 @@ void session_out_free(struct session_out *out)
 	value_free(out->results);
 	value_free(out->probes);
 	value_free(out->notes);
-	out->results = out->probes = out->notes = NULL;
+	value_free(out->preflight);
+	free(out->rates);
+	out->results = out->probes = out->notes = out->preflight = NULL;
+	out->rates = NULL;
 }

@@ -1,6 +1,8 @@
 /* session.h — one collection run of a plan on the live kernel.
  *
- * Owns: loading every probe, attaching, the run loop (duration, SIGINT/SIGTERM/SIGHUP, target exit,
+ * Owns: loading every probe, attaching, the budget pre-flight's measurement (the probes' own
+ * programs in count-only mode for the first preflight_ms, then switched to full mode with the
+ * sampling preflight.c decided, or detached when it refuses), the run loop (duration, SIGINT/SIGTERM/SIGHUP, target exit,
  * progress on a TTY, the overhead governor: BPF run-time statistics sampled in a 50 ms window
  * each second, since leaving them on costs every BPF program two clock reads per run), detaching on every exit
  * path, symbolizers, and collecting each probe's results.
@@ -13,11 +15,13 @@
 #include <stdbool.h>
 
 #include "plan.h"
+#include "preflight.h"
 #include "value.h"
 
 struct session_opts {
 	bool progress;      /* draw a progress line on stderr */
 	const char *label;  /* for the progress line, e.g. the recipe name */
+	unsigned preflight_ms; /* count-only window at the start of the duration; 0: none */
 };
 
 /* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */
@@ -40,16 +44,22 @@ struct session_out {
 				    statistics were unavailable */
 	uint64_t events;         /* events that passed the probes' filters */
 	uint64_t dropped;        /* map-full + lost, over all probes */
+	struct value *preflight; /* preflight.c's summary; NULL when there was none */
+	struct preflight_rate *rates; /* per plan probe: measured rates and the sampling applied */
 };
 
-/* Runs the plan. On failure before any data, returns -1 with err set and nothing attached. */
+/* Runs the plan. On failure before any data, returns -1 with err set and nothing attached; a
+ * pre-flight refusal (DIAG_EXIT_REFUSED) leaves out->preflight set. session_out_free either way. */
 int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
 		struct diag_err *err);
 void session_out_free(struct session_out *out);
 
 /* The dry run's half of a session: open and load every probe (the verifier sees every program,
- * attach variants are chosen), attach nothing, release everything. *variants gets an object
- * probe id -> {variant, note}. */
-int session_load_only(const struct plan *plan, struct value **variants, struct diag_err *err);
+ * attach variants are chosen); with preflight_ms, attach them in count-only mode for that window
+ * and decide as a run would (*preflight gets the summary, *pf_err the refusal, if any); release
+ * everything. *variants gets an object probe id -> {variant, note}. Returns -1 (err) when a
+ * probe cannot load or attach; a refusal is not a failure of the dry run. */
+int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value **variants,
+		    struct value **preflight, struct diag_err *pf_err, struct diag_err *err);
 
 #endif

@@ -126,15 +126,6 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	return 0;
 }
 
-static size_t runq_rate_tracepoints(const struct probe_config *cfg, const char **names, size_t max)
-{
-	static const char *const tps[] = { "sched_switch", "sched_wakeup", "sched_wakeup_new" };
-	size_t n = 0;
-	(void)cfg;
-	for (; n < ARRAY_LEN(tps) && n < max; n++)
-		names[n] = tps[n];
-	return n;
-}
 
 static struct bpf_object *runq_object(struct probe *p)
 {
@@ -155,7 +146,6 @@ const struct probe_kind probe_kind_runq_latency = {
 	.detach = runq_detach,
 	.collect = runq_collect,
 	.destroy = runq_destroy,
-	.rate_tracepoints = runq_rate_tracepoints,
 	.object = runq_object,
 	.bpf_bytes = runq_latency_bpf__elf_bytes,
 };

@@ -51,7 +51,6 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
 	sp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
 	sp->timed = probe_opt(p, "timing") != 0;
-	sp->skel->rodata->sample_every = (__u32)probe_opt(p, "sample_every");
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
@@ -140,15 +139,6 @@ static size_t read_totals(struct syscalls_priv *sp, struct syscall_row *rows)
 	return n;
 }
 
-static size_t syscalls_rate_tracepoints(const struct probe_config *cfg, const char **names,
-					size_t max)
-{
-	(void)cfg;
-	if (max < 1)
-		return 0;
-	names[0] = "sys_enter";
-	return 1;
-}
 
 static uint64_t syscalls_events(struct probe *p)
 {
@@ -234,7 +224,6 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.detach = syscalls_detach,
 	.collect = syscalls_collect,
 	.events = syscalls_events,
-	.rate_tracepoints = syscalls_rate_tracepoints,
 	.destroy = syscalls_destroy,
 	.object = syscalls_object,
 	.bpf_bytes = syscall_stats_bpf__elf_bytes,

@@ -56,6 +56,10 @@ static const struct option_spec tpc_options[] = {
 	{ .name = "max_keys", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 10240,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = sizeof(struct tpc_key) + 8 + 64,
 	  .help = "distinct (process, thread name) pairs counted; hits beyond are counted as dropped" },
+	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
+	  .min = 1, .max = 1u << 16,
+	  .help = "count 1 in N hits at random and scale the counts (the budget pre-flight raises "
+		  "it when the recipe says degrade: sample)" },
 };
 
 static const char *const tpc_variants[] = { "tracepoint", NULL };
@@ -181,11 +185,17 @@ static int tpc_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		key = next;
 		prev = &key;
 	}
+	/* Sampled 1 in N: scale back to estimates of the real numbers. */
+	uint64_t scale = probe_opt(p, "sample_every");
+	for (size_t i = 0; i < n; i++)
+		rows[i].count *= scale;
 	qsort(rows, n, sizeof(*rows), row_cmp);
 
-	uint64_t total = probe_stat_sum(tp->skel->obj, DIAG_STAT_EVENTS);
+	uint64_t total = probe_stat_sum(tp->skel->obj, DIAG_STAT_EVENTS) * scale;
 	struct value *res = value_obj();
 	value_set_str(res, "tracepoint", probe_opt_str(p, "tracepoint"));
+	if (scale > 1)
+		value_set_int(res, "sampled_1_in", (int64_t)scale);
 	value_set_int(res, "total", (int64_t)total);
 	value_set_num(res, "per_s", ctx->wall_s > 0 ? (double)total / ctx->wall_s : 0);
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_MAP_FULL));
@@ -209,27 +219,6 @@ static struct bpf_object *tpc_object(struct probe *p)
 	return tp->skel ? tp->skel->obj : NULL;
 }
 
-/* For the budget pre-flight: a tracepoint's raw tracepoint has the event's name, except the
- * per-syscall ones, which all hang off sys_enter / sys_exit (measured there: an overestimate). */
-static size_t tpc_rate_tracepoints(const struct probe_config *cfg, const char **names, size_t max)
-{
-	const char *tp = cfg->str[0], *colon = tp ? strchr(tp, ':') : NULL;
-	const char *root = tracefs_root();
-	char path[512];
-	struct stat st;
-	if (!colon || max < 1 || !root)
-		return 0;
-	/* A tracepoint that does not exist is not measured: loading it says so clearly. */
-	snprintf(path, sizeof(path), "%s/events/%.*s/%s", root, (int)(colon - tp), tp, colon + 1);
-	if (stat(path, &st) != 0)
-		return 0;
-	if (strncmp(tp, "syscalls:", 9) == 0)
-		names[0] = strncmp(colon + 1, "sys_exit", 8) == 0 ? "sys_exit" : "sys_enter";
-	else
-		names[0] = colon + 1;
-	return 1;
-}
-
 const struct probe_kind probe_kind_tracepoint_count = {
 	.name = "tracepoint_count",
 	.summary = "count the hits of one tracepoint (\"category:event\") per process and thread name",
@@ -245,5 +234,4 @@ const struct probe_kind probe_kind_tracepoint_count = {
 	.destroy = tpc_destroy,
 	.object = tpc_object,
 	.bpf_bytes = tracepoint_count_bpf__elf_bytes,
-	.rate_tracepoints = tpc_rate_tracepoints,
 };

@@ -30,7 +30,7 @@ start() { # start WORKLOAD ARGS... → sets $PID
 }
 
 # Names of our BPF programs (as the kernel truncates them, 15 chars).
-OUR_PROGS='^(on_cpu_sample|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch|count_sys_enter|timed_sys_enter|timed_sys_exit|count_firing|tracepoint_cnt|func_lat_entry|func_lat_return|doctor_.*)$'
+OUR_PROGS='^(on_cpu_sample|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch|count_sys_enter|timed_sys_enter|timed_sys_exit|tracepoint_cnt|func_lat_entry|func_lat_return|doctor_.*)$'
 our_links() { # prints the number of attached links whose program is one of ours
 	bpftool -j link list 2>/dev/null | python3 -c '
 import json, re, subprocess, sys
@@ -64,7 +64,8 @@ json() {
 
 # test_recipe NAME [DURATION]: writes $TMP/recipes/NAME.yaml, a recipe for testing probe kinds
 # (target: pid, generous budgets, a Lua snippet that returns nothing: the JSON results are what
-# a test checks); its probes come on stdin, as YAML list items of probes:. Prints its path.
+# a test checks); its probes come on stdin, as YAML list items of probes:; $TEST_BUDGETS, when
+# set, adds lines to its budgets. Prints its path.
 test_recipe() {
 	mkdir -p "$TMP/recipes" "$TMP/lua/lib"
 	[ -f "$TMP/lua/test.lua" ] || echo 'return { verdicts = {}, report = {} }' > "$TMP/lua/test.lua"
@@ -80,6 +81,7 @@ budgets:
   max_sample_hz: 0
   max_cpu_pct: 50
   max_map_bytes: 67108864
+${TEST_BUDGETS:-}
 probes:
 EOF
 	  cat; } > "$TMP/recipes/$1.yaml"

@@ -60,7 +60,7 @@ start "$WL/cpu_burner"
 [ -f "$LOCK" ] || fail "approve wrote no $LOCK"
 grep -q '^\[recipe high-cpu\]$' "$LOCK" || fail "no [recipe high-cpu] in the lock"
 grep -q '^approved_by = e2e-tester$' "$LOCK" || fail "approver not recorded"
-for f in 'file recipes/high-cpu.yaml' 'file lua/high-cpu.lua' 'file lua/lib/diag.lua' 'bpf cpu_profile' 'bpf preflight'; do
+for f in 'file recipes/high-cpu.yaml' 'file lua/high-cpu.lua' 'file lua/lib/diag.lua' 'bpf cpu_profile'; do
 	grep -q "^$f sha256=[0-9a-f]\{64\}$" "$LOCK" || fail "lock lacks '$f sha256=...'"
 done
 cp "$LOCK" "$TMP/lock.1"

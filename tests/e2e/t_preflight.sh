@@ -1,0 +1,80 @@
+# The budget pre-flight measures each probe with its own programs, in count-only mode, on its own
+# hooks: a uprobe (func_latency) and a tracepoint that fires in interrupt context
+# (irq:softirq_entry, counted machine-wide) on a workload of known rate (paced_calls: 5000 calls/s
+# of paced_op, each sending one UDP datagram over loopback: one NET_RX softirq). Checked against
+# independent counts: the workload's own call count, and /proc/softirqs over the run.
+# (a) both rates measured within a factor of 2, also by the dry run; (b) over max_events_per_s, a
+# uprobe probe (it cannot sample) is refused with exit 3; (c) a tracepoint_count probe under
+# `degrade: sample` counts 1 in N and its scaled total stays within a factor of 2 of the real
+# count; nothing stays attached after any of them.
+. "$(dirname "$0")/lib.sh"
+
+PROGS='^(tracepoint_cnt|func_lat_entry|func_lat_return)$'
+released() { OUR_PROGS=$PROGS assert_released "$1"; }
+RATE=5000
+STATUS="$TMP/paced.status"
+start "$WL/paced_calls" "$RATE" "$STATUS"
+sleep 0.3
+softirqs() { awk 'NR > 1 { for (i = 2; i <= NF; i++) s += $i } END { printf "%d\n", s }' /proc/softirqs; }
+now() { date +%s.%N; }
+calls_rate() { awk '{ printf "%.0f\n", $1 / $2 }' "$STATUS"; }
+UPROBE="  - id: op
+    kind: func_latency
+    filters: {pid: target}
+    options: {function: \"$WL/paced_calls:paced_op\"}"
+SOFTIRQ='  - id: softirq
+    kind: tracepoint_count
+    options: {tracepoint: "irq:softirq_entry"}'
+
+# ---- (a) measured rates vs independent counts ------------------------------------------------
+R=$(printf '%s\n%s\n' "$UPROBE" "$SOFTIRQ" | TEST_BUDGETS='  preflight_ms: 500' test_recipe preflight-ok 2)
+s0=$(softirqs); t0=$(now)
+"$DIAG" "$R" --pid "$PID" --json > "$TMP/ok.json" 2> "$TMP/ok.err"; rc=$?
+s1=$(softirqs); t1=$(now)
+[ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/ok.err")"
+SOFTIRQ_RATE=$(python3 -c "print(round(($s1 - $s0) / ($t1 - $t0)))")
+CALL_RATE=$(calls_rate)
+CHECK_LET="pf = r['overhead']['preflight']['probes']; calls = $CALL_RATE; sirq = $SOFTIRQ_RATE"
+check "$TMP/ok.json" "r['overhead']['preflight']['window_ms'] == 500" "pre-flight window is not the recipe's"
+check "$TMP/ok.json" "pf['op']['rate'] == 'measured' and calls / 2 <= pf['op']['events_per_s'] <= calls * 2" \
+	"uprobe rate $(json "$TMP/ok.json" 'r["overhead"]["preflight"]["probes"]["op"]') not within 2x of $CALL_RATE calls/s"
+check "$TMP/ok.json" "pf['op']['firings_per_s'] >= 1.5 * pf['op']['events_per_s']" \
+	"uprobe firings should count entries and returns"
+check "$TMP/ok.json" "pf['softirq']['rate'] == 'measured' and sirq / 2 <= pf['softirq']['events_per_s'] <= sirq * 2" \
+	"softirq rate $(json "$TMP/ok.json" 'r["overhead"]["preflight"]["probes"]["softirq"]') not within 2x of $SOFTIRQ_RATE/s"
+# After the pre-flight the same programs collect in full mode, for the rest of the duration.
+check "$TMP/ok.json" "res['op']['calls'] > 0.5 * calls * r['duration_s'] and res['softirq']['total'] > 0.5 * sirq * r['duration_s']" \
+	"full mode after the pre-flight collected too little"
+check "$TMP/ok.json" "1.2 <= r['duration_s'] <= 1.6" "duration_s is not the 2 s minus the 500 ms pre-flight"
+released "a run with a uprobe and an interrupt-context tracepoint"
+
+# The dry run runs the same pre-flight.
+"$DIAG" "$R" --pid "$PID" --dry-run --json > "$TMP/dry.json" 2> "$TMP/dry.err"; rc=$?
+[ "$rc" = 0 ] || fail "dry run: exit $rc: $(cat "$TMP/dry.err")"
+CHECK_LET="calls = $CALL_RATE" check "$TMP/dry.json" "calls / 2 <= r['plan']['preflight']['probes']['op']['events_per_s'] <= calls * 2" "dry run: uprobe rate"
+released "a dry run"
+
+# ---- (b) a uprobe over budget: refused, nothing left attached --------------------------------
+BUDGET='  max_events_per_s: 1000
+  degrade: sample'
+R=$(echo "$UPROBE" | TEST_BUDGETS=$BUDGET test_recipe preflight-refuse 2)
+"$DIAG" "$R" --pid "$PID" --json > "$TMP/refuse.json" 2> "$TMP/refuse.err"; rc=$?
+[ "$rc" = 3 ] || fail "uprobe over budget: exit $rc, want 3: $(cat "$TMP/refuse.err")"
+grep -q 'over budget: measured [0-9.]*k/s events in a 250 ms pre-flight (mostly probe op), max_events_per_s allows 1.0k/s.*the probes over it cannot sample' "$TMP/refuse.err" ||
+	fail "refusal message: $(cat "$TMP/refuse.err")"
+released "a refused uprobe probe"
+
+# ---- (c) an interrupt-context tracepoint over budget, degrade: sample -------------------------
+R=$(echo "$SOFTIRQ" | TEST_BUDGETS=$BUDGET test_recipe preflight-sample 2)
+s0=$(softirqs); t0=$(now)
+"$DIAG" "$R" --pid "$PID" --json > "$TMP/sample.json" 2> "$TMP/sample.err"; rc=$?
+s1=$(softirqs); t1=$(now)
+[ "$rc" = 0 ] || fail "degraded run: exit $rc: $(cat "$TMP/sample.err")"
+SOFTIRQ_RATE=$(python3 -c "print(round(($s1 - $s0) / ($t1 - $t0)))")
+CHECK_LET="sirq = $SOFTIRQ_RATE"
+check "$TMP/sample.json" "res['softirq']['sampled_1_in'] >= 3" "not sampled"
+check "$TMP/sample.json" "sirq / 2 <= res['softirq']['total'] / r['duration_s'] <= sirq * 2" \
+	"scaled total $(json "$TMP/sample.json" 'r["results"]["softirq"]["total"] / r["duration_s"]')/s not within 2x of $SOFTIRQ_RATE/s"
+json "$TMP/sample.json" '" ".join(r["notes"])' | grep -q 'counted 1 in [0-9]* at random (degrade: sample)' || fail "no degrade note"
+released "a degraded run"
+exit 0

@@ -1,0 +1,169 @@
+/* test_preflight.c — the budget decision on what the pre-flight counted (engine/preflight.c):
+ * rates per second from the window's counts, under budget untouched, over budget sampled (only
+ * probes whose kind can sample, only with `degrade: sample`) or refused with a message naming the
+ * worst probe, unmeasured and not-event-driven probes never counted as 0 events, the window at
+ * most half the duration, and the plan never changed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "preflight.h"
+
+struct fixture {
+	struct recipe recipe;
+	struct recipe_probe rps[3];
+	struct plan_probe pps[3];
+	struct plan plan;
+	struct preflight_rate rates[3];
+};
+
+/* Three probes: syscalls (syscall_stats: can sample), op (func_latency: cannot), ctx
+ * (proc_context: no BPF). 100 ms window, budget 10k events/s. */
+static void setup(struct fixture *f, bool degrade)
+{
+	static char *ids[] = { "syscalls", "op", "ctx" };
+	static const char *kinds[] = { "syscall_stats", "func_latency", "proc_context" };
+	memset(f, 0, sizeof(*f));
+	f->recipe.budgets.max_events_per_s = 10000;
+	f->recipe.budgets.degrade_sample = degrade;
+	f->recipe.budgets.preflight_ms = 100;
+	f->plan.recipe = &f->recipe;
+	f->plan.ncpus = 2;
+	f->plan.duration_s = 5;
+	f->plan.probes = f->pps;
+	f->plan.n_probes = 3;
+	for (int i = 0; i < 3; i++) {
+		f->rps[i].id = ids[i];
+		f->pps[i].rp = &f->rps[i];
+		f->pps[i].kind = catalog_find(kinds[i]);
+		assert_non_null(f->pps[i].kind);
+		for (size_t o = 0; o < f->pps[i].kind->n_options; o++)
+			f->pps[i].cfg.opt[o] = f->pps[i].kind->options[o].dflt;
+		f->rates[i].status = RATE_MEASURED;
+	}
+	f->rates[2].status = RATE_NOT_EVENT_DRIVEN;
+}
+
+static const struct preflight_window window = { .planned_ms = 100, .wall_s = 0.1, .bpf_stats = true };
+
+static void test_under_budget(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	struct value *sum = NULL;
+	setup(&f, false);
+	f.rates[0].passed = 500; /* 5k/s */
+	f.rates[0].firings = 800;
+	f.rates[0].bpf_ns = 2000000;
+	f.rates[1].passed = 300; /* 3k/s */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, &sum, &err), 0);
+	assert_true(f.rates[0].events_per_s > 4999 && f.rates[0].events_per_s < 5001);
+	assert_true(f.rates[0].firings_per_s > 7999 && f.rates[0].firings_per_s < 8001);
+	assert_int_equal(f.rates[0].sample_every, 1);
+	assert_false(f.rates[0].degraded);
+	assert_int_equal((int)value_get_num(sum, "events_per_s", -1), 8000);
+	const struct value *probes = value_get(sum, "probes");
+	assert_string_equal(value_get_str(value_get(probes, "ctx"), "rate"), "not event-driven");
+	assert_null(value_get(value_get(probes, "ctx"), "events_per_s"));
+	assert_string_equal(value_get_str(value_get(probes, "op"), "rate"), "measured");
+	/* 2 ms of BPF time in 0.1 s on 2 CPUs: 1% */
+	assert_true(value_get_num(sum, "estimated_bpf_cpu_pct_min", 0) > 0.999 &&
+		    value_get_num(sum, "estimated_bpf_cpu_pct_min", 0) < 1.001);
+	value_free(sum);
+}
+
+static void test_over_budget_refused_without_degrade(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	struct value *sum = NULL;
+	setup(&f, false);
+	f.rates[0].passed = 5000; /* 50k/s */
+	f.rates[1].passed = 100;
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, &sum, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_REFUSED);
+	assert_non_null(strstr(err.msg, "measured 51.0k/s events in a 100 ms pre-flight (mostly probe syscalls)"));
+	assert_non_null(strstr(err.msg, "declare `degrade: sample`"));
+	assert_int_equal(f.rates[0].sample_every, 1);
+	assert_non_null(sum); /* the report still gets the measurement */
+	value_free(sum);
+}
+
+static void test_degrade_samples_only_what_can(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	setup(&f, true);
+	uint64_t before = f.pps[0].cfg.opt[1];
+	f.rates[0].passed = 4000; /* 40k/s */
+	f.rates[1].passed = 100;  /* 1k/s */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, NULL, &err), 0);
+	assert_true(f.rates[0].degraded);
+	assert_int_equal(f.rates[0].sample_every, 5); /* ceil(41k / 10k) */
+	assert_false(f.rates[1].degraded);
+	assert_int_equal(f.rates[1].sample_every, 1);
+	assert_int_equal(f.pps[0].cfg.opt[1], before); /* the plan is not changed */
+}
+
+static void test_degrade_impossible_refuses(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	setup(&f, true);
+	f.rates[0].passed = 10;
+	f.rates[1].passed = 5000; /* the uprobe probe cannot sample */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, NULL, &err), -1);
+	assert_non_null(strstr(err.msg, "mostly probe op"));
+	assert_non_null(strstr(err.msg, "cannot sample"));
+}
+
+static void test_unmeasured_is_not_zero(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	struct value *sum = NULL;
+	setup(&f, false);
+	f.rates[1].status = RATE_UNMEASURED;
+	f.rates[1].passed = 999999; /* ignored: not measured */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, &sum, &err), 0);
+	const struct value *op = value_get(value_get(sum, "probes"), "op");
+	assert_string_equal(value_get_str(op, "rate"), "unmeasured");
+	assert_null(value_get(op, "events_per_s"));
+	value_free(sum);
+}
+
+static void test_window_ms(void **state)
+{
+	(void)state;
+	struct fixture f;
+	setup(&f, false);
+	assert_int_equal(preflight_window_ms(&f.plan), 100);
+	f.recipe.budgets.preflight_ms = 0;
+	assert_int_equal(preflight_window_ms(&f.plan), 250);
+	f.plan.duration_s = 0.3;
+	assert_int_equal(preflight_window_ms(&f.plan), 150);
+	f.plan.n_probes = 0; /* nothing event-driven: no pre-flight */
+	assert_int_equal(preflight_window_ms(&f.plan), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_under_budget),
+		cmocka_unit_test(test_over_budget_refused_without_degrade),
+		cmocka_unit_test(test_degrade_samples_only_what_can),
+		cmocka_unit_test(test_degrade_impossible_refuses),
+		cmocka_unit_test(test_unmeasured_is_not_zero),
+		cmocka_unit_test(test_window_ms),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
