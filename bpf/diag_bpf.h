@@ -1,6 +1,6 @@
 /* diag_bpf.h — what every probe in bpf/ shares: the layout of the per-CPU `stats` map
- * (DIAG_STATS_MAP) the engine reads for events and drops, log2 slots, and the counting and
- * latency-total helpers.
+ * (DIAG_STATS_MAP) the engine reads for events and drops, log2 slots, the depth of every stack
+ * map (engine/stacks.c reads them with it), and the counting and latency-total helpers.
  * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
@@ -79,5 +79,12 @@ static __always_inline __u32 diag_log2(__u64 v)
 	return r;
 }
 #endif
+
+/* (Last in the file: the helpers above keep their lines, which BTF line info records and the
+ * approvals lock pins.)
+ * Frames in every BPF_MAP_TYPE_STACK_TRACE value (value_size = DIAG_STACK_DEPTH * 8): the
+ * kernel's default perf_event_max_stack. One depth for all stack probes, so that engine/stacks.c
+ * reads any probe's stack map the same way. */
+#define DIAG_STACK_DEPTH 127
 
 #endif
