@@ -207,7 +207,7 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	/* the table holds the map's max_entries: it refuses nothing unless the map grew meanwhile */
 	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(pp->skel->obj, DIAG_STAT_MAP_FULL) +
 						  stacks_refused(table)));
-	stacks_finish(table, res, "samples"); /* weight = count = samples */
+	stacks_finish(table, res, p->kind->stack_unit); /* weight = count = samples */
 	*out = res;
 	return 0;
 }
@@ -226,6 +226,7 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.filters = FILTER_PID,
 	.variants = profile_variants,
 	.private_size = sizeof(struct profile_priv),
+	.stack_unit = "samples",
 	.load = profile_load,
 	.attach = profile_attach,
 	.detach = profile_detach,

@@ -2,6 +2,7 @@
  * merge whatever their raw ids, weight and count are summed apart, the order is by weight with a
  * fixed tie-break, tag and in_kernel keep rows apart, the table is bounded. Exact values are
  * asserted. Reading stack ids needs a BPF map (root or CAP_BPF); that test is skipped without.
+ * The folded writer (engine/report.c) takes one probe's stacks, never a mix of units.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "diag_bpf.h"
+#include "report.h"
 #include "stacks.h"
 #include "symbols.h"
 
@@ -271,6 +273,99 @@ static void test_bounded(void **state)
 	stacks_free(NULL);
 }
 
+/* ---- folded output ---------------------------------------------------------------------------- */
+
+/* Folded output of report_write_folded(results, probe_id); *n gets its return value. */
+static char *folded(const struct value *results, const char *probe_id, int *n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	*n = report_write_folded(results, probe_id, f);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* results: "runq" without stacks, "offcpu" in ns with task-state tags, "profile" in samples. */
+static struct value *two_units(void)
+{
+	struct value *results = value_obj();
+	value_set_int(value_obj_set(results, "runq", value_obj()), "count", 7);
+	struct stack_table *t = stacks_new(NULL, 8);
+	add(t, "db", U_MAIN, N(U_MAIN), K_READ, N(K_READ), true, 2500000000, 3, "blocked-uninterruptible");
+	add(t, "db", U_MAIN, N(U_MAIN), NULL, 0, false, 900, 1, NULL);
+	stacks_finish(t, value_obj_set(results, "offcpu", value_obj()), "ns");
+	t = stacks_new(NULL, 8);
+	add(t, "db", U_OTHER, N(U_OTHER), NULL, 0, false, 42, 42, NULL);
+	stacks_finish(t, value_obj_set(results, "profile", value_obj()), "samples");
+	return results;
+}
+
+static void test_folded_one_probe_one_unit(void **state)
+{
+	(void)state;
+	struct value *results = two_units();
+	int n;
+	char *out = folded(results, "profile", &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(out, "db;main;idle 42\n");
+	free(out);
+
+	static const char offcpu[] = "db;[blocked-uninterruptible];main;work;ksys_read_[k];vfs_read_[k] "
+				     "2500000000\n"
+				     "db;main;work 900\n";
+	out = folded(results, "offcpu", &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(out, offcpu);
+	free(out);
+	/* default: the first probe, in results order, whose results carry stacks */
+	out = folded(results, NULL, &n);
+	assert_int_equal(n, 2);
+	assert_string_equal(out, offcpu);
+	free(out);
+
+	/* a probe without stacks, or none such: nothing written, -1 */
+	out = folded(results, "runq", &n);
+	assert_int_equal(n, -1);
+	assert_string_equal(out, "");
+	free(out);
+	out = folded(results, "nope", &n);
+	assert_int_equal(n, -1);
+	assert_string_equal(out, "");
+	free(out);
+	value_free(results);
+	results = value_obj();
+	value_obj_set(results, "runq", value_obj());
+	out = folded(results, NULL, &n);
+	assert_int_equal(n, -1);
+	assert_string_equal(out, "");
+	free(out);
+	/* stacks present but empty: 0 stacks, not an error */
+	stacks_finish(stacks_new(NULL, 1), value_obj_set(results, "profile", value_obj()), "samples");
+	out = folded(results, NULL, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(out, "");
+	free(out);
+	value_free(results);
+}
+
+/* A comm (and a tag) with ';', ' ' and a newline stays one field of one line. */
+static void test_folded_escapes(void **state)
+{
+	(void)state;
+	struct value *results = value_obj();
+	struct stack_table *t = stacks_new(NULL, 4);
+	add(t, "a;b c\nd", U_MAIN, 1, NULL, 0, false, 5, 5, "x y;z");
+	stacks_finish(t, value_obj_set(results, "p", value_obj()), "samples");
+	int n;
+	char *out = folded(results, "p", &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(out, "a_b_c\\x0ad;[x_y_z];work 5\n");
+	free(out);
+	value_free(results);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +375,8 @@ int main(void)
 		cmocka_unit_test(test_tag_distinguishes),
 		cmocka_unit_test(test_in_kernel_distinguishes),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_folded_one_probe_one_unit),
+		cmocka_unit_test(test_folded_escapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
