@@ -5,9 +5,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
-#include "diag_bpf.h"
 
-#define PROFILE_MAX_DEPTH DIAG_STACK_DEPTH
 #define PROFILE_STAT_IN_KERNEL 3 /* stats slot: samples taken while in the kernel */
 
 struct profile_key {
