@@ -22,7 +22,7 @@ const volatile bool kernel_stacks = true;
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, PROFILE_MAX_DEPTH * sizeof(__u64));
+	__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } stacks SEC(".maps");
 

@@ -6,7 +6,6 @@
 #include <linux/types.h>
 #endif
 
-#define PROFILE_MAX_DEPTH 127 /* the kernel's default perf_event_max_stack */
 #define PROFILE_STAT_IN_KERNEL 3 /* stats slot: samples taken while in the kernel */
 
 struct profile_key {

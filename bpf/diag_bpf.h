@@ -1,14 +1,19 @@
 /* diag_bpf.h — what every probe in bpf/ shares: the per-CPU `stats` map the engine reads for
  * events and drops, the `diag_ctl` map through which the engine switches a probe's programs
  * between count-only and full mode and sets its 1-in-N sampling while they are attached, log2
- * slots, and the counting and latency-total helpers. Included once by each probe's .bpf.c, which
- * gets both maps from here.
+ * slots, the depth of every stack map (engine/stacks.c reads them with it), and the counting and
+ * latency-total helpers. Included once by each probe's .bpf.c, which gets both maps from here.
  * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
 #define DIAG_BPF_H
 
 #define DIAG_HIST_SLOTS 32
+
+/* Frames in every BPF_MAP_TYPE_STACK_TRACE value (value_size = DIAG_STACK_DEPTH * 8): the
+ * kernel's default perf_event_max_stack. One depth for all stack probes, so that engine/stacks.c
+ * reads any probe's stack map the same way. */
+#define DIAG_STACK_DEPTH 127
 
 /* Slots of the per-CPU `stats` array every probe has. The engine sums them over CPUs. */
 enum diag_stat {

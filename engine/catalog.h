@@ -87,6 +87,9 @@ struct probe_kind {
 	unsigned filters;             /* FILTER_* this kind honours */
 	const char *const *variants;  /* attach variants, best first, NULL-terminated */
 	size_t private_size;          /* bytes of kind-private state allocated for each probe */
+	/* What the weight of its stacks measures ("samples", "ns", "bytes"; see stacks.h) for kinds
+	 * whose results carry `stacks`; NULL for the others. --folded-probe is checked against it. */
+	const char *stack_unit;
 
 	/* Open, configure (rodata, map sizes) and load for the first variant that works. Sets
 	 * p->variant and, when it fell back, p->note. Nothing is attached. */

@@ -41,7 +41,8 @@ struct cli {
 static void usage(FILE *out)
 {
 	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
-	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE] [--force]\n"
+	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
+	      "                        [--folded-probe ID] [--force]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
@@ -333,8 +334,8 @@ static int cmd_verify(const struct cli *c)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_RECIPES, OPT_PROD, OPT_PARAM, OPT_VERSION,
-	       OPT_LOCK, OPT_BY, OPT_FORCE };
+	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_FOLDED_PROBE, OPT_RECIPES, OPT_PROD,
+	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -343,6 +344,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
+		{ "folded-probe", required_argument, NULL, OPT_FOLDED_PROBE },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
@@ -381,6 +383,7 @@ int main(int argc, char **argv)
 		case OPT_JSON: c.run.json = true; break;
 		case OPT_OUTPUT: c.run.output = optarg; break;
 		case OPT_FOLDED: c.run.folded = optarg; break;
+		case OPT_FOLDED_PROBE: c.run.folded_probe = optarg; break;
 		case OPT_FORCE: c.run.force = true; break;
 		case OPT_RECIPES: c.run.recipes_dir = optarg; break;
 		case OPT_PROD: c.run.production = true; break;
@@ -418,6 +421,8 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument", argv[optind + 1]);
+	if (c.run.folded_probe && !c.run.folded)
+		return usage_error("--folded-probe needs --folded FILE", c.run.folded_probe);
 	c.run.symptom = cmd;
 	return run_recipe(&c.run);
 }

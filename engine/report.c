@@ -380,20 +380,44 @@ static void write_frames_root_first(const struct value *frames, const char *suff
 	}
 }
 
-int report_write_folded(const struct value *results, FILE *out)
+/* The probe whose stacks go to the folded file (see report.h); NULL when there is none. */
+static const struct value *folded_stacks(const struct value *results, const char *probe_id)
 {
-	int written = 0;
-	for (size_t p = 0; results && results->type == V_OBJ && p < results->obj.len; p++) {
+	if (!results || results->type != V_OBJ)
+		return NULL;
+	for (size_t p = 0; p < results->obj.len; p++) {
+		if (probe_id && strcmp(results->obj.keys[p], probe_id) != 0)
+			continue;
 		const struct value *stacks = value_get(results->obj.vals[p], "stacks");
-		for (size_t i = 0; stacks && stacks->type == V_ARR && i < stacks->arr.len; i++) {
-			const struct value *s = stacks->arr.items[i];
-			const char *comm = value_get_str(s, "comm");
-			write_folded_name(comm ? comm : "?", out);
-			write_frames_root_first(value_get(s, "user"), "", out);
-			write_frames_root_first(value_get(s, "kernel"), "_[k]", out);
-			fprintf(out, " %.0f\n", value_get_num(s, "count", 0));
-			written++;
-		}
+		if (stacks && stacks->type == V_ARR)
+			return stacks;
+		if (probe_id)
+			return NULL;
 	}
-	return written;
+	return NULL;
+}
+
+int report_write_folded(const struct value *results, const char *probe_id, FILE *out)
+{
+	const struct value *stacks = folded_stacks(results, probe_id);
+	if (!stacks)
+		return -1;
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		const struct value *s = stacks->arr.items[i];
+		const char *comm = value_get_str(s, "comm"), *tag = value_get_str(s, "tag");
+		const struct value *w = value_get(s, "weight");
+		write_folded_name(comm ? comm : "?", out);
+		if (tag) {
+			fputs(";[", out);
+			write_folded_name(tag, out);
+			fputc(']', out);
+		}
+		write_frames_root_first(value_get(s, "user"), "", out);
+		write_frames_root_first(value_get(s, "kernel"), "_[k]", out);
+		if (w && w->type == V_INT)
+			fprintf(out, " %" PRId64 "\n", w->i);
+		else
+			fprintf(out, " %.0f\n", value_get_num(s, "weight", 0));
+	}
+	return (int)stacks->arr.len;
 }

@@ -38,11 +38,15 @@ void report_write_json(const struct value *report, FILE *out);
  * only line breaks, and no terminal escape sequence gets through. */
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. */
 void report_write_text(const struct value *report, FILE *out);
-/* One line per stack, root first: "comm;frame;...;frame count". Kernel frames follow user
+/* The stacks of ONE probe, so that units never mix: probe_id's results, or when probe_id is NULL
+ * the first probe in results (recipe order) whose results carry "stacks". One line per stack,
+ * root first: "comm;[tag];frame;...;frame weight", the number being the stack's "weight" (in
+ * that probe's stack_unit); "[tag]" only for a stack with a tag. Kernel frames follow user
  * frames, suffixed "_[k]" as flamegraph.pl colours them. In names, ';' and ' ' become '_', and
  * bytes below 0x20, DEL and bytes that are not UTF-8 become "\xNN": one stack, one line.
  * out is the caller's (see outfile.h); write errors show in ferror(out). Returns the stacks
- * written. */
-int report_write_folded(const struct value *results, FILE *out);
+ * written, or -1 (nothing written) when that probe's results, or with probe_id NULL every
+ * probe's, carry no stacks. */
+int report_write_folded(const struct value *results, const char *probe_id, FILE *out);
 
 #endif

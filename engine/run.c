@@ -94,6 +94,27 @@ static int open_outputs(const struct run_options *c, struct outputs *o, struct d
 	return 0;
 }
 
+/* --folded-probe names a probe of the recipe whose kind records stacks: said before anything
+ * loads, not discovered as an empty file after the collection. */
+static int check_folded_probe(const struct run_options *c, const struct plan *plan,
+			      struct diag_err *err)
+{
+	if (!c->folded_probe)
+		return 0;
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		const struct plan_probe *pp = &plan->probes[i];
+		if (strcmp(pp->rp->id, c->folded_probe) != 0)
+			continue;
+		if (!pp->kind->stack_unit)
+			return diag_fail(err, DIAG_EXIT_USAGE,
+					 "--folded-probe %s: probe %s (%s) records no stacks", c->folded_probe,
+					 c->folded_probe, pp->kind->name);
+		return 0;
+	}
+	return diag_fail(err, DIAG_EXIT_USAGE, "--folded-probe %s: recipe %s has no probe %s",
+			 c->folded_probe, plan->recipe->name, c->folded_probe);
+}
+
 static void discard_outputs(struct outputs *o)
 {
 	outfile_discard(o->json);
@@ -111,7 +132,16 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 	else
 		report_write_text(report, stdout);
 	if (o->folded) {
-		report_write_folded(results, outfile_stream(o->folded));
+		/* One probe's stacks, one unit; no stacks still leaves the (empty) file asked for. */
+		if (report_write_folded(results, c->folded_probe, outfile_stream(o->folded)) < 0) {
+			if (c->folded_probe)
+				fprintf(stderr, "diagnose: warning: --folded %s: probe %s has no stacks in "
+					"its results (see the report's notes); the file is empty\n",
+					c->folded, c->folded_probe);
+			else
+				fprintf(stderr, "diagnose: warning: --folded %s: no probe's results carry "
+					"stacks; the file is empty\n", c->folded);
+		}
 		if (outfile_close(o->folded, &err)) {
 			fprintf(stderr, "diagnose: %s\n", err.msg);
 			rc = -1;
@@ -248,6 +278,8 @@ int run_recipe(const struct run_options *c)
 		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
 		ev.reason = unapproved;
 	}
+	if (check_folded_probe(c, plan, &err))
+		goto failed;
 	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
 	if (verdict_check_sources(&b.src, &err))
 		goto failed;

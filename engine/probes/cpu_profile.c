@@ -2,9 +2,11 @@
  *
  * Owns: choosing the sampling event (the first variant that opens, in the recipe's order —
  * default cpu_clock, the software event; hw_cycles where a recipe prefers it and a PMU exists),
- * one perf event + BPF link per online CPU, and turning the sampled
- * (stack ids, count) pairs into symbolized stacks.
- * Must not: interpret the stacks (that is the recipe's Lua).
+ * one perf event + BPF link per online CPU, and walking its counts map: each
+ * (thread name, stack ids, count) goes to the shared stack table (stacks.h), weight = count =
+ * samples (stack_unit "samples").
+ * Must not: read, symbolize, merge or order stacks itself (stacks.c does), or interpret them
+ * (that is the recipe's Lua).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,7 +21,7 @@
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"
 #include "diag_bpf.h"
-#include "symbols.h"
+#include "stacks.h"
 
 struct profile_priv {
 	struct cpu_profile_bpf *skel;
@@ -37,7 +39,7 @@ static const struct option_spec profile_options[] = {
 	  .help = "record kernel stacks" },
 	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20,
-	  .bytes_per_entry = sizeof(__u32) + PROFILE_MAX_DEPTH * sizeof(__u64),
+	  .bytes_per_entry = sizeof(__u32) + DIAG_STACK_DEPTH * sizeof(__u64),
 	  .help = "distinct stacks kept" },
 	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct profile_key) + sizeof(__u64) + 64,
@@ -167,78 +169,13 @@ static void profile_destroy(struct probe *p)
 	memset(pp, 0, sizeof(*pp));
 }
 
-/* One symbolized stack. Several raw stacks (different instruction addresses inside the same
- * functions) become one entry, so consumers see each call path once. */
-struct named_stack {
-	char *sig; /* comm, frames and mode joined: the merge key */
-	uint64_t count;
-	struct value *obj;
-};
-
-static struct value *frames_value(int stacks_fd, __s32 id, bool kernel, const struct collect_ctx *ctx)
-{
-	struct value *frames = value_arr();
-	__u64 ips[PROFILE_MAX_DEPTH];
-	char name[256];
-
-	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
-		return frames;
-	for (int i = 0; i < PROFILE_MAX_DEPTH && ips[i]; i++) {
-		const char *sym = NULL;
-		if (kernel) {
-			sym = ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
-		} else if (ctx->usyms) {
-			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
-			sym = name;
-		}
-		if (!sym) {
-			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx", (unsigned long long)ips[i]);
-			sym = name;
-		}
-		value_arr_push(frames, value_str(sym));
-	}
-	return frames;
-}
-
-static char *stack_signature(const char *comm, bool in_kernel, const struct value *u, const struct value *k)
-{
-	size_t len = strlen(comm) + 4;
-	for (size_t i = 0; i < u->arr.len; i++)
-		len += strlen(u->arr.items[i]->s) + 1;
-	for (size_t i = 0; i < k->arr.len; i++)
-		len += strlen(k->arr.items[i]->s) + 1;
-	char *sig = xmalloc(len), *p = sig;
-	p += sprintf(p, "%s%c%c", comm, in_kernel ? 'k' : 'u', '\x01');
-	for (size_t i = 0; i < u->arr.len; i++)
-		p += sprintf(p, "%s\x01", u->arr.items[i]->s);
-	*p++ = '\x02';
-	for (size_t i = 0; i < k->arr.len; i++)
-		p += sprintf(p, "%s\x01", k->arr.items[i]->s);
-	*p = '\0';
-	return sig;
-}
-
-static int by_signature(const void *a, const void *b)
-{
-	return strcmp(((const struct named_stack *)a)->sig, ((const struct named_stack *)b)->sig);
-}
-
-static int by_count_desc(const void *a, const void *b)
-{
-	const struct named_stack *x = a, *y = b;
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return strcmp(x->sig, y->sig); /* stable output for equal counts */
-}
-
 static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 			   struct diag_err *err)
 {
 	struct profile_priv *pp = p->priv;
 	int counts_fd = bpf_map__fd(pp->skel->maps.counts);
 	int stacks_fd = bpf_map__fd(pp->skel->maps.stacks);
-	size_t n = 0, cap = 256;
-	struct named_stack *rows = xmalloc(cap * sizeof(*rows));
+	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(pp->skel->maps.counts));
 	struct profile_key keys[2], *prev = NULL, *next = &keys[0];
 	uint64_t samples = 0, in_kernel = 0;
 	(void)err;
@@ -256,33 +193,9 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		in_kernel += kernel ? count : 0;
 		char comm[sizeof(prev->comm) + 1];
 		snprintf(comm, sizeof(comm), "%s", prev->comm);
-		struct value *u = frames_value(stacks_fd, prev->user_stack_id, false, ctx);
-		struct value *k = frames_value(stacks_fd, prev->kernel_stack_id, true, ctx);
-		if (n == cap)
-			rows = xrealloc(rows, (cap *= 2) * sizeof(*rows));
-		rows[n].sig = stack_signature(comm, kernel, u, k);
-		rows[n].count = count;
-		rows[n].obj = value_obj();
-		value_set_int(rows[n].obj, "count", 0); /* filled after merging */
-		value_set_str(rows[n].obj, "comm", comm);
-		value_set_bool(rows[n].obj, "in_kernel", kernel);
-		value_obj_set(rows[n].obj, "user", u);
-		value_obj_set(rows[n].obj, "kernel", k);
-		n++;
+		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
+			       kernel, count, count, NULL);
 	}
-
-	qsort(rows, n, sizeof(*rows), by_signature);
-	size_t merged = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (merged && strcmp(rows[merged - 1].sig, rows[i].sig) == 0) {
-			rows[merged - 1].count += rows[i].count;
-			free(rows[i].sig);
-			value_free(rows[i].obj);
-		} else {
-			rows[merged++] = rows[i];
-		}
-	}
-	qsort(rows, merged, sizeof(*rows), by_count_desc);
 
 	struct value *res = value_obj();
 	value_set_str(res, "event", p->variant);
@@ -291,14 +204,10 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	value_set_int(res, "user_samples", (int64_t)(samples - in_kernel));
 	value_set_int(res, "kernel_samples", (int64_t)in_kernel);
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(pp->skel->obj, DIAG_STAT_LOST));
-	value_set_int(res, "dropped", (int64_t)probe_stat_sum(pp->skel->obj, DIAG_STAT_MAP_FULL));
-	struct value *stacks = value_obj_set(res, "stacks", value_arr());
-	for (size_t i = 0; i < merged; i++) {
-		value_set_int(rows[i].obj, "count", (int64_t)rows[i].count);
-		value_arr_push(stacks, rows[i].obj);
-		free(rows[i].sig);
-	}
-	free(rows);
+	/* the table holds the map's max_entries: it refuses nothing unless the map grew meanwhile */
+	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(pp->skel->obj, DIAG_STAT_MAP_FULL) +
+						  stacks_refused(table)));
+	stacks_finish(table, res, p->kind->stack_unit); /* weight = count = samples */
 	*out = res;
 	return 0;
 }
@@ -317,6 +226,7 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.filters = FILTER_PID,
 	.variants = profile_variants,
 	.private_size = sizeof(struct profile_priv),
+	.stack_unit = "samples",
 	.load = profile_load,
 	.attach = profile_attach,
 	.detach = profile_detach,

@@ -72,7 +72,8 @@ static struct value *stack(const char *comm, struct value *user, struct value *k
 	value_obj_set(s, "user", user);
 	if (kernel)
 		value_obj_set(s, "kernel", kernel);
-	value_set_int(s, "count", n);
+	value_set_int(s, "weight", n);
+	value_set_int(s, "count", 1); /* the folded number is the weight */
 	return s;
 }
 
@@ -80,6 +81,7 @@ static void test_folded_one_line_per_stack(void **state)
 {
 	(void)state;
 	struct value *results = value_obj();
+	value_obj_set(results, "runq", value_obj()); /* no stacks: not the default */
 	struct value *profile = value_obj_set(results, "profile", value_obj());
 	struct value *stacks = value_obj_set(profile, "stacks", value_arr());
 	/* frames leaf first, as the probes give them */
@@ -87,11 +89,10 @@ static void test_folded_one_line_per_stack(void **state)
 				     STRS("leaf\n* * * * * root evil\n", "main"),
 				     STRS("do_sys\topen", "entry\r"), 3));
 	value_arr_push(stacks, stack("ok", STRS("a;b c", "caf\xc3\xa9", "del\x7f\xff"), NULL, 1));
-	value_obj_set(results, "runq", value_obj()); /* no stacks: nothing */
 
 	struct capture c;
 	capture_start(&c);
-	assert_int_equal(report_write_folded(results, c.f), 2);
+	assert_int_equal(report_write_folded(results, NULL, c.f), 2);
 	char *out = capture_end(&c);
 	assert_string_equal(out,
 			    "evil\\x1b[31m;main;leaf\\x0a*_*_*_*_*_root_evil\\x0a;entry\\x0d_[k];"

@@ -1,0 +1,252 @@
+/* stacks.c — symbolized stacks with a weight (see stacks.h).
+ * Must not: read a probe's counts map (its key layout is the probe's), or print.
+ */
+#include "stacks.h"
+
+#include <bpf/bpf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_bpf.h"
+#include "symbols.h"
+
+struct frames {
+	char **names; /* leaf first */
+	size_t n;
+};
+
+/* One stack as a probe added it; after merging, one distinct stack. */
+struct stack_row {
+	char *comm;
+	char *tag; /* NULL: none */
+	bool in_kernel;
+	struct frames user, kernel;
+	uint64_t weight, count;
+};
+
+struct stack_table {
+	const struct collect_ctx *ctx;
+	struct stack_row *rows;
+	size_t n, cap, max_rows, refused;
+};
+
+struct stack_table *stacks_new(const struct collect_ctx *ctx, size_t max_rows)
+{
+	struct stack_table *t = xcalloc(1, sizeof(*t));
+	t->ctx = ctx;
+	t->max_rows = max_rows;
+	return t;
+}
+
+static void frames_free(struct frames *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->names[i]);
+	free(f->names);
+	f->names = NULL;
+	f->n = 0;
+}
+
+static void row_free(struct stack_row *r)
+{
+	free(r->comm);
+	free(r->tag);
+	frames_free(&r->user);
+	frames_free(&r->kernel);
+}
+
+void stacks_free(struct stack_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		row_free(&t->rows[i]);
+	free(t->rows);
+	free(t);
+}
+
+size_t stacks_refused(const struct stack_table *t)
+{
+	return t->refused;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* A new row with comm, tag and the sums set, frames empty; NULL when the table is full. */
+static struct stack_row *new_row(struct stack_table *t, const char *comm, bool in_kernel,
+				 uint64_t weight, uint64_t count, const char *tag)
+{
+	if (t->n >= t->max_rows) {
+		t->refused++;
+		return NULL;
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 64;
+		if (t->cap > t->max_rows)
+			t->cap = t->max_rows;
+		t->rows = xrealloc(t->rows, t->cap * sizeof(*t->rows));
+	}
+	struct stack_row *r = &t->rows[t->n++];
+	memset(r, 0, sizeof(*r));
+	r->comm = xstrdup(comm ? comm : "");
+	r->tag = tag && *tag ? xstrdup(tag) : NULL;
+	r->in_kernel = in_kernel;
+	r->weight = weight;
+	r->count = count;
+	return r;
+}
+
+static void frames_copy(struct frames *f, const char *const *names, size_t n)
+{
+	if (n > DIAG_STACK_DEPTH)
+		n = DIAG_STACK_DEPTH;
+	f->names = xcalloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		f->names[f->n++] = xstrdup(names[i] ? names[i] : "[unknown]");
+}
+
+int stacks_add_frames(struct stack_table *t, const char *comm, const char *const *user,
+		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
+		      uint64_t weight, uint64_t count, const char *tag)
+{
+	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
+	if (!r)
+		return -1;
+	frames_copy(&r->user, user, n_user);
+	frames_copy(&r->kernel, kernel, n_kernel);
+	return 0;
+}
+
+/* The frames of stack id in stacks_fd, named; empty for id < 0 or an id the map no longer has. */
+static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
+			bool kernel)
+{
+	uint64_t ips[DIAG_STACK_DEPTH];
+	char name[256];
+
+	f->names = xcalloc(1, sizeof(char *));
+	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
+		return;
+	size_t n = 0;
+	while (n < DIAG_STACK_DEPTH && ips[n])
+		n++;
+	f->names = xrealloc(f->names, (n ? n : 1) * sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		const char *sym = NULL;
+		if (kernel) {
+			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
+		} else if (ctx && ctx->usyms) {
+			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+			sym = name;
+		}
+		if (!sym) {
+			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx",
+				 (unsigned long long)ips[i]);
+			sym = name;
+		}
+		f->names[f->n++] = xstrdup(sym);
+	}
+}
+
+int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32_t user_stack_id,
+		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
+		   const char *tag)
+{
+	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
+	if (!r)
+		return -1;
+	frames_read(&r->user, t->ctx, stacks_fd, user_stack_id, false);
+	frames_read(&r->kernel, t->ctx, stacks_fd, kernel_stack_id, true);
+	return 0;
+}
+
+static int frames_cmp(const struct frames *a, const struct frames *b)
+{
+	for (size_t i = 0; i < a->n && i < b->n; i++) {
+		int c = strcmp(a->names[i], b->names[i]);
+		if (c)
+			return c;
+	}
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* The identity of a stack: what merging compares, and the tie-break of the weight order. */
+static int by_identity(const void *pa, const void *pb)
+{
+	const struct stack_row *a = pa, *b = pb;
+	int c = strcmp(a->comm, b->comm);
+	if (c)
+		return c;
+	if (!a->tag != !b->tag)
+		return a->tag ? 1 : -1; /* untagged first */
+	if (a->tag && (c = strcmp(a->tag, b->tag)))
+		return c;
+	if (a->in_kernel != b->in_kernel)
+		return a->in_kernel ? 1 : -1;
+	if ((c = frames_cmp(&a->user, &b->user)))
+		return c;
+	return frames_cmp(&a->kernel, &b->kernel);
+}
+
+static int by_weight_desc(const void *pa, const void *pb)
+{
+	const struct stack_row *a = pa, *b = pb;
+	if (a->weight != b->weight)
+		return a->weight < b->weight ? 1 : -1;
+	if (a->count != b->count)
+		return a->count < b->count ? 1 : -1;
+	return by_identity(a, b);
+}
+
+static struct value *frames_value(const struct frames *f)
+{
+	struct value *arr = value_arr();
+	for (size_t i = 0; i < f->n; i++)
+		value_arr_push(arr, value_str(f->names[i]));
+	return arr;
+}
+
+static int64_t clamp_i64(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+struct value *stacks_finish(struct stack_table *t, struct value *res, const char *unit)
+{
+	size_t merged = 0;
+	if (t->n)
+		qsort(t->rows, t->n, sizeof(*t->rows), by_identity);
+	for (size_t i = 0; i < t->n; i++) {
+		struct stack_row *last = merged ? &t->rows[merged - 1] : NULL;
+		if (last && by_identity(last, &t->rows[i]) == 0) {
+			last->weight = add_sat(last->weight, t->rows[i].weight);
+			last->count = add_sat(last->count, t->rows[i].count);
+			row_free(&t->rows[i]);
+		} else {
+			t->rows[merged++] = t->rows[i];
+		}
+	}
+	t->n = merged;
+	if (t->n)
+		qsort(t->rows, t->n, sizeof(*t->rows), by_weight_desc);
+
+	value_set_str(res, "stack_unit", unit);
+	struct value *stacks = value_obj_set(res, "stacks", value_arr());
+	for (size_t i = 0; i < t->n; i++) {
+		const struct stack_row *r = &t->rows[i];
+		struct value *s = value_arr_push(stacks, value_obj());
+		value_set_int(s, "weight", clamp_i64(r->weight));
+		value_set_int(s, "count", clamp_i64(r->count));
+		value_set_str(s, "comm", r->comm);
+		value_set_bool(s, "in_kernel", r->in_kernel);
+		value_obj_set(s, "user", frames_value(&r->user));
+		value_obj_set(s, "kernel", frames_value(&r->kernel));
+		if (r->tag)
+			value_set_str(s, "tag", r->tag);
+	}
+	stacks_free(t);
+	return stacks;
+}

@@ -1,0 +1,58 @@
+/* stacks.h — symbolized call stacks with a weight: what every stack probe reports (on-CPU
+ * samples, off-CPU time, bytes allocated, ...).
+ *
+ * Owns: a bounded table that a probe fills row by row while it iterates its own counts map;
+ * reading stack ids from a BPF stack-trace map (DIAG_STACK_DEPTH frames, bpf/diag_bpf.h) and
+ * symbolizing them (collect_ctx: ksyms, usyms); merging rows that are equal once symbolized;
+ * ordering by weight; and the results shape every stack probe shares:
+ *   stack_unit: "samples" | "ns" | "bytes" | ...   (what weight measures)
+ *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?}]
+ * Must not: know a probe's map keys or what its weight means, or interpret the stacks (that is
+ * the recipe's Lua).
+ */
+#ifndef DIAG_STACKS_H
+#define DIAG_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "value.h"
+
+struct stack_table;
+
+/* A table of at most max_rows rows (a probe passes its counts map's max_entries: it is fed at
+ * most one row per entry). ctx symbolizes stack ids; it may be NULL when only
+ * stacks_add_frames is used. */
+struct stack_table *stacks_new(const struct collect_ctx *ctx, size_t max_rows);
+
+/* One row from the ids of a BPF stack-trace map (stacks_fd): user_stack_id and kernel_stack_id
+ * < 0 mean no such stack (empty frames). Kernel frames unknown to ksyms are "[unknown]", user
+ * frames are named by usyms ("0x..." without one). comm is NUL-terminated. in_kernel: the
+ * probe's own reading of where the task was (cpu_profile: sampled in kernel mode). weight: in
+ * the probe's stack_unit; count: events behind it. tag (NULL or "": none) splits rows that the
+ * stacks alone do not, e.g. a task state "blocked-uninterruptible". Returns 0, or -1 when the
+ * table already holds max_rows rows (the row is counted in stacks_refused, not kept). */
+int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32_t user_stack_id,
+		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
+		   const char *tag);
+
+/* The same with frames already named, leaf first (at most DIAG_STACK_DEPTH of each are kept). */
+int stacks_add_frames(struct stack_table *t, const char *comm, const char *const *user,
+		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
+		      uint64_t weight, uint64_t count, const char *tag);
+
+/* Rows refused because the table was full. */
+size_t stacks_refused(const struct stack_table *t);
+
+/* Merges rows with equal (comm, tag, in_kernel, user frames, kernel frames), summing weight and
+ * count; orders them by weight, then count, descending, equal ones by comm, tag, in_kernel and
+ * frames (the same table always gives the same order); sets res's "stack_unit" to unit and its
+ * "stacks" to the array (returned, owned by res). Frees the table. */
+struct value *stacks_finish(struct stack_table *t, struct value *res, const char *unit);
+
+/* Frees a table that was not finished (NULL is fine). */
+void stacks_free(struct stack_table *t);
+
+#endif
