@@ -15,7 +15,6 @@
 
 #define EFAULT 14
 
-const volatile __u32 target_tgid = 0; /* 0: every process but the idle task */
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 
@@ -41,7 +40,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct profile_key key = {};
 	bool count_only = diag_count_only();
 
-	if (target_tgid ? tgid != target_tgid : tgid == 0)
+	if (tgid == 0 || !diag_current_wanted()) /* never the idle task */
 		return 0;
 	if (count_only) {
 		diag_passed();

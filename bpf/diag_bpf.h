@@ -42,6 +42,8 @@ struct diag_ctl {
 };
 
 #ifdef __BPF__
+#include <bpf/bpf_core_read.h>
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, DIAG_STAT_NR);
@@ -79,6 +81,64 @@ static __always_inline bool diag_count_only(void)
 static __always_inline void diag_passed(void)
 {
 	diag_stat_inc(&stats, DIAG_STAT_PASSED);
+}
+
+/* The filters a recipe gives a probe (engine/filters.c resolves them; each probe kind's catalog
+ * entry says which it honours, and sets them before load with PROBE_SET_FILTERS). 0 / empty:
+ * no filter. */
+const volatile __u32 diag_tgid = 0;      /* the process (all its threads) */
+const volatile __u32 diag_tid = 0;       /* one thread */
+const volatile __u64 diag_cgroup_id = 0; /* a cgroup v2 directory's id (its inode number) */
+const volatile bool diag_has_comm = false;
+const volatile char diag_comm[16] = {};  /* a thread name, TASK_COMM_LEN */
+
+static __always_inline bool diag_comm_is(const char *comm)
+{
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != diag_comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+/* The filters on the task running now: for events that happen in the task's own context. */
+static __always_inline bool diag_current_wanted(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (diag_tgid && (__u32)(id >> 32) != diag_tgid)
+		return false;
+	if (diag_tid && (__u32)id != diag_tid)
+		return false;
+	if (diag_cgroup_id && bpf_get_current_cgroup_id() != diag_cgroup_id)
+		return false;
+	if (diag_has_comm) {
+		char comm[16];
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!diag_comm_is(comm))
+			return false;
+	}
+	return true;
+}
+
+/* The filters on another task (the one woken, switched out...): its own ids, its cgroup in the
+ * v2 hierarchy. */
+static __always_inline bool diag_task_wanted(struct task_struct *t)
+{
+	if (diag_tgid && BPF_CORE_READ(t, tgid) != diag_tgid)
+		return false;
+	if (diag_tid && BPF_CORE_READ(t, pid) != diag_tid)
+		return false;
+	if (diag_cgroup_id && BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id) != diag_cgroup_id)
+		return false;
+	if (diag_has_comm) {
+		char comm[16];
+		BPF_CORE_READ_STR_INTO(&comm, t, comm);
+		if (!diag_comm_is(comm))
+			return false;
+	}
+	return true;
 }
 
 /* Full mode, after the filters, for probes that may be sampled: false for the events that 1-in-N

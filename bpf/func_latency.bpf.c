@@ -33,7 +33,6 @@
 
 #define DEPTH_MASK (FUNC_MAX_DEPTH - 1)
 
-const volatile __u32 target_tgid = 0; /* 0: every process (the attach is by pid too) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -58,7 +57,8 @@ struct {
 
 static __always_inline bool wanted(__u64 id)
 {
-	return !target_tgid || (__u32)(id >> 32) == target_tgid;
+	(void)id;
+	return diag_current_wanted(); /* the attach is by pid too */
 }
 
 /* Drops entries deeper than `sp` (lower addresses; and at `sp` when inclusive): their frames

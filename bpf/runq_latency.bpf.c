@@ -15,7 +15,6 @@
 
 #define TASK_RUNNING 0
 
-const volatile __u32 target_tgid = 0; /* 0: every process */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -56,7 +55,7 @@ static __always_inline int mark_runnable(struct task_struct *t, bool count_only)
 	__u32 tid = BPF_CORE_READ(t, pid);
 	__u64 now;
 
-	if (!tid || (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid))
+	if (!tid || !diag_task_wanted(t))
 		return 0;
 	if (count_only) {
 		diag_passed();

@@ -15,7 +15,6 @@
 #include "diag_bpf.h"
 #include "syscall_stats.h"
 
-const volatile __u32 target_tgid = 0; /* 0: every process */
 
 struct syscall_entry {
 	__u64 start_ns; /* 0: not inside a traced syscall */
@@ -43,7 +42,7 @@ int BPF_PROG(count_sys_enter, struct pt_regs *regs, long nr)
 	__u32 slot;
 	bool count_only = diag_count_only();
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (!diag_current_wanted())
 		return 0;
 	if (count_only) {
 		diag_passed();
@@ -65,7 +64,7 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 	struct syscall_entry *e;
 	bool count_only = diag_count_only();
 
-	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+	if (!diag_current_wanted())
 		return 0;
 	if (count_only) {
 		diag_passed();
@@ -91,7 +90,7 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 	struct syscall_total *t;
 	__u32 slot;
 
-	if (diag_count_only() || (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid))
+	if (diag_count_only() || !diag_current_wanted())
 		return 0;
 	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0, 0);
 	if (!e || !e->start_ns)

@@ -13,10 +13,6 @@
 
 #define COMM_LEN 16
 
-const volatile __u32 target_tgid = 0;        /* 0: every process */
-const volatile bool filter_comm = false;     /* only threads named target_comm */
-const volatile char target_comm[COMM_LEN] = {};
-
 /* Same layout as struct tpc_key in engine/probes/tracepoint_count.c (checked at load). */
 struct tpc_key {
 	__u32 tgid;
@@ -30,29 +26,16 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
-static __always_inline bool comm_matches(const char *comm)
-{
-	for (int i = 0; i < COMM_LEN; i++) {
-		if (comm[i] != target_comm[i])
-			return false;
-		if (!comm[i])
-			break;
-	}
-	return true;
-}
-
 SEC("tracepoint")
 int tracepoint_cnt(void *ctx)
 {
 	struct tpc_key key = {};
 	bool count_only = diag_count_only();
 
+	if (!diag_current_wanted())
+		return 0;
 	key.tgid = bpf_get_current_pid_tgid() >> 32;
-	if (target_tgid && key.tgid != target_tgid)
-		return 0;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	if (filter_comm && !comm_matches(key.comm))
-		return 0;
 	if (count_only) {
 		diag_passed();
 		return 0;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "filters.h"
 #include "util.h"
 #include "value.h"
 
@@ -49,14 +50,6 @@ struct option_spec {
 	const char *(*check)(const char *value);
 };
 
-enum filter_bit {
-	FILTER_PID = 1u << 0,
-	FILTER_TID = 1u << 1,
-	FILTER_COMM = 1u << 2,
-	FILTER_CGROUP = 1u << 3,
-	FILTER_MIN_LATENCY = 1u << 4,
-};
-
 #define PROBE_MAX_OPTIONS 16
 
 /* A probe as the plan resolved it: options typed and in range, filters resolved. */
@@ -64,8 +57,7 @@ struct probe_config {
 	const char *id;                       /* recipe probe id */
 	uint64_t opt[PROBE_MAX_OPTIONS];      /* indexed like kind->options (numbers, booleans) */
 	const char *str[PROBE_MAX_OPTIONS];   /* OPT_STRING values, owned by the recipe */
-	int target_pid;                       /* pid filter; 0 = none */
-	const char *comm;                     /* comm filter (task name); NULL = none */
+	struct probe_filters filter;          /* the filters the kind honours, resolved */
 	const char *const *variants;          /* attach variants to try, in order, NULL-terminated */
 };
 
@@ -84,7 +76,7 @@ struct probe_kind {
 	const char *summary;
 	const struct option_spec *options;
 	size_t n_options;
-	unsigned filters;             /* FILTER_* this kind honours */
+	unsigned filters;             /* FILTER_* (filters.h) this kind honours */
 	const char *const *variants;  /* attach variants, best first, NULL-terminated */
 	size_t private_size;          /* bytes of kind-private state allocated for each probe */
 	/* What the weight of its stacks measures ("samples", "ns", "bytes"; see stacks.h) for kinds
@@ -121,6 +113,20 @@ struct probe {
 	char note[256];        /* why a fallback happened, for the report; "" when none */
 	void *priv;            /* kind-private state, private_size bytes, zeroed */
 };
+
+/* Sets the filter rodata every probe object gets from bpf/diag_bpf.h (diag_tgid, diag_tid,
+ * diag_cgroup_id, diag_comm) from a probe's resolved filters; between open and load. */
+#define PROBE_SET_FILTERS(skel, p)                                                                \
+	do {                                                                                      \
+		const struct probe_filters *f_ = &(p)->cfg.filter;                               \
+		(skel)->rodata->diag_tgid = (__u32)f_->pid;                                      \
+		(skel)->rodata->diag_tid = (__u32)f_->tid;                                       \
+		(skel)->rodata->diag_cgroup_id = f_->cgroup_id;                                  \
+		(skel)->rodata->diag_has_comm = f_->comm != NULL;                                \
+		if (f_->comm)                                                                     \
+			strncpy((char *)(skel)->rodata->diag_comm, f_->comm,                      \
+				sizeof((skel)->rodata->diag_comm) - 1);                           \
+	} while (0)
 
 const struct probe_kind *catalog_find(const char *name);
 /* Kinds in name order; *n gets the count. */

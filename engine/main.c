@@ -174,9 +174,17 @@ static int cmd_show(const struct cli *c)
 		const struct value *vs = value_get(v, "variants");
 		for (size_t k = 0; vs && k < vs->arr.len; k++)
 			printf("%s%s", k ? " > " : "", vs->arr.items[k]->s);
-		const char *pid = value_get_str(value_get(v, "filters"), "pid");
-		printf("%s%s\n", pid ? "; filter: pid = " : "",
-		       pid ? (strcmp(pid, "target") == 0 ? "--pid (all threads)" : pid) : "");
+		const struct value *fs = value_get(v, "filters");
+		for (size_t f = 0; fs && f < fs->obj.len; f++) {
+			const char *key = fs->obj.keys[f], *text = fs->obj.vals[f]->s;
+			bool whole = strcmp(key, "pid") == 0 && strcmp(text, "target") == 0;
+			printf("; filter: %s = %s", key, whole ? "--pid (all threads)" : text);
+		}
+		printf("\n      filters it honours:");
+		for (unsigned bit = 1; bit & FILTER_ALL; bit <<= 1)
+			if (kind->filters & bit)
+				printf(" %s", filter_name((enum filter_bit)bit));
+		putchar('\n');
 		const struct value *opts = value_get(v, "options");
 		for (size_t o = 0; opts && o < opts->obj.len; o++) {
 			const struct value *ov = opts->obj.vals[o];

@@ -171,35 +171,23 @@ static int resolve_variants(const struct recipe *r, struct plan_probe *pp, struc
 	return 0;
 }
 
+/* A probe's filters as written, parameters substituted. */
+static struct filter_text filter_text_of(const struct plan *plan, const struct recipe_filters *f)
+{
+#define TEXT(field) (f->field ? param_value(plan, f->field) : NULL)
+	return (struct filter_text){ TEXT(pid), TEXT(tid), TEXT(comm), TEXT(cgroup), TEXT(device),
+				     TEXT(local_port), TEXT(remote_port), TEXT(remote_addr) };
+#undef TEXT
+}
+
 static int resolve_filters(const struct plan *plan, const struct plan_args *a, struct plan_probe *pp,
 			   struct diag_err *err)
 {
-	const struct recipe *r = plan->recipe;
-	const struct recipe_filters *f = &pp->rp->filters;
-	const char *id = pp->rp->id;
-	struct { const char *set; unsigned bit; const char *name; } wanted[] = {
-		{ f->pid, FILTER_PID, "pid" },
-		{ f->tid, FILTER_TID, "tid" },
-		{ f->comm, FILTER_COMM, "comm" },
-		{ f->cgroup, FILTER_CGROUP, "cgroup" },
-		{ f->min_latency_us ? "set" : NULL, FILTER_MIN_LATENCY, "min_latency_us" },
-	};
-	for (size_t i = 0; i < ARRAY_LEN(wanted); i++)
-		if (wanted[i].set && !(pp->kind->filters & wanted[i].bit))
-			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.%s: probe kind %s does not support this filter",
-					 r->path, pp->rp->line, id, wanted[i].name, pp->kind->name);
-	pp->cfg.comm = f->comm ? param_value(plan, f->comm) : NULL;
-	if (f->pid) {
-		uint64_t pid;
-		const char *text = param_value(plan, f->pid);
-		if (strcmp(text, "target") == 0)
-			pp->cfg.target_pid = a->pid;
-		else if (parse_uint(text, &pid) == 0 && pid > 0 && pid < INT32_MAX)
-			pp->cfg.target_pid = (int)pid;
-		else
-			return diag_fail(err, DIAG_EXIT_USAGE, "%s:%u: probes.%s.filters.pid: expected \"target\" or a pid, got \"%s\"",
-					 r->path, pp->rp->line, id, f->pid);
-	}
+	struct filter_text text = filter_text_of(plan, &pp->rp->filters);
+	/* lint and show check the filters' form only: names resolve on the machine that runs it */
+	if (filters_resolve(&text, pp->kind->filters, a->pid, a->check_target, &pp->cfg.filter, err))
+		return diag_wrap(err, "%s:%u: probes.%s (%s)", plan->recipe->path, pp->rp->line,
+				 pp->rp->id, pp->kind->name);
 	return 0;
 }
 
@@ -378,10 +366,10 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 		struct value *vs = value_obj_set(v, "variants", value_arr());
 		for (const char *const *var = pp->cfg.variants; *var; var++)
 			value_arr_push(vs, value_str(*var));
-		if (pp->cfg.target_pid)
-			value_set_int(v, "filter_pid", pp->cfg.target_pid);
-		if (pp->rp->filters.pid)
-			value_set_str(value_obj_set(v, "filters", value_obj()), "pid", pp->rp->filters.pid);
+		if (pp->cfg.filter.pid)
+			value_set_int(v, "filter_pid", pp->cfg.filter.pid);
+		struct filter_text text = filter_text_of(plan, &pp->rp->filters);
+		filters_to_value(&text, &pp->cfg.filter, v);
 		struct value *opts = value_obj_set(v, "options", value_obj());
 		for (size_t o = 0; o < pp->kind->n_options; o++) {
 			if (pp->kind->options[o].type == OPT_STRING)

@@ -47,7 +47,10 @@ static const cyaml_schema_field_t filter_fields[] = {
 	STR("tid", OPT, struct recipe_filters, tid, 16),
 	STR("comm", OPT, struct recipe_filters, comm, 15), /* TASK_COMM_LEN - 1 */
 	STR("cgroup", OPT, struct recipe_filters, cgroup, 4096),
-	CYAML_FIELD_UINT("min_latency_us", OPT, struct recipe_filters, min_latency_us),
+	STR("device", OPT, struct recipe_filters, device, 64),
+	STR("local_port", OPT, struct recipe_filters, local_port, 16),
+	STR("remote_port", OPT, struct recipe_filters, remote_port, 16),
+	STR("remote_addr", OPT, struct recipe_filters, remote_addr, 64),
 	CYAML_FIELD_END,
 };
 
@@ -908,9 +911,12 @@ static int check_refs(struct loader *L, const struct recipe *r)
 				return -1;
 		}
 		snprintf(path, sizeof(path), "probes[%u].filters", i);
-		if (check_ref(L, r, p->filters.pid, p->line, path) ||
-		    check_ref(L, r, p->filters.comm, p->line, path))
-			return -1;
+		const struct recipe_filters *f = &p->filters;
+		const char *const texts[] = { f->pid, f->tid, f->comm, f->cgroup, f->device,
+					      f->local_port, f->remote_port, f->remote_addr };
+		for (size_t t = 0; t < ARRAY_LEN(texts); t++)
+			if (check_ref(L, r, texts[t], p->line, path))
+				return -1;
 	}
 	for (unsigned k = 0; k < r->n_thresholds; k++) {
 		snprintf(path, sizeof(path), "thresholds.%s", r->thresholds[k].key);
@@ -1121,6 +1127,10 @@ void recipe_free(struct recipe *r)
 		free(p->filters.tid);
 		free(p->filters.comm);
 		free(p->filters.cgroup);
+		free(p->filters.device);
+		free(p->filters.local_port);
+		free(p->filters.remote_port);
+		free(p->filters.remote_addr);
 		for (unsigned a = 0; a < p->n_attach; a++)
 			free(p->attach[a]);
 		free(p->attach);

@@ -25,14 +25,15 @@ struct recipe_kv {
 	unsigned line;
 };
 
-/* In-kernel filters a probe may be given. A string field is NULL when not set. `pid` is either
- * the word "target" (the --pid of the run, all its threads) or a number. */
+/* In-kernel filters a probe may be given, as written (NULL when not set; any may be a
+ * "${NAME}" parameter). engine/filters.c resolves them and checks the probe kind honours them. */
 struct recipe_filters {
-	char *pid;
+	char *pid;    /* "target" (the --pid of the run, all its threads) or a number */
 	char *tid;
 	char *comm;
-	char *cgroup;
-	uint64_t min_latency_us; /* 0 = not set */
+	char *cgroup; /* "target" or a path in the cgroup v2 hierarchy */
+	char *device; /* a block device name */
+	char *local_port, *remote_port, *remote_addr;
 };
 
 struct recipe_probe {

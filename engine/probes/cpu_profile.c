@@ -109,7 +109,7 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	pp->skel = cpu_profile_bpf__open();
 	if (!pp->skel)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	pp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	PROBE_SET_FILTERS(pp->skel, p);
 	pp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
@@ -223,7 +223,7 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.summary = "on-CPU stacks (user + kernel) sampled at a fixed frequency on every CPU",
 	.options = profile_options,
 	.n_options = ARRAY_LEN(profile_options),
-	.filters = FILTER_PID,
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = profile_variants,
 	.private_size = sizeof(struct profile_priv),
 	.stack_unit = "samples",

@@ -91,7 +91,7 @@ static int fl_load(struct probe *p, struct diag_err *err)
 	fp->skel = func_latency_bpf__open();
 	if (!fp->skel)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	fp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	PROBE_SET_FILTERS(fp->skel, p);
 	bpf_map__set_max_entries(fp->skel->maps.entries, (__u32)probe_opt(p, "max_threads"));
 	int rc = func_latency_bpf__load(fp->skel);
 	if (rc)
@@ -104,7 +104,7 @@ static int fl_load(struct probe *p, struct diag_err *err)
 static int fl_attach(struct probe *p, struct diag_err *err)
 {
 	struct fl_priv *fp = p->priv;
-	pid_t pid = p->cfg.target_pid > 0 ? p->cfg.target_pid : -1;
+	pid_t pid = p->cfg.filter.pid > 0 ? p->cfg.filter.pid : -1;
 	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
 	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
 
@@ -188,7 +188,7 @@ const struct probe_kind probe_kind_func_latency = {
 	.summary = "time each call of one user function (\"/path/binary:symbol\"; log2 histogram, ns)",
 	.options = fl_options,
 	.n_options = ARRAY_LEN(fl_options),
-	.filters = FILTER_PID,
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = fl_variants,
 	.private_size = sizeof(struct fl_priv),
 	.load = fl_load,

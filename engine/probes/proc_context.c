@@ -302,7 +302,7 @@ static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 static int take_reading(struct probe *p, struct reading *r, bool full)
 {
 	struct proc_priv *pp = p->priv;
-	int pid = p->cfg.target_pid;
+	int pid = p->cfg.filter.pid;
 	memset(r, 0, sizeof(*r));
 	char *text = read_pid_file(pid, "stat");
 	int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
@@ -369,7 +369,7 @@ static void add_to_series(struct proc_priv *pp, const struct reading *r)
 static void locate_cgroups(struct probe *p)
 {
 	struct proc_priv *pp = p->priv;
-	char *text = read_pid_file(p->cfg.target_pid, "cgroup");
+	char *text = read_pid_file(p->cfg.filter.pid, "cgroup");
 	if (!text)
 		return;
 	/* Pure v2 mounts the unified hierarchy at /sys/fs/cgroup; hybrid hosts at .../unified. */
@@ -412,7 +412,7 @@ static void locate_cgroups(struct probe *p)
 static int proc_load(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
-	if (p->cfg.target_pid <= 0)
+	if (p->cfg.filter.pid <= 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context needs a target pid");
 	const char *sections = probe_opt_str(p, "sections");
 	pp->sections = parse_sections(sections ? sections : "cpu");
@@ -424,14 +424,14 @@ static int proc_load(struct probe *p, struct diag_err *err)
 			snprintf(pp->sections_text + strlen(pp->sections_text),
 				 sizeof(pp->sections_text) - strlen(pp->sections_text), "%s%s",
 				 pp->sections_text[0] ? "," : "", section_names[i]);
-	char *text = read_pid_file(p->cfg.target_pid, "stat");
+	char *text = read_pid_file(p->cfg.filter.pid, "stat");
 	int saved = errno;
 	bool readable = text != NULL;
 	struct procfs_stat st;
 	int rc = text ? procfs_parse_stat(text, &st) : -1;
 	free(text);
 	if (rc < 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "process %d: %s", p->cfg.target_pid,
+		return diag_fail(err, DIAG_EXIT_USAGE, "process %d: %s", p->cfg.filter.pid,
 				 readable ? "unreadable /proc/PID/stat" : strerror(saved));
 	snprintf(pp->comm, sizeof(pp->comm), "%s", st.comm);
 	locate_cgroups(p);
@@ -443,7 +443,7 @@ static int proc_attach(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
 	if (take_reading(p, &pp->start, true) < 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", p->cfg.target_pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", p->cfg.filter.pid);
 	pp->last = pp->start;
 	add_to_series(pp, &pp->start);
 	return 0;
@@ -791,7 +791,7 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 {
 	struct proc_priv *pp = p->priv;
 	if (!pp->start.valid)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "no reading of process %d", p->cfg.target_pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "no reading of process %d", p->cfg.filter.pid);
 	/* The last reading of the window, with smaps_rollup this time. */
 	if (!pp->exited) {
 		if (take_reading(p, &pp->scratch, true) == 0) {
@@ -805,7 +805,7 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	double wall = (double)(b->at_ns - a->at_ns) / 1e9;
 
 	struct value *res = value_obj();
-	value_set_int(res, "pid", p->cfg.target_pid);
+	value_set_int(res, "pid", p->cfg.filter.pid);
 	value_set_str(res, "comm", pp->comm);
 	value_set_str(res, "sections", pp->sections_text);
 	value_set_int(res, "threads", b->stat.threads);

@@ -47,7 +47,7 @@ static int runq_load(struct probe *p, struct diag_err *err)
 		if (!rp->skel)
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s",
 					 strerror(errno));
-		rp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+		PROBE_SET_FILTERS(rp->skel, p);
 		bpf_map__set_max_entries(rp->skel->maps.wait_start, (__u32)probe_opt(p, "max_threads"));
 		bpf_object__for_each_program(prog, rp->skel->obj)
 			bpf_program__set_autoload(prog, prog_in_variant(prog, *v));
@@ -138,7 +138,7 @@ const struct probe_kind probe_kind_runq_latency = {
 	.summary = "time the target's threads wait runnable on a run queue (log2 histogram, us)",
 	.options = runq_options,
 	.n_options = ARRAY_LEN(runq_options),
-	.filters = FILTER_PID,
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = runq_variants,
 	.private_size = sizeof(struct runq_priv),
 	.load = runq_load,

@@ -49,7 +49,7 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 	sp->skel = syscall_stats_bpf__open();
 	if (!sp->skel)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	sp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
+	PROBE_SET_FILTERS(sp->skel, p);
 	sp->timed = probe_opt(p, "timing") != 0;
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
@@ -216,7 +216,7 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.summary = "the target's system calls by syscall: counts; time and errors with timing: true",
 	.options = syscall_options,
 	.n_options = ARRAY_LEN(syscall_options),
-	.filters = FILTER_PID,
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = syscall_variants,
 	.private_size = sizeof(struct syscalls_priv),
 	.load = syscalls_load,

@@ -109,11 +109,7 @@ static int tpc_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
 	if (bpf_map__key_size(tp->skel->maps.counts) != sizeof(struct tpc_key))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "internal: key layout differs from the BPF side");
-	tp->skel->rodata->target_tgid = (__u32)p->cfg.target_pid;
-	if (p->cfg.comm) {
-		tp->skel->rodata->filter_comm = true;
-		strncpy((char *)tp->skel->rodata->target_comm, p->cfg.comm, COMM_LEN - 1);
-	}
+	PROBE_SET_FILTERS(tp->skel, p);
 	bpf_map__set_max_entries(tp->skel->maps.counts, (__u32)probe_opt(p, "max_keys"));
 	int rc = tracepoint_count_bpf__load(tp->skel);
 	if (rc)
@@ -224,7 +220,7 @@ const struct probe_kind probe_kind_tracepoint_count = {
 	.summary = "count the hits of one tracepoint (\"category:event\") per process and thread name",
 	.options = tpc_options,
 	.n_options = ARRAY_LEN(tpc_options),
-	.filters = FILTER_PID | FILTER_COMM,
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = tpc_variants,
 	.private_size = sizeof(struct tpc_priv),
 	.load = tpc_load,

@@ -489,7 +489,7 @@ static void live_start(struct live *l, const char *sections)
 	memset(l, 0, sizeof(*l));
 	l->p.kind = kind();
 	l->p.cfg.id = "context";
-	l->p.cfg.target_pid = getpid();
+	l->p.cfg.filter.pid = getpid();
 	if (sections)
 		l->p.cfg.str[catalog_option_index(l->p.kind, "sections")] = sections;
 	l->p.priv = xcalloc(1, l->p.kind->private_size);

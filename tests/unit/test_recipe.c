@@ -143,7 +143,7 @@ static void test_valid_minimal(void **state)
 	assert_int_equal(r->budgets.max_sample_hz, 0);
 	assert_int_equal(r->n_probes, 1);
 	assert_null(r->probes[0].filters.pid);
-	assert_int_equal(r->probes[0].filters.min_latency_us, 0);
+	assert_null(r->probes[0].filters.device);
 	assert_int_equal(r->probes[0].n_attach, 0);
 	assert_int_equal(r->probes[0].n_options, 0);
 	assert_int_equal(r->n_thresholds, 0);
@@ -164,7 +164,8 @@ static void test_valid_full(void **state)
 	assert_string_equal(f->tid, "4242");
 	assert_string_equal(f->comm, "nginx");
 	assert_string_equal(f->cgroup, "/sys/fs/cgroup/system.slice/nginx.service");
-	assert_int_equal(f->min_latency_us, 250);
+	assert_string_equal(f->device, "/dev/vda");
+	assert_null(f->remote_port);
 	assert_string_equal(r->probes[0].attach[0], "uprobe_multi");
 	assert_kv(r->probes[0].options, r->probes[0].n_options, "symbol",
 		  "/usr/sbin/nginx:ngx_http_process_request", 23);
