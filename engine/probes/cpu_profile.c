@@ -26,7 +26,6 @@
 struct profile_priv {
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
-	int *event_fds;
 	struct bpf_link **links;
 };
 
@@ -125,10 +124,7 @@ static int profile_attach(struct probe *p, struct diag_err *err)
 	struct profile_priv *pp = p->priv;
 	uint64_t hz = probe_opt(p, "frequency_hz");
 
-	pp->event_fds = xcalloc(pp->n_cpus, sizeof(int));
 	pp->links = xcalloc(pp->n_cpus, sizeof(*pp->links));
-	for (int i = 0; i < pp->n_cpus; i++)
-		pp->event_fds[i] = -1;
 	for (int i = 0; i < pp->n_cpus; i++) {
 		int fd = open_sampling_event(p->variant, hz, pp->cpus[i]);
 		if (fd < 0) {
@@ -137,11 +133,16 @@ static int profile_attach(struct probe *p, struct diag_err *err)
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "perf_event_open on CPU %d: %s",
 					 pp->cpus[i], strerror(errno));
 		}
-		pp->event_fds[i] = fd;
+		/* The link owns the event's fd from here (libbpf closes it on destroy); a failed
+		 * attach leaves it ours. Closing it again later could close an fd number another
+		 * thread (the kallsyms reader) has been given meanwhile. */
 		pp->links[i] = bpf_program__attach_perf_event(pp->skel->progs.on_cpu_sample, fd);
-		if (!pp->links[i])
+		if (!pp->links[i]) {
+			int e = errno;
+			close(fd);
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching to CPU %d: %s",
-					 pp->cpus[i], strerror(errno));
+					 pp->cpus[i], strerror(e));
+		}
 	}
 	return 0;
 }
@@ -151,13 +152,8 @@ static void profile_detach(struct probe *p)
 	struct profile_priv *pp = p->priv;
 	for (int i = 0; pp->links && i < pp->n_cpus; i++)
 		bpf_link__destroy(pp->links[i]);
-	for (int i = 0; pp->event_fds && i < pp->n_cpus; i++)
-		if (pp->event_fds[i] >= 0)
-			close(pp->event_fds[i]);
 	free(pp->links);
-	free(pp->event_fds);
 	pp->links = NULL;
-	pp->event_fds = NULL;
 }
 
 static void profile_destroy(struct probe *p)
