@@ -5,8 +5,9 @@ set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
       lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc binutils python3"
-# Peers for `make bench`; optional for the build, installed alongside when root.
-PEER_PKGS="bpftrace libbpf-tools"
+# Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
+# installed alongside when root.
+PEER_PKGS="bpftrace libbpf-tools time"
 
 missing=""
 for p in $PKGS $PEER_PKGS; do

@@ -33,14 +33,24 @@ RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 LOOP_CALLS = int(os.environ.get("BENCH_CALLS", "2000000"))
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_measured(argv, window_s):
-    """Runs argv to completion; returns (seconds beyond window_s, peak RSS in MiB)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall - window_s, usage.ru_maxrss / 1024.0, proc.returncode
+    """Runs argv to completion; returns (seconds beyond window_s, peak RSS in MiB, exit code).
+
+    The peak RSS is the tool's own, from GNU time (%M): os.wait4 on a child Python forked
+    reports at least Python's RSS, because the high-water mark survives exec. The wall time is
+    measured around GNU time, whose own cost (a fork and an exec, ~1 ms) is the same for every
+    tool."""
+    with tempfile.NamedTemporaryFile("r", prefix="diagnose-bench-rss.") as rss_file:
+        start = time.monotonic()
+        proc = subprocess.run([GNU_TIME, "-f", "%M", "-o", rss_file.name] + argv,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.monotonic() - start
+        text = rss_file.read().strip().splitlines()
+    rss_kib = int(text[-1]) if text and text[-1].isdigit() else 0
+    return wall - window_s, rss_kib / 1024.0, proc.returncode
 
 
 def bpf_objects():
@@ -146,6 +156,8 @@ def median(xs):
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
+    if not os.access(GNU_TIME, os.X_OK):
+        sys.exit(f"bench: {GNU_TIME} missing (Debian package `time`; make deps installs it)")
     lines = []
 
     def say(s=""):
