@@ -27,6 +27,7 @@
 #include "symbols.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -54,6 +55,24 @@ static int underscores(const char *s)
 
 #define KSYM_TAIL (64 * 1024) /* how far the last symbol of a module may extend */
 #define KSYM_END_RANK 0xffff  /* rank of section end markers: lose against any real symbol */
+
+/* The index of the first of n elements, sorted by the uint64_t at byte offset `field` of each
+ * `size`-byte element, whose value is above key (n when none): the element before it is the last
+ * one starting at or below key. The one binary search of this file. */
+static size_t upper_bound_u64(const void *base, size_t n, size_t size, size_t field, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
+		memcpy(&v, (const char *)base + mid * size + field, sizeof(v));
+		if (v <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 struct ksym {
 	uint64_t addr;
@@ -93,42 +112,12 @@ static const char *ksym_module(const char *name)
 	return sp ? sp + 1 : "";
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	size_t cap = 8u << 20, n = 0; /* /proc/kallsyms is ~5 MB: few reallocs, large reads */
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (cap - n < (1u << 20))
-			buf = xrealloc(buf, cap *= 2);
-		ssize_t r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
 struct ksyms *ksyms_load(const char *path, struct diag_err *err)
 {
 	if (!path)
 		path = "/proc/kallsyms";
 	size_t len;
-	char *buf = slurp(path, &len);
+	char *buf = read_file(path, &len);
 	if (!buf) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", path, strerror(errno));
 		return NULL;
@@ -202,17 +191,12 @@ struct ksyms *ksyms_load(const char *path, struct diag_err *err)
 
 const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *offset)
 {
-	if (!ks || !ks->n || addr < ks->syms[0].addr)
+	if (!ks)
 		return NULL;
-	size_t lo = 0, hi = ks->n; /* find the last symbol with start <= addr */
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ks->syms[mid].addr <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	const struct ksym *s = &ks->syms[lo];
+	size_t after = upper_bound_u64(ks->syms, ks->n, sizeof(ks->syms[0]), offsetof(struct ksym, addr), addr);
+	if (!after) /* below the first symbol */
+		return NULL;
+	const struct ksym *s = &ks->syms[after - 1];
 	if (addr - s->addr >= s->size)
 		return NULL;
 	if (offset)
@@ -470,14 +454,8 @@ static const char *file_lookup(const struct elf_file *f, uint64_t foff)
 	if (!seg || !f->nsyms)
 		return NULL;
 	uint64_t va = foff - seg->off + seg->vaddr;
-	size_t lo = 0, hi = f->nsyms;
-	while (lo < hi) { /* first symbol starting after va */
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].start <= va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = upper_bound_u64(f->syms, f->nsyms, sizeof(f->syms[0]),
+				    offsetof(struct usym, start), va); /* first starting after va */
 	if (!lo || va >= f->syms[lo - 1].end)
 		return NULL;
 	return f->names + f->syms[lo - 1].name;
@@ -843,14 +821,8 @@ void usyms_snapshot_text(struct usyms *us, const char *maps)
 
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
 {
-	size_t lo = 0, hi = us->nmaps;
-	while (lo < hi) { /* first mapping starting after addr */
-		size_t mid = lo + (hi - lo) / 2;
-		if (us->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = upper_bound_u64(us->maps, us->nmaps, sizeof(us->maps[0]),
+				    offsetof(struct mapping, start), addr); /* first starting after */
 	const struct mapping *m = lo ? &us->maps[lo - 1] : NULL;
 	if (!m || addr >= m->end) {
 		snprintf(buf, len, "[unknown]");
