@@ -1,6 +1,6 @@
 /* test_shape.c — the shape checker (engine/shape.c) on small declarations, its exact messages,
  * and the catalog's own declarations: well-formed (every path's parent declared, as a container
- * of the right type) and mentioned in schemas/recipe.md (a declared field the reference does not
+ * of the right type; every feature a kind needs is one doctor checks) and mentioned in schemas/recipe.md (a declared field the reference does not
  * name fails here). Needs DIAG_SRCDIR (the repository root) for the documentation check; no root,
  * no BPF.
  */
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "doctor.h"
 #include "shape.h"
 #include "util.h"
 
@@ -153,6 +154,14 @@ static void test_catalog_well_formed(void **state)
 			fail_msg("%s declares no results", kind->name);
 		if (!kind->features)
 			fail_msg("%s declares no features list", kind->name);
+		for (const char *const *f = kind->features; *f; f++) {
+			char *copy = xstrdup(*f);
+			for (char *save = NULL, *c = strtok_r(copy, "|", &save); c;
+			     c = strtok_r(NULL, "|", &save))
+				if (!doctor_knows_feature(c))
+					fail_msg("%s needs \"%s\": doctor has no such check", kind->name, c);
+			free(copy);
+		}
 		for (size_t i = 0; i < kind->n_results; i++) {
 			const struct result_field *f = &kind->results[i];
 			if (!f->meaning || !f->meaning[0] || (f->unit && !f->unit[0]))
