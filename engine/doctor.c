@@ -1,8 +1,10 @@
 /* doctor.c — `diagnose doctor`: what this machine lets recipes do, found out by really trying.
  *
- * Owns: one check per kernel feature the recipes rely on (attach types are probed by loading a
- * two-instruction program, `r0 = 0; exit`, and attaching it to a real hook), and the one line per
- * check that says what it found and what that means for recipes.
+ * Owns: one check per kernel feature the recipes rely on, keyed by the feature's name (attach
+ * types are probed by loading a two-instruction program, `r0 = 0; exit`, and attaching it to a
+ * real hook), the one line per check that says what it found and what that means for recipes,
+ * and one line per probe kind of the catalog: the features it declares it needs and which of
+ * them are missing (a new kind shows up here with no edit to this file).
  * Must not: leave anything behind (every fd is closed on every path, so no program or link
  * survives a check; the perf events are opened disabled) or change the machine beyond mounting
  * tracefs when it is missing. Checks return their result; only doctor_run prints.
@@ -24,6 +26,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -424,6 +427,9 @@ static enum status check_task_storage(const struct ctx *c, char *detail, size_t 
 	return st;
 }
 
+/* Keyed by kernel feature: the names probe kinds list in their `features` (catalog.h). Texts say
+ * what a result means for probes in general; which kinds it stops, doctor_run derives from the
+ * catalog. */
 static const struct check checks[] = {
 	{ "kernel", check_kernel, false, "recent enough for every recipe",
 	  "older than 5.8: probes that need the BPF ring buffer or newer helpers will not load" },
@@ -440,26 +446,84 @@ static const struct check checks[] = {
 	{ "unpriv_bpf", check_unpriv, false, "diagnose runs privileged either way",
 	  "diagnose runs privileged either way" },
 	{ "tracepoint", check_tracepoint, false, "classic tracepoint probes work",
-	  "recipes use raw_tp / tp_btf instead; classic tracepoint probes unavailable" },
-	{ "raw_tp", check_raw_tp, true, "syscall and scheduler probes attach as raw tracepoints",
-	  "syscall_stats and the raw_tp fallback of runq_latency cannot attach" },
-	{ "tp_btf", check_tp_btf, false, "run-queue probe uses typed tracepoints",
-	  "run-queue probe falls back to raw_tp" },
+	  "probes attach raw_tp / tp_btf instead; classic tracepoint probes unavailable" },
+	{ "raw_tp", check_raw_tp, true, "probes can attach raw tracepoints",
+	  "probes that attach raw tracepoints (and the raw_tp fallbacks) cannot run" },
+	{ "tp_btf", check_tp_btf, false, "probes can attach typed (BTF) tracepoints",
+	  "probes fall back to raw_tp where they have that variant" },
 	{ "fentry", check_fentry, false, "function entry/exit probes can attach",
-	  "recipes fall back to raw_tp/tp_btf; fentry-only probes unavailable" },
+	  "probes fall back to raw_tp/tp_btf; fentry-only probes unavailable" },
 	{ "kprobe", check_kprobe, false, "kernel function probes can attach",
-	  "recipes fall back to tracepoints; kprobe-only probes unavailable" },
+	  "probes fall back to tracepoints; kprobe-only probes unavailable" },
 	{ "uprobe", check_uprobe, false, "user-space function probes can attach",
 	  "user-space function probes unavailable" },
-	{ "perf_event", check_cpu_clock, true, "cpu_profile samples stacks with the cpu-clock event",
-	  "cpu_profile cannot sample, so the high-cpu recipe cannot run" },
-	{ "hw_counters", check_hw, false, "cpu_profile can sample with hardware cycles",
-	  "cpu_profile samples with the cpu-clock software event" },
+	{ "perf_event", check_cpu_clock, true, "stacks can be sampled with the cpu-clock event",
+	  "no probe can sample stacks on a timer, so CPU profiling recipes cannot run" },
+	{ "hw_counters", check_hw, false, "sampling can use hardware cycles",
+	  "sampling uses the cpu-clock software event" },
 	{ "bpf_stats", check_stats, false, "the overhead governor measures what probes cost",
 	  "the overhead governor cannot measure probe CPU time (needs CAP_SYS_ADMIN, Linux 5.8+)" },
-	{ "task_storage", check_task_storage, false, "syscall_stats can time each syscall",
-	  "syscall_stats cannot time syscalls (task local storage needs Linux 5.11+)" },
+	{ "task_storage", check_task_storage, false, "probes can keep per-thread state in task storage",
+	  "probes with task local storage cannot load (needs Linux 5.11+)" },
 };
+
+bool doctor_knows_feature(const char *feature)
+{
+	for (size_t i = 0; i < ARRAY_LEN(checks); i++)
+		if (strcmp(checks[i].name, feature) == 0)
+			return true;
+	return false;
+}
+
+/* Whether one entry of a kind's features ("a" or "a|b": any one will do) works, by the results
+ * of the checks (warn counts as working). */
+static bool need_met(const char *need, const enum status *results)
+{
+	for (const char *p = need; *p;) {
+		size_t len = strcspn(p, "|");
+		for (size_t i = 0; i < ARRAY_LEN(checks); i++)
+			if (strlen(checks[i].name) == len && strncmp(checks[i].name, p, len) == 0 &&
+			    results[i] != ST_MISSING)
+				return true;
+		p += len + (p[len] == '|');
+	}
+	return false;
+}
+
+/* Appends need to buf as text: "a|b" as "a or b", after a comma when buf is not empty. */
+static void append_need(char *buf, size_t size, const char *need)
+{
+	size_t len = strlen(buf);
+	snprintf(buf + len, size - len, "%s", len ? ", " : "");
+	for (const char *p = need; *p; p++) {
+		len = strlen(buf);
+		snprintf(buf + len, size - len, "%s", *p == '|' ? " or " : (char[]){ *p, '\0' });
+	}
+}
+
+/* One line per probe kind: the features it declares, and those of them that are missing. */
+static void print_kinds(FILE *out, const enum status *results)
+{
+	size_t n;
+	const struct probe_kind *const *kinds = catalog_all(&n);
+	for (size_t k = 0; k < n; k++) {
+		char needs[256] = "", missing[256] = "";
+		for (const char *const *f = kinds[k]->features; f && *f; f++) {
+			append_need(needs, sizeof(needs), *f);
+			if (!need_met(*f, results))
+				append_need(missing, sizeof(missing), *f);
+		}
+		if (missing[0])
+			fprintf(out, "%-8skind %-17s needs %s: missing %s, recipes using it cannot run\n",
+				status_word[ST_MISSING], kinds[k]->name, needs, missing);
+		else if (needs[0])
+			fprintf(out, "%-8skind %-17s needs %s: every one works\n", status_word[ST_OK],
+				kinds[k]->name, needs);
+		else
+			fprintf(out, "%-8skind %-17s needs no kernel feature: nothing to check\n",
+				status_word[ST_OK], kinds[k]->name);
+	}
+}
 
 int doctor_run(FILE *out)
 {
@@ -468,10 +532,12 @@ int doctor_run(FILE *out)
 	struct ctx c = { .privileged = kernel_check_privileges(&err) == 0 };
 	c.vmlinux = btf__load_vmlinux_btf(); /* NULL without BTF */
 	int counts[3] = { 0 };
+	enum status results[ARRAY_LEN(checks)];
 	bool essentials_ok = true;
 	for (size_t i = 0; i < ARRAY_LEN(checks); i++) {
 		char detail[512] = "";
 		enum status st = checks[i].run(&c, detail, sizeof(detail));
+		results[i] = st;
 		counts[st]++;
 		if (checks[i].essential && st != ST_OK)
 			essentials_ok = false;
@@ -479,6 +545,7 @@ int doctor_run(FILE *out)
 			st == ST_OK ? checks[i].if_ok : checks[i].if_not);
 	}
 	btf__free(c.vmlinux);
+	print_kinds(out, results);
 	fprintf(out, "doctor: %d ok, %d missing, %d warn; %s\n", counts[ST_OK], counts[ST_MISSING],
 		counts[ST_WARN],
 		essentials_ok ? "BTF, privileges, perf_event and raw_tp work (exit 0)"

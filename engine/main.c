@@ -28,6 +28,7 @@
 #include "report.h"
 #include "run.h"
 #include "session.h"
+#include "shape.h"
 #include "source.h"
 #include "sha256.h"
 #include "verdict.h"
@@ -142,6 +143,21 @@ static int cmd_list(const struct cli *c)
 	return code;
 }
 
+/* A kind's declared result fields (catalog.h), one line each: path, type, unit, meaning. */
+static void print_result_fields(const struct probe_kind *kind)
+{
+	int width = 0;
+	for (size_t i = 0; i < kind->n_results; i++)
+		if ((int)strlen(kind->results[i].path) > width)
+			width = (int)strlen(kind->results[i].path);
+	printf("      results (path, type, unit, meaning):\n");
+	for (size_t i = 0; i < kind->n_results; i++) {
+		const struct result_field *f = &kind->results[i];
+		printf("        %-*s  %-7s  %-11s  %s%s\n", width, f->path, shape_type_name(f->type),
+		       f->unit ? f->unit : "-", f->optional ? "(optional) " : "", f->meaning);
+	}
+}
+
 static int cmd_show(const struct cli *c)
 {
 	struct diag_err err;
@@ -197,6 +213,7 @@ static int cmd_show(const struct cli *c)
 			printf("  (%s)\n", k >= 0 ? kind->options[k].help : "");
 		}
 		printf("      map memory: %lld bytes\n", (long long)value_get_num(v, "map_bytes", 0));
+		print_result_fields(kind);
 	}
 	value_free(pv);
 	for (unsigned i = 0; i < r->n_params; i++) {

@@ -19,6 +19,7 @@
 
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "shape.h"
 #include "symbols.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
@@ -504,9 +505,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			value_set_int(info, "dropped", (int64_t)lost);
 			out->dropped += lost;
 		}
-		if (p->kind->collect(p, &ctx, &res, &soft) == 0)
+		char shape[512];
+		if (p->kind->collect(p, &ctx, &res, &soft) == 0) {
+			if (shape_check(p->kind, p->cfg.id, res, shape, sizeof(shape)))
+				value_arr_push(out->notes, value_str_take(xasprintf("probe %s: results do not match the declared shape: %s", p->cfg.id, shape)));
 			value_obj_set(out->results, p->cfg.id, res);
-		else
+		} else
 			value_arr_push(out->notes, value_str_take(xasprintf("probe %s: no results: %s", p->cfg.id, soft.msg)));
 	}
 	rc = 0;

@@ -52,6 +52,21 @@ size_t stacks_refused(const struct stack_table *t);
  * "stacks" to the array (returned, owned by res). Frees the table. */
 struct value *stacks_finish(struct stack_table *t, struct value *res, const char *unit);
 
+/* The declarations of the fields stacks_finish sets, for a kind's `results` (catalog.h). */
+#define STACK_RESULT_FIELDS                                                                       \
+	{ "stack_unit", RT_STRING, NULL, false, "what weight measures (the kind's stack_unit)" },  \
+	{ "stacks", RT_ARRAY, NULL, false, "distinct stacks, heaviest first" },                   \
+	{ "stacks[]", RT_OBJECT, NULL, false, "one distinct stack" },                              \
+	{ "stacks[].weight", RT_INTEGER, "stack_unit", false, "the stack's total, in stack_unit" }, \
+	{ "stacks[].count", RT_INTEGER, "count", false, "events behind it" },                      \
+	{ "stacks[].comm", RT_STRING, NULL, false, "thread name" },                                \
+	{ "stacks[].in_kernel", RT_BOOLEAN, NULL, false, "the task was seen in the kernel" },       \
+	{ "stacks[].user", RT_ARRAY, NULL, false, "user frames, leaf first" },                     \
+	{ "stacks[].user[]", RT_STRING, NULL, false, "a symbol, or 0xADDRESS when unknown" },      \
+	{ "stacks[].kernel", RT_ARRAY, NULL, false, "kernel frames, leaf first" },                 \
+	{ "stacks[].kernel[]", RT_STRING, NULL, false, "a symbol, or [unknown]" },                 \
+	{ "stacks[].tag", RT_STRING, NULL, true, "what else splits the stack (e.g. a task state)" }
+
 /* Frees a table that was not finished (NULL is fine). */
 void stacks_free(struct stack_table *t);
 

@@ -214,6 +214,18 @@ static struct bpf_object *profile_object(struct probe *p)
 	return pp->skel ? pp->skel->obj : NULL;
 }
 
+static const struct result_field profile_results[] = {
+	{ "event", RT_STRING, NULL, false, "the sampling event in use (cpu_clock or hw_cycles)" },
+	{ "frequency_hz", RT_INTEGER, "per_s", false, "samples per second on each CPU" },
+	{ "samples", RT_INTEGER, "samples", false, "samples of the target" },
+	{ "user_samples", RT_INTEGER, "samples", false, "samples taken in user mode" },
+	{ "kernel_samples", RT_INTEGER, "samples", false, "samples taken in kernel mode" },
+	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be stored" },
+	{ "dropped", RT_INTEGER, "samples", false, "samples not counted: the counts map was full" },
+	STACK_RESULT_FIELDS,
+};
+static const char *const profile_features[] = { "btf", "perf_event", NULL };
+
 const struct probe_kind probe_kind_cpu_profile = {
 	.name = "cpu_profile",
 	.summary = "on-CPU stacks (user + kernel) sampled at a fixed frequency on every CPU",
@@ -222,6 +234,9 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = profile_variants,
 	.private_size = sizeof(struct profile_priv),
+	.results = profile_results,
+	.n_results = ARRAY_LEN(profile_results),
+	.features = profile_features,
 	.stack_unit = "samples",
 	.load = profile_load,
 	.attach = profile_attach,

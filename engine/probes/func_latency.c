@@ -183,6 +183,24 @@ static struct bpf_object *fl_object(struct probe *p)
 	return fp->skel ? fp->skel->obj : NULL;
 }
 
+static const struct result_field fl_results[] = {
+	{ "function", RT_STRING, NULL, false, "the function timed, \"/path/binary:symbol\"" },
+	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"ns\"" },
+	{ "calls", RT_INTEGER, "count", false, "calls entered" },
+	{ "count", RT_INTEGER, "count", false, "calls timed (entered and returned)" },
+	{ "total_ns", RT_INTEGER, "ns", false, "time in the timed calls, summed" },
+	{ "max_ns", RT_INTEGER, "ns", false, "longest timed call" },
+	{ "lost", RT_INTEGER, "count", false, "calls not timed: the sum of lost_by_reason" },
+	{ "lost_by_reason", RT_OBJECT, NULL, false, "lost calls by cause" },
+	{ "lost_by_reason.too_deep", RT_INTEGER, "count", false, "nested deeper than max_depth" },
+	{ "lost_by_reason.map_full", RT_INTEGER, "count", false, "more threads inside than max_threads" },
+	{ "lost_by_reason.no_return", RT_INTEGER, "count", false, "entered, never seen returning" },
+	{ "unmatched_returns", RT_INTEGER, "count", false, "returns without a recorded entry" },
+	{ "max_depth", RT_INTEGER, "count", false, "nesting timed per thread" },
+	LOG2_BUCKET_FIELDS("buckets", "ns"),
+};
+static const char *const fl_features[] = { "btf", "uprobe", NULL };
+
 const struct probe_kind probe_kind_func_latency = {
 	.name = "func_latency",
 	.summary = "time each call of one user function (\"/path/binary:symbol\"; log2 histogram, ns)",
@@ -191,6 +209,9 @@ const struct probe_kind probe_kind_func_latency = {
 	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = fl_variants,
 	.private_size = sizeof(struct fl_priv),
+	.results = fl_results,
+	.n_results = ARRAY_LEN(fl_results),
+	.features = fl_features,
 	.load = fl_load,
 	.attach = fl_attach,
 	.detach = fl_detach,

@@ -825,6 +825,189 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	return 0;
 }
 
+/* ---- results declared (catalog.h: struct result_field) --------------------------------------- */
+
+/* pressure_value's object under `name`. */
+#define PRESSURE_FIELDS(name)                                                                     \
+	{ name, RT_OBJECT, NULL, true, "pressure over the window (/proc/pressure/...)" },          \
+	{ name ".some_pct", RT_NUMBER, "pct", false, "share of the window with some tasks stalled" }, \
+	{ name ".full_pct", RT_NUMBER, "pct", true, "share of the window with all tasks stalled" },  \
+	{ name ".some_total_us", RT_INTEGER, "us", false, "delta of the some total= counter" },     \
+	{ name ".full_total_us", RT_INTEGER, "us", true, "delta of the full total= counter" },      \
+	{ name ".some_avg10", RT_NUMBER, "pct", false, "context only: avg10 at the end" },          \
+	{ name ".some_avg60", RT_NUMBER, "pct", false, "context only: avg60 at the end" },          \
+	{ name ".full_avg10", RT_NUMBER, "pct", false, "context only: full avg10 at the end" }
+
+/* cgroup_where's fields of a cgroup object `name`. */
+#define CGROUP_WHERE_FIELDS(name)                                                                 \
+	{ name ".version", RT_INTEGER, NULL, false, "cgroup version, 1 or 2" },                    \
+	{ name ".path", RT_STRING, NULL, false, "the cgroup as /proc/PID/cgroup names it" },       \
+	{ name ".dir", RT_STRING, NULL, false, "the directory read" }
+
+/* series_value's array `name`. */
+#define SERIES_FIELDS(name, opt, what)                                                            \
+	{ name, RT_ARRAY, NULL, opt, what " at each reading (at most 512 points)" },                \
+	{ name "[]", RT_OBJECT, NULL, false, "one reading" },                                       \
+	{ name "[].t_s", RT_NUMBER, "s", false, "time since the first reading" },                    \
+	{ name "[].bytes", RT_INTEGER, "bytes", false, "the value then" }
+
+static const struct result_field proc_results[] = {
+	{ "pid", RT_INTEGER, NULL, false, "the target" },
+	{ "comm", RT_STRING, NULL, false, "the target's name" },
+	{ "sections", RT_STRING, NULL, false, "the sections read, canonical order" },
+	{ "threads", RT_INTEGER, "count", false, "threads at the end" },
+	{ "wall_s", RT_NUMBER, "s", false, "the window: first to last reading" },
+	{ "ncpus", RT_INTEGER, "count", false, "online CPUs" },
+	{ "exited", RT_BOOLEAN, NULL, false, "the target exited during the window" },
+	{ "readings", RT_INTEGER, "count", false, "good readings, first and last included" },
+	/* cpu */
+	{ "utime_s", RT_NUMBER, "s", true, "cpu: user CPU time in the window" },
+	{ "stime_s", RT_NUMBER, "s", true, "cpu: system CPU time in the window" },
+	{ "cpu_pct", RT_NUMBER, "pct", true, "cpu: (utime + stime) / wall_s; 100 = one CPU" },
+	{ "voluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
+	{ "nonvoluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
+	PRESSURE_FIELDS("psi"),
+	{ "cgroup", RT_OBJECT, NULL, true, "cpu: the target's cpu cgroup (not the root one)" },
+	CGROUP_WHERE_FIELDS("cgroup"),
+	{ "cgroup.cpu_max", RT_STRING, NULL, false, "\"QUOTA PERIOD\" or \"max PERIOD\"" },
+	{ "cgroup.nr_periods", RT_INTEGER, "count", false, "delta of cpu.stat nr_periods" },
+	{ "cgroup.nr_throttled", RT_INTEGER, "count", false, "delta of cpu.stat nr_throttled" },
+	{ "cgroup.throttled_us", RT_INTEGER, "us", false, "time throttled in the window" },
+	/* memory */
+	{ "memory", RT_OBJECT, NULL, true, "memory section" },
+	{ "memory.rss_bytes", RT_INTEGER, "bytes", true, "VmRSS at the end" },
+	{ "memory.rss_delta_bytes", RT_INTEGER, "bytes", true, "VmRSS change over the window" },
+	{ "memory.rss_anon_bytes", RT_INTEGER, "bytes", true, "RssAnon at the end" },
+	{ "memory.rss_anon_delta_bytes", RT_INTEGER, "bytes", true, "RssAnon change over the window" },
+	{ "memory.rss_file_bytes", RT_INTEGER, "bytes", true, "RssFile at the end" },
+	{ "memory.rss_file_delta_bytes", RT_INTEGER, "bytes", true, "RssFile change over the window" },
+	{ "memory.rss_shmem_bytes", RT_INTEGER, "bytes", true, "RssShmem at the end" },
+	{ "memory.rss_shmem_delta_bytes", RT_INTEGER, "bytes", true, "RssShmem change over the window" },
+	{ "memory.swap_bytes", RT_INTEGER, "bytes", true, "VmSwap at the end" },
+	{ "memory.swap_delta_bytes", RT_INTEGER, "bytes", true, "VmSwap change over the window" },
+	{ "memory.rss_peak_bytes", RT_INTEGER, "bytes", true, "VmHWM" },
+	{ "memory.rss_slope_bytes_per_s", RT_NUMBER, "bytes_per_s", true, "least-squares slope of rss_series" },
+	SERIES_FIELDS("memory.rss_series", true, "VmRSS"),
+	{ "memory.series_stride", RT_INTEGER, "count", true, "readings per point of the series" },
+	{ "memory.smaps_rollup", RT_OBJECT, NULL, true, "/proc/PID/smaps_rollup at the end, first and last reading" },
+	{ "memory.smaps_rollup.rss_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.rss_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.pss_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.pss_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.pss_anon_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.pss_anon_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.pss_file_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.pss_file_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.pss_shmem_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.pss_shmem_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.shared_clean_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.shared_clean_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.shared_dirty_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.shared_dirty_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.private_clean_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.private_clean_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.private_dirty_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.private_dirty_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.anonymous_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.anonymous_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.swap_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.swap_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.smaps_rollup.swap_pss_bytes", RT_INTEGER, "bytes", true, "at the end" },
+	{ "memory.smaps_rollup.swap_pss_delta_bytes", RT_INTEGER, "bytes", true, "change over the window" },
+	{ "memory.cgroup", RT_OBJECT, NULL, true, "the target's memory cgroup" },
+	CGROUP_WHERE_FIELDS("memory.cgroup"),
+	{ "memory.cgroup.current_bytes", RT_INTEGER, "bytes", false, "usage at the end" },
+	{ "memory.cgroup.current_delta_bytes", RT_INTEGER, "bytes", false, "usage change over the window" },
+	{ "memory.cgroup.current_slope_bytes_per_s", RT_NUMBER, "bytes_per_s", true, "least-squares slope of current_series" },
+	SERIES_FIELDS("memory.cgroup.current_series", false, "usage"),
+	{ "memory.cgroup.limited", RT_BOOLEAN, NULL, false, "a memory limit is set" },
+	{ "memory.cgroup.max_bytes", RT_INTEGER, "bytes", true, "the limit, when limited" },
+	{ "memory.cgroup.high_bytes", RT_INTEGER, "bytes", true, "v2 memory.high, when set" },
+	{ "memory.cgroup.anon_bytes", RT_INTEGER, "bytes", true, "memory.stat anon at the end" },
+	{ "memory.cgroup.anon_delta_bytes", RT_INTEGER, "bytes", true, "its change over the window" },
+	{ "memory.cgroup.file_bytes", RT_INTEGER, "bytes", true, "memory.stat file at the end" },
+	{ "memory.cgroup.file_delta_bytes", RT_INTEGER, "bytes", true, "its change over the window" },
+	{ "memory.cgroup.events", RT_OBJECT, NULL, false, "memory events in the window" },
+	{ "memory.cgroup.events.oom", RT_INTEGER, "count", true, "v2: delta of oom" },
+	{ "memory.cgroup.events.oom_kill", RT_INTEGER, "count", false, "delta of oom_kill" },
+	{ "memory.cgroup.events.high", RT_INTEGER, "count", true, "v2: delta of high" },
+	{ "memory.cgroup.events.max", RT_INTEGER, "count", true, "v2: delta of max" },
+	{ "memory.cgroup.failcnt", RT_INTEGER, "count", true, "v1: delta of memory.failcnt" },
+	{ "memory.cgroup.under_oom", RT_BOOLEAN, NULL, true, "v1: memory.oom_control under_oom" },
+	PRESSURE_FIELDS("memory.pressure"),
+	/* io */
+	{ "io", RT_OBJECT, NULL, true, "io section" },
+	{ "io.rchar", RT_INTEGER, "bytes", true, "delta of /proc/PID/io rchar" },
+	{ "io.wchar", RT_INTEGER, "bytes", true, "delta of /proc/PID/io wchar" },
+	{ "io.syscr", RT_INTEGER, "count", true, "delta of /proc/PID/io syscr" },
+	{ "io.syscw", RT_INTEGER, "count", true, "delta of /proc/PID/io syscw" },
+	{ "io.read_bytes", RT_INTEGER, "bytes", true, "delta of /proc/PID/io read_bytes" },
+	{ "io.write_bytes", RT_INTEGER, "bytes", true, "delta of /proc/PID/io write_bytes" },
+	{ "io.cancelled_write_bytes", RT_INTEGER, "bytes", true, "delta of /proc/PID/io cancelled_write_bytes" },
+	{ "io.read_bytes_per_s", RT_NUMBER, "bytes_per_s", true, "read_bytes over wall_s" },
+	{ "io.write_bytes_per_s", RT_NUMBER, "bytes_per_s", true, "write_bytes over wall_s" },
+	{ "io.disks", RT_ARRAY, NULL, false, "devices of /proc/diskstats with I/O in the window" },
+	{ "io.disks[]", RT_OBJECT, NULL, false, "one device, as iostat -x computes it" },
+	{ "io.disks[].name", RT_STRING, NULL, false, "device name" },
+	{ "io.disks[].major", RT_INTEGER, NULL, false, "major number" },
+	{ "io.disks[].minor", RT_INTEGER, NULL, false, "minor number" },
+	{ "io.disks[].r_s", RT_NUMBER, "per_s", false, "reads completed per second" },
+	{ "io.disks[].w_s", RT_NUMBER, "per_s", false, "writes completed per second" },
+	{ "io.disks[].rkb_s", RT_NUMBER, "kb_per_s", false, "kB read per second" },
+	{ "io.disks[].wkb_s", RT_NUMBER, "kb_per_s", false, "kB written per second" },
+	{ "io.disks[].rrqm_s", RT_NUMBER, "per_s", false, "reads merged per second" },
+	{ "io.disks[].wrqm_s", RT_NUMBER, "per_s", false, "writes merged per second" },
+	{ "io.disks[].r_await_ms", RT_NUMBER, "ms", false, "average read time" },
+	{ "io.disks[].w_await_ms", RT_NUMBER, "ms", false, "average write time" },
+	{ "io.disks[].rareq_kb", RT_NUMBER, "kb", false, "average read size" },
+	{ "io.disks[].wareq_kb", RT_NUMBER, "kb", false, "average write size" },
+	{ "io.disks[].aqu_sz", RT_NUMBER, "count", false, "average queue length" },
+	{ "io.disks[].util_pct", RT_NUMBER, "pct", false, "share of the window busy" },
+	{ "io.disks[].reads", RT_INTEGER, "count", false, "reads in the window" },
+	{ "io.disks[].writes", RT_INTEGER, "count", false, "writes in the window" },
+	{ "io.disks[].read_bytes", RT_INTEGER, "bytes", false, "read bytes in the window" },
+	{ "io.disks[].write_bytes", RT_INTEGER, "bytes", false, "write bytes in the window" },
+	{ "io.cgroup", RT_OBJECT, NULL, true, "the target's io (v2) or blkio (v1) cgroup" },
+	CGROUP_WHERE_FIELDS("io.cgroup"),
+	{ "io.cgroup.rbytes", RT_INTEGER, "bytes", false, "delta, all devices" },
+	{ "io.cgroup.wbytes", RT_INTEGER, "bytes", false, "delta, all devices" },
+	{ "io.cgroup.rios", RT_INTEGER, "count", false, "delta, all devices" },
+	{ "io.cgroup.wios", RT_INTEGER, "count", false, "delta, all devices" },
+	{ "io.cgroup.devices", RT_ARRAY, NULL, false, "per device the cgroup did I/O on" },
+	{ "io.cgroup.devices[]", RT_OBJECT, NULL, false, "one device" },
+	{ "io.cgroup.devices[].dev", RT_STRING, NULL, false, "\"MAJ:MIN\"" },
+	{ "io.cgroup.devices[].name", RT_STRING, NULL, true, "device name, when known" },
+	{ "io.cgroup.devices[].rbytes", RT_INTEGER, "bytes", false, "delta on this device" },
+	{ "io.cgroup.devices[].wbytes", RT_INTEGER, "bytes", false, "delta on this device" },
+	{ "io.cgroup.devices[].rios", RT_INTEGER, "count", false, "delta on this device" },
+	{ "io.cgroup.devices[].wios", RT_INTEGER, "count", false, "delta on this device" },
+	PRESSURE_FIELDS("io.pressure"),
+	/* net */
+	{ "net", RT_OBJECT, NULL, true, "net section (the target's network namespace)" },
+	{ "net.counters", RT_OBJECT, NULL, false, "TCP/IP counters by group (Ip, Tcp, Udp, TcpExt, IpExt)" },
+	{ "net.counters.*", RT_OBJECT, NULL, true, "one group of /proc/PID/net/snmp or netstat" },
+	{ "net.counters.*.*", RT_INTEGER, "count", true, "delta of the counter of that kernel name" },
+	{ "net.tcp_retrans_pct", RT_NUMBER, "pct", true, "RetransSegs / OutSegs over the window" },
+	{ "net.interfaces", RT_ARRAY, NULL, false, "per interface of /proc/PID/net/dev" },
+	{ "net.interfaces[]", RT_OBJECT, NULL, false, "one interface" },
+	{ "net.interfaces[].name", RT_STRING, NULL, false, "interface name" },
+	{ "net.interfaces[].rx_bytes", RT_INTEGER, "bytes", false, "delta over the window" },
+	{ "net.interfaces[].rx_packets", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].rx_errs", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].rx_drop", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].rx_fifo", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].rx_frame", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_bytes", RT_INTEGER, "bytes", false, "delta over the window" },
+	{ "net.interfaces[].tx_packets", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_errs", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_drop", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_fifo", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_colls", RT_INTEGER, "count", false, "delta over the window" },
+	{ "net.interfaces[].tx_carrier", RT_INTEGER, "count", false, "delta over the window" },
+};
+/* No BPF: /proc and cgroupfs only. */
+static const char *const proc_features[] = { NULL };
+
 static void proc_destroy(struct probe *p) { (void)p; }
 static struct bpf_object *proc_object(struct probe *p) { (void)p; return NULL; }
 
@@ -837,6 +1020,9 @@ const struct probe_kind probe_kind_proc_context = {
 	.filters = FILTER_PID,
 	.variants = proc_variants,
 	.private_size = sizeof(struct proc_priv),
+	.results = proc_results,
+	.n_results = ARRAY_LEN(proc_results),
+	.features = proc_features,
 	.load = proc_load,
 	.attach = proc_attach,
 	.tick = proc_tick,

@@ -133,6 +133,16 @@ static struct bpf_object *runq_object(struct probe *p)
 	return rp->skel ? rp->skel->obj : NULL;
 }
 
+static const struct result_field runq_results[] = {
+	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"us\"" },
+	{ "count", RT_INTEGER, "count", false, "waits measured (wakeup or preemption to running)" },
+	{ "total_us", RT_INTEGER, "us", false, "time waited, summed" },
+	{ "max_us", RT_INTEGER, "us", false, "longest wait" },
+	{ "dropped", RT_INTEGER, "count", false, "waits not measured: more threads waiting than max_threads" },
+	LOG2_BUCKET_FIELDS("buckets", "us"),
+};
+static const char *const runq_features[] = { "btf", "tp_btf|raw_tp", NULL };
+
 const struct probe_kind probe_kind_runq_latency = {
 	.name = "runq_latency",
 	.summary = "time the target's threads wait runnable on a run queue (log2 histogram, us)",
@@ -141,6 +151,9 @@ const struct probe_kind probe_kind_runq_latency = {
 	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = runq_variants,
 	.private_size = sizeof(struct runq_priv),
+	.results = runq_results,
+	.n_results = ARRAY_LEN(runq_results),
+	.features = runq_features,
 	.load = runq_load,
 	.attach = runq_attach,
 	.detach = runq_detach,

@@ -211,6 +211,23 @@ static struct bpf_object *syscalls_object(struct probe *p)
 	return sp->skel ? sp->skel->obj : NULL;
 }
 
+static const struct result_field syscall_results[] = {
+	{ "timed", RT_BOOLEAN, NULL, false, "timing: true: total_ns and errors are present" },
+	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 call in N counted, counts scaled by N" },
+	{ "total", RT_INTEGER, "count", false, "calls, all syscalls" },
+	{ "total_ns", RT_INTEGER, "ns", true, "timed only: time in syscalls, summed" },
+	{ "dropped", RT_INTEGER, "count", false, "calls not counted: map full" },
+	{ "syscalls", RT_ARRAY, NULL, false, "per syscall called, most calls first" },
+	{ "syscalls[]", RT_OBJECT, NULL, false, "one syscall" },
+	{ "syscalls[].name", RT_STRING, NULL, false, "its name (syscall_NR when unknown, \"other\" for the overflow slot)" },
+	{ "syscalls[].nr", RT_INTEGER, NULL, false, "its number (-1 for \"other\")" },
+	{ "syscalls[].count", RT_INTEGER, "count", false, "calls" },
+	{ "syscalls[].total_ns", RT_INTEGER, "ns", true, "timed only: time in the calls" },
+	{ "syscalls[].errors", RT_INTEGER, "count", true, "timed only: calls that returned an error" },
+};
+/* task_storage: the timed mode's entry timestamps (the object needs it to load at all). */
+static const char *const syscall_features[] = { "btf", "raw_tp", "task_storage", NULL };
+
 const struct probe_kind probe_kind_syscall_stats = {
 	.name = "syscall_stats",
 	.summary = "the target's system calls by syscall: counts; time and errors with timing: true",
@@ -219,6 +236,9 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = syscall_variants,
 	.private_size = sizeof(struct syscalls_priv),
+	.results = syscall_results,
+	.n_results = ARRAY_LEN(syscall_results),
+	.features = syscall_features,
 	.load = syscalls_load,
 	.attach = syscalls_attach,
 	.detach = syscalls_detach,

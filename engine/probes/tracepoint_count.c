@@ -215,6 +215,20 @@ static struct bpf_object *tpc_object(struct probe *p)
 	return tp->skel ? tp->skel->obj : NULL;
 }
 
+static const struct result_field tpc_results[] = {
+	{ "tracepoint", RT_STRING, NULL, false, "the tracepoint counted, \"category:event\"" },
+	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 hit in N counted, counts scaled by N" },
+	{ "total", RT_INTEGER, "count", false, "hits that passed the filters" },
+	{ "per_s", RT_NUMBER, "per_s", false, "total over the collection time" },
+	{ "dropped", RT_INTEGER, "count", false, "hits not kept by key: the map was full" },
+	{ "keys", RT_ARRAY, NULL, false, "per (process, thread name), most hits first" },
+	{ "keys[]", RT_OBJECT, NULL, false, "one process and thread name" },
+	{ "keys[].pid", RT_INTEGER, NULL, false, "process id (tgid)" },
+	{ "keys[].comm", RT_STRING, NULL, false, "thread name" },
+	{ "keys[].count", RT_INTEGER, "count", false, "hits" },
+};
+static const char *const tpc_features[] = { "btf", "tracefs", "tracepoint", NULL };
+
 const struct probe_kind probe_kind_tracepoint_count = {
 	.name = "tracepoint_count",
 	.summary = "count the hits of one tracepoint (\"category:event\") per process and thread name",
@@ -223,6 +237,9 @@ const struct probe_kind probe_kind_tracepoint_count = {
 	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
 	.variants = tpc_variants,
 	.private_size = sizeof(struct tpc_priv),
+	.results = tpc_results,
+	.n_results = ARRAY_LEN(tpc_results),
+	.features = tpc_features,
 	.load = tpc_load,
 	.attach = tpc_attach,
 	.detach = tpc_detach,

@@ -90,11 +90,23 @@ EOF
 
 # check FILE PYTHON-CONDITION MESSAGE: the condition, with `r` the report, `res` its results and
 # whatever $CHECK_LET binds (e.g. CHECK_LET='c = res["ctx"]'), must hold; else fail with MESSAGE
-# and the results.
+# and the results. Every check also asserts that no probe's results departed from its kind's
+# declared shape (the engine notes it: engine/session.c, engine/shape.h).
 check() {
+	assert_shapes "$1"
 	python3 -c 'import json, sys
 r = json.load(open(sys.argv[1])); res = r["results"]
 exec(sys.argv[3])
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" "${CHECK_LET:-}" ||
 		fail "$3: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]))' "$1")"
+}
+
+# assert_shapes FILE: the report has no "results do not match the declared shape" note.
+assert_shapes() {
+	local bad
+	bad=$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print("; ".join(n for n in r.get("notes", []) if "do not match the declared shape" in n))' "$1") ||
+		fail "assert_shapes: $1 is not a JSON report"
+	[ -z "$bad" ] || fail "results unlike their declaration: $bad"
 }

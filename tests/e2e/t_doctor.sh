@@ -1,4 +1,5 @@
-# `diagnose doctor`: one line per check with the right verdict for this kernel, exit 0 as root,
+# `diagnose doctor`: one line per check with the right verdict for this kernel, one per probe kind
+# with the features it needs, exit 0 as root,
 # exit 3 naming the missing capability as nobody, and no BPF program or link left behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +31,14 @@ for c in btf privileges tracefs tracepoint raw_tp tp_btf uprobe perf_event bpf_s
 done
 for c in kprobe fentry hw_counters; do
 	case $(status_of $c) in ok|missing) ;; *) fail "$c: '$(status_of $c)', want ok or missing" ;; esac
+done
+# One line per probe kind of the catalog (engine/probes/*.c), from the features it declares; here,
+# as root, every kind's features work.
+for f in "$ROOT"/engine/probes/*.c; do
+	k=$(basename "$f" .c)
+	[ "$(grep -Ec "^[a-z]+ +kind $k +needs " "$TMP/out")" = 1 ] || fail "not exactly one line for probe kind $k"
+	grep -Eq "^ok +kind $k +needs .*: (every one works|nothing to check)$" "$TMP/out" ||
+		fail "probe kind $k: $(grep -E " kind $k " "$TMP/out")"
 done
 # The kprobe line follows the kprobe PMU; hardware counters follow the CPU PMU.
 [ -d /sys/bus/event_source/devices/kprobe ] || [ "$(status_of kprobe)" = missing ] ||

@@ -1,6 +1,7 @@
 /* test_stacks.c — the shared stack table (engine/stacks.c): rows that are equal once symbolized
  * merge whatever their raw ids, weight and count are summed apart, the order is by weight with a
- * fixed tie-break, tag and in_kernel keep rows apart, the table is bounded. Exact values are
+ * fixed tie-break, tag and in_kernel keep rows apart, the table is bounded, every finished table
+ * has the shape STACK_RESULT_FIELDS declares. Exact values are
  * asserted. Reading stack ids needs a BPF map (root or CAP_BPF); that test is skipped without.
  * The folded writer (engine/report.c) takes one probe's stacks, never a mix of units.
  */
@@ -19,6 +20,7 @@
 
 #include "diag_bpf.h"
 #include "report.h"
+#include "shape.h"
 #include "stacks.h"
 #include "symbols.h"
 
@@ -43,6 +45,11 @@ static const struct value *finish(struct stack_table *t, const char *unit, struc
 	assert_ptr_equal(stacks, value_get(*res, "stacks"));
 	assert_string_equal(value_get_str(*res, "stack_unit"), unit);
 	assert_int_equal(stacks->type, V_ARR);
+	/* what stacks_finish builds is what STACK_RESULT_FIELDS declares for every stack kind */
+	static const struct result_field declared[] = { STACK_RESULT_FIELDS };
+	char msg[512];
+	if (shape_check_fields(declared, ARRAY_LEN(declared), "p", "stacks", *res, msg, sizeof(msg)))
+		fail_msg("%s", msg);
 	return stacks;
 }
 

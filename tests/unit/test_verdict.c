@@ -24,6 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "recipe.h"
+#include "shape.h"
 #include "verdict.h"
 
 /* ---- building result trees ------------------------------------------------------------- */
@@ -49,12 +52,14 @@ static struct value *frames(const char *const *names)
 static struct value *profile(int64_t samples, int64_t kernel)
 {
 	struct value *p = value_obj();
+	value_set_str(p, "event", "cpu_clock");
 	value_set_int(p, "frequency_hz", 99);
 	value_set_int(p, "samples", samples);
 	value_set_int(p, "user_samples", samples - kernel);
 	value_set_int(p, "kernel_samples", kernel);
 	value_set_int(p, "lost_stacks", 0);
 	value_set_int(p, "dropped", 0);
+	value_set_str(p, "stack_unit", "samples");
 	value_obj_set(p, "stacks", value_arr());
 	return p;
 }
@@ -63,6 +68,7 @@ static void stack(struct value *prof, int64_t count, bool in_kernel, const char 
 		  const char *const *kernel)
 {
 	struct value *s = value_arr_push((struct value *)value_get(prof, "stacks"), value_obj());
+	value_set_int(s, "weight", count); /* cpu_profile: weight = count = samples */
 	value_set_int(s, "count", count);
 	value_set_str(s, "comm", "burner");
 	value_set_bool(s, "in_kernel", in_kernel);
@@ -87,6 +93,7 @@ static struct value *runq(int n, const int64_t *b, int64_t max_us)
 	value_set_int(r, "count", count);
 	value_set_int(r, "total_us", total);
 	value_set_int(r, "max_us", max_us);
+	value_set_int(r, "dropped", 0);
 	value_obj_set(r, "buckets", bk);
 	return r;
 }
@@ -100,6 +107,7 @@ static struct value *syscalls_of(bool timed)
 	value_set_int(s, "total", 0);
 	if (timed)
 		value_set_int(s, "total_ns", 0);
+	value_set_int(s, "dropped", 0);
 	value_obj_set(s, "syscalls", value_arr());
 	return s;
 }
@@ -128,8 +136,9 @@ static struct value *context(double cpu_pct, double user_share, int64_t vol, int
 	double cpu_s = cpu_pct / 100 * 5.0;
 	value_set_int(c, "pid", 4242);
 	value_set_str(c, "comm", "burner");
-	value_set_str(c, "exe", "/usr/bin/burner");
+	value_set_str(c, "sections", "cpu");
 	value_set_int(c, "threads", 1);
+	value_set_int(c, "readings", 6);
 	value_set_num(c, "wall_s", 5.0);
 	value_set_num(c, "utime_s", cpu_s * user_share);
 	value_set_num(c, "stime_s", cpu_s * (1 - user_share));
@@ -139,6 +148,7 @@ static struct value *context(double cpu_pct, double user_share, int64_t vol, int
 	value_set_int(c, "nonvoluntary_ctxt_switches", nonvol);
 	value_set_bool(c, "exited", false);
 	struct value *psi = value_obj_set(c, "psi", value_obj());
+	value_set_num(psi, "some_pct", 1200 / 5e6 * 100);
 	value_set_num(psi, "some_avg10", 0.5);
 	value_set_num(psi, "some_avg60", 0.4);
 	value_set_num(psi, "full_avg10", 0.0);
@@ -336,10 +346,36 @@ static void run_text(const char *text, const struct value *results, struct verdi
 	free(libs);
 }
 
+/* Recorded results must look like what the probes emit: each probe's tree is checked against its
+ * kind's declaration (catalog.h, shape.h), the kinds being those of recipes/high-cpu.yaml. */
+static void assert_recorded_shape(const struct value *results)
+{
+	char *path = src("recipes/high-cpu.yaml");
+	struct recipe *r;
+	struct diag_err err;
+	if (recipe_load(path, &r, &err))
+		fail_msg("%s", err.msg);
+	for (size_t i = 0; i < results->obj.len; i++) {
+		const struct recipe_probe *rp = NULL;
+		for (unsigned k = 0; k < r->n_probes && !rp; k++)
+			if (strcmp(r->probes[k].id, results->obj.keys[i]) == 0)
+				rp = &r->probes[k];
+		if (!rp)
+			fail_msg("recorded results for \"%s\": not a probe of high-cpu",
+				 results->obj.keys[i]);
+		char msg[512];
+		if (shape_check(catalog_find(rp->kind), rp->id, results->obj.vals[i], msg, sizeof(msg)))
+			fail_msg("recorded results unlike the probe's: %s", msg);
+	}
+	recipe_free(r);
+	free(path);
+}
+
 /* Runs lua/high-cpu.lua with the default limits, or max_instr; takes ownership of results, run. */
 static void high_cpu_limited(struct value *results, struct value *run, size_t max_instr,
 			     struct outcome *o)
 {
+	assert_recorded_shape(results);
 	struct value *th = high_cpu_thresholds();
 	run_lua("lua/high-cpu.lua", "lua/lib", results, th, run, max_instr, 0, o);
 	if (o->rc != 0)
@@ -564,6 +600,7 @@ static void test_starved(void **state)
 	value_obj_set(res, "context", context(30.0, 0.85, 100, 2000));
 	struct value *psi = (struct value *)value_get(value_get(res, "context"), "psi");
 	value_set_int(psi, "some_total_us", 2250000); /* stalled 45% of the 5 s window */
+	value_set_num(psi, "some_pct", 45.0);
 	/* p99: rank 990 falls in [65536, 131071] at (990-985)/15 → 87381 us */
 	static const int64_t slow[] = { 1024, 2047, 985, 65536, 131071, 15 };
 	value_obj_set(res, "runq", runq(2, slow, 120000));
@@ -964,7 +1001,7 @@ static void test_sorted_and_values(void **state)
 	assert_int_equal(nested->arr.items[1]->arr.items[0]->i, 3);
 	/* a read-only result handed back is copied as is */
 	assert_int_equal(value_get_num(num_field(r, "raw"), "samples", 0), 10);
-	assert_string_equal(value_get(num_field(r, "raw"), "stacks")->arr.items[0]->obj.keys[0], "count");
+	assert_string_equal(value_get(num_field(r, "raw"), "stacks")->arr.items[0]->obj.keys[0], "weight");
 	outcome_free(&o);
 	value_free(res);
 	value_free(th);

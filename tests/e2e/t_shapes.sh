@@ -1,0 +1,58 @@
+# Result shapes: one recipe with every probe kind of the catalog, on a workload of known behaviour
+# (tests/workloads/func_workload.c: sleeps, spins in a recursion, makes syscalls), optional fields
+# turned on where an option does it (timing, sampling, every proc_context section). The engine
+# checks each probe's results against its kind's declaration (engine/shape.h) and notes any
+# mismatch in the report: there must be none, and every probe must have results.
+. "$(dirname "$0")/lib.sh"
+
+WORKLOAD="$WL/func_workload"
+[ -x "$WORKLOAD" ] || fail "$WORKLOAD missing: run make"
+
+# Every kind of engine/probes/ must be in the recipe below: a new kind fails here until added.
+for f in "$ROOT"/engine/probes/*.c; do
+	k=$(basename "$f" .c)
+	grep -q "kind: $k\$" "$0" || fail "probe kind $k is not in $0's recipe"
+done
+
+start "$WORKLOAD" 5
+R=$(test_recipe shapes-all <<EOF
+  - id: profile
+    kind: cpu_profile
+    filters: {pid: target}
+    options: {frequency_hz: 199}
+  - id: runq
+    kind: runq_latency
+    filters: {pid: target}
+  - id: sys
+    kind: syscall_stats
+    filters: {pid: target}
+    options: {timing: true}
+  - id: sw
+    kind: tracepoint_count
+    filters: {pid: target}
+    options: {tracepoint: "sched:sched_switch", sample_every: 2}
+  - id: slow
+    kind: func_latency
+    filters: {pid: target}
+    options: {function: "$WORKLOAD:slow_op"}
+  - id: ctx
+    kind: proc_context
+    filters: {pid: target}
+    options: {sections: "cpu,memory,io,net"}
+EOF
+)
+sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/' "$R"
+"$DIAG" "$R" --pid "$PID" --json > "$TMP/all.json" 2> "$TMP/all.err"
+rc=$?
+[ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
+J="$TMP/all.json"
+assert_shapes "$J"
+check "$J" 'sorted(res) == ["ctx", "profile", "runq", "slow", "sw", "sys"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+# The optional parts that the options turn on are there, so their declarations were checked too.
+check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0' "no stacks or no buckets"
+check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
+check "$J" 'res["sw"]["sampled_1_in"] == 2' "tracepoint_count: sampled_1_in absent"
+check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
+assert_released "a run with every probe kind"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+exit 0
