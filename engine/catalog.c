@@ -5,6 +5,8 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diag_bpf.h"
@@ -117,4 +119,63 @@ struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uin
 	*sum = total;
 	*max = longest;
 	return buckets;
+}
+
+void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj)
+{
+	struct probe_bpf *b = p->priv;
+	probe_bpf_destroy(p);
+	b->skel = skel;
+	b->destroy_skel = destroy_skel;
+	b->obj = obj;
+}
+
+int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err)
+{
+	struct probe_bpf *b = p->priv;
+	if (!link)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching %s: %s", what, strerror(errno));
+	if (b->n_links == b->cap_links) {
+		b->cap_links = b->cap_links ? 2 * b->cap_links : 8;
+		b->links = xrealloc(b->links, b->cap_links * sizeof(*b->links));
+	}
+	b->links[b->n_links++] = link;
+	return 0;
+}
+
+int probe_bpf_attach_all(struct probe *p, struct diag_err *err)
+{
+	struct probe_bpf *b = p->priv;
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, b->obj) {
+		if (bpf_program__autoload(prog) &&
+		    probe_bpf_link(p, bpf_program__attach(prog), bpf_program__name(prog), err))
+			return -1;
+	}
+	return 0;
+}
+
+void probe_bpf_detach(struct probe *p)
+{
+	struct probe_bpf *b = p->priv;
+	for (size_t i = b->n_links; i-- > 0;)
+		bpf_link__destroy(b->links[i]);
+	free(b->links);
+	b->links = NULL;
+	b->n_links = b->cap_links = 0;
+}
+
+void probe_bpf_destroy(struct probe *p)
+{
+	struct probe_bpf *b = p->priv;
+	probe_bpf_detach(p);
+	if (b->skel)
+		b->destroy_skel(b->skel);
+	b->skel = NULL;
+	b->obj = NULL;
+}
+
+struct bpf_object *probe_bpf_object(struct probe *p)
+{
+	return ((struct probe_bpf *)p->priv)->obj;
 }

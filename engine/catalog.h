@@ -154,6 +154,46 @@ struct probe {
 				sizeof((skel)->rodata->diag_comm) - 1);                           \
 	} while (0)
 
+/* The BPF half of a probe's private state: the FIRST member of every kind with BPF programs, so
+ * that the engine's generic ops below reach its object and release its links without knowing
+ * the kind. Filled by NAME_skel_open (PROBE_BPF_SKELETON) and probe_bpf_link. */
+struct probe_bpf {
+	void *skel;                       /* the kind's skeleton, struct NAME_bpf */
+	void (*destroy_skel)(void *skel);
+	struct bpf_object *obj;
+	struct bpf_link **links;          /* released last first (attach returns before entries) */
+	size_t n_links, cap_links;
+};
+
+/* Defines, in engine/probes/NAME.c, `static struct NAME_bpf *NAME_skel_open(p, err)`: opens
+ * the skeleton built into the binary, sets the filters (PROBE_SET_FILTERS) and hands it to the
+ * probe's struct probe_bpf (destroying one opened before: attach variants reopen). NULL + err
+ * on failure. */
+#define PROBE_BPF_SKELETON(name)                                                                  \
+	static void name##_skel_destroy(void *skel) { name##_bpf__destroy(skel); }                \
+	static struct name##_bpf *name##_skel_open(struct probe *p, struct diag_err *err)         \
+	{                                                                                         \
+		struct name##_bpf *skel = name##_bpf__open();                                     \
+		if (!skel) {                                                                      \
+			diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno)); \
+			return NULL;                                                              \
+		}                                                                                 \
+		PROBE_SET_FILTERS(skel, p);                                                       \
+		probe_bpf_adopt(p, skel, name##_skel_destroy, skel->obj);                         \
+		return skel;                                                                      \
+	}
+
+void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj);
+/* Keeps a link the probe attached (released by probe_bpf_detach). A NULL link is an error
+ * "attaching WHAT: <errno>", returned as -1. */
+int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err);
+/* Attaches every program of the object that is set to load, where its section says. */
+int probe_bpf_attach_all(struct probe *p, struct diag_err *err);
+/* Generic ops for kinds built on struct probe_bpf: */
+void probe_bpf_detach(struct probe *p);
+void probe_bpf_destroy(struct probe *p);
+struct bpf_object *probe_bpf_object(struct probe *p);
+
 const struct probe_kind *catalog_find(const char *name);
 /* Kinds in name order; *n gets the count. */
 const struct probe_kind *const *catalog_all(size_t *n);

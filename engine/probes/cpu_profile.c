@@ -24,10 +24,12 @@
 #include "stacks.h"
 
 struct profile_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
-	struct bpf_link **links;
 };
+
+PROBE_BPF_SKELETON(cpu_profile)
 
 static const struct option_spec profile_options[] = {
 	{ .name = "frequency_hz", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_HZ, .dflt = 99,
@@ -105,10 +107,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 				 "cannot open a perf sampling event (%s); check perf_event_paranoid "
 				 "and CAP_PERFMON", why ? why : "no variant");
 
-	pp->skel = cpu_profile_bpf__open();
-	if (!pp->skel)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	PROBE_SET_FILTERS(pp->skel, p);
+	if (!(pp->skel = cpu_profile_skel_open(p, err)))
+		return -1;
 	pp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
@@ -124,7 +124,6 @@ static int profile_attach(struct probe *p, struct diag_err *err)
 	struct profile_priv *pp = p->priv;
 	uint64_t hz = probe_opt(p, "frequency_hz");
 
-	pp->links = xcalloc(pp->n_cpus, sizeof(*pp->links));
 	for (int i = 0; i < pp->n_cpus; i++) {
 		int fd = open_sampling_event(p->variant, hz, pp->cpus[i]);
 		if (fd < 0) {
@@ -136,32 +135,25 @@ static int profile_attach(struct probe *p, struct diag_err *err)
 		/* The link owns the event's fd from here (libbpf closes it on destroy); a failed
 		 * attach leaves it ours. Closing it again later could close an fd number another
 		 * thread (the kallsyms reader) has been given meanwhile. */
-		pp->links[i] = bpf_program__attach_perf_event(pp->skel->progs.on_cpu_sample, fd);
-		if (!pp->links[i]) {
+		struct bpf_link *link = bpf_program__attach_perf_event(pp->skel->progs.on_cpu_sample, fd);
+		if (!link) {
 			int e = errno;
 			close(fd);
-			return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching to CPU %d: %s",
-					 pp->cpus[i], strerror(e));
+			errno = e;
 		}
+		char what[32];
+		snprintf(what, sizeof(what), "to CPU %d", pp->cpus[i]);
+		if (probe_bpf_link(p, link, what, err))
+			return -1;
 	}
 	return 0;
-}
-
-static void profile_detach(struct probe *p)
-{
-	struct profile_priv *pp = p->priv;
-	for (int i = 0; pp->links && i < pp->n_cpus; i++)
-		bpf_link__destroy(pp->links[i]);
-	free(pp->links);
-	pp->links = NULL;
 }
 
 static void profile_destroy(struct probe *p)
 {
 	struct profile_priv *pp = p->priv;
-	profile_detach(p);
+	probe_bpf_destroy(p);
 	free(pp->cpus);
-	cpu_profile_bpf__destroy(pp->skel);
 	memset(pp, 0, sizeof(*pp));
 }
 
@@ -208,12 +200,6 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	return 0;
 }
 
-static struct bpf_object *profile_object(struct probe *p)
-{
-	struct profile_priv *pp = p->priv;
-	return pp->skel ? pp->skel->obj : NULL;
-}
-
 static const struct result_field profile_results[] = {
 	{ "event", RT_STRING, NULL, false, "the sampling event in use (cpu_clock or hw_cycles)" },
 	{ "frequency_hz", RT_INTEGER, "per_s", false, "samples per second on each CPU" },
@@ -240,9 +226,9 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.stack_unit = "samples",
 	.load = profile_load,
 	.attach = profile_attach,
-	.detach = profile_detach,
+	.detach = probe_bpf_detach,
 	.collect = profile_collect,
 	.destroy = profile_destroy,
-	.object = profile_object,
+	.object = probe_bpf_object,
 	.bpf_bytes = cpu_profile_bpf__elf_bytes,
 };

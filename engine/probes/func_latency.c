@@ -28,9 +28,11 @@
 
 #define SYMBOL_MAX 256
 
+PROBE_BPF_SKELETON(func_latency)
+
 struct fl_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct func_latency_bpf *skel;
-	struct bpf_link *entry, *ret;
 	char binary[PATH_MAX];
 	char symbol[SYMBOL_MAX];
 	uint64_t offset; /* of the function in the binary's file */
@@ -88,10 +90,8 @@ static int fl_load(struct probe *p, struct diag_err *err)
 	if (elf_symbol_offset(fp->binary, fp->symbol, &fp->offset, err))
 		return -1;
 
-	fp->skel = func_latency_bpf__open();
-	if (!fp->skel)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	PROBE_SET_FILTERS(fp->skel, p);
+	if (!(fp->skel = func_latency_skel_open(p, err)))
+		return -1;
 	bpf_map__set_max_entries(fp->skel->maps.entries, (__u32)probe_opt(p, "max_threads"));
 	int rc = func_latency_bpf__load(fp->skel);
 	if (rc)
@@ -108,37 +108,19 @@ static int fl_attach(struct probe *p, struct diag_err *err)
 	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
 	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
 
-	/* Return first: a call entered after this is always seen returning. */
-	fp->ret = bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid, fp->binary,
-						  fp->offset, &ret_opts);
-	if (!fp->ret)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching a uretprobe to %s:%s (file offset "
-				 "0x%" PRIx64 "): %s", fp->binary, fp->symbol, fp->offset,
-				 strerror(errno));
-	fp->entry = bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid, fp->binary,
-						    fp->offset, &entry_opts);
-	if (!fp->entry)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching a uprobe to %s:%s (file offset "
-				 "0x%" PRIx64 "): %s", fp->binary, fp->symbol, fp->offset,
-				 strerror(errno));
-	return 0;
-}
-
-static void fl_detach(struct probe *p)
-{
-	struct fl_priv *fp = p->priv;
-	bpf_link__destroy(fp->entry); /* entries first: no call starts that could not end */
-	fp->entry = NULL;
-	bpf_link__destroy(fp->ret);
-	fp->ret = NULL;
-}
-
-static void fl_destroy(struct probe *p)
-{
-	struct fl_priv *fp = p->priv;
-	fl_detach(p);
-	func_latency_bpf__destroy(fp->skel);
-	fp->skel = NULL;
+	char where[PATH_MAX + SYMBOL_MAX + 64];
+	snprintf(where, sizeof(where), "%s:%s (file offset 0x%" PRIx64 ")", fp->binary, fp->symbol,
+		 fp->offset);
+	/* Return first: a call entered after this is always seen returning; the links are
+	 * released last first, so entries stop before returns. */
+	char what[sizeof(where) + 16];
+	snprintf(what, sizeof(what), "a uretprobe to %s", where);
+	if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid,
+							       fp->binary, fp->offset, &ret_opts), what, err))
+		return -1;
+	snprintf(what, sizeof(what), "a uprobe to %s", where);
+	return probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid,
+								  fp->binary, fp->offset, &entry_opts), what, err);
 }
 
 static int fl_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -177,12 +159,6 @@ static int fl_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	return 0;
 }
 
-static struct bpf_object *fl_object(struct probe *p)
-{
-	struct fl_priv *fp = p->priv;
-	return fp->skel ? fp->skel->obj : NULL;
-}
-
 static const struct result_field fl_results[] = {
 	{ "function", RT_STRING, NULL, false, "the function timed, \"/path/binary:symbol\"" },
 	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"ns\"" },
@@ -214,9 +190,9 @@ const struct probe_kind probe_kind_func_latency = {
 	.features = fl_features,
 	.load = fl_load,
 	.attach = fl_attach,
-	.detach = fl_detach,
+	.detach = probe_bpf_detach,
 	.collect = fl_collect,
-	.destroy = fl_destroy,
-	.object = fl_object,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
 	.bpf_bytes = func_latency_bpf__elf_bytes,
 };

@@ -15,10 +15,11 @@
 #include "runq_latency.skel.h"
 
 struct runq_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct runq_latency_bpf *skel;
-	struct bpf_link *links[8];
-	size_t n_links;
 };
+
+PROBE_BPF_SKELETON(runq_latency)
 
 static const struct option_spec runq_options[] = {
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
@@ -43,11 +44,8 @@ static int runq_load(struct probe *p, struct diag_err *err)
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		struct bpf_program *prog;
-		rp->skel = runq_latency_bpf__open();
-		if (!rp->skel)
-			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s",
-					 strerror(errno));
-		PROBE_SET_FILTERS(rp->skel, p);
+		if (!(rp->skel = runq_latency_skel_open(p, err)))
+			return -1;
 		bpf_map__set_max_entries(rp->skel->maps.wait_start, (__u32)probe_opt(p, "max_threads"));
 		bpf_object__for_each_program(prog, rp->skel->obj)
 			bpf_program__set_autoload(prog, prog_in_variant(prog, *v));
@@ -61,46 +59,9 @@ static int runq_load(struct probe *p, struct diag_err *err)
 		if (!first_failure[0])
 			snprintf(first_failure, sizeof(first_failure), "%s programs did not load (%s)",
 				 *v, strerror(-rc));
-		runq_latency_bpf__destroy(rp->skel);
-		rp->skel = NULL;
 	}
 	return diag_fail(err, DIAG_EXIT_REFUSED, "run-queue latency: no attach variant works: %s",
 			 first_failure);
-}
-
-static int runq_attach(struct probe *p, struct diag_err *err)
-{
-	struct runq_priv *rp = p->priv;
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, rp->skel->obj) {
-		if (!bpf_program__autoload(prog))
-			continue;
-		if (rp->n_links == ARRAY_LEN(rp->links))
-			return diag_fail(err, DIAG_EXIT_RUNTIME, "too many programs");
-		struct bpf_link *link = bpf_program__attach(prog);
-		if (!link)
-			return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching %s: %s",
-					 bpf_program__name(prog), strerror(errno));
-		rp->links[rp->n_links++] = link;
-	}
-	return 0;
-}
-
-static void runq_detach(struct probe *p)
-{
-	struct runq_priv *rp = p->priv;
-	for (size_t i = 0; i < rp->n_links; i++)
-		bpf_link__destroy(rp->links[i]);
-	rp->n_links = 0;
-}
-
-static void runq_destroy(struct probe *p)
-{
-	struct runq_priv *rp = p->priv;
-	runq_detach(p);
-	runq_latency_bpf__destroy(rp->skel);
-	rp->skel = NULL;
 }
 
 static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -127,12 +88,6 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 }
 
 
-static struct bpf_object *runq_object(struct probe *p)
-{
-	struct runq_priv *rp = p->priv;
-	return rp->skel ? rp->skel->obj : NULL;
-}
-
 static const struct result_field runq_results[] = {
 	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"us\"" },
 	{ "count", RT_INTEGER, "count", false, "waits measured (wakeup or preemption to running)" },
@@ -155,10 +110,10 @@ const struct probe_kind probe_kind_runq_latency = {
 	.n_results = ARRAY_LEN(runq_results),
 	.features = runq_features,
 	.load = runq_load,
-	.attach = runq_attach,
-	.detach = runq_detach,
+	.attach = probe_bpf_attach_all,
+	.detach = probe_bpf_detach,
 	.collect = runq_collect,
-	.destroy = runq_destroy,
-	.object = runq_object,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
 	.bpf_bytes = runq_latency_bpf__elf_bytes,
 };

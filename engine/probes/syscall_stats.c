@@ -20,10 +20,12 @@
 #include "syscall_stats.skel.h"
 
 struct syscalls_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct syscall_stats_bpf *skel;
-	struct bpf_link *enter, *exit;
 	bool timed;
 };
+
+PROBE_BPF_SKELETON(syscall_stats)
 
 /* Entry timestamps (timed mode) live in task local storage, one small record per thread that
  * made a syscall, so there is no map size to choose. */
@@ -46,10 +48,8 @@ static const char *const syscall_variants[] = { "raw_tp", NULL };
 static int syscalls_load(struct probe *p, struct diag_err *err)
 {
 	struct syscalls_priv *sp = p->priv;
-	sp->skel = syscall_stats_bpf__open();
-	if (!sp->skel)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
-	PROBE_SET_FILTERS(sp->skel, p);
+	if (!(sp->skel = syscall_stats_skel_open(p, err)))
+		return -1;
 	sp->timed = probe_opt(p, "timing") != 0;
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
@@ -61,39 +61,6 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 				 "local storage, Linux 5.11+)", strerror(-rc));
 	p->variant = "raw_tp";
 	return 0;
-}
-
-static int syscalls_attach(struct probe *p, struct diag_err *err)
-{
-	struct syscalls_priv *sp = p->priv;
-	sp->enter = bpf_program__attach(sp->timed ? sp->skel->progs.timed_sys_enter
-						   : sp->skel->progs.count_sys_enter);
-	if (!sp->enter)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_enter: %s",
-				 strerror(errno));
-	if (!sp->timed)
-		return 0;
-	sp->exit = bpf_program__attach(sp->skel->progs.timed_sys_exit);
-	if (!sp->exit)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching raw_syscalls:sys_exit: %s",
-				 strerror(errno));
-	return 0;
-}
-
-static void syscalls_detach(struct probe *p)
-{
-	struct syscalls_priv *sp = p->priv;
-	bpf_link__destroy(sp->enter);
-	bpf_link__destroy(sp->exit);
-	sp->enter = sp->exit = NULL;
-}
-
-static void syscalls_destroy(struct probe *p)
-{
-	struct syscalls_priv *sp = p->priv;
-	syscalls_detach(p);
-	syscall_stats_bpf__destroy(sp->skel);
-	memset(sp, 0, sizeof(*sp));
 }
 
 struct syscall_row {
@@ -205,12 +172,6 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 	return 0;
 }
 
-static struct bpf_object *syscalls_object(struct probe *p)
-{
-	struct syscalls_priv *sp = p->priv;
-	return sp->skel ? sp->skel->obj : NULL;
-}
-
 static const struct result_field syscall_results[] = {
 	{ "timed", RT_BOOLEAN, NULL, false, "timing: true: total_ns and errors are present" },
 	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 call in N counted, counts scaled by N" },
@@ -240,11 +201,11 @@ const struct probe_kind probe_kind_syscall_stats = {
 	.n_results = ARRAY_LEN(syscall_results),
 	.features = syscall_features,
 	.load = syscalls_load,
-	.attach = syscalls_attach,
-	.detach = syscalls_detach,
+	.attach = probe_bpf_attach_all, /* sys_enter, and sys_exit when timed */
+	.detach = probe_bpf_detach,
 	.collect = syscalls_collect,
 	.events = syscalls_events,
-	.destroy = syscalls_destroy,
-	.object = syscalls_object,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
 	.bpf_bytes = syscall_stats_bpf__elf_bytes,
 };

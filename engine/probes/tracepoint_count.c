@@ -28,10 +28,12 @@ struct tpc_key {
 };
 
 struct tpc_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct tracepoint_count_bpf *skel;
-	struct bpf_link *link;
 	char category[TP_NAME_MAX], event[TP_NAME_MAX];
 };
+
+PROBE_BPF_SKELETON(tracepoint_count)
 
 static const char *check_tracepoint(const char *value)
 {
@@ -104,12 +106,10 @@ static int tpc_load(struct probe *p, struct diag_err *err)
 				 tp->event, path);
 	}
 
-	tp->skel = tracepoint_count_bpf__open();
-	if (!tp->skel)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno));
+	if (!(tp->skel = tracepoint_count_skel_open(p, err)))
+		return -1;
 	if (bpf_map__key_size(tp->skel->maps.counts) != sizeof(struct tpc_key))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "internal: key layout differs from the BPF side");
-	PROBE_SET_FILTERS(tp->skel, p);
 	bpf_map__set_max_entries(tp->skel->maps.counts, (__u32)probe_opt(p, "max_keys"));
 	int rc = tracepoint_count_bpf__load(tp->skel);
 	if (rc)
@@ -122,27 +122,10 @@ static int tpc_load(struct probe *p, struct diag_err *err)
 static int tpc_attach(struct probe *p, struct diag_err *err)
 {
 	struct tpc_priv *tp = p->priv;
-	tp->link = bpf_program__attach_tracepoint(tp->skel->progs.tracepoint_cnt, tp->category,
-						  tp->event);
-	if (!tp->link)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching tracepoint %s:%s: %s", tp->category,
-				 tp->event, strerror(errno));
-	return 0;
-}
-
-static void tpc_detach(struct probe *p)
-{
-	struct tpc_priv *tp = p->priv;
-	bpf_link__destroy(tp->link);
-	tp->link = NULL;
-}
-
-static void tpc_destroy(struct probe *p)
-{
-	struct tpc_priv *tp = p->priv;
-	tpc_detach(p);
-	tracepoint_count_bpf__destroy(tp->skel);
-	tp->skel = NULL;
+	char what[2 * TP_NAME_MAX + 16];
+	snprintf(what, sizeof(what), "tracepoint %s:%s", tp->category, tp->event);
+	return probe_bpf_link(p, bpf_program__attach_tracepoint(tp->skel->progs.tracepoint_cnt,
+								tp->category, tp->event), what, err);
 }
 
 struct tpc_row {
@@ -209,12 +192,6 @@ static int tpc_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	return 0;
 }
 
-static struct bpf_object *tpc_object(struct probe *p)
-{
-	struct tpc_priv *tp = p->priv;
-	return tp->skel ? tp->skel->obj : NULL;
-}
-
 static const struct result_field tpc_results[] = {
 	{ "tracepoint", RT_STRING, NULL, false, "the tracepoint counted, \"category:event\"" },
 	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 hit in N counted, counts scaled by N" },
@@ -242,9 +219,9 @@ const struct probe_kind probe_kind_tracepoint_count = {
 	.features = tpc_features,
 	.load = tpc_load,
 	.attach = tpc_attach,
-	.detach = tpc_detach,
+	.detach = probe_bpf_detach,
 	.collect = tpc_collect,
-	.destroy = tpc_destroy,
-	.object = tpc_object,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
 	.bpf_bytes = tracepoint_count_bpf__elf_bytes,
 };
