@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture_path.h"
 #include "catalog.h"
 #include "symbols.h"
 #include "util.h"
@@ -162,29 +163,15 @@ static void test_offset_failures(void **state)
 	unlink(text);
 }
 
-/* Path of a fixture in a static buffer (copy it to keep two), or NULL when not built. */
-static const char *fixture(const char *name)
-{
-	static char path[PATH_MAX];
-	const char *src = getenv("DIAG_SRCDIR"), *build = getenv("BUILD");
-	if (!build)
-		build = "build";
-	if (build[0] == '/')
-		snprintf(path, sizeof(path), "%s/fixtures/%s", build, name);
-	else
-		snprintf(path, sizeof(path), "%s/%s/fixtures/%s", src ? src : ".", build, name);
-	return access(path, R_OK) ? NULL : path;
-}
-
 static void test_offset_fixtures(void **state)
 {
 	(void)state;
 	char pie[PATH_MAX];
-	if (!fixture("symfix_pie")) {
+	if (!fixture_path("symfix_pie")) {
 		skip(); /* fixtures not built: `make unit` builds them */
 		return;
 	}
-	snprintf(pie, sizeof(pie), "%s", fixture("symfix_pie"));
+	snprintf(pie, sizeof(pie), "%s", fixture_path("symfix_pie"));
 	struct diag_err err = { 0 };
 	uint64_t off = 0;
 	if (elf_symbol_offset(pie, "fx_sized", &off, &err))
@@ -192,15 +179,15 @@ static void test_offset_fixtures(void **state)
 	assert_true(off > 0);
 	expect_failure(pie, "fx_nosize", "size 0");
 
-	const char *stripped = fixture("symfix_pie_stripped");
+	const char *stripped = fixture_path("symfix_pie_stripped");
 	assert_non_null(stripped);
 	expect_failure(stripped, "main_func", "(stripped: only .dynsym)");
 
 	char lib[PATH_MAX], lib_stripped[PATH_MAX];
-	assert_non_null(fixture("libsymfix.so"));
-	snprintf(lib, sizeof(lib), "%s", fixture("libsymfix.so"));
-	assert_non_null(fixture("libsymfix_stripped.so"));
-	snprintf(lib_stripped, sizeof(lib_stripped), "%s", fixture("libsymfix_stripped.so"));
+	assert_non_null(fixture_path("libsymfix.so"));
+	snprintf(lib, sizeof(lib), "%s", fixture_path("libsymfix.so"));
+	assert_non_null(fixture_path("libsymfix_stripped.so"));
+	snprintf(lib_stripped, sizeof(lib_stripped), "%s", fixture_path("libsymfix_stripped.so"));
 	uint64_t a = 0, b = 0;
 	if (elf_symbol_offset(lib, "lib_exported", &a, &err) ||
 	    elf_symbol_offset(lib_stripped, "lib_exported", &b, &err))

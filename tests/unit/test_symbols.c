@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_path.h"
 #include "symbols.h"
 #include "util.h"
 
@@ -42,16 +43,9 @@ static char tmpdir[64];
 
 static const char *fixture(const char *name)
 {
-	static char path[PATH_MAX];
-	const char *src = getenv("DIAG_SRCDIR"), *build = getenv("BUILD");
-	if (!build)
-		build = "build";
-	if (build[0] == '/')
-		snprintf(path, sizeof(path), "%s/fixtures/%s", build, name);
-	else
-		snprintf(path, sizeof(path), "%s/%s/fixtures/%s", src ? src : ".", build, name);
-	if (access(path, R_OK))
-		fail_msg("fixture %s missing: build it with `make unit`", path);
+	const char *path = fixture_path(name);
+	if (!path)
+		fail_msg("fixture %s missing: build it with `make unit`", name);
 	return path;
 }
 
