@@ -351,18 +351,25 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 	}
 }
 
-/* Kernel symbols are only needed after the run, and reading /proc/kallsyms takes tens of
- * milliseconds of kernel time: it happens on a thread while the probes collect. */
+/* Symbols are only needed after the run, and reading /proc/kallsyms takes tens of milliseconds
+ * of kernel time, the target's mappings and ELF files a few more: both happen on a thread while
+ * the probes collect, not before. The thread owns nothing else; the caller reads the results
+ * after joining it. */
 struct ksyms_loader {
 	pthread_t thread;
 	bool started;
 	struct ksyms *ksyms;
 	struct diag_err err;
+	struct usyms *usyms;     /* the target's start snapshot, taken there (may be NULL) */
+	bool usyms_failed;
+	struct diag_err usyms_err;
 };
 
 static void *ksyms_loader_main(void *arg)
 {
 	struct ksyms_loader *l = arg;
+	if (l->usyms)
+		l->usyms_failed = usyms_snapshot(l->usyms, &l->usyms_err) != 0;
 	l->ksyms = ksyms_load(NULL, &l->err);
 	return NULL;
 }
@@ -420,8 +427,6 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 
 	if (plan->target_pid > 0) {
 		usyms = usyms_new(plan->target_pid);
-		if (usyms_snapshot(usyms, &soft))
-			value_arr_push(out->notes, value_str(soft.msg));
 		s.pid_fd = (int)syscall(SYS_pidfd_open, plan->target_pid, 0);
 		if (s.pid_fd < 0 && errno == ESRCH) {
 			diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
@@ -445,6 +450,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
 	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
+	kl.usyms = usyms;
 	ksyms_loader_start(&kl);
 
 	/* The duration counts from here; its first preflight_ms measure, the rest collects. */
@@ -477,14 +483,15 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (s.gov.unavailable)
 		value_arr_push(out->notes, value_str("BPF run-time statistics unavailable: overhead not measured, governor off"));
 
-	/* The end snapshot lets us symbolize code mapped during the run; a dead target keeps the
-	 * start snapshot. */
-	if (usyms && out->stop_reason != STOP_TARGET_EXITED)
-		usyms_snapshot(usyms, &soft);
-
 	ksyms = ksyms_loader_join(&kl);
 	if (!ksyms)
 		value_arr_push(out->notes, value_str_take(xasprintf("kernel frames not symbolized: %s", kl.err.msg)));
+	if (kl.usyms_failed)
+		value_arr_push(out->notes, value_str(kl.usyms_err.msg));
+	/* The end snapshot lets us symbolize code mapped during the run; a dead target keeps the
+	 * start snapshot (taken on the loader thread, joined above). */
+	if (usyms && out->stop_reason != STOP_TARGET_EXITED)
+		usyms_snapshot(usyms, &soft);
 	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
 				   .ncpus = plan->ncpus };
 	out->results = value_obj();
@@ -516,8 +523,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	rc = 0;
 done:
 	destroy_all(&s);
+	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use */
 	usyms_free(usyms);
-	ksyms_free(ksyms_loader_join(&kl));
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;
 		out->preflight = NULL;
