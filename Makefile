@@ -34,7 +34,7 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $
 	  -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine -I/usr/include/lua5.4 \
 	  -DDIAG_VERSION='"$(VERSION)"'
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -lelf -lz -lcyaml -lyaml -llua5.4 -lm -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -lm -lpthread
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))

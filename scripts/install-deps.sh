@@ -3,7 +3,7 @@
 # Installs what is missing when run as root (a fresh CI machine); otherwise lists it and fails.
 set -eu
 
-PKGS="clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
+PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
       lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc binutils python3"
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.

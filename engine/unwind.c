@@ -1,0 +1,485 @@
+/* unwind.c — leaf-frame recovery by CFI and DWARF unwinding of copied stacks (see unwind.h).
+ * Must not: print, hold global state, read the target's memory (only the copy of a sample), or
+ * read past the copy or a file's bounds.
+ *
+ * Choices:
+ * - CFI through libdw (dwarf_getcfi_elf for .eh_frame, dwarf_getcfi for .debug_frame), never a
+ *   hand-written parser. The CFA rules followed: "rsp + N" (frameless: the return address is at
+ *   a known offset from sp) and "rbp + N" (a frame: the frame-pointer walk is right); the return
+ *   address rule must be "at CFA + M". Anything else is CFI_RA_UNKNOWN, not a guess.
+ * - Files are cached per (device, inode) of the mapping, opened through /proc/PID/map_files
+ *   (the mapped file even when replaced or deleted), else the path when its inode is the mapped
+ *   one. At most UNW_MAX_FILES files and UNW_MAX_PROCS processes: past that, lookups fail
+ *   (counted by the caller as unresolved), memory stays bounded.
+ * - DWARF mode: one Dwfl per process (dwfl_linux_proc_report), rebuilt at most once a period when
+ *   an address falls outside its modules; memory reads are served from the copy only.
+ */
+#include "unwind.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define UNW_MAX_FILES 512
+#define UNW_MAX_PROCS 64
+#define UNW_MAX_MAPS 65536
+#define X86_64_RBP 6
+#define X86_64_RSP 7
+#define X86_64_RA 16
+
+const char *frame_origin_name(enum frame_origin o)
+{
+	switch (o) {
+	case FRAME_CFI: return "cfi";
+	case FRAME_DWARF: return "dwarf";
+	default: return "fp";
+	}
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CFI of one ELF file
+ * ------------------------------------------------------------------------------------------- */
+
+struct useg {
+	uint64_t off, filesz, vaddr;
+	bool exec;
+};
+
+struct ufile {
+	uint64_t dev, ino;
+	int fd;
+	Elf *elf;
+	Dwarf_CFI *eh; /* ours (dwarf_cfi_end) */
+	Dwarf *dw;     /* ours; owns its .debug_frame CFI */
+	Dwarf_CFI *dbg;
+	struct useg *segs;
+	size_t nsegs;
+};
+
+static void ufile_close(struct ufile *f)
+{
+	if (f->eh)
+		dwarf_cfi_end(f->eh);
+	if (f->dw)
+		dwarf_end(f->dw);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->segs);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+/* Opens the ELF file on fd (taken over) with its segments and CFI; -1 when it is not ELF. */
+static int ufile_open(struct ufile *f, int fd)
+{
+	GElf_Ehdr eh;
+	size_t nph;
+	f->fd = fd;
+	if (elf_version(EV_CURRENT) == EV_NONE ||
+	    !(f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) || elf_kind(f->elf) != ELF_K_ELF ||
+	    !gelf_getehdr(f->elf, &eh) || elf_getphdrnum(f->elf, &nph)) {
+		ufile_close(f);
+		return -1;
+	}
+	f->segs = xcalloc(nph ? nph : 1, sizeof(*f->segs));
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			f->segs[f->nsegs++] = (struct useg){ ph.p_offset, ph.p_filesz, ph.p_vaddr,
+							     !!(ph.p_flags & PF_X) };
+	}
+	f->eh = dwarf_getcfi_elf(f->elf);
+	f->dw = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+	f->dbg = f->dw ? dwarf_getcfi(f->dw) : NULL;
+	return 0;
+}
+
+/* The ELF address (as linked) of file offset foff, via the PT_LOAD segment holding it. */
+static bool ufile_vaddr(const struct ufile *f, uint64_t foff, uint64_t *pc)
+{
+	const struct useg *seg = NULL;
+	for (size_t i = 0; i < f->nsegs; i++) {
+		const struct useg *s = &f->segs[i];
+		if (foff >= s->off && foff - s->off < s->filesz && (!seg || (s->exec && !seg->exec)))
+			seg = s;
+	}
+	if (!seg)
+		return false;
+	*pc = foff - seg->off + seg->vaddr;
+	return true;
+}
+
+static enum cfi_ra cfi_rule(Dwarf_CFI *cfi, uint64_t pc, uint64_t *sp_offset)
+{
+	Dwarf_Frame *frame = NULL;
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &frame) != 0 || !frame)
+		return CFI_RA_UNKNOWN;
+	enum cfi_ra r = CFI_RA_UNKNOWN;
+	Dwarf_Op *ops, ra_mem[3], *ra;
+	size_t nops, nra;
+	if (dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_bregx) {
+		int64_t cfa_off = (int64_t)ops[0].number2;
+		if (ops[0].number == X86_64_RBP) {
+			r = CFI_RA_FRAME;
+		} else if (ops[0].number == X86_64_RSP &&
+			   dwarf_frame_register(frame, X86_64_RA, ra_mem, &ra, &nra) == 0 && nra == 2 &&
+			   ra[0].atom == DW_OP_call_frame_cfa && ra[1].atom == DW_OP_plus_uconst) {
+			int64_t at = cfa_off + (int64_t)ra[1].number; /* ra[1]: -8, as unsigned */
+			if (at >= 0 && at < (1 << 20)) {
+				*sp_offset = (uint64_t)at;
+				r = CFI_RA_AT_SP;
+			}
+		}
+	}
+	free(frame);
+	return r;
+}
+
+static enum cfi_ra ufile_rule(const struct ufile *f, uint64_t pc, uint64_t *sp_offset)
+{
+	enum cfi_ra r = cfi_rule(f->eh, pc, sp_offset);
+	return r != CFI_RA_UNKNOWN ? r : cfi_rule(f->dbg, pc, sp_offset);
+}
+
+enum cfi_ra cfi_ra_rule_path(const char *path, uint64_t pc, uint64_t *sp_offset)
+{
+	struct ufile f = { .fd = -1 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ufile_open(&f, fd))
+		return CFI_RA_UNKNOWN;
+	enum cfi_ra r = ufile_rule(&f, pc, sp_offset);
+	ufile_close(&f);
+	return r;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes: executable mappings
+ * ------------------------------------------------------------------------------------------- */
+
+struct umap {
+	uint64_t start, end, off, dev, ino;
+	char *path;
+	struct ufile *file; /* NULL until first needed */
+	bool tried;
+};
+
+struct uproc {
+	int pid;
+	struct umap *maps; /* sorted by start */
+	size_t nmaps;
+	unsigned read_period; /* period of the last read of /proc/PID/maps (0: never) */
+	Dwfl *dwfl;
+	unsigned dwfl_period;
+};
+
+struct unwinder {
+	unsigned period;
+	struct uproc procs[UNW_MAX_PROCS];
+	size_t nprocs;
+	struct ufile *files[UNW_MAX_FILES];
+	size_t nfiles;
+	const struct user_sample *cur; /* the sample being unwound (DWARF callbacks) */
+	uint64_t *ips;
+	size_t max, n;
+};
+
+struct unwinder *unwinder_new(void)
+{
+	struct unwinder *u = xcalloc(1, sizeof(*u));
+	u->period = 1;
+	return u;
+}
+
+static void maps_free(struct uproc *p)
+{
+	for (size_t i = 0; i < p->nmaps; i++)
+		free(p->maps[i].path);
+	free(p->maps);
+	p->maps = NULL;
+	p->nmaps = 0;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->nprocs; i++) {
+		maps_free(&u->procs[i]);
+		if (u->procs[i].dwfl)
+			dwfl_end(u->procs[i].dwfl);
+	}
+	for (size_t i = 0; i < u->nfiles; i++) {
+		ufile_close(u->files[i]);
+		free(u->files[i]);
+	}
+	free(u);
+}
+
+void unwinder_new_period(struct unwinder *u)
+{
+	u->period++;
+}
+
+static int umap_cmp(const void *a, const void *b)
+{
+	const struct umap *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Reads /proc/PID/maps: its file-backed executable mappings. */
+static void maps_read(struct uproc *p)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
+	char *buf = read_file(path, NULL);
+	if (!buf)
+		return;
+	maps_free(p);
+	size_t cap = 0;
+	for (char *line = buf, *next; *line && p->nmaps < UNW_MAX_MAPS; line = next) {
+		char *nl = strchr(line, '\n');
+		next = nl ? nl + 1 : line + strlen(line);
+		if (nl)
+			*nl = '\0';
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+			   &min, &ino, &n) < 7 || !n || !strchr(perms, 'x') || end <= start ||
+		    line[n] != '/')
+			continue;
+		if (p->nmaps == cap)
+			p->maps = xrealloc(p->maps, (cap = cap ? cap * 2 : 64) * sizeof(*p->maps));
+		p->maps[p->nmaps++] = (struct umap){ start, end, off, ((uint64_t)maj << 32) | min, ino,
+						     xstrdup(line + n), NULL, false };
+	}
+	free(buf);
+	qsort(p->maps, p->nmaps, sizeof(*p->maps), umap_cmp);
+}
+
+static struct uproc *proc_get(struct unwinder *u, int pid)
+{
+	for (size_t i = 0; i < u->nprocs; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	if (u->nprocs == UNW_MAX_PROCS || pid <= 0)
+		return NULL;
+	struct uproc *p = &u->procs[u->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+static struct umap *maps_find(struct uproc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && addr < p->maps[lo - 1].end ? &p->maps[lo - 1] : NULL;
+}
+
+/* The mapping of addr in process pid, reading the maps again (once a period) when unknown. */
+static struct umap *proc_map(struct unwinder *u, int pid, uint64_t addr)
+{
+	struct uproc *p = proc_get(u, pid);
+	if (!p)
+		return NULL;
+	struct umap *m = maps_find(p, addr);
+	if (!m && p->read_period != u->period) {
+		p->read_period = u->period;
+		maps_read(p);
+		m = maps_find(p, addr);
+	}
+	return m;
+}
+
+/* Opens path unless ino is not its inode. */
+static int open_same(const char *path, uint64_t ino)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static struct ufile *map_file(struct unwinder *u, int pid, struct umap *m)
+{
+	if (m->file || m->tried)
+		return m->file;
+	m->tried = true;
+	for (size_t i = 0; i < u->nfiles; i++)
+		if (u->files[i]->dev == m->dev && u->files[i]->ino == m->ino)
+			return m->file = u->files[i];
+	if (u->nfiles == UNW_MAX_FILES)
+		return NULL;
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
+		fd = open_same(path, m->ino);
+	}
+	if (fd < 0)
+		return NULL;
+	struct ufile *f = xcalloc(1, sizeof(*f));
+	if (ufile_open(f, fd)) {
+		free(f);
+		return NULL;
+	}
+	f->dev = m->dev;
+	f->ino = m->ino;
+	u->files[u->nfiles++] = f;
+	return m->file = f;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Leaf-frame recovery
+ * ------------------------------------------------------------------------------------------- */
+
+int unwind_leaf_caller(struct unwinder *u, int pid, const struct user_sample *s, uint64_t *caller)
+{
+	struct umap *m = proc_map(u, pid, s->ip);
+	struct ufile *f = m ? map_file(u, pid, m) : NULL;
+	uint64_t pc, off = 0;
+	if (!f || !ufile_vaddr(f, s->ip - m->start + m->off, &pc))
+		return -1;
+	switch (ufile_rule(f, pc, &off)) {
+	case CFI_RA_FRAME:
+		return 0;
+	case CFI_RA_AT_SP:
+		if (s->len < sizeof(uint64_t) || off > s->len - sizeof(uint64_t))
+			return -1; /* not copied */
+		memcpy(caller, s->stack + off, sizeof(*caller));
+		return *caller ? 1 : -1;
+	default:
+		return -1;
+	}
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * DWARF unwinding (libdwfl over the copy)
+ * ------------------------------------------------------------------------------------------- */
+
+static pid_t dw_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl, (void)arg, (void)thread_argp;
+	return 0; /* threads are named by dwfl_getthread_frames, never listed */
+}
+
+static bool dw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl, (void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+static bool dw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	const struct unwinder *u = arg;
+	const struct user_sample *s = u->cur;
+	(void)dwfl;
+	if (!s || addr < s->sp || s->len < sizeof(*result) ||
+	    addr - s->sp > s->len - sizeof(*result))
+		return false; /* outside the copy: the live stack has moved on */
+	memcpy(result, s->stack + (addr - s->sp), sizeof(*result));
+	return true;
+}
+
+static bool dw_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unwinder *u = arg;
+	Dwarf_Word regs[2] = { u->cur->bp, u->cur->sp }; /* DWARF x86-64: 6 rbp, 7 rsp */
+	if (!dwfl_thread_state_registers(thread, X86_64_RBP, 2, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, u->cur->ip);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks dw_thread_callbacks = {
+	.next_thread = dw_next_thread,
+	.get_thread = dw_get_thread,
+	.memory_read = dw_memory_read,
+	.set_initial_registers = dw_set_initial_registers,
+};
+
+static const Dwfl_Callbacks dw_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static int dw_frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Addr pc;
+	if (!dwfl_frame_pc(state, &pc, NULL))
+		return DWARF_CB_ABORT;
+	if (u->n == u->max)
+		return DWARF_CB_ABORT;
+	u->ips[u->n++] = pc;
+	return DWARF_CB_OK;
+}
+
+/* The process's Dwfl, (re)built when addr is outside its modules (at most once a period). */
+static Dwfl *proc_dwfl(struct unwinder *u, int pid, uint64_t addr)
+{
+	struct uproc *p = proc_get(u, pid);
+	if (!p)
+		return NULL;
+	if (p->dwfl && (dwfl_addrmodule(p->dwfl, addr) || p->dwfl_period == u->period))
+		return p->dwfl;
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl_period = u->period;
+	p->dwfl = dwfl_begin(&dw_callbacks);
+	if (!p->dwfl)
+		return NULL;
+	if (dwfl_linux_proc_report(p->dwfl, pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+	    !dwfl_attach_state(p->dwfl, NULL, pid, &dw_thread_callbacks, u)) {
+		dwfl_end(p->dwfl);
+		p->dwfl = NULL;
+	}
+	return p->dwfl;
+}
+
+int unwind_dwarf(struct unwinder *u, int pid, int tid, const struct user_sample *s, uint64_t *ips,
+		 size_t max, size_t *n)
+{
+	*n = 0;
+	Dwfl *dwfl = proc_dwfl(u, pid, s->ip);
+	if (!dwfl || !max)
+		return -1;
+	u->cur = s;
+	u->ips = ips;
+	u->max = max;
+	u->n = 0;
+	int rc = dwfl_getthread_frames(dwfl, tid, dw_frame, u);
+	u->cur = NULL;
+	*n = u->n;
+	if (u->n <= 1)
+		return -1;
+	return rc == 0 ? 0 : 1;
+}

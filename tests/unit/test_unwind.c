@@ -1,0 +1,145 @@
+/* test_unwind.c — CFI lookups and leaf-frame recovery (engine/unwind.c) on the fixtures of
+ * unwind.mk, built by gcc as distributions build.
+ *
+ * cfi_ra_rule_path on libleaf.so: the frameless leaf crc32_slice_update has its return address
+ * at sp (CFA = rsp + 8) at its entry and in its body; leaf_main's handle_batch has it at sp at
+ * its entry, and keeps a frame pointer in its body (CFA from rbp); an address no FDE covers and a
+ * missing file are "unknown". unwind_leaf_caller on this very process with libleaf.so loaded
+ * (dlopen): a synthetic sample at the leaf's entry gets the word at sp as the caller, found
+ * through /proc/self/maps and map_files; a copy too short for that word, an address outside every
+ * mapping give -1. Addresses are read from the ELF symbol tables here (libelf), independently of
+ * unwind.c. Needs no root (map_files falls back to the path with the same inode).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture_path.h"
+#include "unwind.h"
+
+/* Value (ELF address) and size of function name in the .symtab of path; fails the test if none. */
+static void elf_func(const char *path, const char *name, uint64_t *addr, uint64_t *size)
+{
+	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	Elf_Scn *scn = NULL;
+	bool found = false;
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+			if (gelf_getsym(d, (int)i, &s) && (n = elf_strptr(elf, sh.sh_link, s.st_name)) &&
+			    !strcmp(n, name) && GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+				*addr = s.st_value;
+				*size = s.st_size;
+				found = true;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (!found)
+		fail_msg("no function %s in %s", name, path);
+}
+
+static const char *need(const char *name)
+{
+	const char *p = fixture_path(name);
+	if (!p)
+		fail_msg("fixture %s not built (make unit builds it)", name);
+	return p;
+}
+
+static void test_cfi_leaf(void **state)
+{
+	(void)state;
+	char lib[PATH_MAX];
+	snprintf(lib, sizeof(lib), "%s", need("libleaf.so"));
+	uint64_t addr, size, off = 99;
+	elf_func(lib, "crc32_slice_update", &addr, &size);
+	assert_int_equal(cfi_ra_rule_path(lib, addr, &off), CFI_RA_AT_SP);
+	assert_int_equal(off, 0); /* nothing pushed yet: the return address is at sp */
+	off = 99;
+	assert_int_equal(cfi_ra_rule_path(lib, addr + size / 2, &off), CFI_RA_AT_SP);
+	assert_int_equal(off % 8, 0);
+	assert_true(off < 64); /* a leaf pushes a few callee-saved registers at most */
+	assert_int_equal(cfi_ra_rule_path(lib, 0, &off), CFI_RA_UNKNOWN); /* the ELF header */
+	assert_int_equal(cfi_ra_rule_path("/nonexistent/libleaf.so", addr, &off), CFI_RA_UNKNOWN);
+}
+
+static void test_cfi_framed(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX];
+	snprintf(exe, sizeof(exe), "%s", need("leaf_main"));
+	uint64_t addr, size, off = 99;
+	elf_func(exe, "handle_batch", &addr, &size);
+	assert_int_equal(cfi_ra_rule_path(exe, addr, &off), CFI_RA_AT_SP); /* before push %rbp */
+	assert_int_equal(off, 0);
+	/* the body, after the prologue: the frame pointer holds the CFA */
+	assert_int_equal(cfi_ra_rule_path(exe, addr + size / 2, &off), CFI_RA_FRAME);
+}
+
+static void test_leaf_caller_live(void **state)
+{
+	(void)state;
+	const char *lib = need("libleaf.so");
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	void *leaf = dlsym(h, "crc32_slice_update");
+	assert_non_null(leaf);
+	uint64_t stack[4] = { 0x401234, 0xdead, 0xbeef, 0 }, caller = 0;
+	struct user_sample s = { .ip = (uint64_t)(uintptr_t)leaf, .sp = 0x7ffc0000, .bp = 0x7ffc1000,
+				 .stack = (const uint8_t *)stack, .len = sizeof(stack) };
+	struct unwinder *u = unwinder_new();
+	assert_int_equal(unwind_leaf_caller(u, getpid(), &s, &caller), 1);
+	assert_int_equal(caller, 0x401234);
+	s.len = 4; /* the word at sp was not copied */
+	assert_int_equal(unwind_leaf_caller(u, getpid(), &s, &caller), -1);
+	s.len = sizeof(stack);
+	s.ip = 16; /* no mapping */
+	assert_int_equal(unwind_leaf_caller(u, getpid(), &s, &caller), -1);
+	unwinder_new_period(u);
+	s.ip = (uint64_t)(uintptr_t)leaf;
+	assert_int_equal(unwind_leaf_caller(u, getpid(), &s, &caller), 1);
+	unwinder_free(u);
+	dlclose(h);
+}
+
+static void test_origin_names(void **state)
+{
+	(void)state;
+	assert_string_equal(frame_origin_name(FRAME_FP), "fp");
+	assert_string_equal(frame_origin_name(FRAME_CFI), "cfi");
+	assert_string_equal(frame_origin_name(FRAME_DWARF), "dwarf");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cfi_leaf),
+		cmocka_unit_test(test_cfi_framed),
+		cmocka_unit_test(test_leaf_caller_live),
+		cmocka_unit_test(test_origin_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
