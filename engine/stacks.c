@@ -9,6 +9,7 @@
 
 #include "diag_bpf.h"
 #include "symbols.h"
+#include "unwind.h"
 
 struct frames {
 	char **names; /* leaf first */
@@ -21,6 +22,7 @@ struct stack_row {
 	char *tag; /* NULL: none */
 	bool in_kernel;
 	struct frames user, kernel;
+	uint8_t *user_from; /* enum frame_origin per user frame; NULL: all FRAME_FP */
 	uint64_t weight, count;
 };
 
@@ -51,6 +53,7 @@ static void row_free(struct stack_row *r)
 {
 	free(r->comm);
 	free(r->tag);
+	free(r->user_from);
 	frames_free(&r->user);
 	frames_free(&r->kernel);
 }
@@ -120,20 +123,24 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
 	return 0;
 }
 
-/* The frames of stack id in stacks_fd, named; empty for id < 0 or an id the map no longer has. */
-static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
-			bool kernel)
+size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 {
-	uint64_t ips[DIAG_STACK_DEPTH];
-	char name[256];
-
-	f->names = xcalloc(1, sizeof(char *));
-	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
-		return;
 	size_t n = 0;
+	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
+		return 0;
 	while (n < DIAG_STACK_DEPTH && ips[n])
 		n++;
-	f->names = xrealloc(f->names, (n ? n : 1) * sizeof(char *));
+	return n;
+}
+
+/* Names n addresses, leaf first, into f. */
+static void frames_name(struct frames *f, const struct collect_ctx *ctx, const uint64_t *ips,
+			size_t n, bool kernel)
+{
+	char name[256];
+	if (n > DIAG_STACK_DEPTH)
+		n = DIAG_STACK_DEPTH;
+	f->names = xcalloc(n ? n : 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++) {
 		const char *sym = NULL;
 		if (kernel) {
@@ -151,6 +158,14 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 	}
 }
 
+/* The frames of stack id in stacks_fd, named; empty for id < 0 or an id the map no longer has. */
+static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
+			bool kernel)
+{
+	uint64_t ips[DIAG_STACK_DEPTH];
+	frames_name(f, ctx, ips, stacks_read_ids(stacks_fd, id, ips), kernel);
+}
+
 int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32_t user_stack_id,
 		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 		   const char *tag)
@@ -161,6 +176,34 @@ int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32
 	frames_read(&r->user, t->ctx, stacks_fd, user_stack_id, false);
 	frames_read(&r->kernel, t->ctx, stacks_fd, kernel_stack_id, true);
 	return 0;
+}
+
+int stacks_add_user_ips(struct stack_table *t, int stacks_fd, const char *comm,
+			const uint64_t *user, const uint8_t *origin, size_t n_user,
+			int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
+			const char *tag)
+{
+	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
+	if (!r)
+		return -1;
+	frames_name(&r->user, t->ctx, user, n_user, false);
+	frames_read(&r->kernel, t->ctx, stacks_fd, kernel_stack_id, true);
+	bool all_fp = true;
+	for (size_t i = 0; origin && i < r->user.n; i++)
+		all_fp &= origin[i] == FRAME_FP;
+	if (!all_fp) {
+		r->user_from = xmalloc(r->user.n);
+		memcpy(r->user_from, origin, r->user.n);
+	}
+	return 0;
+}
+
+/* Provenance order: rows without it first, then by the bytes. */
+static int from_cmp(const struct stack_row *a, const struct stack_row *b)
+{
+	if (!a->user_from != !b->user_from)
+		return a->user_from ? 1 : -1;
+	return a->user_from ? memcmp(a->user_from, b->user_from, a->user.n) : 0;
 }
 
 static int frames_cmp(const struct frames *a, const struct frames *b)
@@ -187,6 +230,8 @@ static int by_identity(const void *pa, const void *pb)
 	if (a->in_kernel != b->in_kernel)
 		return a->in_kernel ? 1 : -1;
 	if ((c = frames_cmp(&a->user, &b->user)))
+		return c;
+	if ((c = from_cmp(a, b))) /* equal user frames: equal counts of them */
 		return c;
 	return frames_cmp(&a->kernel, &b->kernel);
 }
@@ -246,6 +291,11 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		value_obj_set(s, "kernel", frames_value(&r->kernel));
 		if (r->tag)
 			value_set_str(s, "tag", r->tag);
+		if (r->user_from) {
+			struct value *from = value_obj_set(s, "user_from", value_arr());
+			for (size_t k = 0; k < r->user.n; k++)
+				value_arr_push(from, value_str(frame_origin_name(r->user_from[k])));
+		}
 	}
 	stacks_free(t);
 	return stacks;

@@ -6,7 +6,8 @@
  * symbolizing them (collect_ctx: ksyms, usyms); merging rows that are equal once symbolized;
  * ordering by weight; and the results shape every stack probe shares:
  *   stack_unit: "samples" | "ns" | "bytes" | ...   (what weight measures)
- *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?}]
+ *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?,
+ *             user_from?: ["fp"|"cfi"|"dwarf", ...]}]
  * Must not: know a probe's map keys or what its weight means, or interpret the stacks (that is
  * the recipe's Lua).
  */
@@ -38,6 +39,19 @@ int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32
 		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 		   const char *tag);
 
+/* The return addresses of stack id in stacks_fd, leaf first, into ips (DIAG_STACK_DEPTH of them);
+ * returns how many (0 for id < 0 or an id the map no longer has). For probes that fix a stack
+ * (engine/unwind.c) before adding it with stacks_add_user_ips. */
+size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips);
+
+/* A row whose user stack is given as addresses, leaf first, with where each came from (origin:
+ * enum frame_origin of unwind.h, NULL: all from the frame-pointer walk); the kernel stack from
+ * stacks_fd as in stacks_add_ids. Rows with frames not all from "fp" carry `user_from`. */
+int stacks_add_user_ips(struct stack_table *t, int stacks_fd, const char *comm,
+			const uint64_t *user, const uint8_t *origin, size_t n_user,
+			int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
+			const char *tag);
+
 /* The same with frames already named, leaf first (at most DIAG_STACK_DEPTH of each are kept). */
 int stacks_add_frames(struct stack_table *t, const char *comm, const char *const *user,
 		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
@@ -65,7 +79,10 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 	{ "stacks[].user[]", RT_STRING, NULL, false, "a symbol, or 0xADDRESS when unknown" },      \
 	{ "stacks[].kernel", RT_ARRAY, NULL, false, "kernel frames, leaf first" },                 \
 	{ "stacks[].kernel[]", RT_STRING, NULL, false, "a symbol, or [unknown]" },                 \
-	{ "stacks[].tag", RT_STRING, NULL, true, "what else splits the stack (e.g. a task state)" }
+	{ "stacks[].tag", RT_STRING, NULL, true, "what else splits the stack (e.g. a task state)" }, \
+	{ "stacks[].user_from", RT_ARRAY, NULL, true,                                             \
+	  "where each user frame came from, when not all from the frame-pointer walk" },          \
+	{ "stacks[].user_from[]", RT_STRING, NULL, false, "fp, cfi (a leaf's caller) or dwarf" }
 
 /* Frees a table that was not finished (NULL is fine). */
 void stacks_free(struct stack_table *t);
