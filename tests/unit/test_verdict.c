@@ -59,6 +59,15 @@ static struct value *profile(int64_t samples, int64_t kernel)
 	value_set_int(p, "kernel_samples", kernel);
 	value_set_int(p, "lost_stacks", 0);
 	value_set_int(p, "dropped", 0);
+	value_set_str(p, "user_unwind", "fp");
+	struct value *u = value_obj_set(p, "unwind", value_obj());
+	value_set_bool(u, "leaf_fixup", true);
+	static const char *const counts[] = { "copy_bytes", "sent", "ring_full", "unwound",
+					      "copied_bytes_avg", "copies_cut", "fixed_leaves",
+					      "leaf_frame_ok", "leaf_unknown", "dwarf_complete",
+					      "dwarf_truncated", "dwarf_failed" };
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		value_set_int(u, counts[i], 0);
 	value_set_str(p, "stack_unit", "samples");
 	value_obj_set(p, "stacks", value_arr());
 	return p;
