@@ -23,6 +23,9 @@ const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 /* Bytes of user stack to copy above sp with each sample, 0: no ring buffer (count map only). */
 const volatile __u32 copy_bytes = 0;
+/* Wake the engine (its run loop polls the ring buffer) only when this much is waiting: one
+ * wakeup per sample would cost more than the sample. */
+const volatile __u64 wake_bytes = 1024;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -94,7 +97,9 @@ static __always_inline bool send_sample(const struct profile_key *key)
 	__u64 size = __builtin_offsetof(struct profile_sample, stack) + (__u64)len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&samples, s, size, 0)) {
+	__u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + size >= wake_bytes
+			     ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&samples, s, size, wake)) {
 		diag_stat_inc(&stats, PROFILE_STAT_RING_FULL);
 		return false;
 	}

@@ -118,6 +118,11 @@ struct probe_kind {
 	void (*detach)(struct probe *p);
 	/* Called about once a second during the run (may be NULL). */
 	void (*tick)(struct probe *p);
+	/* A probe that streams data to user space during the run (a ring buffer): an fd the run loop
+	 * polls (-1: none), and what to do when it is readable — read what is there, without
+	 * blocking (both may be NULL). */
+	int (*wake_fd)(struct probe *p);
+	void (*drain)(struct probe *p);
 	/* Read what was collected into *out (an object). Called after detach; symbolizes. */
 	int (*collect)(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 		       struct diag_err *err);

@@ -25,6 +25,7 @@
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */
 #define PROGRESS_NS 200000000ull
+#define PLAN_MAX_PROBES_POLLED 16   /* streaming probes whose wake fd the run loop polls */
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
  * clock twice per run (about +100 ns per event on a VM, more than our programs cost), so they are
@@ -308,6 +309,18 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 	uint64_t next_tick = start_ns + TICK_NS;
 	double budget = plan->recipe->budgets.max_cpu_pct;
 
+	/* signals, the target's pidfd, then the probes' wake fds (streaming probes) */
+	struct pollfd fds[2 + PLAN_MAX_PROBES_POLLED];
+	struct probe *woken[PLAN_MAX_PROBES_POLLED];
+	nfds_t n_wake = 0;
+	for (unsigned i = 0; i < s->n_loaded && n_wake < PLAN_MAX_PROBES_POLLED; i++) {
+		struct probe *p = &s->probes[i];
+		int fd = p->kind->wake_fd && p->kind->drain ? p->kind->wake_fd(p) : -1;
+		if (fd >= 0) {
+			fds[2 + n_wake] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			woken[n_wake++] = p;
+		}
+	}
 	governor_open_window(s, start_ns);
 	for (;;) {
 		uint64_t now = mono_ns();
@@ -321,15 +334,18 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 		/* A turn of the loop can come late (a stopped process, a saturated CPU): a wake time
 		 * already past means "do not wait", never a wrapped-around timeout. */
 		int timeout_ms = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		struct pollfd fds[2] = { { .fd = s->sig_fd, .events = POLLIN },
-					 { .fd = s->pid_fd, .events = POLLIN } };
-		int rc = poll(fds, s->pid_fd >= 0 ? 2 : 1, timeout_ms);
+		fds[0] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
+		fds[1] = (struct pollfd){ .fd = s->pid_fd, .events = POLLIN }; /* -1: ignored by poll */
+		int rc = poll(fds, 2 + n_wake, timeout_ms);
 		if (rc < 0 && errno != EINTR) /* ENOMEM: end like an interruption (the contract's */
 			return STOP_SIGNAL;       /* stop reasons have no other fitting value) */
 		if (rc > 0 && (fds[0].revents & POLLIN) && signal_arrived(s->sig_fd))
 			return STOP_SIGNAL;
 		if (rc > 0 && s->pid_fd >= 0 && (fds[1].revents & POLLIN))
 			return STOP_TARGET_EXITED;
+		for (nfds_t w = 0; rc > 0 && w < n_wake; w++)
+			if (fds[2 + w].revents & POLLIN)
+				woken[w]->kind->drain(woken[w]);
 		now = mono_ns();
 		if (s->gov.stats_fd >= 0 && now >= s->gov.window_start + STATS_WINDOW_NS) {
 			double pct = governor_close_window(s, now);

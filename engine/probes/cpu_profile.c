@@ -5,7 +5,8 @@
  * one perf event + BPF link per online CPU, and walking its counts map: each
  * (thread name, stack ids, count) goes to the shared stack table (stacks.h), weight = count =
  * samples (stack_unit "samples"). User-space unwinding (option user_unwind, leaf_fixup): the
- * `samples` ring buffer, drained each tick and at collect; each sample's user stack fixed by
+ * `samples` ring buffer, drained when a quarter full (the run loop polls it), each tick and at
+ * collect; each sample's user stack fixed by
  * engine/unwind.c (a frameless leaf's caller from CFI, or a DWARF unwind of the copied stack) and
  * counted here per (thread name, user addresses and their origin, kernel stack id), at most
  * max_stack_counts of them (more: counted in `dropped`).
@@ -260,12 +261,25 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static void profile_drain(struct probe *p)
+{
+	struct profile_priv *pp = p->priv;
+	if (pp->rb)
+		ring_buffer__consume(pp->rb);
+}
+
+static int profile_wake_fd(struct probe *p)
+{
+	struct profile_priv *pp = p->priv;
+	return pp->rb ? ring_buffer__epoll_fd(pp->rb) : -1;
+}
+
 static void profile_tick(struct probe *p)
 {
 	struct profile_priv *pp = p->priv;
 	if (!pp->rb)
 		return;
-	ring_buffer__consume(pp->rb);
+	ring_buffer__consume(pp->rb); /* what did not reach wake_bytes */
 	unwinder_new_period(pp->unw);
 }
 
@@ -314,6 +328,7 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	while (ring < want)
 		ring *= 2;
 	bpf_map__set_max_entries(pp->skel->maps.samples, (__u32)ring);
+	pp->skel->rodata->wake_bytes = ring / 4;
 	int rc = cpu_profile_bpf__load(pp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
@@ -497,6 +512,8 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.attach = profile_attach,
 	.detach = probe_bpf_detach,
 	.tick = profile_tick,
+	.wake_fd = profile_wake_fd,
+	.drain = profile_drain,
 	.collect = profile_collect,
 	.destroy = profile_destroy,
 	.object = probe_bpf_object,

@@ -68,6 +68,7 @@ done
 CHECK_LET='p = res["profile"]; U = [s for s in p["stacks"] if not s["in_kernel"]]
 to_main = sum(s["count"] for s in U if "main" in s["user"]); user = sum(s["count"] for s in U)'
 check "$TMP/dwarf.json" 'p["user_unwind"] == "dwarf" and user > 0 and to_main >= 0.9 * user' "dwarf: < 90% of user samples unwound to main"
+check "$TMP/dwarf.json" 'p["unwind"]["ring_full"] == 0 and p["unwind"]["dwarf_complete"] >= 0.9 * p["unwind"]["unwound"]' "dwarf: samples refused by the ring buffer, or unwinds not complete"
 check "$TMP/dwarf.json" 'any(s["user"][:4] == ["mix_block", "process_job", "run_jobs", "main"] and set(s["user_from"]) == {"dwarf"} for s in U)' "dwarf: no mix_block;process_job;run_jobs;main stack marked dwarf"
 check "$TMP/fp.json" 'user > 0 and to_main < 0.5 * user' "fp on -fomit-frame-pointer code reaches main: the dwarf test proves nothing"
 assert_released "the dwarf runs"
