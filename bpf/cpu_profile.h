@@ -11,25 +11,6 @@
 				  * without their leaf caller or DWARF stack */
 #define PROFILE_STAT_SENT 5      /* samples sent through the ring buffer to be unwound */
 
-/* User-space unwinding (engine/unwind.c): with each sample, the user registers and the user stack
- * from sp up, at most PROFILE_MAX_STACK_BYTES, copied in page-bounded pieces so that the copy
- * stops at the top of the stack mapping instead of failing whole. */
-#define PROFILE_MAX_STACK_BYTES 16384
-#define PROFILE_PAGE 4096
-#define PROFILE_SAMPLE_CUT 1 /* flags: the copy stopped before the bytes asked (unreadable page) */
-
-struct profile_sample {
-	__u32 tgid, tid;
-	__s32 user_stack_id;   /* the frame-pointer walk, as in profile_key */
-	__s32 kernel_stack_id;
-	char comm[16];
-	__u64 ip, sp, bp;      /* user registers (the task's, also when sampled in the kernel) */
-	__u32 stack_len;       /* bytes of stack[] copied from user address sp */
-	__u32 flags;
-	/* PROFILE_PAGE of slack: the verifier sees each piece land below the end */
-	__u8 stack[PROFILE_MAX_STACK_BYTES + PROFILE_PAGE];
-};
-
 struct profile_key {
 	__u32 tgid;
 	__s32 user_stack_id;   /* < 0: none */

@@ -4,19 +4,16 @@
  * default cpu_clock, the software event; hw_cycles where a recipe prefers it and a PMU exists),
  * one perf event + BPF link per online CPU, and walking its counts map: each
  * (thread name, stack ids, count) goes to the shared stack table (stacks.h), weight = count =
- * samples (stack_unit "samples"). User-space unwinding (option user_unwind, leaf_fixup): the
- * `samples` ring buffer, drained when a quarter full (the run loop polls it), each tick and at
- * collect; each sample's user stack fixed by
- * engine/unwind.c (a frameless leaf's caller from CFI, or a DWARF unwind of the copied stack) and
- * counted here per (thread name, user addresses and their origin, kernel stack id), at most
- * max_stack_counts of them (more: counted in `dropped`).
- * Must not: read, symbolize, merge or order stacks itself (stacks.c does), unwind (unwind.c
- * does), or interpret them (that is the recipe's Lua).
+ * samples (stack_unit "samples"). User-space unwinding (options user_unwind, leaf_fixup): the
+ * `samples` ring buffer, sized from ring_buffer_kib, drained when a quarter full (the run loop
+ * polls it), each tick and at collect into engine/stack_sampler.c, which fixes and counts the
+ * stacks (at most max_stack_counts distinct ones; more are counted in `dropped`).
+ * Must not: read, symbolize, merge or order stacks itself (stacks.c does), unwind
+ * (stack_sampler.c, unwind.c do), or interpret them (that is the recipe's Lua).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,40 +24,17 @@
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"
 #include "diag_bpf.h"
+#include "diag_unwind.h"
+#include "stack_sampler.h"
 #include "stacks.h"
-#include "unwind.h"
-
-/* One distinct user-unwound stack: its addresses (leaf first) and where each came from. */
-struct unw_row {
-	char comm[17];
-	int32_t kernel_stack_id;
-	bool in_kernel;
-	size_t n;
-	uint64_t *ips;
-	uint8_t *from;
-	uint64_t hash, count;
-};
-
-struct unw_stats {
-	uint64_t received, bad, copied_bytes, cut;
-	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
-	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed;
-	uint64_t refused; /* distinct stacks over max_stack_counts */
-};
 
 struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
-	/* user-space unwinding (copy_bytes > 0) */
-	bool dwarf, leaf_fixup;
+	/* user-space unwinding (copy_bytes > 0): the ring buffer feeds the sampler */
 	struct ring_buffer *rb;
-	struct unwinder *unw;
-	int stacks_fd;
-	struct unw_row *rows;
-	size_t n_rows, cap_rows, max_rows;
-	size_t *index, index_size; /* open addressing over rows: i + 1, 0 = empty */
-	struct unw_stats st;
+	struct stack_sampler *sampler;
 };
 
 PROBE_BPF_SKELETON(cpu_profile)
@@ -92,7 +66,7 @@ static const struct option_spec profile_options[] = {
 	{ .name = "leaf_stack_bytes", .type = OPT_UINT, .dflt = 256, .min = 8, .max = 4096,
 	  .help = "fp with leaf_fixup: bytes of user stack above sp copied per sample" },
 	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
-	  .max = PROFILE_MAX_STACK_BYTES,
+	  .max = DIAG_MAX_STACK_BYTES,
 	  .help = "dwarf: bytes of user stack above sp copied per sample (deeper: truncated)" },
 	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
@@ -131,136 +105,6 @@ static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static uint64_t row_hash(const char *comm, int32_t kid, bool in_kernel, const uint64_t *ips,
-			 const uint8_t *from, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (const char *c = comm; *c; c++)
-		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-	h = (h ^ (uint32_t)kid) * 0x100000001b3ull;
-	h = (h ^ in_kernel) * 0x100000001b3ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * 0x100000001b3ull;
-	return h;
-}
-
-static bool row_eq(const struct unw_row *r, uint64_t h, const char *comm, int32_t kid,
-		   bool in_kernel, const uint64_t *ips, const uint8_t *from, size_t n)
-{
-	return r->hash == h && r->n == n && r->kernel_stack_id == kid && r->in_kernel == in_kernel &&
-	       !strcmp(r->comm, comm) && !memcmp(r->ips, ips, n * sizeof(*ips)) &&
-	       !memcmp(r->from, from, n);
-}
-
-static void index_put(struct profile_priv *pp, size_t i)
-{
-	size_t mask = pp->index_size - 1, slot = pp->rows[i].hash & mask;
-	while (pp->index[slot])
-		slot = (slot + 1) & mask;
-	pp->index[slot] = i + 1;
-}
-
-/* Counts one unwound stack; a new one past max_rows is refused (counted). */
-static void row_add(struct profile_priv *pp, const char *comm, int32_t kid, bool in_kernel,
-		    const uint64_t *ips, const uint8_t *from, size_t n)
-{
-	uint64_t h = row_hash(comm, kid, in_kernel, ips, from, n);
-	if (pp->index_size) {
-		size_t mask = pp->index_size - 1;
-		for (size_t slot = h & mask; pp->index[slot]; slot = (slot + 1) & mask) {
-			struct unw_row *r = &pp->rows[pp->index[slot] - 1];
-			if (row_eq(r, h, comm, kid, in_kernel, ips, from, n)) {
-				r->count++;
-				return;
-			}
-		}
-	}
-	if (pp->n_rows >= pp->max_rows) {
-		pp->st.refused++;
-		return;
-	}
-	if (pp->n_rows == pp->cap_rows)
-		pp->rows = xrealloc(pp->rows, (pp->cap_rows = pp->cap_rows ? pp->cap_rows * 2 : 64) *
-					      sizeof(*pp->rows));
-	struct unw_row *r = &pp->rows[pp->n_rows++];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->comm, sizeof(r->comm), "%s", comm);
-	r->kernel_stack_id = kid;
-	r->in_kernel = in_kernel;
-	r->n = n;
-	r->ips = xmalloc((n ? n : 1) * sizeof(*ips));
-	r->from = xmalloc(n ? n : 1);
-	memcpy(r->ips, ips, n * sizeof(*ips));
-	memcpy(r->from, from, n);
-	r->hash = h;
-	r->count = 1;
-	if (pp->n_rows * 2 >= pp->index_size) {
-		free(pp->index);
-		pp->index_size = pp->index_size ? pp->index_size * 2 : 256;
-		pp->index = xcalloc(pp->index_size, sizeof(*pp->index));
-		for (size_t i = 0; i < pp->n_rows; i++)
-			index_put(pp, i);
-	} else {
-		index_put(pp, pp->n_rows - 1);
-	}
-}
-
-/* A sample from the ring buffer: its user stack fixed (leaf caller by CFI, or DWARF), counted. */
-static int on_sample(void *ctx, void *data, size_t size)
-{
-	struct profile_priv *pp = ctx;
-	const struct profile_sample *s = data;
-	size_t head = offsetof(struct profile_sample, stack);
-	pp->st.received++;
-	if (size < head) {
-		pp->st.bad++;
-		return 0;
-	}
-	size_t len = s->stack_len;
-	if (len > size - head)
-		len = size - head;
-	if (len > PROFILE_MAX_STACK_BYTES)
-		len = PROFILE_MAX_STACK_BYTES;
-	pp->st.copied_bytes += len;
-	pp->st.cut += (s->flags & PROFILE_SAMPLE_CUT) != 0;
-	struct user_sample us = { s->ip, s->sp, s->bp, s->stack, len };
-	uint64_t ips[DIAG_STACK_DEPTH];
-	uint8_t from[DIAG_STACK_DEPTH];
-	size_t n = 0;
-	if (pp->dwarf) {
-		int rc = unwind_dwarf(pp->unw, (int)s->tgid, (int)s->tid, &us, ips, DIAG_STACK_DEPTH, &n);
-		if (rc < 0)
-			n = 0;
-		pp->st.dwarf_complete += rc == 0;
-		pp->st.dwarf_truncated += rc == 1;
-		pp->st.dwarf_failed += rc < 0;
-		memset(from, FRAME_DWARF, n);
-	}
-	if (!n) { /* fp: the kernel's walk, its leaf's caller recovered */
-		n = stacks_read_ids(pp->stacks_fd, s->user_stack_id, ips);
-		memset(from, FRAME_FP, n);
-		uint64_t caller;
-		int rc = pp->leaf_fixup && n ? unwind_leaf_caller(pp->unw, (int)s->tgid, &us, &caller) : -2;
-		if (rc == 1 && (n < 2 || ips[1] != caller)) {
-			size_t keep = n < DIAG_STACK_DEPTH ? n : DIAG_STACK_DEPTH - 1;
-			memmove(&ips[2], &ips[1], (keep - 1) * sizeof(*ips));
-			memmove(&from[2], &from[1], keep - 1);
-			ips[1] = caller;
-			from[1] = FRAME_CFI;
-			n = keep + 1;
-			pp->st.fixed_leaves++;
-		} else if (rc >= 0) {
-			pp->st.leaf_frame_ok++;
-		} else if (rc == -1) {
-			pp->st.leaf_unknown++;
-		}
-	}
-	char comm[sizeof(s->comm) + 1];
-	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(s->comm), s->comm);
-	row_add(pp, comm, s->kernel_stack_id, s->kernel_stack_id != -EFAULT, ips, from, n);
-	return 0;
-}
-
 static void profile_drain(struct probe *p)
 {
 	struct profile_priv *pp = p->priv;
@@ -280,7 +124,7 @@ static void profile_tick(struct probe *p)
 	if (!pp->rb)
 		return;
 	ring_buffer__consume(pp->rb); /* what did not reach wake_bytes */
-	unwinder_new_period(pp->unw);
+	stack_sampler_period(pp->sampler);
 }
 
 static int profile_load(struct probe *p, struct diag_err *err)
@@ -319,10 +163,10 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
 	const char *unwind = probe_opt_str(p, "user_unwind");
-	pp->dwarf = unwind && !strcmp(unwind, "dwarf");
-	pp->leaf_fixup = !pp->dwarf && probe_opt(p, "leaf_fixup");
-	__u32 copy = pp->dwarf ? (__u32)probe_opt(p, "stack_bytes")
-		     : pp->leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;
+	bool dwarf = unwind && !strcmp(unwind, "dwarf");
+	bool leaf_fixup = !dwarf && probe_opt(p, "leaf_fixup");
+	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
+		     : leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;
 	pp->skel->rodata->copy_bytes = probe_opt(p, "user_stacks") ? copy : 0;
 	uint64_t ring = 4096, want = probe_opt(p, "ring_buffer_kib") * 1024;
 	while (ring < want)
@@ -332,14 +176,14 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	int rc = cpu_profile_bpf__load(pp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
-	pp->stacks_fd = bpf_map__fd(pp->skel->maps.stacks);
-	pp->max_rows = (size_t)probe_opt(p, "max_stack_counts");
 	if (pp->skel->rodata->copy_bytes) {
-		pp->rb = ring_buffer__new(bpf_map__fd(pp->skel->maps.samples), on_sample, pp, NULL);
+		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
+						(size_t)probe_opt(p, "max_stack_counts"));
+		pp->rb = ring_buffer__new(bpf_map__fd(pp->skel->maps.samples), stack_sampler_add,
+					  pp->sampler, NULL);
 		if (!pp->rb)
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));
-		pp->unw = unwinder_new();
 	}
 	return 0;
 }
@@ -379,13 +223,7 @@ static void profile_destroy(struct probe *p)
 	struct profile_priv *pp = p->priv;
 	probe_bpf_destroy(p);
 	ring_buffer__free(pp->rb); /* NULL is fine */
-	unwinder_free(pp->unw);
-	for (size_t i = 0; i < pp->n_rows; i++) {
-		free(pp->rows[i].ips);
-		free(pp->rows[i].from);
-	}
-	free(pp->rows);
-	free(pp->index);
+	stack_sampler_free(pp->sampler);
 	free(pp->cpus);
 	memset(pp, 0, sizeof(*pp));
 }
@@ -398,7 +236,7 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	int stacks_fd = bpf_map__fd(pp->skel->maps.stacks);
 	/* a row per counts map entry, and one per distinct unwound stack */
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(pp->skel->maps.counts) +
-							    pp->max_rows);
+							    (size_t)probe_opt(p, "max_stack_counts"));
 	struct profile_key keys[2], *prev = NULL, *next = &keys[0];
 	uint64_t samples = 0, in_kernel = 0;
 	(void)err;
@@ -419,15 +257,12 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       kernel, count, count, NULL);
 	}
-	if (pp->rb)
+	if (pp->rb) {
+		uint64_t w, n, k;
 		ring_buffer__consume(pp->rb); /* detached: what is left */
-	for (size_t i = 0; i < pp->n_rows; i++) {
-		const struct unw_row *r = &pp->rows[i];
-		bool kernel = probe_opt(p, "kernel_stacks") && r->in_kernel;
-		samples += r->count;
-		in_kernel += kernel ? r->count : 0;
-		stacks_add_user_ips(table, stacks_fd, r->comm, r->ips, r->from, r->n,
-				    r->kernel_stack_id, kernel, r->count, r->count, NULL);
+		stack_sampler_flush(pp->sampler, table, probe_opt(p, "kernel_stacks"), &w, &n, &k);
+		samples += n;
+		in_kernel += k;
 	}
 
 	struct value *res = value_obj();
@@ -439,24 +274,11 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(pp->skel->obj, DIAG_STAT_LOST));
 	/* the table holds the map's max_entries: it refuses nothing unless the map grew meanwhile */
 	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(pp->skel->obj, DIAG_STAT_MAP_FULL) +
-						  stacks_refused(table) + pp->st.refused));
-	value_set_str(res, "user_unwind", pp->dwarf ? "dwarf" : "fp");
-	struct value *u = value_obj_set(res, "unwind", value_obj());
-	const struct unw_stats *st = &pp->st;
-	value_set_bool(u, "leaf_fixup", pp->leaf_fixup);
-	value_set_int(u, "copy_bytes", (int64_t)pp->skel->rodata->copy_bytes);
-	value_set_int(u, "sent", (int64_t)probe_stat_sum(pp->skel->obj, PROFILE_STAT_SENT));
-	value_set_int(u, "ring_full", (int64_t)probe_stat_sum(pp->skel->obj, PROFILE_STAT_RING_FULL));
-	value_set_int(u, "unwound", (int64_t)(st->received - st->bad));
-	value_set_int(u, "copied_bytes_avg",
-		      (int64_t)(st->received ? st->copied_bytes / st->received : 0));
-	value_set_int(u, "copies_cut", (int64_t)st->cut);
-	value_set_int(u, "fixed_leaves", (int64_t)st->fixed_leaves);
-	value_set_int(u, "leaf_frame_ok", (int64_t)st->leaf_frame_ok);
-	value_set_int(u, "leaf_unknown", (int64_t)st->leaf_unknown);
-	value_set_int(u, "dwarf_complete", (int64_t)st->dwarf_complete);
-	value_set_int(u, "dwarf_truncated", (int64_t)st->dwarf_truncated);
-	value_set_int(u, "dwarf_failed", (int64_t)st->dwarf_failed);
+						  stacks_refused(table) +
+						  (pp->sampler ? stack_sampler_refused(pp->sampler) : 0)));
+	stack_sampler_report(pp->sampler, res, pp->skel->rodata->copy_bytes,
+			     probe_stat_sum(pp->skel->obj, PROFILE_STAT_SENT),
+			     probe_stat_sum(pp->skel->obj, PROFILE_STAT_RING_FULL));
 	stacks_finish(table, res, p->kind->stack_unit); /* weight = count = samples */
 	*out = res;
 	return 0;
@@ -470,28 +292,7 @@ static const struct result_field profile_results[] = {
 	{ "kernel_samples", RT_INTEGER, "samples", false, "samples taken in kernel mode" },
 	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be stored" },
 	{ "dropped", RT_INTEGER, "samples", false, "samples not counted: the counts map was full" },
-	{ "user_unwind", RT_STRING, NULL, false, "the user unwinder: fp or dwarf" },
-	{ "unwind", RT_OBJECT, NULL, false, "user-space unwinding of the samples sent to it" },
-	{ "unwind.leaf_fixup", RT_BOOLEAN, NULL, false, "fp: leaf callers recovered by CFI" },
-	{ "unwind.copy_bytes", RT_INTEGER, "bytes", false, "user stack copied per sample (0: none)" },
-	{ "unwind.sent", RT_INTEGER, "samples", false, "samples sent to user space to unwind" },
-	{ "unwind.ring_full", RT_INTEGER, "samples", false,
-	  "samples the ring buffer refused: counted with their frame-pointer stack only" },
-	{ "unwind.unwound", RT_INTEGER, "samples", false, "samples unwound in user space" },
-	{ "unwind.copied_bytes_avg", RT_INTEGER, "bytes", false, "stack bytes copied per sample" },
-	{ "unwind.copies_cut", RT_INTEGER, "samples", false,
-	  "copies that ended before copy_bytes (top of the stack, or a page not present)" },
-	{ "unwind.fixed_leaves", RT_INTEGER, "samples", false,
-	  "fp: samples whose leaf's caller was missing and was inserted from CFI" },
-	{ "unwind.leaf_frame_ok", RT_INTEGER, "samples", false,
-	  "fp: samples whose frame-pointer stack already had the leaf's caller" },
-	{ "unwind.leaf_unknown", RT_INTEGER, "samples", false,
-	  "fp: samples whose leaf had no usable CFI (or the word was not copied)" },
-	{ "unwind.dwarf_complete", RT_INTEGER, "samples", false, "dwarf: unwound to the outermost frame" },
-	{ "unwind.dwarf_truncated", RT_INTEGER, "samples", false,
-	  "dwarf: unwinding stopped early (end of the copy, a frame without CFI)" },
-	{ "unwind.dwarf_failed", RT_INTEGER, "samples", false,
-	  "dwarf: not even one caller: counted with the frame-pointer stack" },
+	STACK_SAMPLER_RESULT_FIELDS,
 	STACK_RESULT_FIELDS,
 };
 static const char *const profile_features[] = { "btf", "perf_event", NULL };

@@ -1,0 +1,88 @@
+/* diag_unwind.h — what a stack probe shares to have its user stacks unwound in user space
+ * (engine/unwind.c, engine/stack_sampler.c): the record it streams through its ring buffer with
+ * each sample (user registers, stack ids, a weight, and the top of the user stack copied from sp)
+ * and, in BPF, the sender that fills it in a per-CPU scratch entry, copies the stack page by page
+ * and outputs it, waking the engine only when wake_bytes are waiting.
+ * Must not: define maps (each probe has its own ring buffer and scratch array) or unwind (no CFI
+ * in BPF).
+ */
+#ifndef DIAG_BPF_UNWIND_H
+#define DIAG_BPF_UNWIND_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* At most this much stack per sample; copied in pieces that never cross a page, so that the copy
+ * ends at the top of the stack mapping (or a page not present) with what was readable before. */
+#define DIAG_MAX_STACK_BYTES 16384
+#define DIAG_PAGE 4096
+#define DIAG_SAMPLE_CUT 1 /* flags: the copy stopped before the bytes asked */
+
+struct diag_user_sample {
+	__u32 tgid, tid;
+	__s32 user_stack_id;   /* the frame-pointer walk (bpf_get_stackid), < 0: none */
+	__s32 kernel_stack_id; /* < 0: none (-EFAULT: the task was in user mode) */
+	char comm[16];
+	__u64 weight;          /* in the probe's stack_unit (samples: 1; off-CPU: ns) */
+	__u64 ip, sp, bp;      /* user registers (the task's, also when it was in the kernel) */
+	__u32 stack_len;       /* bytes of stack[] copied from user address sp */
+	__u32 flags;
+	/* DIAG_PAGE of slack: the verifier sees each piece land below the end */
+	__u8 stack[DIAG_MAX_STACK_BYTES + DIAG_PAGE];
+};
+
+#ifdef __BPF__
+/* Sends one sample of the current task: its user registers and copy_bytes of its user stack
+ * (at most DIAG_MAX_STACK_BYTES) through ring buffer rb, built in the one-entry per-CPU array
+ * scratch of struct diag_user_sample. Returns 0, or -1 when the ring buffer refused it (full)
+ * or scratch is missing: the caller counts the sample its own way and says so in its stats. */
+static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 copy_bytes,
+						 __u64 wake_bytes, __u32 tgid, const char *comm,
+						 __s32 user_stack_id, __s32 kernel_stack_id,
+						 __u64 weight)
+{
+	__u32 zero = 0;
+	struct diag_user_sample *s = bpf_map_lookup_elem(scratch, &zero);
+	if (!s)
+		return -1;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	s->tgid = tgid;
+	s->tid = (__u32)bpf_get_current_pid_tgid();
+	s->user_stack_id = user_stack_id;
+	s->kernel_stack_id = kernel_stack_id;
+	__builtin_memcpy(s->comm, comm, sizeof(s->comm));
+	s->weight = weight;
+	s->ip = BPF_CORE_READ(regs, ip);
+	s->sp = BPF_CORE_READ(regs, sp);
+	s->bp = BPF_CORE_READ(regs, bp);
+	s->flags = 0;
+
+	/* 64-bit throughout: the verifier keeps unsigned bounds through the comparisons */
+	__u64 len = 0, want = copy_bytes;
+	for (int i = 0; i < DIAG_MAX_STACK_BYTES / DIAG_PAGE + 1; i++) {
+		if (len >= want || len >= DIAG_MAX_STACK_BYTES)
+			break;
+		__u64 at = s->sp + len;
+		__u64 n = DIAG_PAGE - (at & (DIAG_PAGE - 1));
+		__u64 left = want - len;
+		if (n > left)
+			n = left;
+		if (bpf_probe_read_user(&s->stack[len & (DIAG_MAX_STACK_BYTES - 1)], n,
+					(const void *)at)) {
+			s->flags |= DIAG_SAMPLE_CUT;
+			break;
+		}
+		len += n;
+	}
+	s->stack_len = (__u32)len;
+	__u64 size = __builtin_offsetof(struct diag_user_sample, stack) + len;
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	__u64 wake = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + size >= wake_bytes
+			     ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_output(rb, s, size, wake) ? -1 : 0;
+}
+#endif
+
+#endif

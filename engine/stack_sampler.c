@@ -1,0 +1,251 @@
+/* stack_sampler.c — fixing and counting streamed user stacks (see stack_sampler.h).
+ * Must not: print, symbolize, or trust a record's sizes (they are bounded by what was received).
+ */
+#include "stack_sampler.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
+#include "diag_bpf.h"
+#include "unwind.h"
+#include "util.h"
+
+/* One distinct fixed stack: its addresses (leaf first) and where each came from. */
+struct srow {
+	char comm[17];
+	int32_t kernel_stack_id;
+	size_t n;
+	uint64_t *ips;
+	uint8_t *from;
+	uint64_t hash, weight, count;
+};
+
+struct stack_sampler {
+	int stacks_fd;
+	bool dwarf, leaf_fixup;
+	struct unwinder *unw;
+	struct srow *rows;
+	size_t n_rows, cap_rows, max_rows;
+	size_t *index, index_size; /* open addressing over rows: i + 1, 0 = empty */
+	uint64_t received, bad, refused, copied_bytes, cut;
+	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
+	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed;
+};
+
+struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows)
+{
+	struct stack_sampler *s = xcalloc(1, sizeof(*s));
+	s->stacks_fd = stacks_fd;
+	s->dwarf = dwarf;
+	s->leaf_fixup = !dwarf && leaf_fixup;
+	s->max_rows = max_rows;
+	s->unw = unwinder_new();
+	return s;
+}
+
+void stack_sampler_free(struct stack_sampler *s)
+{
+	if (!s)
+		return;
+	unwinder_free(s->unw);
+	for (size_t i = 0; i < s->n_rows; i++) {
+		free(s->rows[i].ips);
+		free(s->rows[i].from);
+	}
+	free(s->rows);
+	free(s->index);
+	free(s);
+}
+
+void stack_sampler_period(struct stack_sampler *s)
+{
+	unwinder_new_period(s->unw);
+}
+
+uint64_t stack_sampler_refused(const struct stack_sampler *s)
+{
+	return s->refused + s->bad;
+}
+
+static uint64_t row_hash(const char *comm, int32_t kid, const uint64_t *ips, const uint8_t *from,
+			 size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (const char *c = comm; *c; c++)
+		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+	h = (h ^ (uint32_t)kid) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * 0x100000001b3ull;
+	return h;
+}
+
+static bool row_eq(const struct srow *r, uint64_t h, const char *comm, int32_t kid,
+		   const uint64_t *ips, const uint8_t *from, size_t n)
+{
+	return r->hash == h && r->n == n && r->kernel_stack_id == kid && !strcmp(r->comm, comm) &&
+	       !memcmp(r->ips, ips, n * sizeof(*ips)) && !memcmp(r->from, from, n);
+}
+
+static void index_put(struct stack_sampler *s, size_t i)
+{
+	size_t mask = s->index_size - 1, slot = s->rows[i].hash & mask;
+	while (s->index[slot])
+		slot = (slot + 1) & mask;
+	s->index[slot] = i + 1;
+}
+
+/* Counts one fixed stack; a new one past max_rows is refused (counted). */
+static void row_add(struct stack_sampler *s, const char *comm, int32_t kid, const uint64_t *ips,
+		    const uint8_t *from, size_t n, uint64_t weight)
+{
+	uint64_t h = row_hash(comm, kid, ips, from, n);
+	if (s->index_size) {
+		size_t mask = s->index_size - 1;
+		for (size_t slot = h & mask; s->index[slot]; slot = (slot + 1) & mask) {
+			struct srow *r = &s->rows[s->index[slot] - 1];
+			if (row_eq(r, h, comm, kid, ips, from, n)) {
+				r->weight += weight;
+				r->count++;
+				return;
+			}
+		}
+	}
+	if (s->n_rows >= s->max_rows) {
+		s->refused++;
+		return;
+	}
+	if (s->n_rows == s->cap_rows)
+		s->rows = xrealloc(s->rows, (s->cap_rows = s->cap_rows ? s->cap_rows * 2 : 64) *
+					    sizeof(*s->rows));
+	struct srow *r = &s->rows[s->n_rows++];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->comm, sizeof(r->comm), "%s", comm);
+	r->kernel_stack_id = kid;
+	r->n = n;
+	r->ips = xmalloc((n ? n : 1) * sizeof(*ips));
+	r->from = xmalloc(n ? n : 1);
+	memcpy(r->ips, ips, n * sizeof(*ips));
+	memcpy(r->from, from, n);
+	r->hash = h;
+	r->weight = weight;
+	r->count = 1;
+	if (s->n_rows * 2 >= s->index_size) {
+		free(s->index);
+		s->index_size = s->index_size ? s->index_size * 2 : 256;
+		s->index = xcalloc(s->index_size, sizeof(*s->index));
+		for (size_t i = 0; i < s->n_rows; i++)
+			index_put(s, i);
+	} else {
+		index_put(s, s->n_rows - 1);
+	}
+}
+
+/* The frame-pointer stack of the sample, its leaf's caller inserted when CFI says it is
+ * missing. Returns the number of frames. */
+static size_t fp_stack(struct stack_sampler *s, const struct diag_user_sample *rec,
+		       const struct user_sample *us, uint64_t *ips, uint8_t *from)
+{
+	size_t n = stacks_read_ids(s->stacks_fd, rec->user_stack_id, ips);
+	memset(from, FRAME_FP, n);
+	if (!s->leaf_fixup || !n)
+		return n;
+	uint64_t caller;
+	int rc = unwind_leaf_caller(s->unw, (int)rec->tgid, us, &caller);
+	if (rc == 1 && (n < 2 || ips[1] != caller)) {
+		size_t keep = n < DIAG_STACK_DEPTH ? n : DIAG_STACK_DEPTH - 1;
+		memmove(&ips[2], &ips[1], (keep - 1) * sizeof(*ips));
+		memmove(&from[2], &from[1], keep - 1);
+		ips[1] = caller;
+		from[1] = FRAME_CFI;
+		s->fixed_leaves++;
+		return keep + 1;
+	}
+	if (rc >= 0)
+		s->leaf_frame_ok++;
+	else
+		s->leaf_unknown++;
+	return n;
+}
+
+int stack_sampler_add(void *ctx, void *data, size_t size)
+{
+	struct stack_sampler *s = ctx;
+	const struct diag_user_sample *rec = data;
+	size_t head = offsetof(struct diag_user_sample, stack);
+	s->received++;
+	if (size < head) {
+		s->bad++;
+		return 0;
+	}
+	size_t len = rec->stack_len;
+	if (len > size - head)
+		len = size - head;
+	if (len > DIAG_MAX_STACK_BYTES)
+		len = DIAG_MAX_STACK_BYTES;
+	s->copied_bytes += len;
+	s->cut += (rec->flags & DIAG_SAMPLE_CUT) != 0;
+	struct user_sample us = { rec->ip, rec->sp, rec->bp, rec->stack, len };
+	uint64_t ips[DIAG_STACK_DEPTH];
+	uint8_t from[DIAG_STACK_DEPTH];
+	size_t n = 0;
+	if (s->dwarf) {
+		int rc = unwind_dwarf(s->unw, (int)rec->tgid, (int)rec->tid, &us, ips, DIAG_STACK_DEPTH, &n);
+		if (rc < 0)
+			n = 0;
+		s->dwarf_complete += rc == 0;
+		s->dwarf_truncated += rc == 1;
+		s->dwarf_failed += rc < 0;
+		memset(from, FRAME_DWARF, n);
+	}
+	if (!n)
+		n = fp_stack(s, rec, &us, ips, from);
+	char comm[sizeof(rec->comm) + 1];
+	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(rec->comm), rec->comm);
+	row_add(s, comm, rec->kernel_stack_id, ips, from, n, rec->weight);
+	return 0;
+}
+
+size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
+			   uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
+{
+	size_t refused = 0;
+	*weight = *count = *in_kernel_count = 0;
+	for (size_t i = 0; i < s->n_rows; i++) {
+		const struct srow *r = &s->rows[i];
+		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
+		*weight += r->weight;
+		*count += r->count;
+		*in_kernel_count += kernel ? r->count : 0;
+		refused += stacks_add_user_ips(t, s->stacks_fd, r->comm, r->ips, r->from, r->n,
+					       r->kernel_stack_id, kernel, r->weight, r->count,
+					       NULL) != 0;
+	}
+	return refused;
+}
+
+void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint64_t copy_bytes,
+			  uint64_t sent, uint64_t ring_full)
+{
+	value_set_str(res, "user_unwind", s && s->dwarf ? "dwarf" : "fp");
+	struct value *u = value_obj_set(res, "unwind", value_obj());
+	const struct stack_sampler zero = { 0 };
+	if (!s)
+		s = &zero;
+	value_set_bool(u, "leaf_fixup", s->leaf_fixup);
+	value_set_int(u, "copy_bytes", (int64_t)copy_bytes);
+	value_set_int(u, "sent", (int64_t)sent);
+	value_set_int(u, "ring_full", (int64_t)ring_full);
+	value_set_int(u, "unwound", (int64_t)(s->received - s->bad));
+	value_set_int(u, "copied_bytes_avg", (int64_t)(s->received ? s->copied_bytes / s->received : 0));
+	value_set_int(u, "copies_cut", (int64_t)s->cut);
+	value_set_int(u, "fixed_leaves", (int64_t)s->fixed_leaves);
+	value_set_int(u, "leaf_frame_ok", (int64_t)s->leaf_frame_ok);
+	value_set_int(u, "leaf_unknown", (int64_t)s->leaf_unknown);
+	value_set_int(u, "dwarf_complete", (int64_t)s->dwarf_complete);
+	value_set_int(u, "dwarf_truncated", (int64_t)s->dwarf_truncated);
+	value_set_int(u, "dwarf_failed", (int64_t)s->dwarf_failed);
+}
