@@ -20,7 +20,9 @@
 --   /proc/pressure/cpu total=, not avg10, which describes the 10 s before) >= psi_some_pct_warn, or cgroup
 --   throttling in >= THROTTLED_PCT of periods.
 --   missing-frame-pointers: >= shallow_stack_pct % of user-mode samples with at most
---   shallow_stack_frames user frames (and at least MIN_SAMPLES of them).
+--   shallow_stack_frames user frames (and at least MIN_SAMPLES of them); with
+--   profile.user_unwind == "dwarf" it says the stacks are truncated even so (no CFI), and stops
+--   suggesting --param unwind=dwarf.
 --   incomplete-data: a probe missing, lost/dropped data, or an early stop.
 
 local USER_SHARE_PCT = 70
@@ -471,16 +473,27 @@ end
 local function frame_pointer_verdict()
   local pct = diag.pct(prof.shallow, prof.user_mode)
   local exe = diag.get(run, "target", "exe") or (C and C.exe) or "the binary"
-  return diag.verdict("missing-frame-pointers", "warning",
-    sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (missing frame pointers?)",
-      diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s"),
-    { sub("%s of %s user-mode samples have at most %d user frames", diag.fmt_count(prof.shallow),
-      diag.fmt_count(prof.user_mode), T.shallow_frames),
-      sub("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe) },
-    { "Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
+  local dwarf = diag.get(P, "user_unwind") == "dwarf"
+  local ev = { sub("%s of %s user-mode samples have at most %d user frames", diag.fmt_count(prof.shallow),
+      diag.fmt_count(prof.user_mode), T.shallow_frames) }
+  if dwarf then
+    push(ev, sub("Unwound with DWARF: %s stacks truncated, %s not unwound (no CFI for the code: JIT, stripped .eh_frame?)",
+      diag.fmt_count(diag.get(P, "unwind", "dwarf_truncated") or 0), diag.fmt_count(diag.get(P, "unwind", "dwarf_failed") or 0)))
+  else
+    push(ev, sub("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe))
+  end
+  local steps = { "Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
       "For libraries, use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+) or rebuild the hot ones",
-      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof",
-      sub("Meanwhile: perf record --call-graph dwarf -p %s -- sleep 10 unwinds without frame pointers, at a higher cost", pid) })
+      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof" }
+  if not dwarf then
+    push(steps, sub("Meanwhile: diagnose high-cpu --pid %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", pid))
+  end
+  push(steps, sub("Or: perf record --call-graph dwarf -p %s -- sleep 10", pid))
+  return diag.verdict("missing-frame-pointers", "warning",
+    sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (%s)",
+      diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s",
+      dwarf and "even with DWARF unwinding" or "missing frame pointers?"),
+    ev, steps)
 end
 
 local function incomplete_verdict()

@@ -83,11 +83,14 @@ static void test_high_cpu(void **state)
 	assert_int_equal(r->budgets.max_events_per_s, 1000000);
 	assert_true(r->budgets.degrade_sample);
 	assert_int_equal(r->budgets.preflight_ms, 100);
-	assert_int_equal(r->n_params, 1);
+	assert_int_equal(r->n_params, 2);
 	assert_string_equal(r->params[0].name, "hz");
 	assert_int_equal(r->params[0].type, PARAM_INTEGER);
 	assert_string_equal(r->params[0].dflt, "99");
 	assert_string_equal(r->params[0].max, "999");
+	assert_string_equal(r->params[1].name, "unwind"); /* the profile's user_unwind */
+	assert_int_equal(r->params[1].type, PARAM_STRING);
+	assert_string_equal(r->params[1].dflt, "fp");
 	assert_true(r->budgets.max_cpu_pct == 15.0);
 	assert_int_equal(r->budgets.max_map_bytes, 67108864);
 
@@ -104,9 +107,11 @@ static void test_high_cpu(void **state)
 		assert_int_equal(r->probes[i].line, line_of(HIGH_CPU, entry, 1));
 	}
 	const struct recipe_probe *p = &r->probes[0];
-	assert_int_equal(p->n_options, 5);
+	assert_int_equal(p->n_options, 6);
 	assert_kv(p->options, p->n_options, "frequency_hz", "${hz}",
 		  line_of(HIGH_CPU, "frequency_hz:", p->line));
+	assert_kv(p->options, p->n_options, "user_unwind", "${unwind}",
+		  line_of(HIGH_CPU, "user_unwind:", p->line));
 	assert_kv(p->options, p->n_options, "user_stacks", "true",
 		  line_of(HIGH_CPU, "user_stacks:", p->line));
 	assert_string_equal(p->options[0].key, "frequency_hz"); /* file order is kept */

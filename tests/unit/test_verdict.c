@@ -644,6 +644,8 @@ static void test_missing_frame_pointers(void **state)
 	value_obj_set(res, "context", context(97.0, 0.99, 5, 20));
 	add_background(res);
 
+	struct value *res_dwarf = value_copy(res); /* high_cpu takes res */
+	value_set_str((struct value *)value_get(res_dwarf, "profile"), "user_unwind", "dwarf");
 	struct outcome o;
 	high_cpu(res, run_info("duration"), &o);
 	print_verdicts("frame pointers", &o);
@@ -658,6 +660,16 @@ static void test_missing_frame_pointers(void **state)
 	assert_non_null(u);
 	assert_contains(value_get_str(u, "title"), "hash_block()");
 	assert_mentions(value_get(u, "evidence"), "see missing-frame-pointers");
+	assert_mentions(value_get(v, "next_steps"), "--param unwind=dwarf");
+	outcome_free(&o);
+
+	/* the same stacks unwound with DWARF: truncated even so, no advice to use DWARF */
+	high_cpu(res_dwarf, run_info("duration"), &o);
+	v = verdict(&o, "missing-frame-pointers");
+	assert_non_null(v);
+	assert_contains(value_get_str(v, "title"), "even with DWARF unwinding");
+	assert_mentions(value_get(v, "evidence"), "Unwound with DWARF");
+	assert_false(mentions(value_get(v, "next_steps"), "unwind=dwarf"));
 	outcome_free(&o);
 }
 
