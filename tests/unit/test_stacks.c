@@ -1,7 +1,8 @@
 /* test_stacks.c — the shared stack table (engine/stacks.c): rows that are equal once symbolized
  * merge whatever their raw ids, weight and count are summed apart, the order is by weight with a
  * fixed tie-break, tag and in_kernel keep rows apart, the table is bounded, every finished table
- * has the shape STACK_RESULT_FIELDS declares. Exact values are
+ * has the shape STACK_RESULT_FIELDS declares (user_from included: rows from fixed user addresses
+ * carry it only when a frame is not from the frame-pointer walk). Exact values are
  * asserted. Reading stack ids needs a BPF map (root or CAP_BPF); that test is skipped without.
  * The folded writer (engine/report.c) takes one probe's stacks, never a mix of units.
  */
@@ -23,6 +24,7 @@
 #include "shape.h"
 #include "stacks.h"
 #include "symbols.h"
+#include "unwind.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -248,6 +250,35 @@ static void test_in_kernel_distinguishes(void **state)
 }
 
 /* At most max_rows rows; more are refused and counted, even ones that would merge. */
+/* Rows from fixed user addresses: named "0x..." without a symbolizer, user_from present only when
+ * a frame did not come from the frame-pointer walk, and equal frames of different provenance
+ * kept apart. */
+static void test_user_ips_and_provenance(void **state)
+{
+	(void)state;
+	struct stack_table *t = stacks_new(NULL, 8);
+	const uint64_t ips[] = { 0x1000, 0x2000, 0x3000 };
+	const uint8_t all_fp[] = { FRAME_FP, FRAME_FP, FRAME_FP };
+	const uint8_t leaf_fixed[] = { FRAME_FP, FRAME_CFI, FRAME_FP };
+	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, leaf_fixed, 3, -1, false, 5, 5, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, leaf_fixed, 3, -1, false, 2, 2, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, all_fp, 3, -1, false, 4, 4, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, NULL, 3, -1, false, 1, 1, NULL), 0);
+	struct value *res;
+	const struct value *stacks = finish(t, "samples", &res);
+	assert_int_equal(stacks->arr.len, 2);
+	const struct value *fixed = stacks->arr.items[0], *walked = stacks->arr.items[1];
+	assert_int_equal(value_get(fixed, "weight")->i, 7);
+	assert_int_equal(value_get(walked, "weight")->i, 5); /* NULL origin = all fp */
+	static const char *const names[] = { "0x1000", "0x2000", "0x3000" };
+	assert_frames(fixed, "user", names, 3);
+	assert_frames(walked, "user", names, 3);
+	static const char *const from[] = { "fp", "cfi", "fp" };
+	assert_frames(fixed, "user_from", from, 3);
+	assert_null(value_get(walked, "user_from"));
+	value_free(res);
+}
+
 static void test_bounded(void **state)
 {
 	(void)state;
@@ -381,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_order_and_ties),
 		cmocka_unit_test(test_tag_distinguishes),
 		cmocka_unit_test(test_in_kernel_distinguishes),
+		cmocka_unit_test(test_user_ips_and_provenance),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_folded_one_probe_one_unit),
 		cmocka_unit_test(test_folded_escapes),

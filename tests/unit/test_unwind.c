@@ -7,8 +7,9 @@
  * missing file are "unknown". unwind_leaf_caller on this very process with libleaf.so loaded
  * (dlopen): a synthetic sample at the leaf's entry gets the word at sp as the caller, found
  * through /proc/self/maps and map_files; a copy too short for that word, an address outside every
- * mapping give -1. Addresses are read from the ELF symbol tables here (libelf), independently of
- * unwind.c. Needs no root (map_files falls back to the path with the same inode).
+ * mapping give -1. unwind_dwarf on a copy of this process's own stack (registers read with inline
+ * assembly, x86-64) finds the frames of its callers, and fewer when the copy is cut short.
+ * Addresses are read from the ELF symbol tables here (libelf), independently of unwind.c. Needs no root (map_files falls back to the path with the same inode).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -125,6 +127,69 @@ static void test_leaf_caller_live(void **state)
 	dlclose(h);
 }
 
+/* The top of the calling thread's stack mapping ([stack] in /proc/self/maps), 0 if not found. */
+static uint64_t stack_top(uint64_t sp)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t top = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		if (sscanf(line, "%llx-%llx", &a, &b) == 2 && sp >= a && sp < b)
+			top = b;
+	}
+	if (f)
+		fclose(f);
+	return top;
+}
+
+/* Registers and a copy of the stack, as cpu_profile's BPF side takes them, of this very frame. */
+__attribute__((noinline)) static void capture(struct user_sample *s, uint8_t *buf, size_t cap)
+{
+	uint64_t ip, sp, bp;
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	uint64_t top = stack_top(sp);
+	size_t len = top > sp && top - sp < cap ? (size_t)(top - sp) : cap;
+	memcpy(buf, (const void *)(uintptr_t)sp, len);
+	*s = (struct user_sample){ ip, sp, bp, buf, len };
+}
+
+__attribute__((noinline)) static void caller_of_capture(struct user_sample *s, uint8_t *buf, size_t cap)
+{
+	capture(s, buf, cap);
+	__asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+}
+
+/* DWARF unwinding of this process's own copied stack: capture's frame, then the return address
+ * into caller_of_capture, then further; memory reads outside the copy fail (a 64-byte copy is
+ * truncated after the first frame or two). */
+static void test_dwarf_self(void **state)
+{
+	(void)state;
+	static uint8_t buf[16384];
+	struct user_sample s;
+	caller_of_capture(&s, buf, sizeof(buf));
+	uint64_t ips[64];
+	size_t n = 0;
+	struct unwinder *u = unwinder_new();
+	int rc = unwind_dwarf(u, getpid(), gettid(), &s, ips, 64, &n);
+	assert_true(rc == 0 || rc == 1);
+	assert_true(n >= 3);
+	assert_int_equal(ips[0], s.ip);
+	uintptr_t caller = (uintptr_t)caller_of_capture;
+	assert_true(ips[1] > caller && ips[1] < caller + 256); /* the return address into it */
+	uintptr_t test = (uintptr_t)test_dwarf_self;
+	assert_true(ips[2] > test && ips[2] < test + 4096);
+	/* the same with only 64 bytes copied: fewer frames, never more */
+	s.len = 64;
+	size_t m = 0;
+	rc = unwind_dwarf(u, getpid(), gettid(), &s, ips, 64, &m);
+	assert_true(rc != 0);
+	assert_true(m < n);
+	unwinder_free(u);
+}
+
 static void test_origin_names(void **state)
 {
 	(void)state;
@@ -139,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_cfi_leaf),
 		cmocka_unit_test(test_cfi_framed),
 		cmocka_unit_test(test_leaf_caller_live),
+		cmocka_unit_test(test_dwarf_self),
 		cmocka_unit_test(test_origin_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
