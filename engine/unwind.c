@@ -12,7 +12,8 @@
  *   one. At most UNW_MAX_FILES files and UNW_MAX_PROCS processes: past that, lookups fail
  *   (counted by the caller as unresolved), memory stays bounded.
  * - DWARF mode: one Dwfl per process (dwfl_linux_proc_report), rebuilt at most once a period when
- *   an address falls outside its modules; memory reads are served from the copy only.
+ *   an address falls outside its modules; its files opened through /proc/PID/root (then libdwfl's
+ *   own lookup); memory reads are served from the copy only.
  */
 #include "unwind.h"
 
@@ -426,8 +427,36 @@ static const Dwfl_Thread_Callbacks dw_thread_callbacks = {
 	.set_initial_registers = dw_set_initial_registers,
 };
 
+/* A module's file as the target sees it: /proc/PID/root/PATH (another mount namespace: the host's
+ * PATH may be another file), else libdwfl's own lookup (which reads deleted files from memory).
+ * The module's userdata is its process (set by dw_tag_module). */
+static int dw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
+{
+	const struct uproc *p = *userdata;
+	if (p && name && name[0] == '/') {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			*file_name = strdup(path);
+			*elfp = NULL;
+			return fd;
+		}
+	}
+	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
+static int dw_tag_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+			 void *arg)
+{
+	(void)mod, (void)name, (void)start;
+	*userdata = arg;
+	return DWARF_CB_OK;
+}
+
 static const Dwfl_Callbacks dw_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
+	.find_elf = dw_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
@@ -458,6 +487,7 @@ static Dwfl *proc_dwfl(struct unwinder *u, int pid, uint64_t addr)
 	if (!p->dwfl)
 		return NULL;
 	if (dwfl_linux_proc_report(p->dwfl, pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+	    dwfl_getmodules(p->dwfl, dw_tag_module, p, 0) != 0 ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &dw_thread_callbacks, u)) {
 		dwfl_end(p->dwfl);
 		p->dwfl = NULL;
