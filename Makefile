@@ -122,7 +122,7 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 
-e2e: all
+e2e: all $(UNIT_FIXTURES) # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
 	@BUILD=$(BUILD) tests/e2e/run.sh
 
 check: all unit lint fuzz-smoke e2e
