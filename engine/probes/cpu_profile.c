@@ -71,7 +71,7 @@ static const struct option_spec profile_options[] = {
 	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
 	  .help = "KiB of ring buffer for samples unwound in user space (rounded up to a power of 2; "
-		  "drained every second; full: samples keep their frame-pointer stack only)" },
+		  "drained when a quarter full; full: samples keep their frame-pointer stack only)" },
 };
 
 static const char *const profile_variants[] = { "cpu_clock", "hw_cycles", NULL };
