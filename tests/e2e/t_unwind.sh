@@ -6,6 +6,8 @@
 #   >= 90% of the leaf's samples, the inserted frame marked "cfi".
 # - control: `high-cpu` on cpu_burner (clang, leaf frame pointers): the walk is already right,
 #   nothing (<= 1%: a sample on a prologue is a legitimate fix) is inserted, the path is intact.
+# - kernel mode: `high-cpu` on syscall_storm: samples taken in the kernel carry the task's user
+#   registers, so glibc's frameless write() wrapper keeps its caller log_byte (>= 90%).
 # - dwarf: `high-cpu --param unwind=dwarf` (cpu_profile's user_unwind) on nofp_main (-O2
 #   -fomit-frame-pointer): >= 90% of user-mode samples unwind to main, frames marked "dwarf", no
 #   ring buffer overflow, no missing-frame-pointers verdict; the same binary with fp reaches main
@@ -49,6 +51,18 @@ stop_wl
 CHECK_LET='p = res["profile"]; u = p["unwind"]'
 check "$TMP/ctl.json" 'u["fixed_leaves"] <= 0.01 * p["samples"] and u["leaf_frame_ok"] > 0.5 * p["samples"]' "control: frames inserted into frame-pointer stacks"
 grep -q 'main;serve_requests;handle_request;compute_checksum' "$TMP/ctl.folded" || fail "control: call path lost"
+
+# --- kernel-mode samples: the user registers are the task's, so the libc syscall wrapper (a
+# frameless leaf in glibc) gets its caller too ----------------------------------------------
+start "$WL/syscall_storm"
+"$DIAG" high-cpu --pid "$PID" --duration 2 --param hz=499 --json > "$TMP/sys.json" 2> "$TMP/sys.err"
+rc=$?
+stop_wl
+[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "syscalls: exit $rc: $(cat "$TMP/sys.err")"
+CHECK_LET='p = res["profile"]; W = [s for s in p["stacks"] if s["user"][:1] == ["write"]]
+w = sum(s["count"] for s in W); wk = sum(s["count"] for s in W if s["in_kernel"])
+called = sum(s["count"] for s in W if s["user"][1:2] == ["log_byte"])'
+check "$TMP/sys.json" 'wk > 0 and called >= 0.9 * w' "syscalls: write() without its caller log_byte in kernel-mode samples"
 
 # --- dwarf -----------------------------------------------------------------------------------
 for mode in dwarf fp; do
