@@ -1,5 +1,6 @@
-/* test_unwind.c — CFI lookups and leaf-frame recovery (engine/unwind.c) on the fixtures of
- * unwind.mk, built by gcc as distributions build.
+/* test_unwind.c — CFI lookups, leaf-frame recovery and DWARF unwinding (engine/unwind.c), and
+ * the counting of streamed samples (engine/stack_sampler.c), on the fixtures of unwind.mk (built
+ * by gcc as distributions build) and on this process itself.
  *
  * cfi_ra_rule_path on libleaf.so: the frameless leaf crc32_slice_update has its return address
  * at sp (CFA = rsp + 8) at its entry and in its body; leaf_main's handle_batch has it at sp at
@@ -9,7 +10,10 @@
  * through /proc/self/maps and map_files; a copy too short for that word, an address outside every
  * mapping give -1. unwind_dwarf on a copy of this process's own stack (registers read with inline
  * assembly, x86-64) finds the frames of its callers, and fewer when the copy is cut short.
- * Addresses are read from the ELF symbol tables here (libelf), independently of unwind.c. Needs no root (map_files falls back to the path with the same inode).
+ * stack_sampler on ring buffer records: DWARF stacks marked and merged, malformed records refused
+ * and counted, sizes clamped to the record, at most max_rows stacks. Addresses are read from the
+ * ELF symbol tables here (libelf), independently of unwind.c. Needs no root (map_files falls
+ * back to the path with the same inode).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +31,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "diag_unwind.h"
 #include "fixture_path.h"
+#include "stack_sampler.h"
+#include "stacks.h"
 #include "unwind.h"
 
 /* Value (ELF address) and size of function name in the .symtab of path; fails the test if none. */
@@ -194,6 +201,64 @@ static void test_dwarf_self(void **state)
 	unwinder_free(u);
 }
 
+/* The sampler on records as the ring buffer hands them: a DWARF-unwound sample of this process
+ * counted with its frames marked "dwarf", the same stack twice merged, a record shorter than its
+ * header refused and counted, a stack_len beyond the record clamped (ASan would see an overread),
+ * and no more distinct stacks kept than max_rows. */
+static void test_sampler_records(void **state)
+{
+	(void)state;
+	static struct diag_user_sample rec;
+	static uint8_t buf[8192];
+	struct user_sample us;
+	caller_of_capture(&us, buf, sizeof(buf));
+	memset(&rec, 0, sizeof(rec));
+	rec.tgid = (uint32_t)getpid();
+	rec.tid = (uint32_t)gettid();
+	rec.user_stack_id = rec.kernel_stack_id = -14; /* -EFAULT: user mode, no fp stack */
+	memcpy(rec.comm, "self", 5);
+	rec.weight = 3;
+	rec.ip = us.ip;
+	rec.sp = us.sp;
+	rec.bp = us.bp;
+	rec.stack_len = (uint32_t)us.len;
+	memcpy(rec.stack, buf, us.len);
+	size_t size = offsetof(struct diag_user_sample, stack) + us.len;
+
+	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 1);
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+	assert_int_equal(stack_sampler_add(sm, &rec, 10), 0); /* shorter than the header */
+	rec.stack_len = 60000; /* more than the record holds: clamped to size */
+	assert_int_equal(stack_sampler_add(sm, &rec, offsetof(struct diag_user_sample, stack) + 64), 0);
+	/* the short record; the 64-byte one, a distinct (empty) stack over max_rows */
+	assert_int_equal(stack_sampler_refused(sm), 2);
+
+	struct stack_table *t = stacks_new(NULL, 8);
+	uint64_t w, n, k;
+	assert_int_equal(stack_sampler_flush(sm, t, true, &w, &n, &k), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(w, 6);
+	assert_int_equal(k, 0);
+	struct value *res = value_obj();
+	stack_sampler_report(sm, res, 8192, 4, 0);
+	const struct value *stacks = stacks_finish(t, res, "samples");
+	assert_int_equal(stacks->arr.len, 1);
+	const struct value *from = value_get(stacks->arr.items[0], "user_from");
+	assert_non_null(from);
+	assert_true(from->arr.len >= 3);
+	for (size_t i = 0; i < from->arr.len; i++)
+		assert_string_equal(from->arr.items[i]->s, "dwarf");
+	const struct value *u = value_get(res, "unwind");
+	assert_string_equal(value_get_str(res, "user_unwind"), "dwarf");
+	assert_int_equal(value_get(u, "unwound")->i, 3);
+	/* the 64-byte copy: not even one caller */
+	assert_int_equal(value_get(u, "dwarf_complete")->i + value_get(u, "dwarf_truncated")->i, 2);
+	assert_int_equal(value_get(u, "dwarf_failed")->i, 1);
+	value_free(res);
+	stack_sampler_free(sm);
+}
+
 static void test_origin_names(void **state)
 {
 	(void)state;
@@ -209,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_cfi_framed),
 		cmocka_unit_test(test_leaf_caller_live),
 		cmocka_unit_test(test_dwarf_self),
+		cmocka_unit_test(test_sampler_records),
 		cmocka_unit_test(test_origin_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
