@@ -92,10 +92,13 @@ $(BUILD)/syscall_names.h: | $(DEPS_STAMP)
 	   echo '};'; } > $@.tmp && mv $@.tmp $@
 
 # --- engine -----------------------------------------------------------------------------------
+# -MMD: every header an object really includes (bpf/*.h layouts shared with the BPF side too) is
+# a dependency, so a changed struct never links against a stale object.
 $(BUILD)/engine/%.o: engine/%.c $(wildcard engine/*.h) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 		     $(BUILD)/syscall_names.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+-include $(ENGINE_OBJS:.o=.d)
 
 $(BUILD)/diagnose: $(ENGINE_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
