@@ -120,7 +120,20 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
 	return 0;
 }
 
-/* The frames of stack id in stacks_fd, named; empty for id < 0 or an id the map no longer has. */
+/* A kernel frame of the tracing machinery itself (the BPF program, the tracepoint's dispatch):
+ * a stack taken inside a tracepoint program starts with them; they say nothing about the task. */
+static bool tracing_frame(const char *sym)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__traceiter_",
+						 "__bpf_trace_", "perf_trace_", "trace_call_bpf" };
+	for (size_t i = 0; i < ARRAY_LEN(prefixes); i++)
+		if (strncmp(sym, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+/* The frames of stack id in stacks_fd, named, leading tracing frames dropped; empty for id < 0
+ * or an id the map no longer has. */
 static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
 			bool kernel)
 {
@@ -147,6 +160,8 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 				 (unsigned long long)ips[i]);
 			sym = name;
 		}
+		if (kernel && f->n == 0 && tracing_frame(sym))
+			continue;
 		f->names[f->n++] = xstrdup(sym);
 	}
 }
