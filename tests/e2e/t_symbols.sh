@@ -1,8 +1,9 @@
 # Symbols you can trust, on real processes sampled by high-cpu: glibc's frames named from its
 # debug file (libc6-dbg), a g++-built template method demangled, a stripped binary's hot function
 # under one "file+0xSTART" (its .eh_frame entry) with its true share, JIT code named from the
-# process's perf map, a binary deleted while it runs, and a process in its own mount namespace
-# whose binary path does not exist on the host.
+# process's perf map (a C workload; Node --perf-basic-prof when nodejs is installed), a binary
+# deleted while it runs, and a process in its own mount namespace whose binary path does not
+# exist on the host.
 . "$(dirname "$0")/lib.sh"
 PERFMAP=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; [ -z "$PERFMAP" ] || rm -f "$PERFMAP"; rm -rf "$TMP"' EXIT
@@ -87,5 +88,18 @@ if [ "$(uname -m)" = x86_64 ]; then
 	rm -f "$PERFMAP"
 	share=$(leaf_share "$TMP/jit.json" 'name == "jit_hot_loop"')
 	[ "$share" -ge 50 ] || fail "JIT: jit_hot_loop has $share% of samples: $(head -3 "$TMP/jit.folded")"
+fi
+# 6. Node with --perf-basic-prof, when nodejs is installed: the hot JS function is named.
+if command -v node >/dev/null; then
+	printf '%s\n' 'function hotLoop(n) { let h = 0; for (let i = 0; i < n; i++) h = (h ^ i) * 16777619 | 0; return h; }' \
+		'let s = 0; for (;;) s += hotLoop(1e6);' > "$TMP/hot.js"
+	start node --perf-basic-prof "$TMP/hot.js"
+	PERFMAP="/tmp/perf-$PID.map"
+	sleep 0.7 # let V8 compile hotLoop
+	profile "$TMP/node"
+	stop
+	rm -f "$PERFMAP"
+	share=$(leaf_share "$TMP/node.json" '"hotLoop" in name')
+	[ "$share" -ge 50 ] || fail "Node: hotLoop has $share% of samples: $(sort -t' ' -k2 -nr "$TMP/node.folded" | head -3 | cut -c1-300)"
 fi
 assert_released "the symbol runs"
