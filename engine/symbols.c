@@ -330,7 +330,8 @@ static void syms_finish(struct elf_file *f, struct symset *s)
 {
 	struct tmpsym *t = s->t;
 	size_t k = s->n, m = 0, bytes = 0;
-	qsort(t, k, sizeof(*t), tmpsym_cmp);
+	if (k)
+		qsort(t, k, sizeof(*t), tmpsym_cmp);
 	for (size_t i = 0; i < k; i++)
 		if (!m || t[i].start != t[m - 1].start)
 			t[m++] = t[i];
