@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "demangle.h"
 #include "fixture_path.h"
 #include "perfmap.h"
@@ -743,6 +744,90 @@ static void test_perfmap_process(void **state)
 	munmap(code, 4096);
 }
 
+/* A process whose root is tmpdir (chroot: what a container's mount namespace looks like from the
+ * host, for paths). Files are read inside its root: its absolute symlinks and ".." resolve there,
+ * never to the host's files. Mappings are added by hand at addresses the child does not map, so
+ * /proc/PID/map_files has nothing and the root path is what is used. Needs root (chroot). */
+static void test_usyms_in_root(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("  chroot needs root\n");
+		skip();
+	}
+	char p[PATH_MAX], host_lib[PATH_MAX];
+	snprintf(host_lib, sizeof(host_lib), "%s", fixture("libsymfix.so"));
+	snprintf(p, sizeof(p), "%s/inside.so", tmpdir);
+	copy_file(host_lib, p);
+	snprintf(p, sizeof(p), "%s/escape.so", tmpdir); /* absolute: the host's library */
+	assert_int_equal(symlink(host_lib, p), 0);
+	snprintf(p, sizeof(p), "%s/link.so", tmpdir); /* absolute, inside the root */
+	assert_int_equal(symlink("/inside.so", p), 0);
+
+	int ready[2], hold[2];
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(hold), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(ready[0]);
+		close(hold[1]);
+		if (chroot(tmpdir) || chdir("/"))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	assert_int_equal(elf_symbol_offset(host_lib, "lib_local", &local, &err), 0);
+	static const struct {
+		const char *path, *want; /* want NULL: the offset form */
+	} cases[] = {
+		{ "/inside.so", "lib_local" },
+		{ "/link.so", "lib_local" },
+		{ "/escape.so", NULL },          /* would be the host's file if followed */
+		{ "/../../inside.so", "lib_local" }, /* ".." stops at the root */
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct usyms *us = usyms_new(pid);
+		usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, cases[i].path);
+		char want[128];
+		if (cases[i].want)
+			snprintf(want, sizeof(want), "%s", cases[i].want);
+		else
+			snprintf(want, sizeof(want), "%s+0x%" PRIx64, strrchr(cases[i].path, '/') + 1, local);
+		assert_sym(us, BASE_ADDR + local, want, cases[i].want != NULL);
+		usyms_free(us);
+	}
+	int fd = root_open(pid, "/escape.so", O_RDONLY, 0);
+	assert_int_equal(fd, -1);
+	fd = root_open(pid, "/../../../inside.so", O_RDONLY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+
+	close(hold[1]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(p, sizeof(p), "%s/link.so", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/escape.so", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/inside.so", tmpdir);
+	unlink(p);
+}
+
 /* ---- hostile ELF headers and many mappings ------------------------------------------------- */
 
 /* Copies the 64-bit ELF file from to `to`, changing the entry size (entsize != 0) or the size
@@ -966,6 +1051,7 @@ int main(void)
 		cmocka_unit_test(test_usyms_deleted),
 		cmocka_unit_test(test_usyms_vdso),
 		cmocka_unit_test(test_usyms_empty),
+		cmocka_unit_test(test_usyms_in_root),
 		cmocka_unit_test(test_debuginfo_libc),
 		cmocka_unit_test(test_debuglink),
 		cmocka_unit_test(test_demangle),
