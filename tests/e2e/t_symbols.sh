@@ -1,9 +1,10 @@
 # Symbols you can trust, on real processes sampled by high-cpu: glibc's frames named from its
-# debug file (libc6-dbg), a g++-built template method demangled, a stripped binary's hot function
-# under one "file+0xSTART" (its .eh_frame entry) with its true share, JIT code named from the
-# process's perf map (a C workload; Node --perf-basic-prof when nodejs is installed), a binary
-# deleted while it runs, and a process in its own mount namespace whose binary path does not
-# exist on the host.
+# debug file (libc6-dbg); a g++-built template method and a Rust function (legacy and v0
+# mangling, when rustc is installed) demangled; a stripped binary's hot function under one
+# "file+0xSTART" (its .eh_frame entry) with its true share; JIT code named from the process's
+# perf map (a C workload; Node --perf-basic-prof when nodejs is installed); a binary deleted
+# while it runs; a process in its own mount namespace whose binary path does not exist on the
+# host.
 . "$(dirname "$0")/lib.sh"
 PERFMAP=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; [ -z "$PERFMAP" ] || rm -f "$PERFMAP"; rm -rf "$TMP"' EXIT
@@ -101,5 +102,22 @@ if command -v node >/dev/null; then
 	rm -f "$PERFMAP"
 	share=$(leaf_share "$TMP/node.json" '"hotLoop" in name')
 	[ "$share" -ge 50 ] || fail "Node: hotLoop has $share% of samples: $(sort -t' ' -k2 -nr "$TMP/node.folded" | head -3 | cut -c1-300)"
+fi
+# 7. Rust, legacy and v0 mangling, when rustc is installed: rust_burner::shop::hot_loop, without
+# the legacy hash or the v0 crate disambiguator.
+if command -v rustc >/dev/null; then
+	for mangling in legacy v0; do
+		# legacy is rustc's default (naming it needs -Z unstable-options)
+		rustc -O -g -C force-frame-pointers=yes $( [ $mangling = v0 ] && echo -C symbol-mangling-version=v0) \
+			-o "$TMP/rust_burner" "$ROOT/tests/workloads/rust_burner.rs" 2>"$TMP/rustc.err" ||
+			fail "rustc ($mangling): $(head -3 "$TMP/rustc.err")"
+		nm "$TMP/rust_burner" | grep -q "$( [ $mangling = v0 ] && echo ' _RNv' || echo ' _ZN11rust_burner4shop8hot_loop17h')" ||
+			fail "rustc did not use $mangling mangling"
+		start "$TMP/rust_burner"
+		profile "$TMP/rust_$mangling"
+		stop
+		share=$(leaf_share "$TMP/rust_$mangling.json" 'name == "rust_burner::shop::hot_loop"')
+		[ "$share" -ge 50 ] || fail "Rust ($mangling): rust_burner::shop::hot_loop has $share% of samples: $(sort -t' ' -k2 -nr "$TMP/rust_$mangling.folded" | head -3 | cut -c1-300)"
+	done
 fi
 assert_released "the symbol runs"
