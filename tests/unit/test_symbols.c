@@ -629,6 +629,42 @@ static void test_debuglink(void **state)
 	unlink(lib);
 }
 
+/* With build-ids on both sides, the build-id decides: a debuglink to the file's own debug file
+ * is used; one to another build's debug file is refused although its CRC matches. */
+static void test_debuglink_build_id(void **state)
+{
+	(void)state;
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	assert_int_equal(elf_symbol_offset(fixture("libsymfix.so"), "lib_local", &local, &err), 0);
+	static const struct {
+		const char *lib, *debug;
+		int named;
+	} cases[] = {
+		{ "libsymfix_rightlink.so", "libsymfix_right.debug", 1 },
+		{ "libsymfix_wronglink.so", "libsymfix_wrong.debug", 0 },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char lib[160], dbg[160], from[64], want[128];
+		snprintf(lib, sizeof(lib), "%s/%s", tmpdir, cases[i].lib);
+		snprintf(dbg, sizeof(dbg), "%s/%s", tmpdir, cases[i].debug);
+		snprintf(from, sizeof(from), "dbg/%s", cases[i].debug);
+		copy_into(cases[i].lib, lib);
+		copy_into(from, dbg);
+		struct usyms *us = usyms_new(0);
+		usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+		if (cases[i].named) {
+			assert_sym_src(us, BASE_ADDR + local + 1, "lib_local", 1, USYM_SRC_DEBUGINFO);
+		} else {
+			snprintf(want, sizeof(want), "%s+0x%" PRIx64, cases[i].lib, local);
+			assert_sym_src(us, BASE_ADDR + local + 1, want, 0, USYM_SRC_FDE);
+		}
+		usyms_free(us);
+		unlink(lib);
+		unlink(dbg);
+	}
+}
+
 static void test_demangle(void **state)
 {
 	(void)state;
@@ -1054,6 +1090,7 @@ int main(void)
 		cmocka_unit_test(test_usyms_in_root),
 		cmocka_unit_test(test_debuginfo_libc),
 		cmocka_unit_test(test_debuglink),
+		cmocka_unit_test(test_debuglink_build_id),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_perfmap_parse),
 		cmocka_unit_test(test_perfmap_process),
