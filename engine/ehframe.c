@@ -3,7 +3,9 @@
  * Owns: reading the .eh_frame_hdr search table (bounded by the segment and the file) for the
  * start of every FDE, and asking libdw for each FDE's range.
  * Must not: decode CFI instructions or pointer encodings beyond the table header (libdw does the
- * FDEs), print, or hold state.
+ * FDEs), print, or hold state; nor let a hostile file (a CIE whose rows every FDE shares, runs of
+ * CFI no-ops) keep it busy: at most EHFRAME_MAX_NS of work per file, after which the remaining
+ * FDEs get no range (their code stays "file+0xOFF", never a wrong name).
  */
 #include "ehframe.h"
 
@@ -34,10 +36,12 @@ static int range_cmp(const void *a, const void *b)
  * it) or limit, the next FDE's start in the table (rows run on seamlessly into an adjacent FDE). At most EHFRAME_MAX_ROWS
  * rows: a longer function ends at the last row read (its remaining rows go unnamed). */
 #define EHFRAME_MAX_ROWS 4096
-static Dwarf_Addr fde_end(Dwarf_CFI *cfi, Dwarf_Addr loc, Dwarf_Addr limit)
+static Dwarf_Addr fde_end(Dwarf_CFI *cfi, Dwarf_Addr loc, Dwarf_Addr limit, uint64_t deadline)
 {
 	Dwarf_Addr at = loc;
 	for (int rows = 0; rows < EHFRAME_MAX_ROWS && at < limit; rows++) {
+		if ((rows & 63) == 63 && mono_ns() > deadline)
+			return loc; /* out of time: this FDE gets no range */
 		Dwarf_Frame *frame = NULL;
 		Dwarf_Addr start, end;
 		int ok = dwarf_cfi_addrframe(cfi, at, &frame) == 0 &&
@@ -80,12 +84,13 @@ size_t ehframe_ranges(Elf *elf, struct fde_range **out)
 		return 0;
 	struct fde_range *r = xmalloc(count * sizeof(*r));
 	size_t n = 0;
-	for (size_t i = 0; i < count; i++) {
+	uint64_t deadline = mono_ns() + EHFRAME_MAX_NS;
+	for (size_t i = 0; i < count && ((i & 255) || mono_ns() <= deadline); i++) {
 		Dwarf_Addr loc = ph.p_vaddr + (uint64_t)(int64_t)(int32_t)le32(hdr + 12 + 8 * i);
 		Dwarf_Addr next = i + 1 < count
 				? ph.p_vaddr + (uint64_t)(int64_t)(int32_t)le32(hdr + 12 + 8 * (i + 1))
 				: UINT64_MAX;
-		Dwarf_Addr end = fde_end(cfi, loc, next > loc ? next : UINT64_MAX);
+		Dwarf_Addr end = fde_end(cfi, loc, next > loc ? next : UINT64_MAX, deadline);
 		if (end > loc)
 			r[n++] = (struct fde_range){ loc, end };
 	}

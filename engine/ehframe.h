@@ -20,8 +20,9 @@ struct fde_range {
 /* The FDE ranges of elf, sorted by start and disjoint, into *out (malloc'ed; NULL when none).
  * Returns how many; 0 when the file has no .eh_frame_hdr table in the encoding linkers write
  * (version 1, a udata4 count, datarel|sdata4 entries) or the table is outside the file. At most
- * EHFRAME_MAX_FDES are read. */
+ * EHFRAME_MAX_FDES are read, for at most EHFRAME_MAX_NS (libLLVM's 95,000 FDEs take ~0.3 s). */
 #define EHFRAME_MAX_FDES ((size_t)1 << 22)
+#define EHFRAME_MAX_NS (1500ull * 1000 * 1000)
 size_t ehframe_ranges(Elf *elf, struct fde_range **out);
 
 #endif
