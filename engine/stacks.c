@@ -125,7 +125,8 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 			bool kernel)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	char name[256];
+	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
+				   * instances would merge into one frame */
 
 	f->names = xcalloc(1, sizeof(char *));
 	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))

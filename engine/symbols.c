@@ -322,7 +322,7 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
 	return added;
 }
 
-#define DEMANGLED_MAX 1024 /* a longer demangled name (deep templates) stays mangled */
+#define DEMANGLED_MAX (USYM_NAME_MAX - 1) /* longer (deep templates): stays mangled */
 
 /* The gathered symbols into f: one per start address (the preferred alias), names demangled and
  * copied out of libelf's data. Empties s. */

@@ -43,6 +43,10 @@ void usyms_snapshot_text(struct usyms *us, const char *maps);
 /* For tests and for callers that know the layout: add a mapping by hand. */
 void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
 		       const char *path);
+/* A buffer of this size holds any name usyms_symbolize writes (demangled names longer than
+ * this stay mangled; perf map names are cut shorter). */
+#define USYM_NAME_MAX 1024
+
 /* Writes the frame name for addr into buf: "function", "module+0xSTART" when the file has no
  * symbol for it but an .eh_frame FDE gives the function's entry, "module+0xOFF" when neither,
  * the perf map's name for code no file mapping covers (JIT), or "[unknown]". Returns 1 when a
