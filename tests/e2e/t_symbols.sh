@@ -2,9 +2,9 @@
 # debug file (libc6-dbg); a g++-built template method and a Rust function (legacy and v0
 # mangling, when rustc is installed) demangled; a stripped binary's hot function under one
 # "file+0xSTART" (its .eh_frame entry) with its true share; JIT code named from the process's
-# perf map (a C workload; Node --perf-basic-prof when nodejs is installed); a binary deleted
-# while it runs; a process in its own mount namespace whose binary path does not exist on the
-# host.
+# perf map (a C workload, also in its own pid and mount namespaces; Node --perf-basic-prof when
+# nodejs is installed); a binary deleted while it runs; a process in its own mount namespace
+# whose binary path does not exist on the host.
 . "$(dirname "$0")/lib.sh"
 PERFMAP=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; [ -z "$PERFMAP" ] || rm -f "$PERFMAP"; rm -rf "$TMP"' EXIT
@@ -90,6 +90,24 @@ if [ "$(uname -m)" = x86_64 ]; then
 	share=$(leaf_share "$TMP/jit.json" 'name == "jit_hot_loop"')
 	[ "$share" -ge 50 ] || fail "JIT: jit_hot_loop has $share% of samples: $(head -3 "$TMP/jit.folded")"
 fi
+# 5b. JIT in a container: own pid and mount namespaces, a private /tmp. The process writes
+# /tmp/perf-1.map in its /tmp (pid 1 in its namespace); the host has no such file for it.
+if [ "$(uname -m)" = x86_64 ]; then
+	start unshare -m -p -f --kill-child --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && exec "$1"' sh "$WL/jit_burner"
+	NS_HOLDER=$PID
+	sleep 0.3
+	PID=$(cat "/proc/$NS_HOLDER/task/$NS_HOLDER/children" | awk '{print $1}')
+	[ -n "$PID" ] || fail "JIT in a container: no child of unshare"
+	grep -q '^NSpid:.*[[:space:]]1$' "/proc/$PID/status" || fail "JIT in a container: not pid 1 in its namespace"
+	[ -e "/tmp/perf-$PID.map" ] && fail "JIT in a container: its perf map is visible on the host"
+	profile "$TMP/jitns"
+	kill -9 "$PID"
+	PID=$NS_HOLDER
+	stop
+	share=$(leaf_share "$TMP/jitns.json" 'name == "jit_hot_loop"')
+	[ "$share" -ge 50 ] || fail "JIT in a container: jit_hot_loop has $share% of samples: $(head -3 "$TMP/jitns.folded")"
+fi
+
 # 6. Node with --perf-basic-prof, when nodejs is installed: the hot JS function is named.
 if command -v node >/dev/null; then
 	printf '%s\n' 'function hotLoop(n) { let h = 0; for (let i = 0; i < n; i++) h = (h ^ i) * 16777619 | 0; return h; }' \
