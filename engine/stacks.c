@@ -139,8 +139,11 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 		const char *sym = NULL;
 		if (kernel) {
 			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
-		} else if (ctx && ctx->usyms) {
-			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+		} else if (ctx && ctx->usyms) { /* below the leaf, frames are return addresses */
+			if (i)
+				usyms_symbolize_ret(ctx->usyms, ips[i], name, sizeof(name), NULL);
+			else
+				usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
 			sym = name;
 		}
 		if (!sym) {

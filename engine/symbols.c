@@ -901,18 +901,23 @@ void usyms_snapshot_text(struct usyms *us, const char *maps)
 	free(buf);
 }
 
-int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
-			enum usym_source *src)
+/* The name of addr; ret: addr is a return address, whose call instruction (what names the
+ * frame) ends at addr, so the function is the one holding addr - 1 (a call to a noreturn
+ * function can be its caller's last instruction: addr is then the next function's entry). The
+ * offset form still shows addr itself. */
+static int symbolize(struct usyms *us, uint64_t addr, int ret, char *buf, size_t len,
+		     enum usym_source *src)
 {
 	enum usym_source dummy;
 	if (!src)
 		src = &dummy;
 	*src = USYM_SRC_NONE;
+	uint64_t at = ret && addr ? addr - 1 : addr;
 	size_t lo = upper_bound_u64(us->maps, us->nmaps, sizeof(us->maps[0]),
-				    offsetof(struct mapping, start), addr); /* first starting after */
+				    offsetof(struct mapping, start), at); /* first starting after */
 	const struct mapping *m = lo ? &us->maps[lo - 1] : NULL;
-	if (!m || addr >= m->end) { /* no file mapped here: JIT code, if its perf map says so */
-		const char *jit = perfmap_lookup(us->perfmap, addr);
+	if (!m || at >= m->end) { /* no file mapped here: JIT code, if its perf map says so */
+		const char *jit = perfmap_lookup(us->perfmap, at);
 		if (jit) {
 			*src = USYM_SRC_PERFMAP;
 			snprintf(buf, len, "%s", jit);
@@ -921,19 +926,32 @@ int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
 		snprintf(buf, len, "[unknown]");
 		return 0;
 	}
-	uint64_t foff = addr - m->start + m->off, entry = 0;
+	uint64_t foff = at - m->start + m->off, entry = 0;
 	const char *name = file_lookup(m->file, foff, src, &entry);
 	if (name) {
 		snprintf(buf, len, "%s", name);
 		return 1;
 	}
-	snprintf(buf, len, "%s+0x%" PRIx64, m->file->base, *src == USYM_SRC_FDE ? entry : foff);
+	snprintf(buf, len, "%s+0x%" PRIx64, m->file->base,
+		 *src == USYM_SRC_FDE ? entry : foff + (at != addr));
 	return 0;
+}
+
+int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src)
+{
+	return symbolize(us, addr, 0, buf, len, src);
+}
+
+int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src)
+{
+	return symbolize(us, addr, 1, buf, len, src);
 }
 
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
 {
-	return usyms_symbolize_src(us, addr, buf, len, NULL);
+	return symbolize(us, addr, 0, buf, len, NULL);
 }
 
 void usyms_free(struct usyms *us)

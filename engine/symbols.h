@@ -64,6 +64,11 @@ enum usym_source {
 /* usyms_symbolize, also telling where the name came from (*src; src may be NULL). */
 int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
 			enum usym_source *src);
+/* The same for a return address (every frame of a stack but the sampled leaf): the function is
+ * the one holding addr - 1, where the call is (a call to a noreturn function may end its
+ * caller, so addr itself can be the next function's entry). "module+0xOFF" still shows addr. */
+int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src);
 void usyms_free(struct usyms *us);
 
 /* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF

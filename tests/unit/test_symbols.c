@@ -544,6 +544,34 @@ static void test_usyms_empty(void **state)
 	usyms_free(us);
 }
 
+/* A return address is named by the function holding the call, the byte before it: at a
+ * function's entry it belongs to what precedes (a call to a noreturn function ending the
+ * previous function), never to the function that starts there. */
+static void test_usyms_return_address(void **state)
+{
+	(void)state;
+	char lib[PATH_MAX], buf[256], want[128];
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	snprintf(lib, sizeof(lib), "%s", fixture("libsymfix.so"));
+	assert_int_equal(elf_symbol_offset(lib, "lib_local", &local, &err), 0);
+	struct usyms *us = usyms_new(0);
+	usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+	enum usym_source src;
+	assert_int_equal(usyms_symbolize_ret(us, BASE_ADDR + local + 1, buf, sizeof(buf), &src), 1);
+	assert_string_equal(buf, "lib_local");
+	assert_sym(us, BASE_ADDR + local, "lib_local", 1); /* a sampled ip: its own function */
+	usyms_symbolize_ret(us, BASE_ADDR + local, buf, sizeof(buf), &src);
+	assert_string_not_equal(buf, "lib_local");
+	snprintf(want, sizeof(want), "libsymfix.so+0x%" PRIx64, local);
+	if (src == USYM_SRC_NONE) /* padding before it: the offset form shows the address itself */
+		assert_string_equal(buf, want);
+	print_message("  return address at lib_local's entry: %s\n", buf);
+	assert_int_equal(usyms_symbolize_ret(us, 0, buf, sizeof(buf), &src), 0);
+	assert_string_equal(buf, "[unknown]");
+	usyms_free(us);
+}
+
 /* ---- debug files, demangling, perf maps ---------------------------------------------------- */
 
 /* glibc's __libc_start_call_main (a static function: not in libc.so.6's .dynsym) is named from
@@ -1087,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_usyms_deleted),
 		cmocka_unit_test(test_usyms_vdso),
 		cmocka_unit_test(test_usyms_empty),
+		cmocka_unit_test(test_usyms_return_address),
 		cmocka_unit_test(test_usyms_in_root),
 		cmocka_unit_test(test_debuginfo_libc),
 		cmocka_unit_test(test_debuglink),
