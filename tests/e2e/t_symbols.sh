@@ -112,7 +112,8 @@ fi
 if command -v node >/dev/null; then
 	printf '%s\n' 'function hotLoop(n) { let h = 0; for (let i = 0; i < n; i++) h = (h ^ i) * 16777619 | 0; return h; }' \
 		'let s = 0; for (;;) s += hotLoop(1e6);' > "$TMP/hot.js"
-	start node --perf-basic-prof "$TMP/hot.js"
+	# from $TMP: V8 writes an isolate-*-v8.log into its working directory
+	start sh -c 'cd "$1" && exec node --perf-basic-prof "$2"' sh "$TMP" "$TMP/hot.js"
 	PERFMAP="/tmp/perf-$PID.map"
 	sleep 0.7 # let V8 compile hotLoop
 	profile "$TMP/node"
