@@ -138,7 +138,8 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 			bool kernel)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	char name[256];
+	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
+				   * instances would merge into one frame */
 
 	f->names = xcalloc(1, sizeof(char *));
 	if (id < 0 || bpf_map_lookup_elem(stacks_fd, &id, ips))
@@ -151,8 +152,11 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, int sta
 		const char *sym = NULL;
 		if (kernel) {
 			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
-		} else if (ctx && ctx->usyms) {
-			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+		} else if (ctx && ctx->usyms) { /* below the leaf, frames are return addresses */
+			if (i)
+				usyms_symbolize_ret(ctx->usyms, ips[i], name, sizeof(name), NULL);
+			else
+				usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
 			sym = name;
 		}
 		if (!sym) {
