@@ -34,7 +34,10 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $
 	  -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine -I/usr/include/lua5.4 \
 	  -DDIAG_VERSION='"$(VERSION)"'
 LDFLAGS += $(SANFLAGS)
-LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -lm -lpthread
+# libdw: .eh_frame function ranges (engine/ehframe.c), CFI and DWARF unwinding
+# (engine/unwind.c); libiberty (static, PIC in Debian): the
+# C++/Rust demangler (engine/demangle.c).
+LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lm -lpthread
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
@@ -49,7 +52,10 @@ PROBE_SRCS := $(sort $(wildcard engine/probes/*.c))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
-WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS))
+WORKLOAD_CXX_SRCS := $(wildcard tests/workloads/*.cpp)
+WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
+	     $(patsubst tests/workloads/%.cpp,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS)) \
+	     $(BUILD)/workloads/cpu_burner_stripped
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
@@ -92,10 +98,13 @@ $(BUILD)/syscall_names.h: | $(DEPS_STAMP)
 	   echo '};'; } > $@.tmp && mv $@.tmp $@
 
 # --- engine -----------------------------------------------------------------------------------
+# -MMD: every header an object really includes (bpf/*.h layouts shared with the BPF side too) is
+# a dependency, so a changed struct never links against a stale object.
 $(BUILD)/engine/%.o: engine/%.c $(wildcard engine/*.h) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 		     $(BUILD)/syscall_names.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+-include $(ENGINE_OBJS:.o=.d)
 
 $(BUILD)/diagnose: $(ENGINE_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -111,6 +120,15 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS) $(wildcard tests/unit/*.h)
 $(BUILD)/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lpthread
+
+# C++ workloads (demangling): built by g++, as a distribution's C++ code is.
+$(BUILD)/workloads/%: tests/workloads/%.cpp | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	g++ -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $<
+
+# The same CPU burner as a distribution ships binaries: no .symtab, no .dynsym names of its own.
+$(BUILD)/workloads/cpu_burner_stripped: $(BUILD)/workloads/cpu_burner
+	strip --strip-all -o $@ $<
 
 # Per-test build rules (fixtures such as ELF files) live next to the tests.
 -include $(wildcard tests/unit/*.mk)

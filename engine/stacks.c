@@ -123,6 +123,18 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
 	return 0;
 }
 
+/* A kernel frame of the tracing machinery itself (the BPF program, the tracepoint's dispatch):
+ * a stack taken inside a tracepoint program starts with them; they say nothing about the task. */
+static bool tracing_frame(const char *sym)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__traceiter_",
+						 "__bpf_trace_", "perf_trace_", "trace_call_bpf" };
+	for (size_t i = 0; i < ARRAY_LEN(prefixes); i++)
+		if (strncmp(sym, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
 size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 {
 	size_t n = 0;
@@ -137,7 +149,8 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 static void frames_name(struct frames *f, const struct collect_ctx *ctx, const uint64_t *ips,
 			size_t n, bool kernel)
 {
-	char name[256];
+	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
+				   * instances would merge into one frame */
 	if (n > DIAG_STACK_DEPTH)
 		n = DIAG_STACK_DEPTH;
 	f->names = xcalloc(n ? n : 1, sizeof(char *));
@@ -145,8 +158,11 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, const u
 		const char *sym = NULL;
 		if (kernel) {
 			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
-		} else if (ctx && ctx->usyms) {
-			usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+		} else if (ctx && ctx->usyms) { /* below the leaf, frames are return addresses */
+			if (i)
+				usyms_symbolize_ret(ctx->usyms, ips[i], name, sizeof(name), NULL);
+			else
+				usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
 			sym = name;
 		}
 		if (!sym) {
@@ -154,11 +170,14 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, const u
 				 (unsigned long long)ips[i]);
 			sym = name;
 		}
+		if (kernel && f->n == 0 && tracing_frame(sym))
+			continue;
 		f->names[f->n++] = xstrdup(sym);
 	}
 }
 
-/* The frames of stack id in stacks_fd, named; empty for id < 0 or an id the map no longer has. */
+/* The frames of stack id in stacks_fd, named, leading tracing frames dropped; empty for id < 0
+ * or an id the map no longer has. */
 static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
 			bool kernel)
 {

@@ -1,8 +1,9 @@
 /* symbols.c — kernel symbols (kallsyms) and user symbols (/proc/PID/maps + ELF via libelf).
  *
- * Owns: the sorted kernel symbol table, each process's merged mapping snapshots, and a cache of
- * the ELF files they map (load segments and function symbols, copied out of libelf); finding a
- * function's file offset by name (uprobe placement), with a precise reason when it cannot.
+ * Owns: the sorted kernel symbol table, each process's merged mapping snapshots and perf map,
+ * and a cache of the ELF files they map (load segments, function symbols demangled and copied out
+ * of libelf, .eh_frame function ranges); finding a function's file offset by name (uprobe
+ * placement), with a precise reason when it cannot.
  * Must not: print, hold global state, reopen a file per lookup, or return the name of a symbol
  * that does not contain the address (no "nearest symbol" guessing).
  *
@@ -15,8 +16,12 @@
  * - User: ELF files are loaded eagerly when a snapshot (or usyms_add_mapping) first sees them,
  *   so symbolizing after the process exits needs no file access. Files are opened through
  *   /proc/PID/map_files, then /proc/PID/root/PATH, then PATH; the last two only if the inode is
- *   the one in maps (a replaced file is not the mapped one). .symtab, else .dynsym; no
- *   .gnu_debuglink / debuginfod lookup. [vdso] is read from /proc/PID/mem.
+ *   the one in maps (a replaced file is not the mapped one); /proc/PID/root paths are resolved
+ *   inside that root (root_open), the target's symlinks never reach the host's files. .symtab;
+ *   without one, .dynsym plus the .symtab of the separate debug file (build-id, .gnu_debuglink:
+ *   local paths, verified; no debuginfod); without either, .eh_frame FDE ranges group unnamed
+ *   code by function. [vdso] is read from /proc/PID/mem. Names are demangled once, at load.
+ * - JIT: the perf map names only addresses that no file-backed mapping covers.
  * - The files are the target's: a symbol table whose entry size is not the ELF class's symbol
  *   size, or whose extent is outside the file, is ignored as if absent (never sized from its
  *   header alone).
@@ -39,6 +44,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "debuginfo.h"
+#include "demangle.h"
+#include "ehframe.h"
+#include "perfmap.h"
 
 /* Leading underscores, for choosing among aliases ("malloc" over "__libc_malloc"). */
 static int underscores(const char *s)
@@ -225,6 +235,7 @@ struct seg {
 struct usym {
 	uint64_t start, end;
 	size_t name;
+	enum usym_source src; /* USYM_SRC_SYMTAB or USYM_SRC_DEBUGINFO */
 };
 
 struct elf_file {
@@ -238,12 +249,21 @@ struct elf_file {
 	struct usym *syms;
 	size_t nsyms;
 	char *names;
+	struct fde_range *fdes; /* function ranges from .eh_frame, when no full symbol table */
+	size_t nfdes;
 };
 
 struct tmpsym {
 	uint64_t start, size;
 	const char *name;
 	int rank;
+	enum usym_source src;
+};
+
+/* Function symbols gathered from one or more symbol tables (names still in their libelf data). */
+struct symset {
+	struct tmpsym *t;
+	size_t n, cap;
 };
 
 static int tmpsym_cmp(const void *a, const void *b)
@@ -272,48 +292,70 @@ static size_t symtab_entries(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, Elf_Data **d
 	return bytes / sym_size;
 }
 
-/* Function symbols of one symbol table section into f. Returns how many. */
-static size_t elf_load_syms(struct elf_file *f, Elf *elf, Elf_Scn *scn)
+/* Adds the function symbols of symbol table section scn of elf (src: where they come from) to s.
+ * Returns how many. */
+static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_source src)
 {
 	GElf_Shdr sh;
 	Elf_Data *d;
-	size_t n = symtab_entries(elf, scn, &sh, &d), k = 0, bytes = 0;
+	size_t n = symtab_entries(elf, scn, &sh, &d), added = 0;
 	if (!n)
 		return 0;
-	struct tmpsym *t = xmalloc(n * sizeof(*t));
+	if (s->cap - s->n < n)
+		s->t = xrealloc(s->t, (s->cap = s->n + n) * sizeof(*s->t));
 	for (size_t i = 0; i < n; i++) {
-		GElf_Sym s;
-		if (!gelf_getsym(d, (int)i, &s))
+		GElf_Sym sym;
+		if (!gelf_getsym(d, (int)i, &sym))
 			continue;
-		int type = GELF_ST_TYPE(s.st_info), bind = GELF_ST_BIND(s.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !s.st_size || s.st_shndx == SHN_UNDEF)
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !sym.st_size ||
+		    sym.st_shndx == SHN_UNDEF)
 			continue;
-		const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+		const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		int brank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-		t[k++] = (struct tmpsym){ s.st_value, s.st_size, name, underscores(name) * 4 + brank };
+		s->t[s->n++] = (struct tmpsym){ sym.st_value, sym.st_size, name,
+						underscores(name) * 4 + brank, src };
+		added++;
 	}
-	qsort(t, k, sizeof(*t), tmpsym_cmp);
-	size_t m = 0; /* one symbol per start address: the preferred alias */
+	return added;
+}
+
+#define DEMANGLED_MAX (USYM_NAME_MAX - 1) /* longer (deep templates): stays mangled */
+
+/* The gathered symbols into f: one per start address (the preferred alias), names demangled and
+ * copied out of libelf's data. Empties s. */
+static void syms_finish(struct elf_file *f, struct symset *s)
+{
+	struct tmpsym *t = s->t;
+	size_t k = s->n, m = 0, bytes = 0;
+	if (k)
+		qsort(t, k, sizeof(*t), tmpsym_cmp);
 	for (size_t i = 0; i < k; i++)
-		if (!m || t[i].start != t[m - 1].start) {
+		if (!m || t[i].start != t[m - 1].start)
 			t[m++] = t[i];
-			bytes += strlen(t[i].name) + 1;
-		}
+	char **dm = xcalloc(m ? m : 1, sizeof(*dm));
+	for (size_t i = 0; i < m; i++) {
+		dm[i] = demangle(t[i].name, DEMANGLED_MAX);
+		bytes += strlen(dm[i] ? dm[i] : t[i].name) + 1;
+	}
 	if (m) {
 		f->syms = xmalloc(m * sizeof(*f->syms));
 		f->names = xmalloc(bytes);
 		for (size_t i = 0, off = 0; i < m; i++) {
-			size_t l = strlen(t[i].name) + 1;
-			memcpy(f->names + off, t[i].name, l);
-			f->syms[i] = (struct usym){ t[i].start, t[i].start + t[i].size, off };
+			const char *name = dm[i] ? dm[i] : t[i].name;
+			size_t l = strlen(name) + 1;
+			memcpy(f->names + off, name, l);
+			f->syms[i] = (struct usym){ t[i].start, t[i].start + t[i].size, off, t[i].src };
 			off += l;
+			free(dm[i]);
 		}
 		f->nsyms = m;
 	}
+	free(dm);
 	free(t);
-	return m;
+	memset(s, 0, sizeof(*s));
 }
 
 /* The PT_LOAD segments of an ELF file into f. Returns -1 when elf is not a usable ELF file. */
@@ -358,29 +400,54 @@ static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym, int *bad)
 		*bad = malformed;
 }
 
-static void elf_load(struct elf_file *f, Elf *elf)
+/* Segments and symbols of elf into f: its .symtab; without one, its .dynsym and the .symtab of
+ * its separate debug file (searched in the root of pid, see debuginfo.h; debug = 0: not looked
+ * for); still without a full symbol table, the function ranges of its .eh_frame. */
+static void elf_load(struct elf_file *f, Elf *elf, int pid, int debug)
 {
 	Elf_Scn *symtab, *dynsym;
+	struct symset set = { 0 };
 	if (elf_load_segs(f, elf))
 		return;
 	elf_symtabs(elf, &symtab, &dynsym, NULL);
-	if (!elf_load_syms(f, elf, symtab))
-		elf_load_syms(f, elf, dynsym);
+	int full = syms_collect(&set, elf, symtab, USYM_SRC_SYMTAB) > 0;
+	int dfd = -1;
+	Elf *delf = NULL;
+	if (!full) {
+		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB);
+		if (debug && (delf = debuginfo_open(elf, pid, f->path, &dfd))) {
+			Elf_Scn *dsymtab, *ddynsym;
+			elf_symtabs(delf, &dsymtab, &ddynsym, NULL);
+			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO) > 0;
+		}
+	}
+	syms_finish(f, &set); /* before elf_end: names point into the files' data */
+	if (delf) {
+		elf_end(delf);
+		close(dfd);
+	}
+	if (!full)
+		f->nfdes = ehframe_ranges(elf, &f->fdes);
 	f->loaded = 1;
 }
 
-static void elf_load_fd(struct elf_file *f, int fd)
+static void elf_load_fd(struct elf_file *f, int fd, int pid)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	elf_load(f, elf);
+	elf_load(f, elf, pid, 1);
 	elf_end(elf);
 }
 
-/* Opens p, unless ino is known and p is not that inode. */
-static int open_same(const char *p, uint64_t ino)
+/* Opens the absolute path p inside the root of pid (pid <= 0: ours; symlinks never leave that
+ * root), unless ino is known and p is not that inode. */
+static int open_same(int pid, const char *p, uint64_t ino)
 {
 	struct stat st;
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = root_open(pid, p, O_RDONLY | O_NONBLOCK, 0);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd >= 0 && ino && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
 		close(fd);
 		fd = -1;
@@ -400,7 +467,7 @@ static void vdso_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
 	char *img = len <= (64u << 20) ? xmalloc(len) : NULL;
 	if (img && pread(fd, img, len, (off_t)start) == (ssize_t)len) {
 		Elf *elf = elf_memory(img, len);
-		elf_load(f, elf);
+		elf_load(f, elf, pid, 0);
 		elf_end(elf);
 	}
 	free(img);
@@ -420,16 +487,14 @@ static void file_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
 	if (pid > 0) {
 		snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			snprintf(p, sizeof(p), "/proc/%d/root%s", pid, f->path);
-			fd = open_same(p, f->ino);
-		}
+		if (fd < 0) /* no map_files (not root): the path in the target's own root */
+			fd = open_same(pid, f->path, f->ino);
 	}
-	if (fd < 0)
-		fd = open_same(f->path, f->ino);
+	if (fd < 0 && f->path[0] == '/')
+		fd = open_same(0, f->path, f->ino);
 	if (fd < 0)
 		return;
-	elf_load_fd(f, fd);
+	elf_load_fd(f, fd, pid);
 	close(fd);
 }
 
@@ -439,26 +504,37 @@ static void file_free(struct elf_file *f)
 	free(f->segs);
 	free(f->syms);
 	free(f->names);
+	free(f->fdes);
 	free(f);
 }
 
-/* Name of the function at file offset foff, or NULL. */
-static const char *file_lookup(const struct elf_file *f, uint64_t foff)
+/* Name of the function at file offset foff (*src: where it comes from), or NULL; then, when an
+ * .eh_frame FDE covers foff, *src is USYM_SRC_FDE and *entry the file offset of its start. */
+static const char *file_lookup(const struct elf_file *f, uint64_t foff, enum usym_source *src,
+			       uint64_t *entry)
 {
+	*src = USYM_SRC_NONE;
 	const struct seg *seg = NULL;
 	for (size_t i = 0; i < f->nsegs; i++) {
 		const struct seg *s = &f->segs[i];
 		if (foff >= s->off && foff - s->off < s->filesz && (!seg || (s->exec && !seg->exec)))
 			seg = s;
 	}
-	if (!seg || !f->nsyms)
+	if (!seg)
 		return NULL;
 	uint64_t va = foff - seg->off + seg->vaddr;
 	size_t lo = upper_bound_u64(f->syms, f->nsyms, sizeof(f->syms[0]),
 				    offsetof(struct usym, start), va); /* first starting after va */
-	if (!lo || va >= f->syms[lo - 1].end)
-		return NULL;
-	return f->names + f->syms[lo - 1].name;
+	if (lo && va < f->syms[lo - 1].end) {
+		*src = f->syms[lo - 1].src;
+		return f->names + f->syms[lo - 1].name;
+	}
+	lo = upper_bound_u64(f->fdes, f->nfdes, sizeof(f->fdes[0]), offsetof(struct fde_range, start), va);
+	if (lo && va < f->fdes[lo - 1].end && f->fdes[lo - 1].start >= seg->vaddr) {
+		*src = USYM_SRC_FDE;
+		*entry = f->fdes[lo - 1].start - seg->vaddr + seg->off;
+	}
+	return NULL;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -605,6 +681,7 @@ struct usyms {
 	size_t nfiles, capfiles;
 	size_t *index;        /* open addressing over files: i + 1, 0 = empty slot */
 	size_t index_size;    /* a power of two, more than twice nfiles; 0 before the first file */
+	struct perfmap *perfmap; /* JIT code names, re-read at each usyms_snapshot */
 };
 
 struct usyms *usyms_new(int pid)
@@ -809,6 +886,11 @@ int usyms_snapshot(struct usyms *us, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", p, strerror(errno));
 	maps_parse(us, buf);
 	free(buf);
+	struct perfmap *pm = perfmap_read(us->pid);
+	if (pm || !us->perfmap) { /* a map file that went away keeps the names read before */
+		perfmap_free(us->perfmap);
+		us->perfmap = pm;
+	}
 	return 0;
 }
 
@@ -819,23 +901,57 @@ void usyms_snapshot_text(struct usyms *us, const char *maps)
 	free(buf);
 }
 
-int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
+/* The name of addr; ret: addr is a return address, whose call instruction (what names the
+ * frame) ends at addr, so the function is the one holding addr - 1 (a call to a noreturn
+ * function can be its caller's last instruction: addr is then the next function's entry). The
+ * offset form still shows addr itself. */
+static int symbolize(struct usyms *us, uint64_t addr, int ret, char *buf, size_t len,
+		     enum usym_source *src)
 {
+	enum usym_source dummy;
+	if (!src)
+		src = &dummy;
+	*src = USYM_SRC_NONE;
+	uint64_t at = ret && addr ? addr - 1 : addr;
 	size_t lo = upper_bound_u64(us->maps, us->nmaps, sizeof(us->maps[0]),
-				    offsetof(struct mapping, start), addr); /* first starting after */
+				    offsetof(struct mapping, start), at); /* first starting after */
 	const struct mapping *m = lo ? &us->maps[lo - 1] : NULL;
-	if (!m || addr >= m->end) {
+	if (!m || at >= m->end) { /* no file mapped here: JIT code, if its perf map says so */
+		const char *jit = perfmap_lookup(us->perfmap, at);
+		if (jit) {
+			*src = USYM_SRC_PERFMAP;
+			snprintf(buf, len, "%s", jit);
+			return 1;
+		}
 		snprintf(buf, len, "[unknown]");
 		return 0;
 	}
-	uint64_t foff = addr - m->start + m->off;
-	const char *name = file_lookup(m->file, foff);
+	uint64_t foff = at - m->start + m->off, entry = 0;
+	const char *name = file_lookup(m->file, foff, src, &entry);
 	if (name) {
 		snprintf(buf, len, "%s", name);
 		return 1;
 	}
-	snprintf(buf, len, "%s+0x%" PRIx64, m->file->base, foff);
+	snprintf(buf, len, "%s+0x%" PRIx64, m->file->base,
+		 *src == USYM_SRC_FDE ? entry : foff + (at != addr));
 	return 0;
+}
+
+int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src)
+{
+	return symbolize(us, addr, 0, buf, len, src);
+}
+
+int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src)
+{
+	return symbolize(us, addr, 1, buf, len, src);
+}
+
+int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
+{
+	return symbolize(us, addr, 0, buf, len, NULL);
 }
 
 void usyms_free(struct usyms *us)
@@ -847,5 +963,6 @@ void usyms_free(struct usyms *us)
 	free(us->files);
 	free(us->index);
 	free(us->maps);
+	perfmap_free(us->perfmap);
 	free(us);
 }

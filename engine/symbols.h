@@ -2,10 +2,13 @@
  *
  * Owns: kernel symbols from /proc/kallsyms, and user symbols of one process from its
  * /proc/PID/maps snapshots and the ELF symbol tables of the mapped files (libelf): executables
- * (PIE or not), shared libraries, stripped files; and the file offset of a function by name (for
- * uprobes).
- * Must not: guess. An address whose function cannot be known is rendered "module+0xOFF" (file
- * offset in the mapped file) or "[unknown]", never the name of a neighbouring symbol.
+ * (PIE or not), shared libraries, their separate debug files (debuginfo.h), C++ and Rust names
+ * demangled (demangle.h), JIT code from the process's perf map (perfmap.h), and stripped code
+ * grouped by the .eh_frame function it is in (ehframe.h); and the file offset of a function by
+ * name (for uprobes).
+ * Must not: guess. An address whose function cannot be known is rendered "module+0xSTART" (file
+ * offset of the entry of the function an .eh_frame FDE says it is in), else "module+0xOFF" (file
+ * offset of the address itself) or "[unknown]", never the name of a neighbouring symbol.
  */
 #ifndef DIAG_SYMBOLS_H
 #define DIAG_SYMBOLS_H
@@ -29,9 +32,10 @@ struct usyms;
 /* A symbolizer for process pid. No I/O yet. */
 struct usyms *usyms_new(int pid);
 /* Reads /proc/PID/maps and adds its file-backed executable mappings (call at start and at end of a
- * run; mappings seen in any snapshot are kept, the newest snapshot winning where they overlap).
- * ELF files are opened through /proc/PID/map_files or /proc/PID/root so that they are read while
- * the process is alive. Returns -1 (err set) if the maps cannot be read. */
+ * run; mappings seen in any snapshot are kept, the newest snapshot winning where they overlap),
+ * then re-reads the process's perf map, if any. ELF files are opened through /proc/PID/map_files
+ * (deleted or replaced files) or inside /proc/PID/root (another mount namespace) so that they
+ * are read while the process is alive. Returns -1 (err set) if the maps cannot be read. */
 int usyms_snapshot(struct usyms *us, struct diag_err *err);
 /* The same from the text of a maps file (what usyms_snapshot reads): for tests, and for callers
  * that read the maps themselves. */
@@ -39,10 +43,32 @@ void usyms_snapshot_text(struct usyms *us, const char *maps);
 /* For tests and for callers that know the layout: add a mapping by hand. */
 void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t file_offset,
 		       const char *path);
-/* Writes the frame name for addr into buf: "function", "module+0xOFF" when the file has no symbol
- * for it, or "[unknown]" when no mapping covers it. Returns 1 when a real symbol was found,
- * 0 otherwise. */
+/* A buffer of this size holds any name usyms_symbolize writes (demangled names longer than
+ * this stay mangled; perf map names are cut shorter). */
+#define USYM_NAME_MAX 1024
+
+/* Writes the frame name for addr into buf: "function", "module+0xSTART" when the file has no
+ * symbol for it but an .eh_frame FDE gives the function's entry, "module+0xOFF" when neither,
+ * the perf map's name for code no file mapping covers (JIT), or "[unknown]". Returns 1 when a
+ * real name was found (symbol or perf map), 0 otherwise. */
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len);
+
+/* Where a frame name came from. */
+enum usym_source {
+	USYM_SRC_NONE,      /* "[unknown]" or "module+0xOFF" */
+	USYM_SRC_SYMTAB,    /* the mapped file's own .symtab or .dynsym */
+	USYM_SRC_DEBUGINFO, /* its separate debug file (build-id or .gnu_debuglink) */
+	USYM_SRC_PERFMAP,   /* /tmp/perf-PID.map (JIT code) */
+	USYM_SRC_FDE,       /* "module+0xSTART": the function's entry, from .eh_frame */
+};
+/* usyms_symbolize, also telling where the name came from (*src; src may be NULL). */
+int usyms_symbolize_src(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src);
+/* The same for a return address (every frame of a stack but the sampled leaf): the function is
+ * the one holding addr - 1, where the call is (a call to a noreturn function may end its
+ * caller, so addr itself can be the next function's entry). "module+0xOFF" still shows addr. */
+int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
+			enum usym_source *src);
 void usyms_free(struct usyms *us);
 
 /* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF

@@ -3,8 +3,9 @@
 # Installs what is missing when run as root (a fresh CI machine); otherwise lists it and fails.
 set -eu
 
-PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libyaml-dev libcyaml-dev liblua5.4-dev
-      lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc binutils python3"
+PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev libyaml-dev
+      libcyaml-dev liblua5.4-dev lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc g++
+      binutils python3 libc6-dbg util-linux"
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools time"

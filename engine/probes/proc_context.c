@@ -430,8 +430,12 @@ static int proc_load(struct probe *p, struct diag_err *err)
 	struct procfs_stat st;
 	int rc = text ? procfs_parse_stat(text, &st) : -1;
 	free(text);
+	/* The plan found the process: gone now means it exited before the collection started. */
+	if (rc < 0 && !readable && saved == ENOENT)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
+				 p->cfg.filter.pid);
 	if (rc < 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "process %d: %s", p->cfg.filter.pid,
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d: %s", p->cfg.filter.pid,
 				 readable ? "unreadable /proc/PID/stat" : strerror(saved));
 	snprintf(pp->comm, sizeof(pp->comm), "%s", st.comm);
 	locate_cgroups(p);

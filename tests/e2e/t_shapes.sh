@@ -35,6 +35,9 @@ R=$(test_recipe shapes-all <<EOF
     kind: func_latency
     filters: {pid: target}
     options: {function: "$WORKLOAD:slow_op"}
+  - id: off
+    kind: off_cpu
+    filters: {pid: target}
   - id: ctx
     kind: proc_context
     filters: {pid: target}
@@ -47,9 +50,9 @@ rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
-check "$J" 'sorted(res) == ["ctx", "profile", "runq", "slow", "sw", "sys"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+check "$J" 'sorted(res) == ["ctx", "off", "profile", "runq", "slow", "sw", "sys"]' "a probe without results: $(json "$J" 'r.get("notes")')"
 # The optional parts that the options turn on are there, so their declarations were checked too.
-check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0' "no stacks or no buckets"
+check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
 check "$J" 'res["sw"]["sampled_1_in"] == 2' "tracepoint_count: sampled_1_in absent"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"

@@ -21,3 +21,42 @@ $(SYMFIX)/libsymfix_stripped.so: $(SYMFIX)/libsymfix.so
 
 UNIT_FIXTURES += $(SYMFIX)/libsymfix.so $(SYMFIX)/symfix_pie $(SYMFIX)/symfix_nopie \
 		 $(SYMFIX)/symfix_pie_stripped $(SYMFIX)/libsymfix_stripped.so
+
+# A library whose symbols are only in a separate debug file found by .gnu_debuglink (no build-id,
+# so the CRC is what verifies it): the stripped file, and its debug file in .debug/.
+$(SYMFIX)/libsymfix_nobid.so: tests/unit/fixtures/symfix_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SYMFIX_CFLAGS) -shared -fPIC -Wl,--build-id=none -o $@ $<
+
+$(SYMFIX)/.debug/libsymfix_dbglink.debug: $(SYMFIX)/libsymfix_nobid.so
+	@mkdir -p $(dir $@)
+	objcopy --only-keep-debug $< $@
+
+$(SYMFIX)/libsymfix_dbglink.so: $(SYMFIX)/libsymfix_nobid.so $(SYMFIX)/.debug/libsymfix_dbglink.debug
+	strip --strip-all -o $@.tmp $<
+	objcopy --add-gnu-debuglink=$(SYMFIX)/.debug/libsymfix_dbglink.debug $@.tmp $@ && rm -f $@.tmp
+
+UNIT_FIXTURES += $(SYMFIX)/libsymfix_nobid.so $(SYMFIX)/.debug/libsymfix_dbglink.debug \
+		 $(SYMFIX)/libsymfix_dbglink.so
+
+# With build-ids: the stripped libsymfix.so whose .gnu_debuglink names its own debug file, and
+# one whose debuglink names the debug file of another build (-O2: another build-id) with that
+# file's CRC, so that only the build-id comparison can refuse it.
+$(SYMFIX)/libsymfix_o2.so: tests/unit/fixtures/symfix_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SYMFIX_CFLAGS) -O2 -shared -fPIC -o $@ $<
+
+$(SYMFIX)/dbg/libsymfix_right.debug: $(SYMFIX)/libsymfix.so
+	@mkdir -p $(dir $@)
+	objcopy --only-keep-debug $< $@
+
+$(SYMFIX)/dbg/libsymfix_wrong.debug: $(SYMFIX)/libsymfix_o2.so
+	@mkdir -p $(dir $@)
+	objcopy --only-keep-debug $< $@
+
+$(SYMFIX)/libsymfix_%link.so: $(SYMFIX)/libsymfix.so $(SYMFIX)/dbg/libsymfix_%.debug
+	strip --strip-all -o $@.tmp $<
+	objcopy --add-gnu-debuglink=$(SYMFIX)/dbg/libsymfix_$*.debug $@.tmp $@ && rm -f $@.tmp
+
+UNIT_FIXTURES += $(SYMFIX)/dbg/libsymfix_right.debug $(SYMFIX)/dbg/libsymfix_wrong.debug \
+		 $(SYMFIX)/libsymfix_rightlink.so $(SYMFIX)/libsymfix_wronglink.so

@@ -28,18 +28,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
+#include "demangle.h"
 #include "fixture_path.h"
+#include "perfmap.h"
 #include "symbols.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
+/* Hand-added mappings of a whole file from offset 0 at BASE_ADDR: address BASE_ADDR + o is file
+ * offset o. */
+#define BASE_ADDR UINT64_C(0x40000000)
+
 static char tmpdir[64];
+static uint64_t main_return; /* where main returns to: inside glibc's __libc_start_call_main */
 
 static const char *fixture(const char *name)
 {
@@ -171,6 +180,18 @@ static void assert_sym(struct usyms *us, uint64_t addr, const char *want, int wa
 			 want_ret);
 }
 
+/* assert_sym, and the name's source. */
+static void assert_sym_src(struct usyms *us, uint64_t addr, const char *want, int want_ret,
+			   enum usym_source want_src)
+{
+	char buf[256];
+	enum usym_source src = (enum usym_source)99;
+	int r = usyms_symbolize_src(us, addr, buf, sizeof(buf), &src);
+	if (strcmp(buf, want) || r != want_ret || src != want_src)
+		fail_msg("0x%" PRIx64 ": got \"%s\" (%d, source %d), want \"%s\" (%d, source %d)",
+			 addr, buf, r, (int)src, want, want_ret, (int)want_src);
+}
+
 /* ---- kernel -------------------------------------------------------------------------------- */
 
 static const char fake_kallsyms[] =
@@ -297,6 +318,32 @@ static void test_ksyms_proc(void **state)
 	assert_non_null(got);
 	assert_string_equal(got, "schedule");
 	assert_int_equal(off, 1);
+
+	/* A function of a loaded module keeps the module's name: "function [module]". */
+	f = fopen("/proc/kallsyms", "r");
+	assert_non_null(f);
+	char mod[128] = "";
+	addr = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s [%127[^]]]", &a, &type, name, mod) == 4 &&
+		    (type == 'T' || type == 't') && a && strncmp(mod, "__builtin", 9) &&
+		    strcmp(mod, "bpf")) {
+			addr = a;
+			break;
+		}
+	fclose(f);
+	if (addr) {
+		char want[512];
+		snprintf(want, sizeof(want), "%s [%s]", name, mod);
+		got = ksyms_lookup(ks, addr, &off);
+		assert_non_null(got);
+		/* another symbol at the same address may be preferred, but never another module */
+		if (strcmp(got, want) && !strstr(got, want + strlen(name)))
+			fail_msg("module symbol at 0x%llx: got \"%s\", want \"%s\"", addr, got, want);
+		print_message("  module symbol: %s\n", got);
+	} else {
+		print_message("  no module loaded: module names checked on fake kallsyms only\n");
+	}
 	ksyms_free(ks);
 }
 
@@ -357,10 +404,14 @@ static void test_usyms_stripped(void **state)
 	struct diag_err err = { 0 };
 	assert_int_equal(usyms_snapshot(us, &err), 0);
 	char want[128], want2[128];
+	/* Inside a compiled function: grouped under the function's entry, from its .eh_frame FDE. */
 	expect_offset_form(c.pid, c.main_func, "symfix_pie_stripped", want, sizeof(want));
+	assert_sym_src(us, c.main_func, want, 0, USYM_SRC_FDE);
+	assert_sym_src(us, c.main_func + 3, want, 0, USYM_SRC_FDE);
+	/* fx_sized is bare assembly without CFI: no FDE, so the address itself, nothing guessed */
 	expect_offset_form(c.pid, c.fx_sized + 4, "symfix_pie_stripped", want2, sizeof(want2));
-	assert_sym(us, c.main_func, want, 0);
-	assert_sym(us, c.fx_sized + 4, want2, 0);
+	assert_sym_src(us, c.fx_sized + 4, want2, 0, USYM_SRC_NONE);
+	assert_sym_src(us, c.lib_exported, "lib_exported", 1, USYM_SRC_SYMTAB);
 	assert_sym(us, c.lib_exported, "lib_exported", 1);
 	assert_sym(us, c.lib_local, "lib_local", 1);
 	child_stop(&c);
@@ -493,6 +544,354 @@ static void test_usyms_empty(void **state)
 	usyms_free(us);
 }
 
+/* A return address is named by the function holding the call, the byte before it: at a
+ * function's entry it belongs to what precedes (a call to a noreturn function ending the
+ * previous function), never to the function that starts there. */
+static void test_usyms_return_address(void **state)
+{
+	(void)state;
+	char lib[PATH_MAX], buf[256], want[128];
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	snprintf(lib, sizeof(lib), "%s", fixture("libsymfix.so"));
+	assert_int_equal(elf_symbol_offset(lib, "lib_local", &local, &err), 0);
+	struct usyms *us = usyms_new(0);
+	usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+	enum usym_source src;
+	assert_int_equal(usyms_symbolize_ret(us, BASE_ADDR + local + 1, buf, sizeof(buf), &src), 1);
+	assert_string_equal(buf, "lib_local");
+	assert_sym(us, BASE_ADDR + local, "lib_local", 1); /* a sampled ip: its own function */
+	usyms_symbolize_ret(us, BASE_ADDR + local, buf, sizeof(buf), &src);
+	assert_string_not_equal(buf, "lib_local");
+	snprintf(want, sizeof(want), "libsymfix.so+0x%" PRIx64, local);
+	if (src == USYM_SRC_NONE) /* padding before it: the offset form shows the address itself */
+		assert_string_equal(buf, want);
+	print_message("  return address at lib_local's entry: %s\n", buf);
+	assert_int_equal(usyms_symbolize_ret(us, 0, buf, sizeof(buf), &src), 0);
+	assert_string_equal(buf, "[unknown]");
+	usyms_free(us);
+}
+
+/* ---- debug files, demangling, perf maps ---------------------------------------------------- */
+
+/* glibc's __libc_start_call_main (a static function: not in libc.so.6's .dynsym) is named from
+ * Debian's libc6-dbg, found by build-id. */
+static void test_debuginfo_libc(void **state)
+{
+	(void)state;
+	struct usyms *us = usyms_new(getpid());
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	char buf[256];
+	enum usym_source src;
+	int r = usyms_symbolize_src(us, main_return, buf, sizeof(buf), &src);
+	struct map m;
+	assert_true(find_map(getpid(), main_return, &m));
+	print_message("  main returns into %s (%s)\n", buf, m.path);
+	if (access("/usr/lib/debug/.build-id", F_OK) && src != USYM_SRC_DEBUGINFO) {
+		usyms_free(us);
+		print_message("  no /usr/lib/debug/.build-id (libc6-dbg not installed)\n");
+		skip();
+	}
+	assert_int_equal(r, 1);
+	assert_string_equal(buf, "__libc_start_call_main");
+	assert_int_equal(src, USYM_SRC_DEBUGINFO);
+	/* an exported function of libc still comes from the same tables */
+	uint64_t w = (uint64_t)(uintptr_t)&write;
+	usyms_symbolize_src(us, w, buf, sizeof(buf), &src);
+	assert_true(src == USYM_SRC_SYMTAB || src == USYM_SRC_DEBUGINFO);
+	assert_non_null(strstr(buf, "write"));
+	usyms_free(us);
+}
+
+static void copy_into(const char *name, const char *to)
+{
+	char from[PATH_MAX];
+	snprintf(from, sizeof(from), "%s", fixture(name));
+	copy_file(from, to);
+}
+
+/* A stripped library whose symbols are in a debug file named by .gnu_debuglink (no build-id: the
+ * CRC verifies it), in the .debug/ subdirectory, then next to it; a debug file whose CRC does not
+ * match is not used. */
+static void test_debuglink(void **state)
+{
+	(void)state;
+	char lib[128], dir[128], dbg[160], flat[160], want[128];
+	uint64_t local = 0, exported = 0;
+	struct diag_err err = { 0 };
+	assert_int_equal(elf_symbol_offset(fixture("libsymfix_nobid.so"), "lib_local", &local, &err), 0);
+	assert_int_equal(elf_symbol_offset(fixture("libsymfix_nobid.so"), "lib_exported", &exported,
+					   &err), 0);
+	snprintf(lib, sizeof(lib), "%s/libsymfix_dbglink.so", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/.debug", tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/libsymfix_dbglink.debug", dir);
+	snprintf(flat, sizeof(flat), "%s/libsymfix_dbglink.debug", tmpdir);
+	copy_into("libsymfix_dbglink.so", lib);
+	snprintf(want, sizeof(want), "libsymfix_dbglink.so+0x%" PRIx64, local);
+	for (int round = 0; round < 4; round++) {
+		if (round == 1) { /* in .debug/ */
+			assert_int_equal(mkdir(dir, 0755), 0);
+			copy_into(".debug/libsymfix_dbglink.debug", dbg);
+		} else if (round == 2) { /* next to the library */
+			assert_int_equal(rename(dbg, flat), 0);
+		} else if (round == 3) { /* one byte more: another CRC */
+			FILE *f = fopen(flat, "a");
+			assert_non_null(f);
+			fputc(0, f);
+			fclose(f);
+		}
+		struct usyms *us = usyms_new(0);
+		usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+		if (round == 1 || round == 2) {
+			assert_sym_src(us, BASE_ADDR + local, "lib_local", 1, USYM_SRC_DEBUGINFO);
+			assert_sym_src(us, BASE_ADDR + local + 1, "lib_local", 1, USYM_SRC_DEBUGINFO);
+		} else {
+			assert_sym_src(us, BASE_ADDR + local + 1, want, 0, USYM_SRC_FDE);
+		}
+		assert_sym(us, BASE_ADDR + exported, "lib_exported", 1); /* .dynsym: always */
+		usyms_free(us);
+	}
+	unlink(flat);
+	rmdir(dir);
+	unlink(lib);
+}
+
+/* With build-ids on both sides, the build-id decides: a debuglink to the file's own debug file
+ * is used; one to another build's debug file is refused although its CRC matches. */
+static void test_debuglink_build_id(void **state)
+{
+	(void)state;
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	assert_int_equal(elf_symbol_offset(fixture("libsymfix.so"), "lib_local", &local, &err), 0);
+	static const struct {
+		const char *lib, *debug;
+		int named;
+	} cases[] = {
+		{ "libsymfix_rightlink.so", "libsymfix_right.debug", 1 },
+		{ "libsymfix_wronglink.so", "libsymfix_wrong.debug", 0 },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char lib[160], dbg[160], from[64], want[128];
+		snprintf(lib, sizeof(lib), "%s/%s", tmpdir, cases[i].lib);
+		snprintf(dbg, sizeof(dbg), "%s/%s", tmpdir, cases[i].debug);
+		snprintf(from, sizeof(from), "dbg/%s", cases[i].debug);
+		copy_into(cases[i].lib, lib);
+		copy_into(from, dbg);
+		struct usyms *us = usyms_new(0);
+		usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+		if (cases[i].named) {
+			assert_sym_src(us, BASE_ADDR + local + 1, "lib_local", 1, USYM_SRC_DEBUGINFO);
+		} else {
+			snprintf(want, sizeof(want), "%s+0x%" PRIx64, cases[i].lib, local);
+			assert_sym_src(us, BASE_ADDR + local + 1, want, 0, USYM_SRC_FDE);
+		}
+		usyms_free(us);
+		unlink(lib);
+		unlink(dbg);
+	}
+}
+
+static void test_demangle(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *mangled, *want;
+	} cases[] = {
+		{ "_ZN3foo3barIiEEvT_", "void foo::bar<int>(int)" },
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi",
+		  "std::vector<int, std::allocator<int> >::push_back(int const&)" },
+		{ "_ZN4shop8ChecksumImE6updateEPKhm",
+		  "shop::Checksum<unsigned long>::update(unsigned char const*, unsigned long)" },
+		{ "_ZNK3Foo3getEv", "Foo::get() const" },
+		/* Rust legacy: the trailing hash element is dropped */
+		{ "_ZN4core3fmt5Write9write_fmt17h0123456789abcdefE", "core::fmt::Write::write_fmt" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h0a1b2c3d4e5f6a7bE",
+		  "std::rt::lang_start::{{closure}}" },
+		/* Rust v0: no crate disambiguator in the name */
+		{ "_RNvNtCs1234_7mycrate3foo3bar", "mycrate::foo::bar" },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		char *d = demangle(cases[i].mangled, 1024);
+		if (!d || strcmp(d, cases[i].want))
+			fail_msg("%s: got \"%s\", want \"%s\"", cases[i].mangled, d ? d : "(null)",
+				 cases[i].want);
+		free(d);
+	}
+	static const char *const keep[] = { "main", "_start", "_Z", "_Zjunk", "_R", "__libc_start_call_main" };
+	for (size_t i = 0; i < ARRAY_LEN(keep); i++)
+		assert_null(demangle(keep[i], 1024));
+	assert_null(demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", 20)); /* over the bound */
+}
+
+static void test_perfmap_parse(void **state)
+{
+	(void)state;
+	char longname[1200];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	char *text = xasprintf("1000 10 foo\n"
+			       "garbage line\n"
+			       "2000 0 zero_size\n"
+			       "0x3000 20 bar baz(int)\r\n"
+			       "3010 20 newer\n"
+			       "fffffffffffffff8 10 wraps\n"
+			       "4000 10 \n"
+			       "5000 10 %s\n"
+			       "1ffffffffffffffff 1 overflow\n"
+			       "6000 10 after_limit\n",
+			       longname);
+	struct perfmap *pm = perfmap_parse(text, strlen(text), 9);
+	static const struct {
+		uint64_t addr;
+		const char *want;
+	} cases[] = {
+		{ 0xfff, NULL }, { 0x1000, "foo" }, { 0x100f, "foo" }, { 0x1010, NULL },
+		{ 0x2000, NULL }, { 0x3000, "bar baz(int)" }, { 0x300f, "bar baz(int)" },
+		{ 0x3010, "newer" }, { 0x302f, "newer" }, { 0x3030, NULL }, { 0x4000, NULL },
+		{ UINT64_MAX - 2, NULL }, { 0x6000, NULL },
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		const char *got = perfmap_lookup(pm, cases[i].addr);
+		if (!got != !cases[i].want || (got && strcmp(got, cases[i].want)))
+			fail_msg("0x%" PRIx64 ": got %s, want %s", cases[i].addr, got ? got : "(none)",
+				 cases[i].want ? cases[i].want : "(none)");
+	}
+	const char *cut = perfmap_lookup(pm, 0x5000);
+	assert_non_null(cut);
+	assert_int_equal(strlen(cut), PERFMAP_MAX_NAME);
+	assert_int_equal(perfmap_count(pm), 4);
+	perfmap_free(pm);
+	free(text);
+
+	pm = perfmap_parse("", 0, 10);
+	assert_null(perfmap_lookup(pm, 0));
+	perfmap_free(pm);
+}
+
+/* Our own perf map names an anonymous executable mapping's code; not code a file mapping covers;
+ * and not at all when the map file is a symbolic link. */
+static void test_perfmap_process(void **state)
+{
+	(void)state;
+	char path[64], real[160];
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	snprintf(real, sizeof(real), "%s/real.map", tmpdir);
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(code != MAP_FAILED);
+	uint64_t jit = (uint64_t)(uintptr_t)code, libc = (uint64_t)(uintptr_t)&write;
+	char *text = xasprintf("%" PRIx64 " 40 LazyCompile:*hot /app/x.js:1\n%" PRIx64 " 10 not_libc\n",
+			       jit, libc);
+	write_text(path, text);
+	struct usyms *us = usyms_new(getpid());
+	struct diag_err err = { 0 };
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	assert_sym_src(us, jit + 0x3f, "LazyCompile:*hot /app/x.js:1", 1, USYM_SRC_PERFMAP);
+	assert_sym_src(us, jit + 0x40, "[unknown]", 0, USYM_SRC_NONE);
+	char buf[128];
+	usyms_symbolize(us, libc, buf, sizeof(buf));
+	assert_string_not_equal(buf, "not_libc");
+	usyms_free(us);
+
+	/* a symbolic link is not followed */
+	unlink(path);
+	write_text(real, text);
+	assert_int_equal(symlink(real, path), 0);
+	us = usyms_new(getpid());
+	assert_int_equal(usyms_snapshot(us, &err), 0);
+	assert_sym(us, jit, "[unknown]", 0);
+	usyms_free(us);
+	unlink(path);
+	unlink(real);
+	free(text);
+	munmap(code, 4096);
+}
+
+/* A process whose root is tmpdir (chroot: what a container's mount namespace looks like from the
+ * host, for paths). Files are read inside its root: its absolute symlinks and ".." resolve there,
+ * never to the host's files. Mappings are added by hand at addresses the child does not map, so
+ * /proc/PID/map_files has nothing and the root path is what is used. Needs root (chroot). */
+static void test_usyms_in_root(void **state)
+{
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("  chroot needs root\n");
+		skip();
+	}
+	char p[PATH_MAX], host_lib[PATH_MAX];
+	snprintf(host_lib, sizeof(host_lib), "%s", fixture("libsymfix.so"));
+	snprintf(p, sizeof(p), "%s/inside.so", tmpdir);
+	copy_file(host_lib, p);
+	snprintf(p, sizeof(p), "%s/escape.so", tmpdir); /* absolute: the host's library */
+	assert_int_equal(symlink(host_lib, p), 0);
+	snprintf(p, sizeof(p), "%s/link.so", tmpdir); /* absolute, inside the root */
+	assert_int_equal(symlink("/inside.so", p), 0);
+
+	int ready[2], hold[2];
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(hold), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(ready[0]);
+		close(hold[1]);
+		if (chroot(tmpdir) || chdir("/"))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(ready[1]);
+	close(hold[0]);
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	assert_int_equal(elf_symbol_offset(host_lib, "lib_local", &local, &err), 0);
+	static const struct {
+		const char *path, *want; /* want NULL: the offset form */
+	} cases[] = {
+		{ "/inside.so", "lib_local" },
+		{ "/link.so", "lib_local" },
+		{ "/escape.so", NULL },          /* would be the host's file if followed */
+		{ "/../../inside.so", "lib_local" }, /* ".." stops at the root */
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct usyms *us = usyms_new(pid);
+		usyms_add_mapping(us, BASE_ADDR, BASE_ADDR + (64u << 20), 0, cases[i].path);
+		char want[128];
+		if (cases[i].want)
+			snprintf(want, sizeof(want), "%s", cases[i].want);
+		else
+			snprintf(want, sizeof(want), "%s+0x%" PRIx64, strrchr(cases[i].path, '/') + 1, local);
+		assert_sym(us, BASE_ADDR + local, want, cases[i].want != NULL);
+		usyms_free(us);
+	}
+	int fd = root_open(pid, "/escape.so", O_RDONLY, 0);
+	assert_int_equal(fd, -1);
+	fd = root_open(pid, "/../../../inside.so", O_RDONLY, 0);
+	assert_true(fd >= 0);
+	close(fd);
+
+	close(hold[1]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	snprintf(p, sizeof(p), "%s/link.so", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/escape.so", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/inside.so", tmpdir);
+	unlink(p);
+}
+
 /* ---- hostile ELF headers and many mappings ------------------------------------------------- */
 
 /* Copies the 64-bit ELF file from to `to`, changing the entry size (entsize != 0) or the size
@@ -531,7 +930,7 @@ static void copy_patched(const char *from, const char *to, uint32_t sh_type, uin
 }
 
 /* The whole file mapped from offset 0 at BASE: address BASE + o is file offset o. */
-#define BASE UINT64_C(0x40000000)
+#define BASE BASE_ADDR
 
 static void assert_file_sym(const char *path, uint64_t foff, const char *want, int want_ret)
 {
@@ -703,6 +1102,7 @@ static int teardown(void **state) /* also after a failed test left files behind 
 
 int main(void)
 {
+	main_return = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ksyms_fake),
@@ -715,6 +1115,14 @@ int main(void)
 		cmocka_unit_test(test_usyms_deleted),
 		cmocka_unit_test(test_usyms_vdso),
 		cmocka_unit_test(test_usyms_empty),
+		cmocka_unit_test(test_usyms_return_address),
+		cmocka_unit_test(test_usyms_in_root),
+		cmocka_unit_test(test_debuginfo_libc),
+		cmocka_unit_test(test_debuglink),
+		cmocka_unit_test(test_debuglink_build_id),
+		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_perfmap_parse),
+		cmocka_unit_test(test_perfmap_process),
 		cmocka_unit_test(test_symtab_bad_header),
 		cmocka_unit_test(test_usyms_many_mappings),
 	};

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/* off_cpu.bpf.c — where the target's threads spend their time off the CPU, and why.
+ *
+ * Owns: on sched_switch, for a target thread leaving the CPU, its switch-out time, its state
+ * (runnable = preempted, sleeping, uninterruptible) and its user + kernel stack (taken there: the
+ * switch runs in the leaving thread's context); for a thread coming back, the time it was away,
+ * added to (process, thread name, stacks, state) with a count. Threads still away when the run
+ * ends are in `away`: the engine adds their time up to the end. Two attach variants of the same
+ * logic: tp_btf and raw_tp; the engine loads one set.
+ * Must not: keep per-event records, or lose time silently: a full map, a failed stack walk and
+ * blocks shorter than min_block_us are counted in `stats`.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "off_cpu.h"
+
+#define EFAULT 14
+
+const volatile __u64 min_block_ns = 1000;
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* set from the recipe before load */
+	__type(key, __u32);         /* thread id */
+	__type(value, struct off_cpu_away);
+} away SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384); /* set from the recipe before load */
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct off_cpu_key);
+	__type(value, struct off_cpu_val);
+	__uint(max_entries, 16384); /* set from the recipe before load */
+} counts SEC(".maps");
+
+/* Before 5.14 the field was `state`. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+static __always_inline __u32 off_state(long s)
+{
+	if (s == 0)
+		return OFF_RUNNABLE;
+	if (s & 1) /* TASK_INTERRUPTIBLE */
+		return OFF_SLEEPING;
+	if (s & 2) /* TASK_UNINTERRUPTIBLE (also TASK_KILLABLE, TASK_IDLE) */
+		return OFF_UNINTERRUPTIBLE;
+	return OFF_OTHER;
+}
+
+static __always_inline void add_away(struct task_struct *next, __u64 now)
+{
+	__u32 tid = BPF_CORE_READ(next, pid);
+	struct off_cpu_away *out = bpf_map_lookup_elem(&away, &tid);
+	if (!out)
+		return;
+	__u64 delta = now - out->ts;
+	struct off_cpu_key key = {
+		.tgid = out->tgid,
+		.user_stack_id = out->user_stack_id,
+		.kernel_stack_id = out->kernel_stack_id,
+		.state = out->state,
+	};
+	__builtin_memcpy(key.comm, out->comm, sizeof(key.comm));
+	bpf_map_delete_elem(&away, &tid);
+	if ((__s64)delta < 0)
+		return;
+	if (delta < min_block_ns) {
+		diag_stat_inc(&stats, OFF_STAT_TOO_SHORT);
+		return;
+	}
+	if (!diag_sampled_in())
+		return;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	struct off_cpu_val *v = bpf_map_lookup_elem(&counts, &key);
+	if (!v) {
+		struct off_cpu_val zero = {};
+		if (bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST) && !bpf_map_lookup_elem(&counts, &key)) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return;
+		}
+		v = bpf_map_lookup_elem(&counts, &key);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->total_ns, delta);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+{
+	bool count_only = diag_count_only();
+	__u64 now;
+
+	if (BPF_CORE_READ(prev, pid) && diag_task_wanted(prev)) {
+		if (count_only) {
+			diag_passed(); /* a target thread leaves the CPU: one off-CPU interval */
+		} else {
+			/* prev is current here: its stacks are the ones the kernel walks */
+			struct off_cpu_away out = { .state = off_state(task_state(prev)),
+						    .tgid = BPF_CORE_READ(prev, tgid) };
+			__u32 tid = BPF_CORE_READ(prev, pid);
+			BPF_CORE_READ_STR_INTO(&out.comm, prev, comm);
+			out.kernel_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+			out.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+			if ((kernel_stacks && out.kernel_stack_id < 0 && out.kernel_stack_id != -EFAULT) ||
+			    (user_stacks && out.user_stack_id < 0 && out.user_stack_id != -EFAULT))
+				diag_stat_inc(&stats, DIAG_STAT_LOST);
+			out.ts = bpf_ktime_get_ns();
+			if (bpf_map_update_elem(&away, &tid, &out, BPF_ANY))
+				diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		}
+	}
+	if (count_only)
+		return 0;
+	now = bpf_ktime_get_ns();
+	add_away(next, now);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_btf_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, prev, next);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_tp_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, prev, next);
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,382 @@
+-- latency.lua — verdicts for recipes/latency.yaml: where do the target's threads wait when they
+-- are not on a CPU, and is that waiting the problem?
+--
+-- Reads results.offcpu (off_cpu), results.runq (runq_latency), results.syscalls (syscall_stats,
+-- timed), results.context (proc_context), run and thresholds. Any probe may be missing: the
+-- verdicts then say what could not be assessed.
+--
+-- How it decides. The threads' time is threads x window (context.threads, context.wall_s). Each
+-- off-CPU stack is put in one class by its kernel frames (how it waited) and its user frames (on
+-- what), first match wins:
+--   runnable      the state was runnable: preempted, waiting for a CPU
+--   disk          uninterruptible in the block layer, page cache writeback or a journal
+--   fault         uninterruptible in a page fault (reading a mapped file, swap)
+--   lock          a futex wait under pthread_mutex_lock / rwlock / sem_wait (the user frames say so)
+--   work-wait     waiting for work: a futex under pthread_cond_wait, epoll_wait, poll, select,
+--                 accept — a parked thread pool; never a finding by itself
+--   peer          a blocking read of a socket or pipe (recv, read on a socket), connect
+--   sleep         nanosleep / clock_nanosleep: sleeping on purpose
+--   futex         a futex whose user frames do not say lock or condition, waited on briefly
+--                 (under PARKED_NS per interval: a parked thread waits longer, it is work-wait)
+--   other
+-- A cause is a finding when its share of the threads' time is >= cause_pct_warn (critical at
+-- cause_pct_crit; sleeping at most warning: it may be by design): lock-contention, disk-io,
+-- page-faults, waiting-on-peer, sleeping, futex-wait.
+-- cpu-starved: runnable share >= runnable_pct_warn or run-queue p99 >= runq_p99_warn_us.
+-- idle (info): no finding, and most of the off-CPU time is work-wait or threads blocked
+-- throughout the window (never seen switching: threads x window - on CPU - off CPU measured);
+-- ok: nothing stands out.
+-- Each verdict names the call path (root first) of its heaviest stack and the function in the
+-- target's own code nearest the wait (frames of libc / libpthread / the vDSO are skipped).
+
+local function th(name, default)
+  local v = thresholds[name]
+  if type(v) == "number" then return v end
+  return default
+end
+
+local T = {
+  warn = th("cause_pct_warn", 10),
+  crit = th("cause_pct_crit", 40),
+  runq_warn = th("runq_p99_warn_us", 5000),
+  runnable = th("runnable_pct_warn", 10),
+  top_n = th("top_n", 8),
+}
+local MIN_WAITS = 20 -- fewer run-queue waits make too thin a p99 to judge by
+local PARKED_NS = 50e6 -- an unnamed futex waited on this long per interval: a parked thread
+
+local O, R, S, C = results.offcpu, results.runq, results.syscalls, results.context
+local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
+local window = (C and C.wall_s) or run.duration_s or 0
+local threads = (C and C.threads) or 1
+local thread_ns = threads * window * 1e9
+local verdicts, report = {}, {}
+
+local function push(t, x) t[#t + 1] = x end
+local function sub(fmt, ...) return string.format(fmt, ...) end
+local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
+
+-- ---- classifying a stack ---------------------------------------------------------------------
+
+local function any_frame(frames, patterns)
+  for _, f in ipairs(frames or {}) do
+    for _, p in ipairs(patterns) do
+      if f:find(p) then return true end
+    end
+  end
+  return false
+end
+
+local K = {
+  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
+    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
+    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio" },
+  fault = { "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault",
+    "^do_swap_page", "^__do_fault" },
+  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
+  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
+    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept" },
+  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
+    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
+  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
+}
+local U = {
+  lock = { "pthread_mutex_lock", "pthread_mutex_timedlock", "__lll_lock_wait", "pthread_rwlock_",
+    "sem_wait", "sem_timedwait", "pthread_spin_lock", "std::mutex::lock", "lll_lock" },
+  cond = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+    "__pthread_cond_wait", "std::condition_variable" },
+}
+
+local function classify(s)
+  if s.tag == "runnable" then return "runnable" end
+  local k, u = s.kernel or {}, s.user or {}
+  if s.tag == "uninterruptible" then
+    if any_frame(k, K.fault) then return "fault" end
+    if any_frame(k, K.disk) then return "disk" end
+  end
+  if any_frame(k, K.futex) then
+    if any_frame(u, U.lock) then return "lock" end
+    if any_frame(u, U.cond) then return "work-wait" end
+    return "futex"
+  end
+  if any_frame(k, K.poll) then return "work-wait" end
+  if any_frame(k, K.peer) then return "peer" end
+  if any_frame(k, K.sleep) then return "sleep" end
+  if any_frame(k, K.disk) then return "disk" end
+  if any_frame(k, K.fault) then return "fault" end
+  return "other"
+end
+
+-- The target's own function nearest the wait: the first user frame (leaf first) that is named and
+-- is not a libc/pthread/vDSO internal.
+local function own_frame(user)
+  for _, f in ipairs(user or {}) do
+    if diag.symbolized(f) and not f:find("^_") and not f:find("^pthread_") and
+        not f:find("^sem_") and not f:find("^futex") and not f:find("^syscall$") and
+        not f:find("nanosleep$") and not f:find("^epoll_") and not f:find("^poll$") and
+        not f:find("^select$") and not f:find("^accept") and not f:find("^recv") and
+        not f:find("^read$") and not f:find("^pread") and not f:find("^fsync$") and
+        not f:find("^fdatasync$") and not f:find("^usleep$") and not f:find("^sleep$") then
+      return f
+    end
+  end
+  return nil
+end
+
+-- ---- the off-CPU time, by class ----------------------------------------------------------------
+
+local class = {}
+local classes = { "runnable", "disk", "fault", "lock", "peer", "sleep", "futex", "work-wait", "other" }
+for _, c in ipairs(classes) do class[c] = { ns = 0, count = 0, stacks = {} } end
+if O then
+  for _, s in ipairs(O.stacks or {}) do
+    local name = classify(s)
+    -- A futex the user frames do not name: a thread parked for long stretches (or the whole
+    -- window) waits for work; contended locks are waited for briefly and often.
+    if name == "futex" and (s.count or 0) > 0 and (s.weight or 0) / s.count >= PARKED_NS then
+      name = "work-wait"
+    end
+    local c = class[name]
+    c.ns = c.ns + (s.weight or 0)
+    c.count = c.count + (s.count or 0)
+    push(c.stacks, s) -- stacks come heaviest first
+  end
+end
+local off_ns = O and O.total_ns or 0
+local cpu_pct = C and C.cpu_pct -- 100 = one CPU
+local on_cpu_ns = cpu_pct and cpu_pct / 100 * window * 1e9 or nil
+-- Threads that never ran in the window never switched: the probe cannot see them. Their time is
+-- what is left of the threads' time; they were blocked throughout (parked, or stuck).
+local unseen_ns = 0
+if O and C and on_cpu_ns then
+  unseen_ns = math.max(0, thread_ns - on_cpu_ns - off_ns)
+  if unseen_ns < thread_ns * 0.02 then unseen_ns = 0 end -- rounding of the two clocks
+end
+
+local function path_of(s)
+  local p = diag.call_path(s.user or {}, 8)
+  if p == "" then p = "(no user stack)" end
+  return p
+end
+
+local function evidence_for(name, c, extra)
+  local ev = {}
+  push(ev, sub("%s of the threads' time (%d thread%s x %.1f s): %s in %s interval%s",
+    diag.fmt_pct(share(c.ns)), threads, threads == 1 and "" or "s", window, diag.fmt_ns(c.ns),
+    diag.fmt_count(c.count), c.count == 1 and "" or "s"))
+  for i = 1, math.min(3, #c.stacks) do
+    local s = c.stacks[i]
+    push(ev, sub("%s (%s, %s): %s", diag.fmt_pct(share(s.weight)), diag.fmt_ns(s.weight), s.comm or "?",
+      path_of(s)))
+  end
+  for _, x in ipairs(extra or {}) do push(ev, x) end
+  return ev
+end
+
+local function severity(pct)
+  if pct >= T.crit then return "critical" end
+  if pct >= T.warn then return "warning" end
+  return nil
+end
+
+local function where(c)
+  local top = c.stacks[1]
+  local own = top and own_frame(top.user)
+  return own and (" in " .. diag.fn(own)) or "", own
+end
+
+-- The syscall with most time among the ones that block, for the evidence.
+local function top_syscall(names)
+  if not S or not S.timed then return nil end
+  local best
+  for _, sc in ipairs(S.syscalls or {}) do
+    for _, n in ipairs(names) do
+      if sc.name == n and (not best or (sc.total_ns or 0) > (best.total_ns or 0)) then best = sc end
+    end
+  end
+  if not best or (best.total_ns or 0) == 0 then return nil end
+  return sub("%s(): %s calls, %s in total, avg %s", best.name, diag.fmt_count(best.count),
+    diag.fmt_ns(best.total_ns), diag.fmt_ns(best.total_ns / math.max(best.count, 1)))
+end
+
+local findings = {}
+local function finding(id, name, c, title_fmt, steps, extra, max_sev)
+  local pct = share(c.ns)
+  local sev = severity(pct)
+  if sev == "critical" and max_sev == "warning" then sev = "warning" end
+  if not sev or c.count == 0 then return end
+  local at, own = where(c)
+  push(findings, { pct = pct, v = diag.verdict(id, sev, sub(title_fmt, diag.fmt_pct(pct), at),
+    evidence_for(name, c, extra), steps(own)) })
+end
+
+finding("lock-contention", "lock", class.lock,
+  "Lock contention: threads wait %s of their time for a lock%s",
+  function(own)
+    return { sub("Find who holds it: the threads that wake the waiters release the lock (offwaketime -p %s, or the wakeups of this recipe's next version)", pid),
+      own and sub("Shorten the critical section around the lock taken in %s, split the lock, or move work out of it", diag.fn(own))
+        or "Shorten the critical section, split the lock, or move work out of it",
+      "Stacks through glibc may miss the function that took the lock (glibc has no frame pointers)" }
+  end, { top_syscall({ "futex" }) })
+finding("disk-io", "disk", class.disk,
+  "Blocked on disk I/O %s of the threads' time%s",
+  function(own)
+    return { sub("Which device and how busy: diagnose io-saturation --pid %s, or iostat -x 1", pid),
+      own and sub("Move the I/O in %s off the request path, batch it, or cache what it reads", diag.fn(own)) or
+        "Move the I/O off the request path, batch it, or cache what it reads" }
+  end, { top_syscall({ "fsync", "fdatasync", "read", "pread64", "write", "pwrite64", "sync_file_range", "openat" }) })
+finding("page-faults", "fault", class.fault,
+  "Blocked in page faults %s of the threads' time%s",
+  function(own)
+    return { "Major faults read mapped files or swap: check /proc/PID/status VmSwap and the memory pressure (diagnose memory-growth)",
+      own and sub("Pre-fault or lock the memory %s touches (madvise WILLNEED, mlock) if it is on the request path", diag.fn(own)) or
+        "Pre-fault or lock memory on the request path (madvise WILLNEED, mlock)" }
+  end)
+finding("waiting-on-peer", "peer", class.peer,
+  "Waiting on the network or a peer %s of the threads' time%s",
+  function(own)
+    return { sub("Which connections: ss -tinp | grep 'pid=%s' (rtt, retransmits, send/receive queues)", pid),
+      "Check the peer's own latency (its logs, its diagnose latency) and the network (diagnose network-errors)",
+      own and sub("Add a timeout, or make the call in %s asynchronous if it is on the request path", diag.fn(own)) or
+        "Add timeouts on the blocking calls" }
+  end, { top_syscall({ "recvfrom", "recvmsg", "read", "connect" }) })
+finding("sleeping", "sleep", class.sleep,
+  "Sleeping on purpose %s of the threads' time%s",
+  function(own)
+    return { own and sub("Look at the sleep in %s: a retry backoff, a poll interval or a rate limiter on the request path shows up as latency", diag.fn(own)) or
+        "Look for sleeps on the request path: retry backoffs, poll intervals, rate limiters",
+      "If it is a background thread that sleeps by design, this is not the cause" }
+  end, { top_syscall({ "clock_nanosleep", "nanosleep" }) }, "warning") -- a sleep may be by design
+finding("futex-wait", "futex", class.futex,
+  "Waiting on a futex %s of the threads' time%s (lock or condition: the stacks do not say)",
+  function(own)
+    return { "The user stacks do not show pthread_mutex_lock or pthread_cond_wait: a lock or a wait for work, or a runtime's own parking (Go, Java)",
+      sub("Who wakes them: offwaketime -p %s", pid) }
+  end)
+
+-- ---- CPU starvation --------------------------------------------------------------------------
+
+local runq
+if R and (R.count or 0) >= MIN_WAITS then
+  runq = { p50 = diag.percentile(R.buckets, 50), p99 = diag.percentile(R.buckets, 99), count = R.count,
+    max = R.max_us }
+end
+local runnable_pct = share(class.runnable.ns)
+if (runq and runq.p99 >= T.runq_warn) or (runnable_pct >= T.runnable and class.runnable.count > 0) then
+  local ev = {}
+  if runq then
+    push(ev, sub("Run-queue latency p99 %s, p50 %s, max %s over %s waits", diag.fmt_us(runq.p99),
+      diag.fmt_us(runq.p50), diag.fmt_us(runq.max), diag.fmt_count(runq.count)))
+  end
+  push(ev, sub("Runnable but not running %s of the threads' time (%s)", diag.fmt_pct(runnable_pct),
+    diag.fmt_ns(class.runnable.ns)))
+  if C and C.nonvoluntary_ctxt_switches then
+    push(ev, sub("%s involuntary context switches/s", diag.fmt_count(diag.rate(C.nonvoluntary_ctxt_switches, window))))
+  end
+  local psi = diag.get(C, "psi", "some_total_us")
+  if psi and window > 0 then
+    push(ev, sub("CPU pressure some: stalled %s of the window", diag.fmt_pct(psi / (window * 1e6) * 100)))
+  end
+  local sev = (runnable_pct >= T.crit or (runq and runq.p99 >= 10 * T.runq_warn)) and "critical" or "warning"
+  push(findings, { pct = runnable_pct, v = diag.verdict("cpu-starved", sev,
+    sub("Starved of CPU: threads wait runnable %s of their time", diag.fmt_pct(runnable_pct)), ev,
+    { sub("Diagnose the CPU first: diagnose high-cpu --pid %s, and what else runs (top -o %%CPU)", pid),
+      "Check the cgroup CPU quota (cpu.max / cpu.cfs_quota_us) and the thread count against the CPUs" }) })
+end
+
+table.sort(findings, function(a, b)
+  local rank = { warning = 1, critical = 2 }
+  if rank[a.v.severity] ~= rank[b.v.severity] then return rank[a.v.severity] > rank[b.v.severity] end
+  return a.pct > b.pct
+end)
+for _, f in ipairs(findings) do push(verdicts, f.v) end
+
+-- ---- nothing found: idle, or ok -------------------------------------------------------------
+
+if #findings == 0 and O then
+  local work = class["work-wait"]
+  if unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
+    push(verdicts, diag.verdict("idle", "info",
+      sub("Idle: threads were blocked throughout the window %s of their time; nothing ran slowly", diag.fmt_pct(share(unseen_ns))),
+      { sub("%s of the threads' time (%d thread%s x %.1f s) was neither on a CPU nor seen leaving one: those threads slept the whole window",
+          diag.fmt_pct(share(unseen_ns)), threads, threads == 1 and "" or "s", window),
+        sub("On CPU %s, off CPU and seen %s", diag.fmt_pct(share(on_cpu_ns or 0)), diag.fmt_pct(share(off_ns))) },
+      { sub("Where they sleep: cat /proc/%s/task/*/stack (kernel) and /proc/%s/task/*/wchan; a parked pool waits in futex_wait, epoll_wait or accept", pid, pid),
+        "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
+        "Threads stuck on a lock for the whole window (a deadlock) look the same here: if the service does not answer at all, check their stacks" }))
+  elseif off_ns > 0 and work.ns >= off_ns / 2 then
+    local at = where(work)
+    push(verdicts, diag.verdict("idle", "info",
+      sub("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share(work.ns)), at),
+      evidence_for("work-wait", work, { "Waiting for work: epoll_wait, poll, accept or a condition variable (a parked thread pool), not a lock, the disk or a peer" }),
+      { "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
+        sub("Compare with the request rate it should see: ss -tn state established '( sport = :PORT )', its access logs") }))
+  else
+    push(verdicts, diag.verdict("ok", "ok",
+      sub("No waiting cause stands out: on CPU %s, off CPU %s of the threads' time",
+        cpu_pct and diag.fmt_pct(cpu_pct / threads) or "?", diag.fmt_pct(share(off_ns))),
+      { sub("No cause reached %s of the threads' time", diag.fmt_pct(T.warn)) },
+      { "Measure longer, or when the latency is high: diagnose latency --duration 30" }))
+  end
+end
+
+-- ---- incomplete data -------------------------------------------------------------------------
+
+do
+  local tags, ev, sev = {}, {}, "info"
+  local function note(tag, line, s)
+    push(tags, tag)
+    push(ev, line)
+    if s == "warning" then sev = "warning" end
+  end
+  if not O then note("offcpu missing", "offcpu: no results: where the threads wait was not measured", "warning") end
+  if not R then note("runq missing", "runq: no results: CPU starvation was assessed from off-CPU time only") end
+  if not C then note("context missing", "context: no results: thread count unknown, shares are per one thread") end
+  if O and (O.dropped or 0) > 0 then
+    note(sub("offcpu: %s dropped", diag.fmt_count(O.dropped)), sub("offcpu: %s interval(s) not recorded (a map was full)", diag.fmt_count(O.dropped)))
+  end
+  if O and O.sampled_1_in then
+    note(sub("sampled 1 in %d", O.sampled_1_in), sub("offcpu: 1 interval in %d recorded (budget): times are estimates", O.sampled_1_in))
+  end
+  local stop = run.stop_reason
+  if stop == "target-exited" then
+    note("target exited", sub("The target exited during the window; data covers %.1f s", window), "warning")
+  elseif stop == "signal" then
+    note("interrupted", sub("Interrupted by a signal after %.1f s", window))
+  elseif stop == "over-budget" then
+    note("stopped over budget", sub("Stopped early after %.1f s: the overhead budget was exceeded", window), "warning")
+  end
+  if #tags > 0 then
+    push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
+      { "Verdicts may be partial; re-run once the cause is fixed" }))
+  end
+end
+
+-- ---- report sections -------------------------------------------------------------------------
+
+if O then
+  local rows = {}
+  if on_cpu_ns then push(rows, { "on CPU", diag.fmt_ns(on_cpu_ns), diag.fmt_pct(share(on_cpu_ns)) }) end
+  for _, name in ipairs(classes) do
+    local c = class[name]
+    if c.ns > 0 then push(rows, { name, diag.fmt_ns(c.ns), diag.fmt_pct(share(c.ns)) }) end
+  end
+  if unseen_ns > 0 then
+    push(rows, { "blocked throughout", diag.fmt_ns(unseen_ns), diag.fmt_pct(share(unseen_ns)) })
+  end
+  push(report, diag.table(sub("Thread time by state (%d thread%s x %.1f s)", threads, threads == 1 and "" or "s", window),
+    { "state", "time", "share" }, rows))
+  local top = {}
+  for i = 1, math.min(T.top_n, #(O.stacks or {})) do
+    local s = O.stacks[i]
+    push(top, { diag.fmt_ns(s.weight), classify(s), s.comm or "?", path_of(s) })
+  end
+  if #top > 0 then
+    push(report, diag.table("Where the threads wait (heaviest first)", { "time", "why", "thread", "call path" }, top))
+  end
+end
+if runq then
+  push(report, diag.histogram("Run-queue latency", "us", R.buckets))
+end
+
+return { verdicts = verdicts, report = report }
