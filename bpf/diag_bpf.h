@@ -83,6 +83,19 @@ static __always_inline void diag_passed(void)
 	diag_stat_inc(&stats, DIAG_STAT_PASSED);
 }
 
+/* Before 5.14 the field was `state`. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* A task's scheduler state (0: runnable; TASK_INTERRUPTIBLE 1, TASK_UNINTERRUPTIBLE 2, ...). */
+static __always_inline long diag_task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
 /* The filters a recipe gives a probe (engine/filters.c resolves them; each probe kind's catalog
  * entry says which it honours, and sets them before load with PROBE_SET_FILTERS). 0 / empty:
  * no filter. */

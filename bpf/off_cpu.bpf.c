@@ -45,18 +45,6 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-/* Before 5.14 the field was `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
 static __always_inline __u32 off_state(long s)
 {
 	if (s == 0)
@@ -117,7 +105,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			diag_passed(); /* a target thread leaves the CPU: one off-CPU interval */
 		} else {
 			/* prev is current here: its stacks are the ones the kernel walks */
-			struct off_cpu_away out = { .state = off_state(task_state(prev)),
+			struct off_cpu_away out = { .state = off_state(diag_task_state(prev)),
 						    .tgid = BPF_CORE_READ(prev, tgid) };
 			__u32 tid = BPF_CORE_READ(prev, pid);
 			BPF_CORE_READ_STR_INTO(&out.comm, prev, comm);

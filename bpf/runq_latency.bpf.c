@@ -37,18 +37,6 @@ struct {
 	__type(value, __u64);
 } totals SEC(".maps"); /* [0] sum of waits in ns, [1] longest wait in ns */
 
-/* Before 5.14 the field was `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
 /* A target thread becomes runnable: in count-only mode, the event this probe will time. */
 static __always_inline int mark_runnable(struct task_struct *t, bool count_only)
 {
@@ -75,7 +63,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 	bool count_only = diag_count_only();
 
 	/* A thread preempted while runnable goes straight back onto a run queue. */
-	if (task_state(prev) == TASK_RUNNING)
+	if (diag_task_state(prev) == TASK_RUNNING)
 		mark_runnable(prev, count_only);
 	if (count_only)
 		return 0;

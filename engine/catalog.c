@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,4 +179,34 @@ void probe_bpf_destroy(struct probe *p)
 struct bpf_object *probe_bpf_object(struct probe *p)
 {
 	return ((struct probe_bpf *)p->priv)->obj;
+}
+
+void probe_bpf_select_variant(struct bpf_object *obj, const char *variant)
+{
+	struct bpf_program *prog;
+	size_t len = strlen(variant);
+	bpf_object__for_each_program(prog, obj) {
+		const char *name = bpf_program__name(prog);
+		bpf_program__set_autoload(prog, strncmp(name, variant, len) == 0 && name[len] == '_');
+	}
+}
+
+bool probe_variant_loaded(struct probe *p, struct variant_tries *t, const char *v, int rc)
+{
+	if (rc == 0) {
+		p->variant = v;
+		if (t->first_failure[0])
+			snprintf(p->note, sizeof(p->note), "%s; using %s", t->first_failure, v);
+		return true;
+	}
+	if (!t->first_failure[0])
+		snprintf(t->first_failure, sizeof(t->first_failure), "%s programs did not load (%s)", v,
+			 strerror(-rc));
+	return false;
+}
+
+int probe_no_variant(struct variant_tries *t, const char *what, struct diag_err *err)
+{
+	return diag_fail(err, DIAG_EXIT_REFUSED, "%s: no attach variant works: %s", what,
+			 t->first_failure[0] ? t->first_failure : "none listed");
 }

@@ -194,6 +194,17 @@ void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), 
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err);
 /* Attaches every program of the object that is set to load, where its section says. */
 int probe_bpf_attach_all(struct probe *p, struct diag_err *err);
+/* Attach variants as program names: loads only the programs named VARIANT_* (tp_btf_switch,
+ * raw_tp_switch, ...), so that loading the object is the feature probe of that variant. */
+void probe_bpf_select_variant(struct bpf_object *obj, const char *variant);
+/* Trying attach variants in order: after loading variant v with result rc (0 = loaded),
+ * returns true when it loaded (p->variant set, and p->note says what failed before it);
+ * false to try the next, keeping the first failure for the error once none is left. */
+struct variant_tries {
+	char first_failure[160];
+};
+bool probe_variant_loaded(struct probe *p, struct variant_tries *t, const char *v, int rc);
+int probe_no_variant(struct variant_tries *t, const char *what, struct diag_err *err);
 /* Generic ops for kinds built on struct probe_bpf: */
 void probe_bpf_detach(struct probe *p);
 void probe_bpf_destroy(struct probe *p);

@@ -33,11 +33,7 @@ local MIN_WAKEUPS = 20 -- fewer run-queue waits make too thin a p99 to judge by
 local THROTTLED_PCT = 10
 local SYSCALL_HOT_PER_S = 10000 -- a syscall rate worth naming as the cause
 
-local function th(name, default)
-  local v = thresholds[name]
-  if type(v) == "number" then return v end
-  return default
-end
+local function th(name, default) return diag.number(thresholds, name, default) end
 
 local T = {
   busy = th("busy_cpu_pct", 50),
@@ -521,14 +517,8 @@ local function incomplete_verdict()
         sub("%s: %s event(s) dropped (a map was full)", x[1], diag.fmt_count(x[2].dropped)))
     end
   end
-  local stop = run.stop_reason
-  if stop == "target-exited" or (C and C.exited) then
-    note("target exited", sub("The target exited during the window; data covers %.1f s", window), "warning")
-  elseif stop == "signal" then
-    note("interrupted", sub("Interrupted by a signal after %.1f s", window))
-  elseif stop == "over-budget" then
-    note("stopped over budget", sub("Stopped early after %.1f s: the overhead budget was exceeded", window), "warning")
-  end
+  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, (C and C.exited))
+  if tag then note(tag, line, stop_sev) end
   if #tags == 0 then return nil end
   return diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
     { "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",

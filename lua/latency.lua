@@ -29,11 +29,7 @@
 -- Each verdict names the call path (root first) of its heaviest stack and the function in the
 -- target's own code nearest the wait (frames of libc / libpthread / the vDSO are skipped).
 
-local function th(name, default)
-  local v = thresholds[name]
-  if type(v) == "number" then return v end
-  return default
-end
+local function th(name, default) return diag.number(thresholds, name, default) end
 
 local T = {
   warn = th("cause_pct_warn", 10),
@@ -338,14 +334,8 @@ do
   if O and O.sampled_1_in then
     note(sub("sampled 1 in %d", O.sampled_1_in), sub("offcpu: 1 interval in %d recorded (budget): times are estimates", O.sampled_1_in))
   end
-  local stop = run.stop_reason
-  if stop == "target-exited" then
-    note("target exited", sub("The target exited during the window; data covers %.1f s", window), "warning")
-  elseif stop == "signal" then
-    note("interrupted", sub("Interrupted by a signal after %.1f s", window))
-  elseif stop == "over-budget" then
-    note("stopped over budget", sub("Stopped early after %.1f s: the overhead budget was exceeded", window), "warning")
-  end
+  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, false)
+  if tag then note(tag, line, stop_sev) end
   if #tags > 0 then
     push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
       { "Verdicts may be partial; re-run once the cause is fixed" }))

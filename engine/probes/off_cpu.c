@@ -58,11 +58,9 @@ static const char *const state_names[OFF_NR_STATES] = {
 static int off_load(struct probe *p, struct diag_err *err)
 {
 	struct off_priv *op = p->priv;
-	char first_failure[160] = "";
-	size_t vlen = strlen("tp_btf");
+	struct variant_tries tries = { "" };
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
-		struct bpf_program *prog;
 		if (!(op->skel = off_cpu_skel_open(p, err)))
 			return -1;
 		op->skel->rodata->min_block_ns = probe_opt(p, "min_block_us") * 1000;
@@ -71,24 +69,11 @@ static int off_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(op->skel->maps.away, (__u32)probe_opt(p, "max_threads"));
 		bpf_map__set_max_entries(op->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 		bpf_map__set_max_entries(op->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-		vlen = strlen(*v);
-		bpf_object__for_each_program(prog, op->skel->obj) {
-			const char *name = bpf_program__name(prog);
-			bpf_program__set_autoload(prog, strncmp(name, *v, vlen) == 0 && name[vlen] == '_');
-		}
-		int rc = off_cpu_bpf__load(op->skel);
-		if (rc == 0) {
-			p->variant = *v;
-			if (first_failure[0])
-				snprintf(p->note, sizeof(p->note), "%s; using %s", first_failure, *v);
+		probe_bpf_select_variant(op->skel->obj, *v);
+		if (probe_variant_loaded(p, &tries, *v, off_cpu_bpf__load(op->skel)))
 			return 0;
-		}
-		if (!first_failure[0])
-			snprintf(first_failure, sizeof(first_failure), "%s programs did not load (%s)",
-				 *v, strerror(-rc));
 	}
-	return diag_fail(err, DIAG_EXIT_REFUSED, "off-CPU time: no attach variant works: %s",
-			 first_failure);
+	return probe_no_variant(&tries, "off-CPU time", err);
 }
 
 static void off_detach(struct probe *p)

@@ -29,39 +29,20 @@ static const struct option_spec runq_options[] = {
 
 static const char *const runq_variants[] = { "tp_btf", "raw_tp", NULL };
 
-/* Programs are named VARIANT_event in the BPF object. */
-static bool prog_in_variant(struct bpf_program *prog, const char *variant)
-{
-	size_t len = strlen(variant);
-	const char *name = bpf_program__name(prog);
-	return strncmp(name, variant, len) == 0 && name[len] == '_';
-}
-
 static int runq_load(struct probe *p, struct diag_err *err)
 {
 	struct runq_priv *rp = p->priv;
-	char first_failure[160] = "";
+	struct variant_tries tries = { "" };
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
-		struct bpf_program *prog;
 		if (!(rp->skel = runq_latency_skel_open(p, err)))
 			return -1;
 		bpf_map__set_max_entries(rp->skel->maps.wait_start, (__u32)probe_opt(p, "max_threads"));
-		bpf_object__for_each_program(prog, rp->skel->obj)
-			bpf_program__set_autoload(prog, prog_in_variant(prog, *v));
-		int rc = runq_latency_bpf__load(rp->skel);
-		if (rc == 0) {
-			p->variant = *v;
-			if (first_failure[0])
-				snprintf(p->note, sizeof(p->note), "%s; using %s", first_failure, *v);
+		probe_bpf_select_variant(rp->skel->obj, *v);
+		if (probe_variant_loaded(p, &tries, *v, runq_latency_bpf__load(rp->skel)))
 			return 0;
-		}
-		if (!first_failure[0])
-			snprintf(first_failure, sizeof(first_failure), "%s programs did not load (%s)",
-				 *v, strerror(-rc));
 	}
-	return diag_fail(err, DIAG_EXIT_REFUSED, "run-queue latency: no attach variant works: %s",
-			 first_failure);
+	return probe_no_variant(&tries, "run-queue latency", err);
 }
 
 static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,

@@ -14,6 +14,29 @@ local SEVERITIES = { ok = true, info = true, warning = true, critical = true }
 
 -- ---- lookups -----------------------------------------------------------------------------
 
+-- diag.number(t, name, default): t[name] when it is a number, else default (a threshold the
+-- recipe may leave out or mistype).
+function diag.number(t, name, default)
+  local v = t and t[name]
+  if type(v) == "number" then return v end
+  return default
+end
+
+-- diag.stop_note(stop_reason, window_s, exited): why a run ended early, for an incomplete-data
+-- verdict: a short tag, a line of evidence and a severity ("warning" or "info"); nil when the
+-- window ran out.
+function diag.stop_note(stop, window, exited)
+  if stop == "target-exited" or exited then
+    return "target exited", string.format("The target exited during the window; data covers %.1f s", window), "warning"
+  elseif stop == "signal" then
+    return "interrupted", string.format("Interrupted by a signal after %.1f s", window), "info"
+  elseif stop == "over-budget" then
+    return "stopped over budget",
+      string.format("Stopped early after %.1f s: the overhead budget was exceeded", window), "warning"
+  end
+  return nil
+end
+
 -- diag.get(t, "a", "b") is t.a.b, or nil as soon as one level is missing.
 function diag.get(t, ...)
   for i = 1, select("#", ...) do

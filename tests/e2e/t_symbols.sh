@@ -93,7 +93,9 @@ fi
 # 5b. JIT in a container: own pid and mount namespaces, a private /tmp. The process writes
 # /tmp/perf-1.map in its /tmp (pid 1 in its namespace); the host has no such file for it.
 if [ "$(uname -m)" = x86_64 ]; then
-	start unshare -m -p -f --kill-child --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && exec "$1"' sh "$WL/jit_burner"
+	# The binary is opened before the tmpfs hides /tmp (the checkout may live there, as in CI)
+	# and run from that descriptor.
+	start unshare -m -p -f --kill-child --mount-proc sh -c 'exec 3< "$1" && mount -t tmpfs tmpfs /tmp && exec /proc/self/fd/3' sh "$WL/jit_burner"
 	NS_HOLDER=$PID
 	sleep 0.3
 	PID=$(cat "/proc/$NS_HOLDER/task/$NS_HOLDER/children" | awk '{print $1}')
