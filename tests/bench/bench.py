@@ -15,9 +15,9 @@
    wall time beyond the window, peak RSS, and the share of user stacks that reach main; and
    perf record --call-graph dwarf at the same frequency, with the perf report that unwinds it.
 4. Symbolization: the engine's symbols code (tests/bench/symbench.c) naming 10,000 unique
-   addresses spread over the executable mappings of a live process (cxx_burner: its binary, libc
-   with its libc6-dbg symbols, ld.so), against `perf report --stdio` on ~10,000 samples recorded
-   with -g from the same process.
+   addresses spread over the executable mappings of a live Python process (tests/bench/pyload.py
+   on Debian's stripped interpreter: thousands of functions), and naming the unique addresses of
+   a `perf record -g` of it (~10,000 samples), against `perf report --stdio` on that recording.
 
 BENCH_PARTS selects parts by number (default 1234: all; BENCH_PARTS=3 runs part 3 only).
 
@@ -69,25 +69,31 @@ def run_measured(argv, window_s):
 def run_timed(argv, window_s, stdout_path=None):
     """Runs argv to completion under GNU time; returns a dict: wall beyond window_s (s), user and
     sys CPU (s), peak RSS (MiB), exit code, and its stderr. stdout goes to stdout_path (else
-    nowhere)."""
-    with tempfile.NamedTemporaryFile("r", prefix="diagnose-bench-time.") as tf:
+    nowhere).
+
+    CPU times come from wait4() on GNU time, whose rusage includes the tool it waited for, in
+    microseconds (GNU time's %U and %S have 10 ms steps, too coarse for a 2 s run); GNU time's
+    own share is about a millisecond, the same for every tool. Peak RSS is GNU time's %M (see
+    run_measured). Children a tool does not wait for are not counted."""
+    with tempfile.NamedTemporaryFile("r", prefix="diagnose-bench-time.") as tf, \
+            tempfile.TemporaryFile("w+", prefix="diagnose-bench-err.") as err:
         out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
         try:
             start = time.monotonic()
-            proc = subprocess.run([GNU_TIME, "-f", "%U %S %M", "-o", tf.name] + argv,
-                                  stdout=out, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen([GNU_TIME, "-f", "%M", "-o", tf.name] + argv,
+                                    stdout=out, stderr=err)
+            _, status, ru = os.wait4(proc.pid, 0)
             wall = time.monotonic() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
         finally:
             if stdout_path:
                 out.close()
-        fields = (tf.read().strip().splitlines() or [""])[-1].split()
-    try:
-        user, sys_, rss_kib = float(fields[0]), float(fields[1]), int(fields[2])
-    except (IndexError, ValueError):
-        user = sys_ = float("nan")
-        rss_kib = 0
-    return {"wall": wall - window_s, "user": user, "sys": sys_, "rss": rss_kib / 1024.0,
-            "rc": proc.returncode, "stderr": proc.stderr}
+        text = (tf.read().strip().splitlines() or [""])[-1]
+        err.seek(0)
+        stderr = err.read()
+    rss_kib = int(text) if text.isdigit() else 0
+    return {"wall": wall - window_s, "user": ru.ru_utime, "sys": ru.ru_stime,
+            "rss": rss_kib / 1024.0, "rc": proc.returncode, "stderr": stderr}
 
 
 def bpf_objects():
@@ -372,75 +378,91 @@ def part3_unwinding(say):
 
 
 def part4_symbolization(say):
-    """4. Symbolization of ~10k unique addresses vs perf report on ~10k samples."""
+    """4. Symbolization: diagnose's symbols code against perf report, on one live process."""
     symbench = os.path.join(BUILD, "bench", "symbench")
     if not os.access(symbench, os.X_OK):
         say(f"\n## Symbolization: skipped ({os.path.relpath(symbench, ROOT)} not built: make bench builds it)")
         return
+    # Debian's interpreter (stripped, .eh_frame only), not a pyenv build, when there is one
+    py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
     tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
-    wl = subprocess.Popen([os.path.join(WL, "cxx_burner")], stdout=subprocess.DEVNULL)
-    runs, perf_runs, perf_info = [], [], {}
+    wl = subprocess.Popen([py, os.path.join(ROOT, "tests", "bench", "pyload.py")],
+                          stdout=subprocess.DEVNULL)
+    rows, info = {}, {}
+    spread = f"{SYM_ADDRS} addresses spread over the executable mappings"
+    same = "the perf recording's unique addresses"
     try:
-        time.sleep(0.3)
+        time.sleep(1.0)  # imports done, the loop running
         P = str(wl.pid)
-        for _ in range(RUNS):
-            m = run_timed([symbench, P, str(SYM_ADDRS)], 0.0, os.path.join(tmp, "sym.json"))
-            try:
-                m.update(json.load(open(os.path.join(tmp, "sym.json"))))
-            except (OSError, json.JSONDecodeError):
-                continue
-            runs.append(m)
         perf = shutil.which("perf")
+        addr_file = os.path.join(tmp, "addrs.txt")
         if perf:
             pdata = os.path.join(tmp, "perf.data")
             seconds = 10  # one busy thread at 999 Hz: ~10k samples
             subprocess.run([perf, "record", "-q", "-g", "-F", "999", "-o", pdata, "-p", P, "--",
                             "sleep", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for _ in range(RUNS):
-                perf_runs.append(run_timed([perf, "report", "-i", pdata, "--stdio"], 0.0,
-                                           os.path.join(tmp, "report.txt")))
-            text = open(os.path.join(tmp, "report.txt")).read()
-            got = re.search(r"# Samples: (\S+)", text)
-            perf_info["samples"] = got.group(1) if got else "?"
-            script = subprocess.run([perf, "script", "-i", pdata, "-F", "ip"], capture_output=True,
-                                    text=True).stdout
-            stacks = [b.split() for b in script.split("\n\n") if b.strip()]
-            perf_info["stacks"] = len(stacks)
-            perf_info["unique"] = len(set(tuple(b) for b in stacks))
-            perf_info["addrs"] = len(set(a for b in stacks for a in b))
+            # the raw call chains (perf script prints map-relative addresses): perf report -D
+            dump = subprocess.run([perf, "report", "-D", "-i", pdata], capture_output=True,
+                                  text=True).stdout
+            stacks = []
+            for block in dump.split("chain: nr:")[1:]:
+                chain = re.findall(r"^\.{5}\s+\d+: ([0-9a-f]+)$", block, re.M)
+                stacks.append(tuple(a for a in map(lambda x: int(x, 16), chain)
+                                    if a < 0xfffffffffffff000))  # not PERF_CONTEXT_* markers
+            addrs = sorted(set(a for b in stacks for a in b))
+            info.update(samples=len(stacks), unique=len(set(stacks)), addrs=len(addrs))
+            with open(addr_file, "w") as f:
+                f.write("".join(f"{a:x}\n" for a in addrs))
+        configs = [(spread, [symbench, P, str(SYM_ADDRS)])]
+        if perf:
+            configs.append((same, [symbench, P, addr_file]))
+            configs.append(("perf report", [perf, "report", "-i", pdata, "--stdio"]))
+        out = os.path.join(tmp, "out.txt")
+        for _ in range(RUNS):  # interleaved, so drift hits every config alike
+            for name, argv in configs:
+                m = run_timed(argv, 0.0, out)
+                if argv[0] == symbench:
+                    try:
+                        m.update(json.load(open(out)))
+                    except (OSError, json.JSONDecodeError):
+                        continue
+                rows.setdefault(name, []).append(m)
     finally:
         wl.kill()
         wl.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    say(f"\n## Symbolization: {SYM_ADDRS} unique addresses of a live process (cxx_burner)\n")
-    if runs:
-        r0 = runs[0]
-        say(f"diagnose's symbols code (tests/bench/symbench.c): {r0['addresses']} return addresses "
-            f"spread evenly over the {r0['mappings']} executable mappings, {r0['named']} named by a "
-            f"symbol, {r0['fde']} by an .eh_frame function entry; {r0['functions']} distinct functions "
-            "(the rest are named file+0xOFFSET).\n")
-        say("| step | ms |")
-        say("|---|---:|")
-        for key, what in (("ksyms_ms", "load /proc/kallsyms"),
-                          ("snapshot_ms", "usyms_new + usyms_snapshot (maps, every mapped ELF file, debug files, demangling)"),
-                          ("lookup_ms", f"{SYM_ADDRS} lookups, first pass"),
-                          ("lookup_warm_ms", f"{SYM_ADDRS} lookups again")):
-            say(f"| {what} | {median([r[key] for r in runs]):.2f} |")
-        say(f"| whole process: user+sys CPU | {median([(r['user'] + r['sys']) * 1000 for r in runs]):.0f} |")
-        say(f"| whole process: peak RSS (MiB) | {median([r['rss'] for r in runs]):.1f} |")
-    if perf_runs:
-        say(f"\n`perf report -i perf.data --stdio` of `perf record -g -F 999 -p PID -- sleep 10` on the "
-            f"same process: {perf_info.get('samples', '?')} samples, {perf_info.get('unique', '?')} unique "
-            f"stacks, {perf_info.get('addrs', '?')} unique addresses (kernel frames included): "
-            f"wall {median([p['wall'] for p in perf_runs]) * 1000:.0f} ms, user+sys "
-            f"{median([(p['user'] + p['sys']) * 1000 for p in perf_runs]):.0f} ms, peak RSS "
-            f"{median([p['rss'] for p in perf_runs]):.1f} MiB.")
-        say("Not the same work: perf report reads and sorts its samples, loads the same files' "
-            "symbols (and the kernel's) for the addresses it meets, and prints a call graph, "
-            "while the workload has one hot path, so it names far fewer unique addresses than "
-            f"the {SYM_ADDRS} above. Read it as the time a user waits for perf's answer on as many "
-            "samples, not as a per-address comparison.")
+    say(f"\n## Symbolization: a live Python process ({py} tests/bench/pyload.py)\n")
+    say("symbench (tests/bench/symbench.c) links the engine's symbols code as diagnose does and "
+        "times: loading /proc/kallsyms; usyms_new + usyms_snapshot (reads the maps and loads every "
+        "mapped ELF file: symbols, debug files, demangling, .eh_frame function ranges); the "
+        "lookups (user addresses as return addresses, kernel ones in kallsyms); the same lookups "
+        "again. Whole process: its user + sys CPU, wall and peak RSS, start-up included.\n")
+    if info:
+        say(f"perf recording: `perf record -g -F 999 -p PID -- sleep 10`: {info['samples']} samples, "
+            f"{info['unique']} unique stacks, {info['addrs']} unique addresses (user and kernel).\n")
+    say("| what | addresses | named (symbol / FDE entry) | kallsyms (ms) | snapshot (ms) | lookups (ms) "
+        "| again (ms) | whole: user+sys (ms) | whole: wall (ms) | peak RSS (MiB) |")
+    say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, ms in rows.items():
+        cpu = median([(m["user"] + m["sys"]) * 1000 for m in ms])
+        wall = median([m["wall"] * 1000 for m in ms])
+        rss = median([m["rss"] for m in ms])
+        if "addresses" in ms[0]:
+            m0 = ms[0]
+            n = f"{m0['addresses']}" + (f" + {m0['kernel_addresses']} kernel" if m0["kernel_addresses"] else "")
+            named = f"{m0['named']} / {m0['fde']}" + (f" + {m0['kernel_named']} kernel" if m0["kernel_addresses"] else "")
+            steps = " | ".join(f"{median([m[k] for m in ms]):.2f}" for k in
+                               ("ksyms_ms", "snapshot_ms", "lookup_ms", "lookup_warm_ms"))
+            say(f"| diagnose symbols: {name} | {n} | {named} | {steps} | {cpu:.0f} | {wall:.0f} | {rss:.1f} |")
+        else:
+            say(f"| `perf report --stdio` of that recording | {info.get('addrs', '?')} | — | — | — | — | — "
+                f"| {cpu:.0f} | {wall:.0f} | {rss:.1f} |")
+    if "perf report" in rows:
+        say("\nperf report does more than symbolize: it reads and sorts the samples, builds and "
+            "prints the call graphs; symbench only names the addresses. Same process, same files, "
+            "same unique addresses in the second and third rows; the whole-process columns are the "
+            "ones to compare.")
 
 
 def main():

@@ -8,7 +8,9 @@
  * (usyms_symbolize_ret: what every frame but a stack's leaf goes through). Timed: ksyms_load
  * (/proc/kallsyms, as a run loads it), usyms_new + usyms_snapshot (reads maps and loads every
  * mapped ELF file: symbols, debug files, demangling, .eh_frame ranges), the N lookups, and the N
- * lookups again (warm). Prints one JSON object on stdout, with how many addresses got a symbol's
+ * lookups again (warm). Given a file of hex addresses instead of N (the unique addresses of a
+ * perf recording of the same process), those are symbolized: user ones as above, kernel ones
+ * (>= 0xffff800000000000) in kallsyms, both within the lookup times. Prints one JSON object on stdout, with how many addresses got a symbol's
  * name, an .eh_frame function entry, and in how many distinct functions they fell.
  */
 #include <inttypes.h>
@@ -18,6 +20,8 @@
 #include <time.h>
 
 #include "symbols.h"
+
+static const char *volatile sink;
 
 struct range {
 	uint64_t start, end;
@@ -33,15 +37,16 @@ static double now_ms(void)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: symbench PID N\n");
+		fprintf(stderr, "usage: symbench PID N|ADDRESS-FILE\n");
 		return 2;
 	}
 	int pid = atoi(argv[1]);
-	size_t n = strtoul(argv[2], NULL, 10);
+	FILE *given = fopen(argv[2], "r");
+	size_t n = given ? 0 : strtoul(argv[2], NULL, 10);
 	char path[64], line[4096];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "r");
-	if (!f || n == 0) {
+	if (!f || (n == 0 && !given)) {
 		fprintf(stderr, "symbench: cannot read %s\n", path);
 		return 1;
 	}
@@ -60,18 +65,37 @@ int main(int argc, char **argv)
 		total += e - s;
 	}
 	fclose(f);
-	if (!nr || total < n) {
+	if (!nr || (!given && total < n)) {
 		fprintf(stderr, "symbench: %zu executable mappings, %" PRIu64 " bytes: too few\n", nr, total);
 		return 1;
 	}
-	uint64_t *addrs = malloc(n * sizeof(*addrs));
-	uint64_t step = total / n;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) { /* the i-th step of the concatenated ranges, +1: a return address */
-		uint64_t at = (uint64_t)i * step + step / 2, seen = 0;
-		while (k < nr && at >= seen + (r[k].end - r[k].start))
-			seen += r[k].end - r[k].start, k++;
-		addrs[i] = r[k].start + (at - seen) + 1;
+	uint64_t *addrs = NULL;
+	size_t nk = 0; /* kernel addresses: at the end of addrs[], looked up in kallsyms */
+	if (given) { /* one hex address a line, unique, ascending */
+		size_t cap = 0;
+		uint64_t a;
+		while (fscanf(given, "%" SCNx64, &a) == 1) {
+			if (n + nk == cap)
+				addrs = realloc(addrs, (cap = cap ? 2 * cap : 4096) * sizeof(*addrs));
+			if (a >= 0xffff800000000000ull)
+				addrs[n + nk++] = a;
+			else { /* keep user addresses first */
+				if (nk)
+					addrs[n + nk] = addrs[n];
+				addrs[n++] = a;
+			}
+		}
+		fclose(given);
+	} else {
+		addrs = malloc(n * sizeof(*addrs));
+		uint64_t step = total / n;
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) { /* the i-th step of the concatenated ranges, +1: a return address */
+			uint64_t at = (uint64_t)i * step + step / 2, seen = 0;
+			while (k < nr && at >= seen + (r[k].end - r[k].start))
+				seen += r[k].end - r[k].start, k++;
+			addrs[i] = r[k].start + (at - seen) + 1;
+		}
 	}
 
 	struct diag_err err = { 0 };
@@ -97,13 +121,19 @@ int main(int argc, char **argv)
 			memcpy(prev, buf, sizeof(prev));
 		}
 	}
+	size_t knamed = 0;
+	for (size_t i = n; i < n + nk; i++)
+		knamed += ks && ksyms_lookup(ks, addrs[i], NULL);
 	double t3 = now_ms();
 	for (size_t i = 0; i < n; i++)
 		usyms_symbolize_ret(us, addrs[i], buf, sizeof(buf), NULL);
+	for (size_t i = n; i < n + nk; i++)
+		sink = ks ? ksyms_lookup(ks, addrs[i], NULL) : NULL;
 	double t4 = now_ms();
-	printf("{\"addresses\": %zu, \"mappings\": %zu, \"named\": %zu, \"fde\": %zu, \"functions\": %zu, "
+	printf("{\"addresses\": %zu, \"kernel_addresses\": %zu, \"kernel_named\": %zu, "
+	       "\"mappings\": %zu, \"named\": %zu, \"fde\": %zu, \"functions\": %zu, "
 	       "\"ksyms_ms\": %.3f, \"snapshot_ms\": %.3f, \"lookup_ms\": %.3f, \"lookup_warm_ms\": %.3f}\n",
-	       n, nr, named, fde, functions, t1 - t0, t2 - t1, t3 - t2, t4 - t3);
+	       n, nk, knamed, nr, named, fde, functions, t1 - t0, t2 - t1, t3 - t2, t4 - t3);
 	usyms_free(us);
 	ksyms_free(ks);
 	free(addrs);
