@@ -342,23 +342,28 @@ def part3_unwinding(say):
         "(gcc -O2 -fomit-frame-pointer)\n")
     say("BPF CPU: the report's overhead.bpf_cpu_pct (all four probes of the recipe, over wall × "
         "CPUs). CPU per sample: the process's user + sys CPU over its samples, start-up included; "
-        "added: the same minus fp without leaf fixup at that frequency, over the samples. Main: "
+        "marginal: the CPU the 999 Hz runs took beyond the 99 Hz runs of the same mode, over the "
+        "extra samples (start-up cancels out; the noise of a few ms between runs does not). Main: "
         "user-mode samples whose user stack reaches main.\n")
     say("| mode | Hz | samples | BPF CPU % | user+sys (ms) | wall beyond window (ms) | peak RSS (MiB) "
-        "| CPU per sample (µs) | added per sample (µs) | stacks reaching main |")
+        "| CPU per sample (µs) | marginal per sample (µs) | stacks reaching main |")
     say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes = []
+
+    def cpu_samples(name, hz):
+        ms = rows.get((name, hz), [])
+        return median([m["user"] + m["sys"] for m in ms]), median([m["samples"] for m in ms])
+
     for hz in (99, 999):
-        base_cpu = median([m["user"] + m["sys"] for m in rows.get(("fp, leaf_fixup: false", hz), [])])
         for (name, h), ms in rows.items():
             if h != hz:
                 continue
-            cpu = median([m["user"] + m["sys"] for m in ms])
-            samples = median([m["samples"] for m in ms])
+            cpu, samples = cpu_samples(name, hz)
             is_diag = "bpf_pct" in ms[0]
             per = f"{cpu / samples * 1e6:.0f}" if samples else "—"
-            added = (f"{(cpu - base_cpu) / samples * 1e6:+.0f}" if is_diag and samples and
-                     not name.startswith("fp, leaf") else "—")
+            lo_cpu, lo_samples = cpu_samples(name, 99)
+            added = (f"{(cpu - lo_cpu) / (samples - lo_samples) * 1e6:.0f}"
+                     if hz == 999 and samples > lo_samples else "—")
             bpf = median([m["bpf_pct"] for m in ms if m["bpf_pct"] is not None]) if is_diag else float("nan")
             main_pct = median([m["main_pct"] for m in ms]) if is_diag else float("nan")
             wall = f"{median([m['wall'] for m in ms]) * 1000:.0f}"
