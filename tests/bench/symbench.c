@@ -88,10 +88,10 @@ int main(int argc, char **argv)
 		fclose(given);
 	} else {
 		addrs = malloc(n * sizeof(*addrs));
-		uint64_t step = total / n;
+		uint64_t step = total / n, seen = 0; /* bytes of the ranges before r[k] */
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++) { /* the i-th step of the concatenated ranges, +1: a return address */
-			uint64_t at = (uint64_t)i * step + step / 2, seen = 0;
+			uint64_t at = (uint64_t)i * step + step / 2;
 			while (k < nr && at >= seen + (r[k].end - r[k].start))
 				seen += r[k].end - r[k].start, k++;
 			addrs[i] = r[k].start + (at - seen) + 1;
