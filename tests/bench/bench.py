@@ -11,7 +11,8 @@
 3. Cost of unwinding user stacks: `diagnose high-cpu --duration 2 --json` on the
    -fomit-frame-pointer fixture nofp_main (tests/unit/unwind.mk) with frame pointers and no leaf
    fixup, frame pointers with leaf fixup (the default), and DWARF, at 99 and 999 Hz: the BPF CPU
-   share the report measures, diagnose's own CPU time (GNU time %U + %S) in all and per sample,
+   share the report measures, diagnose's own user + sys CPU time (wait4) in all, per sample and
+   per extra sample from 99 to 999 Hz,
    wall time beyond the window, peak RSS, and the share of user stacks that reach main; and
    perf record --call-graph dwarf at the same frequency, with the perf report that unwinds it.
 4. Symbolization: the engine's symbols code (tests/bench/symbench.c) naming 10,000 unique
