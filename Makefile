@@ -156,7 +156,13 @@ $(BUILD)/bench/floor: tests/bench/floor.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lbpf -lelf -lz
 
-bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o
+# Part 4 (symbolization): the engine's symbols code, linked as the unit tests link it.
+$(BUILD)/bench/symbench: tests/bench/symbench.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(LDLIBS)
+
+# Part 3 (stack unwinding) runs on the -fomit-frame-pointer fixture of tests/unit/unwind.mk.
+bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o $(BUILD)/bench/symbench $(UNWFIX)/nofp_main
 	@BUILD=$(BUILD) python3 tests/bench/bench.py
 
 # --- fuzzing: libFuzzer + ASan + UBSan (tests/fuzz/README.md) ----------------------------------

@@ -8,6 +8,19 @@
    program on raw_tp/sys_enter (the floor), under the high-cpu recipe's syscall probe alone,
    under libbpf-tools' syscount, and under bpftrace's `@[comm] = count()`; nanoseconds added per
    call and the ratio to the floor.
+3. Cost of unwinding user stacks: `diagnose high-cpu --duration 2 --json` on the
+   -fomit-frame-pointer fixture nofp_main (tests/unit/unwind.mk) with frame pointers and no leaf
+   fixup, frame pointers with leaf fixup (the default), and DWARF, at 99 and 999 Hz: the BPF CPU
+   share the report measures, diagnose's own user + sys CPU time (wait4) in all, per sample and
+   per extra sample from 99 to 999 Hz,
+   wall time beyond the window, peak RSS, and the share of user stacks that reach main; and
+   perf record --call-graph dwarf at the same frequency, with the perf report that unwinds it.
+4. Symbolization: the engine's symbols code (tests/bench/symbench.c) naming 10,000 unique
+   addresses spread over the executable mappings of a live Python process (tests/bench/pyload.py
+   on Debian's stripped interpreter: thousands of functions), and naming the unique addresses of
+   a `perf record -g` of it (~10,000 samples), against `perf report --stdio` on that recording.
+
+BENCH_PARTS selects parts by number (default 1234: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -31,6 +44,7 @@ DIAG = os.path.join(BUILD, "diagnose")
 WL = os.path.join(BUILD, "workloads")
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 LOOP_CALLS = int(os.environ.get("BENCH_CALLS", "2000000"))
+SYM_ADDRS = 10000
 
 
 GNU_TIME = "/usr/bin/time"
@@ -51,6 +65,36 @@ def run_measured(argv, window_s):
         text = rss_file.read().strip().splitlines()
     rss_kib = int(text[-1]) if text and text[-1].isdigit() else 0
     return wall - window_s, rss_kib / 1024.0, proc.returncode
+
+
+def run_timed(argv, window_s, stdout_path=None):
+    """Runs argv to completion under GNU time; returns a dict: wall beyond window_s (s), user and
+    sys CPU (s), peak RSS (MiB), exit code, and its stderr. stdout goes to stdout_path (else
+    nowhere).
+
+    CPU times come from wait4() on GNU time, whose rusage includes the tool it waited for, in
+    microseconds (GNU time's %U and %S have 10 ms steps, too coarse for a 2 s run); GNU time's
+    own share is about a millisecond, the same for every tool. Peak RSS is GNU time's %M (see
+    run_measured). Children a tool does not wait for are not counted."""
+    with tempfile.NamedTemporaryFile("r", prefix="diagnose-bench-time.") as tf, \
+            tempfile.TemporaryFile("w+", prefix="diagnose-bench-err.") as err:
+        out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
+        try:
+            start = time.monotonic()
+            proc = subprocess.Popen([GNU_TIME, "-f", "%M", "-o", tf.name] + argv,
+                                    stdout=out, stderr=err)
+            _, status, ru = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            if stdout_path:
+                out.close()
+        text = (tf.read().strip().splitlines() or [""])[-1]
+        err.seek(0)
+        stderr = err.read()
+    rss_kib = int(text) if text.isdigit() else 0
+    return {"wall": wall - window_s, "user": ru.ru_utime, "sys": ru.ru_stime,
+            "rss": rss_kib / 1024.0, "rc": proc.returncode, "stderr": stderr}
 
 
 def bpf_objects():
@@ -150,65 +194,47 @@ probes:
 
 
 def median(xs):
+    xs = [x for x in xs if x == x]  # NaN: a run that gave no figure
     return statistics.median(xs) if xs else float("nan")
 
 
-def main():
-    if os.geteuid() != 0:
-        sys.exit("bench: run as root (it loads BPF programs)")
-    if not os.access(GNU_TIME, os.X_OK):
-        sys.exit(f"bench: {GNU_TIME} missing (Debian package `time`; make deps installs it)")
-    lines = []
-
-    def say(s=""):
-        print(s, flush=True)
-        lines.append(s)
-
-    cpu = "?"
-    for l in open("/proc/cpuinfo"):
-        if l.startswith("model name"):
-            cpu = l.split(":", 1)[1].strip()
-            break
-    say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
-        f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
-
-    parts = os.environ.get("BENCH_PARTS", "12")
-    # --- 1. one-second collection on a busy process ---
+def part1_collection(say):
+    """1. One-second collection on a busy process."""
     burner = subprocess.Popen([os.path.join(WL, "cpu_burner")], stdout=subprocess.DEVNULL)
-    time.sleep(0.5)
-    P = str(burner.pid)
-    tools = [("diagnose high-cpu --duration 1", [DIAG, "high-cpu", "--pid", P, "--duration", "1",
-                                                  "--recipes", os.path.join(ROOT, "recipes")])]
-    if shutil.which("bpftrace"):
-        tools.append(("bpftrace profile:hz:99 @[ustack]=count()",
-                      ["bpftrace", "-e", f"profile:hz:99 /pid == {P}/ {{ @[ustack] = count(); }} "
-                                         "interval:s:1 { exit(); }"]))
-    if shutil.which("runqlat"):
-        tools.append(("libbpf-tools runqlat 1 1", ["runqlat", "1", "1"]))
-    if shutil.which("perf"):
-        tools.append(("perf record -F 99 -g -p P -- sleep 1",
-                      ["perf", "record", "-q", "-F", "99", "-g", "-o", "/dev/null", "-p", P,
-                       "--", "sleep", "1"]))
-    if "1" not in parts:
-        tools = []
-    say("\n## 1 s collection: wall time beyond the window, peak RSS\n")
-    say("| tool | wall beyond 1 s (ms) | peak RSS (MiB) |")
-    say("|---|---:|---:|")
-    for name, argv in tools:
-        walls, rss = [], []
-        for _ in range(RUNS):
-            w, r, rc = run_measured(argv, 1.0)
-            walls.append(w * 1000)
-            rss.append(r)
-        say(f"| {name} | {median(walls):.0f} | {median(rss):.1f} |")
-    burner.kill()
-    burner.wait()
+    try:
+        time.sleep(0.5)
+        P = str(burner.pid)
+        tools = [("diagnose high-cpu --duration 1", [DIAG, "high-cpu", "--pid", P, "--duration", "1",
+                                                      "--recipes", os.path.join(ROOT, "recipes")])]
+        if shutil.which("bpftrace"):
+            tools.append(("bpftrace profile:hz:99 @[ustack]=count()",
+                          ["bpftrace", "-e", f"profile:hz:99 /pid == {P}/ {{ @[ustack] = count(); }} "
+                                             "interval:s:1 { exit(); }"]))
+        if shutil.which("runqlat"):
+            tools.append(("libbpf-tools runqlat 1 1", ["runqlat", "1", "1"]))
+        if shutil.which("perf"):
+            tools.append(("perf record -F 99 -g -p P -- sleep 1",
+                          ["perf", "record", "-q", "-F", "99", "-g", "-o", "/dev/null", "-p", P,
+                           "--", "sleep", "1"]))
+        say("\n## 1 s collection: wall time beyond the window, peak RSS\n")
+        say("| tool | wall beyond 1 s (ms) | peak RSS (MiB) |")
+        say("|---|---:|---:|")
+        for name, argv in tools:
+            walls, rss = [], []
+            for _ in range(RUNS):
+                w, r, rc = run_measured(argv, 1.0)
+                walls.append(w * 1000)
+                rss.append(r)
+            say(f"| {name} | {median(walls):.0f} | {median(rss):.1f} |")
+    finally:
+        burner.kill()
+        burner.wait()
 
-    # --- 2. cost per traced syscall ---
+
+def part2_per_event(say):
+    """2. Cost per traced syscall."""
     tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
     try:
-        if "2" not in parts:
-            raise SystemExit(0)
         recipes = syscall_only_recipe(tmp)
         configs = [
             ("untraced", None, None),
@@ -239,6 +265,236 @@ def main():
             say(f"| {name} | {m:.1f} | {added:+.1f} | {ratio} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def noleaf_recipe(tmp):
+    """high-cpu with cpu_profile's leaf_fixup off (no recipe parameter turns it off)."""
+    src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
+    line = "      user_unwind: ${unwind}\n"
+    if line not in src:
+        raise RuntimeError("recipes/high-cpu.yaml: no `user_unwind: ${unwind}` line to add leaf_fixup to")
+    src = src.replace("name: high-cpu\n", "name: high-cpu-noleaf\n", 1)
+    src = src.replace(line, line + "      leaf_fixup: false\n", 1)
+    os.makedirs(os.path.join(tmp, "recipes"))
+    os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    with open(os.path.join(tmp, "recipes", "high-cpu-noleaf.yaml"), "w") as f:
+        f.write(src)
+    return os.path.join(tmp, "recipes")
+
+
+def part3_unwinding(say):
+    """3. Cost of unwinding user stacks, per mode and frequency."""
+    fixture = os.path.join(BUILD, "fixtures", "nofp_main")
+    if not os.access(fixture, os.X_OK):
+        say(f"\n## Stack unwinding: skipped ({os.path.relpath(fixture, ROOT)} not built: make bench builds it)")
+        return
+    window = 2.0
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    wl = subprocess.Popen([fixture], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        P = str(wl.pid)
+        noleaf = noleaf_recipe(tmp)
+        base = ["--pid", P, "--duration", f"{window:g}", "--json"]
+        modes = [
+            ("fp, leaf_fixup: false", [DIAG, "high-cpu-noleaf", "--recipes", noleaf] + base),
+            ("fp + leaf fixup (default)", [DIAG, "high-cpu", "--recipes", os.path.join(ROOT, "recipes")]
+             + base + ["--param", "unwind=fp"]),
+            ("dwarf (8 KiB copies)", [DIAG, "high-cpu", "--recipes", os.path.join(ROOT, "recipes")]
+             + base + ["--param", "unwind=dwarf"]),
+        ]
+        perf = shutil.which("perf")
+        rows = {}  # (mode, hz) -> list of per-run dicts
+        out = os.path.join(tmp, "report.json")
+        pdata = os.path.join(tmp, "perf.data")
+        for _ in range(RUNS):  # interleaved, so drift hits every mode alike
+            for hz in (99, 999):
+                for name, argv in modes:
+                    m = run_timed(argv + ["--param", f"hz={hz}"], window, out)
+                    try:
+                        rep = json.load(open(out))
+                    except (OSError, json.JSONDecodeError):
+                        rep = {}
+                    prof = rep.get("results", {}).get("profile", {})
+                    user = [st for st in prof.get("stacks", []) if not st.get("in_kernel")]
+                    n_user = sum(st["count"] for st in user)
+                    m["samples"] = prof.get("samples", 0)
+                    m["bpf_pct"] = (rep.get("overhead") or {}).get("bpf_cpu_pct")
+                    m["main_pct"] = (100.0 * sum(st["count"] for st in user if "main" in st.get("user", []))
+                                     / n_user if n_user else float("nan"))
+                    m["ring_full"] = (prof.get("unwind") or {}).get("ring_full", 0)
+                    m["stop"] = rep.get("stop_reason", f"exit {m['rc']}")
+                    rows.setdefault((name, hz), []).append(m)
+                if perf:
+                    m = run_timed([perf, "record", "--call-graph", "dwarf", "-F", str(hz), "-o", pdata,
+                                   "-p", P, "--", "sleep", f"{window:g}"], window)
+                    got = re.search(r"\((\d+) samples\)", m["stderr"])
+                    m["samples"] = int(got.group(1)) if got else 0
+                    rows.setdefault(("perf record --call-graph dwarf", hz), []).append(m)
+                    r = run_timed([perf, "report", "-i", pdata, "--stdio"], 0.0)
+                    r["samples"] = m["samples"]
+                    rows.setdefault(("perf report --stdio of it (the unwinding)", hz), []).append(r)
+    finally:
+        wl.kill()
+        wl.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    say(f"\n## Stack unwinding: `diagnose high-cpu --duration {window:g} --json` on nofp_main "
+        "(gcc -O2 -fomit-frame-pointer)\n")
+    say("BPF CPU: the report's overhead.bpf_cpu_pct (all four probes of the recipe, over wall × "
+        "CPUs). CPU per sample: the process's user + sys CPU over its samples, start-up included; "
+        "marginal: the CPU the 999 Hz runs took beyond the 99 Hz runs of the same mode, over the "
+        "extra samples (start-up cancels out; the noise of a few ms between runs does not). Main: "
+        "user-mode samples whose user stack reaches main.\n")
+    say("| mode | Hz | samples | BPF CPU % | user+sys (ms) | wall beyond window (ms) | peak RSS (MiB) "
+        "| CPU per sample (µs) | marginal per sample (µs) | stacks reaching main |")
+    say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    notes = []
+
+    def cpu_samples(name, hz):
+        ms = rows.get((name, hz), [])
+        return median([m["user"] + m["sys"] for m in ms]), median([m["samples"] for m in ms])
+
+    for hz in (99, 999):
+        for (name, h), ms in rows.items():
+            if h != hz:
+                continue
+            cpu, samples = cpu_samples(name, hz)
+            is_diag = "bpf_pct" in ms[0]
+            per = f"{cpu / samples * 1e6:.0f}" if samples else "—"
+            lo_cpu, lo_samples = cpu_samples(name, 99)
+            added = (f"{(cpu - lo_cpu) / (samples - lo_samples) * 1e6:.0f}"
+                     if hz == 999 and samples > lo_samples else "—")
+            bpf = median([m["bpf_pct"] for m in ms if m["bpf_pct"] is not None]) if is_diag else float("nan")
+            main_pct = median([m["main_pct"] for m in ms]) if is_diag else float("nan")
+            wall = f"{median([m['wall'] for m in ms]) * 1000:.0f}"
+            say(f"| {name} | {hz} | {samples:.0f} | {'—' if bpf != bpf else f'{bpf:.2f}'} | "
+                f"{cpu * 1000:.0f} | {wall} | {median([m['rss'] for m in ms]):.1f} | {per} | {added} | "
+                f"{'—' if main_pct != main_pct else f'{main_pct:.0f}%'} |")
+            for m in ms:
+                if is_diag and (m["stop"] not in ("duration", "complete") or m["ring_full"]):
+                    notes.append(f"{name} at {hz} Hz: stop {m['stop']}, ring_full {m['ring_full']}")
+    if perf:
+        say("\nperf rows: perf record only copies the stacks (8 KiB each, as dwarf mode here); "
+            "perf report unwinds and symbolizes them, so its CPU is the part to set against "
+            "diagnose's unwinding; its wall column is its whole run. perf has no BPF CPU and no count of stacks reaching main "
+            "here.")
+    for n in sorted(set(notes)):
+        say(f"- {n}")
+
+
+def part4_symbolization(say):
+    """4. Symbolization: diagnose's symbols code against perf report, on one live process."""
+    symbench = os.path.join(BUILD, "bench", "symbench")
+    if not os.access(symbench, os.X_OK):
+        say(f"\n## Symbolization: skipped ({os.path.relpath(symbench, ROOT)} not built: make bench builds it)")
+        return
+    # Debian's interpreter (stripped, .eh_frame only), not a pyenv build, when there is one
+    py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    wl = subprocess.Popen([py, os.path.join(ROOT, "tests", "bench", "pyload.py")],
+                          stdout=subprocess.DEVNULL)
+    rows, info = {}, {}
+    spread = f"{SYM_ADDRS} addresses spread over the executable mappings"
+    same = "the perf recording's unique addresses"
+    try:
+        time.sleep(1.0)  # imports done, the loop running
+        P = str(wl.pid)
+        perf = shutil.which("perf")
+        addr_file = os.path.join(tmp, "addrs.txt")
+        if perf:
+            pdata = os.path.join(tmp, "perf.data")
+            seconds = 10  # one busy thread at 999 Hz: ~10k samples
+            subprocess.run([perf, "record", "-q", "-g", "-F", "999", "-o", pdata, "-p", P, "--",
+                            "sleep", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # the raw call chains (perf script prints map-relative addresses): perf report -D
+            dump = subprocess.run([perf, "report", "-D", "-i", pdata], capture_output=True,
+                                  text=True).stdout
+            stacks = []
+            for block in dump.split("chain: nr:")[1:]:
+                chain = re.findall(r"^\.{5}\s+\d+: ([0-9a-f]+)$", block, re.M)
+                stacks.append(tuple(a for a in map(lambda x: int(x, 16), chain)
+                                    if a < 0xfffffffffffff000))  # not PERF_CONTEXT_* markers
+            addrs = sorted(set(a for b in stacks for a in b))
+            info.update(samples=len(stacks), unique=len(set(stacks)), addrs=len(addrs))
+            with open(addr_file, "w") as f:
+                f.write("".join(f"{a:x}\n" for a in addrs))
+        configs = [(spread, [symbench, P, str(SYM_ADDRS)])]
+        if perf:
+            configs.append((same, [symbench, P, addr_file]))
+            configs.append(("perf report", [perf, "report", "-i", pdata, "--stdio"]))
+        out = os.path.join(tmp, "out.txt")
+        for _ in range(RUNS):  # interleaved, so drift hits every config alike
+            for name, argv in configs:
+                m = run_timed(argv, 0.0, out)
+                if argv[0] == symbench:
+                    try:
+                        m.update(json.load(open(out)))
+                    except (OSError, json.JSONDecodeError):
+                        continue
+                rows.setdefault(name, []).append(m)
+    finally:
+        wl.kill()
+        wl.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    say(f"\n## Symbolization: a live Python process ({py} tests/bench/pyload.py)\n")
+    say("symbench (tests/bench/symbench.c) links the engine's symbols code as diagnose does and "
+        "times: loading /proc/kallsyms; usyms_new + usyms_snapshot (reads the maps and loads every "
+        "mapped ELF file: symbols, debug files, demangling, .eh_frame function ranges); the "
+        "lookups (user addresses as return addresses, kernel ones in kallsyms); the same lookups "
+        "again. Whole process: its user + sys CPU, wall and peak RSS, start-up included.\n")
+    if info:
+        say(f"perf recording: `perf record -g -F 999 -p PID -- sleep 10`: {info['samples']} samples, "
+            f"{info['unique']} unique stacks, {info['addrs']} unique addresses (user and kernel).\n")
+    say("| what | addresses | named (symbol / FDE entry) | kallsyms (ms) | snapshot (ms) | lookups (ms) "
+        "| again (ms) | whole: user+sys (ms) | whole: wall (ms) | peak RSS (MiB) |")
+    say("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, ms in rows.items():
+        cpu = median([(m["user"] + m["sys"]) * 1000 for m in ms])
+        wall = median([m["wall"] * 1000 for m in ms])
+        rss = median([m["rss"] for m in ms])
+        if "addresses" in ms[0]:
+            m0 = ms[0]
+            n = f"{m0['addresses']}" + (f" + {m0['kernel_addresses']} kernel" if m0["kernel_addresses"] else "")
+            named = f"{m0['named']} / {m0['fde']}" + (f" + {m0['kernel_named']} kernel" if m0["kernel_addresses"] else "")
+            steps = " | ".join(f"{median([m[k] for m in ms]):.2f}" for k in
+                               ("ksyms_ms", "snapshot_ms", "lookup_ms", "lookup_warm_ms"))
+            say(f"| diagnose symbols: {name} | {n} | {named} | {steps} | {cpu:.0f} | {wall:.0f} | {rss:.1f} |")
+        else:
+            say(f"| `perf report --stdio` of that recording | {info.get('addrs', '?')} | — | — | — | — | — "
+                f"| {cpu:.0f} | {wall:.0f} | {rss:.1f} |")
+    if "perf report" in rows:
+        say("\nperf report does more than symbolize: it reads and sorts the samples, builds and "
+            "prints the call graphs; symbench only names the addresses. Same process, same files, "
+            "same unique addresses in the second and third rows; the whole-process columns are the "
+            "ones to compare.")
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (it loads BPF programs)")
+    if not os.access(GNU_TIME, os.X_OK):
+        sys.exit(f"bench: {GNU_TIME} missing (Debian package `time`; make deps installs it)")
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    cpu = "?"
+    for l in open("/proc/cpuinfo"):
+        if l.startswith("model name"):
+            cpu = l.split(":", 1)[1].strip()
+            break
+    say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
+        f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
+
+    parts = os.environ.get("BENCH_PARTS", "1234")
+    for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
+                    ("4", part4_symbolization)):
+        if n in parts:
+            part(say)
 
     os.makedirs(os.path.join(BUILD, "bench"), exist_ok=True)
     with open(os.path.join(BUILD, "bench", "results.md"), "w") as f:
