@@ -68,11 +68,14 @@ static const struct option_spec profile_options[] = {
 	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
 	  .max = DIAG_MAX_STACK_BYTES,
 	  .help = "dwarf: bytes of user stack above sp copied per sample (deeper: truncated)" },
-	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
 	  .help = "KiB of ring buffer for samples unwound in user space (rounded up to a power of 2; "
-		  "drained when a quarter full; full: samples keep their frame-pointer stack only)" },
+		  "at most 256 in fp mode; drained when a quarter full; full: samples keep their "
+		  "frame-pointer stack only)" },
 };
+
+#define LEAF_RING_MAX (256u * 1024) /* ring buffer bytes at most in fp + leaf fixup mode */
 
 static const char *const profile_variants[] = { "cpu_clock", "hw_cycles", NULL };
 
@@ -168,7 +171,11 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
 		     : leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;
 	pp->skel->rodata->copy_bytes = probe_opt(p, "user_stacks") ? copy : 0;
+	/* fp + leaf fixup records are ~350 bytes: a quarter of 256 KiB holds ~190 of them, more
+	 * than a drain interval brings at 999 Hz on 2 CPUs; dwarf copies need the whole option. */
 	uint64_t ring = 4096, want = probe_opt(p, "ring_buffer_kib") * 1024;
+	if (!dwarf && want > LEAF_RING_MAX)
+		want = LEAF_RING_MAX;
 	while (ring < want)
 		ring *= 2;
 	bpf_map__set_max_entries(pp->skel->maps.samples, (__u32)ring);
