@@ -47,7 +47,9 @@ static Dwarf_Addr fde_end(Dwarf_CFI *cfi, Dwarf_Addr loc, Dwarf_Addr limit, uint
 		int ok = dwarf_cfi_addrframe(cfi, at, &frame) == 0 &&
 			 dwarf_frame_info(frame, &start, &end, NULL) >= 0;
 		free(frame);
-		if (!ok || start != at || end <= at)
+		/* libdw may hand back a row that began before `at` (rows with the same rules
+		 * run together): what matters is that it covers `at` and ends after it. */
+		if (!ok || start > at || end <= at)
 			break;
 		at = end;
 	}
