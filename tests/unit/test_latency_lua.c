@@ -1,0 +1,207 @@
+/* test_latency_lua.c — lua/latency.lua on recorded results: reports that `diagnose latency
+ * --json` wrote on the latency workloads (tests/unit/fixtures/latency/NAME.json: a process sleeping
+ * in slow_op, four threads contending for one mutex, an idle thread pool; stacks and syscalls
+ * trimmed), each checked against the probes' declared shapes, must give the verdicts they gave
+ * live; and the same trees edited into causes the live tests do not produce yet (blocked on the
+ * disk, starved of CPU) must be classified as such. No root, no BPF: the snippet runs in this
+ * process (verdict_run_inprocess).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "json_parse.h"
+#include "recipe.h"
+#include "shape.h"
+#include "source.h"
+#include "verdict.h"
+
+static char *src(const char *rel)
+{
+	const char *root = getenv("DIAG_SRCDIR");
+	return xasprintf("%s/%s", root ? root : ".", rel);
+}
+
+static struct value *load_fixture(const char *name)
+{
+	char *path = xasprintf("%s/tests/unit/fixtures/latency/%s.json",
+			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
+	size_t len;
+	char *text = read_file(path, &len);
+	if (!text)
+		fail_msg("cannot read %s", path);
+	struct diag_err err;
+	struct value *v = json_parse(text, len, NULL, &err);
+	if (!v)
+		fail_msg("%s: %s", path, err.msg);
+	free(text);
+	free(path);
+	return v;
+}
+
+/* Every probe's recorded tree must look like what its kind emits (recipes/latency.yaml). */
+static void assert_shapes(const struct value *results)
+{
+	char *path = src("recipes/latency.yaml");
+	struct recipe *r;
+	struct diag_err err;
+	if (recipe_load(path, &r, &err))
+		fail_msg("%s", err.msg);
+	for (size_t i = 0; i < results->obj.len; i++) {
+		const struct recipe_probe *rp = NULL;
+		for (unsigned k = 0; k < r->n_probes && !rp; k++)
+			if (strcmp(r->probes[k].id, results->obj.keys[i]) == 0)
+				rp = &r->probes[k];
+		if (!rp)
+			fail_msg("recorded results for \"%s\": not a probe of latency", results->obj.keys[i]);
+		char msg[512];
+		if (shape_check(catalog_find(rp->kind), rp->id, results->obj.vals[i], msg, sizeof(msg)))
+			fail_msg("recorded results unlike the probe's: %s", msg);
+	}
+	recipe_free(r);
+	free(path);
+}
+
+/* Runs lua/latency.lua (its thresholds' defaults) on a fixture's results and run; returns the
+ * verdicts (caller frees). */
+static struct value *latency(const struct value *fixture)
+{
+	struct source_file lua, lib;
+	struct diag_err err;
+	char *lua_path = src("lua/latency.lua"), *lib_path = src("lua/lib/diag.lua");
+	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
+		fail_msg("%s", err.msg);
+	struct value *thresholds = value_obj(), *verdicts = NULL, *report = NULL;
+	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
+				    .results = value_get(fixture, "results"), .thresholds = thresholds,
+				    .run = value_get(fixture, "run") };
+	assert_shapes(in.results);
+	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
+		fail_msg("latency.lua: %s", err.msg);
+	value_free(report);
+	value_free(thresholds);
+	source_free(&lua);
+	source_free(&lib);
+	free(lua_path);
+	free(lib_path);
+	return verdicts;
+}
+
+static const struct value *verdict(const struct value *verdicts, size_t i)
+{
+	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
+		fail_msg("no verdict %zu", i);
+	return verdicts->arr.items[i];
+}
+
+/* The fixture's live verdict ids, in order, are what the snippet gives on its results. */
+static void assert_as_recorded(const char *name)
+{
+	struct value *fx = load_fixture(name);
+	struct value *v = latency(fx);
+	const struct value *want = value_get(fx, "verdicts");
+	assert_int_equal(v->arr.len, want->arr.len);
+	for (size_t i = 0; i < want->arr.len; i++)
+		assert_string_equal(value_get_str(verdict(v, i), "id"), want->arr.items[i]->s);
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_sleep_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("sleep");
+	struct value *fx = load_fixture("sleep");
+	struct value *v = latency(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "warning"); /* never critical */
+	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "slow_op()"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_lock_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("lock");
+	struct value *fx = load_fixture("lock");
+	struct value *v = latency(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_non_null(strstr(title, "Lock contention"));
+	assert_true(strstr(title, "worker()") || strstr(title, "handle_request()"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_idle_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("idle");
+	struct value *fx = load_fixture("idle");
+	struct value *v = latency(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "info");
+	value_free(v);
+	value_free(fx);
+}
+
+/* The sleeping process's stacks, made uninterruptible in the block layer: disk-io. */
+static void test_disk_from_edited_stacks(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("sleep");
+	struct value *stacks = (struct value *)value_get(value_get(value_get(fx, "results"), "offcpu"), "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		struct value *s = stacks->arr.items[i];
+		value_set_str(s, "tag", "uninterruptible");
+		struct value *k = value_obj_set(s, "kernel", value_arr());
+		value_arr_push(k, value_str("__schedule"));
+		value_arr_push(k, value_str("io_schedule"));
+		value_arr_push(k, value_str("folio_wait_bit_common"));
+		value_arr_push(k, value_str("filemap_read"));
+	}
+	struct value *v = latency(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "disk-io");
+	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "slow_op()"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The idle pool's run queue, made slow: cpu-starved, and no idle verdict beside it. */
+static void test_starved_from_edited_runq(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("idle");
+	struct value *runq = (struct value *)value_get(value_get(fx, "results"), "runq");
+	struct value *b = value_obj_set(runq, "buckets", value_arr());
+	struct value *slot = value_arr_push(b, value_obj());
+	value_set_int(slot, "lo", 16384);
+	value_set_int(slot, "hi", 32767);
+	value_set_int(slot, "count", 100);
+	value_set_int(runq, "count", 100);
+	value_set_int(runq, "total_us", 2000000);
+	value_set_int(runq, "max_us", 30000);
+	struct value *v = latency(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "cpu-starved");
+	for (size_t i = 0; i < v->arr.len; i++)
+		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "idle");
+	value_free(v);
+	value_free(fx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sleep_recorded),
+		cmocka_unit_test(test_lock_recorded),
+		cmocka_unit_test(test_idle_recorded),
+		cmocka_unit_test(test_disk_from_edited_stacks),
+		cmocka_unit_test(test_starved_from_edited_runq),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
