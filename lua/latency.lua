@@ -23,7 +23,8 @@
 -- cause_pct_crit; sleeping at most warning: it may be by design): lock-contention, disk-io,
 -- page-faults, waiting-on-peer, sleeping, futex-wait.
 -- cpu-starved: runnable share >= runnable_pct_warn or run-queue p99 >= runq_p99_warn_us.
--- idle (info): no finding, and most of the off-CPU time is work-wait or threads blocked
+-- idle (info): no finding, the threads off the CPU at least half of their time, and most of it
+-- work-wait or threads blocked
 -- throughout the window (never seen switching: threads x window - on CPU - off CPU measured);
 -- ok: nothing stands out.
 -- Each verdict names the call path (root first) of its heaviest stack and the function in the
@@ -146,7 +147,7 @@ local on_cpu_ns = cpu_pct and cpu_pct / 100 * window * 1e9 or nil
 local unseen_ns = 0
 if O and C and on_cpu_ns then
   unseen_ns = math.max(0, thread_ns - on_cpu_ns - off_ns)
-  if unseen_ns < thread_ns * 0.02 then unseen_ns = 0 end -- rounding of the two clocks
+  if unseen_ns < thread_ns * 0.05 then unseen_ns = 0 end -- the two clocks' rounding
 end
 
 local function path_of(s)
@@ -289,9 +290,11 @@ for _, f in ipairs(findings) do push(verdicts, f.v) end
 
 -- ---- nothing found: idle, or ok -------------------------------------------------------------
 
+-- Idle means the threads mostly wait: at least half of their time off the CPU.
+local waiting = off_ns + unseen_ns >= thread_ns / 2
 if #findings == 0 and O then
   local work = class["work-wait"]
-  if unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
+  if waiting and unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
     push(verdicts, diag.verdict("idle", "info",
       sub("Idle: threads were blocked throughout the window %s of their time; nothing ran slowly", diag.fmt_pct(share(unseen_ns))),
       { sub("%s of the threads' time (%d thread%s x %.1f s) was neither on a CPU nor seen leaving one: those threads slept the whole window",
@@ -300,7 +303,7 @@ if #findings == 0 and O then
       { sub("Where they sleep: cat /proc/%s/task/*/stack (kernel) and /proc/%s/task/*/wchan; a parked pool waits in futex_wait, epoll_wait or accept", pid, pid),
         "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
         "Threads stuck on a lock for the whole window (a deadlock) look the same here: if the service does not answer at all, check their stacks" }))
-  elseif off_ns > 0 and work.ns >= off_ns / 2 then
+  elseif waiting and off_ns > 0 and work.ns >= off_ns / 2 then
     local at = where(work)
     push(verdicts, diag.verdict("idle", "info",
       sub("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share(work.ns)), at),

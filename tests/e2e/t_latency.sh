@@ -3,7 +3,9 @@
 #     `sleeping` verdict names slow_op, at most a warning (a sleep may be by design);
 # (b) lock contention (lock_contention: 4 workers take one mutex in handle_request() and hold it
 #     in update_shared_state()) → `lock-contention` first, naming the workers' own code;
-# (c) the healthy control: a thread pool parked on a condition variable with no work (idle_pool)
+# (c) its healthy control: the same workload with one worker (the mutex is never contended; it
+#     computes 97% of the time) → no warning, no lock-contention, no sleeping, and not idle;
+# (d) the healthy control of waiting: a thread pool parked on a condition variable with no work (idle_pool)
 #     → `idle` (info), exit 0, no warning or critical verdict.
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +30,14 @@ start "$WL/lock_contention" 4
 check "$TMP/lock.json" "r['verdicts'][0]['id'] == 'lock-contention' and ('handle_request()' in r['verdicts'][0]['title'] or 'worker()' in r['verdicts'][0]['title'])" \
 	"lock: verdicts $(json "$TMP/lock.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
 assert_released "latency on lock contention"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+start "$WL/lock_contention" 1
+"$DIAG" latency --pid "$PID" --duration 2 --json > "$TMP/nolock.json" 2> "$TMP/nolock.err"; rc=$?
+[ "$rc" = 0 ] || fail "uncontended: exit $rc, want 0: $(json "$TMP/nolock.json" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]')"
+check "$TMP/nolock.json" "[x['id'] for x in r['verdicts']] == ['ok']" \
+	"uncontended: verdicts $(json "$TMP/nolock.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
+assert_released "latency on an uncontended lock"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 start "$WL/idle_pool" 4

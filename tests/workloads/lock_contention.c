@@ -1,7 +1,8 @@
 /* lock_contention.c — lock contention with a known holder, for the latency tests. WORKERS
  * threads (argv[1], default 4) loop in handle_request(), which takes one global mutex and, while
  * holding it, runs update_shared_state() (about HOLD_US of computation); so each worker spends
- * most of its time waiting for the mutex that another worker holds.
+ * most of its time waiting for the mutex that another worker holds. With one worker (argv[1] = 1)
+ * the same loop never waits: the healthy control.
  */
 #include <pthread.h>
 #include <stdlib.h>
