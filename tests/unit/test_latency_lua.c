@@ -21,6 +21,7 @@
 #include "recipe.h"
 #include "shape.h"
 #include "source.h"
+#include "recorded_shape.h"
 #include "verdict.h"
 
 static char *src(const char *rel)
@@ -46,28 +47,6 @@ static struct value *load_fixture(const char *name)
 	return v;
 }
 
-/* Every probe's recorded tree must look like what its kind emits (recipes/latency.yaml). */
-static void assert_shapes(const struct value *results)
-{
-	char *path = src("recipes/latency.yaml");
-	struct recipe *r;
-	struct diag_err err;
-	if (recipe_load(path, &r, &err))
-		fail_msg("%s", err.msg);
-	for (size_t i = 0; i < results->obj.len; i++) {
-		const struct recipe_probe *rp = NULL;
-		for (unsigned k = 0; k < r->n_probes && !rp; k++)
-			if (strcmp(r->probes[k].id, results->obj.keys[i]) == 0)
-				rp = &r->probes[k];
-		if (!rp)
-			fail_msg("recorded results for \"%s\": not a probe of latency", results->obj.keys[i]);
-		char msg[512];
-		if (shape_check(catalog_find(rp->kind), rp->id, results->obj.vals[i], msg, sizeof(msg)))
-			fail_msg("recorded results unlike the probe's: %s", msg);
-	}
-	recipe_free(r);
-	free(path);
-}
 
 /* Runs lua/latency.lua (its thresholds' defaults) on a fixture's results and run; returns the
  * verdicts (caller frees). */
@@ -82,7 +61,7 @@ static struct value *latency(const struct value *fixture)
 	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
 				    .results = value_get(fixture, "results"), .thresholds = thresholds,
 				    .run = value_get(fixture, "run") };
-	assert_shapes(in.results);
+	assert_recorded_shape("recipes/latency.yaml", in.results);
 	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
 		fail_msg("latency.lua: %s", err.msg);
 	value_free(report);

@@ -27,6 +27,7 @@
 #include "catalog.h"
 #include "recipe.h"
 #include "shape.h"
+#include "recorded_shape.h"
 #include "verdict.h"
 
 /* ---- building result trees ------------------------------------------------------------- */
@@ -355,36 +356,12 @@ static void run_text(const char *text, const struct value *results, struct verdi
 	free(libs);
 }
 
-/* Recorded results must look like what the probes emit: each probe's tree is checked against its
- * kind's declaration (catalog.h, shape.h), the kinds being those of recipes/high-cpu.yaml. */
-static void assert_recorded_shape(const struct value *results)
-{
-	char *path = src("recipes/high-cpu.yaml");
-	struct recipe *r;
-	struct diag_err err;
-	if (recipe_load(path, &r, &err))
-		fail_msg("%s", err.msg);
-	for (size_t i = 0; i < results->obj.len; i++) {
-		const struct recipe_probe *rp = NULL;
-		for (unsigned k = 0; k < r->n_probes && !rp; k++)
-			if (strcmp(r->probes[k].id, results->obj.keys[i]) == 0)
-				rp = &r->probes[k];
-		if (!rp)
-			fail_msg("recorded results for \"%s\": not a probe of high-cpu",
-				 results->obj.keys[i]);
-		char msg[512];
-		if (shape_check(catalog_find(rp->kind), rp->id, results->obj.vals[i], msg, sizeof(msg)))
-			fail_msg("recorded results unlike the probe's: %s", msg);
-	}
-	recipe_free(r);
-	free(path);
-}
 
 /* Runs lua/high-cpu.lua with the default limits, or max_instr; takes ownership of results, run. */
 static void high_cpu_limited(struct value *results, struct value *run, size_t max_instr,
 			     struct outcome *o)
 {
-	assert_recorded_shape(results);
+	assert_recorded_shape("recipes/high-cpu.yaml", results);
 	struct value *th = high_cpu_thresholds();
 	run_lua("lua/high-cpu.lua", "lua/lib", results, th, run, max_instr, 0, o);
 	if (o->rc != 0)
