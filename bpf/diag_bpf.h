@@ -1,8 +1,9 @@
 /* diag_bpf.h — what every probe in bpf/ shares: the per-CPU `stats` map the engine reads for
- * events and drops, the `diag_ctl` map through which the engine switches a probe's programs
- * between count-only and full mode and sets its 1-in-N sampling while they are attached, log2
- * slots, the depth of every stack map (engine/stacks.c reads them with it), and the counting and
- * latency-total helpers. Included once by each probe's .bpf.c, which gets both maps from here.
+ * events and drops, the `diag_ctl` switch (a global in its own section) through which the engine
+ * moves a probe's programs between count-only and full mode and sets their 1-in-N sampling while
+ * they are attached, the filters, log2 slots, the depth of every stack map (engine/stacks.c reads
+ * them with it), and the counting and latency-total helpers. Included once by each probe's
+ * .bpf.c, which gets the map and the switch from here.
  * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
@@ -36,6 +37,8 @@ enum diag_mode {
 	DIAG_MODE_COUNT = 1,
 };
 
+#define DIAG_CTL_SECTION ".data.diag_ctl"
+
 struct diag_ctl {
 	__u32 mode;         /* enum diag_mode */
 	__u32 sample_every; /* full mode: keep 1 event in N at random (0 and 1: every event) */
@@ -51,12 +54,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct diag_ctl);
-} diag_ctl SEC(".maps");
+/* The switch is a global variable in a section of its own (libbpf gives it a one-entry array
+ * map named DIAG_CTL_SECTION): programs read it with plain loads, no map lookup per event. */
+volatile struct diag_ctl diag_ctl SEC(".data.diag_ctl") = { DIAG_MODE_FULL, 1 };
 
 static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
 {
@@ -69,9 +69,7 @@ static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
  * gets true checks its filters, calls diag_passed() if they pass, and returns. */
 static __always_inline bool diag_count_only(void)
 {
-	__u32 zero = 0;
-	struct diag_ctl *ctl = bpf_map_lookup_elem(&diag_ctl, &zero);
-	if (!ctl || ctl->mode != DIAG_MODE_COUNT)
+	if (diag_ctl.mode != DIAG_MODE_COUNT)
 		return false;
 	diag_stat_inc(&stats, DIAG_STAT_FIRINGS);
 	return true;
@@ -158,9 +156,7 @@ static __always_inline bool diag_task_wanted(struct task_struct *t)
  * sampling drops. */
 static __always_inline bool diag_sampled_in(void)
 {
-	__u32 zero = 0;
-	struct diag_ctl *ctl = bpf_map_lookup_elem(&diag_ctl, &zero);
-	__u32 n = ctl ? ctl->sample_every : 1;
+	__u32 n = diag_ctl.sample_every;
 	return n <= 1 || bpf_get_prandom_u32() % n == 0;
 }
 

@@ -75,7 +75,7 @@ uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
 int probe_set_mode(struct probe *p, bool count_only, uint64_t sample_every)
 {
 	struct bpf_object *obj = p->kind->object ? p->kind->object(p) : NULL;
-	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, "diag_ctl") : NULL;
+	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, DIAG_CTL_SECTION) : NULL;
 	if (!map || bpf_map__fd(map) < 0 || bpf_map__value_size(map) != sizeof(struct diag_ctl))
 		return -1;
 	__u32 zero = 0;

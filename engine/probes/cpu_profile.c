@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"
-#include "diag_bpf.h"
 #include "diag_unwind.h"
 #include "stack_sampler.h"
 #include "stacks.h"
