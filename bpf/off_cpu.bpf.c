@@ -121,6 +121,10 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	}
 	if (count_only)
 		return 0;
+	/* Every switch on the machine comes here: the filter (rodata, a field read) before the
+	 * clock and the hash lookup, which only a target thread can need. */
+	if (!diag_task_wanted(next))
+		return 0;
 	now = bpf_ktime_get_ns();
 	add_away(next, now);
 	return 0;
