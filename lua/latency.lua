@@ -22,7 +22,7 @@
 -- A cause is a finding when its share of the threads' time is >= cause_pct_warn (critical at
 -- cause_pct_crit; sleeping at most warning: it may be by design): lock-contention, disk-io,
 -- page-faults, waiting-on-peer, sleeping, futex-wait.
--- cpu-starved: runnable share >= runnable_pct_warn or run-queue p99 >= runq_p99_warn_us.
+-- cpu-starved: runnable share >= runnable_pct_warn, or run-queue p99 >= 10 x runq_p99_warn_us.
 -- idle (info): no finding, the threads off the CPU at least half of their time, and most of it
 -- work-wait or threads blocked
 -- throughout the window (never seen switching: threads x window - on CPU - off CPU measured);
@@ -259,7 +259,9 @@ if R and (R.count or 0) >= MIN_WAITS then
     max = R.max_us }
 end
 local runnable_pct = share(class.runnable.ns)
-if (runq and runq.p99 >= T.runq_warn) or (runnable_pct >= T.runnable and class.runnable.count > 0) then
+-- Waiting for a CPU must cost the threads something: a runnable share, or a run-queue p99 ten
+-- times the warning (a p99 over a few dozen waits on a busy 2-CPU box is often one preemption).
+if (runq and runq.p99 >= 10 * T.runq_warn) or (runnable_pct >= T.runnable and class.runnable.count > 0) then
   local ev = {}
   if runq then
     push(ev, sub("Run-queue latency p99 %s, p50 %s, max %s over %s waits", diag.fmt_us(runq.p99),
@@ -274,7 +276,7 @@ if (runq and runq.p99 >= T.runq_warn) or (runnable_pct >= T.runnable and class.r
   if psi and window > 0 then
     push(ev, sub("CPU pressure some: stalled %s of the window", diag.fmt_pct(psi / (window * 1e6) * 100)))
   end
-  local sev = (runnable_pct >= T.crit or (runq and runq.p99 >= 10 * T.runq_warn)) and "critical" or "warning"
+  local sev = (runnable_pct >= T.crit or (runq and runq.p99 >= 100 * T.runq_warn)) and "critical" or "warning"
   push(findings, { pct = runnable_pct, v = diag.verdict("cpu-starved", sev,
     sub("Starved of CPU: threads wait runnable %s of their time", diag.fmt_pct(runnable_pct)), ev,
     { sub("Diagnose the CPU first: diagnose high-cpu --pid %s, and what else runs (top -o %%CPU)", pid),
