@@ -174,7 +174,8 @@ static int cmd_show(const struct cli *c)
 	       b.src.lua.path);
 	for (size_t i = 0; i < b.src.n_libs; i++)
 		printf("  lib:  %s\n", b.src.libs[i].path);
-	printf("  target: %s; duration %.3g s (max %u s)\n", r->target_required ? "--pid required" : "none",
+	printf("  target: %s; duration %.3g s (max %u s)\n", r->target == RECIPE_TARGET_PID ? "--pid required"
+	       : r->target == RECIPE_TARGET_PID_OPTIONAL ? "--pid, or the whole host without it" : "none",
 	       plan->duration_s, r->budgets.max_duration_s);
 	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
 	       r->budgets.max_sample_hz, r->budgets.max_cpu_pct,

@@ -175,9 +175,17 @@ static int resolve_variants(const struct recipe *r, struct plan_probe *pp, struc
 static struct filter_text filter_text_of(const struct plan *plan, const struct recipe_filters *f)
 {
 #define TEXT(field) (f->field ? param_value(plan, f->field) : NULL)
-	return (struct filter_text){ TEXT(pid), TEXT(tid), TEXT(comm), TEXT(cgroup), TEXT(device),
-				     TEXT(local_port), TEXT(remote_port), TEXT(remote_addr) };
+	struct filter_text text = { TEXT(pid), TEXT(tid), TEXT(comm), TEXT(cgroup), TEXT(device),
+				    TEXT(local_port), TEXT(remote_port), TEXT(remote_addr) };
 #undef TEXT
+	/* `target: optional-pid` run without --pid: filters on the target fall away (whole host) */
+	if (plan->recipe->target == RECIPE_TARGET_PID_OPTIONAL && plan->target_pid <= 0) {
+		if (text.pid && !strcmp(text.pid, "target"))
+			text.pid = NULL;
+		if (text.cgroup && !strcmp(text.cgroup, "target"))
+			text.cgroup = NULL;
+	}
+	return text;
 }
 
 static int resolve_filters(const struct plan *plan, const struct plan_args *a, struct plan_probe *pp,
@@ -246,9 +254,9 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 			  p->duration_s, r->budgets.max_duration_s);
 		goto fail;
 	}
-	if (a->check_target && r->target_required && check_target(p, a->pid, err))
+	if (a->check_target && (r->target == RECIPE_TARGET_PID || a->pid) && check_target(p, a->pid, err))
 		goto fail;
-	if (a->pid && !r->target_required) {
+	if (a->pid && r->target == RECIPE_TARGET_NONE) {
 		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);
 		goto fail;
 	}

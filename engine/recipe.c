@@ -108,8 +108,9 @@ static const cyaml_schema_value_t param_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_param, param_fields),
 };
 
-/* `target: pid` is read as an enum whose one value sets the (1-byte) bool to 1. */
-static const cyaml_strval_t target_values[] = { { "pid", 1 } };
+/* `target:` is read as an enum into a 1-byte field. */
+static const cyaml_strval_t target_values[] = { { "pid", RECIPE_TARGET_PID },
+						{ "optional-pid", RECIPE_TARGET_PID_OPTIONAL } };
 
 static const cyaml_schema_field_t recipe_fields[] = {
 	STR("name", REQ, struct recipe, name, 64),
@@ -117,8 +118,8 @@ static const cyaml_schema_field_t recipe_fields[] = {
 	STR("summary", REQ, struct recipe, summary, 200),
 	STR("description", OPT, struct recipe, description, 4096),
 	STR("lua", REQ, struct recipe, lua, 255),
-	CYAML_FIELD_ENUM("target", OPT | CYAML_FLAG_STRICT, struct recipe, target_required,
-			 target_values, 1),
+	CYAML_FIELD_ENUM("target", OPT | CYAML_FLAG_STRICT, struct recipe, target,
+			 target_values, 2),
 	CYAML_FIELD_UINT("duration_s", REQ, struct recipe, duration_s),
 	CYAML_FIELD_MAPPING("budgets", REQ, struct recipe, budgets, budget_fields),
 	CYAML_FIELD_SEQUENCE_COUNT("probes", CYAML_FLAG_POINTER, struct recipe, probes, n_probes,
@@ -133,7 +134,7 @@ static const cyaml_schema_value_t recipe_schema = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct recipe, recipe_fields),
 };
 
-_Static_assert(sizeof(bool) == 1, "target_required is written by libcyaml as a 1-byte enum");
+_Static_assert(sizeof(((struct recipe *)0)->target) == 1, "target is written by libcyaml as a 1-byte enum");
 
 /* ---- loader state and error formatting ------------------------------------------------------- */
 
@@ -500,7 +501,7 @@ static const char *type_name(const cyaml_schema_value_t *v)
 	case CYAML_STRING: return "a string";
 	case CYAML_MAPPING: return "a mapping";
 	case CYAML_SEQUENCE: return "a sequence";
-	case CYAML_ENUM: return "\"pid\""; /* the one enum: `target` */
+	case CYAML_ENUM: return "\"pid\" or \"optional-pid\""; /* the one enum: `target` */
 	default: return "another type";
 	}
 }
@@ -943,9 +944,9 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 		return fail_path(L, AT("filters.pid"),
 				 "expected \"target\" or a positive integer, got %s",
 				 quote(q, sizeof(q), f->pid));
-	if (f->pid && !strcmp(f->pid, "target") && !r->target_required)
+	if (f->pid && !strcmp(f->pid, "target") && r->target == RECIPE_TARGET_NONE)
 		return fail_path(L, AT("filters.pid"),
-				 "\"target\" needs `target: pid` at the top level");
+				 "\"target\" needs `target: pid` or `target: optional-pid` at the top level");
 	if (f->tid && !is_pid(f->tid))
 		return fail_path(L, AT("filters.tid"), "expected a positive integer, got %s",
 				 quote(q, sizeof(q), f->tid));

@@ -69,6 +69,8 @@ struct recipe_budgets {
 	uint32_t preflight_ms; /* pre-flight window; 0 = the default, 250 ms */
 };
 
+enum recipe_target { RECIPE_TARGET_NONE = 0, RECIPE_TARGET_PID = 1, RECIPE_TARGET_PID_OPTIONAL = 2 };
+
 struct recipe {
 	char *path;        /* as given to recipe_load */
 	char *name;        /* e.g. "high-cpu" */
@@ -76,7 +78,9 @@ struct recipe {
 	char *summary;     /* one line */
 	char *description; /* may be NULL */
 	char *lua;         /* Lua file, as written in the recipe (relative to the lua dir) */
-	bool target_required; /* `target: pid` — the run needs --pid */
+	/* `target:` — RECIPE_TARGET_NONE: takes no --pid; PID: needs --pid; PID_OPTIONAL: the target
+	 * with --pid, the whole host without it (filters naming "target" are then dropped) */
+	uint8_t target;
 	uint32_t duration_s;  /* default collection time */
 	struct recipe_budgets budgets;
 	struct recipe_probe *probes;

@@ -76,7 +76,7 @@ static void test_high_cpu(void **state)
 	assert_non_null(r->description);
 	assert_non_null(strchr(r->description, ' '));
 	assert_string_equal(r->lua, "high-cpu.lua");
-	assert_true(r->target_required);
+	assert_int_equal(r->target, RECIPE_TARGET_PID);
 	assert_true(r->duration_s >= 1 && r->duration_s <= r->budgets.max_duration_s);
 	assert_int_equal(r->budgets.max_duration_s, 60);
 	assert_int_equal(r->budgets.max_sample_hz, 999);
@@ -143,7 +143,7 @@ static void test_valid_minimal(void **state)
 	struct recipe *r = load_ok("tests/recipes/valid/minimal.yaml");
 	assert_string_equal(r->name, "minimal");
 	assert_null(r->description);
-	assert_false(r->target_required);
+	assert_int_equal(r->target, RECIPE_TARGET_NONE);
 	assert_int_equal(r->budgets.max_events_per_s, 0);
 	assert_int_equal(r->budgets.max_sample_hz, 0);
 	assert_int_equal(r->n_probes, 1);
@@ -152,6 +152,15 @@ static void test_valid_minimal(void **state)
 	assert_int_equal(r->probes[0].n_attach, 0);
 	assert_int_equal(r->probes[0].n_options, 0);
 	assert_int_equal(r->n_thresholds, 0);
+	recipe_free(r);
+}
+
+static void test_valid_optional_pid(void **state)
+{
+	(void)state;
+	struct recipe *r = load_ok("tests/recipes/valid/optional-pid.yaml");
+	assert_int_equal(r->target, RECIPE_TARGET_PID_OPTIONAL);
+	assert_string_equal(r->probes[0].filters.pid, "target");
 	recipe_free(r);
 }
 
@@ -343,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_high_cpu),
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_valid_minimal),
+		cmocka_unit_test(test_valid_optional_pid),
 		cmocka_unit_test(test_valid_full),
 		cmocka_unit_test(test_invalid_corpus),
 		cmocka_unit_test(test_missing_and_empty_file),
