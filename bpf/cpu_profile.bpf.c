@@ -87,7 +87,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (copy_bytes && user_stacks && key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes, tgid, key.comm,
-					  key.user_stack_id, key.kernel_stack_id, 1) == 0) {
+					  key.user_stack_id, key.kernel_stack_id, 1, 0, 0) == 0) {
 			diag_stat_inc(&stats, PROFILE_STAT_SENT);
 			return 0;
 		}

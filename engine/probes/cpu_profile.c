@@ -32,9 +32,7 @@ struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
-	/* user-space unwinding (copy_bytes > 0): the ring buffer feeds the sampler */
-	struct ring_buffer *rb;
-	struct stack_sampler *sampler;
+	struct stack_sampler *sampler; /* user-space unwinding (copy_bytes > 0): reads `samples` */
 };
 
 PROBE_BPF_SKELETON(cpu_profile)
@@ -110,24 +108,17 @@ static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
 
 static void profile_drain(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	if (pp->rb)
-		ring_buffer__consume(pp->rb);
+	stack_sampler_consume(((struct profile_priv *)p->priv)->sampler);
 }
 
 static int profile_wake_fd(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	return pp->rb ? ring_buffer__epoll_fd(pp->rb) : -1;
+	return stack_sampler_wake_fd(((struct profile_priv *)p->priv)->sampler);
 }
 
 static void profile_tick(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	if (!pp->rb)
-		return;
-	ring_buffer__consume(pp->rb); /* what did not reach wake_bytes */
-	stack_sampler_period(pp->sampler);
+	stack_sampler_tick(((struct profile_priv *)p->priv)->sampler);
 }
 
 static int profile_load(struct probe *p, struct diag_err *err)
@@ -173,11 +164,10 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	pp->skel->rodata->copy_bytes = probe_opt(p, "user_stacks") ? copy : 0;
 	/* fp + leaf fixup records are ~350 bytes: a quarter of 256 KiB holds ~190 of them, more
 	 * than a drain interval brings at 999 Hz on 2 CPUs; dwarf copies need the whole option. */
-	uint64_t ring = 4096, want = probe_opt(p, "ring_buffer_kib") * 1024;
+	uint64_t want = probe_opt(p, "ring_buffer_kib") * 1024;
 	if (!dwarf && want > LEAF_RING_MAX)
 		want = LEAF_RING_MAX;
-	while (ring < want)
-		ring *= 2;
+	uint32_t ring = stack_sampler_ring_size(want);
 	bpf_map__set_max_entries(pp->skel->maps.samples, (__u32)ring);
 	pp->skel->rodata->wake_bytes = ring / 4;
 	int rc = cpu_profile_bpf__load(pp->skel);
@@ -185,10 +175,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
 	if (pp->skel->rodata->copy_bytes) {
 		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
-						(size_t)probe_opt(p, "max_stack_counts"));
-		pp->rb = ring_buffer__new(bpf_map__fd(pp->skel->maps.samples), stack_sampler_add,
-					  pp->sampler, NULL);
-		if (!pp->rb)
+						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0);
+		if (stack_sampler_open_ring(pp->sampler, bpf_map__fd(pp->skel->maps.samples)))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));
 	}
@@ -229,8 +217,7 @@ static void profile_destroy(struct probe *p)
 {
 	struct profile_priv *pp = p->priv;
 	probe_bpf_destroy(p);
-	ring_buffer__free(pp->rb); /* NULL is fine */
-	stack_sampler_free(pp->sampler);
+	stack_sampler_free(pp->sampler); /* NULL is fine */
 	free(pp->cpus);
 	memset(pp, 0, sizeof(*pp));
 }
@@ -264,10 +251,10 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       kernel, count, count, NULL);
 	}
-	if (pp->rb) {
+	if (pp->sampler) {
 		uint64_t w, n, k;
-		ring_buffer__consume(pp->rb); /* detached: what is left */
-		stack_sampler_flush(pp->sampler, table, probe_opt(p, "kernel_stacks"), &w, &n, &k);
+		stack_sampler_consume(pp->sampler); /* detached: what is left */
+		stack_sampler_flush(pp->sampler, table, probe_opt(p, "kernel_stacks"), 1, &w, &n, &k);
 		samples += n;
 		in_kernel += k;
 	}
