@@ -38,6 +38,11 @@ R=$(test_recipe shapes-all <<EOF
   - id: off
     kind: off_cpu
     filters: {pid: target}
+    options: {user_unwind: dwarf}
+  - id: wake
+    kind: wakeups
+    filters: {pid: target}
+    options: {user_unwind: dwarf, sample_every: 2}
   - id: ctx
     kind: proc_context
     filters: {pid: target}
@@ -50,11 +55,12 @@ rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
-check "$J" 'sorted(res) == ["ctx", "off", "profile", "runq", "slow", "sw", "sys"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+check "$J" 'sorted(res) == ["ctx", "off", "profile", "runq", "slow", "sw", "sys", "wake"]' "a probe without results: $(json "$J" 'r.get("notes")')"
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
-check "$J" 'res["sw"]["sampled_1_in"] == 2' "tracepoint_count: sampled_1_in absent"
+check "$J" 'res["sw"]["sampled_1_in"] == 2 and res["wake"]["sampled_1_in"] == 2' "sampled_1_in absent"
+check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
