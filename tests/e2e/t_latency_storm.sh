@@ -20,7 +20,7 @@ json "$TMP/storm.json" '" ".join(r["notes"])' | grep -q 'offcpu: .* counted 1 in
 	fail "storm: no degrade note for offcpu: $(json "$TMP/storm.json" 'r["notes"]')"
 check "$TMP/storm.json" "r['overhead']['preflight']['events_per_s'] <= r['overhead']['preflight']['max_events_per_s'] * 1.01" \
 	"storm: the planned rate is over the budget"
-check "$TMP/storm.json" "r['stop_reason'] in ('duration', 'budget') and res['offcpu']['total_ns'] > 0" \
+check "$TMP/storm.json" "r['stop_reason'] in ('duration', 'over-budget') and res['offcpu']['total_ns'] > 0" \
 	"storm: stop $(json "$TMP/storm.json" 'r["stop_reason"]') or no off-CPU time"
 assert_released "latency under a context-switch storm"
 
