@@ -43,8 +43,11 @@ local MIN_WAITS = 20 -- fewer run-queue waits make too thin a p99 to judge by
 local PARKED_NS = 50e6 -- an unnamed futex waited on this long per interval: a parked thread
 
 local O, R, S, C, W = results.offcpu, results.runq, results.syscalls, results.context, results.wakers
+local L = results.lookups -- name_lookups: getaddrinfo / gethostbyname* timed in the target's libc
 local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
-local window = (C and C.wall_s) or run.duration_s or 0
+-- the collection window (the sampler's own window starts earlier: at its attach, before the
+-- other probes' and the pre-flight)
+local window = run.duration_s or (C and C.wall_s) or 0
 local threads = (C and C.threads) or 1
 local thread_ns = threads * window * 1e9
 local verdicts, report = {}, {}
@@ -84,9 +87,15 @@ local U = {
     "__pthread_cond_wait", "std::condition_variable" },
 }
 
+-- Host name lookups: whatever the resolver waits on (a socket to the DNS server, a lock), the
+-- caller waits for the name.
+local RESOLVE = { "^getaddrinfo$", "^gethostbyname", "^__libc_res_n", "^__res_n", "^res_n",
+  "^__nss_hosts", "^_nss_dns_" }
+
 local function classify(s)
   if s.tag == "runnable" then return "runnable" end
   local k, u = s.kernel or {}, s.user or {}
+  if any_frame(u, RESOLVE) then return "resolve" end
   if s.tag == "uninterruptible" then
     if any_frame(k, K.fault) then return "fault" end
     if any_frame(k, K.disk) then return "disk" end
@@ -155,7 +164,7 @@ end
 -- ---- the off-CPU time, by class ----------------------------------------------------------------
 
 local class = {}
-local classes = { "runnable", "disk", "fault", "lock", "peer", "sleep", "futex", "work-wait", "other" }
+local classes = { "runnable", "disk", "fault", "lock", "peer", "resolve", "sleep", "futex", "work-wait", "other" }
 for _, c in ipairs(classes) do class[c] = { ns = 0, count = 0, stacks = {} } end
 if O then
   for _, s in ipairs(O.stacks or {}) do
@@ -289,6 +298,35 @@ finding("waiting-on-peer", "peer", class.peer,
       own and sub("Add a timeout, or make the call in %s asynchronous if it is on the request path", diag.fn(own)) or
         "Add timeouts on the blocking calls" }
   end, { top_syscall({ "recvfrom", "recvmsg", "read", "connect" }) })
+-- Slow name resolution: the off-CPU time under the resolver, with the lookups' own figures
+-- (which names, how long) from the name_lookups probe.
+if L and (L.count or 0) > 0 and class.resolve.ns < (L.total_ns or 0) * 0.5 then
+  -- stacks that do not reach the resolver's frames (frame pointers only): the probe's own time
+  class.resolve.ns, class.resolve.count = L.total_ns, L.count
+end
+local lookup_extra = {}
+if L then
+  for i = 1, math.min(3, #(L.lookups or {})) do
+    local l = L.lookups[i]
+    push(lookup_extra, sub("%s(\"%s\"): %s lookups, avg %s, longest %s%s", l["function"], l.name,
+      diag.fmt_count(l.count), diag.fmt_ns(l.total_ns / math.max(l.count, 1)), diag.fmt_ns(l.max_ns),
+      (l.failed or 0) > 0 and sub(", %s failed", diag.fmt_count(l.failed)) or ""))
+  end
+  if (L.count or 0) >= MIN_WAITS then
+    push(lookup_extra, sub("Lookup time p50 %s, p99 %s over %s lookups", diag.fmt_ns(diag.percentile(L.buckets, 50)),
+      diag.fmt_ns(diag.percentile(L.buckets, 99)), diag.fmt_count(L.count)))
+  end
+end
+local slow_name = L and L.lookups and L.lookups[1] and L.lookups[1].name
+finding("slow-name-resolution", "resolve", class.resolve,
+  "Slow name resolution: threads wait %s of their time for host name lookups%s" ..
+    (slow_name and (" (" .. slow_name:gsub("%%", "%%%%") .. ")") or ""),
+  function(own)
+    return { "Check the name servers in /etc/resolv.conf (of the process's mount namespace) in order: the first one that answers slowly, or not at all, costs every lookup its delay (dig NAME @SERVER shows each one's time)",
+      own and sub("Resolve once and cache in %s (respecting the TTL), or run a local cache (nscd, systemd-resolved, dnsmasq)", diag.fn(own))
+        or "Cache lookups in the process (respecting the TTL), or run a local cache (nscd, systemd-resolved, dnsmasq)",
+      "A name that is not fully qualified is tried with each search domain first (resolv.conf search/ndots): use the full name with a trailing dot" }
+  end, lookup_extra)
 finding("sleeping", "sleep", class.sleep,
   "Sleeping on purpose %s of the threads' time%s",
   function(own)

@@ -39,6 +39,9 @@ R=$(test_recipe shapes-all <<EOF
     kind: off_cpu
     filters: {pid: target}
     options: {user_unwind: dwarf}
+  - id: dns
+    kind: name_lookups
+    filters: {pid: target}
   - id: wake
     kind: wakeups
     filters: {pid: target}
@@ -49,13 +52,13 @@ R=$(test_recipe shapes-all <<EOF
     options: {sections: "cpu,memory,io,net"}
 EOF
 )
-sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/' "$R"
+sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/; s/^  max_map_bytes: .*/  max_map_bytes: 134217728/' "$R"
 "$DIAG" "$R" --pid "$PID" --json > "$TMP/all.json" 2> "$TMP/all.err"
 rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
-check "$J" 'sorted(res) == ["ctx", "off", "profile", "runq", "slow", "sw", "sys", "wake"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+check "$J" 'sorted(res) == ["ctx", "dns", "off", "profile", "runq", "slow", "sw", "sys", "wake"]' "a probe without results: $(json "$J" 'r.get("notes")')"
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
