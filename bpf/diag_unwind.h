@@ -52,6 +52,24 @@ struct diag_weight_rec {
 };
 
 #ifdef __BPF__
+/* What a probe that streams samples declares: the ring buffer `samples` (its size set from the
+ * recipe before load) and the one-entry per-CPU `scratch` a sample is built in (too big for the
+ * BPF stack), with the knobs the engine sets: copy_bytes of user stack per sample (0: no
+ * streaming) and wake_bytes waiting before the engine is woken. */
+#define DIAG_UNWIND_MAPS                                                                          \
+	const volatile __u32 copy_bytes = 0;                                                      \
+	const volatile __u64 wake_bytes = 1024;                                                   \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                                               \
+		__uint(max_entries, 4096);                                                        \
+	} samples SEC(".maps");                                                                   \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                          \
+		__uint(max_entries, 1);                                                           \
+		__type(key, __u32);                                                               \
+		__type(value, struct diag_user_sample);                                           \
+	} scratch SEC(".maps")
+
 /* Sends one sample of the current task: its user registers and copy_bytes of its user stack
  * (at most DIAG_MAX_STACK_BYTES) through ring buffer rb, built in the one-entry per-CPU array
  * scratch of struct diag_user_sample. Returns 0, or -1 when the ring buffer refused it (full)

@@ -31,8 +31,7 @@
 const volatile __u64 min_block_ns = 1000;
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
-const volatile __u32 copy_bytes = 0;
-const volatile __u64 wake_bytes = 1024;
+DIAG_UNWIND_MAPS; /* copy_bytes of the waker's stack, 0: stack ids only */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -57,12 +56,7 @@ struct {
 	__type(value, __u64);
 } woken SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384); /* set from the recipe before load */
-} stacks SEC(".maps");
+DIAG_STACK_MAP(stacks);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -71,17 +65,6 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* set from the recipe before load (a power of 2 of pages) */
-} samples SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct diag_user_sample);
-} scratch SEC(".maps");
 
 static __always_inline void add_count(struct wake_key *key, __u64 ns)
 {
