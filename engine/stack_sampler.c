@@ -87,6 +87,16 @@ void stack_sampler_period(struct stack_sampler *s)
 	unwinder_new_period(s->unw);
 }
 
+const char *stack_sampler_check_unwind(const char *value)
+{
+	return !strcmp(value, "fp") || !strcmp(value, "dwarf") ? NULL : "must be fp or dwarf";
+}
+
+bool stack_sampler_wants_dwarf(const char *user_unwind)
+{
+	return user_unwind && !strcmp(user_unwind, "dwarf");
+}
+
 int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd)
 {
 	s->ring = ring_buffer__new(ring_fd, stack_sampler_add, s, NULL);

@@ -45,6 +45,27 @@ void stack_sampler_tick(struct stack_sampler *s);
 /* The ring buffer size for about want bytes: a power of 2, at least one page. */
 uint32_t stack_sampler_ring_size(uint64_t want);
 
+/* The check of a probe's user_unwind option: "fp" or "dwarf". */
+const char *stack_sampler_check_unwind(const char *value);
+/* True when a probe's user_unwind option asks for DWARF unwinding in user space. */
+bool stack_sampler_wants_dwarf(const char *user_unwind);
+
+/* The options of a probe whose events' stacks (an off-CPU interval, a wakeup) may be unwound in
+ * user space: user_unwind, stack_bytes (default stack_default), ring_buffer_kib. */
+#define STACK_SAMPLER_OPTIONS(what, stack_default)                                                \
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp",                            \
+	  .check = stack_sampler_check_unwind,                                                    \
+	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack at " \
+		  what " and unwind it in user space by CFI, continued by the frame-pointer walk " \
+		  "where the copy ends (callers hidden by frameless code such as glibc's)" },     \
+	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = stack_default, .min = 256,             \
+	  .max = DIAG_MAX_STACK_BYTES,                                                            \
+	  .help = "dwarf: bytes of user stack above sp copied at " what },                        \
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024, \
+	  .min = 4, .max = 262144, .bytes_per_entry = 1024,                                       \
+	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
+		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
+
 /* One record from the ring buffer (libbpf's ring_buffer_sample_fn: ctx is the sampler): a
  * sample (struct diag_user_sample), or the weight of one sent earlier (struct diag_weight_rec). */
 int stack_sampler_add(void *ctx, void *data, size_t size);

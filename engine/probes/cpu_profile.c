@@ -37,10 +37,6 @@ struct profile_priv {
 
 PROBE_BPF_SKELETON(cpu_profile)
 
-static const char *check_unwind(const char *v)
-{
-	return !strcmp(v, "fp") || !strcmp(v, "dwarf") ? NULL : "must be fp or dwarf";
-}
 
 static const struct option_spec profile_options[] = {
 	{ .name = "frequency_hz", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_HZ, .dflt = 99,
@@ -56,7 +52,7 @@ static const struct option_spec profile_options[] = {
 	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct profile_key) + sizeof(__u64) + 64,
 	  .help = "distinct (thread name, user stack, kernel stack) counted" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = check_unwind,
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = stack_sampler_check_unwind,
 	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack with "
 		  "each sample and unwind it in user space by CFI (frameless code)" },
 	{ .name = "leaf_fixup", .type = OPT_BOOL, .dflt = 1, .max = 1,
@@ -156,8 +152,7 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-	const char *unwind = probe_opt_str(p, "user_unwind");
-	bool dwarf = unwind && !strcmp(unwind, "dwarf");
+	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind"));
 	bool leaf_fixup = !dwarf && probe_opt(p, "leaf_fixup");
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
 		     : leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;

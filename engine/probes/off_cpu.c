@@ -34,10 +34,6 @@ struct off_priv {
 
 PROBE_BPF_SKELETON(off_cpu)
 
-static const char *check_unwind(const char *v)
-{
-	return !strcmp(v, "fp") || !strcmp(v, "dwarf") ? NULL : "must be fp or dwarf";
-}
 
 static const struct option_spec off_options[] = {
 	{ .name = "min_block_us", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 10000000,
@@ -54,18 +50,7 @@ static const struct option_spec off_options[] = {
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct off_cpu_key) + sizeof(struct off_cpu_val) + 64,
 	  .help = "distinct (thread name, stacks, state) timed" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = check_unwind,
-	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack at "
-		  "each switch-out and unwind it in user space by CFI, continued by the frame-pointer "
-		  "walk where the copy ends (callers hidden by frameless code such as glibc's lock "
-		  "and syscall wrappers)" },
-	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 2048, .min = 256,
-	  .max = DIAG_MAX_STACK_BYTES,
-	  .help = "dwarf: bytes of user stack above sp copied per switch-out" },
-	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
-	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
-	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when a "
-		  "quarter full; full: intervals keep their frame-pointer stack only)" },
+	STACK_SAMPLER_OPTIONS("each switch-out", 2048),
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 in N intervals at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -92,8 +77,8 @@ static int off_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(op->skel->maps.away, (__u32)probe_opt(p, "max_threads"));
 		bpf_map__set_max_entries(op->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 		bpf_map__set_max_entries(op->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-		const char *unwind = probe_opt_str(p, "user_unwind");
-		bool dwarf = unwind && !strcmp(unwind, "dwarf") && probe_opt(p, "user_stacks");
+		bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
+			     probe_opt(p, "user_stacks");
 		op->skel->rodata->copy_bytes = dwarf ? (__u32)probe_opt(p, "stack_bytes") : 0;
 		uint32_t ring = stack_sampler_ring_size(dwarf ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
 		bpf_map__set_max_entries(op->skel->maps.samples, ring);

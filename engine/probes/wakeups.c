@@ -33,10 +33,6 @@ struct wake_priv {
 
 PROBE_BPF_SKELETON(wakeups)
 
-static const char *check_unwind(const char *v)
-{
-	return !strcmp(v, "fp") || !strcmp(v, "dwarf") ? NULL : "must be fp or dwarf";
-}
 
 static const struct option_spec wake_options[] = {
 	{ .name = "min_block_us", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 10000000,
@@ -53,16 +49,7 @@ static const struct option_spec wake_options[] = {
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct wake_key) + sizeof(struct wake_val) + 64,
 	  .help = "distinct (waker, stacks, kind) timed" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = check_unwind,
-	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of the waker's user "
-		  "stack and unwind it in user space by CFI, continued by the frame-pointer walk "
-		  "(the function that released a lock, through glibc's frameless unlock)" },
-	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 2048, .min = 256,
-	  .max = DIAG_MAX_STACK_BYTES, .help = "dwarf: bytes of user stack above sp copied per wakeup" },
-	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
-	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
-	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; full: the "
-		  "wakeup keeps its frame-pointer stack only)" },
+	STACK_SAMPLER_OPTIONS("each wakeup (the waker's)", 2048),
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 in N wakeups at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -78,8 +65,8 @@ static int wake_load(struct probe *p, struct diag_err *err)
 {
 	struct wake_priv *wp = p->priv;
 	struct variant_tries tries = { "" };
-	const char *unwind = probe_opt_str(p, "user_unwind");
-	bool dwarf = unwind && !strcmp(unwind, "dwarf") && probe_opt(p, "user_stacks");
+	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
+		     probe_opt(p, "user_stacks");
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		if (!(wp->skel = wakeups_skel_open(p, err)))
