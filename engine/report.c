@@ -51,6 +51,11 @@ struct value *report_build(const struct report_input *in)
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);
 	value_obj_set(r, "results", s && s->results ? value_copy(s->results) : value_obj());
+	/* what the verdicts were computed from, besides the results: replay runs the Lua on it */
+	if (in->run)
+		value_obj_set(r, "run", value_copy(in->run));
+	if (in->thresholds)
+		value_obj_set(r, "thresholds", value_copy(in->thresholds));
 	value_obj_set(r, "sections", in->sections ? value_copy(in->sections) : value_arr());
 	if (s) {
 		value_obj_set(r, "probes", value_copy(s->probes));
@@ -300,6 +305,14 @@ void report_write_text(const struct value *r, FILE *out)
 			fputs("not measured", out);
 		fprintf(out, ", %.0f events, %.0f dropped\n", value_get_num(o, "events", 0),
 			value_get_num(o, "dropped", 0));
+	}
+	const struct value *rp = value_get(r, "replayed");
+	if (rp && rp->type == V_OBJ) {
+		fputs("replayed: verdicts of ", out);
+		put_text(out, value_get_str(rp, "lua"));
+		fputs(" on the results recorded in ", out);
+		put_text(out, value_get_str(rp, "from"));
+		fputc('\n', out);
 	}
 	const struct value *notes = value_get(r, "notes");
 	for (size_t i = 0; notes && notes->type == V_ARR && i < notes->arr.len; i++) {

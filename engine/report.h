@@ -27,6 +27,8 @@ struct report_input {
 	const struct value *sections;      /* the Lua report sections (array), may be NULL */
 	const struct value *plan_summary;  /* dry run: what would run */
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
+	const struct value *run;           /* what the Lua saw as `run`, may be NULL */
+	const struct value *thresholds;    /* what the Lua saw as `thresholds`, may be NULL */
 };
 
 /* The JSON report tree (caller frees): everything the text report shows, sections included, so

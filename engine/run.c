@@ -359,7 +359,8 @@ int run_recipe(const struct run_options *c)
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
 				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .sections = sections, .preflight = s.preflight };
+				   .sections = sections, .preflight = s.preflight, .run = run,
+				   .thresholds = plan->thresholds };
 	report = report_build(&in);
 	if (write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
