@@ -40,6 +40,12 @@ void report_write_json(const struct value *report, FILE *out);
  * only line breaks, and no terminal escape sequence gets through. */
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. */
 void report_write_text(const struct value *report, FILE *out);
+/* A dry run's plan (plan_to_value, with "preflight" and "refused" as the dry run adds them), as
+ * text: each probe with its attach variant, filters, map memory and measured rate, and a line of
+ * its options; the budgets against what was measured; and whether a real run would go or be
+ * refused, and why. */
+void report_write_plan_text(const struct value *plan, FILE *out);
+
 /* The stacks of ONE probe, so that units never mix: probe_id's results, or when probe_id is NULL
  * the first probe in results (recipe order) whose results carry "stacks". One line per stack,
  * root first: "comm;[tag];frame;...;frame weight", the number being the stack's "weight" (in
