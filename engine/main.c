@@ -19,6 +19,7 @@
 #include "approval.h"
 #include "audit.h"
 #include "catalog.h"
+#include "diff.h"
 #include "doctor.h"
 #include "kernel.h"
 #include "outfile.h"
@@ -52,6 +53,7 @@ static void usage(FILE *out)
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
 	      "       diagnose replay REPORT.json [--lua FILE] [--threshold NAME=VALUE]... [--json]\n"
+	      "       diagnose diff BEFORE.json AFTER.json [--json]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -452,6 +454,11 @@ int main(int argc, char **argv)
 		if (optind + 1 < argc)
 			return usage_error("verify takes no arguments (--lock FILE)", argv[optind + 1]);
 		return cmd_verify(&c);
+	}
+	if (strcmp(cmd, "diff") == 0) {
+		if (optind + 3 != argc)
+			return usage_error("diff needs BEFORE.json AFTER.json", optind + 3 < argc ? argv[optind + 3] : NULL);
+		return diff_run(argv[optind + 1], argv[optind + 2], c.run.json);
 	}
 	if (strcmp(cmd, "replay") == 0) {
 		if (optind + 2 != argc)

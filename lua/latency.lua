@@ -103,6 +103,10 @@ local function classify(s)
   if any_frame(k, K.futex) then
     if any_frame(u, U.lock) then return "lock" end
     if any_frame(u, U.cond) then return "work-wait" end
+    -- Under DWARF unwinding, a stack without user_from is one whose copy the ring buffer refused
+    -- (counted with its frame-pointer stack, which glibc's futex wrappers cut to one frame): it
+    -- cannot tell a lock from a condition, and must not be called an unnamed futex.
+    if O and O.user_unwind == "dwarf" and not s.user_from then return "other" end
     return "futex"
   end
   if any_frame(k, K.poll) then return "work-wait" end

@@ -2,7 +2,8 @@
 # replayed without root (as nobody, no BPF) gives exactly the live verdicts and exit code, the
 # text report says it is a replay; --threshold changes what the Lua decides (lock contention
 # over 100% never fires) and refuses a name the recipe does not have; --lua runs another
-# snippet; a file that is not a report is refused with exit 2 naming it.
+# snippet; diff shows the verdict the raised thresholds removed, and nothing between a report and
+# itself; a file that is not a report is refused with exit 2 naming it.
 . "$(dirname "$0")/lib.sh"
 RP=$(mktemp -d /tmp/diagnose-replay.XXXXXX)
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP" "$RP"' EXIT
@@ -48,6 +49,14 @@ chmod 644 "$RP/other.lua"
 as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" --lua "$RP/other.lua" --json > "$RP/l.json"; rc=$?
 [ "$rc" = 4 ] || fail "--lua: exit $rc"
 check "$RP/l.json" "[v['id'] for v in r['verdicts']] == ['replayed-lua'] and r['replayed']['lua'] == '$RP/other.lua'" "--lua not run"
+
+# diff: the live report against its replay with the thresholds raised: lock-contention is gone
+out=$(as_nobody "$DIAG" diff "$RP/lock.json" "$RP/t.json"); rc=$?
+[ "$rc" = 0 ] && echo "$out" | grep -q '^  gone    warning\|^  gone    critical' && echo "$out" | grep -q 'lock-contention' ||
+	fail "diff: exit $rc: $out"
+as_nobody "$DIAG" diff "$RP/lock.json" "$RP/lock.json" --json > "$RP/d.json"
+[ "$(json "$RP/d.json" 'all(v["change"] == "same" for v in r["verdicts"]) and r["functions"] == {}')" = True ] ||
+	fail "diff of a report with itself: $(cat "$RP/d.json")"
 
 echo '{"tool": "diagnose", "results": {}}' > "$RP/bad.json"
 out=$("$DIAG" replay "$RP/bad.json" 2>&1); rc=$?
