@@ -9,7 +9,9 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "recipe.h"
 
@@ -395,8 +397,29 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 	}
 }
 
+/* SGR colours of the severity labels (the labels are ours: no target bytes in an escape). */
+static const char *severity_color(const char *sev)
+{
+	if (!strcmp(sev, "CRITICAL"))
+		return "\033[1;31m";
+	if (!strcmp(sev, "WARNING"))
+		return "\033[1;33m";
+	if (!strcmp(sev, "INFO"))
+		return "\033[36m";
+	if (!strcmp(sev, "OK"))
+		return "\033[32m";
+	return NULL;
+}
+
+bool report_use_color(FILE *out)
+{
+	const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+	return isatty(fileno(out)) && !(no && *no) && !(term && !strcmp(term, "dumb"));
+}
+
 void report_write_text(const struct value *r, FILE *out)
 {
+	bool color = report_use_color(out);
 	const struct value *sections = value_get(r, "sections");
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
 	const struct value *o = value_get(r, "overhead");
@@ -457,7 +480,8 @@ void report_write_text(const struct value *r, FILE *out)
 		text_copy(sev, sizeof(sev), value_get_str(v, "severity"));
 		for (char *c = sev; *c; c++)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-		fprintf(out, "%-9s  ", sev);
+		const char *on = color ? severity_color(sev) : NULL;
+		fprintf(out, "%s%-9s%s  ", on ? on : "", sev, on ? "\033[0m" : "");
 		put_text(out, value_get_str(v, "title"));
 		fputs("  [", out);
 		put_text(out, value_get_str(v, "id"));

@@ -12,6 +12,7 @@
 #ifndef DIAG_REPORT_H
 #define DIAG_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "plan.h"
@@ -38,7 +39,10 @@ void report_write_json(const struct value *report, FILE *out);
 /* Text report. Every string of the report and sections is printed with control characters
  * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
  * only line breaks, and no terminal escape sequence gets through. */
-/* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. */
+/* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
+bool report_use_color(FILE *out);
+/* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
+ * severity labels are coloured when report_use_color(out). */
 void report_write_text(const struct value *report, FILE *out);
 /* A dry run's plan (plan_to_value, with "preflight" and "refused" as the dry run adds them), as
  * text: each probe with its attach variant, filters, map memory and measured rate, and a line of

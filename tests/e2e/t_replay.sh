@@ -2,7 +2,7 @@
 # replayed without root (as nobody, no BPF) gives exactly the live verdicts and exit code, the
 # text report says it is a replay; --threshold changes what the Lua decides (lock contention
 # over 100% never fires) and refuses a name the recipe does not have; --lua runs another
-# snippet; diff shows the verdict the raised thresholds removed, and nothing between a report and
+# snippet; severity colours only on a terminal without NO_COLOR; diff shows the verdict the raised thresholds removed, and nothing between a report and
 # itself; a file that is not a report is refused with exit 2 naming it.
 . "$(dirname "$0")/lib.sh"
 RP=$(mktemp -d /tmp/diagnose-replay.XXXXXX)
@@ -49,6 +49,15 @@ chmod 644 "$RP/other.lua"
 as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" --lua "$RP/other.lua" --json > "$RP/l.json"; rc=$?
 [ "$rc" = 4 ] || fail "--lua: exit $rc"
 check "$RP/l.json" "[v['id'] for v in r['verdicts']] == ['replayed-lua'] and r['replayed']['lua'] == '$RP/other.lua'" "--lua not run"
+
+# colour: severity labels on a terminal only, and not with NO_COLOR
+if command -v script >/dev/null; then
+	tty_out=$(script -qec "'$DIAG' replay '$RP/lock.json' --recipes '$ROOT/recipes'" /dev/null)
+	printf '%s' "$tty_out" | grep -q $'\033\[1;3[13]m' || fail "no colour on a terminal"
+	tty_out=$(NO_COLOR=1 script -qec "'$DIAG' replay '$RP/lock.json' --recipes '$ROOT/recipes'" /dev/null)
+	printf '%s' "$tty_out" | grep -q $'\033' && fail "colour with NO_COLOR"
+fi
+"$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" | grep -q $'\033' && fail "colour in a pipe"
 
 # diff: the live report against its replay with the thresholds raised: lock-contention is gone
 out=$(as_nobody "$DIAG" diff "$RP/lock.json" "$RP/t.json"); rc=$?
