@@ -7,12 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
-#include "source.h"
+#include "report.h"
 #include "util.h"
 #include "verdict.h"
-
-#define REPORT_MAX_BYTES (256u << 20)
 
 /* ---- verdicts ------------------------------------------------------------------------------ */
 
@@ -277,33 +274,10 @@ void diff_write_text(const struct value *d, FILE *out)
 	}
 }
 
-static struct value *read_report(const char *path, struct diag_err *err)
-{
-	struct source_file f = { 0 };
-	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
-		return NULL;
-	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
-	struct value *r = json_parse(f.data, f.len, &lim, err);
-	source_free(&f);
-	if (!r) {
-		diag_wrap(err, "%s", path);
-		return NULL;
-	}
-	const char *tool = value_get_str(r, "tool");
-	if (r->type != V_OBJ || !tool || strcmp(tool, "diagnose") || !value_get(r, "verdicts") ||
-	    !value_get(r, "results")) {
-		value_free(r);
-		diag_fail(err, DIAG_EXIT_USAGE, "%s: not a diagnose JSON report (tool, verdicts and "
-			  "results are needed)", path);
-		return NULL;
-	}
-	return r;
-}
-
 int diff_run(const char *before_path, const char *after_path, bool json)
 {
 	struct diag_err err = { 0 };
-	struct value *b = read_report(before_path, &err), *a = b ? read_report(after_path, &err) : NULL;
+	struct value *b = report_read(before_path, &err), *a = b ? report_read(after_path, &err) : NULL;
 	if (!a) {
 		value_free(b);
 		fprintf(stderr, "diagnose: %s\n", err.msg);

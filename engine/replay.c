@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
 #include "plan.h"
 #include "recipe.h"
 #include "report.h"
@@ -18,38 +17,23 @@
 #include "value.h"
 #include "verdict.h"
 
-#define REPORT_MAX_BYTES (256u << 20)
-
 static int fail(const struct diag_err *err)
 {
 	fprintf(stderr, "diagnose: %s\n", err->msg);
 	return err->code ? err->code : DIAG_EXIT_RUNTIME;
 }
 
+/* A report replay can use: one with a recipe name, from a run (a dry run recorded no results). */
 static struct value *read_report(const char *path, struct diag_err *err)
 {
-	struct source_file f = { 0 };
-	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
+	struct value *r = report_read(path, err);
+	if (!r)
 		return NULL;
-	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
-	struct value *r = json_parse(f.data, f.len, &lim, err);
-	source_free(&f);
-	if (!r) {
-		diag_wrap(err, "%s", path);
-		return NULL;
-	}
-	const struct value *rec = value_get(r, "recipe");
-	if (r->type != V_OBJ || strcmp(value_get_str(r, "tool") ? value_get_str(r, "tool") : "", "diagnose") ||
-	    !value_get_str(rec, "name") || !value_get(r, "results") ||
-	    value_get(r, "results")->type != V_OBJ) {
+	const char *stop = value_get_str(r, "stop_reason");
+	if (!value_get_str(value_get(r, "recipe"), "name") || (stop && !strcmp(stop, "dry-run"))) {
 		value_free(r);
-		diag_fail(err, DIAG_EXIT_USAGE, "%s: not a diagnose JSON report (tool, recipe.name and "
-			  "results are needed)", path);
-		return NULL;
-	}
-	if (!strcmp(value_get_str(r, "stop_reason") ? value_get_str(r, "stop_reason") : "", "dry-run")) {
-		value_free(r);
-		diag_fail(err, DIAG_EXIT_USAGE, "%s: a dry run's report: it recorded no results", path);
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: %s", path, stop && !strcmp(stop, "dry-run")
+			  ? "a dry run's report: it recorded no results" : "the report names no recipe");
 		return NULL;
 	}
 	return r;

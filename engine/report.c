@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_parse.h"
 #include "recipe.h"
+#include "source.h"
 
 struct value *report_build(const struct report_input *in)
 {
@@ -395,6 +397,30 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 		}
 		fputs(".\n", out);
 	}
+}
+
+struct value *report_read(const char *path, struct diag_err *err)
+{
+	struct source_file f = { 0 };
+	if (source_read(path, false, 256u << 20, &f, err))
+		return NULL;
+	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
+	struct value *r = json_parse(f.data, f.len, &lim, err);
+	source_free(&f);
+	if (!r) {
+		diag_wrap(err, "%s", path);
+		return NULL;
+	}
+	const char *tool = value_get_str(r, "tool");
+	const struct value *res = value_get(r, "results"), *rec = value_get(r, "recipe");
+	if (r->type != V_OBJ || !tool || strcmp(tool, "diagnose") || !res || res->type != V_OBJ ||
+	    !rec || rec->type != V_OBJ) {
+		value_free(r);
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: not a diagnose JSON report (tool, recipe and results "
+			  "are needed)", path);
+		return NULL;
+	}
+	return r;
 }
 
 /* SGR colours of the severity labels (the labels are ours: no target bytes in an escape). */

@@ -39,6 +39,11 @@ void report_write_json(const struct value *report, FILE *out);
 /* Text report. Every string of the report and sections is printed with control characters
  * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
  * only line breaks, and no terminal escape sequence gets through. */
+/* A JSON report read back (replay, diff): at most 256 MiB, never through a symlink (source.h),
+ * parsed with a node cap; an object with tool "diagnose" and objects "results" and "recipe".
+ * NULL with err (DIAG_EXIT_USAGE, "PATH: why") otherwise. */
+struct value *report_read(const char *path, struct diag_err *err);
+
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
