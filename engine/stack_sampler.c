@@ -31,6 +31,7 @@ struct stack_sampler {
 	struct srow *rows;
 	size_t n_rows, cap_rows, max_rows;
 	size_t *index, index_size; /* open addressing over rows: i + 1, 0 = empty */
+	uint64_t scale; /* flush multiplies weights and counts by it (1-in-N sampling) */
 	uint64_t received, bad, refused, copied_bytes, cut;
 	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
 	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed;
@@ -43,6 +44,7 @@ struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fix
 	s->dwarf = dwarf;
 	s->leaf_fixup = !dwarf && leaf_fixup;
 	s->max_rows = max_rows;
+	s->scale = 1;
 	s->unw = unwinder_new();
 	return s;
 }
@@ -64,6 +66,11 @@ void stack_sampler_free(struct stack_sampler *s)
 void stack_sampler_period(struct stack_sampler *s)
 {
 	unwinder_new_period(s->unw);
+}
+
+void stack_sampler_set_scale(struct stack_sampler *s, uint64_t n)
+{
+	s->scale = n ? n : 1;
 }
 
 uint64_t stack_sampler_refused(const struct stack_sampler *s)
@@ -217,12 +224,12 @@ size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool 
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct srow *r = &s->rows[i];
 		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
-		*weight += r->weight;
-		*count += r->count;
-		*in_kernel_count += kernel ? r->count : 0;
+		uint64_t w = r->weight * s->scale, c = r->count * s->scale;
+		*weight += w;
+		*count += c;
+		*in_kernel_count += kernel ? c : 0;
 		refused += stacks_add_user_ips(t, s->stacks_fd, r->comm, r->ips, r->from, r->n,
-					       r->kernel_stack_id, kernel, r->weight, r->count,
-					       NULL) != 0;
+					       r->kernel_stack_id, kernel, w, c, NULL) != 0;
 	}
 	return refused;
 }

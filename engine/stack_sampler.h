@@ -39,6 +39,9 @@ void stack_sampler_period(struct stack_sampler *s);
  * Returns the distinct stacks t refused. */
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
 			   uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
+/* A probe that records 1 event in n (OPT_ROLE_SAMPLE_EVERY): stack_sampler_flush multiplies
+ * every weight and count by n (1, the default: unchanged). */
+void stack_sampler_set_scale(struct stack_sampler *s, uint64_t n);
 /* Distinct stacks not kept (over max_rows), and records too short to be samples. */
 uint64_t stack_sampler_refused(const struct stack_sampler *s);
 

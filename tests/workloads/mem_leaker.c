@@ -1,0 +1,86 @@
+/* mem_leaker.c — a malloc-heavy process for diagnose memory-growth (tests/e2e/t_memory.sh).
+ *
+ * Usage: mem_leaker MODE [LEAK_KIB_PER_S]
+ *   leak   heavy churn (handle_request: 20,000 malloc + free of 16..2048 bytes a second over a
+ *          bounded working set of 2,048 blocks) and, beside it, remember_request leaking 1 KiB
+ *          blocks at LEAK_KIB_PER_S (default 1024), each written in full and never freed
+ *   churn  the churn alone: bounded working set, flat RSS (the healthy control)
+ * Paced against the monotonic clock every millisecond (a late wake-up catches up, at most 1 GiB
+ * leaked); runs until killed. Owns nothing else: it only allocates.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WORKING_SET 2048
+#define CHURN_PER_S 20000.0
+#define LEAK_BLOCK 1024
+#define LEAK_MAX ((size_t)1 << 30)
+
+static void *slots[WORKING_SET];
+static uint32_t rng = 12345;
+static void *volatile leaked_last;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+
+/* One request: replaces a random block of the working set (allocated, written, freed later). */
+static void handle_request(void)
+{
+	uint32_t i = next_rand() % WORKING_SET;
+	size_t size = 16 + next_rand() % 2033;
+	free(slots[i]);
+	slots[i] = malloc(size);
+	if (slots[i])
+		memset(slots[i], (int)i, size);
+}
+
+/* The leak: a copy of the request kept "for later" and never freed. */
+static void remember_request(void)
+{
+	char *copy = malloc(LEAK_BLOCK);
+	if (copy)
+		memset(copy, 'r', LEAK_BLOCK);
+	leaked_last = copy;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn"))) {
+		fprintf(stderr, "usage: mem_leaker leak|churn [LEAK_KIB_PER_S]\n");
+		return 2;
+	}
+	int leak = strcmp(argv[1], "leak") == 0;
+	double leak_per_s = (argc > 2 ? strtod(argv[2], NULL) : 1024.0) * 1024.0 / LEAK_BLOCK;
+	for (int i = 0; i < WORKING_SET; i++)
+		handle_request();
+	double start = now_s();
+	size_t churned = 0, leaked = 0;
+	for (;;) {
+		double t = now_s() - start;
+		size_t want = (size_t)(t * CHURN_PER_S);
+		for (; churned < want; churned++)
+			handle_request();
+		if (leak) {
+			size_t lwant = (size_t)(t * leak_per_s);
+			for (; leaked < lwant && leaked * LEAK_BLOCK < LEAK_MAX; leaked++)
+				remember_request();
+		}
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
