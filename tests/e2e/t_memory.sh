@@ -36,10 +36,13 @@ check "$TMP/leak.json" "v['id'] == 'leak' and 'remember_request()' in v['title']
 	"leak: verdicts $(verdicts "$TMP/leak.json")"
 check "$TMP/leak.json" "all('handle_request' not in x['title'] for x in r['verdicts'] if x['id'] == 'leak')" \
 	"leak: the churn was called a leak: $(verdicts "$TMP/leak.json")"
-# 1 KiB blocks at 1024 per second, none freed; churn keeps its working set only
-check "$TMP/leak.json" "len(leak) == 1 and 0.5 < leak[0]['weight'] / a['window_s'] / 1048576 < 2 and leak[0]['frees'] == 0" \
-	"leak: remember_request's rate is not ~1 MiB/s"
-check "$TMP/leak.json" "len(churn) == 1 and churn[0]['allocs'] > 20 * churn[0]['count'] and churn[0]['old_count'] * 20 < churn[0]['allocs']" \
+# 1 KiB blocks at 1024 per second at most, none freed. The workload paces itself on the clock,
+# and the probe's traps (~10 us each on these guests, three per pair) slow it: on a loaded machine
+# it leaks less while traced and catches up once detached, so the RSS is no yardstick. Churn keeps
+# its working set only.
+check "$TMP/leak.json" "len(leak) == 1 and leak[0]['frees'] == 0 and leak[0]['count'] == leak[0]['allocs'] and 0.2 < leak[0]['weight'] / a['window_s'] / 1048576 < 1.1" \
+	"leak: remember_request's rate is not 0.2..1 MiB/s"
+check "$TMP/leak.json" "len(churn) == 1 and churn[0]['allocs'] > 5 * churn[0]['count'] and churn[0]['old_count'] * 20 < churn[0]['allocs']" \
 	"leak: handle_request's churn does not look bounded"
 # page faults inside malloc reach its caller (DWARF through glibc, uretprobe trampolines restored)
 check "$TMP/leak.json" "f['user_unwind'] == 'dwarf' and any(s['user'][:3] == ['_int_malloc', 'malloc', 'remember_request'] for s in f['stacks'])" \
