@@ -19,6 +19,10 @@
 #include "diag_bpf.h"
 #include "allocations.h"
 
+/* The allocator is glibc's: a block's usable size is in the chunk header before it (size | flags;
+ * the size counts the 8-byte header, mmapped chunks another 8). */
+const volatile bool glibc_chunks = false;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096); /* set from the recipe before load */
@@ -76,33 +80,41 @@ static __always_inline int on_alloc_entry(__u32 fn, __u64 size, __u64 arg)
 		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct alloc_pending p = { .size = size, .arg = arg, .fn = fn, .sampled = sampled };
+	if (fn == ALLOC_FN_REALLOC && arg && glibc_chunks) {
+		__u64 hdr = 0;
+		if (bpf_probe_read_user(&hdr, sizeof(hdr), (void *)(arg - 8)) == 0 && hdr > 16)
+			p.old_size = (hdr & ~7ULL) - ((hdr & 2) ? 16 : 8);
+	}
 	if (bpf_map_update_elem(&pending, &tid, &p, BPF_ANY))
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 	return 0;
 }
 
-static __always_inline void free_block(__u64 addr)
+/* Forgets a freed block; returns its recorded size, 0 when it was not recorded. */
+static __always_inline __u64 free_block(__u64 addr)
 {
 	struct alloc_block *b = bpf_map_lookup_elem(&blocks, &addr);
 	if (!b) {
 		count(ALLOC_C_FREES_UNKNOWN);
-		return;
+		return 0;
 	}
 	__u64 size = b->size;
 	__s32 sid = b->stack_id;
 	if (bpf_map_delete_elem(&blocks, &addr)) /* another CPU freed it meanwhile */
-		return;
+		return 0;
 	count(ALLOC_C_FREES_MATCHED);
 	struct alloc_site *s = bpf_map_lookup_elem(&sites, &sid);
 	if (!s)
-		return;
+		return size;
 	__sync_fetch_and_add(&s->bytes, -(__s64)size);
 	__sync_fetch_and_add(&s->count, -1);
 	__sync_fetch_and_add(&s->frees, 1);
 	__sync_fetch_and_add(&s->free_bytes, size);
+	return size;
 }
 
-static __always_inline void record_block(void *ctx, __u64 addr, __u64 size)
+/* growth: a realloc's new size minus its old block's (0 for the other calls). */
+static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s64 growth)
 {
 	struct alloc_block b = { .size = size, .ts = bpf_ktime_get_ns() };
 	b.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -128,6 +140,8 @@ static __always_inline void record_block(void *ctx, __u64 addr, __u64 size)
 	__sync_fetch_and_add(&s->count, 1);
 	__sync_fetch_and_add(&s->allocs, 1);
 	__sync_fetch_and_add(&s->alloc_bytes, size);
+	if (growth)
+		__sync_fetch_and_add(&s->realloc_growth, growth);
 }
 
 SEC("uprobe")
@@ -198,15 +212,20 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	}
 	/* realloc(old, n) moves the block: the old one is gone when the call succeeded (or when
 	 * n == 0, which frees it) */
-	if (p.fn == ALLOC_FN_REALLOC && p.arg && (addr || p.size == 0))
-		free_block(p.arg);
+	__s64 growth = 0;
+	if (p.fn == ALLOC_FN_REALLOC && p.arg && (addr || p.size == 0)) {
+		__u64 old = free_block(p.arg);
+		if (!old)
+			old = p.old_size; /* allocated before the window (or not sampled) */
+		growth = (__s64)p.size - (__s64)old;
+	}
 	if (!addr) {
 		if (p.size)
 			count(ALLOC_C_FAILED);
 		return 0;
 	}
 	if (p.sampled)
-		record_block(ctx, addr, p.size);
+		record_block(ctx, addr, p.size, growth);
 	return 0;
 }
 

@@ -31,6 +31,8 @@ enum alloc_counter {
 struct alloc_pending {
 	__u64 size;
 	__u64 arg;     /* realloc: the old block; posix_memalign: memptr */
+	__u64 old_size; /* realloc: the old block's usable size from glibc's chunk header, read at
+			 * entry (0: unknown), for an old block this probe did not record */
 	__u32 fn;      /* enum alloc_fn */
 	__u32 sampled; /* record the block (1-in-N sampling decided at entry) */
 };
@@ -49,6 +51,7 @@ struct alloc_site {
 	__s64 count;        /* outstanding */
 	__u64 allocs, alloc_bytes;
 	__u64 frees, free_bytes;
+	__s64 realloc_growth; /* sum of (new size - old size) of its reallocs: a buffer it grows */
 	char comm[16];      /* thread name of its first allocation */
 };
 

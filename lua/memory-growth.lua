@@ -12,7 +12,13 @@
 --                   leak_min_old_bytes in leak_min_old_count blocks. "First half" assumes a steady
 --                   allocation rate: the path's allocations / 2. Named by the first frame of the
 --                   target's own code above the allocator, with bytes, blocks, rate and age.
---                   warning; critical when the memory limit is near (below).
+--                   warning; critical when the memory limit is near (below). Also a leak: a path
+--                   whose reallocs grew its blocks by >= leak_min_old_bytes in the window and that
+--                   still holds at least half of that growth (a buffer that only grows: its block is
+--                   always young, each realloc moves it).
+--   heap-growth     RSS grows, the heap holds what explains it, and no path is a leak by the rules
+--                   above (a cache filling, many paths each keeping a little): warning, with the
+--                   paths that hold the most.
 --   growth-outside-heap  RSS grows >= growth_min_bytes_per_s while the outstanding heap explains
 --                   < heap_explains_pct of it: says whether file mappings / page cache, shared
 --                   memory or anonymous memory outside malloc (mmap, brk, fragmentation) grew, and
@@ -137,8 +143,11 @@ if A then
     local first_half = (s.allocs or 0) / 2
     local kept = first_half > 0 and (s.old_count or 0) * 100 / first_half or 0
     if kept > 100 then kept = 100 end
+    local grown = s.realloc_growth_bytes or 0
     if kept >= T.kept and (s.old_bytes or 0) >= T.min_old_bytes and (s.old_count or 0) >= T.min_old_count then
       push(leaks, { s = s, kept = kept })
+    elseif grown >= T.min_old_bytes and (s.weight or 0) * 2 >= grown then
+      push(leaks, { s = s, kept = kept, grown = grown })
     else
       churn.allocs = churn.allocs + (s.allocs or 0)
       churn.bytes = churn.bytes + (s.alloc_bytes or 0)
@@ -188,28 +197,40 @@ end
 for i = 1, math.min(#leaks, 3) do
   local l, s = leaks[i], leaks[i].s
   local own = own_frame(s.user)
-  local rate = window > 0 and s.weight / window or 0
-  local recent = window > 0 and (s.weight - (s.old_bytes or 0)) / (window / 2) or 0
-  local ev = {
-    sub("%s holds %s in %s blocks allocated during the %.1f s window and not freed: %s of its %s allocations (%s) were freed",
-      diag.fn(own or (s.user or {})[1] or "?"), fmt_bytes(s.weight), diag.fmt_count(s.count), window,
-      diag.fmt_count(s.frees or 0), diag.fmt_count(s.allocs or 0), fmt_bytes(s.alloc_bytes)),
-    sub("It kept %s of what it allocated in the window's first half: %s in %s blocks older than %.1f s; the oldest %.1f s old",
-      diag.fmt_pct(l.kept), fmt_bytes(s.old_bytes), diag.fmt_count(s.old_count), window / 2, (s.oldest_age_ms or 0) / 1000),
-    sub("Growing %s over the window, %s in its second half", fmt_rate_b(rate), fmt_rate_b(recent)),
-    "Call path: " .. path_of(s),
-  }
+  local name = diag.fn(own or (s.user or {})[1] or "?")
+  local ev, title, rate
+  if l.grown then
+    rate = window > 0 and l.grown / window or 0
+    title = sub("Leak: %s grows a buffer with realloc, %s over the window (%s), now %s in %s block%s", name,
+      fmt_bytes(l.grown), fmt_rate_b(rate), fmt_bytes(s.weight), diag.fmt_count(s.count), s.count == 1 and "" or "s")
+    ev = {
+      sub("%s's reallocs grew its blocks by %s during the %.1f s window (%s calls) and it still holds %s: a buffer that only grows (each realloc moves it, so its block is always young)",
+        name, fmt_bytes(l.grown), window, diag.fmt_count(s.allocs or 0), fmt_bytes(s.weight)),
+      "Call path: " .. path_of(s),
+    }
+  else
+    rate = window > 0 and s.weight / window or 0
+    local recent = window > 0 and (s.weight - (s.old_bytes or 0)) / (window / 2) or 0
+    title = sub("Leak: %s keeps %s (%s blocks), growing %s", name, fmt_bytes(s.weight), diag.fmt_count(s.count), fmt_rate_b(rate))
+    ev = {
+      sub("%s holds %s in %s blocks allocated during the %.1f s window and not freed: %s of its %s allocations (%s) were freed",
+        name, fmt_bytes(s.weight), diag.fmt_count(s.count), window,
+        diag.fmt_count(s.frees or 0), diag.fmt_count(s.allocs or 0), fmt_bytes(s.alloc_bytes)),
+      sub("It kept %s of what it allocated in the window's first half: %s in %s blocks older than %.1f s; the oldest %.1f s old",
+        diag.fmt_pct(l.kept), fmt_bytes(s.old_bytes), diag.fmt_count(s.old_count), window / 2, (s.oldest_age_ms or 0) / 1000),
+      sub("Growing %s over the window, %s in its second half", fmt_rate_b(rate), fmt_rate_b(recent)),
+      "Call path: " .. path_of(s),
+    }
+  end
   local rl = rss_line()
   if rl then push(ev, rl) end
   local ll = limit_line()
   if ll then push(ev, ll) end
   if A.sampled_1_in then push(ev, sub("Allocations recorded 1 in %d (budget): figures are scaled estimates", A.sampled_1_in)) end
   local sev = limit_severity() == "critical" and "critical" or "warning"
-  push(verdicts, diag.verdict("leak", sev,
-    sub("Leak: %s keeps %s (%s blocks), growing %s", diag.fn(own or (s.user or {})[1] or "?"), fmt_bytes(s.weight),
-      diag.fmt_count(s.count), fmt_rate_b(rate)),
-    ev,
-    { own and sub("Find where the blocks allocated in %s should be freed (its callers, the structure they are stored in), or bound that structure", diag.fn(own))
+  push(verdicts, diag.verdict("leak", sev, title, ev,
+    { own and (l.grown and sub("Bound the buffer %s grows (rotate, flush or cap it), or free it when done", diag.fn(own))
+        or sub("Find where the blocks allocated in %s should be freed (its callers, the structure they are stored in), or bound that structure", diag.fn(own)))
         or "Find where the blocks allocated on this path should be freed",
       sub("Confirm over a longer window: diagnose memory-growth --pid %s --duration 60 (a cache filling to a bound stops being kept)", pid) }))
 end
@@ -242,6 +263,20 @@ if growing and A and heap_rate and heap_rate * 100 < T.explains * rss_rate then
     { sub("Which mappings grow: compare two readings of /proc/%s/smaps (or pmap -x %s) a few seconds apart", pid, pid),
       "mmap'd files and page cache are reclaimable; anonymous mmap is not: check the code that maps it",
       "Fragmentation (freed blocks not returned): malloc_trim(0), MALLOC_ARENA_MAX, or a different allocator" }))
+end
+
+-- Growth the heap explains, but no path keeps it by the rules above.
+if growing and A and #leaks == 0 and heap_rate and heap_rate * 100 >= T.explains * rss_rate then
+  local ev = { rss_line(), sub("The heap holds %s allocated during the %.1f s window (%s); no call path kept most of what it allocated in the window's first half",
+    fmt_bytes(A.outstanding_bytes), window, fmt_rate_b(heap_rate)) }
+  for i = 1, math.min(3, #(A.stacks or {})) do
+    local s = A.stacks[i]
+    push(ev, sub("%s in %s blocks (%s allocated, %s freed): %s", fmt_bytes(s.weight), diag.fmt_count(s.count),
+      diag.fmt_count(s.allocs or 0), diag.fmt_count(s.frees or 0), path_of(s)))
+  end
+  push(verdicts, diag.verdict("heap-growth", "warning",
+    sub("Memory grows %s in the heap, no single call path keeps it", fmt_rate_b(rss_rate)), ev,
+    { sub("A cache or queue filling, or many paths each keeping a little: measure longer (diagnose memory-growth --pid %s --duration 60) to see what is still kept", pid) }))
 end
 
 -- Without allocations, the page faults are the only call path: growth by where pages are touched.
@@ -284,7 +319,10 @@ end
 
 -- Nothing found.
 local findings = #verdicts
-if findings == 0 then
+if findings == 0 and growing then
+  push(verdicts, diag.verdict("growth", "warning", sub("Memory grows %s; its cause is not attributed", fmt_rate_b(rss_rate)),
+    { rss_line() }, { sub("Measure longer: diagnose memory-growth --pid %s --duration 60", pid) }))
+elseif findings == 0 then
   local ev = {}
   local rl = rss_line()
   if rl then push(ev, rl) end

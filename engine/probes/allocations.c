@@ -167,6 +167,7 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 	bpf_map__set_max_entries(ap->skel->maps.sites, (__u32)probe_opt(p, "max_sites"));
 	bpf_map__set_max_entries(ap->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(ap->skel->maps.pending, (__u32)probe_opt(p, "max_threads"));
+	ap->skel->rodata->glibc_chunks = is_libc(ap->path);
 	int rc = allocations_bpf__load(ap->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
@@ -247,9 +248,11 @@ struct site_age {
 	uint64_t old_count, old_bytes, oldest_ts;
 };
 
-enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS, X_NR };
+enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
+       X_REALLOC_GROWTH, X_NR };
 static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees", "free_bytes",
-					       "old_count", "old_bytes", "oldest_age_ms" };
+					       "old_count", "old_bytes", "oldest_age_ms",
+					       "realloc_growth_bytes" };
 static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
 
 static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -321,6 +324,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 			[X_FREES] = s.frees * scale, [X_FREE_BYTES] = s.free_bytes * scale,
 			[X_OLD_COUNT] = a->old_count * scale, [X_OLD_BYTES] = a->old_bytes * scale,
 			[X_OLDEST_MS] = a->oldest_ts && a->oldest_ts < end ? (end - a->oldest_ts) / 1000000 : 0,
+			[X_REALLOC_GROWTH] = s.realloc_growth > 0 ? (uint64_t)s.realloc_growth * scale : 0,
 		};
 		stacks_last_extra(table, x);
 	}
@@ -387,6 +391,8 @@ static const struct result_field alloc_results[] = {
 	{ "stacks[].old_count", RT_INTEGER, "count", false, "outstanding blocks allocated in the first half of the window" },
 	{ "stacks[].old_bytes", RT_INTEGER, "bytes", false, "their bytes" },
 	{ "stacks[].oldest_age_ms", RT_INTEGER, "ms", false, "age of its oldest outstanding block at the end" },
+	{ "stacks[].realloc_growth_bytes", RT_INTEGER, "bytes", false,
+	  "what its reallocs grew blocks by (new size - old size, summed; 0 when they shrank): a buffer it grows" },
 };
 static const char *const alloc_features[] = { "btf", "uprobe", NULL };
 

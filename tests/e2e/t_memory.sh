@@ -3,6 +3,8 @@
 #     while handle_request() churns 20,000 malloc/free a second over a bounded working set)
 #     → `leak` first, naming remember_request() and not handle_request(), its rate within 2x of
 #     1 MiB/s; the page faults are unwound through glibc to the caller of malloc;
+# (a2) a buffer grown by realloc amid the same churn (append_log: 1 KiB more a call, moved each
+#     time, so its block is always young) → `leak` naming append_log() by its realloc growth;
 # (b) its healthy control, the churn alone → exit 0, `ok` (bounded churn), no warning, no leak;
 # (c) growth outside the allocator (mem_grower: anonymous mmap touched at 2 MiB/s, no malloc)
 #     → `growth-outside-heap`;
@@ -48,6 +50,21 @@ check "$TMP/leak.json" "len(churn) == 1 and churn[0]['allocs'] > 5 * churn[0]['c
 check "$TMP/leak.json" "f['user_unwind'] == 'dwarf' and any(s['user'][:3] == ['_int_malloc', 'malloc', 'remember_request'] for s in f['stacks'])" \
 	"leak: no page-fault stack reaches remember_request through malloc"
 assert_released "memory-growth on a leak"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# ---- (a2) a buffer grown by realloc amid the same churn ----------------------------------------
+start "$WL/mem_leaker" realloc 1024
+"$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/realloc.json" 2> "$TMP/realloc.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "realloc: exit $rc: $(verdicts "$TMP/realloc.json")"
+CHECK_LET='v = r["verdicts"][0]; grown = [s for s in res["allocs"]["stacks"] if "append_log" in s["user"]]'
+check "$TMP/realloc.json" "v['id'] == 'leak' and 'append_log()' in v['title'] and 'realloc' in v['title'] and 'handle_request' not in v['title']" \
+	"realloc: verdicts $(verdicts "$TMP/realloc.json")"
+# one block held, moved by every realloc; what the reallocs grew it by is 1 KiB a call (the
+# first realloc's old size, of a block from before the window, is glibc's usable size: page-rounded
+# for an mmapped chunk)
+check "$TMP/realloc.json" "len(grown) == 1 and grown[0]['count'] == 1 and abs(grown[0]['realloc_growth_bytes'] - 1024 * grown[0]['allocs']) <= 8192" \
+	"realloc: append_log's growth is not 1 KiB per realloc"
+assert_released "memory-growth on a realloc-grown buffer"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 # ---- (b) bounded churn: the healthy control -------------------------------------------------

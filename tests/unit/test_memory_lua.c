@@ -1,7 +1,7 @@
 /* test_memory_lua.c — lua/memory-growth.lua on recorded results: reports that `diagnose
  * memory-growth --json` wrote on the memory workloads (tests/unit/fixtures/memory/NAME.json: a
- * leak amid churn, the churn alone, anonymous mmap growth, a leak in a v1 memory cgroup limited to
- * 64 MiB; stacks trimmed), each checked against the probes' declared shapes, must give the
+ * leak amid churn, a buffer grown by realloc, the churn alone, anonymous mmap growth, a leak in a
+ * v1 memory cgroup limited to 64 MiB; stacks trimmed), each checked against the probes' declared shapes, must give the
  * verdicts they gave live; and the same trees edited into cases the live tests do not produce
  * (an OOM kill in the window, a limit approached without a leak, sampled or missing allocations,
  * a leak too small to call) must be judged as such. No root, no BPF: the snippet runs in this
@@ -184,6 +184,39 @@ static void test_grow_recorded(void **state)
 	value_free(fx);
 }
 
+/* A buffer grown by realloc: its one block is always young (each realloc moves it), the growth
+ * its reallocs made is what names it. */
+static void test_realloc_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("realloc");
+	struct value *fx = load_fixture("realloc");
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_non_null(strstr(title, "append_log()"));
+	assert_non_null(strstr(title, "realloc"));
+	assert_null(strstr(title, "handle_request"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The same results with the realloc growth taken out: the heap still explains the RSS growth but
+ * no path keeps it: heap-growth, not a leak, and never ok. */
+static void test_heap_growth_unattributed(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("realloc");
+	struct value *stacks = mut(fx, "results", "allocs", "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++)
+		value_set_int(stacks->arr.items[i], "realloc_growth_bytes", 0);
+	struct value *v = memory(fx);
+	assert_null(find(v, "leak"));
+	assert_null(find(v, "ok"));
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "heap-growth");
+	value_free(v);
+	value_free(fx);
+}
+
 /* The leak in a limited cgroup: critical, with the time to the limit that the live run saw come
  * true (the OOM killer ended the process ~8 s after the window). */
 static void test_cgroup_recorded(void **state)
@@ -299,6 +332,8 @@ int main(void)
 		cmocka_unit_test(test_leak_recorded),
 		cmocka_unit_test(test_churn_recorded),
 		cmocka_unit_test(test_grow_recorded),
+		cmocka_unit_test(test_realloc_recorded),
+		cmocka_unit_test(test_heap_growth_unattributed),
 		cmocka_unit_test(test_cgroup_recorded),
 		cmocka_unit_test(test_oom_kill_from_edited_cgroup),
 		cmocka_unit_test(test_near_limit_without_leak),

@@ -4,6 +4,8 @@
  *   leak   heavy churn (handle_request: 20,000 malloc + free of 16..2048 bytes a second over a
  *          bounded working set of 2,048 blocks) and, beside it, remember_request leaking 1 KiB
  *          blocks at LEAK_KIB_PER_S (default 1024), each written in full and never freed
+ *   realloc the same churn, and append_log growing one buffer with realloc by 1 KiB a call at
+ *          LEAK_KIB_PER_S, never shrunk (the blocks are young: each realloc moves it)
  *   churn  the churn alone: bounded working set, flat RSS (the healthy control)
  * Paced against the monotonic clock every millisecond (a late wake-up catches up, at most 1 GiB
  * leaked); runs until killed. Owns nothing else: it only allocates.
@@ -22,6 +24,8 @@
 static void *slots[WORKING_SET];
 static uint32_t rng = 12345;
 static void *volatile leaked_last;
+static char *log_buf;
+static size_t log_len;
 
 static double now_s(void)
 {
@@ -58,13 +62,24 @@ static void remember_request(void)
 	leaked_last = copy;
 }
 
+/* The other leak: a log kept in one buffer that only grows. */
+static void append_log(void)
+{
+	char *grown = realloc(log_buf, log_len + LEAK_BLOCK);
+	if (!grown)
+		return;
+	memset(grown + log_len, 'l', LEAK_BLOCK);
+	log_buf = grown;
+	log_len += LEAK_BLOCK;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn"))) {
-		fprintf(stderr, "usage: mem_leaker leak|churn [LEAK_KIB_PER_S]\n");
+	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn") && strcmp(argv[1], "realloc"))) {
+		fprintf(stderr, "usage: mem_leaker leak|realloc|churn [LEAK_KIB_PER_S]\n");
 		return 2;
 	}
-	int leak = strcmp(argv[1], "leak") == 0;
+	int leak = strcmp(argv[1], "churn") != 0, grow = strcmp(argv[1], "realloc") == 0;
 	double leak_per_s = (argc > 2 ? strtod(argv[2], NULL) : 1024.0) * 1024.0 / LEAK_BLOCK;
 	for (int i = 0; i < WORKING_SET; i++)
 		handle_request();
@@ -78,7 +93,7 @@ int main(int argc, char **argv)
 		if (leak) {
 			size_t lwant = (size_t)(t * leak_per_s);
 			for (; leaked < lwant && leaked * LEAK_BLOCK < LEAK_MAX; leaked++)
-				remember_request();
+				grow ? append_log() : remember_request();
 		}
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
