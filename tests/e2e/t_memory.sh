@@ -5,6 +5,8 @@
 #     1 MiB/s; the page faults are unwound through glibc to the caller of malloc;
 # (a2) a buffer grown by realloc amid the same churn (append_log: 1 KiB more a call, moved each
 #     time, so its block is always young) → `leak` naming append_log() by its realloc growth;
+# (a3) a leak in a shared library (libmemleak.so: cache_insert) called from a PIE → `leak` naming
+#     cache_insert(), on a path through the PIE's main, never its churning cache_lookup();
 # (b) its healthy control, the churn alone → exit 0, `ok` (bounded churn), no warning, no leak;
 # (c) growth outside the allocator (mem_grower: anonymous mmap touched at 2 MiB/s, no malloc)
 #     → `growth-outside-heap`;
@@ -65,6 +67,19 @@ check "$TMP/realloc.json" "v['id'] == 'leak' and 'append_log()' in v['title'] an
 check "$TMP/realloc.json" "len(grown) == 1 and grown[0]['count'] == 1 and abs(grown[0]['realloc_growth_bytes'] - 1024 * grown[0]['allocs']) <= 8192" \
 	"realloc: append_log's growth is not 1 KiB per realloc"
 assert_released "memory-growth on a realloc-grown buffer"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# ---- (a3) a leak in a shared library called from a PIE (tests/unit/memory.mk) -----------------
+[ -x "$ROOT/$BUILD/fixtures/memleak_pie" ] || fail "$BUILD/fixtures/memleak_pie missing: make unit (or make e2e) builds it"
+start "$ROOT/$BUILD/fixtures/memleak_pie" 1024
+"$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/pie.json" 2> "$TMP/pie.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "pie: exit $rc: $(verdicts "$TMP/pie.json")"
+CHECK_LET='v = r["verdicts"][0]; held = [s for s in res["allocs"]["stacks"] if s["user"][:1] == ["cache_insert"]]'
+check "$TMP/pie.json" "v['id'] == 'leak' and 'cache_insert()' in v['title'] and not any('cache_lookup' in x['title'] for x in r['verdicts'])" \
+	"pie: verdicts $(verdicts "$TMP/pie.json")"
+check "$TMP/pie.json" "len(held) == 1 and 'main' in held[0]['user'] and held[0]['frees'] == 0" \
+	"pie: the library's leak is not on a path through the PIE's main"
+assert_released "memory-growth on a shared library's leak"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 # ---- (b) bounded churn: the healthy control -------------------------------------------------
