@@ -1,16 +1,18 @@
 -- memory-growth.lua — verdicts for recipes/memory-growth.yaml: is the target's memory growth a
 -- leak, where is it allocated, and how long until its memory cgroup's limit?
 --
--- Reads results.allocs (allocations), results.faults (page_faults), results.context
--- (proc_context, memory section), run and thresholds. Any probe may be missing: the verdicts then
+-- Reads results.allocs (allocations), results.faults (page_faults), results.ooms (tracepoint_count
+-- of oom:mark_victim, machine-wide), results.context (proc_context, memory section), run and
+-- thresholds. Any probe may be missing: the verdicts then
 -- say what could not be assessed.
 --
 -- How it decides. Every figure is over the window (deltas, least-squares slopes of the readings
 -- in it), never a rolling average.
 --   leak            a call path that still holds >= leak_kept_pct of the blocks it allocated in
 --                   the window's first half (a churning path frees nearly all of them), at least
---                   leak_min_old_bytes in leak_min_old_count blocks. "First half" assumes a steady
---                   allocation rate: the path's allocations / 2. Named by the first frame of the
+--                   leak_min_old_bytes in leak_min_old_count blocks. The first half's allocations:
+--                   the path's allocations / 2 (a steady rate), at most what it still holds from
+--                   then plus all it freed. Named by the first frame of the
 --                   target's own code above the allocator, with bytes, blocks, rate and age.
 --                   warning; critical when the memory limit is near (below). Also a leak: a path
 --                   whose reallocs grew its blocks by >= leak_min_old_bytes in the window and that
@@ -26,7 +28,10 @@
 --   near-limit      the memory cgroup has a limit and its usage grows: time to reach it at the
 --                   usage's least-squares slope, with the slope's R² and the window it rests on;
 --                   critical under limit_crit_s, warning under limit_warn_s, info beyond.
---   oom-kill        OOM kills in the target's memory cgroup during the window (critical).
+--   oom-kill        OOM kills during the window: in the target's memory cgroup, or on the machine
+--                   (oom:mark_victim) — critical when the cgroup's or when the target itself
+--                   triggered the killer (the target is then usually the victim: the run ends
+--                   with it), a warning for kills elsewhere on the machine.
 --   ok              heavy malloc/free with nothing kept and flat RSS (bounded churn), or nothing
 --                   growing: no alarm.
 --   incomplete-data probes missing, allocations sampled or untracked (map full), stacks dropped,
@@ -45,7 +50,7 @@ local T = {
   top_n = th("top_n", 8),
 }
 
-local A, F, C = results.allocs, results.faults, results.context
+local A, F, C, OO = results.allocs, results.faults, results.context, results.ooms
 local M = C and C.memory
 local CG = M and M.cgroup
 local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
@@ -136,11 +141,18 @@ end
 
 -- ---- leaks -----------------------------------------------------------------------------------
 
+-- Blocks a path allocated in the window's first half: half of its allocations at a steady rate,
+-- but never more than it still holds from then plus everything it freed (a leaking path that
+-- frees nothing allocated exactly what it holds; under tracing a workload's rate is not steady).
+local function first_half_allocs(s)
+  return math.min((s.allocs or 0) / 2, (s.old_count or 0) + (s.frees or 0))
+end
+
 local leaks = {}
 local churn = { allocs = 0, bytes = 0 }
 if A then
   for _, s in ipairs(A.stacks or {}) do
-    local first_half = (s.allocs or 0) / 2
+    local first_half = first_half_allocs(s)
     local kept = first_half > 0 and (s.old_count or 0) * 100 / first_half or 0
     if kept > 100 then kept = 100 end
     local grown = s.realloc_growth_bytes or 0
@@ -301,12 +313,33 @@ end
 
 -- OOM kills in the window.
 local ooms = CG and diag.get(CG, "events", "oom_kill") or 0
-if ooms > 0 then
-  local ev = { sub("%d OOM kill%s in the memory cgroup %s during the %.1f s window", ooms, ooms == 1 and "" or "s", CG.path or "?", ctx_window) }
-  if (CG.failcnt or 0) > 0 then push(ev, sub("The cgroup hit its limit %s times (memory.failcnt)", diag.fmt_count(CG.failcnt))) end
-  if CG.max_bytes then push(ev, sub("Limit %s, usage %s", fmt_bytes(CG.max_bytes), fmt_bytes(CG.current_bytes))) end
-  push(verdicts, diag.verdict("oom-kill", "critical",
-    sub("OOM killer: %d process%s killed in the target's memory cgroup", ooms, ooms == 1 and "" or "es"), ev,
+local machine_ooms = OO and OO.total or 0
+local by_target = 0
+for _, k in ipairs(OO and OO.keys or {}) do
+  if k.pid == pid then by_target = by_target + (k.count or 0) end
+end
+if ooms > 0 or machine_ooms > 0 then
+  local ev = {}
+  if ooms > 0 then
+    push(ev, sub("%d OOM kill%s in the memory cgroup %s during the %.1f s window", ooms, ooms == 1 and "" or "s", CG.path or "?", ctx_window))
+  end
+  if machine_ooms > 0 then
+    local who = {}
+    for i, k in ipairs(OO.keys or {}) do
+      if i > 3 then break end
+      push(who, sub("%s (pid %d)%s", k.comm or "?", k.pid or 0, k.pid == pid and ", the target" or ""))
+    end
+    push(ev, sub("%d OOM kill%s on the machine during the run (oom:mark_victim), triggered by %s", machine_ooms,
+      machine_ooms == 1 and "" or "s", #who > 0 and table.concat(who, ", ") or "?"))
+  end
+  if CG and (CG.failcnt or 0) > 0 then push(ev, sub("The cgroup hit its limit %s times (memory.failcnt)", diag.fmt_count(CG.failcnt))) end
+  if CG and CG.max_bytes then push(ev, sub("Limit %s, usage %s", fmt_bytes(CG.max_bytes), fmt_bytes(CG.current_bytes))) end
+  local n = ooms > 0 and ooms or machine_ooms
+  local mine = ooms > 0 or by_target > 0
+  push(verdicts, diag.verdict("oom-kill", mine and "critical" or "warning",
+    mine and sub("OOM killer: %d process%s killed%s", n, n == 1 and "" or "es",
+      ooms > 0 and " in the target's memory cgroup" or ", the target triggering it")
+      or sub("OOM killer: %d process%s killed elsewhere on the machine", n, n == 1 and "" or "es"), ev,
     { "Which process: dmesg | grep -i 'killed process' (or journalctl -k)",
       "The verdicts above say what grows; raise the limit only if the working set is legitimately larger" }))
 elseif CG and (CG.failcnt or 0) > 0 then
@@ -350,6 +383,7 @@ do
   if not A then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
   if not F then note("faults missing", "faults: no results: where new pages are touched is unknown") end
   if not C then note("context missing", "context: no results: RSS and the cgroup limit unknown", "warning") end
+  if not OO then note("ooms missing", "ooms: no results: OOM kills on the machine not counted") end
   if A and A.sampled_1_in then
     note(sub("allocations 1 in %d", A.sampled_1_in), sub("allocs: 1 allocation in %d recorded (the allocator's call rate was over the budget): bytes and counts are estimates", A.sampled_1_in))
   end
@@ -418,7 +452,7 @@ if A then
   local rows = {}
   for i = 1, math.min(T.top_n, #(A.stacks or {})) do
     local s = A.stacks[i]
-    local first_half = (s.allocs or 0) / 2
+    local first_half = first_half_allocs(s)
     push(rows, { fmt_bytes(s.weight), diag.fmt_count(s.count), diag.fmt_count(s.allocs), diag.fmt_count(s.frees),
       diag.fmt_pct(first_half > 0 and math.min(100, (s.old_count or 0) * 100 / first_half) or 0),
       sub("%.1f s", (s.oldest_age_ms or 0) / 1000), path_of(s) })

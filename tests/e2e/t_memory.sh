@@ -12,7 +12,8 @@
 #     → `growth-outside-heap`;
 # (d) a leak in a memory cgroup with a limit (a v1 memory.limit_in_bytes, or a v2 memory.max,
 #     in a cgroup created below this test's own and removed after) → the time to the limit is
-#     estimated within 2x of when the OOM killer really ends the process;
+#     estimated within 2x of when the OOM killer really ends the process, and a run that lasts
+#     until then sees the kill (`oom-kill`, critical, oom:mark_victim triggered by the target);
 # (e) an allocation storm over the budget: `degrade: sample` records 1 in N (said in the report,
 #     the leak still named); `degrade: refuse` refuses (exit 3).
 # Nothing stays attached after any run.
@@ -122,6 +123,9 @@ t0=$(date +%s.%N)
 est=$(json "$TMP/cg.json" '(lambda c: (c["max_bytes"] - c["current_bytes"]) / c["current_slope_bytes_per_s"])(r["results"]["context"]["memory"]["cgroup"])')
 check "$TMP/cg.json" "r['verdicts'][0]['id'] == 'leak' and r['verdicts'][0]['severity'] == 'critical' and 'remember_request()' in r['verdicts'][0]['title'] and any('reaches its limit' in e for e in r['verdicts'][0]['evidence'])" \
 	"cgroup: verdicts $(verdicts "$TMP/cg.json")"
+# A second run meanwhile, long enough to see the kill: the target ends it.
+"$DIAG" memory-growth --pid "$PID" --duration 60 --json > "$TMP/oom.json" 2> "$TMP/oom.err" &
+DPID=$!
 for i in $(seq 1 600); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
 t1=$(date +%s.%N)
 kill -0 "$PID" 2>/dev/null && fail "cgroup: the leaker outlived 60 s past its estimated ${est} s"
@@ -130,6 +134,10 @@ wait "$PID"; st=$?
 python3 -c 'import sys; est, actual = float(sys.argv[1]), float(sys.argv[2]) - float(sys.argv[3])
 print("time to limit: estimated %.1f s, OOM-killed after %.1f s" % (est, actual))
 sys.exit(0 if 0.5 <= est / actual <= 2 else 1)' "$est" "$t1" "$t0" || fail "cgroup: estimate not within 2x"
+wait "$DPID"; rc=$?
+[ "$rc" = 5 ] || fail "oom: exit $rc, want 5: $(cat "$TMP/oom.err")"
+check "$TMP/oom.json" "r['stop_reason'] == 'target-exited' and any(x['id'] == 'oom-kill' and x['severity'] == 'critical' for x in r['verdicts']) and res['ooms']['total'] >= 1" \
+	"oom: the kill was not seen: $(verdicts "$TMP/oom.json")"
 rmdir "$CG" && CG=""
 assert_released "memory-growth in a limited cgroup"
 

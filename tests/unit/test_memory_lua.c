@@ -1,9 +1,9 @@
 /* test_memory_lua.c — lua/memory-growth.lua on recorded results: reports that `diagnose
  * memory-growth --json` wrote on the memory workloads (tests/unit/fixtures/memory/NAME.json: a
  * leak amid churn, a buffer grown by realloc, the churn alone, anonymous mmap growth, a leak in a
- * v1 memory cgroup limited to 64 MiB; stacks trimmed), each checked against the probes' declared shapes, must give the
+ * v1 memory cgroup limited to 64 MiB, the same OOM-killed during the window; stacks trimmed), each checked against the probes' declared shapes, must give the
  * verdicts they gave live; and the same trees edited into cases the live tests do not produce
- * (an OOM kill in the window, a limit approached without a leak, sampled or missing allocations,
+ * (an OOM kill counted by the cgroup or elsewhere on the machine, a limit approached without a leak, sampled or missing allocations,
  * a leak too small to call) must be judged as such. No root, no BPF: the snippet runs in this
  * process (verdict_run_inprocess).
  */
@@ -233,8 +233,26 @@ static void test_cgroup_recorded(void **state)
 	value_free(fx);
 }
 
-/* An OOM kill in the window: critical, whatever else is found. */
-static void test_oom_kill_from_edited_cgroup(void **state)
+/* The leaker OOM-killed during the window (live: the run ends with the target): the kill is seen
+ * machine-wide (oom:mark_victim, triggered by the target), critical, beside the leak. */
+static void test_oom_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("oom");
+	struct value *fx = load_fixture("oom");
+	struct value *v = memory(fx);
+	const struct value *oom = find(v, "oom-kill");
+	assert_non_null(oom);
+	assert_string_equal(value_get_str(oom, "severity"), "critical");
+	assert_non_null(strstr(value_get_str(oom, "title"), "the target triggering it"));
+	assert_non_null(find(v, "leak"));
+	assert_non_null(find(v, "incomplete-data")); /* the target exited */
+	value_free(v);
+	value_free(fx);
+}
+
+/* Kills counted by the cgroup: critical; kills elsewhere on the machine only: a warning. */
+static void test_oom_kill_edited(void **state)
 {
 	(void)state;
 	struct value *fx = load_fixture("cg");
@@ -246,6 +264,22 @@ static void test_oom_kill_from_edited_cgroup(void **state)
 	assert_non_null(oom);
 	assert_string_equal(value_get_str(oom, "severity"), "critical");
 	assert_non_null(strstr(value_get_str(oom, "title"), "2 processes killed"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("churn");
+	struct value *ooms = mut(fx, "results", "ooms", NULL);
+	value_set_int(ooms, "total", 1);
+	struct value *keys = value_obj_set(ooms, "keys", value_arr());
+	struct value *k = value_arr_push(keys, value_obj());
+	value_set_int(k, "pid", 1);
+	value_set_str(k, "comm", "other");
+	value_set_int(k, "count", 1);
+	v = memory(fx);
+	oom = find(v, "oom-kill");
+	assert_non_null(oom);
+	assert_string_equal(value_get_str(oom, "severity"), "warning");
+	assert_non_null(strstr(value_get_str(oom, "title"), "elsewhere on the machine"));
 	value_free(v);
 	value_free(fx);
 }
@@ -335,7 +369,8 @@ int main(void)
 		cmocka_unit_test(test_realloc_recorded),
 		cmocka_unit_test(test_heap_growth_unattributed),
 		cmocka_unit_test(test_cgroup_recorded),
-		cmocka_unit_test(test_oom_kill_from_edited_cgroup),
+		cmocka_unit_test(test_oom_recorded),
+		cmocka_unit_test(test_oom_kill_edited),
 		cmocka_unit_test(test_near_limit_without_leak),
 		cmocka_unit_test(test_sampled_allocations),
 		cmocka_unit_test(test_allocations_missing),
