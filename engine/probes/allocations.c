@@ -95,7 +95,7 @@ static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
 	FILE *f = fopen(maps_path, "re");
 	if (!f)
 		return diag_fail(err, DIAG_EXIT_USAGE, "cannot read %s: %s", maps_path, strerror(errno));
-	char seen[MAX_MAPPED_FILES][PATH_MAX];
+	char (*seen)[PATH_MAX] = xcalloc(MAX_MAPPED_FILES, sizeof(*seen)); /* 256 KiB: not on the stack */
 	size_t n_seen = 0;
 	char libc[PATH_MAX] = "";
 	bool other = false;
@@ -130,6 +130,7 @@ static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
 		}
 	}
 	fclose(f);
+	free(seen);
 	if (!other && !libc[0])
 		return diag_fail(err, DIAG_EXIT_USAGE, "process %d maps no file that defines malloc "
 				 "(a static binary without symbols, or an allocator this probe does not know)", pid);
@@ -379,7 +380,7 @@ static const struct result_field alloc_results[] = {
 	{ "old_bytes", RT_INTEGER, "bytes", false, "outstanding bytes allocated in the first half of the window" },
 	{ "old_count", RT_INTEGER, "count", false, "blocks of old_bytes" },
 	{ "max_outstanding", RT_INTEGER, "count", false, "blocks the probe can track at once" },
-	{ "untracked", RT_INTEGER, "count", false, "blocks not tracked: max_outstanding was reached" },
+	{ "untracked", RT_INTEGER, "count", false, "blocks not tracked: max_outstanding was reached (or more than max_threads threads were in allocating calls at once)" },
 	{ "dropped", RT_INTEGER, "count", false, "blocks not counted by stack: the sites map or the stack table was full" },
 	{ "unmatched_returns", RT_INTEGER, "count", false, "returns without their entry (not sampled, nested calls)" },
 	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be walked or stored" },
