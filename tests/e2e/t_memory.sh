@@ -7,6 +7,8 @@
 #     time, so its block is always young) → `leak` naming append_log() by its realloc growth;
 # (a3) a leak in a shared library (libmemleak.so: cache_insert) called from a PIE → `leak` naming
 #     cache_insert(), on a path through the PIE's main, never its churning cache_lookup();
+# (a4) the same leak under LD_PRELOAD=libjemalloc.so.2 → jemalloc's own functions probed, the
+#     leak named (libjemalloc2; the case is noted and left out when it is not installed);
 # (b) its healthy control, the churn alone → exit 0, `ok` (bounded churn), no warning, no leak;
 # (c) growth outside the allocator (mem_grower: anonymous mmap touched at 2 MiB/s, no malloc)
 #     → `growth-outside-heap`;
@@ -83,6 +85,21 @@ check "$TMP/pie.json" "len(held) == 1 and 'main' in held[0]['user'] and held[0][
 assert_released "memory-growth on a shared library's leak"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
+# ---- (a4) the same leak with jemalloc preloaded: its own malloc/free are probed ----------------
+JE=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ -f "$JE" ]; then
+	start env LD_PRELOAD="$JE" "$WL/mem_leaker" leak 1024
+	"$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/je.json" 2> "$TMP/je.err"; rc=$?
+	[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "jemalloc: exit $rc: $(verdicts "$TMP/je.json")"
+	CHECK_LET='v = r["verdicts"][0]'
+	check "$TMP/je.json" "res['allocs']['allocator'].endswith('libjemalloc.so.2') and v['id'] == 'leak' and 'remember_request()' in v['title']" \
+		"jemalloc: allocator $(json "$TMP/je.json" 'r["results"]["allocs"]["allocator"]'), verdicts $(verdicts "$TMP/je.json")"
+	assert_released "memory-growth with jemalloc"
+	{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+else
+	echo "note: $JE missing (libjemalloc2): the jemalloc case was not run" >&2
+fi
+
 # ---- (b) bounded churn: the healthy control -------------------------------------------------
 start "$WL/mem_leaker" churn
 "$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/churn.json" 2> "$TMP/churn.err"; rc=$?
@@ -114,7 +131,8 @@ else
 fi
 mkdir "$CG" 2>/dev/null || skip "cannot create a memory cgroup below $own"
 [ -f "$CG/$LIMIT_FILE" ] || skip "no $LIMIT_FILE in $CG (memory controller not enabled there)"
-echo $((64 * 1024 * 1024)) > "$CG/$LIMIT_FILE" || fail "cannot set $CG/$LIMIT_FILE"
+# 96 MiB at 4 MiB/s: ~20 s, time for the second run below to load and attach on a busy machine
+echo $((96 * 1024 * 1024)) > "$CG/$LIMIT_FILE" || fail "cannot set $CG/$LIMIT_FILE"
 start sh -c "echo \$\$ > '$CG/cgroup.procs' && exec '$WL/mem_leaker' leak 4096"
 "$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/cg.json" 2> "$TMP/cg.err"; rc=$?
 t0=$(date +%s.%N)
@@ -144,14 +162,14 @@ assert_released "memory-growth in a limited cgroup"
 # ---- (e) an allocation storm over the budget ------------------------------------------------
 mkdir -p "$TMP/recipes" "$TMP/lua/lib"
 cp "$ROOT/lua/memory-growth.lua" "$TMP/lua/" && cp "$ROOT/lua/lib/"*.lua "$TMP/lua/lib/"
-sed 's/^  max_events_per_s: .*/  max_events_per_s: 5000/' "$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-sample.yaml"
-sed -e 's/^name: memory-growth/name: storm-refuse/' -e 's/^  max_events_per_s: .*/  max_events_per_s: 5000/' \
+sed 's/^  max_events_per_s: .*/  max_events_per_s: 2000/' "$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-sample.yaml"
+sed -e 's/^name: memory-growth/name: storm-refuse/' -e 's/^  max_events_per_s: .*/  max_events_per_s: 2000/' \
 	-e 's/^  degrade: sample/  degrade: refuse/' "$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-refuse.yaml"
 sed -i 's/^name: memory-growth/name: storm-sample/' "$TMP/recipes/storm-sample.yaml"
 start "$WL/mem_leaker" leak 1024
 "$DIAG" "$TMP/recipes/storm-sample.yaml" --pid "$PID" --duration 4 --json > "$TMP/storm.json" 2> "$TMP/storm.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "storm, sampled: exit $rc: $(cat "$TMP/storm.err")"
-check "$TMP/storm.json" "res['allocs'].get('sampled_1_in', 1) >= 4 and r['overhead']['preflight']['probes']['allocs']['rate'] == 'measured'" \
+check "$TMP/storm.json" "res['allocs'].get('sampled_1_in', 1) >= 2 and r['overhead']['preflight']['probes']['allocs']['rate'] == 'measured'" \
 	"storm, sampled: the allocations were not sampled"
 check "$TMP/storm.json" "r['verdicts'][0]['id'] == 'leak' and 'remember_request()' in r['verdicts'][0]['title'] and any(x['id'] == 'incomplete-data' and 'allocations 1 in' in x['title'] for x in r['verdicts'])" \
 	"storm, sampled: verdicts $(verdicts "$TMP/storm.json")"
