@@ -23,8 +23,9 @@
 --                   paths that hold the most.
 --   growth-outside-heap  RSS grows >= growth_min_bytes_per_s while the outstanding heap explains
 --                   < heap_explains_pct of it: says whether file mappings / page cache, shared
---                   memory or anonymous memory outside malloc (mmap, brk, fragmentation) grew, and
---                   where the new pages are first touched (page faults).
+--                   memory, or anonymous memory grew — mapped by the program itself, or grown by
+--                   the allocator without more blocks held (fragmentation: most page faults
+--                   inside malloc) — and where the new pages are first touched (page faults).
 --   near-limit      the memory cgroup has a limit and its usage grows: time to reach it at the
 --                   usage's least-squares slope, with the slope's R² and the window it rests on;
 --                   critical under limit_crit_s, warning under limit_warn_s, info beyond.
@@ -253,7 +254,20 @@ if growing and A and heap_rate and heap_rate * 100 < T.explains * rss_rate then
   local ev = { rss_line(), sub("The heap's outstanding blocks grew at most %s (%s of the RSS growth): the allocator does not explain it",
     fmt_rate_b(heap_rate), diag.fmt_pct(diag.pct(heap_rate, rss_rate))) }
   local anon, file, shmem = M.rss_anon_delta_bytes, M.rss_file_delta_bytes, M.rss_shmem_delta_bytes
-  local what = "anonymous memory outside malloc (mmap, brk) or fragmentation"
+  -- Anonymous growth: who touches the new pages says whether the program maps memory itself or
+  -- the allocator grows without holding more blocks (fragmentation, freed memory kept).
+  local in_alloc = 0
+  for _, st in ipairs(F and F.stacks or {}) do
+    local leaf = (st.user or {})[1]
+    if leaf and is_allocator(leaf) and (leaf:find("^_int_") or leaf:find("^sysmalloc") or leaf:find("malloc") or leaf:find("^tcache_")) then
+      in_alloc = in_alloc + (st.weight or 0)
+    end
+  end
+  local what = "anonymous memory outside malloc (mmap or brk by the program itself)"
+  if F and (F.bytes or 0) > 0 and in_alloc * 2 >= F.bytes then
+    what = "anonymous memory the allocator grows without holding more blocks (fragmentation, freed memory not returned)"
+    push(ev, sub("%s of the page faults are inside the allocator while it holds no more blocks: its own growth", diag.fmt_pct(diag.pct(in_alloc, F.bytes))))
+  end
   if anon or file or shmem then
     push(ev, sub("Of the RSS change: anonymous %s, file-backed %s, shared memory %s", fmt_bytes(anon), fmt_bytes(file), fmt_bytes(shmem)))
     if (file or 0) > (anon or 0) and (file or 0) >= (shmem or 0) then

@@ -184,6 +184,31 @@ static void test_grow_recorded(void **state)
 	value_free(fx);
 }
 
+/* The same growth with its page faults inside malloc: the allocator grows while holding no more
+ * blocks (fragmentation, freed memory kept), not the program's own mappings. */
+static void test_fragmentation_from_edited_faults(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("grow");
+	struct value *stacks = mut(fx, "results", "faults", "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		struct value *u = value_obj_set(stacks->arr.items[i], "user", value_arr());
+		value_arr_push(u, value_str("_int_malloc"));
+		value_arr_push(u, value_str("malloc"));
+		value_arr_push(u, value_str("main"));
+		value_obj_set(stacks->arr.items[i], "user_from", value_arr());
+		struct value *from = (struct value *)value_get(stacks->arr.items[i], "user_from");
+		for (int k = 0; k < 3; k++)
+			value_arr_push(from, value_str("dwarf"));
+	}
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "growth-outside-heap");
+	assert_non_null(strstr(title, "fragmentation"));
+	value_free(v);
+	value_free(fx);
+}
+
 /* A buffer grown by realloc: its one block is always young (each realloc moves it), the growth
  * its reallocs made is what names it. */
 static void test_realloc_recorded(void **state)
@@ -366,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_leak_recorded),
 		cmocka_unit_test(test_churn_recorded),
 		cmocka_unit_test(test_grow_recorded),
+		cmocka_unit_test(test_fragmentation_from_edited_faults),
 		cmocka_unit_test(test_realloc_recorded),
 		cmocka_unit_test(test_heap_growth_unattributed),
 		cmocka_unit_test(test_cgroup_recorded),
