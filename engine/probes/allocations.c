@@ -86,6 +86,14 @@ static bool is_libc(const char *path)
 	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
 }
 
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
 /* The file the target's malloc comes from: a mapped file other than libc that defines it, else
  * libc. Sets ap->path and ap->open_path. */
 static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
@@ -107,8 +115,8 @@ static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
 			continue;
 		char *path = line + path_at;
 		path[strcspn(path, "\n")] = '\0';
-		if (strstr(path, " (deleted)"))
-			continue;
+		if (strstr(path, " (deleted)") || has_control(path))
+			continue; /* the name reaches errors and reports: a control byte in it is no allocator */
 		bool dup = false;
 		for (size_t i = 0; i < n_seen && !dup; i++)
 			dup = !strcmp(seen[i], path);
