@@ -70,19 +70,20 @@ struct diag_weight_rec {
 		__type(value, struct diag_user_sample);                                           \
 	} scratch SEC(".maps")
 
-/* Sends one sample of the current task: its user registers and copy_bytes of its user stack
- * (at most DIAG_MAX_STACK_BYTES) through ring buffer rb, built in the one-entry per-CPU array
- * scratch of struct diag_user_sample. Returns 0, or -1 when the ring buffer refused it (full)
- * or scratch is missing: the caller counts the sample its own way and says so in its stats. */
-static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 copy_bytes,
-						 __u64 wake_bytes, __u32 tgid, const char *comm,
-						 __s32 user_stack_id, __s32 kernel_stack_id,
-						 __u64 weight, __u32 tag, __u64 cookie)
+/* Fills one sample of the current task in the one-entry per-CPU array scratch of struct
+ * diag_user_sample: its user registers and copy_bytes of its user stack (at most
+ * DIAG_MAX_STACK_BYTES), with its weight, tag and cookie (bpf/diag_unwind.h's header). Returns
+ * it, or NULL when scratch is missing. A probe may fix the copy (e.g. return addresses a
+ * uretprobe replaced) before diag_output_user_sample. */
+static __always_inline struct diag_user_sample *
+diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *comm,
+		      __s32 user_stack_id, __s32 kernel_stack_id, __u64 weight, __u32 tag,
+		      __u64 cookie)
 {
 	__u32 zero = 0;
 	struct diag_user_sample *s = bpf_map_lookup_elem(scratch, &zero);
 	if (!s)
-		return -1;
+		return NULL;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	s->rec = DIAG_REC_SAMPLE;
 	s->tag = tag;
@@ -116,12 +117,34 @@ static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 
 		len += n;
 	}
 	s->stack_len = (__u32)len;
-	__u64 size = __builtin_offsetof(struct diag_user_sample, stack) + len;
+	return s;
+}
+
+/* Outputs a filled sample through ring buffer rb, waking the engine only when wake_bytes are
+ * waiting. 0, or -1 when the ring buffer refused it (full). */
+static __always_inline int diag_output_user_sample(void *rb, struct diag_user_sample *s,
+						   __u64 wake_bytes)
+{
+	__u64 size = __builtin_offsetof(struct diag_user_sample, stack) + s->stack_len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	__u64 wake = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + size >= wake_bytes
 			     ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_output(rb, s, size, wake) ? -1 : 0;
+}
+
+/* Sends one sample of the current task (diag_fill_user_sample, then diag_output_user_sample).
+ * Returns 0, or -1 when the ring buffer refused it (full) or scratch is missing: the caller
+ * counts the sample its own way and says so in its stats. */
+static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 copy_bytes,
+						 __u64 wake_bytes, __u32 tgid, const char *comm,
+						 __s32 user_stack_id, __s32 kernel_stack_id,
+						 __u64 weight, __u32 tag, __u64 cookie)
+{
+	struct diag_user_sample *s = diag_fill_user_sample(scratch, copy_bytes, tgid, comm,
+							   user_stack_id, kernel_stack_id, weight,
+							   tag, cookie);
+	return s ? diag_output_user_sample(rb, s, wake_bytes) : -1;
 }
 
 /* Sends the weight of the sample thread tid sent with cookie. Returns 0, or -1 when the ring

@@ -24,12 +24,16 @@ struct stack_row {
 	struct frames user, kernel;
 	uint8_t *user_from; /* enum frame_origin per user frame; NULL: all FRAME_FP */
 	uint64_t weight, count;
+	uint64_t extra[STACKS_MAX_EXTRA];
 };
 
 struct stack_table {
 	const struct collect_ctx *ctx;
 	struct stack_row *rows;
 	size_t n, cap, max_rows, refused;
+	const char *const *extra_names;
+	bool extra_max[STACKS_MAX_EXTRA];
+	size_t n_extra;
 };
 
 struct stack_table *stacks_new(const struct collect_ctx *ctx, size_t max_rows)
@@ -66,6 +70,20 @@ void stacks_free(struct stack_table *t)
 		row_free(&t->rows[i]);
 	free(t->rows);
 	free(t);
+}
+
+void stacks_set_extra(struct stack_table *t, const char *const *names, const bool *is_max, size_t n)
+{
+	t->n_extra = n > STACKS_MAX_EXTRA ? STACKS_MAX_EXTRA : n;
+	t->extra_names = names;
+	for (size_t i = 0; i < t->n_extra; i++)
+		t->extra_max[i] = is_max && is_max[i];
+}
+
+void stacks_last_extra(struct stack_table *t, const uint64_t *vals)
+{
+	if (t->n)
+		memcpy(t->rows[t->n - 1].extra, vals, t->n_extra * sizeof(*vals));
 }
 
 size_t stacks_refused(const struct stack_table *t)
@@ -288,6 +306,11 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		if (last && by_identity(last, &t->rows[i]) == 0) {
 			last->weight = add_sat(last->weight, t->rows[i].weight);
 			last->count = add_sat(last->count, t->rows[i].count);
+			for (size_t k = 0; k < t->n_extra; k++) {
+				uint64_t v = t->rows[i].extra[k];
+				last->extra[k] = t->extra_max[k] ? (v > last->extra[k] ? v : last->extra[k])
+								 : add_sat(last->extra[k], v);
+			}
 			row_free(&t->rows[i]);
 		} else {
 			t->rows[merged++] = t->rows[i];
@@ -306,6 +329,8 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		value_set_int(s, "count", clamp_i64(r->count));
 		value_set_str(s, "comm", r->comm);
 		value_set_bool(s, "in_kernel", r->in_kernel);
+		for (size_t k = 0; k < t->n_extra; k++)
+			value_set_int(s, t->extra_names[k], clamp_i64(r->extra[k]));
 		value_obj_set(s, "user", frames_value(&r->user));
 		value_obj_set(s, "kernel", frames_value(&r->kernel));
 		if (r->tag)

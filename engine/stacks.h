@@ -57,6 +57,16 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
 		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
 		      uint64_t weight, uint64_t count, const char *tag);
 
+/* Extra integer fields of every row, for a probe whose stacks carry more than a weight and a
+ * count (allocations: blocks allocated and freed, their age): at most STACKS_MAX_EXTRA, named
+ * (each becomes a key of the stack's object), summed when rows merge, or kept as the largest for
+ * the names whose is_max is true. Call before adding rows; names must outlive the table. */
+#define STACKS_MAX_EXTRA 8
+void stacks_set_extra(struct stack_table *t, const char *const *names, const bool *is_max, size_t n);
+/* The extra values (as many as stacks_set_extra named) of the row added last, after a
+ * stacks_add_* that returned 0. */
+void stacks_last_extra(struct stack_table *t, const uint64_t *vals);
+
 /* Rows refused because the table was full. */
 size_t stacks_refused(const struct stack_table *t);
 

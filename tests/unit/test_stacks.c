@@ -171,6 +171,38 @@ static void test_weight_and_count_summed_apart(void **state)
 	value_free(res);
 }
 
+/* Extra per-row integers (the allocations probe's allocs, oldest age, ...): summed when rows
+ * merge, or the largest kept for those marked so; keys after in_kernel, in the order named. */
+static void test_extra_fields(void **state)
+{
+	(void)state;
+	static const char *const names[] = { "allocs", "oldest_age_ms" };
+	static const bool is_max[] = { false, true };
+	struct stack_table *t = stacks_new(NULL, 8);
+	stacks_set_extra(t, names, is_max, N(names));
+	add(t, "app", U_MAIN, N(U_MAIN), NULL, 0, false, 4096, 4, NULL);
+	stacks_last_extra(t, (const uint64_t[]){ 10, 700 });
+	add(t, "app", U_OTHER, N(U_OTHER), NULL, 0, false, 100, 1, NULL);
+	stacks_last_extra(t, (const uint64_t[]){ 3, 50 });
+	add(t, "app", U_MAIN, N(U_MAIN), NULL, 0, false, 1024, 1, NULL); /* merges with the first */
+	stacks_last_extra(t, (const uint64_t[]){ 5, 1200 });
+	struct value *res = value_obj();
+	const struct value *stacks = stacks_finish(t, res, "bytes"); /* extras: not in the shared shape */
+	assert_int_equal(stacks->arr.len, 2);
+	assert_stack(stacks->arr.items[0], "app", 5120, 5, false, NULL);
+	assert_int_equal(value_get(stacks->arr.items[0], "allocs")->i, 15);
+	assert_int_equal(value_get(stacks->arr.items[0], "oldest_age_ms")->i, 1200);
+	assert_int_equal(value_get(stacks->arr.items[1], "allocs")->i, 3);
+	assert_int_equal(value_get(stacks->arr.items[1], "oldest_age_ms")->i, 50);
+	static const char *const keys[] = { "weight", "count", "comm", "in_kernel", "allocs",
+					    "oldest_age_ms", "user", "kernel" };
+	const struct value *s0 = stacks->arr.items[0];
+	assert_int_equal(s0->obj.len, N(keys));
+	for (size_t i = 0; i < N(keys); i++)
+		assert_string_equal(s0->obj.keys[i], keys[i]);
+	value_free(res);
+}
+
 /* Equal weights: more count first, then comm, tag, in_kernel and frames, whatever the order in
  * which rows came. */
 static void test_order_and_ties(void **state)
@@ -409,6 +441,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge_by_symbols_not_ids),
 		cmocka_unit_test(test_weight_and_count_summed_apart),
+		cmocka_unit_test(test_extra_fields),
 		cmocka_unit_test(test_order_and_ties),
 		cmocka_unit_test(test_tag_distinguishes),
 		cmocka_unit_test(test_in_kernel_distinguishes),

@@ -298,6 +298,12 @@ static void test_sampler_records(void **state)
 	assert_int_equal(n, 2);
 	assert_int_equal(w, 6);
 	assert_int_equal(k, 0);
+	/* a probe sampling 1 in 5 (page_faults' sample_every): weights and counts scaled */
+	struct stack_table *t5 = stacks_new(NULL, 8);
+	assert_int_equal(stack_sampler_flush(sm, t5, true, 5, &w, &n, &k), 0);
+	assert_int_equal(n, 10);
+	assert_int_equal(w, 30);
+	stacks_free(t5);
 	struct value *res = value_obj();
 	stack_sampler_report(sm, res, 8192, 4, 0);
 	const struct value *stacks = stacks_finish(t, res, "samples");

@@ -1,0 +1,428 @@
+/* allocations.c — catalog entry for bpf/allocations.bpf.c: the target's heap blocks still
+ * outstanding at the end of the window, by the user stack that allocated them, with what each
+ * stack allocated and freed during the window and how old its outstanding blocks are.
+ *
+ * Owns: finding the allocator the target really uses (the mapped file that defines malloc, read
+ * through /proc/PID/root: a library other than libc that defines it — jemalloc, tcmalloc, a static
+ * binary — wins over libc), the file offsets of its functions (those it lacks are skipped; malloc
+ * and free are required), attaching the uprobes limited to the target process (the returns first,
+ * so that no entry is seen without its return), the 1-in-N scaling, and turning the blocks and
+ * per-stack totals into results (ages measured against the end of the window).
+ * Must not: attach to every process mapping the library (always the target's pid), judge what is
+ * a leak (the recipe's Lua does), or lose silently: untracked blocks, full maps and failed stack
+ * walks are in the results.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "allocations.h"
+#include "allocations.skel.h"
+#include "stacks.h"
+#include "symbols.h"
+
+#define MAX_MAPPED_FILES 64
+
+/* The functions probed, in attach order, with the entry program of each. */
+struct alloc_func {
+	const char *name;
+	bool required, returns; /* returns: an allocating call (its return is probed too) */
+};
+static const struct alloc_func alloc_funcs[] = {
+	{ "malloc", true, true },           { "free", true, false },
+	{ "calloc", false, true },          { "realloc", false, true },
+	{ "posix_memalign", false, true },  { "aligned_alloc", false, true },
+	{ "memalign", false, true },        { "valloc", false, true },
+	{ "pvalloc", false, true },
+};
+#define N_FUNCS (sizeof(alloc_funcs) / sizeof(alloc_funcs[0]))
+
+struct alloc_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
+	struct allocations_bpf *skel;
+	char path[PATH_MAX];      /* the allocator's file as the target maps it */
+	char open_path[PATH_MAX]; /* the same through /proc/PID/root */
+	bool found[N_FUNCS];
+	uint64_t offset[N_FUNCS];
+	uint64_t detached_ns;
+};
+
+PROBE_BPF_SKELETON(allocations)
+
+static const struct option_spec alloc_options[] = {
+	{ .name = "max_outstanding", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 131072,
+	  .min = 1024, .max = 1u << 24, .bytes_per_entry = 8 + sizeof(struct alloc_block) + 64,
+	  .help = "outstanding blocks tracked at once; more are counted in `dropped`, not tracked" },
+	{ .name = "max_sites", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
+	  .min = 64, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct alloc_site) + 64,
+	  .help = "distinct allocating stacks counted" },
+	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = sizeof(__u32) + DIAG_STACK_DEPTH * sizeof(__u64),
+	  .help = "distinct stacks kept" },
+	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct alloc_pending) + 64,
+	  .help = "threads inside an allocating call at once" },
+	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
+	  .min = 1, .max = 1u << 16,
+	  .help = "record 1 allocation in N at random and scale (raised by the pre-flight under "
+		  "degrade: sample; every call still traps into the uprobe)" },
+};
+
+static const char *const alloc_variants[] = { "uprobe", NULL };
+
+static bool is_libc(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* The file the target's malloc comes from: a mapped file other than libc that defines it, else
+ * libc. Sets ap->path and ap->open_path. */
+static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
+{
+	char maps_path[64], line[PATH_MAX + 128];
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", pid);
+	FILE *f = fopen(maps_path, "re");
+	if (!f)
+		return diag_fail(err, DIAG_EXIT_USAGE, "cannot read %s: %s", maps_path, strerror(errno));
+	char (*seen)[PATH_MAX] = xcalloc(MAX_MAPPED_FILES, sizeof(*seen)); /* 256 KiB: not on the stack */
+	size_t n_seen = 0;
+	char libc[PATH_MAX] = "";
+	bool other = false;
+	while (!other && fgets(line, sizeof(line), f)) {
+		char perms[8] = "";
+		int path_at = 0;
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %*u %n", perms, &path_at) < 1 || !path_at ||
+		    !strchr(perms, 'x') || line[path_at] != '/')
+			continue;
+		char *path = line + path_at;
+		path[strcspn(path, "\n")] = '\0';
+		if (strstr(path, " (deleted)") || has_control(path))
+			continue; /* the name reaches errors and reports: a control byte in it is no allocator */
+		bool dup = false;
+		for (size_t i = 0; i < n_seen && !dup; i++)
+			dup = !strcmp(seen[i], path);
+		if (dup || n_seen == MAX_MAPPED_FILES)
+			continue;
+		snprintf(seen[n_seen++], PATH_MAX, "%s", path);
+		char full[PATH_MAX + 32];
+		uint64_t off;
+		struct diag_err ignore;
+		if (snprintf(full, sizeof(full), "/proc/%d/root%s", pid, path) >= (int)sizeof(full) ||
+		    elf_symbol_offset(full, "malloc", &off, &ignore))
+			continue;
+		if (is_libc(path)) {
+			if (!libc[0])
+				snprintf(libc, sizeof(libc), "%s", path);
+		} else {
+			snprintf(ap->path, sizeof(ap->path), "%s", path);
+			other = true;
+		}
+	}
+	fclose(f);
+	free(seen);
+	if (!other && !libc[0])
+		return diag_fail(err, DIAG_EXIT_USAGE, "process %d maps no file that defines malloc "
+				 "(a static binary without symbols, or an allocator this probe does not know)", pid);
+	if (!other)
+		snprintf(ap->path, sizeof(ap->path), "%s", libc);
+	if (snprintf(ap->open_path, sizeof(ap->open_path), "/proc/%d/root%s", pid, ap->path) >=
+	    (int)sizeof(ap->open_path))
+		return diag_fail(err, DIAG_EXIT_USAGE, "allocator path too long");
+	return 0;
+}
+
+static int alloc_load(struct probe *p, struct diag_err *err)
+{
+	struct alloc_priv *ap = p->priv;
+	int pid = p->cfg.filter.pid;
+	if (pid <= 0)
+		return diag_fail(err, DIAG_EXIT_USAGE, "allocations needs the pid filter (filters: "
+				 "{ pid: target }): uprobes on a shared allocator must not trap every process");
+	if (find_allocator(ap, pid, err))
+		return -1;
+	for (size_t i = 0; i < N_FUNCS; i++) {
+		struct diag_err e;
+		ap->found[i] = elf_symbol_offset(ap->open_path, alloc_funcs[i].name, &ap->offset[i], &e) == 0;
+		if (!ap->found[i] && alloc_funcs[i].required)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: %s", ap->path, e.msg);
+		/* aliases (glibc: aligned_alloc is memalign): one probe per address, or each call
+		 * would be counted twice */
+		for (size_t k = 0; k < i && ap->found[i]; k++)
+			if (ap->found[k] && ap->offset[k] == ap->offset[i])
+				ap->found[i] = false;
+	}
+	if (!(ap->skel = allocations_skel_open(p, err)))
+		return -1;
+	bpf_map__set_max_entries(ap->skel->maps.blocks, (__u32)probe_opt(p, "max_outstanding"));
+	bpf_map__set_max_entries(ap->skel->maps.sites, (__u32)probe_opt(p, "max_sites"));
+	bpf_map__set_max_entries(ap->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
+	bpf_map__set_max_entries(ap->skel->maps.pending, (__u32)probe_opt(p, "max_threads"));
+	ap->skel->rodata->glibc_chunks = is_libc(ap->path);
+	int rc = allocations_bpf__load(ap->skel);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
+	p->variant = "uprobe";
+	return 0;
+}
+
+static struct bpf_program *entry_prog(struct allocations_bpf *skel, const char *name)
+{
+	if (!strcmp(name, "free"))
+		return skel->progs.alloc_free;
+	if (!strcmp(name, "calloc"))
+		return skel->progs.alloc_calloc;
+	if (!strcmp(name, "realloc"))
+		return skel->progs.alloc_realloc;
+	if (!strcmp(name, "posix_memalign"))
+		return skel->progs.alloc_posix_mem;
+	if (!strcmp(name, "memalign") || !strcmp(name, "aligned_alloc"))
+		return skel->progs.alloc_memalign;
+	return skel->progs.alloc_malloc; /* malloc, valloc, pvalloc */
+}
+
+static int alloc_attach(struct probe *p, struct diag_err *err)
+{
+	struct alloc_priv *ap = p->priv;
+	pid_t pid = p->cfg.filter.pid;
+	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
+	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
+	char what[PATH_MAX + 96];
+	/* Returns first: a call entered after this is always seen returning; the links are
+	 * released last first, so entries stop before returns. */
+	for (size_t i = 0; i < N_FUNCS; i++) {
+		if (!ap->found[i] || !alloc_funcs[i].returns)
+			continue;
+		snprintf(what, sizeof(what), "a uretprobe to %s:%s", ap->path, alloc_funcs[i].name);
+		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(ap->skel->progs.alloc_return, pid,
+								       ap->open_path, ap->offset[i],
+								       &ret_opts), what, err))
+			return -1;
+	}
+	for (size_t i = 0; i < N_FUNCS; i++) {
+		if (!ap->found[i])
+			continue;
+		snprintf(what, sizeof(what), "a uprobe to %s:%s", ap->path, alloc_funcs[i].name);
+		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(entry_prog(ap->skel, alloc_funcs[i].name),
+								       pid, ap->open_path, ap->offset[i],
+								       &entry_opts), what, err))
+			return -1;
+	}
+	return 0;
+}
+
+static void alloc_detach(struct probe *p)
+{
+	struct alloc_priv *ap = p->priv;
+	struct timespec ts;
+	/* The window ends now: releasing uprobes can take hundreds of milliseconds (the kernel
+	 * waits for their users), during which the links go one by one — a free no longer seen
+	 * while malloc still is. Count-only mode records nothing more, consistently, first. */
+	probe_set_mode(p, true, 1);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock bpf_ktime_get_ns() reads */
+	ap->detached_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	probe_bpf_detach(p);
+}
+
+static uint64_t counter_sum(int fd, __u32 slot, int ncpus)
+{
+	uint64_t *vals = xcalloc((size_t)ncpus, sizeof(*vals)), sum = 0;
+	if (bpf_map_lookup_elem(fd, &slot, vals) == 0)
+		for (int c = 0; c < ncpus; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
+}
+
+/* Ages of the outstanding blocks of one stack id. */
+struct site_age {
+	uint64_t old_count, old_bytes, oldest_ts;
+};
+
+enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
+       X_REALLOC_GROWTH, X_NR };
+static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees", "free_bytes",
+					       "old_count", "old_bytes", "oldest_age_ms",
+					       "realloc_growth_bytes" };
+static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
+
+static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			 struct diag_err *err)
+{
+	struct alloc_priv *ap = p->priv;
+	struct bpf_object *obj = ap->skel->obj;
+	int blocks_fd = bpf_map__fd(ap->skel->maps.blocks);
+	int sites_fd = bpf_map__fd(ap->skel->maps.sites);
+	int stacks_fd = bpf_map__fd(ap->skel->maps.stacks);
+	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t scale = probe_opt(p, "sample_every");
+	size_t max_stacks = bpf_map__max_entries(ap->skel->maps.stacks);
+	(void)err;
+	if (scale < 1)
+		scale = 1;
+	if (ncpus < 1)
+		ncpus = 1;
+
+	/* The window the blocks were recorded in: the collection after the pre-flight. */
+	uint64_t window_ns = ctx->wall_s > 0 ? (uint64_t)(ctx->wall_s * 1e9) : 0;
+	uint64_t end = ap->detached_ns, mid = end - window_ns / 2;
+
+	struct site_age *ages = xcalloc(max_stacks + 1, sizeof(*ages)); /* [max_stacks]: no stack */
+	uint64_t out_bytes = 0, out_count = 0, old_bytes = 0, old_count = 0;
+	__u64 keys[2], *prev = NULL, *next = &keys[0];
+	while (bpf_map_get_next_key(blocks_fd, prev, next) == 0) {
+		struct alloc_block b;
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		if (bpf_map_lookup_elem(blocks_fd, prev, &b))
+			continue;
+		size_t i = b.stack_id >= 0 && (size_t)b.stack_id < max_stacks ? (size_t)b.stack_id : max_stacks;
+		out_bytes += b.size;
+		out_count++;
+		if (b.ts < mid) {
+			ages[i].old_count++;
+			ages[i].old_bytes += b.size;
+			old_count++;
+			old_bytes += b.size;
+		}
+		if (!ages[i].oldest_ts || b.ts < ages[i].oldest_ts)
+			ages[i].oldest_ts = b.ts;
+	}
+
+	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(ap->skel->maps.sites));
+	stacks_set_extra(table, extra_names, extra_max, X_NR);
+	uint64_t allocs = 0, alloc_bytes = 0;
+	__s32 sids[2], *sprev = NULL, *snext = &sids[0];
+	while (bpf_map_get_next_key(sites_fd, sprev, snext) == 0) {
+		struct alloc_site s;
+		sprev = snext;
+		snext = snext == &sids[0] ? &sids[1] : &sids[0];
+		if (bpf_map_lookup_elem(sites_fd, sprev, &s))
+			continue;
+		__s32 sid = *sprev;
+		const struct site_age *a = &ages[sid >= 0 && (size_t)sid < max_stacks ? (size_t)sid : max_stacks];
+		char comm[sizeof(s.comm) + 1];
+		snprintf(comm, sizeof(comm), "%s", s.comm);
+		allocs += s.allocs;
+		alloc_bytes += s.alloc_bytes;
+		if (stacks_add_ids(table, stacks_fd, comm, sid, -1, false,
+				   (uint64_t)(s.bytes > 0 ? s.bytes : 0) * scale,
+				   (uint64_t)(s.count > 0 ? s.count : 0) * scale, NULL))
+			continue;
+		uint64_t x[X_NR] = {
+			[X_ALLOCS] = s.allocs * scale, [X_ALLOC_BYTES] = s.alloc_bytes * scale,
+			[X_FREES] = s.frees * scale, [X_FREE_BYTES] = s.free_bytes * scale,
+			[X_OLD_COUNT] = a->old_count * scale, [X_OLD_BYTES] = a->old_bytes * scale,
+			[X_OLDEST_MS] = a->oldest_ts && a->oldest_ts < end ? (end - a->oldest_ts) / 1000000 : 0,
+			[X_REALLOC_GROWTH] = s.realloc_growth > 0 ? (uint64_t)s.realloc_growth * scale : 0,
+		};
+		stacks_last_extra(table, x);
+	}
+	free(ages);
+
+	struct value *res = value_obj();
+	value_set_str(res, "allocator", ap->path);
+	struct value *fns = value_obj_set(res, "functions", value_arr());
+	for (size_t i = 0; i < N_FUNCS; i++)
+		if (ap->found[i])
+			value_arr_push(fns, value_str(alloc_funcs[i].name));
+	if (scale > 1)
+		value_set_int(res, "sampled_1_in", (int64_t)scale);
+	value_set_num(res, "window_s", (double)window_ns / 1e9);
+	value_set_int(res, "alloc_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_ALLOC_CALLS, ncpus));
+	value_set_int(res, "free_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_FREE_CALLS, ncpus));
+	value_set_int(res, "allocs", (int64_t)(allocs * scale));
+	value_set_int(res, "alloc_bytes", (int64_t)(alloc_bytes * scale));
+	value_set_int(res, "frees_matched", (int64_t)(counter_sum(calls_fd, ALLOC_C_FREES_MATCHED, ncpus) * scale));
+	value_set_int(res, "frees_unknown", (int64_t)counter_sum(calls_fd, ALLOC_C_FREES_UNKNOWN, ncpus));
+	value_set_int(res, "failed", (int64_t)counter_sum(calls_fd, ALLOC_C_FAILED, ncpus));
+	value_set_int(res, "outstanding_bytes", (int64_t)(out_bytes * scale));
+	value_set_int(res, "outstanding_count", (int64_t)(out_count * scale));
+	value_set_int(res, "old_bytes", (int64_t)(old_bytes * scale));
+	value_set_int(res, "old_count", (int64_t)(old_count * scale));
+	value_set_int(res, "max_outstanding", (int64_t)probe_opt(p, "max_outstanding"));
+	value_set_int(res, "untracked", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
+	value_set_int(res, "dropped", (int64_t)(counter_sum(calls_fd, ALLOC_C_SITES_FULL, ncpus) +
+						  stacks_refused(table)));
+	value_set_int(res, "unmatched_returns", (int64_t)counter_sum(calls_fd, ALLOC_C_NO_ENTRY, ncpus));
+	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(obj, DIAG_STAT_LOST));
+	stacks_finish(table, res, p->kind->stack_unit);
+	*out = res;
+	return 0;
+}
+
+static const struct result_field alloc_results[] = {
+	{ "allocator", RT_STRING, NULL, false, "the file probed (as the target maps it): the one defining malloc" },
+	{ "functions", RT_ARRAY, NULL, false, "the functions probed in it" },
+	{ "functions[]", RT_STRING, NULL, false, "malloc, free, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc" },
+	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 allocation in N recorded, figures scaled by N" },
+	{ "window_s", RT_NUMBER, "s", false, "how long blocks were recorded (the collection after the pre-flight)" },
+	{ "alloc_calls", RT_INTEGER, "count", false, "allocating calls seen (all, sampled or not)" },
+	{ "free_calls", RT_INTEGER, "count", false, "free calls seen, free(NULL) included" },
+	{ "allocs", RT_INTEGER, "count", false, "blocks allocated in the window (scaled)" },
+	{ "alloc_bytes", RT_INTEGER, "bytes", false, "bytes allocated in the window (scaled)" },
+	{ "frees_matched", RT_INTEGER, "count", false, "blocks allocated in the window and freed in it (scaled)" },
+	{ "frees_unknown", RT_INTEGER, "count", false, "frees of blocks not recorded: allocated before the window, not sampled or untracked" },
+	{ "failed", RT_INTEGER, "count", false, "allocating calls that failed" },
+	{ "outstanding_bytes", RT_INTEGER, "bytes", false, "allocated in the window and not freed by its end (scaled)" },
+	{ "outstanding_count", RT_INTEGER, "count", false, "blocks of outstanding_bytes" },
+	{ "old_bytes", RT_INTEGER, "bytes", false, "outstanding bytes allocated in the first half of the window" },
+	{ "old_count", RT_INTEGER, "count", false, "blocks of old_bytes" },
+	{ "max_outstanding", RT_INTEGER, "count", false, "blocks the probe can track at once" },
+	{ "untracked", RT_INTEGER, "count", false, "blocks not tracked: max_outstanding was reached (or more than max_threads threads were in allocating calls at once)" },
+	{ "dropped", RT_INTEGER, "count", false, "blocks not counted by stack: the sites map or the stack table was full" },
+	{ "unmatched_returns", RT_INTEGER, "count", false, "returns without their entry (not sampled, nested calls)" },
+	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be walked or stored" },
+	STACK_RESULT_FIELDS,
+	{ "stacks[].allocs", RT_INTEGER, "count", false, "blocks this stack allocated in the window" },
+	{ "stacks[].alloc_bytes", RT_INTEGER, "bytes", false, "bytes this stack allocated in the window" },
+	{ "stacks[].frees", RT_INTEGER, "count", false, "of those, blocks freed in the window" },
+	{ "stacks[].free_bytes", RT_INTEGER, "bytes", false, "of those, bytes freed in the window" },
+	{ "stacks[].old_count", RT_INTEGER, "count", false, "outstanding blocks allocated in the first half of the window" },
+	{ "stacks[].old_bytes", RT_INTEGER, "bytes", false, "their bytes" },
+	{ "stacks[].oldest_age_ms", RT_INTEGER, "ms", false, "age of its oldest outstanding block at the end" },
+	{ "stacks[].realloc_growth_bytes", RT_INTEGER, "bytes", false,
+	  "what its reallocs grew blocks by (new size - old size, summed; 0 when they shrank): a buffer it grows" },
+};
+static const char *const alloc_features[] = { "btf", "uprobe", NULL };
+
+const struct probe_kind probe_kind_allocations = {
+	.name = "allocations",
+	.summary = "heap blocks outstanding by allocating user stack (uprobes on malloc/free/...); "
+		   "weight: bytes",
+	.options = alloc_options,
+	.n_options = ARRAY_LEN(alloc_options),
+	.filters = FILTER_PID,
+	.variants = alloc_variants,
+	.private_size = sizeof(struct alloc_priv),
+	.stack_unit = "bytes",
+	.results = alloc_results,
+	.n_results = ARRAY_LEN(alloc_results),
+	.features = alloc_features,
+	.load = alloc_load,
+	.attach = alloc_attach,
+	.detach = alloc_detach,
+	.collect = alloc_collect,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
+	.bpf_bytes = allocations_bpf__elf_bytes,
+};

@@ -1,0 +1,406 @@
+/* test_memory_lua.c — lua/memory-growth.lua on recorded results: reports that `diagnose
+ * memory-growth --json` wrote on the memory workloads (tests/unit/fixtures/memory/NAME.json: a
+ * leak amid churn, a buffer grown by realloc, the churn alone, anonymous mmap growth, a leak in a
+ * v1 memory cgroup limited to 64 MiB, the same OOM-killed during the window; stacks trimmed), each checked against the probes' declared shapes, must give the
+ * verdicts they gave live; and the same trees edited into cases the live tests do not produce
+ * (an OOM kill counted by the cgroup or elsewhere on the machine, a limit approached without a leak, sampled or missing allocations,
+ * a leak too small to call) must be judged as such. No root, no BPF: the snippet runs in this
+ * process (verdict_run_inprocess).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "json_parse.h"
+#include "recipe.h"
+#include "shape.h"
+#include "source.h"
+#include "recorded_shape.h"
+#include "verdict.h"
+
+static char *src(const char *rel)
+{
+	const char *root = getenv("DIAG_SRCDIR");
+	return xasprintf("%s/%s", root ? root : ".", rel);
+}
+
+static struct value *load_fixture(const char *name)
+{
+	char *path = xasprintf("%s/tests/unit/fixtures/memory/%s.json",
+			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
+	size_t len;
+	char *text = read_file(path, &len);
+	if (!text)
+		fail_msg("cannot read %s", path);
+	struct diag_err err;
+	struct value *v = json_parse(text, len, NULL, &err);
+	if (!v)
+		fail_msg("%s: %s", path, err.msg);
+	free(text);
+	free(path);
+	return v;
+}
+
+/* Runs lua/memory-growth.lua on a fixture's results and run, with thresholds (NULL: the
+ * snippet's defaults); returns the verdicts (caller frees). */
+static struct value *memory_t(const struct value *fixture, struct value *thresholds)
+{
+	struct source_file lua, lib;
+	struct diag_err err;
+	char *lua_path = src("lua/memory-growth.lua"), *lib_path = src("lua/lib/diag.lua");
+	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
+		fail_msg("%s", err.msg);
+	struct value *own = thresholds ? NULL : value_obj(), *verdicts = NULL, *report = NULL;
+	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
+				    .results = value_get(fixture, "results"),
+				    .thresholds = thresholds ? thresholds : own,
+				    .run = value_get(fixture, "run") };
+	assert_recorded_shape("recipes/memory-growth.yaml", in.results);
+	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
+		fail_msg("memory-growth.lua: %s", err.msg);
+	value_free(report);
+	value_free(own);
+	source_free(&lua);
+	source_free(&lib);
+	free(lua_path);
+	free(lib_path);
+	return verdicts;
+}
+
+static struct value *memory(const struct value *fixture)
+{
+	return memory_t(fixture, NULL);
+}
+
+static const struct value *verdict(const struct value *verdicts, size_t i)
+{
+	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
+		fail_msg("no verdict %zu", i);
+	return verdicts->arr.items[i];
+}
+
+/* The verdict with this id, or NULL. */
+static const struct value *find(const struct value *verdicts, const char *id)
+{
+	for (size_t i = 0; i < verdicts->arr.len; i++)
+		if (!strcmp(value_get_str(verdicts->arr.items[i], "id"), id))
+			return verdicts->arr.items[i];
+	return NULL;
+}
+
+static bool evidence_has(const struct value *v, const char *text)
+{
+	const struct value *ev = value_get(v, "evidence");
+	for (size_t i = 0; ev && i < ev->arr.len; i++)
+		if (strstr(ev->arr.items[i]->s, text))
+			return true;
+	return false;
+}
+
+static struct value *mut(struct value *root, const char *a, const char *b, const char *c)
+{
+	const struct value *v = value_get(root, a);
+	if (v && b)
+		v = value_get(v, b);
+	if (v && c)
+		v = value_get(v, c);
+	if (!v)
+		fail_msg("fixture has no %s.%s.%s", a, b ? b : "", c ? c : "");
+	return (struct value *)v;
+}
+
+/* The fixture with results.KEY left out (a probe that gave no results). */
+static void drop_probe(struct value *fx, const char *key)
+{
+	struct value *res = mut(fx, "results", NULL, NULL), *copy = value_obj();
+	for (size_t i = 0; i < res->obj.len; i++)
+		if (strcmp(res->obj.keys[i], key))
+			value_obj_set(copy, res->obj.keys[i], value_copy(res->obj.vals[i]));
+	value_obj_set(fx, "results", copy);
+}
+
+/* The fixture's live verdict ids, in order, are what the snippet gives on its results. */
+static void assert_as_recorded(const char *name)
+{
+	struct value *fx = load_fixture(name);
+	struct value *v = memory(fx);
+	const struct value *want = value_get(fx, "verdicts");
+	assert_int_equal(v->arr.len, want->arr.len);
+	for (size_t i = 0; i < want->arr.len; i++)
+		assert_string_equal(value_get_str(verdict(v, i), "id"), want->arr.items[i]->s);
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_leak_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("leak");
+	struct value *fx = load_fixture("leak");
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "warning"); /* no limit near */
+	assert_non_null(strstr(title, "remember_request()"));
+	assert_null(strstr(title, "handle_request"));
+	assert_true(evidence_has(verdict(v, 0), "Call path: __libc_start_call_main → main → remember_request"));
+	/* the churning path is never a leak */
+	for (size_t i = 0; i < v->arr.len; i++)
+		assert_null(strstr(value_get_str(verdict(v, i), "title"), "handle_request"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_churn_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("churn");
+	struct value *fx = load_fixture("churn");
+	struct value *v = memory(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "ok");
+	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "Bounded churn"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_grow_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("grow");
+	struct value *fx = load_fixture("grow");
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_non_null(strstr(title, "outside the allocator"));
+	assert_non_null(strstr(title, "anonymous memory outside malloc"));
+	assert_null(find(v, "leak"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The same growth with its page faults inside malloc: the allocator grows while holding no more
+ * blocks (fragmentation, freed memory kept), not the program's own mappings. */
+static void test_fragmentation_from_edited_faults(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("grow");
+	struct value *stacks = mut(fx, "results", "faults", "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		struct value *u = value_obj_set(stacks->arr.items[i], "user", value_arr());
+		value_arr_push(u, value_str("_int_malloc"));
+		value_arr_push(u, value_str("malloc"));
+		value_arr_push(u, value_str("main"));
+		value_obj_set(stacks->arr.items[i], "user_from", value_arr());
+		struct value *from = (struct value *)value_get(stacks->arr.items[i], "user_from");
+		for (int k = 0; k < 3; k++)
+			value_arr_push(from, value_str("dwarf"));
+	}
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "growth-outside-heap");
+	assert_non_null(strstr(title, "fragmentation"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* A buffer grown by realloc: its one block is always young (each realloc moves it), the growth
+ * its reallocs made is what names it. */
+static void test_realloc_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("realloc");
+	struct value *fx = load_fixture("realloc");
+	struct value *v = memory(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_non_null(strstr(title, "append_log()"));
+	assert_non_null(strstr(title, "realloc"));
+	assert_null(strstr(title, "handle_request"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The same results with the realloc growth taken out: the heap still explains the RSS growth but
+ * no path keeps it: heap-growth, not a leak, and never ok. */
+static void test_heap_growth_unattributed(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("realloc");
+	struct value *stacks = mut(fx, "results", "allocs", "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++)
+		value_set_int(stacks->arr.items[i], "realloc_growth_bytes", 0);
+	struct value *v = memory(fx);
+	assert_null(find(v, "leak"));
+	assert_null(find(v, "ok"));
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "heap-growth");
+	value_free(v);
+	value_free(fx);
+}
+
+/* The leak in a limited cgroup: critical, with the time to the limit that the live run saw come
+ * true (the OOM killer ended the process ~8 s after the window). */
+static void test_cgroup_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("cg");
+	struct value *fx = load_fixture("cg");
+	struct value *v = memory(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "critical");
+	assert_true(evidence_has(verdict(v, 0), "reaches its limit of 64 MiB"));
+	assert_true(evidence_has(verdict(v, 0), "R²"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The leaker OOM-killed during the window (live: the run ends with the target): the kill is seen
+ * machine-wide (oom:mark_victim, triggered by the target), critical, beside the leak. */
+static void test_oom_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("oom");
+	struct value *fx = load_fixture("oom");
+	struct value *v = memory(fx);
+	const struct value *oom = find(v, "oom-kill");
+	assert_non_null(oom);
+	assert_string_equal(value_get_str(oom, "severity"), "critical");
+	assert_non_null(strstr(value_get_str(oom, "title"), "the target triggering it"));
+	assert_non_null(find(v, "leak"));
+	assert_non_null(find(v, "incomplete-data")); /* the target exited */
+	value_free(v);
+	value_free(fx);
+}
+
+/* Kills counted by the cgroup: critical; kills elsewhere on the machine only: a warning. */
+static void test_oom_kill_edited(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("cg");
+	struct value *ev = mut(fx, "results", "context", "memory");
+	ev = mut(ev, "cgroup", "events", NULL);
+	value_set_int(ev, "oom_kill", 2);
+	struct value *v = memory(fx);
+	const struct value *oom = find(v, "oom-kill");
+	assert_non_null(oom);
+	assert_string_equal(value_get_str(oom, "severity"), "critical");
+	assert_non_null(strstr(value_get_str(oom, "title"), "2 processes killed"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("churn");
+	struct value *ooms = mut(fx, "results", "ooms", NULL);
+	value_set_int(ooms, "total", 1);
+	struct value *keys = value_obj_set(ooms, "keys", value_arr());
+	struct value *k = value_arr_push(keys, value_obj());
+	value_set_int(k, "pid", 1);
+	value_set_str(k, "comm", "other");
+	value_set_int(k, "count", 1);
+	v = memory(fx);
+	oom = find(v, "oom-kill");
+	assert_non_null(oom);
+	assert_string_equal(value_get_str(oom, "severity"), "warning");
+	assert_non_null(strstr(value_get_str(oom, "title"), "elsewhere on the machine"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* Growth outside the heap, in a limited cgroup: a near-limit verdict on its own, by the slope. */
+static void test_near_limit_without_leak(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("grow");
+	struct value *cg = mut(mut(fx, "results", "context", "memory"), "cgroup", NULL, NULL);
+	int64_t cur = (int64_t)value_get_num(cg, "current_bytes", 0);
+	value_set_bool(cg, "limited", true);
+	value_set_int(cg, "max_bytes", cur + 100 * 1048576); /* 100 MiB left at 2 MiB/s: ~50 s */
+	value_set_num(cg, "current_slope_bytes_per_s", 2 * 1048576.0);
+	struct value *v = memory(fx);
+	const struct value *nl = find(v, "near-limit");
+	assert_non_null(nl);
+	assert_string_equal(value_get_str(nl, "severity"), "critical");
+	assert_non_null(strstr(value_get_str(nl, "title"), "50 s"));
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "critical");
+	value_free(v);
+
+	/* 20 GiB left at the same slope, almost three hours away: only info */
+	value_set_int(cg, "max_bytes", cur + ((int64_t)20 << 30));
+	v = memory(fx);
+	nl = find(v, "near-limit");
+	assert_non_null(nl);
+	assert_string_equal(value_get_str(nl, "severity"), "info");
+	value_free(v);
+	value_free(fx);
+}
+
+/* Allocations sampled by the pre-flight: the leak is still named, and the report says so. */
+static void test_sampled_allocations(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("leak");
+	value_set_int(mut(fx, "results", "allocs", NULL), "sampled_1_in", 8);
+	struct value *v = memory(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
+	const struct value *inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_non_null(strstr(value_get_str(inc, "title"), "allocations 1 in 8"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* Without the allocations probe, the page faults name where the growth is touched, with the
+ * caveat, and the data is said to be incomplete (warning). */
+static void test_allocations_missing(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("leak");
+	drop_probe(fx, "allocs");
+	struct value *v = memory(fx);
+	const struct value *g = find(v, "growth");
+	assert_non_null(g);
+	assert_non_null(strstr(value_get_str(g, "title"), "first touched in"));
+	assert_null(find(v, "leak"));
+	const struct value *inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_string_equal(value_get_str(inc, "severity"), "warning");
+	value_free(v);
+	value_free(fx);
+}
+
+/* A leak smaller than leak_min_old_bytes is not called one. */
+static void test_small_leak_threshold(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("leak");
+	struct value *th = value_obj();
+	value_set_int(th, "leak_min_old_bytes", 1 << 30);
+	struct value *v = memory_t(fx, th);
+	assert_null(find(v, "leak"));
+	value_free(v);
+	value_free(th);
+	value_free(fx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_leak_recorded),
+		cmocka_unit_test(test_churn_recorded),
+		cmocka_unit_test(test_grow_recorded),
+		cmocka_unit_test(test_fragmentation_from_edited_faults),
+		cmocka_unit_test(test_realloc_recorded),
+		cmocka_unit_test(test_heap_growth_unattributed),
+		cmocka_unit_test(test_cgroup_recorded),
+		cmocka_unit_test(test_oom_recorded),
+		cmocka_unit_test(test_oom_kill_edited),
+		cmocka_unit_test(test_near_limit_without_leak),
+		cmocka_unit_test(test_sampled_allocations),
+		cmocka_unit_test(test_allocations_missing),
+		cmocka_unit_test(test_small_leak_threshold),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
