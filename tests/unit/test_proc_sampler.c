@@ -414,6 +414,28 @@ static void test_limits_and_cgroup_io(void **state)
 	assert_int_equal(io[1].rbytes, 1);
 	assert_int_equal(io[1].rios, 1);
 	assert_int_equal(procfs_parse_blkio_v1(NULL, NULL, io, 4), 0);
+
+	/* limits: v2 io.max merges into the io.stat slots and adds a device of its own */
+	size_t n = procfs_parse_io_stat(IO_STAT_V2, io, 4);
+	n = procfs_parse_io_limits("8:0 rbps=1048576 wbps=max riops=max wiops=200\n"
+				   "7:3 rbps=max wbps=4096 riops=max wiops=max\n",
+				   NULL, NULL, NULL, NULL, io, n, 4);
+	assert_int_equal(n, 3);
+	assert_int_equal(io[0].rbps_max, 1048576);
+	assert_int_equal(io[0].wbps_max, 0);
+	assert_int_equal(io[0].wiops_max, 200);
+	assert_int_equal(io[0].rbytes, 1024); /* the counters are kept */
+	assert_int_equal(io[1].rbps_max, 0);
+	assert_int_equal(io[2].major, 7);
+	assert_int_equal(io[2].wbps_max, 4096);
+	/* v1: one file per limit, "MAJ:MIN VALUE" */
+	n = procfs_parse_blkio_v1(BLKIO_BYTES_V1, BLKIO_IOS_V1, io, 4);
+	n = procfs_parse_io_limits(NULL, "8:0 2097152\n", NULL, "8:16 50\n", "garbage\n", io, n, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(io[0].rbps_max, 2097152);
+	assert_int_equal(io[1].riops_max, 50);
+	assert_int_equal(io[1].wiops_max, 0);
+	assert_int_equal(procfs_parse_io_limits(NULL, NULL, NULL, NULL, NULL, io, 0, 4), 0);
 }
 
 static void test_slope_and_series(void **state)
