@@ -27,7 +27,10 @@
 const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* a request never completed must not pin an entry */
+	/* Not an LRU map: an LRU hash evicts entries before it is full (its free nodes sit on
+	 * per-CPU lists), and a request evicted in flight never decrements its disk's count.
+	 * Requests merged away never complete: block_rq_merge deletes them. */
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);         /* set from the recipe before load */
 	__type(key, __u64);
 	__type(value, struct blk_req);
@@ -115,6 +118,17 @@ static __noinline void hist_add(__u64 *hist, __u64 v)
 	__sync_fetch_and_add(&hist[slot], 1);
 }
 
+/* Busy time as the kernel's io_ticks counts it, to the ns: at every issue and completion, the
+ * time since the disk's previous event is busy when a timed request was in flight through it
+ * (`before`: the count just before this event). The stamp is exchanged atomically, so that two
+ * CPUs never count the same interval. */
+static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
+{
+	__u64 prev = __sync_lock_test_and_set(&d->stamp, now);
+	if (before > 0 && prev && now > prev)
+		__sync_fetch_and_add(&d->busy_ns, now - prev);
+}
+
 /* A request starts being accounted, in its submitter's context. */
 static __always_inline int on_start(struct request *rq)
 {
@@ -126,6 +140,16 @@ static __always_inline int on_start(struct request *rq)
 			     .tgid = bpf_get_current_pid_tgid() >> 32 };
 	bpf_get_current_comm(r.comm, sizeof(r.comm));
 	__u64 key = (__u64)rq;
+	struct blk_req *old = bpf_map_lookup_elem(&reqs, &key);
+	if (old && old->issue_ns) {
+		/* The request that had this address was issued and is gone, and no
+		 * block_rq_complete said so (it happens, rarely, around flush sequences): take it
+		 * out of its disk's count now, or the count would never come back to zero. */
+		struct blk_dev *d = bpf_map_lookup_elem(&devs, &old->dev);
+		if (d)
+			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), r.start_ns);
+		diag_stat_inc(&stats, BLK_STAT_VANISHED);
+	}
 	if (bpf_map_update_elem(&reqs, &key, &r, BPF_ANY))
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 	return 0;
@@ -182,8 +206,7 @@ static __always_inline int on_issue(struct request *rq)
 	if (!d)
 		return 0;
 	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
-	if (before <= 0)
-		d->busy_since = now;
+	add_busy(d, before, now);
 	__u64 depth = before >= 0 ? before + 1 : 1;
 	hist_add(d->depth_hist, depth);
 	__sync_fetch_and_add(&d->depth_sum, depth);
@@ -222,8 +245,7 @@ static __always_inline int on_complete(struct request *rq, int error)
 	struct blk_dev *d = dev_stats(r.dev);
 	if (!d)
 		return 0;
-	if (__sync_fetch_and_add(&d->inflight, -1) == 1 && now > d->busy_since)
-		__sync_fetch_and_add(&d->busy_ns, now - d->busy_since);
+	add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
 	__u32 kind = r.kind < BLK_NR_KINDS ? r.kind : BLK_OTHER;
 	asm volatile("%[k] &= 7" : [k] "+r"(kind));
 	if (kind >= BLK_NR_KINDS)
@@ -267,6 +289,21 @@ static __always_inline int on_complete(struct request *rq, int error)
 	__sync_fetch_and_add(&o->flushes, kind == BLK_FLUSH);
 	return 0;
 }
+
+/* A request merged into another never completes: forget it. */
+static __always_inline int on_merge(struct request *rq)
+{
+	if (diag_count_only())
+		return 0;
+	__u64 key = (__u64)rq;
+	bpf_map_delete_elem(&reqs, &key);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(rq); }
+SEC("raw_tp/block_rq_merge")
+int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge(rq); }
 
 SEC("tp_btf/block_io_start")
 int BPF_PROG(tp_btf_io_start, struct request *rq) { return on_start(rq); }

@@ -23,6 +23,7 @@ enum blk_kind {
 /* stats slots of this probe (bpf/diag_bpf.h: 3..5 are probe-specific) */
 #define BLK_STAT_UNOWNED 3  /* requests seen first at insert/issue: submitter unknown */
 #define BLK_STAT_UNSEEN 4   /* completions of requests issued before we attached (not timed) */
+#define BLK_STAT_VANISHED 5 /* issued requests that ended without a completion event */
 
 /* A request in flight, by its struct request address (map `reqs`). */
 struct blk_req {
@@ -54,7 +55,7 @@ struct blk_dev {
 	__u64 next_sector;                  /* where the last issued request ended */
 	__u64 depth_sum, depth_max;         /* over issues */
 	__s64 inflight;                     /* issued and timed, not completed yet */
-	__u64 busy_since, busy_ns;          /* time with at least one timed request in flight */
+	__u64 stamp, busy_ns;               /* last issue/completion; time with a timed request in flight */
 };
 
 /* Per submitter and disk (map `owners`). */

@@ -199,6 +199,7 @@ static struct value *devices_value(struct blk_priv *bp, uint64_t scale, double w
 		for (int s = 0; s < BLK_HIST_SLOTS; s++)
 			issued += d->depth_hist[s];
 		value_set_num(v, "sequential_pct", issued ? (double)d->sequential * 100.0 / (double)issued : 0);
+		value_set_int(v, "in_flight_at_end", d->inflight > 0 ? d->inflight : 0);
 		value_set_num(v, "busy_pct", wall > 0 ? (double)d->busy_ns / 1e9 / wall * 100.0 : 0);
 		value_set_num(v, "avg_in_service", wall > 0 ? (double)(d->service_ns * scale) / 1e9 / wall : 0);
 		value_set_num(v, "avg_in_queue_and_service",
@@ -281,6 +282,7 @@ static int blk_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	value_obj_set(res, "owners", owners);
 	value_set_int(res, "unowned", (int64_t)(probe_stat_sum(bp->skel->obj, BLK_STAT_UNOWNED) * scale));
 	value_set_int(res, "untimed", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_UNSEEN));
+	value_set_int(res, "vanished", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_VANISHED));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(bp->skel->obj, DIAG_STAT_MAP_FULL));
 	*out = res;
 	return 0;
@@ -320,6 +322,7 @@ static const struct result_field blk_results[] = {
 	{ "devices[].preflush", RT_INTEGER, "count", false, "requests flagged REQ_PREFLUSH" },
 	{ "devices[].errors", RT_INTEGER, "count", false, "requests completed with an error" },
 	{ "devices[].sequential_pct", RT_NUMBER, "pct", false, "issued at the sector the previous one ended at" },
+	{ "devices[].in_flight_at_end", RT_INTEGER, "count", false, "timed requests issued and not completed when the probe stopped" },
 	{ "devices[].busy_pct", RT_NUMBER, "pct", false, "share of the window with a timed request in service (utilisation)" },
 	{ "devices[].avg_in_service", RT_NUMBER, "count", false, "mean requests in service (service time / window)" },
 	{ "devices[].avg_in_queue_and_service", RT_NUMBER, "count", false, "mean requests queued or in service (iostat aqu-sz)" },
@@ -347,6 +350,7 @@ static const struct result_field blk_results[] = {
 	{ "owners[].service_us", RT_INTEGER, "us", false, "service time summed" },
 	{ "unowned", RT_INTEGER, "count", false, "requests first seen at insert or issue: submitter unknown (flushes, writeback)" },
 	{ "untimed", RT_INTEGER, "count", false, "completions of requests started before the probe attached" },
+	{ "vanished", RT_INTEGER, "count", false, "issued requests whose address was reused with no completion event: timed no further, in flight until then" },
 	{ "dropped", RT_INTEGER, "count", false, "requests not counted: a map was full" },
 };
 static const char *const blk_features[] = { "btf", "tp_btf|raw_tp", NULL };
