@@ -21,6 +21,9 @@
 --                     sync-bound process is what submits them: that verdict says it already)
 --   cgroup-throttled  with --pid: the target's cgroup has an I/O limit on a device (io.max,
 --                     blkio.throttle.*) and its rate there reached >= throttle_pct of it
+--   held-above-device a process's reads or writes on a device average >= 10 x the device's await
+--                     and >= 1 ms, >= sync_pct_warn of the window, the device busy < util_warn_pct:
+--                     the time goes above the block layer (a cgroup limit seen host-wide, a lock)
 --   ok                none of these: I/O is light or keeps up
 -- With --pid, device verdicts are warnings only when the target waits on storage for at least
 -- target_wait_pct of the window (or submits requests to that device); else they are info.
@@ -207,7 +210,7 @@ local function device_evidence(x, rule)
 end
 
 local findings = 0
-local sync_row
+local sync_row, throttled_found
 
 -- ---- sync-bound --------------------------------------------------------------------------------
 
@@ -353,6 +356,7 @@ do
         local limit = dv[ck[1]]
         if limit and limit > 0 and ck[2] * 100 / limit >= T.throttle then
           findings = findings + 1
+          throttled_found = true
           local name = dv.name or dv.dev
           local ev = {
             sub("rule: the cgroup's %s on %s reached %s of its limit >= %s (throttle_pct)", ck[3], name,
@@ -385,6 +389,38 @@ do
             ev,
             { sub("Raise or remove the limit if the service needs the throughput: %s in %s", ck[5], cg.dir),
               "Or reduce what it reads/writes (caching, compression), or spread it over time" }))
+        end
+      end
+    end
+  end
+end
+
+-- ---- waiting above the device -----------------------------------------------------------------
+-- Reads or writes that take far longer than the device takes to serve a request, on a device
+-- that is not busy: the time goes above the block layer — a cgroup I/O limit (blk-throttle holds
+-- bios before they become requests), or a lock. With --pid the cgroup rule above says which
+-- limit; this one stands in when it cannot (host-wide, or no limit found).
+
+if not throttled_found then
+  for _, c in ipairs(calls) do
+    local pct = window_pct(c.total_us)
+    if not SYNC[c.syscall] and c.device and c.count >= T.min_ios and pct >= T.sync_warn then
+      for _, x in ipairs(devs) do
+        if on_disk(c.device, x.name) and x.svc_avg > 0 and c.avg_us >= 10 * x.await_us and c.avg_us >= 1000 and
+            x.busy < T.util then
+          findings = findings + 1
+          push(verdicts, diag.verdict("held-above-device", "warning",
+            sub("%s waits in %s on %s %s per call while %s serves requests in %s: held back above the device (a cgroup I/O limit?)",
+              who(c), c.syscall, c.file or sub("fd %d", c.fd), diag.fmt_us(c.avg_us), x.name, diag.fmt_us(x.await_us)),
+            { sub("rule: %s calls average %s >= 10 x the device's await %s and >= 1 ms, %s of the window >= %s, on a device busy %s < %s (sync_pct_warn, util_warn_pct)",
+                c.syscall, diag.fmt_us(c.avg_us), diag.fmt_us(x.await_us), diag.fmt_pct(pct), diag.fmt_pct(T.sync_warn), diag.fmt_pct(x.busy), diag.fmt_pct(T.util)),
+              sub("%s: %s calls (%s), %s, mean %s, slowest %s", c.syscall, diag.fmt_count(c.count), diag.fmt_rate(c.per_s),
+                fmt_bps(c.bytes / math.max(window, 1e-9)), diag.fmt_us(c.avg_us), diag.fmt_us(c.max_us)),
+              sub("%s: %s IOPS, busy %s, service mean %s", x.name, diag.fmt_count(x.iops), diag.fmt_pct(x.busy), diag.fmt_us(x.svc_avg)) },
+            { pid and "Its cgroup shows no I/O limit reached: look for a lock or a throttle above the block layer (filesystem, FUSE, network storage)"
+                or sub("Run with --pid %d: the verdict then reads its cgroup's I/O limits (blkio.throttle.*, io.max)", c.tgid),
+              sub("cat /proc/%d/cgroup; then blkio.throttle.*_device (v1) or io.max (v2) in that cgroup", c.tgid) }))
+          break
         end
       end
     end
