@@ -22,7 +22,8 @@
 --   cgroup-throttled  with --pid: the target's cgroup has an I/O limit on a device (io.max,
 --                     blkio.throttle.*) and its rate there reached >= throttle_pct of it
 --   held-above-device a process's reads or writes on a device average >= 10 x the device's await
---                     and >= 1 ms, >= sync_pct_warn of the window, the device busy < util_warn_pct:
+--                     and >= 1 ms, >= sync_pct_warn of the window, at >= 4 KiB per call and
+--                     >= held_min_kb_per_s, the device busy < util_warn_pct:
 --                     the time goes above the block layer (a cgroup limit seen host-wide, a lock)
 --   ok                none of these: I/O is light or keeps up
 -- With --pid, device verdicts are warnings only when the target waits on storage for at least
@@ -48,6 +49,7 @@ local T = {
   small_busy = th("small_io_busy_pct", 50),
   throttle = th("throttle_pct", 80),
   target_wait = th("target_wait_pct", 5),
+  held_min_kbps = th("held_min_kb_per_s", 256),
   top_n = th("top_n", 8),
 }
 
@@ -158,7 +160,7 @@ local function path_for(syscall, comm)
   for _, s in ipairs((F and F.stacks) or {}) do
     if s.tag == syscall and s.comm == comm and #(s.user or {}) > 0 then
       for _, f in ipairs(s.user) do
-        if diag.symbolized(f) then return diag.call_path(s.user, 8) end
+        if diag.symbolized(f) and not f:find("^0x%x+$") then return diag.call_path(s.user, 8) end
       end
       return nil
     end
@@ -404,7 +406,12 @@ end
 if not throttled_found then
   for _, c in ipairs(calls) do
     local pct = window_pct(c.total_us)
-    if not SYNC[c.syscall] and c.device and c.count >= T.min_ios and pct >= T.sync_warn then
+    local per_call = c.count > 0 and c.bytes / c.count or 0
+    local bps = window > 0 and c.bytes / window or 0
+    -- data moving through the calls (a process reading a few bytes slowly is starved of CPU or
+    -- blocked on something else, not held back on its way to the disk)
+    if not SYNC[c.syscall] and c.device and c.count >= T.min_ios and pct >= T.sync_warn and
+        per_call >= 4096 and bps >= T.held_min_kbps * 1024 then
       for _, x in ipairs(devs) do
         if on_disk(c.device, x.name) and x.svc_avg > 0 and c.avg_us >= 10 * x.await_us and c.avg_us >= 1000 and
             x.busy < T.util then
@@ -412,8 +419,9 @@ if not throttled_found then
           push(verdicts, diag.verdict("held-above-device", "warning",
             sub("%s waits in %s on %s %s per call while %s serves requests in %s: held back above the device (a cgroup I/O limit?)",
               who(c), c.syscall, c.file or sub("fd %d", c.fd), diag.fmt_us(c.avg_us), x.name, diag.fmt_us(x.await_us)),
-            { sub("rule: %s calls average %s >= 10 x the device's await %s and >= 1 ms, %s of the window >= %s, on a device busy %s < %s (sync_pct_warn, util_warn_pct)",
-                c.syscall, diag.fmt_us(c.avg_us), diag.fmt_us(x.await_us), diag.fmt_pct(pct), diag.fmt_pct(T.sync_warn), diag.fmt_pct(x.busy), diag.fmt_pct(T.util)),
+            { sub("rule: %s calls average %s >= 10 x the device's await %s and >= 1 ms, %s of the window >= %s, moving %s >= %d KiB/s, on a device busy %s < %s (sync_pct_warn, held_min_kb_per_s, util_warn_pct)",
+                c.syscall, diag.fmt_us(c.avg_us), diag.fmt_us(x.await_us), diag.fmt_pct(pct), diag.fmt_pct(T.sync_warn),
+                fmt_bps(bps), T.held_min_kbps, diag.fmt_pct(x.busy), diag.fmt_pct(T.util)),
               sub("%s: %s calls (%s), %s, mean %s, slowest %s", c.syscall, diag.fmt_count(c.count), diag.fmt_rate(c.per_s),
                 fmt_bps(c.bytes / math.max(window, 1e-9)), diag.fmt_us(c.avg_us), diag.fmt_us(c.max_us)),
               sub("%s: %s IOPS, busy %s, service mean %s", x.name, diag.fmt_count(x.iops), diag.fmt_pct(x.busy), diag.fmt_us(x.svc_avg)) },
@@ -466,10 +474,11 @@ do
   if F and (F.dropped or 0) > 0 then
     note(sub("files: %s dropped", diag.fmt_count(F.dropped)), sub("files: %s call(s) not counted (a map was full)", diag.fmt_count(F.dropped)))
   end
-  for _, p in ipairs({ { "blk", B }, { "files", F } }) do
-    if p[2] and p[2].sampled_1_in then
-      note(sub("%s sampled 1 in %d", p[1], p[2].sampled_1_in), sub("%s: 1 event in %d timed (budget): figures are estimates; depth and busy time describe the sampled requests", p[1], p[2].sampled_1_in))
-    end
+  if B and B.sampled_1_in then
+    note(sub("blk sampled 1 in %d", B.sampled_1_in), sub("blk: 1 request in %d timed (budget): counts are estimates; depth and busy time describe the sampled requests only", B.sampled_1_in))
+  end
+  if F and F.sampled_1_in then
+    note(sub("files sampled 1 in %d", F.sampled_1_in), sub("files: 1 call in %d timed (budget): counts and shares are estimates", F.sampled_1_in))
   end
   local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, C and C.exited)
   if tag then note(tag, line, stop_sev) end
