@@ -1064,7 +1064,7 @@ static const struct result_field proc_results[] = {
 	{ "io.cgroup.devices[].wbytes", RT_INTEGER, "bytes", false, "delta on this device" },
 	{ "io.cgroup.devices[].rios", RT_INTEGER, "count", false, "delta on this device" },
 	{ "io.cgroup.devices[].wios", RT_INTEGER, "count", false, "delta on this device" },
-	{ "io.cgroup.limited", RT_BOOLEAN, NULL, false, "an I/O limit is set on some device (io.max, blkio.throttle.*)" },
+	{ "io.cgroup.limited", RT_BOOLEAN, NULL, true, "an I/O limit is set on some device (io.max, blkio.throttle.*); absent in reports from before limits were read" },
 	{ "io.cgroup.devices[].rbps_max", RT_INTEGER, "bytes_per_s", true, "read bytes/s limit, when set" },
 	{ "io.cgroup.devices[].wbps_max", RT_INTEGER, "bytes_per_s", true, "write bytes/s limit, when set" },
 	{ "io.cgroup.devices[].riops_max", RT_INTEGER, "per_s", true, "read IOPS limit, when set" },
