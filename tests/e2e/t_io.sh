@@ -5,6 +5,7 @@
 #     0; host-wide nothing names the logger (other tenants' I/O may make device verdicts);
 # (c) 4 KiB O_DIRECT random reads from 16 threads on a loop device (direct I/O onto a file on
 #     the disk) → `device-saturated` naming the loop device and the reader;
+#     block_io's device and pid filters hold (only that disk; only the reader's requests);
 # (d) a reader held to 1 MiB/s by blkio.throttle.read_bps_device of a cgroup created below this
 #     test's own blkio cgroup → with --pid `cgroup-throttled` naming the limit and the device;
 #     host-wide `held-above-device` naming the reader and the device.
@@ -107,6 +108,25 @@ run_io randread-host
 CHECK_LET="N = '$LN'; P = $PID"
 check "$TMP/randread-host.json" "any(x['id'] == 'device-saturated' and x['title'].startswith(N + ' is saturated') and 'pid %d' % P in x['title'] for x in r['verdicts'])" \
 	"randread host-wide: no saturated verdict for $LN: $(verdicts "$TMP/randread-host.json")"
+# The block probe's filters: a device (only that disk's requests), and the submitter (only the
+# requests the target started, though they complete in interrupt context).
+R=$(test_recipe blkfilters 2 <<EOF
+  - id: dev
+    kind: block_io
+    filters:
+      device: $LN
+  - id: own
+    kind: block_io
+    filters:
+      pid: target
+EOF
+)
+"$DIAG" "$R" --pid "$PID" --json > "$TMP/blkfilters.json" 2> "$TMP/blkfilters.err" || fail "block_io filters: $(cat "$TMP/blkfilters.err")"
+CHECK_LET="N = '$LN'; P = $PID"
+check "$TMP/blkfilters.json" "[d['name'] for d in res['dev']['devices']] == [N] and res['dev']['device_filter'] == N and res['dev']['ios'] > 100" \
+	"block_io device filter: not only $LN"
+check "$TMP/blkfilters.json" "res['own']['owners'] and all(o['tgid'] == P for o in res['own']['owners']) and res['own']['unowned'] == 0" \
+	"block_io pid filter: requests of others counted"
 assert_released "io-saturation on random reads"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 PIDS=""
