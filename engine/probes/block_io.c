@@ -31,7 +31,7 @@ PROBE_BPF_SKELETON(block_io)
 static const struct option_spec blk_options[] = {
 	{ .name = "max_in_flight", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 256, .max = 1u << 20, .bytes_per_entry = 8 + sizeof(struct blk_req) + 64,
-	  .help = "requests tracked in flight at once (least recently used dropped beyond)" },
+	  .help = "requests tracked in flight at once (beyond it new requests are not timed: dropped)" },
 	{ .name = "max_devices", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 64,
 	  .min = 1, .max = 4096, .bytes_per_entry = 4 + sizeof(struct blk_dev) + 64,
 	  .help = "disks with statistics" },
