@@ -9,7 +9,8 @@
  * disk's in-flight count and busy time); block_rq_complete (in interrupt context: the record,
  * not the current task, says whose it was) adds log2 histograms of queue time (start -> issue)
  * and service time (issue -> complete), sizes and depth, the read/write/flush/discard mix and
- * bytes per disk, and per (submitter, disk) totals. Filters: device (the whole disk or a
+ * bytes per disk, and per (submitter, disk) totals; on writeback_dirty_folio, the folios each
+ * process dirties per device (buffered writes reach the disk from writeback threads). Filters: device (the whole disk or a
  * partition) on the request; pid/tid/comm/cgroup on the submitter at block_io_start, so a
  * filtered run counts only the requests it can attribute. Two attach variants of the same logic:
  * tp_btf and raw_tp.
@@ -49,6 +50,16 @@ struct {
 	__type(key, struct blk_owner_key);
 	__type(value, struct blk_owner);
 } owners SEC(".maps");
+
+/* Folios dirtied in the page cache, per (process, device of the file): buffered writes reach the
+ * disk later from writeback threads, whose requests are charged to them; this says who made the
+ * data. Sized with owners. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set from the recipe before load */
+	__type(key, struct blk_owner_key);
+	__type(value, __u64); /* bytes */
+} dirtiers SEC(".maps");
 
 static __always_inline bool owner_filtered(void)
 {
@@ -304,6 +315,60 @@ SEC("tp_btf/block_rq_merge")
 int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(rq); }
 SEC("raw_tp/block_rq_merge")
 int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge(rq); }
+
+/* Bytes of a folio: a page, or 2^order pages for a large folio (PG_head set, the order in the low
+ * byte of _flags_1). `flags` is an unsigned long, or 6.18's one-member memdesc_flags_t. */
+static __always_inline __u64 folio_bytes(struct folio *folio)
+{
+	unsigned long flags = 0, flags1 = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), __builtin_preserve_access_index(&folio->flags));
+	if (!(flags & (1ul << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 4096;
+	bpf_probe_read_kernel(&flags1, sizeof(flags1), __builtin_preserve_access_index(&folio->_flags_1));
+	return 4096ull << (flags1 & 0x1f);
+}
+
+/* A folio of a file becomes dirty, in the context of the task that wrote it. */
+static __always_inline int on_dirty(struct folio *folio, struct address_space *mapping)
+{
+	bool count_only = diag_count_only();
+	if (!mapping)
+		return 0;
+	__u32 dev = BPF_CORE_READ(mapping, host, i_sb, s_dev);
+	if (!dev || (filter_dev && dev != filter_dev) || !diag_current_wanted())
+		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	if (!diag_sampled_in())
+		return 0;
+	struct blk_owner_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .dev = dev };
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	__u64 bytes = folio_bytes(folio), *v = bpf_map_lookup_elem(&dirtiers, &k);
+	if (!v) {
+		__u64 zero = 0;
+		bpf_map_update_elem(&dirtiers, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&dirtiers, &k);
+		if (!v) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(v, bytes);
+	return 0;
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(tp_btf_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty(folio, mapping);
+}
+SEC("raw_tp/writeback_dirty_folio")
+int BPF_PROG(raw_tp_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty(folio, mapping);
+}
 
 SEC("tp_btf/block_io_start")
 int BPF_PROG(tp_btf_io_start, struct request *rq) { return on_start(rq); }

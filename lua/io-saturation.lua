@@ -113,6 +113,20 @@ end
 -- Utilisation: /proc/diskstats' (iostat's util, the figure HUATUO's 90% anchor is in) when the
 -- sampler read it; else the probe's own busy time (which a request that ends without a
 -- completion event inflates until its address is reused: see block_io's `vanished`).
+-- Who dirtied page cache on a disk: writeback's requests are submitted by kworker threads, the
+-- data is theirs.
+local function dirtier_line(dname)
+  local parts = {}
+  for _, o in ipairs((B and B.dirtiers) or {}) do
+    if on_disk(o.device, dname) and #parts < 3 and o.tgid ~= 0 then
+      push(parts, sub("%s %s", who(o), fmt_bps(o.bytes_per_s)))
+    end
+  end
+  if #parts == 0 then return nil end
+  return sub("Buffered writes (page cache dirtied on %s, written back later by kworker threads): %s",
+    dname, table.concat(parts, ", "))
+end
+
 local devs = {}
 for _, d in ipairs((B and B.devices) or {}) do
   local rw = (d.reads or 0) + (d.writes or 0)
@@ -202,6 +216,8 @@ local function device_evidence(x, rule)
   end
   local line = submitter_line(d, 3)
   if line then push(ev, line) end
+  local wb = dirtier_line(x.name)
+  if wb then push(ev, wb) end
   if pid then
     push(ev, sub("Process %d waits on storage %s of the window (storage syscalls, summed over threads)%s",
       pid, diag.fmt_pct(target_wait_pct), target_on(x.name) and "" or sub("; it does no I/O on %s", x.name)))
@@ -511,6 +527,15 @@ if B and #(B.owners or {}) > 0 then
   end
   push(report, diag.table("Who submits the requests (most first)",
     { "pid", "comm", "disk", "requests", "bytes", "reads", "writes", "flushes", "service mean" }, rows))
+end
+if B and #(B.dirtiers or {}) > 0 then
+  local rows = {}
+  for i, o in ipairs(B.dirtiers) do
+    if i > T.top_n then break end
+    push(rows, { o.tgid, o.comm, o.device, fmt_bytes(o.bytes), fmt_bps(o.bytes_per_s) })
+  end
+  push(report, diag.table("Who dirties page cache (buffered writes, written back later)",
+    { "pid", "comm", "device", "dirtied", "rate" }, rows))
 end
 if #calls > 0 then
   local rows = {}

@@ -2,6 +2,7 @@
  * time, depth, sizes, read/write/flush mix, IOPS and bytes, busy time) and who submitted them.
  *
  * Owns: picking the tp_btf or raw_tp program set (by loading it), the device filter's rodata,
+ * who dirtied page cache on which device (the origin of writeback's requests),
  * sizing the maps, naming disks (/sys/dev/block/MAJ:MIN), and turning the per-disk and
  * per-submitter maps into rates and histograms over the window.
  * Must not: judge the numbers (the recipe's Lua does), or read /proc/diskstats (the proc_context
@@ -37,8 +38,9 @@ static const struct option_spec blk_options[] = {
 	  .help = "disks with statistics" },
 	{ .name = "max_owners", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20,
-	  .bytes_per_entry = sizeof(struct blk_owner_key) + sizeof(struct blk_owner) + 64,
-	  .help = "distinct (submitter, disk) pairs counted" },
+	  .bytes_per_entry = 2 * sizeof(struct blk_owner_key) + sizeof(struct blk_owner) + 8 + 128,
+	  .help = "distinct (submitter, disk) pairs counted, and as many (process, device) pairs "
+		  "that dirty page cache" },
 	{ .name = "top_owners", .type = OPT_UINT, .dflt = 20, .min = 1, .max = 1000,
 	  .help = "submitters listed in the results, most requests first" },
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
@@ -64,6 +66,7 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(bp->skel->maps.reqs, (__u32)probe_opt(p, "max_in_flight"));
 		bpf_map__set_max_entries(bp->skel->maps.devs, (__u32)probe_opt(p, "max_devices"));
 		bpf_map__set_max_entries(bp->skel->maps.owners, (__u32)probe_opt(p, "max_owners"));
+		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
 		if (probe_variant_loaded(p, &tries, *v, block_io_bpf__load(bp->skel)))
 			return 0;
@@ -261,6 +264,55 @@ static struct value *owners_value(struct blk_priv *bp, uint64_t scale, size_t to
 	return arr;
 }
 
+struct dirty_row {
+	struct blk_owner_key k;
+	uint64_t bytes;
+};
+
+static int by_folios_desc(const void *a, const void *b)
+{
+	const struct dirty_row *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	if (x->k.tgid != y->k.tgid)
+		return x->k.tgid > y->k.tgid ? 1 : -1;
+	return (x->k.dev > y->k.dev) - (x->k.dev < y->k.dev);
+}
+
+/* Who dirtied page cache, on which device: the origin of the writeback threads' requests. */
+static struct value *dirtiers_value(struct blk_priv *bp, uint64_t scale, size_t top, double wall)
+{
+	int fd = bpf_map__fd(bp->skel->maps.dirtiers);
+	size_t cap = bpf_map__max_entries(bp->skel->maps.dirtiers), n = 0;
+	struct dirty_row *rows = xcalloc(cap, sizeof(*rows));
+	struct blk_owner_key keys[2], *prev = NULL, *next = &keys[0];
+	while (n < cap && bpf_map_get_next_key(fd, prev, next) == 0) {
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		__u64 v;
+		if (bpf_map_lookup_elem(fd, prev, &v))
+			continue;
+		rows[n].k = *prev;
+		rows[n++].bytes = v * scale;
+	}
+	qsort(rows, n, sizeof(*rows), by_folios_desc);
+	struct value *arr = value_arr();
+	for (size_t i = 0; i < n && i < top; i++) {
+		unsigned major = rows[i].k.dev >> 20, minor = rows[i].k.dev & ((1u << 20) - 1);
+		char name[64], comm[sizeof(rows[i].k.comm) + 1];
+		disk_name(major, minor, name, sizeof(name));
+		snprintf(comm, sizeof(comm), "%s", rows[i].k.comm);
+		struct value *v = value_arr_push(arr, value_obj());
+		value_set_int(v, "tgid", rows[i].k.tgid);
+		value_set_str(v, "comm", comm);
+		value_set_str(v, "device", name);
+		value_set_int(v, "bytes", (int64_t)rows[i].bytes);
+		value_set_num(v, "bytes_per_s", wall > 0 ? (double)rows[i].bytes / wall : 0);
+	}
+	free(rows);
+	return arr;
+}
+
 static int blk_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 		       struct diag_err *err)
 {
@@ -280,6 +332,7 @@ static int blk_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	struct value *owners = owners_value(bp, scale, probe_opt(p, "top_owners"), &listed, &n_owners);
 	value_set_int(res, "owners_total", (int64_t)n_owners);
 	value_obj_set(res, "owners", owners);
+	value_obj_set(res, "dirtiers", dirtiers_value(bp, scale, probe_opt(p, "top_owners"), ctx->wall_s));
 	value_set_int(res, "unowned", (int64_t)(probe_stat_sum(bp->skel->obj, BLK_STAT_UNOWNED) * scale));
 	value_set_int(res, "untimed", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_UNSEEN));
 	value_set_int(res, "vanished", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_VANISHED));
@@ -348,6 +401,13 @@ static const struct result_field blk_results[] = {
 	{ "owners[].flushes", RT_INTEGER, "count", false, "flush requests" },
 	{ "owners[].queue_us", RT_INTEGER, "us", false, "queue time summed" },
 	{ "owners[].service_us", RT_INTEGER, "us", false, "service time summed" },
+	{ "dirtiers", RT_ARRAY, NULL, false, "processes that dirtied page cache (buffered writes), most first (top_owners of them)" },
+	{ "dirtiers[]", RT_OBJECT, NULL, false, "one process on one device" },
+	{ "dirtiers[].tgid", RT_INTEGER, NULL, false, "process" },
+	{ "dirtiers[].comm", RT_STRING, NULL, false, "its thread name then" },
+	{ "dirtiers[].device", RT_STRING, NULL, false, "the device of the files (disk or partition name)" },
+	{ "dirtiers[].bytes", RT_INTEGER, "bytes", false, "page cache dirtied (whole folios: a page, or a large folio)" },
+	{ "dirtiers[].bytes_per_s", RT_NUMBER, "bytes_per_s", false, "over the window" },
 	{ "unowned", RT_INTEGER, "count", false, "requests first seen at insert or issue: submitter unknown (flushes, writeback)" },
 	{ "untimed", RT_INTEGER, "count", false, "completions of requests started before the probe attached" },
 	{ "vanished", RT_INTEGER, "count", false, "issued requests whose address was reused with no completion event: timed no further, in flight until then" },
