@@ -1,6 +1,7 @@
 # diagnose io-saturation on the real kernel, one workload per cause, with --pid and host-wide:
 # (a) an fsync-per-write journal on the VM's disk → `sync-bound` first, naming fsync, the file
-#     and its device (with --pid: also the call path through journal_run);
+#     and its device (with --pid: also the call path through journal_run); block_io charges its
+#     writes to it and says it dirtied page cache there;
 # (b) its healthy control, a logger writing a line every 200 ms → with --pid exactly `ok`, exit
 #     0; host-wide nothing names the logger (other tenants' I/O may make device verdicts);
 # (c) 4 KiB O_DIRECT random reads from 16 threads on a loop device (direct I/O onto a file on
@@ -61,6 +62,8 @@ check "$TMP/journal.json" "any(o['tgid'] == P and o['writes'] > 20 for o in res[
 	"journal: block_io does not attribute writes to the journal"
 check "$TMP/journal.json" "any(d['name'] == D and d['flushes'] > 20 and d['service']['count'] > 0 for d in res['blk']['devices'])" \
 	"journal: no flushes timed on $DISK"
+check "$TMP/journal.json" "any(o['tgid'] == P and o['bytes'] >= 4096 and o['device'].startswith(D) for o in res['blk']['dirtiers'])" \
+	"journal: block_io does not say the journal dirtied page cache on $DISK"
 assert_released "io-saturation --pid on a journal"
 
 run_io journal-host
