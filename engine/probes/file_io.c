@@ -11,8 +11,9 @@
  * naming fds from /proc/PID/fd at every tick and at the end, while the process lives (a file
  * closed between two ticks stays unnamed: counted in `unnamed_fds`), the device of each file
  * (/proc/PID/fd/N's st_dev through /sys/dev/block), and turning the maps into results.
- * Must not: judge the numbers, or follow an fd's link anywhere but through /proc (its text is
- * only reported, escaped by the report writer).
+ * Must not: judge the numbers, or touch the files the fds name (a stat through the link would
+ * ask their file system, which may hang): /proc's text only (the link is reported as text,
+ * escaped by the report writer; the device comes from fdinfo's mount id).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -182,6 +183,32 @@ static void device_of(dev_t dev, char *out, size_t len)
 		memcpy(out, base, strlen(base) + 1);
 }
 
+/* MAJ:MIN of the mount an fd's file is on: "mnt_id:" of /proc/PID/fdinfo/FD, looked up in
+ * /proc/PID/mountinfo ("ID PARENT MAJ:MIN ..."). */
+static int fd_mount_dev(uint32_t tgid, int32_t fd, unsigned *major, unsigned *minor)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%u/fdinfo/%d", tgid, fd);
+	char *info = read_file(path, NULL);
+	const char *m = info ? strstr(info, "mnt_id:") : NULL;
+	int mnt_id = m ? atoi(m + 7) : -1;
+	free(info);
+	if (mnt_id < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%u/mountinfo", tgid);
+	char *mounts = read_file(path, NULL);
+	int rc = -1;
+	for (const char *line = mounts; line && *line && rc; ) {
+		int id;
+		if (sscanf(line, "%d %*d %u:%u", &id, major, minor) == 3 && id == mnt_id)
+			rc = 0;
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	free(mounts);
+	return rc;
+}
+
 /* Names (tgid, fd) from /proc now, once: the first name seen is the one reported. */
 static void name_fd(struct fio_priv *fp, uint32_t tgid, int32_t fd)
 {
@@ -202,11 +229,16 @@ static void name_fd(struct fio_priv *fp, uint32_t tgid, int32_t fd)
 	nm->tgid = tgid;
 	nm->fd = fd;
 	nm->file = xstrdup(target);
+	/* The file's device without touching the file (a stat through the link would ask its file
+	 * system, and a stuck FUSE or network mount would hang us): the mount id of
+	 * /proc/PID/fdinfo/N and that mount's MAJ:MIN in /proc/PID/mountinfo. A block device node
+	 * (/dev/..., on devtmpfs) names its own device: its st_rdev. */
+	unsigned major, minor;
 	struct stat st;
-	if (stat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		device_of(st.st_dev, nm->device, sizeof(nm->device));
-	else if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+	if (strncmp(target, "/dev/", 5) == 0 && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
 		device_of(st.st_rdev, nm->device, sizeof(nm->device));
+	else if (fd_mount_dev(tgid, fd, &major, &minor) == 0)
+		device_of(makedev(major, minor), nm->device, sizeof(nm->device));
 }
 
 static void name_all(struct fio_priv *fp)
