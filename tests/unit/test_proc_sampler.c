@@ -22,6 +22,7 @@
 
 #include "catalog.h"
 #include "procfs.h"
+#include "shape.h"
 #include "util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
@@ -624,6 +625,38 @@ static void test_live_all_sections(void **state)
 	value_free(l.res);
 }
 
+/* Without a pid (a target: optional-pid recipe run without --pid): host-wide files only, no
+ * process fields, and the results still match the declaration. */
+static void test_live_host_wide(void **state)
+{
+	(void)state;
+	struct live l;
+	memset(&l, 0, sizeof(l));
+	l.p.kind = kind(); /* no pid filter */
+	l.p.cfg.id = "context";
+	l.p.cfg.str[catalog_option_index(l.p.kind, "sections")] = "cpu,memory,io,net";
+	l.p.priv = xcalloc(1, l.p.kind->private_size);
+	struct diag_err err = { 0 };
+	assert_int_equal(l.p.kind->load(&l.p, &err), 0);
+	assert_int_equal(l.p.kind->attach(&l.p, &err), 0);
+	l.p.kind->tick(&l.p);
+	live_collect(&l);
+	const struct value *r = l.res;
+	assert_true(value_get(r, "host") && value_get(r, "host")->type == V_BOOL && value_get(r, "host")->b);
+	assert_null(value_get(r, "pid"));
+	assert_null(value_get(r, "comm"));
+	assert_null(value_get(r, "threads"));
+	assert_null(value_get(r, "utime_s"));
+	assert_null(path(r, "io", "rchar"));
+	assert_null(path(r, "io", "cgroup"));
+	assert_non_null(path(r, "io", "disks"));
+	assert_non_null(path(r, "net", "interfaces"));
+	assert_int_equal(value_get_num(r, "readings", 0), 3);
+	char msg[256];
+	assert_int_equal(shape_check(l.p.kind, "context", r, msg, sizeof(msg)), 0);
+	value_free(l.res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_sections_option),
 		cmocka_unit_test(test_live_cpu_default),
 		cmocka_unit_test(test_live_all_sections),
+		cmocka_unit_test(test_live_host_wide),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
