@@ -25,6 +25,7 @@
 struct blk_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct block_io_bpf *skel;
+	char missing[64];     /* optional tracepoints this kernel lacks */
 };
 
 PROBE_BPF_SKELETON(block_io)
@@ -54,6 +55,34 @@ static const char *const blk_variants[] = { "tp_btf", "raw_tp", NULL };
 static const char *const kind_names[BLK_NR_KINDS] = { "reads", "writes", "flushes", "discards",
 						      "other" };
 
+/* Tracepoints a kernel may lack: block_io_start (Linux 6.5) and writeback_dirty_folio (5.17;
+ * writeback_dirty_page before). Their programs are left out rather than failing the probe. */
+static void drop_missing(struct probe *p, struct bpf_object *obj, const char *variant)
+{
+	static const char *const optional[] = { "io_start", "dirty_folio" };
+	static const char *const tracepoint[] = { "block_io_start", "writeback_dirty_folio" };
+	static const char *const group[] = { "block", "writeback" };
+	struct blk_priv *bp = p->priv;
+	bp->missing[0] = '\0';
+	/* tracefs (the run mounts it) lists the kernel's tracepoints; without it, assume they are
+	 * there and let the load say otherwise. (Asking the kernel's BTF costs ~100 ms a name.) */
+	if (access("/sys/kernel/tracing/events/block", F_OK) != 0)
+		return;
+	for (size_t i = 0; i < ARRAY_LEN(optional); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s", group[i], tracepoint[i]);
+		if (access(path, F_OK) == 0)
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%s_%s", variant, optional[i]);
+		struct bpf_program *prog = bpf_object__find_program_by_name(obj, name);
+		if (prog)
+			bpf_program__set_autoload(prog, false);
+		size_t len = strlen(bp->missing);
+		snprintf(bp->missing + len, sizeof(bp->missing) - len, "%s%s", len ? ", " : "", tracepoint[i]);
+	}
+}
+
 static int blk_load(struct probe *p, struct diag_err *err)
 {
 	struct blk_priv *bp = p->priv;
@@ -68,8 +97,17 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(bp->skel->maps.owners, (__u32)probe_opt(p, "max_owners"));
 		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
-		if (probe_variant_loaded(p, &tries, *v, block_io_bpf__load(bp->skel)))
+		drop_missing(p, bp->skel->obj, *v);
+		if (probe_variant_loaded(p, &tries, *v, block_io_bpf__load(bp->skel))) {
+			if (bp->missing[0]) {
+				size_t len = strlen(p->note);
+				snprintf(p->note + len, sizeof(p->note) - len, "%sno %s tracepoint on this kernel: %s",
+					 len ? "; " : "", bp->missing,
+					 strstr(bp->missing, "io_start") ? "submitters unknown (requests timed from insert or issue)"
+									 : "no page-cache attribution");
+			}
 			return 0;
+		}
 	}
 	return probe_no_variant(&tries, "block I/O", err);
 }
