@@ -22,6 +22,7 @@
 
 const volatile __u8 watch[FILE_IO_NR_SLOTS] = {};
 const volatile bool sync_stacks = true;
+const volatile __u32 self_tgid = 0; /* the engine itself: its reading of /proc is not the host's I/O */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -63,7 +64,7 @@ int BPF_PROG(raw_tp_sys_enter, struct pt_regs *regs, long nr)
 {
 	bool count_only = diag_count_only();
 	__u8 w = watched(nr);
-	if (!w || !diag_current_wanted())
+	if (!w || !diag_current_wanted() || (bpf_get_current_pid_tgid() >> 32) == self_tgid)
 		return 0;
 	if (count_only) {
 		diag_passed();

@@ -147,6 +147,7 @@ static int fio_load(struct probe *p, struct diag_err *err)
 			fp->skel->rodata->watch[watched[i].nr] =
 				(__u8)((i + 1) | watched[i].flags);
 	fp->skel->rodata->sync_stacks = probe_opt(p, "stacks") != 0;
+	fp->skel->rodata->self_tgid = (__u32)getpid();
 	bpf_map__set_max_entries(fp->skel->maps.calls, (__u32)probe_opt(p, "max_calls"));
 	bpf_map__set_max_entries(fp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	int rc = file_io_bpf__load(fp->skel);
