@@ -537,14 +537,33 @@ if B and #(B.dirtiers or {}) > 0 then
   push(report, diag.table("Who dirties page cache (buffered writes, written back later)",
     { "pid", "comm", "device", "dirtied", "rate" }, rows))
 end
+-- A file on storage (a path, or a device), as opposed to a pipe, socket or anonymous inode.
+local function on_storage(c)
+  return c.device ~= nil or (c.file ~= nil and c.file:sub(1, 1) == "/")
+end
+
+-- The file column: what the fd named when it was read; a sync call on what is not a file means
+-- the number was reused for something else before the tick read it.
+local function file_cell(c)
+  if not c.file then return sub("fd %d", c.fd) end
+  if SYNC[c.syscall] and not on_storage(c) then return sub("fd %d (reused: %s)", c.fd, c.file) end
+  return c.file
+end
+
 if #calls > 0 then
-  local rows = {}
-  for i, c in ipairs(calls) do
-    if i > T.top_n then break end
-    push(rows, { c.tgid, c.comm, c.syscall, c.file or sub("fd %d", c.fd), c.device or "-", diag.fmt_rate(c.per_s),
-      diag.fmt_us(c.avg_us), diag.fmt_us(c.max_us), diag.fmt_pct(window_pct(c.total_us)) })
+  local rows, others = {}, 0
+  for _, c in ipairs(calls) do
+    if on_storage(c) or SYNC[c.syscall] then
+      if #rows < T.top_n then
+        push(rows, { c.tgid, c.comm, c.syscall, file_cell(c), c.device or "-", diag.fmt_rate(c.per_s),
+          diag.fmt_us(c.avg_us), diag.fmt_us(c.max_us), diag.fmt_pct(window_pct(c.total_us)) })
+      end
+    else
+      others = others + 1
+    end
   end
-  push(report, diag.table("Storage syscalls (most time first)",
+  push(report, diag.table(sub("Storage syscalls (most time first%s)",
+      others > 0 and sub("; %d row%s on pipes, sockets and other non-files left out", others, others == 1 and "" or "s") or ""),
     { "pid", "comm", "syscall", "file", "device", "rate", "mean", "slowest", "of window" }, rows))
   local s = sync_row and syscall_stats(sync_row.syscall)
   if s then push(report, diag.histogram(sub("%s latency", s.name), "us", s.buckets)) end
