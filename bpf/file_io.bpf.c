@@ -60,7 +60,7 @@ static __always_inline __u8 watched(long nr)
 }
 
 SEC("raw_tp/sys_enter")
-int BPF_PROG(raw_tp_sys_enter, struct pt_regs *regs, long nr)
+int BPF_PROG(file_io_enter, struct pt_regs *regs, long nr)
 {
 	bool count_only = diag_count_only();
 	__u8 w = watched(nr);
@@ -98,7 +98,7 @@ static __noinline void hist_add(__u32 class, __u64 us)
 }
 
 SEC("raw_tp/sys_exit")
-int BPF_PROG(raw_tp_sys_exit, struct pt_regs *regs, long ret)
+int BPF_PROG(file_io_exit, struct pt_regs *regs, long ret)
 {
 	if (diag_count_only())
 		return 0;
