@@ -275,8 +275,10 @@ do
       end
     end
     push(verdicts, diag.verdict("sync-bound", best_pct >= T.sync_crit and "critical" or "warning",
-      sub("%s is sync-bound: %s of its time in %s on %s (%s), %s calls/s, p99 %s",
-        who(best), diag.fmt_pct(best_pct), best.syscall, file, dev, diag.fmt_count(best.per_s), diag.fmt_us(p99)),
+      sub("%s is sync-bound: %s in %s on %s (%s), %s calls/s, p99 %s",
+        who(best), best_pct <= 100 and diag.fmt_pct(best_pct) .. " of its time"
+          or diag.fmt_pct(best_pct) .. " of the window summed over its threads",
+        best.syscall, file, dev, diag.fmt_count(best.per_s), diag.fmt_us(p99)),
       ev,
       { sub("Batch the commits: one %s per group of records (group commit), or per time interval, instead of one per write", best.syscall),
         "If durability per record is required, fdatasync avoids the metadata flush; O_DSYNC on a preallocated file avoids the separate call",
