@@ -20,12 +20,13 @@
    on Debian's stripped interpreter: thousands of functions), and naming the unique addresses of
    a `perf record -g` of it (~10,000 samples), against `perf report --stdio` on that recording.
 
-5. Cost per block I/O: 4 KiB O_DIRECT reads (dd) from a loop device over a file in /dev/shm,
+6. Cost per block I/O: 4 KiB O_DIRECT reads (dd) from a loop device over a file in /dev/shm,
    untraced, under the io-saturation recipe's block probe alone (host-wide), and under
    libbpf-tools' biolatency: wall time per I/O, and the BPF run time of the tool's programs per
    I/O (run-time statistics on for this part), with its ratio to biolatency's.
 
-BENCH_PARTS selects parts by number (default 12345: all; BENCH_PARTS=3 runs part 3 only).
+BENCH_PARTS selects parts by number (default: all; BENCH_PARTS=3 runs part 3 only). Part 6 is
+numbered so on its own: part 5 (off-CPU cost) is another branch's.
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -540,8 +541,8 @@ def dd_direct_reads(dev, count, tracer_argv=None):
                 tracer.wait()
 
 
-def part5_block(say):
-    """5. Cost per block I/O."""
+def part6_block(say):
+    """6. Cost per block I/O."""
     tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
     img = os.path.join("/dev/shm", f"diagnose-bench-blk.{os.getpid()}")
     loop = None
@@ -611,9 +612,9 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "12345")
+    parts = os.environ.get("BENCH_PARTS", "123456")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
-                    ("4", part4_symbolization), ("5", part5_block)):
+                    ("4", part4_symbolization), ("6", part6_block)):
         if n in parts:
             part(say)
 
