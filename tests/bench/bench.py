@@ -25,8 +25,8 @@
    libbpf-tools' biolatency: wall time per I/O, and the BPF run time of the tool's programs per
    I/O (run-time statistics on for this part), with its ratio to biolatency's.
 
-BENCH_PARTS selects parts by number (default: all; BENCH_PARTS=3 runs part 3 only). Part 6 is
-numbered so on its own: part 5 (off-CPU cost) is another branch's.
+BENCH_PARTS selects parts by number (default: all; BENCH_PARTS=3 runs part 3 only; number 5 is
+the off-CPU cost's).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
