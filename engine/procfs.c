@@ -470,6 +470,69 @@ size_t procfs_parse_blkio_v1(const char *bytes_text, const char *ios_text, struc
 	return n;
 }
 
+static uint64_t *limit_field(struct procfs_cgio *c, size_t f)
+{
+	switch (f) {
+	case 0: return &c->rbps_max;
+	case 1: return &c->wbps_max;
+	case 2: return &c->riops_max;
+	default: return &c->wiops_max;
+	}
+}
+
+static void limit_lines_v1(const char *text, struct procfs_cgio *out, size_t *n, size_t max,
+			   size_t field)
+{
+	for (const char *line = text; line && *line;) {
+		const char *next = strchr(line, '\n');
+		unsigned major, minor;
+		unsigned long long v;
+		if (sscanf(line, "%u:%u %llu", &major, &minor, &v) == 3 && v) {
+			struct procfs_cgio *c = cgio_slot(out, n, max, major, minor);
+			if (c)
+				*limit_field(c, field) = v;
+		}
+		line = next ? next + 1 : NULL;
+	}
+}
+
+size_t procfs_parse_io_limits(const char *io_max, const char *rbps, const char *wbps,
+			      const char *riops, const char *wiops, struct procfs_cgio *out, size_t n,
+			      size_t max)
+{
+	static const char *const keys[] = { "rbps", "wbps", "riops", "wiops" };
+	const char *v1[] = { rbps, wbps, riops, wiops };
+	for (size_t f = 0; f < 4; f++)
+		limit_lines_v1(v1[f], out, &n, max, f);
+	for (const char *line = io_max; line && *line;) {
+		const char *next = strchr(line, '\n');
+		const char *end = next ? next : line + strlen(line);
+		unsigned major, minor;
+		int used = 0;
+		if (sscanf(line, "%u:%u%n", &major, &minor, &used) == 2) {
+			for (const char *p = line + used; p < end;) {
+				while (p < end && *p == ' ')
+					p++;
+				const char *eq = memchr(p, '=', (size_t)(end - p));
+				if (!eq)
+					break;
+				for (size_t f = 0; f < 4; f++) {
+					size_t klen = strlen(keys[f]);
+					if ((size_t)(eq - p) == klen && strncmp(p, keys[f], klen) == 0 &&
+					    isdigit((unsigned char)eq[1])) {
+						struct procfs_cgio *c = cgio_slot(out, &n, max, major, minor);
+						if (c)
+							*limit_field(c, f) = strtoull(eq + 1, NULL, 10);
+					}
+				}
+				p = eq + 1 + strcspn(eq + 1, " \n");
+			}
+		}
+		line = next ? next + 1 : NULL;
+	}
+	return n;
+}
+
 /* ---- time series -------------------------------------------------------------------------- */
 
 void procfs_series_push(struct procfs_series *s, double t, double v)

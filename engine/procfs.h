@@ -133,10 +133,19 @@ int procfs_parse_limit(const char *text, uint64_t *bytes, bool *unlimited);
 struct procfs_cgio {
 	unsigned major, minor;
 	uint64_t rbytes, wbytes, rios, wios;
+	/* limits (procfs_parse_io_limits); 0: none */
+	uint64_t rbps_max, wbps_max, riops_max, wiops_max;
 };
 size_t procfs_parse_io_stat(const char *text, struct procfs_cgio *out, size_t max);
 size_t procfs_parse_blkio_v1(const char *bytes_text, const char *ios_text, struct procfs_cgio *out,
 			     size_t max);
+/* cgroup I/O limits per device, merged into out[0..n) (a device with a limit and no I/O gets a
+ * slot of its own); returns the new count. v2: io.max lines "MAJ:MIN rbps=N|max wbps=..
+ * riops=.. wiops=..". v1: blkio.throttle.read_bps_device, write_bps_device, read_iops_device,
+ * write_iops_device, lines "MAJ:MIN N". Any text may be NULL. */
+size_t procfs_parse_io_limits(const char *io_max, const char *rbps, const char *wbps,
+			      const char *riops, const char *wiops, struct procfs_cgio *out, size_t n,
+			      size_t max);
 
 /* A bounded time series: at most PROCFS_SERIES_MAX points; when full, every other point is
  * dropped and only every stride-th later push is kept (stride doubles), so the points stay

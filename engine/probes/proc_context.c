@@ -2,6 +2,10 @@
  * target and its host did over the collection window, in sections a recipe turns on with the
  * `sections` option (a comma list of cpu, memory, io, net; default "cpu").
  *
+ * Without a pid filter (a `target: optional-pid` recipe run without --pid) it is host-wide: only
+ * the files that describe the machine are read (pressure, /proc/diskstats, the host's network
+ * counters through /proc/self/net), and pid, comm and threads are replaced by host: true.
+ *
  * Owns: reading the files of each section at attach, at every session tick (about once a second)
  * and at the end, and turning the first and the last good reading into deltas over the window
  * (a target that exits keeps the window up to its last tick). Parsing and arithmetic are in
@@ -38,8 +42,9 @@
  *              disks [{name, major, minor, r_s, w_s, rkb_s, wkb_s, rrqm_s, wrqm_s, r_await_ms,
  *                w_await_ms, rareq_kb, wareq_kb, aqu_sz, util_pct, reads, writes, read_bytes,
  *                write_bytes}] (as iostat -x; devices with I/O in the window only),
- *              cgroup {version, path, dir, rbytes, wbytes, rios, wios,
- *                devices [{dev "MAJ:MIN", name, rbytes, wbytes, rios, wios}]},
+ *              cgroup {version, path, dir, rbytes, wbytes, rios, wios, limited,
+ *                devices [{dev "MAJ:MIN", name, rbytes, wbytes, rios, wios, rbps_max,
+ *                wbps_max, riops_max, wiops_max (limits of io.max / blkio.throttle.*, when set)}]},
  *              pressure {as memory's}}
  *   net      net {counters {Ip {...}, Tcp {...}, Udp {...}, TcpExt {...}, IpExt {...}} (the
  *              error counters that matter, kernel names, deltas; the target's network
@@ -114,6 +119,7 @@ struct proc_priv {
 	struct procfs_series rss, cg_current;
 	unsigned readings; /* good readings taken, start and end included */
 	bool exited;
+	bool host; /* no pid filter: host-wide files only (diskstats, pressure, the host's net) */
 };
 
 /* ---- the sections option ------------------------------------------------------------------ */
@@ -283,6 +289,10 @@ static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 		if (text) {
 			r->has_cgio = true;
 			r->n_cgio = procfs_parse_io_stat(text, r->cgio, MAX_CGIO);
+			char *max = read_in(pp->io_cg.dir, "io.max"); /* absent in the root cgroup */
+			r->n_cgio = procfs_parse_io_limits(max, NULL, NULL, NULL, NULL, r->cgio, r->n_cgio,
+							   MAX_CGIO);
+			free(max);
 		}
 		free(text);
 		return;
@@ -292,9 +302,52 @@ static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 	if (bytes || ios) {
 		r->has_cgio = true;
 		r->n_cgio = procfs_parse_blkio_v1(bytes, ios, r->cgio, MAX_CGIO);
+		char *lim[4];
+		static const char *const files[4] = {
+			"blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device",
+			"blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device" };
+		for (int i = 0; i < 4; i++)
+			lim[i] = read_in(pp->io_cg.dir, files[i]);
+		r->n_cgio = procfs_parse_io_limits(NULL, lim[0], lim[1], lim[2], lim[3], r->cgio,
+						   r->n_cgio, MAX_CGIO);
+		for (int i = 0; i < 4; i++)
+			free(lim[i]);
 	}
 	free(bytes);
 	free(ios);
+}
+
+/* Host-wide (no target): the files that describe the machine, not a process. */
+static int take_host_reading(const struct proc_priv *pp, struct reading *r)
+{
+	char *text;
+	if (pp->sections & SEC_CPU)
+		r->has_psi_cpu = read_psi("/proc/pressure/cpu", &r->psi_cpu);
+	if (pp->sections & SEC_MEMORY)
+		r->has_psi_mem = read_psi("/proc/pressure/memory", &r->psi_mem);
+	if (pp->sections & SEC_IO) {
+		text = read_file("/proc/diskstats", NULL);
+		r->n_disks = text ? procfs_parse_diskstats(text, r->disks, MAX_DISKS) : 0;
+		free(text);
+		r->has_psi_io = read_psi("/proc/pressure/io", &r->psi_io);
+	}
+	if (pp->sections & SEC_NET) {
+		text = read_file("/proc/self/net/snmp", NULL);
+		if (text)
+			r->n_counters = procfs_parse_snmp(text, r->counters, MAX_COUNTERS);
+		free(text);
+		text = read_file("/proc/self/net/netstat", NULL);
+		if (text)
+			r->n_counters += procfs_parse_snmp(text, r->counters + r->n_counters,
+							   MAX_COUNTERS - r->n_counters);
+		free(text);
+		text = read_file("/proc/self/net/dev", NULL);
+		r->n_netdev = text ? procfs_parse_netdev(text, r->netdev, MAX_NETDEV) : 0;
+		free(text);
+	}
+	r->at_ns = mono_ns();
+	r->valid = true;
+	return 0;
 }
 
 /* One reading of every enabled section; smaps_rollup (which walks the whole address space)
@@ -303,8 +356,11 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 {
 	struct proc_priv *pp = p->priv;
 	int pid = p->cfg.filter.pid;
+	char *text;
 	memset(r, 0, sizeof(*r));
-	char *text = read_pid_file(pid, "stat");
+	if (pp->host)
+		return take_host_reading(pp, r);
+	text = read_pid_file(pid, "stat");
 	int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
 	free(text);
 	if (rc < 0)
@@ -412,8 +468,6 @@ static void locate_cgroups(struct probe *p)
 static int proc_load(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
-	if (p->cfg.filter.pid <= 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context needs a target pid");
 	const char *sections = probe_opt_str(p, "sections");
 	pp->sections = parse_sections(sections ? sections : "cpu");
 	if (!pp->sections)
@@ -424,6 +478,12 @@ static int proc_load(struct probe *p, struct diag_err *err)
 			snprintf(pp->sections_text + strlen(pp->sections_text),
 				 sizeof(pp->sections_text) - strlen(pp->sections_text), "%s%s",
 				 pp->sections_text[0] ? "," : "", section_names[i]);
+	if (p->cfg.filter.pid <= 0) {
+		/* no target (a host-wide run of a `target: optional-pid` recipe) */
+		pp->host = true;
+		p->variant = "procfs";
+		return 0;
+	}
 	char *text = read_pid_file(p->cfg.filter.pid, "stat");
 	int saved = errno;
 	bool readable = text != NULL;
@@ -685,6 +745,7 @@ static void io_results(struct proc_priv *pp, const struct reading *a, const stru
 		cgroup_where(cg, &pp->io_cg);
 		struct value *devs = value_arr();
 		int64_t rb = 0, wb = 0, ri = 0, wi = 0;
+		bool limited = false;
 		for (size_t i = 0; i < b->n_cgio; i++) {
 			const struct procfs_cgio *y = &b->cgio[i];
 			const struct procfs_cgio *x = find_cgio(a, y->major, y->minor);
@@ -702,6 +763,16 @@ static void io_results(struct proc_priv *pp, const struct reading *a, const stru
 			value_set_int(d, "wbytes", delta(x->wbytes, y->wbytes));
 			value_set_int(d, "rios", delta(x->rios, y->rios));
 			value_set_int(d, "wios", delta(x->wios, y->wios));
+			/* limits: gauges, as set at the end of the window */
+			if (y->rbps_max)
+				value_set_int(d, "rbps_max", (int64_t)y->rbps_max);
+			if (y->wbps_max)
+				value_set_int(d, "wbps_max", (int64_t)y->wbps_max);
+			if (y->riops_max)
+				value_set_int(d, "riops_max", (int64_t)y->riops_max);
+			if (y->wiops_max)
+				value_set_int(d, "wiops_max", (int64_t)y->wiops_max);
+			limited |= y->rbps_max || y->wbps_max || y->riops_max || y->wiops_max;
 			rb += delta(x->rbytes, y->rbytes);
 			wb += delta(x->wbytes, y->wbytes);
 			ri += delta(x->rios, y->rios);
@@ -711,6 +782,7 @@ static void io_results(struct proc_priv *pp, const struct reading *a, const stru
 		value_set_int(cg, "wbytes", wb);
 		value_set_int(cg, "rios", ri);
 		value_set_int(cg, "wios", wi);
+		value_set_bool(cg, "limited", limited);
 		value_obj_set(cg, "devices", devs);
 	}
 	if (a->has_psi_io && b->has_psi_io)
@@ -809,16 +881,22 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	double wall = (double)(b->at_ns - a->at_ns) / 1e9;
 
 	struct value *res = value_obj();
-	value_set_int(res, "pid", p->cfg.filter.pid);
-	value_set_str(res, "comm", pp->comm);
+	if (pp->host) {
+		value_set_bool(res, "host", true);
+	} else {
+		value_set_int(res, "pid", p->cfg.filter.pid);
+		value_set_str(res, "comm", pp->comm);
+		value_set_int(res, "threads", b->stat.threads);
+	}
 	value_set_str(res, "sections", pp->sections_text);
-	value_set_int(res, "threads", b->stat.threads);
 	value_set_num(res, "wall_s", wall);
 	value_set_int(res, "ncpus", ctx->ncpus);
 	value_set_bool(res, "exited", pp->exited);
 	value_set_int(res, "readings", pp->readings);
-	if (pp->sections & SEC_CPU)
+	if ((pp->sections & SEC_CPU) && !pp->host)
 		cpu_results(pp, a, b, wall, res);
+	else if ((pp->sections & SEC_CPU) && a->has_psi_cpu && b->has_psi_cpu)
+		value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
 	if (pp->sections & SEC_MEMORY)
 		memory_results(pp, a, b, wall, res);
 	if (pp->sections & SEC_IO)
@@ -856,10 +934,11 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	{ name "[].bytes", RT_INTEGER, "bytes", false, "the value then" }
 
 static const struct result_field proc_results[] = {
-	{ "pid", RT_INTEGER, NULL, false, "the target" },
-	{ "comm", RT_STRING, NULL, false, "the target's name" },
+	{ "pid", RT_INTEGER, NULL, true, "the target (absent host-wide)" },
+	{ "comm", RT_STRING, NULL, true, "the target's name (absent host-wide)" },
+	{ "host", RT_BOOLEAN, NULL, true, "true when run without a target: host-wide files only" },
 	{ "sections", RT_STRING, NULL, false, "the sections read, canonical order" },
-	{ "threads", RT_INTEGER, "count", false, "threads at the end" },
+	{ "threads", RT_INTEGER, "count", true, "threads at the end (absent host-wide)" },
 	{ "wall_s", RT_NUMBER, "s", false, "the window: first to last reading" },
 	{ "ncpus", RT_INTEGER, "count", false, "online CPUs" },
 	{ "exited", RT_BOOLEAN, NULL, false, "the target exited during the window" },
@@ -985,6 +1064,11 @@ static const struct result_field proc_results[] = {
 	{ "io.cgroup.devices[].wbytes", RT_INTEGER, "bytes", false, "delta on this device" },
 	{ "io.cgroup.devices[].rios", RT_INTEGER, "count", false, "delta on this device" },
 	{ "io.cgroup.devices[].wios", RT_INTEGER, "count", false, "delta on this device" },
+	{ "io.cgroup.limited", RT_BOOLEAN, NULL, true, "an I/O limit is set on some device (io.max, blkio.throttle.*); absent in reports from before limits were read" },
+	{ "io.cgroup.devices[].rbps_max", RT_INTEGER, "bytes_per_s", true, "read bytes/s limit, when set" },
+	{ "io.cgroup.devices[].wbps_max", RT_INTEGER, "bytes_per_s", true, "write bytes/s limit, when set" },
+	{ "io.cgroup.devices[].riops_max", RT_INTEGER, "per_s", true, "read IOPS limit, when set" },
+	{ "io.cgroup.devices[].wiops_max", RT_INTEGER, "per_s", true, "write IOPS limit, when set" },
 	PRESSURE_FIELDS("io.pressure"),
 	/* net */
 	{ "net", RT_OBJECT, NULL, true, "net section (the target's network namespace)" },

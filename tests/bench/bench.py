@@ -26,8 +26,12 @@
    DWARF unwinding (2 KiB copied at each switch-out), under off_cpu + wakeups as the recipe runs
    them, and under libbpf-tools' offcputime -p PID; nanoseconds added per round trip and the
    ratio to offcputime.
+6. Cost per block I/O: 4 KiB O_DIRECT reads (dd) from a loop device over a file in /dev/shm,
+   untraced, under the io-saturation recipe's block probe alone (host-wide), and under
+   libbpf-tools' biolatency: wall time per I/O, and the BPF run time of the tool's programs per
+   I/O (run-time statistics on for this part), with its ratio to biolatency's.
 
-BENCH_PARTS selects parts by number (default 12345: all; BENCH_PARTS=3 runs part 3 only).
+BENCH_PARTS selects parts by number (default 123456: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -557,6 +561,131 @@ def part4_symbolization(say):
             "ones to compare.")
 
 
+def block_only_recipe(tmp):
+    """The io-saturation recipe's block probe alone (every disk, no filter)."""
+    d = os.path.join(tmp, "recipes")
+    os.makedirs(d, exist_ok=True)
+    if not os.path.exists(os.path.join(tmp, "lua")):
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    with open(os.path.join(d, "bench-block.yaml"), "w") as f:
+        f.write("""name: bench-block
+symptom: benchmark
+summary: the io-saturation recipe's block probe alone
+lua: io-saturation.lua
+target: optional-pid
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 0
+  max_events_per_s: 100000000
+  max_cpu_pct: 100
+  max_map_bytes: 67108864
+probes:
+  - id: blk
+    kind: block_io
+""")
+    return d
+
+
+def bpf_enable_stats():
+    """BPF run-time statistics on while the returned fd is open (bpf(BPF_ENABLE_STATS), counted:
+    never the kernel.bpf_stats_enabled sysctl, whose single switch another tool may hold)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(128)  # union bpf_attr: enable_stats.type = 0 (RUN_TIME)
+    nr_bpf = {"x86_64": 321, "aarch64": 280}[platform.machine()]
+    fd = libc.syscall(nr_bpf, 32, attr, ctypes.sizeof(attr))  # 32: BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "bpf(BPF_ENABLE_STATS)")
+    return fd
+
+
+def prog_run_times():
+    """{program id: run_time_ns} of every BPF program loaded now (run-time statistics on)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    try:
+        return {p["id"]: p.get("run_time_ns") or 0 for p in json.loads(out) or []}
+    except json.JSONDecodeError:
+        return {}
+
+
+def dd_direct_reads(dev, count, tracer_argv=None):
+    """(ns per 4 KiB O_DIRECT read of dev by dd, BPF run time per read of the tracer's programs:
+    those loaded since it started) with an optional tracer attached meanwhile."""
+    tracer = None
+    try:
+        before_ids = set(prog_run_times())
+        if tracer_argv:
+            before = bpf_objects()
+            tracer = subprocess.Popen(tracer_argv, stdin=subprocess.PIPE, text=True,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_attached(before, tracer)
+        start = {i: t for i, t in prog_run_times().items() if i not in before_ids}
+        t0 = time.monotonic()
+        subprocess.run(["dd", f"if={dev}", "of=/dev/null", "bs=4k", f"count={count}",
+                        "iflag=direct", "status=none"], check=True)
+        wall = (time.monotonic() - t0) * 1e9 / count
+        end = prog_run_times()
+        bpf = sum(end.get(i, t) - t for i, t in start.items()) / count
+        return wall, bpf
+    finally:
+        if tracer:
+            tracer.send_signal(signal.SIGINT)
+            try:
+                tracer.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                tracer.kill()
+                tracer.wait()
+
+
+def part6_block(say):
+    """6. Cost per block I/O."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    img = os.path.join("/dev/shm", f"diagnose-bench-blk.{os.getpid()}")
+    loop = None
+    try:
+        with open(img, "wb") as f:
+            f.truncate(256 << 20)
+        loop = subprocess.run(["losetup", "--find", "--show", img], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        recipes = block_only_recipe(tmp)
+        count = int(os.environ.get("BENCH_IOS", "100000"))
+        configs = [("untraced", None),
+                   ("diagnose block_io (every disk)", [DIAG, "bench-block", "--recipes", recipes,
+                                                       "--duration", "60"])]
+        if shutil.which("biolatency"):
+            configs.append(("libbpf-tools biolatency", ["biolatency"]))
+        per_io, bpf_ns = {}, {}
+        # BPF run-time statistics on for this part only (they cost ~100 ns per program run,
+        # alike for every tool): the programs' own time per I/O is the figure that the loop
+        # device's scheduling noise does not drown.
+        stats_fd = bpf_enable_stats()
+        try:
+            for _ in range(RUNS):  # interleaved
+                for name, argv in configs:
+                    wall, bpf = dd_direct_reads(loop, count, argv)
+                    per_io.setdefault(name, []).append(wall)
+                    bpf_ns.setdefault(name, []).append(bpf)
+        finally:
+            os.close(stats_fd)
+        base = median(per_io["untraced"])
+        ref = median(bpf_ns.get("libbpf-tools biolatency", [float("nan")]))
+        say(f"\n## Cost per block I/O: {count} O_DIRECT 4 KiB reads of a loop device (dd)\n")
+        say("| configuration | ns per I/O (wall) | added ns (wall) | BPF run time per I/O (ns) | × biolatency |")
+        say("|---|---:|---:|---:|---:|")
+        for name, _ in configs:
+            m = median(per_io[name])
+            b = median(bpf_ns[name])
+            ratio = "" if name == "untraced" else f"{b / ref:.2f}" if ref > 0 else "n/a"
+            say(f"| {name} | {m:.0f} | {m - base:+.0f} | {'' if name == 'untraced' else f'{b:.0f}'} | {ratio} |")
+    finally:
+        if loop:
+            subprocess.run(["losetup", "-d", loop])
+        if os.path.exists(img):
+            os.unlink(img)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -576,9 +705,9 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "12345")
+    parts = os.environ.get("BENCH_PARTS", "123456")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
-                    ("4", part4_symbolization), ("5", part5_offcpu)):
+                    ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block)):
         if n in parts:
             part(say)
 

@@ -57,6 +57,9 @@ OUR_PROG_NAMES=(
 	'tp_btf_page_fau'
 	'raw_tp_page_fau'
 	'tracepoint_page'
+	'(tp_btf|raw_tp)_(io_start|rq_inser|rq_issue|rq_compl|rq_merge|dirty_fo)'
+	'file_io_enter'
+	'file_io_exit'
 	'doctor_.*'
 )
 OUR_PROGS="^($(IFS='|'; echo "${OUR_PROG_NAMES[*]}"))\$"

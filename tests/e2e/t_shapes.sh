@@ -58,6 +58,12 @@ R=$(test_recipe shapes-all <<EOF
     kind: allocations
     filters: {pid: target}
     options: {sample_every: 2, max_outstanding: 16384, max_stacks: 1024}
+  - id: blk
+    kind: block_io
+    options: {sample_every: 2}
+  - id: fio
+    kind: file_io
+    filters: {pid: target}
 EOF
 )
 sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/; s/^  max_map_bytes: .*/  max_map_bytes: 134217728/' "$R"
@@ -71,7 +77,7 @@ IDS=$(sed -n 's/^  - id: //p' "$R" | sort | tr '\n' ' ')
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
-check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc"))' "sampled_1_in absent"
+check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc", "blk"))' "sampled_1_in absent"
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 assert_released "a run with every probe kind"

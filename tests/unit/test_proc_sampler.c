@@ -22,6 +22,7 @@
 
 #include "catalog.h"
 #include "procfs.h"
+#include "shape.h"
 #include "util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
@@ -414,6 +415,28 @@ static void test_limits_and_cgroup_io(void **state)
 	assert_int_equal(io[1].rbytes, 1);
 	assert_int_equal(io[1].rios, 1);
 	assert_int_equal(procfs_parse_blkio_v1(NULL, NULL, io, 4), 0);
+
+	/* limits: v2 io.max merges into the io.stat slots and adds a device of its own */
+	size_t n = procfs_parse_io_stat(IO_STAT_V2, io, 4);
+	n = procfs_parse_io_limits("8:0 rbps=1048576 wbps=max riops=max wiops=200\n"
+				   "7:3 rbps=max wbps=4096 riops=max wiops=max\n",
+				   NULL, NULL, NULL, NULL, io, n, 4);
+	assert_int_equal(n, 3);
+	assert_int_equal(io[0].rbps_max, 1048576);
+	assert_int_equal(io[0].wbps_max, 0);
+	assert_int_equal(io[0].wiops_max, 200);
+	assert_int_equal(io[0].rbytes, 1024); /* the counters are kept */
+	assert_int_equal(io[1].rbps_max, 0);
+	assert_int_equal(io[2].major, 7);
+	assert_int_equal(io[2].wbps_max, 4096);
+	/* v1: one file per limit, "MAJ:MIN VALUE" */
+	n = procfs_parse_blkio_v1(BLKIO_BYTES_V1, BLKIO_IOS_V1, io, 4);
+	n = procfs_parse_io_limits(NULL, "8:0 2097152\n", NULL, "8:16 50\n", "garbage\n", io, n, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(io[0].rbps_max, 2097152);
+	assert_int_equal(io[1].riops_max, 50);
+	assert_int_equal(io[1].wiops_max, 0);
+	assert_int_equal(procfs_parse_io_limits(NULL, NULL, NULL, NULL, NULL, io, 0, 4), 0);
 }
 
 static void test_slope_and_series(void **state)
@@ -602,6 +625,38 @@ static void test_live_all_sections(void **state)
 	value_free(l.res);
 }
 
+/* Without a pid (a target: optional-pid recipe run without --pid): host-wide files only, no
+ * process fields, and the results still match the declaration. */
+static void test_live_host_wide(void **state)
+{
+	(void)state;
+	struct live l;
+	memset(&l, 0, sizeof(l));
+	l.p.kind = kind(); /* no pid filter */
+	l.p.cfg.id = "context";
+	l.p.cfg.str[catalog_option_index(l.p.kind, "sections")] = "cpu,memory,io,net";
+	l.p.priv = xcalloc(1, l.p.kind->private_size);
+	struct diag_err err = { 0 };
+	assert_int_equal(l.p.kind->load(&l.p, &err), 0);
+	assert_int_equal(l.p.kind->attach(&l.p, &err), 0);
+	l.p.kind->tick(&l.p);
+	live_collect(&l);
+	const struct value *r = l.res;
+	assert_true(value_get(r, "host") && value_get(r, "host")->type == V_BOOL && value_get(r, "host")->b);
+	assert_null(value_get(r, "pid"));
+	assert_null(value_get(r, "comm"));
+	assert_null(value_get(r, "threads"));
+	assert_null(value_get(r, "utime_s"));
+	assert_null(path(r, "io", "rchar"));
+	assert_null(path(r, "io", "cgroup"));
+	assert_non_null(path(r, "io", "disks"));
+	assert_non_null(path(r, "net", "interfaces"));
+	assert_int_equal(value_get_num(r, "readings", 0), 3);
+	char msg[256];
+	assert_int_equal(shape_check(l.p.kind, "context", r, msg, sizeof(msg)), 0);
+	value_free(l.res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_sections_option),
 		cmocka_unit_test(test_live_cpu_default),
 		cmocka_unit_test(test_live_all_sections),
+		cmocka_unit_test(test_live_host_wide),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

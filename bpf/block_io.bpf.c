@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0
+/* block_io.bpf.c — block requests per disk: queue and service time, depth, sizes, mix, and who
+ * submitted them.
+ *
+ * Owns: on the block tracepoints, a record per request in flight (by its struct request address):
+ * block_io_start (accounting starts, in the submitter's context: its tgid and comm), else
+ * block_rq_insert or block_rq_issue when the request was made elsewhere (flush machinery, a
+ * kernel without block_io_start: submitter unknown); block_rq_issue (handed to the driver; the
+ * disk's in-flight count and busy time); block_rq_complete (in interrupt context: the record,
+ * not the current task, says whose it was) adds log2 histograms of queue time (start -> issue)
+ * and service time (issue -> complete), sizes and depth, the read/write/flush/discard mix and
+ * bytes per disk, and per (submitter, disk) totals; on writeback_dirty_folio, the folios each
+ * process dirties per device (buffered writes reach the disk from writeback threads). Filters: device (the whole disk or a
+ * partition) on the request; pid/tid/comm/cgroup on the submitter at block_io_start, so a
+ * filtered run counts only the requests it can attribute. Two attach variants of the same logic:
+ * tp_btf and raw_tp.
+ * Must not: use the current task at insert, issue or completion (whoever was interrupted), keep
+ * per-request history beyond the in-flight record, or lose a request silently (full maps and
+ * unowned requests are counted in `stats`).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "block_io.h"
+
+const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
+
+struct {
+	/* Not an LRU map: an LRU hash evicts entries before it is full (its free nodes sit on
+	 * per-CPU lists), and a request evicted in flight never decrements its disk's count.
+	 * Requests merged away never complete: block_rq_merge deletes them. */
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);         /* set from the recipe before load */
+	__type(key, __u64);
+	__type(value, struct blk_req);
+} reqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64); /* set from the recipe before load */
+	__type(key, __u32);
+	__type(value, struct blk_dev);
+} devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set from the recipe before load */
+	__type(key, struct blk_owner_key);
+	__type(value, struct blk_owner);
+} owners SEC(".maps");
+
+/* Folios dirtied in the page cache, per (process, device of the file): buffered writes reach the
+ * disk later from writeback threads, whose requests are charged to them; this says who made the
+ * data. Sized with owners. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set from the recipe before load */
+	__type(key, struct blk_owner_key);
+	__type(value, __u64); /* bytes */
+} dirtiers SEC(".maps");
+
+static __always_inline bool owner_filtered(void)
+{
+	return diag_tgid || diag_tid || diag_cgroup_id || diag_has_comm;
+}
+
+static __always_inline __u32 rq_disk_dev(struct request *rq)
+{
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	if (!disk)
+		return 0;
+	return (__u32)BPF_CORE_READ(disk, major) << 20 | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/* The device filter: the request's disk, or the partition it was submitted to. */
+static __always_inline bool dev_wanted(struct request *rq, __u32 dev)
+{
+	if (!filter_dev || dev == filter_dev)
+		return true;
+	struct block_device *part = BPF_CORE_READ(rq, part);
+	return part && BPF_CORE_READ(part, bd_dev) == filter_dev;
+}
+
+static __always_inline void fill_kind(struct request *rq, struct blk_req *r)
+{
+	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	__u32 op = flags & 0xff; /* REQ_OP_MASK */
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+		r->kind = BLK_READ;
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+		r->kind = BLK_WRITE;
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+		r->kind = BLK_FLUSH;
+	else if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD) ||
+		 op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES) ||
+		 op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE))
+		r->kind = BLK_DISCARD;
+	else
+		r->kind = BLK_OTHER;
+	r->sync = !!(flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)));
+	r->fua = !!(flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)));
+	r->preflush = !!(flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)));
+}
+
+static __always_inline struct blk_dev *dev_stats(__u32 dev)
+{
+	struct blk_dev *d = bpf_map_lookup_elem(&devs, &dev);
+	if (d)
+		return d;
+	static const struct blk_dev zero;
+	bpf_map_update_elem(&devs, &dev, &zero, BPF_NOEXIST);
+	d = bpf_map_lookup_elem(&devs, &dev);
+	if (!d)
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return d;
+}
+
+/* A subprogram, not inlined: the verifier then explores the log2 branches once per call rather than
+ * once per combination of the three calls. */
+static __noinline void hist_add(__u64 *hist, __u64 v)
+{
+	__u32 slot = diag_log2(v);
+	if (slot >= BLK_HIST_SLOTS)
+		slot = BLK_HIST_SLOTS - 1;
+	/* the verifier must see the bound on the register used: keep clang from folding it */
+	asm volatile("%[s] &= %[m]" : [s] "+r"(slot) : [m] "i"(BLK_HIST_SLOTS - 1));
+	__sync_fetch_and_add(&hist[slot], 1);
+}
+
+/* Busy time as the kernel's io_ticks counts it, to the ns: at every issue and completion, the
+ * time since the disk's previous event is busy when a timed request was in flight through it
+ * (`before`: the count just before this event). The stamp is exchanged atomically, so that two
+ * CPUs never count the same interval. */
+static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
+{
+	__u64 prev = __sync_lock_test_and_set(&d->stamp, now);
+	if (before > 0 && prev && now > prev)
+		__sync_fetch_and_add(&d->busy_ns, now - prev);
+}
+
+/* A request starts being accounted, in its submitter's context. */
+static __always_inline int on_start(struct request *rq)
+{
+	bool count_only = diag_count_only();
+	__u32 dev = rq_disk_dev(rq);
+	if (count_only || !dev_wanted(rq, dev) || !diag_current_wanted() || !diag_sampled_in())
+		return 0;
+	struct blk_req r = { .start_ns = bpf_ktime_get_ns(), .dev = dev, .owned = 1,
+			     .tgid = bpf_get_current_pid_tgid() >> 32 };
+	bpf_get_current_comm(r.comm, sizeof(r.comm));
+	__u64 key = (__u64)rq;
+	struct blk_req *old = bpf_map_lookup_elem(&reqs, &key);
+	if (old && old->issue_ns) {
+		/* The request that had this address was issued and is gone, and no
+		 * block_rq_complete said so (it happens, rarely, around flush sequences): take it
+		 * out of its disk's count now, or the count would never come back to zero. */
+		struct blk_dev *d = bpf_map_lookup_elem(&devs, &old->dev);
+		if (d)
+			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), r.start_ns);
+		diag_stat_inc(&stats, BLK_STAT_VANISHED);
+	}
+	if (bpf_map_update_elem(&reqs, &key, &r, BPF_ANY))
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return 0;
+}
+
+/* First seen at insert or issue: made outside block_io_start (flush machinery, old kernels). */
+static __always_inline struct blk_req *unowned(struct request *rq, __u32 dev, __u64 now)
+{
+	if (owner_filtered() || !diag_sampled_in())
+		return NULL;
+	struct blk_req r = { .start_ns = now, .dev = dev };
+	__u64 key = (__u64)rq;
+	if (bpf_map_update_elem(&reqs, &key, &r, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&reqs, &key)) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		return NULL;
+	}
+	diag_stat_inc(&stats, BLK_STAT_UNOWNED);
+	return bpf_map_lookup_elem(&reqs, &key);
+}
+
+static __always_inline int on_insert(struct request *rq)
+{
+	bool count_only = diag_count_only();
+	__u32 dev = rq_disk_dev(rq);
+	if (count_only || !dev_wanted(rq, dev))
+		return 0;
+	__u64 key = (__u64)rq;
+	if (!bpf_map_lookup_elem(&reqs, &key))
+		unowned(rq, dev, bpf_ktime_get_ns());
+	return 0;
+}
+
+static __always_inline int on_issue(struct request *rq)
+{
+	bool count_only = diag_count_only();
+	__u32 dev = rq_disk_dev(rq);
+	if (!dev_wanted(rq, dev))
+		return 0;
+	if (count_only) {
+		diag_passed(); /* one request handed to a wanted device */
+		return 0;
+	}
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	struct blk_req *r = bpf_map_lookup_elem(&reqs, &key);
+	if (!r && !(r = unowned(rq, dev, now)))
+		return 0;
+	if (r->issue_ns)
+		return 0; /* requeued and issued again: keep the first issue */
+	r->issue_ns = now;
+	r->bytes = BPF_CORE_READ(rq, __data_len);
+	fill_kind(rq, r);
+	struct blk_dev *d = dev_stats(dev);
+	if (!d)
+		return 0;
+	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
+	add_busy(d, before, now);
+	__u64 depth = before >= 0 ? before + 1 : 1;
+	hist_add(d->depth_hist, depth);
+	__sync_fetch_and_add(&d->depth_sum, depth);
+	if (depth > d->depth_max)
+		d->depth_max = depth; /* racy max: good enough */
+	__u64 sector = BPF_CORE_READ(rq, __sector);
+	if (r->bytes && sector == d->next_sector)
+		__sync_fetch_and_add(&d->sequential, 1);
+	d->next_sector = sector + (r->bytes >> 9);
+	return 0;
+}
+
+static __always_inline int on_complete(struct request *rq, int error)
+{
+	if (diag_count_only())
+		return 0; /* counted at issue */
+	__u64 key = (__u64)rq;
+	struct blk_req *rp = bpf_map_lookup_elem(&reqs, &key);
+	if (!rp)
+		return 0;
+	struct blk_req r = *rp;
+	bpf_map_delete_elem(&reqs, &key);
+	if (!r.issue_ns) {
+		/* completed without reaching the driver (a flush sequence's original request), or
+		 * issued before we attached */
+		if (!r.start_ns)
+			diag_stat_inc(&stats, BLK_STAT_UNSEEN);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	__u64 service = now - r.issue_ns;
+	__u64 queue = r.issue_ns >= r.start_ns ? r.issue_ns - r.start_ns : 0;
+	if ((__s64)service < 0)
+		return 0;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	struct blk_dev *d = dev_stats(r.dev);
+	if (!d)
+		return 0;
+	add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
+	__u32 kind = r.kind < BLK_NR_KINDS ? r.kind : BLK_OTHER;
+	asm volatile("%[k] &= 7" : [k] "+r"(kind));
+	if (kind >= BLK_NR_KINDS)
+		return 0;
+	hist_add(d->service_hist, service / 1000);
+	hist_add(d->queue_hist, queue / 1000);
+	hist_add(d->size_hist, r.bytes);
+	__sync_fetch_and_add(&d->ios[kind], 1);
+	__sync_fetch_and_add(&d->bytes[kind], r.bytes);
+	__sync_fetch_and_add(&d->service_ns, service);
+	__sync_fetch_and_add(&d->queue_ns, queue);
+	__sync_fetch_and_add(&d->queued, 1);
+	if (service > d->service_max_ns)
+		d->service_max_ns = service;
+	if (queue > d->queue_max_ns)
+		d->queue_max_ns = queue;
+	/* additions of 0 or 1 rather than branches: fewer paths for the verifier */
+	__sync_fetch_and_add(&d->sync, r.sync);
+	__sync_fetch_and_add(&d->fua, r.fua);
+	__sync_fetch_and_add(&d->preflush, r.preflush);
+	__sync_fetch_and_add(&d->errors, error != 0);
+
+	struct blk_owner_key ok = { .tgid = r.tgid, .dev = r.dev };
+	__builtin_memcpy(ok.comm, r.comm, sizeof(ok.comm));
+	struct blk_owner *o = bpf_map_lookup_elem(&owners, &ok);
+	if (!o) {
+		static const struct blk_owner zero;
+		bpf_map_update_elem(&owners, &ok, &zero, BPF_NOEXIST);
+		o = bpf_map_lookup_elem(&owners, &ok);
+		if (!o) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&o->ios, 1);
+	__sync_fetch_and_add(&o->bytes, r.bytes);
+	__sync_fetch_and_add(&o->queue_ns, queue);
+	__sync_fetch_and_add(&o->service_ns, service);
+	__sync_fetch_and_add(&o->reads, kind == BLK_READ);
+	__sync_fetch_and_add(&o->writes, kind == BLK_WRITE);
+	__sync_fetch_and_add(&o->flushes, kind == BLK_FLUSH);
+	return 0;
+}
+
+/* A request merged into another never completes: forget it. */
+static __always_inline int on_merge(struct request *rq)
+{
+	if (diag_count_only())
+		return 0;
+	__u64 key = (__u64)rq;
+	bpf_map_delete_elem(&reqs, &key);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(rq); }
+SEC("raw_tp/block_rq_merge")
+int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge(rq); }
+
+/* Bytes of a folio: a page, or 2^order pages for a large folio (PG_head set, the order in the low
+ * byte of _flags_1). `flags` is an unsigned long, or 6.18's one-member memdesc_flags_t. */
+static __always_inline __u64 folio_bytes(struct folio *folio)
+{
+	unsigned long flags = 0, flags1 = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), __builtin_preserve_access_index(&folio->flags));
+	if (!(flags & (1ul << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 4096;
+	bpf_probe_read_kernel(&flags1, sizeof(flags1), __builtin_preserve_access_index(&folio->_flags_1));
+	return 4096ull << (flags1 & 0x1f);
+}
+
+/* A folio of a file becomes dirty, in the context of the task that wrote it. */
+static __always_inline int on_dirty(struct folio *folio, struct address_space *mapping)
+{
+	bool count_only = diag_count_only();
+	if (!mapping)
+		return 0;
+	__u32 dev = BPF_CORE_READ(mapping, host, i_sb, s_dev);
+	if (!dev || (filter_dev && dev != filter_dev) || !diag_current_wanted())
+		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	if (!diag_sampled_in())
+		return 0;
+	struct blk_owner_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .dev = dev };
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	__u64 bytes = folio_bytes(folio), *v = bpf_map_lookup_elem(&dirtiers, &k);
+	if (!v) {
+		__u64 zero = 0;
+		bpf_map_update_elem(&dirtiers, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&dirtiers, &k);
+		if (!v) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(v, bytes);
+	return 0;
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(tp_btf_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty(folio, mapping);
+}
+SEC("raw_tp/writeback_dirty_folio")
+int BPF_PROG(raw_tp_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty(folio, mapping);
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(tp_btf_io_start, struct request *rq) { return on_start(rq); }
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(tp_btf_rq_insert, struct request *rq) { return on_insert(rq); }
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_btf_rq_issue, struct request *rq) { return on_issue(rq); }
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(tp_btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, error);
+}
+
+SEC("raw_tp/block_io_start")
+int BPF_PROG(raw_tp_io_start, struct request *rq) { return on_start(rq); }
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(raw_tp_rq_insert, struct request *rq) { return on_insert(rq); }
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(raw_tp_rq_issue, struct request *rq) { return on_issue(rq); }
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(raw_tp_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	return on_complete(rq, error);
+}
+
+char LICENSE[] SEC("license") = "GPL";

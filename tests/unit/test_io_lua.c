@@ -1,0 +1,290 @@
+/* test_io_lua.c — lua/io-saturation.lua on recorded results: reports that `diagnose
+ * io-saturation --json` wrote on the io_load workloads (tests/unit/fixtures/io/NAME.json, recorded
+ * by tests/e2e/t_io.sh with IO_KEEP_REPORTS; submitter, syscall and stack lists trimmed), each
+ * checked against the probes' declared shapes, must give the verdicts they gave live, naming
+ * what the live test asserts; and the same trees edited into causes the live tests do not
+ * produce (a slow device at low depth, io.max on cgroup v2, a sampled run, missing probes) must
+ * be classified as such. No root, no BPF: the snippet runs in this process.
+ * Must not: depend on the machine it runs on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "json_parse.h"
+#include "recipe.h"
+#include "shape.h"
+#include "source.h"
+#include "recorded_shape.h"
+#include "verdict.h"
+
+static char *src(const char *rel)
+{
+	const char *root = getenv("DIAG_SRCDIR");
+	return xasprintf("%s/%s", root ? root : ".", rel);
+}
+
+static struct value *load_fixture(const char *name)
+{
+	char *path = xasprintf("%s/tests/unit/fixtures/io/%s.json",
+			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
+	size_t len;
+	char *text = read_file(path, &len);
+	if (!text)
+		fail_msg("cannot read %s", path);
+	struct diag_err err;
+	struct value *v = json_parse(text, len, NULL, &err);
+	if (!v)
+		fail_msg("%s: %s", path, err.msg);
+	free(text);
+	free(path);
+	return v;
+}
+
+/* Runs lua/io-saturation.lua (its thresholds' defaults) on a fixture's results and run; returns
+ * the verdicts (caller frees). */
+static struct value *io_verdicts(const struct value *fixture)
+{
+	struct source_file lua, lib;
+	struct diag_err err;
+	char *lua_path = src("lua/io-saturation.lua"), *lib_path = src("lua/lib/diag.lua");
+	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
+		fail_msg("%s", err.msg);
+	struct value *thresholds = value_obj(), *verdicts = NULL, *report = NULL;
+	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
+				    .results = value_get(fixture, "results"), .thresholds = thresholds,
+				    .run = value_get(fixture, "run") };
+	assert_recorded_shape("recipes/io-saturation.yaml", in.results);
+	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
+		fail_msg("io-saturation.lua: %s", err.msg);
+	if (!report || report->type != V_ARR || report->arr.len == 0)
+		fail_msg("io-saturation.lua: no report sections");
+	value_free(report);
+	value_free(thresholds);
+	source_free(&lua);
+	source_free(&lib);
+	free(lua_path);
+	free(lib_path);
+	return verdicts;
+}
+
+static const struct value *verdict(const struct value *verdicts, size_t i)
+{
+	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
+		fail_msg("no verdict %zu", i);
+	return verdicts->arr.items[i];
+}
+
+static const struct value *find_verdict(const struct value *verdicts, const char *id)
+{
+	for (size_t i = 0; verdicts && i < verdicts->arr.len; i++)
+		if (strcmp(value_get_str(verdicts->arr.items[i], "id"), id) == 0)
+			return verdicts->arr.items[i];
+	return NULL;
+}
+
+/* Some evidence line of v contains text. */
+static bool evidence_has(const struct value *v, const char *text)
+{
+	const struct value *ev = value_get(v, "evidence");
+	for (size_t i = 0; ev && i < ev->arr.len; i++)
+		if (strstr(ev->arr.items[i]->s, text))
+			return true;
+	return false;
+}
+
+/* The fixture's live verdict ids, in order, are what the snippet gives on its results; every
+ * verdict but ok and incomplete-data says which rule fired. */
+static void assert_as_recorded(const char *name)
+{
+	struct value *fx = load_fixture(name);
+	struct value *v = io_verdicts(fx);
+	const struct value *want = value_get(fx, "verdicts");
+	if (v->arr.len != want->arr.len)
+		fail_msg("%s: %zu verdicts, recorded %zu (first: %s)", name, v->arr.len, want->arr.len,
+			 v->arr.len ? value_get_str(verdict(v, 0), "id") : "none");
+	for (size_t i = 0; i < want->arr.len; i++) {
+		assert_string_equal(value_get_str(verdict(v, i), "id"), want->arr.items[i]->s);
+		const char *id = want->arr.items[i]->s;
+		if (strcmp(id, "incomplete-data") != 0)
+			assert_true(evidence_has(verdict(v, i), "rule: "));
+	}
+	value_free(v);
+	value_free(fx);
+}
+
+/* The recorded run's own text: file names and pids differ from run to run. */
+static const char *fixture_str(const struct value *fx, const char *key)
+{
+	const char *s = value_get_str(value_get(fx, "expect"), key);
+	if (!s)
+		fail_msg("fixture has no expect.%s", key);
+	return s;
+}
+
+static void test_journal(void **state)
+{
+	(void)state;
+	assert_as_recorded("journal");
+	struct value *fx = load_fixture("journal");
+	struct value *v = io_verdicts(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "sync-bound");
+	assert_non_null(strstr(title, "fsync"));
+	assert_non_null(strstr(title, fixture_str(fx, "file")));
+	assert_non_null(strstr(title, fixture_str(fx, "device")));
+	assert_true(evidence_has(verdict(v, 0), "journal_run"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_journal_host(void **state)
+{
+	(void)state;
+	assert_as_recorded("journal-host");
+	struct value *fx = load_fixture("journal-host");
+	struct value *v = io_verdicts(fx);
+	const struct value *s = find_verdict(v, "sync-bound");
+	assert_non_null(s);
+	assert_non_null(strstr(value_get_str(s, "title"), fixture_str(fx, "file")));
+	/* host-wide the frames are not symbolized: the verdict says how to get them */
+	assert_true(evidence_has(s, "run with --pid"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_logger_ok(void **state)
+{
+	(void)state;
+	assert_as_recorded("logger");
+	struct value *fx = load_fixture("logger");
+	struct value *v = io_verdicts(fx);
+	assert_int_equal(v->arr.len, 1);
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "ok");
+	value_free(v);
+	value_free(fx);
+	assert_as_recorded("logger-host");
+}
+
+static void test_randread_saturated(void **state)
+{
+	(void)state;
+	assert_as_recorded("randread");
+	assert_as_recorded("randread-host");
+	struct value *fx = load_fixture("randread");
+	struct value *v = io_verdicts(fx);
+	const char *title = value_get_str(verdict(v, 0), "title");
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "device-saturated");
+	assert_non_null(strstr(title, fixture_str(fx, "device")));
+	assert_non_null(strstr(title, "io_load"));
+	assert_non_null(find_verdict(v, "small-random-io"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_throttled(void **state)
+{
+	(void)state;
+	assert_as_recorded("throttled");
+	assert_as_recorded("throttled-host");
+	struct value *fx = load_fixture("throttled");
+	struct value *v = io_verdicts(fx);
+	const struct value *t = find_verdict(v, "cgroup-throttled");
+	assert_non_null(t);
+	assert_non_null(strstr(value_get_str(t, "title"), "read_bps_device"));
+	assert_non_null(strstr(value_get_str(t, "title"), fixture_str(fx, "device")));
+	assert_null(find_verdict(v, "held-above-device")); /* the cgroup rule says it already */
+	value_free(v);
+	value_free(fx);
+}
+
+/* The cgroup limit as v2 io.max would give it: the verdict names io.max. */
+static void test_throttled_v2_edited(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("throttled");
+	struct value *cg = (struct value *)value_get(value_get(value_get(fx, "results"), "context"), "io");
+	cg = (struct value *)value_get(cg, "cgroup");
+	value_set_int(cg, "version", 2);
+	struct value *v = io_verdicts(fx);
+	const struct value *t = find_verdict(v, "cgroup-throttled");
+	assert_non_null(t);
+	assert_non_null(strstr(value_get_str(t, "title"), "io.max rbps"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The logger's disk, edited into a slow one: p99 of the service time at 64..127 ms, depth 1. */
+static void test_slow_device_edited(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("logger");
+	struct value *devs = (struct value *)value_get(value_get(value_get(fx, "results"), "blk"), "devices");
+	assert_true(devs->arr.len > 0);
+	struct value *d = devs->arr.items[0];
+	struct value *svc = (struct value *)value_get(d, "service");
+	struct value *b = value_obj_set(svc, "buckets", value_arr());
+	struct value *slot = value_arr_push(b, value_obj());
+	value_set_int(slot, "lo", 65536);
+	value_set_int(slot, "hi", 131071);
+	value_set_int(slot, "count", 100);
+	value_set_int(d, "ios", 100);
+	value_set_num(d, "avg_in_queue_and_service", 0.5);
+	value_set_num(d, "await_avg_us", 80000);
+	struct value *depth = (struct value *)value_get(d, "depth");
+	value_set_num(depth, "avg_at_issue", 1.0);
+	struct value *v = io_verdicts(fx);
+	const struct value *s = find_verdict(v, "device-slow");
+	assert_non_null(s);
+	assert_non_null(strstr(value_get_str(s, "title"), value_get_str(d, "name")));
+	/* with --pid, a device the logger barely waits on is information, not a warning */
+	assert_string_equal(value_get_str(s, "severity"), "info");
+	assert_null(find_verdict(v, "ok"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* A sampled run and a missing probe: incomplete-data says both. */
+static void test_incomplete_edited(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("journal");
+	struct value *res = (struct value *)value_get(fx, "results");
+	value_set_int((struct value *)value_get(res, "blk"), "sampled_1_in", 4);
+	/* the same results without the sampler's */
+	struct value *fewer = value_obj();
+	for (size_t i = 0; i < res->obj.len; i++)
+		if (strcmp(res->obj.keys[i], "context") != 0)
+			value_obj_set(fewer, res->obj.keys[i], value_copy(res->obj.vals[i]));
+	value_obj_set(fx, "results", fewer);
+	struct value *v = io_verdicts(fx);
+	const struct value *inc = find_verdict(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_non_null(strstr(value_get_str(inc, "title"), "blk sampled 1 in 4"));
+	assert_non_null(strstr(value_get_str(inc, "title"), "context missing"));
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "sync-bound"); /* still found */
+	value_free(v);
+	value_free(fx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_journal),
+		cmocka_unit_test(test_journal_host),
+		cmocka_unit_test(test_logger_ok),
+		cmocka_unit_test(test_randread_saturated),
+		cmocka_unit_test(test_throttled),
+		cmocka_unit_test(test_throttled_v2_edited),
+		cmocka_unit_test(test_slow_device_edited),
+		cmocka_unit_test(test_incomplete_edited),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
