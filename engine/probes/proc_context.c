@@ -4,7 +4,9 @@
  *
  * Owns: reading the files of each section at attach, at every session tick (about once a second)
  * and at the end, and turning the first and the last good reading into deltas over the window
- * (a target that exits keeps the window up to its last tick). Parsing and arithmetic are in
+ * (a target that exits keeps the window up to its last tick). Without a target (pid 0: a recipe
+ * with `target: optional-pid` run host-wide) only the net section is read, from pid 1's
+ * namespace, the host's. Parsing and arithmetic are in
  * engine/procfs.c (pure functions on text); this file only reads files and builds results.
  * Must not: attach anything to the kernel, parse text itself, or report a value that describes
  * the time before the window as if it were the window (pressure is the total= delta, never avg10).
@@ -44,6 +46,7 @@
  *   net      net {counters {Ip {...}, Tcp {...}, Udp {...}, TcpExt {...}, IpExt {...}} (the
  *              error counters that matter, kernel names, deltas; the target's network
  *              namespace: /proc/PID/net), tcp_retrans_pct (RetransSegs / OutSegs),
+ *              softnet {processed, dropped, time_squeeze} (/proc/net/softnet_stat, all CPUs),
  *              interfaces [{name, rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo, rx_frame,
  *                tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier}]}
  * The reference is schemas/recipe.md (probe kinds).
@@ -99,6 +102,8 @@ struct reading {
 	struct procfs_cgio cgio[MAX_CGIO];
 	/* net */
 	size_t n_counters, n_netdev;
+	bool has_softnet;
+	struct procfs_softnet softnet;
 	struct procfs_counter counters[MAX_COUNTERS];
 	struct procfs_netdev netdev[MAX_NETDEV];
 };
@@ -114,6 +119,7 @@ struct proc_priv {
 	struct procfs_series rss, cg_current;
 	unsigned readings; /* good readings taken, start and end included */
 	bool exited;
+	bool host; /* no target: the net section of the host (pid 1's namespace), nothing per process */
 };
 
 /* ---- the sections option ------------------------------------------------------------------ */
@@ -302,13 +308,16 @@ static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 static int take_reading(struct probe *p, struct reading *r, bool full)
 {
 	struct proc_priv *pp = p->priv;
-	int pid = p->cfg.filter.pid;
+	int pid = pp->host ? 1 : p->cfg.filter.pid;
+	char *text;
 	memset(r, 0, sizeof(*r));
-	char *text = read_pid_file(pid, "stat");
-	int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
-	free(text);
-	if (rc < 0)
-		return -1;
+	if (!pp->host) {
+		text = read_pid_file(pid, "stat");
+		int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
 	if (pp->sections & SEC_CPU) {
 		read_switches(pid, r);
 		r->has_psi_cpu = read_psi("/proc/pressure/cpu", &r->psi_cpu);
@@ -349,6 +358,10 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 		free(text);
 		text = read_pid_file(pid, "net/dev");
 		r->n_netdev = text ? procfs_parse_netdev(text, r->netdev, MAX_NETDEV) : 0;
+		free(text);
+		/* Per CPU, not per namespace: the host's backlog. */
+		text = read_file("/proc/net/softnet_stat", NULL);
+		r->has_softnet = text && procfs_parse_softnet(text, &r->softnet) > 0;
 		free(text);
 	}
 	r->at_ns = mono_ns();
@@ -412,18 +425,28 @@ static void locate_cgroups(struct probe *p)
 static int proc_load(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
-	if (p->cfg.filter.pid <= 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context needs a target pid");
 	const char *sections = probe_opt_str(p, "sections");
 	pp->sections = parse_sections(sections ? sections : "cpu");
 	if (!pp->sections)
 		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context: bad sections \"%s\"", sections);
+	/* Without a target (a recipe with target: optional-pid run host-wide) only the net
+	 * section has a meaning: the host's counters. */
+	if (p->cfg.filter.pid <= 0 && pp->sections != SEC_NET)
+		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context needs a target pid (without one, "
+				 "only sections: net)");
+	pp->host = p->cfg.filter.pid <= 0;
 	pp->sections_text[0] = '\0';
 	for (size_t i = 0; i < ARRAY_LEN(section_names); i++)
 		if (pp->sections & (1u << i))
 			snprintf(pp->sections_text + strlen(pp->sections_text),
 				 sizeof(pp->sections_text) - strlen(pp->sections_text), "%s%s",
 				 pp->sections_text[0] ? "," : "", section_names[i]);
+	if (pp->host) {
+		snprintf(pp->sections_text, sizeof(pp->sections_text), "net");
+		snprintf(pp->comm, sizeof(pp->comm), "(host)");
+		p->variant = "procfs";
+		return 0;
+	}
 	char *text = read_pid_file(p->cfg.filter.pid, "stat");
 	int saved = errno;
 	bool readable = text != NULL;
@@ -762,6 +785,12 @@ static void net_results(const struct reading *a, const struct reading *b, struct
 	double out = value_get_num(tcp, "OutSegs", 0), retr = value_get_num(tcp, "RetransSegs", 0);
 	if (tcp)
 		value_set_num(net, "tcp_retrans_pct", out > 0 ? retr / out * 100.0 : 0);
+	if (a->has_softnet && b->has_softnet) {
+		struct value *sn = value_obj_set(net, "softnet", value_obj());
+		value_set_int(sn, "processed", delta(a->softnet.processed, b->softnet.processed));
+		value_set_int(sn, "dropped", delta(a->softnet.dropped, b->softnet.dropped));
+		value_set_int(sn, "time_squeeze", delta(a->softnet.time_squeeze, b->softnet.time_squeeze));
+	}
 	struct value *ifs = value_obj_set(net, "interfaces", value_arr());
 	for (size_t i = 0; i < b->n_netdev; i++) {
 		const struct procfs_netdev *y = &b->netdev[i], *x = NULL;
@@ -856,8 +885,8 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	{ name "[].bytes", RT_INTEGER, "bytes", false, "the value then" }
 
 static const struct result_field proc_results[] = {
-	{ "pid", RT_INTEGER, NULL, false, "the target" },
-	{ "comm", RT_STRING, NULL, false, "the target's name" },
+	{ "pid", RT_INTEGER, NULL, false, "the target (0: none, the host's net section)" },
+	{ "comm", RT_STRING, NULL, false, "the target's name (\"(host)\" without one)" },
 	{ "sections", RT_STRING, NULL, false, "the sections read, canonical order" },
 	{ "threads", RT_INTEGER, "count", false, "threads at the end" },
 	{ "wall_s", RT_NUMBER, "s", false, "the window: first to last reading" },
@@ -992,6 +1021,10 @@ static const struct result_field proc_results[] = {
 	{ "net.counters.*", RT_OBJECT, NULL, true, "one group of /proc/PID/net/snmp or netstat" },
 	{ "net.counters.*.*", RT_INTEGER, "count", true, "delta of the counter of that kernel name" },
 	{ "net.tcp_retrans_pct", RT_NUMBER, "pct", true, "RetransSegs / OutSegs over the window" },
+	{ "net.softnet", RT_OBJECT, NULL, true, "/proc/net/softnet_stat summed over CPUs (the host's, not per namespace)" },
+	{ "net.softnet.processed", RT_INTEGER, "count", false, "packets processed, delta over the window" },
+	{ "net.softnet.dropped", RT_INTEGER, "count", false, "packets dropped: a CPU's backlog was full (netdev_max_backlog)" },
+	{ "net.softnet.time_squeeze", RT_INTEGER, "count", false, "times packet processing ran out of budget with work left" },
 	{ "net.interfaces", RT_ARRAY, NULL, false, "per interface of /proc/PID/net/dev" },
 	{ "net.interfaces[]", RT_OBJECT, NULL, false, "one interface" },
 	{ "net.interfaces[].name", RT_STRING, NULL, false, "interface name" },
