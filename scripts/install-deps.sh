@@ -5,7 +5,9 @@ set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev libyaml-dev
       libcyaml-dev liblua5.4-dev lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc g++
-      binutils python3 libc6-dbg util-linux"
+      binutils python3 libc6-dbg util-linux iproute2 nftables ethtool"
+# iproute2 (ip netns, veth), nftables (numgen drop rules) and ethtool (segmentation offloads off,
+# so that a dropped packet is one segment): the network-errors tests build a private lossy network.
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools time"

@@ -1,0 +1,125 @@
+/* net_peer.c — TCP workloads for the network-errors tests, IPv4 or IPv6 (the address says):
+ *   net_peer recv ADDR PORT            listen, accept, read and discard everything, forever
+ *   net_peer send ADDR PORT            connect, then write 64 KiB chunks as fast as it can
+ *   net_peer closed ADDR PORT PER_S    connect PER_S times a second to a port nobody listens on
+ *   net_peer backlog ADDR PORT         listen with a backlog of 1 and never accept
+ *   net_peer flood ADDR PORT PER_S     open PER_S connections a second, keep up to 256 open
+ * Owns: nothing beyond its sockets; runs until killed.
+ * Must not: print on success (tests read their diagnose reports, not this).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static socklen_t make_addr(const char *host, int port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((unsigned short)port);
+		return sizeof(*a4);
+	}
+	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((unsigned short)port);
+		return sizeof(*a6);
+	}
+	fprintf(stderr, "net_peer: bad address %s\n", host);
+	exit(2);
+}
+
+static int listener(const struct sockaddr_storage *ss, socklen_t len, int backlog)
+{
+	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)ss, len) || listen(fd, backlog)) {
+		perror("net_peer: listen");
+		exit(1);
+	}
+	return fd;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: net_peer recv|send|closed|backlog|flood ADDR PORT [PER_S]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	struct sockaddr_storage ss;
+	socklen_t len = make_addr(argv[2], atoi(argv[3]), &ss);
+	long per_s = argc > 4 ? atol(argv[4]) : 10;
+	if (per_s < 1)
+		per_s = 1;
+	static char buf[65536];
+
+	if (!strcmp(mode, "recv")) {
+		int lfd = listener(&ss, len, 16);
+		for (;;) {
+			int c = accept(lfd, NULL, NULL);
+			if (c < 0)
+				continue;
+			while (read(c, buf, sizeof(buf)) > 0)
+				;
+			close(c);
+		}
+	}
+	if (!strcmp(mode, "send")) {
+		for (;;) {
+			int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+			if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, len) == 0)
+				while (write(fd, buf, sizeof(buf)) > 0)
+					;
+			if (fd >= 0)
+				close(fd);
+			pause_ms(100);
+		}
+	}
+	if (!strcmp(mode, "closed")) {
+		for (;;) {
+			int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+			if (fd >= 0) {
+				connect(fd, (struct sockaddr *)&ss, len); /* ECONNREFUSED expected */
+				close(fd);
+			}
+			pause_ms(1000 / per_s);
+		}
+	}
+	if (!strcmp(mode, "backlog")) {
+		listener(&ss, len, 1);
+		for (;;)
+			pause(); /* never accepts */
+	}
+	if (!strcmp(mode, "flood")) {
+		int fds[256];
+		size_t next = 0;
+		for (size_t i = 0; i < 256; i++)
+			fds[i] = -1;
+		for (;;) {
+			if (fds[next] >= 0)
+				close(fds[next]);
+			fds[next] = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+			if (fds[next] >= 0)
+				connect(fds[next], (struct sockaddr *)&ss, len); /* EINPROGRESS */
+			next = (next + 1) % 256;
+			pause_ms(1000 / per_s);
+		}
+	}
+	fprintf(stderr, "net_peer: unknown mode %s\n", mode);
+	return 2;
+}
