@@ -117,6 +117,8 @@ static __always_inline void count(const struct tcpe_flow *f, enum what w, const 
 		break;
 	case W_RST_RECV:
 		__sync_fetch_and_add(&c->rst_recv, 1);
+		if (state == ST_SYN_SENT)
+			__sync_fetch_and_add(&c->rst_recv_syn, 1);
 		break;
 	case W_CONNECT_FAIL:
 		__sync_fetch_and_add(&c->connect_fail, 1);
@@ -166,7 +168,8 @@ int tcpe_retransmit(struct trace_event_raw_tcp_retransmit_skb *ctx)
 SEC("tracepoint/tcp/tcp_receive_reset")
 int tcpe_rst_recv(struct trace_event_raw_tcp_event_sk *ctx)
 {
-	return on_sk_event((const void *)BPF_CORE_READ(ctx, skaddr), W_RST_RECV, 0);
+	const struct sock *sk = (const void *)BPF_CORE_READ(ctx, skaddr);
+	return on_sk_event(sk, W_RST_RECV, sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0);
 }
 
 /* An RST the host sends. Without a socket (nothing listens on the port, or the connection is

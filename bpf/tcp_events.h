@@ -29,6 +29,7 @@ struct tcpe_counts {
 	__u64 retrans_syn;     /* ... of a SYN (state SYN_SENT) */
 	__u64 rst_sent;        /* tcp:tcp_send_reset */
 	__u64 rst_recv;        /* tcp:tcp_receive_reset */
+	__u64 rst_recv_syn;    /* ... in answer to a SYN (state SYN_SENT): a refused connect */
 	__u64 connect_fail;    /* sock:inet_sock_set_state SYN_SENT -> CLOSE */
 	__u64 refused;         /* sock:inet_sk_error_report ECONNREFUSED */
 	__u64 timedout;        /* ... ETIMEDOUT */

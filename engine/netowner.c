@@ -5,6 +5,7 @@
 
 #include <bpf/bpf.h>
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,8 @@ size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *ou
 			memcpy(buf, line, len);
 			buf[len] = '\0';
 			struct netowner_sock s = { .family = family };
-			if (sscanf(buf, " %*[0-9]: %63s %63s %x %*s %*s %*s %*s %*s %llu", local, remote,
-				   &state, &inode) == 4 &&
+			if (sscanf(buf, " %*[0-9]: %63s %63s %x %x:%x %*s %*s %*s %*s %llu", local, remote,
+				   &state, &s.tx_queue, &s.rx_queue, &inode) == 6 &&
 			    strlen(local) == addr_len + 5 && strlen(remote) == addr_len + 5 &&
 			    parse_addr(local, family, s.laddr, &s.lport) == 0 &&
 			    parse_addr(remote, family, s.raddr, &s.rport) == 0) {
@@ -78,20 +79,15 @@ static int cmp_u64(const void *a, const void *b)
 
 #define MAX_SOCKS 16384
 
-int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *n_ports)
+/* The socket inodes among the descriptors of pid, sorted; NULL when it is gone. */
+static uint64_t *socket_inodes(int pid, size_t *n)
 {
 	char path[64];
-	size_t nf = 0, np = 0, ni = 0, cap = 256;
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st))
-		return -1;
-	uint32_t netns = (uint32_t)st.st_ino;
+	size_t ni = 0, cap = 256;
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	DIR *d = opendir(path);
 	if (!d)
-		return -1;
+		return NULL;
 	uint64_t *inodes = xmalloc(cap * sizeof(*inodes));
 	struct dirent *e;
 	while ((e = readdir(d)) && ni < MAX_SOCKS) {
@@ -110,36 +106,66 @@ int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *
 	}
 	closedir(d);
 	qsort(inodes, ni, sizeof(*inodes), cmp_u64);
+	*n = ni;
+	return inodes;
+}
 
-	static const struct { const char *file; int family; } tables[] = {
-		{ "net/tcp", 2 }, { "net/tcp6", 10 },
-	};
+static const struct { const char *file; int family; } tables[] = {
+	{ "net/tcp", 2 }, { "net/tcp6", 10 },
+};
+
+/* The sockets of /proc/PID/net/tcp and tcp6 (pid's namespace) into a new array. */
+static struct netowner_sock *read_tables(int pid, size_t *n)
+{
+	char path[64];
 	struct netowner_sock *socks = xmalloc(MAX_SOCKS * sizeof(*socks));
-	for (size_t t = 0; t < ARRAY_LEN(tables) && ni; t++) {
+	*n = 0;
+	for (size_t t = 0; t < ARRAY_LEN(tables); t++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", pid, tables[t].file);
 		char *text = read_file(path, NULL);
 		if (!text)
 			continue;
-		size_t n = netowner_parse_tcp(text, tables[t].family, socks, MAX_SOCKS);
+		*n += netowner_parse_tcp(text, tables[t].family, socks + *n, MAX_SOCKS - *n);
 		free(text);
-		for (size_t i = 0; i < n; i++) {
-			const struct netowner_sock *s = &socks[i];
-			uint8_t one = 1;
-			if (!s->inode || !bsearch(&s->inode, inodes, ni, sizeof(*inodes), cmp_u64))
-				continue;
-			if (s->state == 10) { /* LISTEN */
-				struct tcpe_port k = { .netns = netns, .port = s->lport };
-				if (bpf_map_update_elem(ports_fd, &k, &one, BPF_ANY) == 0)
-					np++;
-				continue;
-			}
-			struct tcpe_flow k = { .family = (__u16)s->family, .sport = s->lport,
-					       .dport = s->rport };
-			memcpy(k.saddr, s->laddr, 16);
-			memcpy(k.daddr, s->raddr, 16);
-			if (bpf_map_update_elem(flows_fd, &k, &one, BPF_ANY) == 0)
-				nf++;
+	}
+	return socks;
+}
+
+static bool has_inode(const uint64_t *inodes, size_t ni, uint64_t inode)
+{
+	return inode && ni && bsearch(&inode, inodes, ni, sizeof(*inodes), cmp_u64);
+}
+
+int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *n_ports)
+{
+	char path[64];
+	size_t nf = 0, np = 0, ni = 0, n = 0;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st))
+		return -1;
+	uint32_t netns = (uint32_t)st.st_ino;
+	uint64_t *inodes = socket_inodes(pid, &ni);
+	if (!inodes)
+		return -1;
+	struct netowner_sock *socks = ni ? read_tables(pid, &n) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct netowner_sock *s = &socks[i];
+		uint8_t one = 1;
+		if (!has_inode(inodes, ni, s->inode))
+			continue;
+		if (s->state == 10) { /* LISTEN */
+			struct tcpe_port k = { .netns = netns, .port = s->lport };
+			if (bpf_map_update_elem(ports_fd, &k, &one, BPF_ANY) == 0)
+				np++;
+			continue;
 		}
+		struct tcpe_flow k = { .family = (__u16)s->family, .sport = s->lport, .dport = s->rport };
+		memcpy(k.saddr, s->laddr, 16);
+		memcpy(k.daddr, s->raddr, 16);
+		if (bpf_map_update_elem(flows_fd, &k, &one, BPF_ANY) == 0)
+			nf++;
 	}
 	free(socks);
 	free(inodes);
@@ -148,4 +174,23 @@ int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *
 	if (n_ports)
 		*n_ports = np;
 	return 0;
+}
+
+size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max)
+{
+	size_t ni = 0, n = 0, k = 0;
+	uint64_t *inodes = NULL;
+	if (pid > 0 && !(inodes = socket_inodes(pid, &ni)))
+		return 0;
+	struct netowner_sock *socks = read_tables(pid > 0 ? pid : 1, &n);
+	for (size_t i = 0; i < n && k < max; i++) {
+		if (socks[i].state != 10)
+			continue;
+		if (pid > 0 ? !has_inode(inodes, ni, socks[i].inode) : socks[i].rx_queue == 0)
+			continue;
+		out[k++] = socks[i];
+	}
+	free(socks);
+	free(inodes);
+	return k;
 }

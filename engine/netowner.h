@@ -18,6 +18,9 @@ struct netowner_sock {
 	uint8_t laddr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
 	uint16_t lport, rport;
 	int state;                /* the kernel's TCP state: 1 ESTABLISHED ... 10 LISTEN */
+	/* tx_queue:rx_queue; for a listening socket, its backlog (the listen() argument, capped by
+	 * somaxconn) and the connections waiting in its accept queue */
+	uint32_t tx_queue, rx_queue;
 	uint64_t inode;
 };
 
@@ -29,5 +32,10 @@ size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *ou
  * ports_fd (struct tcpe_port keys, listening sockets, in its network namespace). Counts what it
  * added in *n_flows and *n_ports (may be NULL). Returns -1 when the process is gone. */
 int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *n_ports);
+
+/* The listening TCP sockets of process pid (those among its descriptors, in its network
+ * namespace) into out, or with pid 0 those of the host's namespace (pid 1's) whose accept queue
+ * is not empty; returns how many (0 when the process is gone). */
+size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max);
 
 #endif

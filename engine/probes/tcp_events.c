@@ -4,8 +4,8 @@
  * Owns: checking that the kernel has the five tracepoints and the BTF types the programs read
  * (a clear refusal, not a verifier log, when it does not), the port/address filters, seeding
  * the target's sockets from /proc at attach and at every tick (engine/netowner.c), and turning
- * the flow counts into results: flows most troubled first, totals, and a retransmit share of the
- * segments each socket sent.
+ * the flow counts into results: flows most troubled first, totals, a retransmit share of the
+ * segments each socket sent, and the accept queues of listening sockets at the end.
  * Must not: judge the counts (the recipe's Lua does), or filter on the current task.
  */
 #include <arpa/inet.h>
@@ -160,7 +160,7 @@ static void addr_text(int family, const uint8_t *a, char *out, size_t len)
 }
 
 static const char *const total_names[] = { "retransmits", "retrans_loss", "retrans_syn",
-					   "rst_sent", "rst_recv", "connect_fail", "refused",
+					   "rst_sent", "rst_recv", "rst_recv_syn", "connect_fail", "refused",
 					   "timedout", "reset", "other_errors" };
 
 static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -195,7 +195,7 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	for (size_t i = 0; i < n; i++) {
 		const struct tcpe_row *r = &rows[i];
 		const uint64_t v[] = { r->c.retrans, r->c.retrans_loss, r->c.retrans_syn, r->c.rst_sent,
-				       r->c.rst_recv, r->c.connect_fail, r->c.refused, r->c.timedout,
+				       r->c.rst_recv, r->c.rst_recv_syn, r->c.connect_fail, r->c.refused, r->c.timedout,
 				       r->c.reset, r->c.other_err };
 		char local[INET6_ADDRSTRLEN], remote[INET6_ADDRSTRLEN];
 		addr_text(r->key.family, r->key.saddr, local, sizeof(local));
@@ -236,6 +236,20 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct value *tot = value_obj_set(res, "totals", value_obj());
 	for (size_t k = 0; k < ARRAY_LEN(total_names); k++)
 		value_set_int(tot, total_names[k], (int64_t)totals[k]);
+	/* Accept queues at the end of the window (a listener that does not keep up overflows). */
+	struct netowner_sock ls[64];
+	size_t nl = netowner_listeners(p->cfg.filter.pid > 0 ? p->cfg.filter.pid : 0, ls, ARRAY_LEN(ls));
+	struct value *listeners = value_obj_set(res, "listeners", value_arr());
+	for (size_t i = 0; i < nl; i++) {
+		char addr[INET6_ADDRSTRLEN];
+		addr_text(ls[i].family == 2 ? TCPE_AF_INET : TCPE_AF_INET6, ls[i].laddr, addr, sizeof(addr));
+		struct value *o = value_arr_push(listeners, value_obj());
+		value_set_str(o, "family", ls[i].family == 2 ? "ipv4" : "ipv6");
+		value_set_str(o, "local", addr);
+		value_set_int(o, "local_port", ls[i].lport);
+		value_set_int(o, "accept_queue", ls[i].rx_queue);
+		value_set_int(o, "backlog", ls[i].tx_queue);
+	}
 	value_set_int(res, "events", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_EVENTS));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_MAP_FULL));
 	if (p->cfg.filter.pid > 0) {
@@ -273,11 +287,20 @@ static const struct result_field tcpe_results[] = {
 	FLOW_COUNT("retrans_syn", "of which SYNs: the peer did not answer a connect"),
 	FLOW_COUNT("rst_sent", "resets sent (tcp:tcp_send_reset)"),
 	FLOW_COUNT("rst_recv", "resets received (tcp:tcp_receive_reset)"),
+	FLOW_COUNT("rst_recv_syn", "of which in answer to a SYN: a refused connect"),
 	FLOW_COUNT("connect_fail", "connects that failed: SYN_SENT to CLOSE"),
 	FLOW_COUNT("refused", "ECONNREFUSED reported to the socket's owner"),
 	FLOW_COUNT("timedout", "ETIMEDOUT reported"),
 	FLOW_COUNT("reset", "ECONNRESET or EPIPE reported"),
 	FLOW_COUNT("other_errors", "other socket errors reported"),
+	{ "listeners", RT_ARRAY, NULL, false, "listening sockets at the end: the target's, or without one "
+	  "the host namespace's with connections waiting (/proc/PID/net/tcp{,6})" },
+	{ "listeners[]", RT_OBJECT, NULL, false, "one listening socket" },
+	{ "listeners[].family", RT_STRING, NULL, false, "\"ipv4\" or \"ipv6\"" },
+	{ "listeners[].local", RT_STRING, NULL, false, "address it listens on" },
+	{ "listeners[].local_port", RT_INTEGER, NULL, false, "port" },
+	{ "listeners[].accept_queue", RT_INTEGER, "count", false, "connections waiting to be accepted" },
+	{ "listeners[].backlog", RT_INTEGER, "count", false, "the most that may wait (listen()'s backlog)" },
 	{ "events", RT_INTEGER, "count", false, "events counted" },
 	{ "dropped", RT_INTEGER, "count", false, "events not counted: more flows than max_flows" },
 	{ "ownership", RT_OBJECT, NULL, true, "with a target: how its sockets were known" },

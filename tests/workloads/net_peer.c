@@ -1,6 +1,7 @@
 /* net_peer.c — TCP workloads for the network-errors tests, IPv4 or IPv6 (the address says):
  *   net_peer recv ADDR PORT            listen, accept, read and discard everything, forever
- *   net_peer send ADDR PORT            connect, then write 64 KiB chunks as fast as it can
+ *   net_peer send ADDR PORT [KB_S]     connect, then write 16 KiB chunks at KB_S KiB/s (default
+ *                                      8192: a steady stream that leaves the CPUs to others)
  *   net_peer closed ADDR PORT PER_S    connect PER_S times a second to a port nobody listens on
  *   net_peer backlog ADDR PORT         listen with a backlog of 1 and never accept
  *   net_peer flood ADDR PORT PER_S     open PER_S connections a second, keep up to 256 open
@@ -80,11 +81,22 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!strcmp(mode, "send")) {
+		long kb_s = argc > 4 ? atol(argv[4]) : 8192;
+		long gap_us = 16 * 1000000L / (kb_s > 0 ? kb_s : 1); /* one 16 KiB chunk per gap */
 		for (;;) {
 			int fd = socket(ss.ss_family, SOCK_STREAM, 0);
-			if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, len) == 0)
-				while (write(fd, buf, sizeof(buf)) > 0)
-					;
+			if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, len) == 0) {
+				struct timespec next;
+				clock_gettime(CLOCK_MONOTONIC, &next);
+				while (write(fd, buf, 16384) > 0) {
+					next.tv_nsec += gap_us * 1000;
+					while (next.tv_nsec >= 1000000000L) {
+						next.tv_nsec -= 1000000000L;
+						next.tv_sec++;
+					}
+					clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+				}
+			}
 			if (fd >= 0)
 				close(fd);
 			pause_ms(100);
