@@ -18,8 +18,8 @@ struct netowner_sock {
 	uint8_t laddr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
 	uint16_t lport, rport;
 	int state;                /* the kernel's TCP state: 1 ESTABLISHED ... 10 LISTEN */
-	/* tx_queue:rx_queue; for a listening socket, its backlog (the listen() argument, capped by
-	 * somaxconn) and the connections waiting in its accept queue */
+	/* tx_queue:rx_queue; for a listening socket rx_queue is its accept queue (connections
+	 * waiting for accept()); its limit is not in these files (ss gets it by netlink) */
 	uint32_t tx_queue, rx_queue;
 	uint64_t inode;
 };

@@ -22,7 +22,7 @@
 --                      reason means and what to check; reasons that only follow other trouble
 --                      (duplicate or old TCP data, ...) are listed in the report, not judged.
 --   listen-overflow    ListenOverflows / ListenDrops >= listen_drops_warn, naming the listening
---                      port whose accept queue is full.
+--                      ports with connections still waiting to be accepted at the end.
 --   interface-drops    per interface rx/tx drops and errors, and softnet backlog drops, >= if_drops_warn.
 --   ok                 none of the above; says how much TCP traffic flowed.
 
@@ -284,19 +284,20 @@ do
   local over, drops = counter("TcpExt", "ListenOverflows"), counter("TcpExt", "ListenDrops")
   local n = math.max(over or 0, drops or 0)
   if n >= T.listen_warn then
+    -- the listeners with connections still waiting at the end: the ones not keeping up
     local full, names = {}, {}
-    for _, l in ipairs(TCP and TCP.listeners or {}) do
-      if l.accept_queue >= l.backlog then push(full, l) end
+    for _, l in ipairs(diag.top_n(TCP and TCP.listeners or {}, 3, "accept_queue")) do
+      if l.accept_queue > 0 then push(full, l) end
     end
     for _, l in ipairs(full) do push(names, tostring(l.local_port)) end
     local where = #full > 0 and sub(" on port %s", table.concat(names, ", ")) or ""
     local ev = { sub("ListenOverflows %s, ListenDrops %s in the window (%s): connections dropped because an accept queue was full",
       diag.fmt_count(over or 0), diag.fmt_count(drops or 0), pid and "the target's network namespace" or "the host's namespace") }
     for _, l in ipairs(full) do
-      push(ev, sub("%s: %d connection%s waiting to be accepted, backlog %d — full", endpoint(l["local"], l.local_port),
-        l.accept_queue, l.accept_queue == 1 and "" or "s", l.backlog))
+      push(ev, sub("%s: %d connection%s waiting to be accepted at the end of the window", endpoint(l["local"], l.local_port),
+        l.accept_queue, l.accept_queue == 1 and "" or "s"))
     end
-    if #full == 0 then push(ev, "No listener's accept queue was full at the end of the window") end
+    if #full == 0 then push(ev, "No listener had connections waiting at the end of the window") end
     local q = counter("TcpExt", "TCPReqQFullDrop")
     if q and q > 0 then push(ev, sub("TCPReqQFullDrop %s: the SYN queue was full too (a SYN flood, or syncookies off)", diag.fmt_count(q))) end
     push(verdicts, diag.verdict("listen-overflow", "warning",

@@ -248,7 +248,6 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		value_set_str(o, "local", addr);
 		value_set_int(o, "local_port", ls[i].lport);
 		value_set_int(o, "accept_queue", ls[i].rx_queue);
-		value_set_int(o, "backlog", ls[i].tx_queue);
 	}
 	value_set_int(res, "events", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_EVENTS));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_MAP_FULL));
@@ -300,7 +299,6 @@ static const struct result_field tcpe_results[] = {
 	{ "listeners[].local", RT_STRING, NULL, false, "address it listens on" },
 	{ "listeners[].local_port", RT_INTEGER, NULL, false, "port" },
 	{ "listeners[].accept_queue", RT_INTEGER, "count", false, "connections waiting to be accepted" },
-	{ "listeners[].backlog", RT_INTEGER, "count", false, "the most that may wait (listen()'s backlog)" },
 	{ "events", RT_INTEGER, "count", false, "events counted" },
 	{ "dropped", RT_INTEGER, "count", false, "events not counted: more flows than max_flows" },
 	{ "ownership", RT_OBJECT, NULL, true, "with a target: how its sockets were known" },
