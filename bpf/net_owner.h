@@ -24,14 +24,14 @@ enum {
 /* The target's sockets (struct sock addresses), flows and listening ports. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 16384); /* set from the recipe before load (max_owned) */
 	__type(key, __u64);
 	__type(value, __u8);
 } owned_socks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 16384); /* set from the recipe before load (max_owned) */
 	__type(key, struct tcpe_flow);
 	__type(value, __u8);
 } owned_flows SEC(".maps");

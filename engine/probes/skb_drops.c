@@ -42,6 +42,11 @@ struct skbd_priv {
 PROBE_BPF_SKELETON(skb_drops)
 
 static const struct option_spec skbd_options[] = {
+	{ .name = "max_owned", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = (8 + 8 + 64) + (sizeof(struct tcpe_flow) + 8 + 64),
+	  .help = "with a target: its sockets and connections remembered (least recently used "
+		  "forgotten first)" },
 	{ .name = "max_keys", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = sizeof(struct skbd_key) + 8 + 64,
 	  .help = "distinct (reason, protocol, port, location) counted; drops beyond are counted as dropped" },
@@ -143,6 +148,12 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 	sp->skel->rodata->stack_every = (__u32)probe_opt(p, "stack_every");
 	sp->skel->rodata->filt_local_port = p->cfg.filter.local_port;
 	bpf_map__set_max_entries(sp->skel->maps.drops, (__u32)probe_opt(p, "max_keys"));
+	/* Without a target nothing is owned: the ownership maps stay minimal. */
+	__u32 owned = p->cfg.filter.pid > 0 ? (__u32)probe_opt(p, "max_owned") : 1;
+	bpf_map__set_max_entries(sp->skel->maps.owned_socks, owned);
+	bpf_map__set_max_entries(sp->skel->maps.owned_flows, owned);
+	if (p->cfg.filter.pid <= 0)
+		bpf_map__set_max_entries(sp->skel->maps.owned_ports, 1);
 	bpf_map__set_max_entries(sp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(sp->skel->maps.drop_stacks, (__u32)probe_opt(p, "max_stacks"));
 	/* Without a target nothing is owned: the ownership program stays unloaded. */

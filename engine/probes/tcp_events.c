@@ -34,6 +34,11 @@ struct tcpe_priv {
 PROBE_BPF_SKELETON(tcp_events)
 
 static const struct option_spec tcpe_options[] = {
+	{ .name = "max_owned", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = (8 + 8 + 64) + (sizeof(struct tcpe_flow) + 8 + 64),
+	  .help = "with a target: its sockets and connections remembered (least recently used "
+		  "forgotten first)" },
 	{ .name = "max_flows", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct tcpe_flow) + sizeof(struct tcpe_counts) + 64,
@@ -109,6 +114,12 @@ static int tcpe_load(struct probe *p, struct diag_err *err)
 		memcpy((void *)tp->skel->rodata->filt_remote_addr, f->remote_addr.bytes, 16);
 	}
 	bpf_map__set_max_entries(tp->skel->maps.flows, (__u32)probe_opt(p, "max_flows"));
+	/* Without a target nothing is owned: the ownership maps stay minimal. */
+	__u32 owned = p->cfg.filter.pid > 0 ? (__u32)probe_opt(p, "max_owned") : 1;
+	bpf_map__set_max_entries(tp->skel->maps.owned_socks, owned);
+	bpf_map__set_max_entries(tp->skel->maps.owned_flows, owned);
+	if (p->cfg.filter.pid <= 0)
+		bpf_map__set_max_entries(tp->skel->maps.owned_ports, 1);
 	int rc = tcp_events_bpf__load(tp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: the kernel refused the programs "
@@ -281,7 +292,7 @@ static const struct result_field tcpe_results[] = {
 	{ "flows[].retrans_pct_basis", RT_STRING, NULL, true,
 	  "\"window\": between the first and last retransmit of the window; \"lifetime\": the socket's life" },
 	{ "totals", RT_OBJECT, NULL, false, "the counts summed over flows" },
-	FLOW_COUNT("retransmits", "segments retransmitted (tcp:tcp_retransmit_skb)"),
+	FLOW_COUNT("retransmits", "retransmits (tcp:tcp_retransmit_skb; one may carry several segments)"),
 	FLOW_COUNT("retrans_loss", "of which in loss recovery: a retransmission timeout fired"),
 	FLOW_COUNT("retrans_syn", "of which SYNs: the peer did not answer a connect"),
 	FLOW_COUNT("rst_sent", "resets sent (tcp:tcp_send_reset)"),
