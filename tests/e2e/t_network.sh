@@ -4,8 +4,8 @@
 # for loss (no netem on this kernel). Workloads: tests/workloads/net_peer.c.
 # (a) 3% of the segments of a stream dropped at the receiver: with --pid of the sender,
 #     `retransmits` names the peer 10.231.0.2:5001 with a share of segments between 1% and 10%;
-#     host-wide, also `packet-drops` NETFILTER_DROP on port 5001 (the drops are the receiver's
-#     socket's: not the sender's, so not in its --pid run).
+#     host-wide, also `packet-drops` NETFILTER_DROP on port 5001; the drops are the receiver's
+#     socket's (they happen in softirq context): in the receiver's --pid run, not the sender's.
 # (b) its healthy control, the same stream without the rule: --pid gives `ok` only, exit 0, and
 #     the ok verdict says segments flowed.
 # (c) connects to a closed port over IPv6 (--pid of the client): `connection-refused` naming
@@ -76,6 +76,7 @@ start ip netns exec "$NA" "$WL/net_peer" send 10.231.0.2 5001; SEND=$PID
 sleep 0.5
 run loss_pid --pid "$SEND"; rc_loss_pid=$rc
 run loss_host; rc_loss_host=$rc
+run loss_recv --pid "$RECV"; rc_loss_recv=$rc
 inB nft delete table inet dgnloss || fail "cannot remove the nft loss rule"
 sleep 1 # the stream recovers from the loss
 run clean_pid --pid "$SEND"; rc_clean_pid=$rc
@@ -96,6 +97,13 @@ check "$TMP/loss_host.json" "res['drops']['reasons'][0]['reason'] == 'NETFILTER_
 	"loss host-wide: drop reasons not named from BTF"
 check "$TMP/loss_host.json" "any('nft_do_chain' in s['kernel'] for s in res['drops']['stacks'] if s.get('tag') == 'NETFILTER_DROP')" \
 	"loss host-wide: no sampled kernel stack through nft_do_chain"
+# The receiver's view: the drops are its socket's (found in /proc before the run), in softirq
+# context; it retransmits nothing.
+[ "$rc_loss_recv" = 4 ] || [ "$rc_loss_recv" = 5 ] || fail "loss --pid receiver: exit $rc_loss_recv: $(cat "$TMP/loss_recv.err")"
+check "$TMP/loss_recv.json" "ids[0] == 'packet-drops' and 'NETFILTER_DROP' in v['packet-drops']['title'] and 'port 5001' in v['packet-drops']['title'] and 'retransmits' not in v" \
+	"loss --pid receiver: verdicts $(verdicts loss_recv)"
+check "$TMP/loss_recv.json" "res['drops']['total'] >= 10 and res['drops']['ownership']['not_owned'] < res['drops']['total']" \
+	"loss --pid receiver: its drops were not attributed to it"
 # (b) the healthy control: the same stream, clean
 [ "$rc_clean_pid" = 0 ] || fail "clean --pid: exit $rc_clean_pid, want 0: $(cat "$TMP/clean_pid.err") $(verdicts clean_pid)"
 check "$TMP/clean_pid.json" "ids == ['ok'] and 'segments sent' in v['ok']['title']" "clean --pid: verdicts $(verdicts clean_pid)"
