@@ -1,6 +1,7 @@
 /* test_network_lua.c — lua/network-errors.lua on recorded results: the reports `diagnose
  * network-errors --json` wrote in tests/e2e/t_network.sh (tests/unit/fixtures/network/NAME.json: a
- * stream losing 3% of its segments, with --pid of the sender and host-wide; the same stream clean;
+ * stream losing 3% of its segments, with --pid of the sender, of the receiver and host-wide; the
+ * same stream clean;
  * connects to a closed port over IPv6 (--pid) and IPv4 (host-wide); a listener that never accepts,
  * with --pid and host-wide; some flows and stacks trimmed), each checked against the probes'
  * declared shapes, must give the verdicts they gave live, naming the same peers and ports; and
@@ -156,6 +157,21 @@ static void test_loss_host(void **state)
 	value_free(fx);
 }
 
+/* The receiver's run: the drops are its socket's; it retransmits nothing. */
+static void test_loss_recv(void **state)
+{
+	(void)state;
+	assert_as_recorded("loss-recv");
+	struct value *fx = load_fixture("loss-recv");
+	struct value *v = network(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "packet-drops");
+	assert_title_has(v, "packet-drops", "NETFILTER_DROP");
+	assert_title_has(v, "packet-drops", "port 5001");
+	assert_false(has_id(v, "retransmits"));
+	value_free(v);
+	value_free(fx);
+}
+
 static void test_clean_pid(void **state)
 {
 	(void)state;
@@ -294,6 +310,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loss_pid),
 		cmocka_unit_test(test_loss_host),
+		cmocka_unit_test(test_loss_recv),
 		cmocka_unit_test(test_clean_pid),
 		cmocka_unit_test(test_closed),
 		cmocka_unit_test(test_backlog),
