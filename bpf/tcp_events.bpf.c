@@ -42,7 +42,8 @@ struct {
 	__type(value, struct tcpe_counts);
 } flows SEC(".maps");
 
-/* Before 6.10, tcp:tcp_send_reset had the layout of tcp_event_sk_skb. */
+/* Before 6.10 tcp:tcp_send_reset, and before 6.11 tcp:tcp_retransmit_skb, had the record of the
+ * event class tcp_event_sk_skb. */
 struct trace_event_raw_tcp_event_sk_skb___old {
 	const void *skbaddr;
 	const void *skaddr;
@@ -159,9 +160,13 @@ static __always_inline int on_sk_event(const struct sock *sk, enum what w, int s
 }
 
 SEC("tracepoint/tcp/tcp_retransmit_skb")
-int tcpe_retransmit(struct trace_event_raw_tcp_retransmit_skb *ctx)
+int tcpe_retransmit(void *ctx)
 {
-	const struct sock *sk = (const void *)BPF_CORE_READ(ctx, skaddr);
+	const struct sock *sk;
+	if (bpf_core_type_exists(struct trace_event_raw_tcp_retransmit_skb))
+		sk = (const void *)BPF_CORE_READ((struct trace_event_raw_tcp_retransmit_skb *)ctx, skaddr);
+	else
+		sk = (const void *)BPF_CORE_READ((struct trace_event_raw_tcp_event_sk_skb___old *)ctx, skaddr);
 	return on_sk_event(sk, W_RETRANS, sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0);
 }
 

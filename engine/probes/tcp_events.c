@@ -47,12 +47,13 @@ static const struct option_spec tcpe_options[] = {
 
 static const char *const tcpe_variants[] = { "tracepoint", NULL };
 
-/* Tracepoint and the BTF type of its record that the programs read. */
+/* Tracepoint and the BTF type of its record that the programs read ("a|b": either, the older
+ * kernels' record class second). */
 static const struct {
 	const char *tp, *type;
 } tcpe_needs[] = {
-	{ "tcp/tcp_retransmit_skb", "trace_event_raw_tcp_retransmit_skb" },
-	{ "tcp/tcp_send_reset", "trace_event_raw_tcp_send_reset" },
+	{ "tcp/tcp_retransmit_skb", "trace_event_raw_tcp_retransmit_skb|trace_event_raw_tcp_event_sk_skb" },
+	{ "tcp/tcp_send_reset", "trace_event_raw_tcp_send_reset|trace_event_raw_tcp_event_sk_skb" },
 	{ "tcp/tcp_receive_reset", "trace_event_raw_tcp_event_sk" },
 	{ "sock/inet_sock_set_state", "trace_event_raw_inet_sock_set_state" },
 	{ "sock/inet_sk_error_report", "trace_event_raw_inet_sk_error_report" },
@@ -84,7 +85,13 @@ static int tcpe_check_kernel(struct diag_err *err)
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel has no "
 					 "tracepoint %s", tcpe_needs[i].tp);
 		}
-		if (btf__find_by_name_kind(btf, tcpe_needs[i].type, BTF_KIND_STRUCT) < 0) {
+		char types[128];
+		snprintf(types, sizeof(types), "%s", tcpe_needs[i].type);
+		bool found = false;
+		for (char *save = NULL, *t = strtok_r(types, "|", &save); t && !found;
+		     t = strtok_r(NULL, "|", &save))
+			found = btf__find_by_name_kind(btf, t, BTF_KIND_STRUCT) >= 0;
+		if (!found) {
 			btf__free(btf);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel's tracepoint "
 					 "%s has a record layout this build does not read (no BTF type %s)",
