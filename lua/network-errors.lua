@@ -33,9 +33,9 @@ local T = {
   retrans_crit = th("retrans_pct_crit", 5),
   min_retrans = th("min_retransmits", 5),
   drops_warn = th("drops_warn", 10),
-  conn_warn = th("conn_errors_warn", 1),
+  conn_warn = th("conn_errors_warn", 5),
   listen_warn = th("listen_drops_warn", 1),
-  if_warn = th("if_drops_warn", 1),
+  if_warn = th("if_drops_warn", 10),
   top_n = th("top_n", 8),
 }
 
