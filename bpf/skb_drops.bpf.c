@@ -3,7 +3,8 @@
  *
  * Owns: the program on skb:kfree_skb (the kernel's drop tracepoint: consumed packets go to
  * skb:consume_skb instead), the counts per (reason, protocol, local port, dropping address), a
- * kernel stack sampled 1 drop in stack_every per reason, and, with a target, the ownership
+ * kernel stack for the first stack_first drops of each reason and then for 1 drop in
+ * stack_every, and, with a target, the ownership
  * rules of net_owner.h (its program on sock:inet_sock_set_state only grows those sets): a drop
  * is the target's when the packet's socket is. The tracepoint's fields changed over the
  * kernel's versions (reason in 5.17, rx_sk in 6.12): each is read only if the running kernel has
@@ -20,7 +21,10 @@
 
 #define IPPROTO_TCP 6
 
-const volatile __u32 stack_every = 1; /* a kernel stack for 1 drop in N per reason (0: none) */
+/* Kernel stacks cost more than the rest of the program (a deep softirq stack: tens of µs on a
+ * VM): the first stack_first drops of each reason get one, then 1 drop in stack_every. */
+const volatile __u32 stack_first = 16;
+const volatile __u32 stack_every = 256; /* 0: none after the first ones */
 const volatile __u16 filt_local_port = 0;
 
 struct {
@@ -43,6 +47,26 @@ struct {
 	__type(key, struct skbd_stack_key);
 	__type(value, __u64);
 } drop_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);   /* reason */
+	__type(value, __u64); /* stacks taken */
+} stacks_taken SEC(".maps");
+
+static __always_inline bool want_stack(__u32 reason)
+{
+	__u64 *taken = bpf_map_lookup_elem(&stacks_taken, &reason);
+	if (stack_first && (!taken || *taken < stack_first)) {
+		if (taken)
+			__sync_fetch_and_add(taken, 1);
+		else
+			diag_count_key(&stacks_taken, &reason, &stats);
+		return true;
+	}
+	return stack_every && (stack_every == 1 || bpf_get_prandom_u32() % stack_every == 0);
+}
 
 /* Before 6.12 the event had no rx_sk; before 5.17 no reason. */
 struct trace_event_raw_kfree_skb___pre612 {
@@ -98,7 +122,7 @@ int skbd_kfree_skb(struct trace_event_raw_kfree_skb *ctx)
 	key.location = (unsigned long)BPF_CORE_READ(ctx, location);
 	diag_count_key(&drops, &key, &stats);
 
-	if (stack_every && (stack_every == 1 || bpf_get_prandom_u32() % stack_every == 0)) {
+	if (want_stack(key.reason)) {
 		struct skbd_stack_key sk_key = { .reason = key.reason };
 		sk_key.kernel_stack_id = bpf_get_stackid(ctx, &stacks, 0);
 		if (sk_key.kernel_stack_id < 0)

@@ -54,8 +54,10 @@ static const struct option_spec skbd_options[] = {
 	  .min = 16, .max = 1u << 16,
 	  .bytes_per_entry = 4 + DIAG_STACK_DEPTH * 8 + sizeof(struct skbd_stack_key) + 8 + 64,
 	  .help = "distinct kernel stacks of drops kept" },
-	{ .name = "stack_every", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 1u << 16,
-	  .help = "take the kernel stack of 1 drop in N at random (0: no stacks)" },
+	{ .name = "stack_first", .type = OPT_UINT, .dflt = 16, .min = 0, .max = 1u << 16,
+	  .help = "a kernel stack for the first N drops of each reason (a stack costs tens of µs)" },
+	{ .name = "stack_every", .type = OPT_UINT, .dflt = 256, .min = 0, .max = 1u << 16,
+	  .help = "then a kernel stack for 1 drop in N at random (0: none)" },
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "count 1 drop in N at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -145,6 +147,7 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 		return -1;
 	if (bpf_map__key_size(sp->skel->maps.drops) != sizeof(struct skbd_key))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "internal: skb_drops layouts differ from the BPF side");
+	sp->skel->rodata->stack_first = (__u32)probe_opt(p, "stack_first");
 	sp->skel->rodata->stack_every = (__u32)probe_opt(p, "stack_every");
 	sp->skel->rodata->filt_local_port = p->cfg.filter.local_port;
 	bpf_map__set_max_entries(sp->skel->maps.drops, (__u32)probe_opt(p, "max_keys"));
