@@ -42,6 +42,12 @@ R=$(test_recipe shapes-all <<EOF
     kind: proc_context
     filters: {pid: target}
     options: {sections: "cpu,memory,io,net"}
+  - id: tcp
+    kind: tcp_events
+    filters: {pid: target}
+  - id: drops
+    kind: skb_drops
+    filters: {pid: target}
 EOF
 )
 sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/' "$R"
@@ -50,12 +56,13 @@ rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
-check "$J" 'sorted(res) == ["ctx", "off", "profile", "runq", "slow", "sw", "sys"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+check "$J" 'sorted(res) == ["ctx", "drops", "off", "profile", "runq", "slow", "sw", "sys", "tcp"]' "a probe without results: $(json "$J" 'r.get("notes")')"
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
 check "$J" 'res["sw"]["sampled_1_in"] == 2' "tracepoint_count: sampled_1_in absent"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
+check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 exit 0
