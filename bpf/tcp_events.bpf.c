@@ -177,9 +177,10 @@ int tcpe_rst_recv(struct trace_event_raw_tcp_event_sk *ctx)
 	return on_sk_event(sk, W_RST_RECV, sk ? BPF_CORE_READ(sk, __sk_common.skc_state) : 0);
 }
 
-/* An RST the host sends. Without a socket (nothing listens on the port, or the connection is
- * unknown) the flow comes from the packet that provoked it, reversed by the kernel: saddr is the
- * sender of the RST. */
+/* An RST the host sends. The flow is the record's, not the socket's: a socket aborted with unread
+ * data is already CLOSE, its port given back in struct sock_common, when it sends the reset.
+ * Without a socket (nothing listens on the port, or the connection is unknown) the record holds
+ * the packet that provoked it, reversed by the kernel: saddr is the sender of the RST. */
 SEC("tracepoint/tcp/tcp_send_reset")
 int tcpe_rst_sent(void *ctx)
 {
@@ -196,11 +197,10 @@ int tcpe_rst_sent(void *ctx)
 		sk = (const void *)BPF_CORE_READ(o, skaddr);
 	else
 		return 0;
-	if (sk)
-		return on_sk_event(sk, W_RST_SENT, 0);
-
 	count_only = diag_count_only();
-	{
+	if (sk) {
+		netns = sk_netns(sk);
+	} else {
 		const struct sk_buff *skb = bpf_core_field_exists(n->saddr) ?
 			(const void *)BPF_CORE_READ(n, skbaddr) : (const void *)BPF_CORE_READ(o, skbaddr);
 		if (skb)
@@ -235,7 +235,7 @@ int tcpe_rst_sent(void *ctx)
 			bpf_probe_read_kernel(f.daddr, 16, &o->daddr_v6);
 		}
 	}
-	if (!filters_pass(&f) || !net_owned(NULL, &f, netns))
+	if (!filters_pass(&f) || !net_owned(sk, &f, netns))
 		return 0;
 	if (count_only) {
 		diag_passed();
@@ -300,6 +300,10 @@ int tcpe_error(struct trace_event_raw_inet_sk_error_report *ctx)
 	if (!error) /* a report without an error: nothing to count */
 		return 0;
 	FLOW_FROM_RECORD(ctx, &f);
+	/* No peer any more: the socket's own abort (SO_LINGER 0), already disconnected. The reset
+	 * it sent is counted on its flow by tcp_send_reset. */
+	if (!f.dport)
+		return 0;
 	if (!filters_pass(&f) || !net_owned(NULL, &f, 0))
 		return 0;
 	if (count_only) {

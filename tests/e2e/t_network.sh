@@ -11,10 +11,15 @@
 # (c) connects to a closed port over IPv6 (--pid of the client): `connection-refused` naming
 #     [fd00:231::2]:5003; over IPv4 host-wide: refused naming 10.231.0.2:5002, resets sent from
 #     it, and NO_SOCKET drops.
+# (e) a server that aborts each connection it accepts (SO_LINGER 0), over IPv6: with --pid of
+#     the client, `connection-reset` names [fd00:231::2]:5005 and nothing else; host-wide, also
+#     `resets-sent` from that server port (the flow as the reset's record has it: the aborted
+#     socket has given its port back by then).
 # (d) a listener with a backlog of 1 that never accepts, flooded with connects: with --pid of the
 #     listener, `listen-overflow` names port 5004 (ListenOverflows of its namespace, connections
 #     waiting in its accept queue); host-wide, `connect-timeout` names 10.231.0.2:5004 (the SYNs).
 # Every run leaves nothing attached; the namespaces, veths and nft tables go with the test.
+# KEEP_REPORTS=DIR keeps the JSON reports (tests/unit/fixtures/network/ were recorded so).
 . "$(dirname "$0")/lib.sh"
 # The programs network-errors loads (tcp_events, skb_drops): the release checks look for these
 # only, so that other tests' runs on a shared machine do not fail this one.
@@ -128,6 +133,21 @@ check "$TMP/closed4_host.json" "'resets-sent' in v and '10.231.0.2:5002' in v['r
 check "$TMP/closed4_host.json" "any(x['reason'] == 'NO_SOCKET' for x in res['drops']['reasons'])" \
 	"closed IPv4 host-wide: no NO_SOCKET drops"
 stop "$C4"
+
+# ---- (e) a server that aborts its connections (SO_LINGER 0: an RST), over IPv6 --------------
+start ip netns exec "$NB" "$WL/net_peer" abort fd00:231::2 5005; AB=$PID
+start ip netns exec "$NA" "$WL/net_peer" send fd00:231::2 5005; SD=$PID
+run abort_pid --pid "$SD"; rc_abort_pid=$rc
+run abort_host; rc_abort_host=$rc
+stop "$SD" "$AB"
+[ "$rc_abort_pid" = 4 ] || fail "abort --pid: exit $rc_abort_pid: $(cat "$TMP/abort_pid.err") $(verdicts abort_pid)"
+check "$TMP/abort_pid.json" "ids == ['connection-reset'] and '[fd00:231::2]:5005' in v['connection-reset']['title']" \
+	"abort --pid: verdicts $(verdicts abort_pid)"
+check "$TMP/abort_pid.json" "res['tcp']['totals']['reset'] >= 5 and res['tcp']['totals']['rst_recv_syn'] == 0" \
+	"abort --pid: ECONNRESET not counted, or counted as refused connects"
+[ "$rc_abort_host" = 4 ] || fail "abort host-wide: exit $rc_abort_host: $(cat "$TMP/abort_host.err")"
+check "$TMP/abort_host.json" "'connection-reset' in v and 'resets-sent' in v and '[fd00:231::2]:5005' in v['resets-sent']['title'] and not any(':0' in x['title'] for x in r['verdicts'])" \
+	"abort host-wide: verdicts $(verdicts abort_host)"
 
 # ---- (d) listen backlog overflow ----------------------------------------------------------------
 start ip netns exec "$NB" "$WL/net_peer" backlog 10.231.0.2 5004; LST=$PID

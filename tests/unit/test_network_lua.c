@@ -2,7 +2,8 @@
  * network-errors --json` wrote in tests/e2e/t_network.sh (tests/unit/fixtures/network/NAME.json: a
  * stream losing 3% of its segments, with --pid of the sender, of the receiver and host-wide; the
  * same stream clean;
- * connects to a closed port over IPv6 (--pid) and IPv4 (host-wide); a listener that never accepts,
+ * connects to a closed port over IPv6 (--pid) and IPv4 (host-wide); a server aborting its
+ * connections (--pid of the client, IPv6); a listener that never accepts,
  * with --pid and host-wide; some flows and stacks trimmed), each checked against the probes'
  * declared shapes, must give the verdicts they gave live, naming the same peers and ports; and
  * the same trees edited into what the live tests do not produce (interface and softnet drops, a
@@ -205,6 +206,19 @@ static void test_closed(void **state)
 	value_free(fx);
 }
 
+/* A server aborting its connections: reset by the peer, not refused. */
+static void test_abort(void **state)
+{
+	(void)state;
+	assert_as_recorded("abort-pid");
+	struct value *fx = load_fixture("abort-pid");
+	struct value *v = network(fx);
+	assert_title_has(v, "connection-reset", "[fd00:231::2]:5005");
+	assert_false(has_id(v, "connection-refused"));
+	value_free(v);
+	value_free(fx);
+}
+
 static void test_backlog(void **state)
 {
 	(void)state;
@@ -313,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_loss_recv),
 		cmocka_unit_test(test_clean_pid),
 		cmocka_unit_test(test_closed),
+		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_backlog),
 		cmocka_unit_test(test_interface_and_softnet_drops),
 		cmocka_unit_test(test_retransmits_under_threshold),

@@ -4,6 +4,8 @@
  *                                      8192: a steady stream that leaves the CPUs to others)
  *   net_peer closed ADDR PORT PER_S    connect PER_S times a second to a port nobody listens on
  *   net_peer backlog ADDR PORT         listen with a backlog of 1 and never accept
+ *   net_peer abort ADDR PORT           listen, accept, read once, then close with SO_LINGER 0: an
+ *                                      RST to the peer (a server that aborts its connections)
  *   net_peer flood ADDR PORT PER_S     open PER_S connections a second, keep up to 256 open
  * Owns: nothing beyond its sockets; runs until killed.
  * Must not: print on success (tests read their diagnose reports, not this).
@@ -58,7 +60,7 @@ static void pause_ms(long ms)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: net_peer recv|send|closed|backlog|flood ADDR PORT [PER_S]\n");
+		fprintf(stderr, "usage: net_peer recv|send|closed|abort|backlog|flood ADDR PORT [PER_S]\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -110,6 +112,19 @@ int main(int argc, char **argv)
 				close(fd);
 			}
 			pause_ms(1000 / per_s);
+		}
+	}
+	if (!strcmp(mode, "abort")) {
+		int lfd = listener(&ss, len, 16);
+		for (;;) {
+			int c = accept(lfd, NULL, NULL);
+			if (c < 0)
+				continue;
+			struct linger lg = { 1, 0 };
+			if (read(c, buf, sizeof(buf)) < 0)
+				perror("net_peer: read");
+			setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			close(c); /* with linger 0: an RST, not a FIN */
 		}
 	}
 	if (!strcmp(mode, "backlog")) {
