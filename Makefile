@@ -251,6 +251,7 @@ install: all
 	install -m 0644 lua/*.lua $(DESTDIR)$(SHAREDIR)/lua/
 	install -m 0644 lua/lib/*.lua $(DESTDIR)$(SHAREDIR)/lua/lib/
 	install -D -m 0644 docs/diagnose.1 $(DESTDIR)$(PREFIX)/share/man/man1/diagnose.1
+	install -D -m 0644 completion/diagnose.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/diagnose
 
 clean:
 	rm -rf build build-san

@@ -23,31 +23,11 @@
 
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
-/* Bytes of user stack to copy above sp with each sample, 0: no ring buffer (count map only). */
-const volatile __u32 copy_bytes = 0;
-/* Wake the engine (its run loop polls the ring buffer) only when this much is waiting: one
- * wakeup per sample would cost more than the sample. */
-const volatile __u64 wake_bytes = 1024;
+/* copy_bytes 0: no ring buffer (count map only). The engine is woken only when wake_bytes are
+ * waiting: one wakeup per sample would cost more than the sample. */
+DIAG_UNWIND_MAPS;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096); /* set from the recipe before load (a power of 2 of pages) */
-} samples SEC(".maps");
-
-/* One sample being built: too big for the BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct diag_user_sample);
-} scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384); /* set from the recipe before load */
-} stacks SEC(".maps");
+DIAG_STACK_MAP(stacks);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -87,7 +67,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (copy_bytes && user_stacks && key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes, tgid, key.comm,
-					  key.user_stack_id, key.kernel_stack_id, 1) == 0) {
+					  key.user_stack_id, key.kernel_stack_id, 1, 0, 0) == 0) {
 			diag_stat_inc(&stats, PROFILE_STAT_SENT);
 			return 0;
 		}

@@ -54,6 +54,16 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* A stack-trace map of DIAG_STACK_DEPTH frames per stack, for bpf_get_stackid (its max_entries
+ * is set from the recipe before load). */
+#define DIAG_STACK_MAP(name)                                                                      \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);                                           \
+		__uint(key_size, sizeof(__u32));                                                  \
+		__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));                             \
+		__uint(max_entries, 16384);                                                       \
+	} name SEC(".maps")
+
 /* The switch is a global variable in a section of its own (libbpf gives it a one-entry array
  * map named DIAG_CTL_SECTION): programs read it with plain loads, no map lookup per event. */
 volatile struct diag_ctl diag_ctl SEC(".data.diag_ctl") = { DIAG_MODE_FULL, 1 };

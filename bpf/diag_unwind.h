@@ -2,7 +2,10 @@
  * (engine/unwind.c, engine/stack_sampler.c): the record it streams through its ring buffer with
  * each sample (user registers, stack ids, a weight, and the top of the user stack copied from sp)
  * and, in BPF, the sender that fills it in a per-CPU scratch entry, copies the stack page by page
- * and outputs it, waking the engine only when wake_bytes are waiting.
+ * and outputs it, waking the engine only when wake_bytes are waiting. A sample whose weight is
+ * not known when its stack is (off-CPU time: the stack at switch-out, the time at switch-in)
+ * carries a cookie, and its weight follows later in the same ring buffer as a struct
+ * diag_weight_rec with that cookie.
  * Must not: define maps (each probe has its own ring buffer and scratch array) or unwind (no CFI
  * in BPF).
  */
@@ -19,7 +22,15 @@
 #define DIAG_PAGE 4096
 #define DIAG_SAMPLE_CUT 1 /* flags: the copy stopped before the bytes asked */
 
+/* The first word of every ring buffer record: which struct it is. */
+#define DIAG_REC_SAMPLE 1 /* struct diag_user_sample */
+#define DIAG_REC_WEIGHT 2 /* struct diag_weight_rec */
+
 struct diag_user_sample {
+	__u32 rec;             /* DIAG_REC_SAMPLE */
+	__u32 tag;             /* the probe's own split of the stack (off-CPU: the task state) */
+	__u64 cookie;          /* 0: weight below is final; else the weight follows in a
+				* diag_weight_rec of the same thread with this cookie */
 	__u32 tgid, tid;
 	__s32 user_stack_id;   /* the frame-pointer walk (bpf_get_stackid), < 0: none */
 	__s32 kernel_stack_id; /* < 0: none (-EFAULT: the task was in user mode) */
@@ -32,7 +43,33 @@ struct diag_user_sample {
 	__u8 stack[DIAG_MAX_STACK_BYTES + DIAG_PAGE];
 };
 
+/* The weight of a sample thread tid sent earlier with cookie (the first one not yet weighed). */
+struct diag_weight_rec {
+	__u32 rec;             /* DIAG_REC_WEIGHT */
+	__u32 tid;
+	__u64 cookie;
+	__u64 weight;
+};
+
 #ifdef __BPF__
+/* What a probe that streams samples declares: the ring buffer `samples` (its size set from the
+ * recipe before load) and the one-entry per-CPU `scratch` a sample is built in (too big for the
+ * BPF stack), with the knobs the engine sets: copy_bytes of user stack per sample (0: no
+ * streaming) and wake_bytes waiting before the engine is woken. */
+#define DIAG_UNWIND_MAPS                                                                          \
+	const volatile __u32 copy_bytes = 0;                                                      \
+	const volatile __u64 wake_bytes = 1024;                                                   \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                                               \
+		__uint(max_entries, 4096);                                                        \
+	} samples SEC(".maps");                                                                   \
+	struct {                                                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                          \
+		__uint(max_entries, 1);                                                           \
+		__type(key, __u32);                                                               \
+		__type(value, struct diag_user_sample);                                           \
+	} scratch SEC(".maps")
+
 /* Sends one sample of the current task: its user registers and copy_bytes of its user stack
  * (at most DIAG_MAX_STACK_BYTES) through ring buffer rb, built in the one-entry per-CPU array
  * scratch of struct diag_user_sample. Returns 0, or -1 when the ring buffer refused it (full)
@@ -40,13 +77,16 @@ struct diag_user_sample {
 static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 copy_bytes,
 						 __u64 wake_bytes, __u32 tgid, const char *comm,
 						 __s32 user_stack_id, __s32 kernel_stack_id,
-						 __u64 weight)
+						 __u64 weight, __u32 tag, __u64 cookie)
 {
 	__u32 zero = 0;
 	struct diag_user_sample *s = bpf_map_lookup_elem(scratch, &zero);
 	if (!s)
 		return -1;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	s->rec = DIAG_REC_SAMPLE;
+	s->tag = tag;
+	s->cookie = cookie;
 	s->tgid = tgid;
 	s->tid = (__u32)bpf_get_current_pid_tgid();
 	s->user_stack_id = user_stack_id;
@@ -82,6 +122,18 @@ static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 
 	__u64 wake = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + size >= wake_bytes
 			     ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	return bpf_ringbuf_output(rb, s, size, wake) ? -1 : 0;
+}
+
+/* Sends the weight of the sample thread tid sent with cookie. Returns 0, or -1 when the ring
+ * buffer refused it (the caller counts the interval its own way). */
+static __always_inline int diag_send_weight(void *rb, __u64 wake_bytes, __u32 tid, __u64 cookie,
+					    __u64 weight)
+{
+	struct diag_weight_rec w = { .rec = DIAG_REC_WEIGHT, .tid = tid, .cookie = cookie,
+				     .weight = weight };
+	__u64 wake = bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) + sizeof(w) >= wake_bytes
+			     ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_output(rb, &w, sizeof(w), wake) ? -1 : 0;
 }
 #endif
 

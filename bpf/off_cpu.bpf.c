@@ -6,7 +6,12 @@
  * switch runs in the leaving thread's context); for a thread coming back, the time it was away,
  * added to (process, thread name, stacks, state) with a count. Threads still away when the run
  * ends are in `away`: the engine adds their time up to the end. Two attach variants of the same
- * logic: tp_btf and raw_tp; the engine loads one set.
+ * logic: tp_btf and raw_tp; the engine loads one set. When the engine unwinds user stacks itself
+ * (copy_bytes > 0: glibc and other code without frame pointers hides the callers that matter,
+ * e.g. the function that took a contended lock), the switch-out also sends the user registers
+ * and the top of the user stack through the `samples` ring buffer with a cookie, and the
+ * switch-in sends the time away as that cookie's weight (bpf/diag_unwind.h); an interval whose
+ * records the ring buffer refused is counted in `counts` by its stack ids instead.
  * Must not: keep per-event records, or lose time silently: a full map, a failed stack walk and
  * blocks shorter than min_block_us are counted in `stats`.
  */
@@ -15,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "diag_bpf.h"
+#include "diag_unwind.h"
 #include "off_cpu.h"
 
 #define EFAULT 14
@@ -22,6 +28,7 @@
 const volatile __u64 min_block_ns = 1000;
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
+DIAG_UNWIND_MAPS; /* copy_bytes at each switch-out, 0: stack ids only */
 
 
 struct {
@@ -31,12 +38,7 @@ struct {
 	__type(value, struct off_cpu_away);
 } away SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, DIAG_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384); /* set from the recipe before load */
-} stacks SEC(".maps");
+DIAG_STACK_MAP(stacks);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -69,6 +71,7 @@ static __always_inline void add_away(struct task_struct *next, __u64 now)
 		.kernel_stack_id = out->kernel_stack_id,
 		.state = out->state,
 	};
+	__u64 cookie = out->cookie;
 	__builtin_memcpy(key.comm, out->comm, sizeof(key.comm));
 	bpf_map_delete_elem(&away, &tid);
 	if ((__s64)delta < 0)
@@ -77,9 +80,12 @@ static __always_inline void add_away(struct task_struct *next, __u64 now)
 		diag_stat_inc(&stats, OFF_STAT_TOO_SHORT);
 		return;
 	}
-	if (!diag_sampled_in())
-		return;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	if (cookie) {
+		if (diag_send_weight(&samples, wake_bytes, tid, cookie, delta) == 0)
+			return;
+		diag_stat_inc(&stats, OFF_STAT_RING_FULL);
+	}
 	struct off_cpu_val *v = bpf_map_lookup_elem(&counts, &key);
 	if (!v) {
 		struct off_cpu_val zero = {};
@@ -103,7 +109,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	if (BPF_CORE_READ(prev, pid) && diag_task_wanted(prev)) {
 		if (count_only) {
 			diag_passed(); /* a target thread leaves the CPU: one off-CPU interval */
-		} else {
+		} else if (diag_sampled_in()) { /* sampling 1 in N intervals: decided here */
 			/* prev is current here: its stacks are the ones the kernel walks */
 			struct off_cpu_away out = { .state = off_state(diag_task_state(prev)),
 						    .tgid = BPF_CORE_READ(prev, tgid) };
@@ -115,6 +121,17 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			    (user_stacks && out.user_stack_id < 0 && out.user_stack_id != -EFAULT))
 				diag_stat_inc(&stats, DIAG_STAT_LOST);
 			out.ts = bpf_ktime_get_ns();
+			if (copy_bytes && user_stacks && out.user_stack_id != -EFAULT) {
+				if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
+							  out.tgid, out.comm, out.user_stack_id,
+							  out.kernel_stack_id, 0, out.state,
+							  out.ts) == 0) {
+					out.cookie = out.ts;
+					diag_stat_inc(&stats, OFF_STAT_SENT);
+				} else {
+					diag_stat_inc(&stats, OFF_STAT_RING_FULL);
+				}
+			}
 			if (bpf_map_update_elem(&away, &tid, &out, BPF_ANY))
 				diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		}

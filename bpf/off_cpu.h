@@ -16,6 +16,9 @@ enum off_cpu_state {
 };
 
 #define OFF_STAT_TOO_SHORT 3 /* stats slot: blocks under min_block_us, not recorded */
+#define OFF_STAT_SENT 4      /* stats slot: switch-out stacks sent to user space to unwind */
+#define OFF_STAT_RING_FULL 5 /* stats slot: records the ring buffer refused (the interval is then
+			      * counted with its frame-pointer stack, by stack ids) */
 
 struct off_cpu_key {
 	__u32 tgid;
@@ -28,6 +31,7 @@ struct off_cpu_key {
 /* A target thread off the CPU now (map `away`, by thread id). */
 struct off_cpu_away {
 	__u64 ts;              /* bpf_ktime_get_ns() at switch-out: CLOCK_MONOTONIC */
+	__u64 cookie;          /* != 0: the stack went to user space with this cookie (= ts) */
 	__s32 user_stack_id, kernel_stack_id;
 	__u32 state;
 	__u32 tgid;

@@ -5,6 +5,7 @@
  * wait, from the sched_wakeup, sched_wakeup_new and sched_switch tracepoints. Two attach
  * variants of the same logic: tp_btf (typed, cheapest) and raw_tp (for kernels whose BTF
  * tracing is missing); the engine loads one set and leaves the other unloaded.
+ * Under 1-in-N sampling (the pre-flight's degrade: sample), a wait is timed or not from its start.
  * Must not: aggregate per thread or keep per-event records (the histogram is the result).
  */
 #include "vmlinux.h"
@@ -49,6 +50,8 @@ static __always_inline int mark_runnable(struct task_struct *t, bool count_only)
 		diag_passed();
 		return 0;
 	}
+	if (!diag_sampled_in()) /* 1 in N waits timed: the engine scales the counts */
+		return 0;
 	now = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&wait_start, &tid, &now, BPF_ANY))
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);

@@ -19,6 +19,7 @@
 #include "approval.h"
 #include "audit.h"
 #include "catalog.h"
+#include "diff.h"
 #include "doctor.h"
 #include "kernel.h"
 #include "outfile.h"
@@ -26,6 +27,7 @@
 #include "preflight.h"
 #include "recipe.h"
 #include "report.h"
+#include "replay.h"
 #include "run.h"
 #include "session.h"
 #include "shape.h"
@@ -37,6 +39,9 @@ struct cli {
 	struct run_options run;  /* a run, and what show/list/approve/verify share with it */
 	const char *lock, *by;   /* approve / verify: --lock FILE, --by NAME */
 	const char *params[32];  /* --param NAME=VALUE for the recipe's own parameters */
+	const char *lua;         /* replay: --lua FILE */
+	const char *thresholds[32]; /* replay: --threshold NAME=VALUE */
+	size_t n_thresholds;
 };
 
 static void usage(FILE *out)
@@ -47,6 +52,8 @@ static void usage(FILE *out)
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
+	      "       diagnose replay REPORT.json [--lua FILE] [--threshold NAME=VALUE]... [--json]\n"
+	      "       diagnose diff BEFORE.json AFTER.json [--json]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -361,7 +368,7 @@ static int cmd_verify(const struct cli *c)
 int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_FOLDED_PROBE, OPT_RECIPES, OPT_PROD,
-	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE };
+	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -376,6 +383,9 @@ int main(int argc, char **argv)
 		{ "production", no_argument, NULL, OPT_PROD },
 		{ "lock", required_argument, NULL, OPT_LOCK },
 		{ "by", required_argument, NULL, OPT_BY },
+		{ "lua", required_argument, NULL, OPT_LUA },
+		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "thresholds", required_argument, NULL, OPT_THRESHOLD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -415,6 +425,12 @@ int main(int argc, char **argv)
 		case OPT_PROD: c.run.production = true; break;
 		case OPT_LOCK: c.lock = optarg; break;
 		case OPT_BY: c.by = optarg; break;
+		case OPT_LUA: c.lua = optarg; break;
+		case OPT_THRESHOLD:
+			if (c.n_thresholds == sizeof(c.thresholds) / sizeof(c.thresholds[0]))
+				return usage_error("--threshold: too many", optarg);
+			c.thresholds[c.n_thresholds++] = optarg;
+			break;
 		case 'v': c.run.verbose = true; break;
 		case 'h': usage(stdout); return DIAG_EXIT_OK;
 		case OPT_VERSION: printf("diagnose %s\n", DIAG_VERSION); return DIAG_EXIT_OK;
@@ -439,6 +455,21 @@ int main(int argc, char **argv)
 			return usage_error("verify takes no arguments (--lock FILE)", argv[optind + 1]);
 		return cmd_verify(&c);
 	}
+	if (strcmp(cmd, "diff") == 0) {
+		if (optind + 3 != argc)
+			return usage_error("diff needs BEFORE.json AFTER.json", optind + 3 < argc ? argv[optind + 3] : NULL);
+		return diff_run(argv[optind + 1], argv[optind + 2], c.run.json);
+	}
+	if (strcmp(cmd, "replay") == 0) {
+		if (optind + 2 != argc)
+			return usage_error("replay needs one REPORT.json", optind + 2 < argc ? argv[optind + 2] : NULL);
+		struct replay_options ro = { .report_path = argv[optind + 1], .lua_path = c.lua,
+					     .recipes_dir = c.run.recipes_dir, .thresholds = c.thresholds,
+					     .n_thresholds = c.n_thresholds, .json = c.run.json };
+		return replay_run(&ro);
+	}
+	if (c.lua || c.n_thresholds)
+		return usage_error("--lua and --threshold are options of replay", c.lua ? c.lua : c.thresholds[0]);
 	if (strcmp(cmd, "show") == 0) {
 		if (optind + 1 >= argc)
 			return usage_error("show needs a SYMPTOM", NULL);

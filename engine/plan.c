@@ -387,5 +387,13 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 		}
 		value_set_int(v, "map_bytes", (int64_t)pp->map_bytes);
 	}
+	const struct recipe_budgets *rb = &plan->recipe->budgets;
+	struct value *b = value_obj_set(sum, "budgets", value_obj());
+	value_set_int(b, "max_duration_s", rb->max_duration_s);
+	value_set_int(b, "max_sample_hz", rb->max_sample_hz);
+	value_set_int(b, "max_events_per_s", (int64_t)rb->max_events_per_s);
+	value_set_num(b, "max_cpu_pct", rb->max_cpu_pct);
+	value_set_int(b, "max_map_bytes", (int64_t)rb->max_map_bytes);
+	value_set_str(b, "degrade", rb->degrade_sample ? "sample" : "refuse");
 	return sum;
 }

@@ -98,22 +98,49 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 	}
 
 	if (b->max_events_per_s && total > (double)b->max_events_per_s) {
-		/* Degrade the measured probes that can sample, if the recipe says so. */
-		double over = total / (double)b->max_events_per_s;
-		bool degraded = false;
-		for (unsigned i = 0; b->degrade_sample && i < plan->n_probes; i++) {
-			const struct probe_kind *k = plan->probes[i].kind;
-			int opt = sample_option(k);
-			if (rates[i].status != RATE_MEASURED || opt < 0 || rates[i].events_per_s <= 0)
-				continue;
-			uint64_t n = (uint64_t)ceil(over * (double)rates[i].sample_every);
-			if (n > k->options[opt].max)
-				n = k->options[opt].max;
-			if (n <= rates[i].sample_every)
-				continue;
-			total -= rates[i].events_per_s * (1.0 / (double)rates[i].sample_every - 1.0 / (double)n);
-			rates[i].sample_every = n;
-			rates[i].degraded = degraded = true;
+		/* Degrade the measured probes that can sample, if the recipe says so: the events of
+		 * those that cannot (or are at their option's maximum already) are fixed, the others
+		 * are scaled by one factor so that the sum fits. A probe capped by its maximum joins
+		 * the fixed part and the factor is found again. */
+		bool degraded = false, capped[plan->n_probes];
+		memset(capped, 0, sizeof(capped));
+		for (int round = 0; b->degrade_sample && round < 4; round++) {
+			double fixed = 0, scalable = 0;
+			for (unsigned i = 0; i < plan->n_probes; i++) {
+				if (rates[i].status != RATE_MEASURED || rates[i].events_per_s <= 0)
+					continue;
+				double rate = rates[i].events_per_s / (double)rates[i].sample_every;
+				if (sample_option(plan->probes[i].kind) < 0 || capped[i])
+					fixed += rate;
+				else
+					scalable += rate;
+			}
+			if (scalable <= 0 || fixed >= (double)b->max_events_per_s)
+				break;
+			double factor = scalable / ((double)b->max_events_per_s - fixed);
+			if (factor <= 1)
+				break;
+			bool capped_now = false;
+			for (unsigned i = 0; i < plan->n_probes; i++) {
+				const struct probe_kind *k = plan->probes[i].kind;
+				int opt = sample_option(k);
+				if (rates[i].status != RATE_MEASURED || opt < 0 || capped[i] ||
+				    rates[i].events_per_s <= 0)
+					continue;
+				uint64_t n = (uint64_t)ceil(factor * (double)rates[i].sample_every - 1e-9);
+				if (n >= k->options[opt].max) {
+					n = k->options[opt].max;
+					capped[i] = capped_now = true;
+				}
+				if (n <= rates[i].sample_every)
+					continue;
+				total -= rates[i].events_per_s *
+					 (1.0 / (double)rates[i].sample_every - 1.0 / (double)n);
+				rates[i].sample_every = n;
+				rates[i].degraded = degraded = true;
+			}
+			if (!capped_now)
+				break;
 		}
 		if (!degraded || total > (double)b->max_events_per_s * 1.01) {
 			char got[32], max[32];

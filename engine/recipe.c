@@ -1217,6 +1217,33 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 	return -1;
 }
 
+/* Edit distance (insertions, deletions, substitutions, and swaps of neighbours) between two
+ * short names; names longer than 63 bytes count as far from everything. */
+static size_t name_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return SIZE_MAX;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb];
+}
+
 int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
 		   struct diag_err *err)
 {
@@ -1245,10 +1272,16 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 	if (stat(out, &st) == 0)
 		return 0;
 
-	char avail[512] = "";
-	size_t count = 0, o = 0;
+	char avail[512] = "", guess[80] = "";
+	size_t count = 0, o = 0, best = SIZE_MAX;
 	char **names = recipe_list_names(dir, &count);
 	for (size_t i = 0; i < count; i++) {
+		/* "did you mean": the nearest name, if a typo away (at most a third of the name) */
+		size_t dist = name_distance(symptom, names[i]);
+		if (dist < best && dist * 3 <= strlen(names[i]) && dist <= 3) {
+			best = dist;
+			snprintf(guess, sizeof(guess), "did you mean %.60s? ", names[i]);
+		}
 		if (o < sizeof(avail)) {
 			int k = snprintf(avail + o, sizeof(avail) - o, "%s%s", i ? ", " : "", names[i]);
 			o += k > 0 ? (size_t)k : 0;
@@ -1258,7 +1291,7 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 	free(names);
 	if (o >= sizeof(avail))
 		memcpy(avail + sizeof(avail) - 4, "...", 4);
-	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s)", symptom, dir,
+	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s%s)", symptom, dir, guess,
 			 count ? "available: " : "none there", avail);
 }
 

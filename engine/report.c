@@ -9,7 +9,9 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "recipe.h"
 
@@ -51,6 +53,11 @@ struct value *report_build(const struct report_input *in)
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);
 	value_obj_set(r, "results", s && s->results ? value_copy(s->results) : value_obj());
+	/* what the verdicts were computed from, besides the results: replay runs the Lua on it */
+	if (in->run)
+		value_obj_set(r, "run", value_copy(in->run));
+	if (in->thresholds)
+		value_obj_set(r, "thresholds", value_copy(in->thresholds));
 	value_obj_set(r, "sections", in->sections ? value_copy(in->sections) : value_arr());
 	if (s) {
 		value_obj_set(r, "probes", value_copy(s->probes));
@@ -271,8 +278,148 @@ static void write_list(const struct value *list, const char *bullet, FILE *out)
 		}
 }
 
+static void human_bytes(char *buf, size_t len, double b)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB" };
+	int u = 0;
+	while (b >= 1024 && u < 3) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+static void human_count(char *buf, size_t len, double n)
+{
+	if (n >= 1e6)
+		snprintf(buf, len, "%.1fM", n / 1e6);
+	else if (n >= 1e4)
+		snprintf(buf, len, "%.1fk", n / 1e3);
+	else
+		snprintf(buf, len, "%.0f", n);
+}
+
+void report_write_plan_text(const struct value *plan, FILE *out)
+{
+	const struct value *probes = value_get(plan, "probes"), *pf = value_get(plan, "preflight");
+	const struct value *rates = value_get(pf, "probes"), *b = value_get(plan, "budgets");
+	char bytes[32], max[32], rate[32], rmax[32];
+	fprintf(out, "\nPlan: %.3g s of collection\n", value_get_num(plan, "duration_s", 0));
+	fprintf(out, "  %-12s %-16s %-12s %-22s %10s  %s\n", "probe", "kind", "attach", "filters",
+		"maps", "pre-flight (events/s)");
+	for (size_t i = 0; probes && i < probes->arr.len; i++) {
+		const struct value *p = probes->arr.items[i], *f = value_get(p, "filters");
+		char filters[128] = "", id[64], kind[64], variant[64];
+		for (size_t k = 0; f && f->type == V_OBJ && k < f->obj.len; k++) {
+			char v[48];
+			const struct value *fv = f->obj.vals[k];
+			if (fv->type == V_STR)
+				text_copy(v, sizeof(v), fv->s);
+			else
+				snprintf(v, sizeof(v), "%.0f", fv->type == V_INT ? (double)fv->i : fv->n);
+			snprintf(filters + strlen(filters), sizeof(filters) - strlen(filters), "%s%s=%s",
+				 k ? " " : "", f->obj.keys[k], v);
+		}
+		if (value_get(p, "filter_pid"))
+			snprintf(filters + strlen(filters), sizeof(filters) - strlen(filters), " (%.0f)",
+				 value_get_num(p, "filter_pid", 0));
+		text_copy(id, sizeof(id), value_get_str(p, "id"));
+		text_copy(kind, sizeof(kind), value_get_str(p, "kind"));
+		text_copy(variant, sizeof(variant), value_get_str(p, "variant") ? value_get_str(p, "variant") : "-");
+		human_bytes(bytes, sizeof(bytes), value_get_num(p, "map_bytes", 0));
+		const struct value *r = value_get(rates, id);
+		const char *how = value_get_str(r, "rate");
+		char measured[96] = "not measured";
+		if (how && !strcmp(how, "measured")) {
+			human_count(rate, sizeof(rate), value_get_num(r, "events_per_s", 0));
+			snprintf(measured, sizeof(measured), "%s", rate);
+			if (value_get(r, "sample_every") && value_get_num(r, "sample_every", 1) > 1)
+				snprintf(measured + strlen(measured), sizeof(measured) - strlen(measured),
+					 ", sampled 1 in %.0f", value_get_num(r, "sample_every", 1));
+		} else if (how) {
+			text_copy(measured, sizeof(measured), how);
+		}
+		fprintf(out, "  %-12s %-16s %-12s %-22s %10s  %s\n", id, kind, variant, filters, bytes, measured);
+		const struct value *opts = value_get(p, "options");
+		if (opts && opts->type == V_OBJ && opts->obj.len) {
+			fputs("      options:", out);
+			for (size_t k = 0; k < opts->obj.len; k++) {
+				const struct value *ov = opts->obj.vals[k];
+				fprintf(out, " %s=", opts->obj.keys[k]);
+				if (ov->type == V_STR)
+					put_text(out, ov->s);
+				else
+					fprintf(out, "%.0f", ov->type == V_INT ? (double)ov->i : ov->n);
+			}
+			fputc('\n', out);
+		}
+		if (value_get_str(p, "note")) {
+			fputs("      note: ", out);
+			put_text(out, value_get_str(p, "note"));
+			fputc('\n', out);
+		}
+	}
+	if (b) {
+		human_bytes(bytes, sizeof(bytes), value_get_num(plan, "map_bytes", 0));
+		human_bytes(max, sizeof(max), value_get_num(b, "max_map_bytes", 0));
+		fprintf(out, "Budgets: maps %s of %s; duration at most %.0f s", bytes, max,
+			value_get_num(b, "max_duration_s", 0));
+		if (pf && value_get(pf, "events_per_s")) {
+			human_count(rate, sizeof(rate), value_get_num(pf, "events_per_s", 0));
+			human_count(rmax, sizeof(rmax), value_get_num(b, "max_events_per_s", 0));
+			fprintf(out, "; events %s/s of %s/s (over it: %s)", rate,
+				value_get_num(b, "max_events_per_s", 0) ? rmax : "unlimited",
+				value_get_str(b, "degrade") ? value_get_str(b, "degrade") : "refuse");
+		}
+		fprintf(out, "; BPF CPU at most %.3g%%", value_get_num(b, "max_cpu_pct", 0));
+		if (pf && value_get(pf, "estimated_bpf_cpu_pct_min"))
+			fprintf(out, " (at least %.3g%% estimated from the pre-flight)",
+				value_get_num(pf, "estimated_bpf_cpu_pct_min", 0));
+		fputs("\n", out);
+	}
+	const char *refused = value_get_str(plan, "refused");
+	const char *pf_state = value_get_str(plan, "preflight");
+	if (refused) {
+		fputs("A real run would be REFUSED: ", out);
+		put_text(out, refused);
+		fputc('\n', out);
+	} else if (value_get_str(plan, "preflight_error")) {
+		fputs("The pre-flight failed: ", out);
+		put_text(out, value_get_str(plan, "preflight_error"));
+		fputc('\n', out);
+	} else {
+		fputs("A real run would go ahead", out);
+		if (pf_state) { /* a string: why it was not measured */
+			fputs(" as far as can be told without the pre-flight: ", out);
+			put_text(out, pf_state);
+		}
+		fputs(".\n", out);
+	}
+}
+
+/* SGR colours of the severity labels (the labels are ours: no target bytes in an escape). */
+static const char *severity_color(const char *sev)
+{
+	if (!strcmp(sev, "CRITICAL"))
+		return "\033[1;31m";
+	if (!strcmp(sev, "WARNING"))
+		return "\033[1;33m";
+	if (!strcmp(sev, "INFO"))
+		return "\033[36m";
+	if (!strcmp(sev, "OK"))
+		return "\033[32m";
+	return NULL;
+}
+
+bool report_use_color(FILE *out)
+{
+	const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+	return isatty(fileno(out)) && !(no && *no) && !(term && !strcmp(term, "dumb"));
+}
+
 void report_write_text(const struct value *r, FILE *out)
 {
+	bool color = report_use_color(out);
 	const struct value *sections = value_get(r, "sections");
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
 	const struct value *o = value_get(r, "overhead");
@@ -301,6 +448,14 @@ void report_write_text(const struct value *r, FILE *out)
 		fprintf(out, ", %.0f events, %.0f dropped\n", value_get_num(o, "events", 0),
 			value_get_num(o, "dropped", 0));
 	}
+	const struct value *rp = value_get(r, "replayed");
+	if (rp && rp->type == V_OBJ) {
+		fputs("replayed: verdicts of ", out);
+		put_text(out, value_get_str(rp, "lua"));
+		fputs(" on the results recorded in ", out);
+		put_text(out, value_get_str(rp, "from"));
+		fputc('\n', out);
+	}
 	const struct value *notes = value_get(r, "notes");
 	for (size_t i = 0; notes && notes->type == V_ARR && i < notes->arr.len; i++) {
 		if (notes->arr.items[i]->type != V_STR)
@@ -325,7 +480,8 @@ void report_write_text(const struct value *r, FILE *out)
 		text_copy(sev, sizeof(sev), value_get_str(v, "severity"));
 		for (char *c = sev; *c; c++)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-		fprintf(out, "%-9s  ", sev);
+		const char *on = color ? severity_color(sev) : NULL;
+		fprintf(out, "%s%-9s%s  ", on ? on : "", sev, on ? "\033[0m" : "");
 		put_text(out, value_get_str(v, "title"));
 		fputs("  [", out);
 		put_text(out, value_get_str(v, "id"));

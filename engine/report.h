@@ -12,6 +12,7 @@
 #ifndef DIAG_REPORT_H
 #define DIAG_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "plan.h"
@@ -27,6 +28,8 @@ struct report_input {
 	const struct value *sections;      /* the Lua report sections (array), may be NULL */
 	const struct value *plan_summary;  /* dry run: what would run */
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
+	const struct value *run;           /* what the Lua saw as `run`, may be NULL */
+	const struct value *thresholds;    /* what the Lua saw as `thresholds`, may be NULL */
 };
 
 /* The JSON report tree (caller frees): everything the text report shows, sections included, so
@@ -36,8 +39,17 @@ void report_write_json(const struct value *report, FILE *out);
 /* Text report. Every string of the report and sections is printed with control characters
  * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
  * only line breaks, and no terminal escape sequence gets through. */
-/* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. */
+/* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
+bool report_use_color(FILE *out);
+/* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
+ * severity labels are coloured when report_use_color(out). */
 void report_write_text(const struct value *report, FILE *out);
+/* A dry run's plan (plan_to_value, with "preflight" and "refused" as the dry run adds them), as
+ * text: each probe with its attach variant, filters, map memory and measured rate, and a line of
+ * its options; the budgets against what was measured; and whether a real run would go or be
+ * refused, and why. */
+void report_write_plan_text(const struct value *plan, FILE *out);
+
 /* The stacks of ONE probe, so that units never mix: probe_id's results, or when probe_id is NULL
  * the first probe in results (recipe order) whose results carry "stacks". One line per stack,
  * root first: "comm;[tag];frame;...;frame weight", the number being the stack's "weight" (in

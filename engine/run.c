@@ -321,14 +321,15 @@ int run_recipe(const struct run_options *c)
 		if (dry_run(plan, measure, &summary, &pf_err, &err))
 			goto failed;
 		bool pf_ok = pf_err.msg[0] == 0;
+		if (ev.reason) /* production, not approved: a real run would be refused */
+			value_set_str(summary, "refused", ev.reason);
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)
 			report_write_json(report, stdout);
 		else {
 			report_write_text(report, stdout);
-			value_write_json(summary, stdout, 2);
-			fputc('\n', stdout);
+			report_write_plan_text(summary, stdout);
 		}
 		if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
 			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
@@ -359,7 +360,8 @@ int run_recipe(const struct run_options *c)
 	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
 				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .sections = sections, .preflight = s.preflight };
+				   .sections = sections, .preflight = s.preflight, .run = run,
+				   .thresholds = plan->thresholds };
 	report = report_build(&in);
 	if (write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;

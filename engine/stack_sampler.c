@@ -3,6 +3,7 @@
  */
 #include "stack_sampler.h"
 
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 /* One distinct fixed stack: its addresses (leaf first) and where each came from. */
 struct srow {
 	char comm[17];
+	uint32_t tag;
 	int32_t kernel_stack_id;
 	size_t n;
 	uint64_t *ips;
@@ -24,22 +26,39 @@ struct srow {
 	uint64_t hash, weight, count;
 };
 
+/* A sample whose weight is still to come: the thread's row, by the sample's cookie. */
+struct pending {
+	uint32_t tid;
+	uint64_t cookie; /* 0: settled (the slot stays the thread's) */
+	size_t row;      /* index in rows */
+};
+
 struct stack_sampler {
 	int stacks_fd;
 	bool dwarf, leaf_fixup;
+	const char *const *tags;
+	size_t n_tags;
+	struct ring_buffer *ring;
+	struct pending *pend;       /* open addressing by tid; tid 0 = empty */
+	size_t pend_size, n_pend, max_pend;
 	struct unwinder *unw;
 	struct srow *rows;
 	size_t n_rows, cap_rows, max_rows;
 	size_t *index, index_size; /* open addressing over rows: i + 1, 0 = empty */
 	uint64_t received, bad, refused, copied_bytes, cut;
 	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
-	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed;
+	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed, dwarf_spliced;
+	uint64_t unweighed; /* samples whose weight never came (replaced by the thread's next) */
 };
 
-struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows)
+struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
+					const char *const *tags, size_t n_tags, size_t max_pending)
 {
 	struct stack_sampler *s = xcalloc(1, sizeof(*s));
 	s->stacks_fd = stacks_fd;
+	s->tags = tags;
+	s->n_tags = tags ? n_tags : 0;
+	s->max_pend = max_pending;
 	s->dwarf = dwarf;
 	s->leaf_fixup = !dwarf && leaf_fixup;
 	s->max_rows = max_rows;
@@ -51,6 +70,7 @@ void stack_sampler_free(struct stack_sampler *s)
 {
 	if (!s)
 		return;
+	ring_buffer__free(s->ring); /* NULL is fine */
 	unwinder_free(s->unw);
 	for (size_t i = 0; i < s->n_rows; i++) {
 		free(s->rows[i].ips);
@@ -58,6 +78,7 @@ void stack_sampler_free(struct stack_sampler *s)
 	}
 	free(s->rows);
 	free(s->index);
+	free(s->pend);
 	free(s);
 }
 
@@ -66,27 +87,72 @@ void stack_sampler_period(struct stack_sampler *s)
 	unwinder_new_period(s->unw);
 }
 
+const char *stack_sampler_check_unwind(const char *value)
+{
+	return !strcmp(value, "fp") || !strcmp(value, "dwarf") ? NULL : "must be fp or dwarf";
+}
+
+bool stack_sampler_wants_dwarf(const char *user_unwind)
+{
+	return user_unwind && !strcmp(user_unwind, "dwarf");
+}
+
+int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd)
+{
+	s->ring = ring_buffer__new(ring_fd, stack_sampler_add, s, NULL);
+	return s->ring ? 0 : -1;
+}
+
+void stack_sampler_consume(struct stack_sampler *s)
+{
+	if (s && s->ring)
+		ring_buffer__consume(s->ring);
+}
+
+int stack_sampler_wake_fd(const struct stack_sampler *s)
+{
+	return s && s->ring ? ring_buffer__epoll_fd(s->ring) : -1;
+}
+
+void stack_sampler_tick(struct stack_sampler *s)
+{
+	if (!s)
+		return;
+	stack_sampler_consume(s); /* what did not reach the probe's wake threshold */
+	stack_sampler_period(s);
+}
+
+uint32_t stack_sampler_ring_size(uint64_t want)
+{
+	uint32_t ring = 4096;
+	while (ring < want && ring < (1u << 30))
+		ring *= 2;
+	return ring;
+}
+
 uint64_t stack_sampler_refused(const struct stack_sampler *s)
 {
 	return s->refused + s->bad;
 }
 
-static uint64_t row_hash(const char *comm, int32_t kid, const uint64_t *ips, const uint8_t *from,
-			 size_t n)
+static uint64_t row_hash(const char *comm, uint32_t tag, int32_t kid, const uint64_t *ips,
+			 const uint8_t *from, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
 	for (const char *c = comm; *c; c++)
 		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+	h = (h ^ tag) * 0x100000001b3ull;
 	h = (h ^ (uint32_t)kid) * 0x100000001b3ull;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * 0x100000001b3ull;
 	return h;
 }
 
-static bool row_eq(const struct srow *r, uint64_t h, const char *comm, int32_t kid,
+static bool row_eq(const struct srow *r, uint64_t h, const char *comm, uint32_t tag, int32_t kid,
 		   const uint64_t *ips, const uint8_t *from, size_t n)
 {
-	return r->hash == h && r->n == n && r->kernel_stack_id == kid && !strcmp(r->comm, comm) &&
+	return r->hash == h && r->n == n && r->tag == tag && r->kernel_stack_id == kid &&
+	       !strcmp(r->comm, comm) &&
 	       !memcmp(r->ips, ips, n * sizeof(*ips)) && !memcmp(r->from, from, n);
 }
 
@@ -98,25 +164,27 @@ static void index_put(struct stack_sampler *s, size_t i)
 	s->index[slot] = i + 1;
 }
 
-/* Counts one fixed stack; a new one past max_rows is refused (counted). */
-static void row_add(struct stack_sampler *s, const char *comm, int32_t kid, const uint64_t *ips,
-		    const uint8_t *from, size_t n, uint64_t weight)
+/* Counts one fixed stack (count: 1, or 0 for a sample whose weight is to come) and returns its
+ * row; a new one past max_rows is refused (counted) and gives -1. */
+static long row_add(struct stack_sampler *s, const char *comm, uint32_t tag, int32_t kid,
+		    const uint64_t *ips, const uint8_t *from, size_t n, uint64_t weight,
+		    uint64_t count)
 {
-	uint64_t h = row_hash(comm, kid, ips, from, n);
+	uint64_t h = row_hash(comm, tag, kid, ips, from, n);
 	if (s->index_size) {
 		size_t mask = s->index_size - 1;
 		for (size_t slot = h & mask; s->index[slot]; slot = (slot + 1) & mask) {
 			struct srow *r = &s->rows[s->index[slot] - 1];
-			if (row_eq(r, h, comm, kid, ips, from, n)) {
+			if (row_eq(r, h, comm, tag, kid, ips, from, n)) {
 				r->weight += weight;
-				r->count++;
-				return;
+				r->count += count;
+				return (long)(s->index[slot] - 1);
 			}
 		}
 	}
 	if (s->n_rows >= s->max_rows) {
 		s->refused++;
-		return;
+		return -1;
 	}
 	if (s->n_rows == s->cap_rows)
 		s->rows = xrealloc(s->rows, (s->cap_rows = s->cap_rows ? s->cap_rows * 2 : 64) *
@@ -124,6 +192,7 @@ static void row_add(struct stack_sampler *s, const char *comm, int32_t kid, cons
 	struct srow *r = &s->rows[s->n_rows++];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->comm, sizeof(r->comm), "%s", comm);
+	r->tag = tag;
 	r->kernel_stack_id = kid;
 	r->n = n;
 	r->ips = xmalloc((n ? n : 1) * sizeof(*ips));
@@ -132,7 +201,7 @@ static void row_add(struct stack_sampler *s, const char *comm, int32_t kid, cons
 	memcpy(r->from, from, n);
 	r->hash = h;
 	r->weight = weight;
-	r->count = 1;
+	r->count = count;
 	if (s->n_rows * 2 >= s->index_size) {
 		free(s->index);
 		s->index_size = s->index_size ? s->index_size * 2 : 256;
@@ -142,6 +211,72 @@ static void row_add(struct stack_sampler *s, const char *comm, int32_t kid, cons
 	} else {
 		index_put(s, s->n_rows - 1);
 	}
+	return (long)(s->n_rows - 1);
+}
+
+/* ---- samples whose weight comes later --------------------------------------------------------- */
+
+static size_t pend_find(const struct stack_sampler *s, uint32_t tid)
+{
+	size_t mask = s->pend_size - 1, i = (tid * 0x9e3779b1u) & mask;
+	while (s->pend[i].tid && s->pend[i].tid != tid)
+		i = (i + 1) & mask;
+	return i; /* tid's slot, or the empty one where it would go */
+}
+
+/* Thread tid's slot: NULL when it has none and insert is false, or the table is at max_pend. */
+static struct pending *pend_slot(struct stack_sampler *s, uint32_t tid, bool insert)
+{
+	if (!s->pend_size) {
+		if (!insert)
+			return NULL;
+		s->pend_size = 64;
+		s->pend = xcalloc(s->pend_size, sizeof(*s->pend));
+	}
+	size_t i = pend_find(s, tid);
+	if (s->pend[i].tid)
+		return &s->pend[i];
+	if (!insert || s->n_pend >= s->max_pend)
+		return NULL;
+	if ((s->n_pend + 1) * 2 > s->pend_size) { /* at most half full: grow */
+		struct pending *old = s->pend;
+		size_t old_size = s->pend_size;
+		s->pend_size *= 2;
+		s->pend = xcalloc(s->pend_size, sizeof(*s->pend));
+		for (size_t j = 0; j < old_size; j++)
+			if (old[j].tid)
+				s->pend[pend_find(s, old[j].tid)] = old[j];
+		free(old);
+		i = pend_find(s, tid);
+	}
+	s->n_pend++;
+	s->pend[i].tid = tid;
+	return &s->pend[i];
+}
+
+/* A deferred sample of thread tid counted in row (or refused: row < 0). */
+static void pend_put(struct stack_sampler *s, uint32_t tid, uint64_t cookie, long row)
+{
+	struct pending *p = pend_slot(s, tid, true);
+	if (!p) {
+		s->refused++; /* more threads waiting for a weight than max_pending */
+		return;
+	}
+	if (p->cookie)
+		s->unweighed++; /* its previous sample never got a weight (too short, ring full) */
+	p->cookie = row >= 0 ? cookie : 0;
+	p->row = row >= 0 ? (size_t)row : 0;
+}
+
+int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie, uint64_t weight)
+{
+	struct pending *p = tid ? pend_slot(s, tid, false) : NULL;
+	if (!p || !p->cookie || p->cookie != cookie)
+		return -1;
+	s->rows[p->row].weight += weight;
+	s->rows[p->row].count++;
+	p->cookie = 0;
+	return 0;
 }
 
 /* The frame-pointer stack of the sample, its leaf's caller inserted when CFI says it is
@@ -171,13 +306,45 @@ static size_t fp_stack(struct stack_sampler *s, const struct diag_user_sample *r
 	return n;
 }
 
+/* A DWARF unwind that stopped early (the copy ended) continued by the frame-pointer walk: from
+ * the deepest unwound frame that the walk also has, the walk's frames beyond it. Frames a
+ * frameless function hid from the walk are in the unwound part; the walk knows the rest.
+ * Returns the new number of frames. */
+static size_t splice_fp(struct stack_sampler *s, const struct diag_user_sample *rec, uint64_t *ips,
+			uint8_t *from, size_t n)
+{
+	uint64_t fp[DIAG_STACK_DEPTH];
+	size_t m = stacks_read_ids(s->stacks_fd, rec->user_stack_id, fp);
+	for (size_t i = n; i-- > 1;)
+		for (size_t j = 1; j < m; j++) {
+			if (fp[j] != ips[i])
+				continue;
+			size_t k = i + 1;
+			for (size_t f = j + 1; f < m && k < DIAG_STACK_DEPTH; f++, k++) {
+				ips[k] = fp[f];
+				from[k] = FRAME_FP;
+			}
+			s->dwarf_spliced += k > i + 1;
+			return k;
+		}
+	return n;
+}
+
 int stack_sampler_add(void *ctx, void *data, size_t size)
 {
 	struct stack_sampler *s = ctx;
 	const struct diag_user_sample *rec = data;
 	size_t head = offsetof(struct diag_user_sample, stack);
+	if (size >= sizeof(uint32_t) && rec->rec == DIAG_REC_WEIGHT) {
+		const struct diag_weight_rec *w = data;
+		if (size < sizeof(*w))
+			s->bad++;
+		else if (stack_sampler_settle(s, w->tid, w->cookie, w->weight))
+			s->unweighed++; /* the sample was refused, or replaced */
+		return 0;
+	}
 	s->received++;
-	if (size < head) {
+	if (size < head || rec->rec != DIAG_REC_SAMPLE) {
 		s->bad++;
 		return 0;
 	}
@@ -200,29 +367,48 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 		s->dwarf_truncated += rc == 1;
 		s->dwarf_failed += rc < 0;
 		memset(from, FRAME_DWARF, n);
+		if (rc == 1)
+			n = splice_fp(s, rec, ips, from, n);
 	}
 	if (!n)
 		n = fp_stack(s, rec, &us, ips, from);
 	char comm[sizeof(rec->comm) + 1];
 	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(rec->comm), rec->comm);
-	row_add(s, comm, rec->kernel_stack_id, ips, from, n, rec->weight);
+	uint32_t tag = rec->tag < s->n_tags ? rec->tag : 0;
+	if (!rec->cookie) {
+		row_add(s, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
+		return 0;
+	}
+	pend_put(s, rec->tid, rec->cookie,
+		 row_add(s, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0));
 	return 0;
 }
 
+void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uint64_t *count)
+{
+	for (size_t i = 0; i < s->n_rows; i++) {
+		weight[s->rows[i].tag] += s->rows[i].weight;
+		count[s->rows[i].tag] += s->rows[i].count;
+	}
+}
+
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
-			   uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
+			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
 {
 	size_t refused = 0;
 	*weight = *count = *in_kernel_count = 0;
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct srow *r = &s->rows[i];
+		if (!r->count)
+			continue; /* only samples whose weight never came */
 		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
-		*weight += r->weight;
-		*count += r->count;
-		*in_kernel_count += kernel ? r->count : 0;
+		*weight += r->weight * scale;
+		*count += r->count * scale;
+		*in_kernel_count += kernel ? r->count * scale : 0;
 		refused += stacks_add_user_ips(t, s->stacks_fd, r->comm, r->ips, r->from, r->n,
-					       r->kernel_stack_id, kernel, r->weight, r->count,
-					       NULL) != 0;
+					       r->kernel_stack_id, kernel, r->weight * scale,
+					       r->count * scale,
+					       s->n_tags ? s->tags[r->tag] : NULL) != 0;
 	}
 	return refused;
 }
@@ -248,4 +434,6 @@ void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint
 	value_set_int(u, "dwarf_complete", (int64_t)s->dwarf_complete);
 	value_set_int(u, "dwarf_truncated", (int64_t)s->dwarf_truncated);
 	value_set_int(u, "dwarf_failed", (int64_t)s->dwarf_failed);
+	value_set_int(u, "dwarf_spliced", (int64_t)s->dwarf_spliced);
+	value_set_int(u, "unweighed", (int64_t)s->unweighed);
 }

@@ -1,13 +1,15 @@
 /* stack_sampler.h — stacks of samples a probe streamed with their user registers and stack copy
  * (bpf/diag_unwind.h, struct diag_user_sample): each sample's user stack fixed by engine/unwind.c
  * (a frameless leaf's caller inserted from CFI, or a DWARF unwind of the copy), counted per
- * distinct (thread name, user addresses and their origin, kernel stack id), and handed to the
- * shared stack table. For every stack probe (on-CPU now, off-CPU next): the probe owns its ring
- * buffer and passes stack_sampler_add as its sample callback.
+ * distinct (thread name, tag, user addresses and their origin, kernel stack id), and handed to
+ * the shared stack table. For every stack probe (on-CPU samples, off-CPU intervals, wakers): the
+ * probe's BPF object owns the ring buffer map; the sampler reads it (stack_sampler_open_ring) and
+ * the probe's drain/tick/wake_fd ops call stack_sampler_consume/tick/wake_fd.
  *
- * Owns: the fixed stacks and their weights and counts (at most max_rows distinct ones; more are
- * counted, not kept), the unwinder, the counts of what unwinding did, and the results fields
- * that report them (STACK_SAMPLER_RESULT_FIELDS).
+ * Owns: the ring buffer reader, the fixed stacks and their weights and counts (at most max_rows
+ * distinct ones; more are counted, not kept), samples waiting for their weight, the unwinder,
+ * the counts of what unwinding did, and the results fields that report them
+ * (STACK_SAMPLER_RESULT_FIELDS).
  * Must not: symbolize (stacks.c), read the target's memory (only the copy), or drop a sample
  * without counting it.
  */
@@ -24,21 +26,65 @@
 struct stack_sampler;
 
 /* dwarf: unwind the copies with DWARF (falling back to the frame-pointer stack when not even one
- * caller is found); else the frame-pointer stack of stacks_fd, its leaf's caller recovered by
- * CFI when leaf_fixup. */
-struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows);
+ * caller is found; continued by it where the copy ended first); else the frame-pointer stack of
+ * stacks_fd, its leaf's caller recovered by CFI when leaf_fixup. tags (n_tags names, or NULL):
+ * what a sample's tag means, passed to the stack table as the row's tag. max_pending: threads
+ * that may have a sample waiting for its weight at once (samples sent with a cookie). */
+struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
+					const char *const *tags, size_t n_tags, size_t max_pending);
 void stack_sampler_free(struct stack_sampler *s);
 
-/* One record from the ring buffer (libbpf's ring_buffer_sample_fn: ctx is the sampler). */
+/* Feeds s from the BPF ring buffer map ring_fd (records as below). Returns 0, or -1 with errno. */
+int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd);
+/* What waits in the ring buffer, now (s NULL, or no ring: nothing): the run loop's drain. */
+void stack_sampler_consume(struct stack_sampler *s);
+/* The fd the run loop polls to know records wait (-1: none). */
+int stack_sampler_wake_fd(const struct stack_sampler *s);
+/* A session tick: consume, and start a new period (s NULL: nothing). */
+void stack_sampler_tick(struct stack_sampler *s);
+/* The ring buffer size for about want bytes: a power of 2, at least one page. */
+uint32_t stack_sampler_ring_size(uint64_t want);
+
+/* The check of a probe's user_unwind option: "fp" or "dwarf". */
+const char *stack_sampler_check_unwind(const char *value);
+/* True when a probe's user_unwind option asks for DWARF unwinding in user space. */
+bool stack_sampler_wants_dwarf(const char *user_unwind);
+
+/* The options of a probe whose events' stacks (an off-CPU interval, a wakeup) may be unwound in
+ * user space: user_unwind, stack_bytes (default stack_default), ring_buffer_kib. */
+#define STACK_SAMPLER_OPTIONS(what, stack_default)                                                \
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp",                            \
+	  .check = stack_sampler_check_unwind,                                                    \
+	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack at " \
+		  what " and unwind it in user space by CFI, continued by the frame-pointer walk " \
+		  "where the copy ends (callers hidden by frameless code such as glibc's)" },     \
+	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = stack_default, .min = 256,             \
+	  .max = DIAG_MAX_STACK_BYTES,                                                            \
+	  .help = "dwarf: bytes of user stack above sp copied at " what },                        \
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024, \
+	  .min = 4, .max = 262144, .bytes_per_entry = 1024,                                       \
+	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
+		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
+
+/* One record from the ring buffer (libbpf's ring_buffer_sample_fn: ctx is the sampler): a
+ * sample (struct diag_user_sample), or the weight of one sent earlier (struct diag_weight_rec). */
 int stack_sampler_add(void *ctx, void *data, size_t size);
+/* Gives the sample thread tid sent with cookie its weight (a probe does this itself for samples
+ * still waiting when it stops, e.g. threads still off the CPU). Returns 0, or -1 when no such
+ * sample waits (refused, or replaced by the thread's next one). */
+int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie, uint64_t weight);
 /* A new period (about once a second): mappings of the targets may be read again. */
 void stack_sampler_period(struct stack_sampler *s);
 
 /* Adds every distinct stack to t (in_kernel: kernel stack id other than -EFAULT, and
- * kernel_stacks); *weight and *count get the sums, *in_kernel_count the count in the kernel.
- * Returns the distinct stacks t refused. */
+ * kernel_stacks), weights and counts multiplied by scale (1-in-scale sampling); *weight and
+ * *count get the sums, *in_kernel_count the count in the kernel. Returns the distinct stacks t
+ * refused. */
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
-			   uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
+			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
+/* Adds the weight and count of the rows of each tag to weight[tag] and count[tag] (arrays of the
+ * n_tags given to stack_sampler_new; unscaled). */
+void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uint64_t *count);
 /* Distinct stacks not kept (over max_rows), and records too short to be samples. */
 uint64_t stack_sampler_refused(const struct stack_sampler *s);
 
@@ -70,6 +116,10 @@ void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint
 	{ "unwind.dwarf_truncated", RT_INTEGER, "samples", false,                                 \
 	  "dwarf: unwinding stopped early (end of the copy, a frame without CFI)" },              \
 	{ "unwind.dwarf_failed", RT_INTEGER, "samples", false,                                    \
-	  "dwarf: not even one caller: counted with the frame-pointer stack" }
+	  "dwarf: not even one caller: counted with the frame-pointer stack" },                   \
+	{ "unwind.dwarf_spliced", RT_INTEGER, "samples", false,                                   \
+	  "dwarf: stopped at the end of the copy and continued by the frame-pointer walk" },      \
+	{ "unwind.unweighed", RT_INTEGER, "samples", false,                                       \
+	  "samples whose weight never came (e.g. off-CPU intervals under min_block_us)" }
 
 #endif

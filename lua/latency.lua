@@ -42,9 +42,12 @@ local T = {
 local MIN_WAITS = 20 -- fewer run-queue waits make too thin a p99 to judge by
 local PARKED_NS = 50e6 -- an unnamed futex waited on this long per interval: a parked thread
 
-local O, R, S, C = results.offcpu, results.runq, results.syscalls, results.context
+local O, R, S, C, W = results.offcpu, results.runq, results.syscalls, results.context, results.wakers
+local L = results.lookups -- name_lookups: getaddrinfo / gethostbyname* timed in the target's libc
 local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
-local window = (C and C.wall_s) or run.duration_s or 0
+-- the collection window (the sampler's own window starts earlier: at its attach, before the
+-- other probes' and the pre-flight)
+local window = run.duration_s or (C and C.wall_s) or 0
 local threads = (C and C.threads) or 1
 local thread_ns = threads * window * 1e9
 local verdicts, report = {}, {}
@@ -84,9 +87,15 @@ local U = {
     "__pthread_cond_wait", "std::condition_variable" },
 }
 
+-- Host name lookups: whatever the resolver waits on (a socket to the DNS server, a lock), the
+-- caller waits for the name.
+local RESOLVE = { "^getaddrinfo$", "^gethostbyname", "^__libc_res_n", "^__res_n", "^res_n",
+  "^__nss_hosts", "^_nss_dns_" }
+
 local function classify(s)
   if s.tag == "runnable" then return "runnable" end
   local k, u = s.kernel or {}, s.user or {}
+  if any_frame(u, RESOLVE) then return "resolve" end
   if s.tag == "uninterruptible" then
     if any_frame(k, K.fault) then return "fault" end
     if any_frame(k, K.disk) then return "disk" end
@@ -94,6 +103,10 @@ local function classify(s)
   if any_frame(k, K.futex) then
     if any_frame(u, U.lock) then return "lock" end
     if any_frame(u, U.cond) then return "work-wait" end
+    -- Under DWARF unwinding, a stack without user_from is one whose copy the ring buffer refused
+    -- (counted with its frame-pointer stack, which glibc's futex wrappers cut to one frame): it
+    -- cannot tell a lock from a condition, and must not be called an unnamed futex.
+    if O and O.user_unwind == "dwarf" and not s.user_from then return "other" end
     return "futex"
   end
   if any_frame(k, K.poll) then return "work-wait" end
@@ -106,15 +119,47 @@ end
 
 -- The target's own function nearest the wait: the first user frame (leaf first) that is named and
 -- is not a libc/pthread/vDSO internal.
+local function is_own(f)
+  return diag.symbolized(f) and not f:find("^_") and not f:find("^pthread_") and
+    not f:find("^sem_") and not f:find("^futex") and not f:find("^syscall$") and
+    not f:find("nanosleep$") and not f:find("^epoll_") and not f:find("^poll$") and
+    not f:find("^select$") and not f:find("^accept") and not f:find("^recv") and
+    not f:find("^read$") and not f:find("^pread") and not f:find("^fsync$") and
+    not f:find("^fdatasync$") and not f:find("^usleep$") and not f:find("^sleep$") and
+    not f:find("^clock_gettime") and not f:find("^start_thread$") and not f:find("^clone")
+end
+
+-- The first frame of the target's own code (leaf first), and the own frame that called it.
 local function own_frame(user)
-  for _, f in ipairs(user or {}) do
-    if diag.symbolized(f) and not f:find("^_") and not f:find("^pthread_") and
-        not f:find("^sem_") and not f:find("^futex") and not f:find("^syscall$") and
-        not f:find("nanosleep$") and not f:find("^epoll_") and not f:find("^poll$") and
-        not f:find("^select$") and not f:find("^accept") and not f:find("^recv") and
-        not f:find("^read$") and not f:find("^pread") and not f:find("^fsync$") and
-        not f:find("^fdatasync$") and not f:find("^usleep$") and not f:find("^sleep$") then
-      return f
+  local frames = user or {}
+  for i, f in ipairs(frames) do
+    if is_own(f) then
+      local caller = frames[i + 1]
+      return f, caller and is_own(caller) and caller ~= "main" and caller or nil
+    end
+  end
+  return nil
+end
+
+-- ---- who releases the lock: the wakers of the target's threads --------------------------------
+
+local function path_of_user(frames)
+  local p = diag.call_path(frames or {}, 8)
+  return p ~= "" and p or "(no user stack)"
+end
+
+-- A lock is released, and its waiters woken, from these user frames (kernel: futex_wake).
+local UNLOCK = { "pthread_mutex_unlock", "__lll_unlock_wake", "lll_unlock", "pthread_rwlock_unlock",
+  "sem_post", "std::mutex::unlock" }
+
+-- The heaviest waker path that releases a lock in the target's own process: {fn, path, ns, count,
+-- comm}, or nil when the wakers probe did not run or saw no such wakeup.
+local function lock_holder()
+  if not W then return nil end
+  for _, s in ipairs(W.stacks or {}) do -- heaviest first
+    if s.tag == "same-process" and any_frame(s.user, UNLOCK) then
+      return { fn = own_frame(s.user), path = path_of_user(s.user), ns = s.weight, count = s.count,
+        comm = s.comm }
     end
   end
   return nil
@@ -123,7 +168,7 @@ end
 -- ---- the off-CPU time, by class ----------------------------------------------------------------
 
 local class = {}
-local classes = { "runnable", "disk", "fault", "lock", "peer", "sleep", "futex", "work-wait", "other" }
+local classes = { "runnable", "disk", "fault", "lock", "peer", "resolve", "sleep", "futex", "work-wait", "other" }
 for _, c in ipairs(classes) do class[c] = { ns = 0, count = 0, stacks = {} } end
 if O then
   for _, s in ipairs(O.stacks or {}) do
@@ -176,10 +221,13 @@ local function severity(pct)
   return nil
 end
 
+-- " in caller() → own()" (root first, as call paths read) for the heaviest stack of c, and own.
 local function where(c)
   local top = c.stacks[1]
-  local own = top and own_frame(top.user)
-  return own and (" in " .. diag.fn(own)) or "", own
+  local own, caller
+  if top then own, caller = own_frame(top.user) end
+  if not own then return "", nil end
+  return " in " .. (caller and (diag.fn(caller) .. " → ") or "") .. diag.fn(own), own
 end
 
 -- The syscall with most time among the ones that block, for the evidence.
@@ -207,14 +255,31 @@ local function finding(id, name, c, title_fmt, steps, extra, max_sev)
     evidence_for(name, c, extra), steps(own)) })
 end
 
+local holder = lock_holder()
+local lock_extra = { top_syscall({ "futex" }) }
+if holder then
+  push(lock_extra, sub("Released by %s: the waiters were woken %s times from %s (thread %s; %s of their waits)",
+    holder.fn and diag.fn(holder.fn) or "an unnamed function", diag.fmt_count(holder.count), holder.path,
+    holder.comm or "?", diag.fmt_ns(holder.ns)))
+end
 finding("lock-contention", "lock", class.lock,
-  "Lock contention: threads wait %s of their time for a lock%s",
+  "Lock contention: threads wait %s of their time for a lock%s" ..
+    (holder and holder.fn and (", held by " .. diag.fn(holder.fn):gsub("%%", "%%%%")) or ""),
   function(own)
-    return { sub("Find who holds it: the threads that wake the waiters release the lock (offwaketime -p %s, or the wakeups of this recipe's next version)", pid),
-      own and sub("Shorten the critical section around the lock taken in %s, split the lock, or move work out of it", diag.fn(own))
-        or "Shorten the critical section, split the lock, or move work out of it",
-      "Stacks through glibc may miss the function that took the lock (glibc has no frame pointers)" }
-  end, { top_syscall({ "futex" }) })
+    local steps = {}
+    if holder and holder.fn then
+      push(steps, sub("Shorten what %s does while it holds the lock, split the lock, or move work out of it", diag.fn(holder.fn)))
+    else
+      push(steps, sub("Find who holds it: the threads that wake the waiters release the lock (offwaketime -p %s)", pid))
+    end
+    if own and not (holder and holder.fn == own) then
+      push(steps, sub("Or take the lock less often in %s (batch, cache, a lock-free read path)", diag.fn(own)))
+    end
+    if O and O.user_unwind ~= "dwarf" then
+      push(steps, "Stacks through glibc may miss the function that took the lock (glibc has no frame pointers): set the off_cpu probe's user_unwind: dwarf")
+    end
+    return steps
+  end, lock_extra)
 finding("disk-io", "disk", class.disk,
   "Blocked on disk I/O %s of the threads' time%s",
   function(own)
@@ -237,6 +302,35 @@ finding("waiting-on-peer", "peer", class.peer,
       own and sub("Add a timeout, or make the call in %s asynchronous if it is on the request path", diag.fn(own)) or
         "Add timeouts on the blocking calls" }
   end, { top_syscall({ "recvfrom", "recvmsg", "read", "connect" }) })
+-- Slow name resolution: the off-CPU time under the resolver, with the lookups' own figures
+-- (which names, how long) from the name_lookups probe.
+if L and (L.count or 0) > 0 and class.resolve.ns < (L.total_ns or 0) * 0.5 then
+  -- stacks that do not reach the resolver's frames (frame pointers only): the probe's own time
+  class.resolve.ns, class.resolve.count = L.total_ns, L.count
+end
+local lookup_extra = {}
+if L then
+  for i = 1, math.min(3, #(L.lookups or {})) do
+    local l = L.lookups[i]
+    push(lookup_extra, sub("%s(\"%s\"): %s lookups, avg %s, longest %s%s", l["function"], l.name,
+      diag.fmt_count(l.count), diag.fmt_ns(l.total_ns / math.max(l.count, 1)), diag.fmt_ns(l.max_ns),
+      (l.failed or 0) > 0 and sub(", %s failed", diag.fmt_count(l.failed)) or ""))
+  end
+  if (L.count or 0) >= MIN_WAITS then
+    push(lookup_extra, sub("Lookup time p50 %s, p99 %s over %s lookups", diag.fmt_ns(diag.percentile(L.buckets, 50)),
+      diag.fmt_ns(diag.percentile(L.buckets, 99)), diag.fmt_count(L.count)))
+  end
+end
+local slow_name = L and L.lookups and L.lookups[1] and L.lookups[1].name
+finding("slow-name-resolution", "resolve", class.resolve,
+  "Slow name resolution: threads wait %s of their time for host name lookups%s" ..
+    (slow_name and (" (" .. slow_name:gsub("%%", "%%%%") .. ")") or ""),
+  function(own)
+    return { "Check the name servers in /etc/resolv.conf (of the process's mount namespace) in order: the first one that answers slowly, or not at all, costs every lookup its delay (dig NAME @SERVER shows each one's time)",
+      own and sub("Resolve once and cache in %s (respecting the TTL), or run a local cache (nscd, systemd-resolved, dnsmasq)", diag.fn(own))
+        or "Cache lookups in the process (respecting the TTL), or run a local cache (nscd, systemd-resolved, dnsmasq)",
+      "A name that is not fully qualified is tried with each search domain first (resolv.conf search/ndots): use the full name with a trailing dot" }
+  end, lookup_extra)
 finding("sleeping", "sleep", class.sleep,
   "Sleeping on purpose %s of the threads' time%s",
   function(own)

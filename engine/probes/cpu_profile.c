@@ -32,17 +32,11 @@ struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
-	/* user-space unwinding (copy_bytes > 0): the ring buffer feeds the sampler */
-	struct ring_buffer *rb;
-	struct stack_sampler *sampler;
+	struct stack_sampler *sampler; /* user-space unwinding (copy_bytes > 0): reads `samples` */
 };
 
 PROBE_BPF_SKELETON(cpu_profile)
 
-static const char *check_unwind(const char *v)
-{
-	return !strcmp(v, "fp") || !strcmp(v, "dwarf") ? NULL : "must be fp or dwarf";
-}
 
 static const struct option_spec profile_options[] = {
 	{ .name = "frequency_hz", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_HZ, .dflt = 99,
@@ -58,7 +52,7 @@ static const struct option_spec profile_options[] = {
 	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct profile_key) + sizeof(__u64) + 64,
 	  .help = "distinct (thread name, user stack, kernel stack) counted" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = check_unwind,
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = stack_sampler_check_unwind,
 	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack with "
 		  "each sample and unwind it in user space by CFI (frameless code)" },
 	{ .name = "leaf_fixup", .type = OPT_BOOL, .dflt = 1, .max = 1,
@@ -110,24 +104,17 @@ static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
 
 static void profile_drain(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	if (pp->rb)
-		ring_buffer__consume(pp->rb);
+	stack_sampler_consume(((struct profile_priv *)p->priv)->sampler);
 }
 
 static int profile_wake_fd(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	return pp->rb ? ring_buffer__epoll_fd(pp->rb) : -1;
+	return stack_sampler_wake_fd(((struct profile_priv *)p->priv)->sampler);
 }
 
 static void profile_tick(struct probe *p)
 {
-	struct profile_priv *pp = p->priv;
-	if (!pp->rb)
-		return;
-	ring_buffer__consume(pp->rb); /* what did not reach wake_bytes */
-	stack_sampler_period(pp->sampler);
+	stack_sampler_tick(((struct profile_priv *)p->priv)->sampler);
 }
 
 static int profile_load(struct probe *p, struct diag_err *err)
@@ -165,19 +152,17 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-	const char *unwind = probe_opt_str(p, "user_unwind");
-	bool dwarf = unwind && !strcmp(unwind, "dwarf");
+	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind"));
 	bool leaf_fixup = !dwarf && probe_opt(p, "leaf_fixup");
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
 		     : leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;
 	pp->skel->rodata->copy_bytes = probe_opt(p, "user_stacks") ? copy : 0;
 	/* fp + leaf fixup records are ~350 bytes: a quarter of 256 KiB holds ~190 of them, more
 	 * than a drain interval brings at 999 Hz on 2 CPUs; dwarf copies need the whole option. */
-	uint64_t ring = 4096, want = probe_opt(p, "ring_buffer_kib") * 1024;
+	uint64_t want = probe_opt(p, "ring_buffer_kib") * 1024;
 	if (!dwarf && want > LEAF_RING_MAX)
 		want = LEAF_RING_MAX;
-	while (ring < want)
-		ring *= 2;
+	uint32_t ring = stack_sampler_ring_size(want);
 	bpf_map__set_max_entries(pp->skel->maps.samples, (__u32)ring);
 	pp->skel->rodata->wake_bytes = ring / 4;
 	int rc = cpu_profile_bpf__load(pp->skel);
@@ -185,10 +170,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
 	if (pp->skel->rodata->copy_bytes) {
 		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
-						(size_t)probe_opt(p, "max_stack_counts"));
-		pp->rb = ring_buffer__new(bpf_map__fd(pp->skel->maps.samples), stack_sampler_add,
-					  pp->sampler, NULL);
-		if (!pp->rb)
+						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0);
+		if (stack_sampler_open_ring(pp->sampler, bpf_map__fd(pp->skel->maps.samples)))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));
 	}
@@ -229,8 +212,7 @@ static void profile_destroy(struct probe *p)
 {
 	struct profile_priv *pp = p->priv;
 	probe_bpf_destroy(p);
-	ring_buffer__free(pp->rb); /* NULL is fine */
-	stack_sampler_free(pp->sampler);
+	stack_sampler_free(pp->sampler); /* NULL is fine */
 	free(pp->cpus);
 	memset(pp, 0, sizeof(*pp));
 }
@@ -264,10 +246,10 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       kernel, count, count, NULL);
 	}
-	if (pp->rb) {
+	if (pp->sampler) {
 		uint64_t w, n, k;
-		ring_buffer__consume(pp->rb); /* detached: what is left */
-		stack_sampler_flush(pp->sampler, table, probe_opt(p, "kernel_stacks"), &w, &n, &k);
+		stack_sampler_consume(pp->sampler); /* detached: what is left */
+		stack_sampler_flush(pp->sampler, table, probe_opt(p, "kernel_stacks"), 1, &w, &n, &k);
 		samples += n;
 		in_kernel += k;
 	}

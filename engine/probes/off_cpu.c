@@ -4,7 +4,10 @@
  * Owns: picking the tp_btf or raw_tp program set (by loading it), sizing its maps, the time of
  * threads still away when the collection stops (added up to that moment, so a thread blocked for
  * the whole window is not missing), and turning (stacks, state) → time into results: stacks
- * tagged with the state, and totals per state.
+ * tagged with the state, and totals per state. User-space unwinding (option user_unwind: dwarf):
+ * the `samples` ring buffer, drained by the run loop into engine/stack_sampler.c, which unwinds
+ * each switch-out's stack copy and weighs it when its switch-in's record comes; threads still
+ * away at the end are weighed here.
  * Must not: judge the time (the recipe's Lua does); the state says how a thread waited, not why.
  */
 #include <bpf/bpf.h>
@@ -16,17 +19,21 @@
 
 #include "catalog.h"
 #include "diag_bpf.h"
+#include "diag_unwind.h"
 #include "off_cpu.h"
 #include "off_cpu.skel.h"
+#include "stack_sampler.h"
 #include "stacks.h"
 
 struct off_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct off_cpu_bpf *skel;
 	uint64_t detached_ns; /* CLOCK_MONOTONIC when the links were released */
+	struct stack_sampler *sampler; /* user-space unwinding (copy_bytes > 0): reads `samples` */
 };
 
 PROBE_BPF_SKELETON(off_cpu)
+
 
 static const struct option_spec off_options[] = {
 	{ .name = "min_block_us", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 10000000,
@@ -43,6 +50,7 @@ static const struct option_spec off_options[] = {
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct off_cpu_key) + sizeof(struct off_cpu_val) + 64,
 	  .help = "distinct (thread name, stacks, state) timed" },
+	STACK_SAMPLER_OPTIONS("each switch-out", 2048),
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 in N intervals at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -69,11 +77,50 @@ static int off_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(op->skel->maps.away, (__u32)probe_opt(p, "max_threads"));
 		bpf_map__set_max_entries(op->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 		bpf_map__set_max_entries(op->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
+		bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
+			     probe_opt(p, "user_stacks");
+		op->skel->rodata->copy_bytes = dwarf ? (__u32)probe_opt(p, "stack_bytes") : 0;
+		uint32_t ring = stack_sampler_ring_size(dwarf ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
+		bpf_map__set_max_entries(op->skel->maps.samples, ring);
+		op->skel->rodata->wake_bytes = ring / 4;
 		probe_bpf_select_variant(op->skel->obj, *v);
 		if (probe_variant_loaded(p, &tries, *v, off_cpu_bpf__load(op->skel)))
-			return 0;
+			goto loaded;
 	}
 	return probe_no_variant(&tries, "off-CPU time", err);
+loaded:
+	if (!op->skel->rodata->copy_bytes)
+		return 0;
+	op->sampler = stack_sampler_new(bpf_map__fd(op->skel->maps.stacks), true, false,
+					(size_t)probe_opt(p, "max_stack_counts"), state_names,
+					OFF_NR_STATES, (size_t)probe_opt(p, "max_threads"));
+	if (stack_sampler_open_ring(op->sampler, bpf_map__fd(op->skel->maps.samples)))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the off-CPU samples ring buffer: %s",
+				 strerror(errno));
+	return 0;
+}
+
+static void off_drain(struct probe *p)
+{
+	stack_sampler_consume(((struct off_priv *)p->priv)->sampler);
+}
+
+static int off_wake_fd(struct probe *p)
+{
+	return stack_sampler_wake_fd(((struct off_priv *)p->priv)->sampler);
+}
+
+static void off_tick(struct probe *p)
+{
+	stack_sampler_tick(((struct off_priv *)p->priv)->sampler);
+}
+
+static void off_destroy(struct probe *p)
+{
+	struct off_priv *op = p->priv;
+	probe_bpf_destroy(p);
+	stack_sampler_free(op->sampler); /* NULL is fine */
+	op->sampler = NULL;
 }
 
 static void off_detach(struct probe *p)
@@ -95,8 +142,10 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	uint64_t scale = probe_opt(p, "sample_every");
 	uint64_t state_ns[OFF_NR_STATES] = { 0 }, state_count[OFF_NR_STATES] = { 0 }, ongoing = 0;
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(op->skel->maps.counts) +
-						    bpf_map__max_entries(op->skel->maps.away));
+						    bpf_map__max_entries(op->skel->maps.away) +
+						    (op->sampler ? (size_t)probe_opt(p, "max_stack_counts") : 0));
 	(void)err;
+	stack_sampler_consume(op->sampler); /* detached: the last switch-ins' weights */
 
 	struct off_cpu_key keys[2], *prev = NULL, *next = &keys[0];
 	while (bpf_map_get_next_key(counts_fd, prev, next) == 0) {
@@ -123,13 +172,25 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		    a.ts > op->detached_ns)
 			continue;
 		uint64_t ns = op->detached_ns - a.ts;
+		ongoing++;
+		/* its unwound stack waits in the sampler (weighed unscaled: scaled at flush) */
+		if (a.cookie && op->sampler && !stack_sampler_settle(op->sampler, *tprev, a.cookie, ns))
+			continue;
 		char comm[sizeof(a.comm) + 1];
 		snprintf(comm, sizeof(comm), "%s", a.comm);
-		state_ns[a.state] += ns;
-		state_count[a.state]++;
-		ongoing++;
+		state_ns[a.state] += ns * scale;
+		state_count[a.state] += scale;
 		stacks_add_ids(table, stacks_fd, comm, a.user_stack_id, a.kernel_stack_id,
-			       a.kernel_stack_id >= 0, ns, 1, state_names[a.state]);
+			       a.kernel_stack_id >= 0, ns * scale, scale, state_names[a.state]);
+	}
+	if (op->sampler) {
+		uint64_t sw[OFF_NR_STATES] = { 0 }, sc[OFF_NR_STATES] = { 0 }, w, n, k;
+		stack_sampler_tag_sums(op->sampler, sw, sc);
+		for (int s = 0; s < OFF_NR_STATES; s++) {
+			state_ns[s] += sw[s] * scale;
+			state_count[s] += sc[s] * scale;
+		}
+		stack_sampler_flush(op->sampler, table, probe_opt(p, "kernel_stacks"), scale, &w, &n, &k);
 	}
 
 	struct value *res = value_obj();
@@ -149,7 +210,11 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	value_set_int(res, "too_short", (int64_t)probe_stat_sum(op->skel->obj, OFF_STAT_TOO_SHORT));
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(op->skel->obj, DIAG_STAT_LOST));
 	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(op->skel->obj, DIAG_STAT_MAP_FULL) +
-						  stacks_refused(table)));
+						  stacks_refused(table) +
+						  (op->sampler ? stack_sampler_refused(op->sampler) : 0)));
+	stack_sampler_report(op->sampler, res, op->skel->rodata->copy_bytes,
+			     probe_stat_sum(op->skel->obj, OFF_STAT_SENT),
+			     probe_stat_sum(op->skel->obj, OFF_STAT_RING_FULL));
 	stacks_finish(table, res, p->kind->stack_unit);
 	*out = res;
 	return 0;
@@ -176,6 +241,7 @@ static const struct result_field off_results[] = {
 	{ "too_short", RT_INTEGER, "count", false, "intervals under min_block_us, not recorded" },
 	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be walked or stored" },
 	{ "dropped", RT_INTEGER, "count", false, "intervals not recorded: a map was full" },
+	STACK_SAMPLER_RESULT_FIELDS,
 	STACK_RESULT_FIELDS,
 };
 static const char *const off_features[] = { "btf", "tp_btf|raw_tp", NULL };
@@ -196,8 +262,11 @@ const struct probe_kind probe_kind_off_cpu = {
 	.load = off_load,
 	.attach = probe_bpf_attach_all,
 	.detach = off_detach,
+	.tick = off_tick,
+	.wake_fd = off_wake_fd,
+	.drain = off_drain,
 	.collect = off_collect,
-	.destroy = probe_bpf_destroy,
+	.destroy = off_destroy,
 	.object = probe_bpf_object,
 	.bpf_bytes = off_cpu_bpf__elf_bytes,
 };

@@ -25,6 +25,10 @@ static const struct option_spec runq_options[] = {
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 22, .bytes_per_entry = 4 + 8 + 64,
 	  .help = "threads that can be waiting on a run queue at once" },
+	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
+	  .min = 1, .max = 1u << 16,
+	  .help = "time 1 in N waits at random and scale the counts (raised by the pre-flight under "
+		  "degrade: sample)" },
 };
 
 static const char *const runq_variants[] = { "tp_btf", "raw_tp", NULL };
@@ -59,8 +63,16 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_str(res, "unit", "us");
 	struct value *buckets =
 		probe_log2_buckets(hist_fd, DIAG_HIST_SLOTS, totals_fd, &count, &total_ns, &max_ns);
-	value_set_int(res, "count", (int64_t)count);
-	value_set_int(res, "total_us", (int64_t)(total_ns / 1000));
+	uint64_t scale = probe_opt(p, "sample_every");
+	if (scale > 1) { /* the distribution's shape is the sample's; the counts are scaled */
+		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		for (size_t i = 0; i < buckets->arr.len; i++) {
+			struct value *b = buckets->arr.items[i];
+			value_set_int(b, "count", (int64_t)value_get_num(b, "count", 0) * (int64_t)scale);
+		}
+	}
+	value_set_int(res, "count", (int64_t)(count * scale));
+	value_set_int(res, "total_us", (int64_t)(total_ns * scale / 1000));
 	value_set_int(res, "max_us", (int64_t)(max_ns / 1000));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(rp->skel->obj, DIAG_STAT_MAP_FULL));
 	value_obj_set(res, "buckets", buckets);
@@ -71,6 +83,7 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 
 static const struct result_field runq_results[] = {
 	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"us\"" },
+	{ "sampled_1_in", RT_INTEGER, NULL, true, "1-in-N sampling of waits (counts scaled)" },
 	{ "count", RT_INTEGER, "count", false, "waits measured (wakeup or preemption to running)" },
 	{ "total_us", RT_INTEGER, "us", false, "time waited, summed" },
 	{ "max_us", RT_INTEGER, "us", false, "longest wait" },

@@ -20,7 +20,14 @@
    on Debian's stripped interpreter: thousands of functions), and naming the unique addresses of
    a `perf record -g` of it (~10,000 samples), against `perf report --stdio` on that recording.
 
-5. Network errors: on a private network (two namespaces and a veth pair, segmentation offloads
+5. Cost per context switch of the off-CPU probes: a pipe ping-pong between two threads
+   (tests/workloads/switch_storm.c: each round trip is two switch-outs, two wakeups), timed
+   untraced, under the latency recipe's off_cpu probe alone with frame-pointer stacks and with
+   DWARF unwinding (2 KiB copied at each switch-out), under off_cpu + wakeups as the recipe runs
+   them, and under libbpf-tools' offcputime -p PID; nanoseconds added per round trip and the
+   ratio to offcputime.
+
+6. Network errors: on a private network (two namespaces and a veth pair, segmentation offloads
    off) a TCP stream paced at 20 MB/s loses 3% of its segments to an nftables numgen rule; the
    BPF run time per event of `diagnose network-errors`'s programs (tcp:tcp_retransmit_skb,
    skb:kfree_skb; kernel stacks as the recipe has them, none, and for every drop), and of
@@ -28,7 +35,7 @@
    run-time statistics over 3 s of each tool's run. These programs run per retransmit or drop,
    not per packet: a clean stream costs nothing per packet.
 
-BENCH_PARTS selects parts by number (default 12345: all; BENCH_PARTS=3 runs part 3 only).
+BENCH_PARTS selects parts by number (default 123456: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -137,9 +144,14 @@ def wait_attached(before, proc, timeout=30.0):
 
 def getppid_loop(tracer_argv=None, needs_pid=False, ready_line=None):
     """ns per getppid() call, with an optional tracer running while the loop runs."""
+    return timed_loop([os.path.join(WL, "getppid_loop"), str(LOOP_CALLS)], tracer_argv, ready_line)
+
+
+def timed_loop(loop_argv, tracer_argv=None, ready_line=None):
+    """Runs loop_argv + [WAIT_FD] (it waits for a byte on WAIT_FD, loops, prints ns per turn) with
+    an optional tracer attached to it ({PID} in tracer_argv) before the loop starts."""
     rfd, wfd = os.pipe()
-    loop = subprocess.Popen([os.path.join(WL, "getppid_loop"), str(LOOP_CALLS), str(rfd)],
-                            stdout=subprocess.PIPE, text=True, pass_fds=(rfd,))
+    loop = subprocess.Popen(loop_argv + [str(rfd)], stdout=subprocess.PIPE, text=True, pass_fds=(rfd,))
     os.close(rfd)
     tracer = None
     try:
@@ -271,6 +283,80 @@ def part2_per_event(say):
             added = m - base
             ratio = "" if name == "untraced" else f"{added / floor:.2f}" if floor > 0 else "n/a"
             say(f"| {name} | {m:.1f} | {added:+.1f} | {ratio} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+OFFCPU_HOPS = int(os.environ.get("BENCH_HOPS", "200000"))
+
+
+def offcpu_recipe(tmp, name, unwind, wakers):
+    """The latency recipe's off_cpu probe (and its wakeups probe) alone, without budgets in the
+    way: the cost of the probes, not of the pre-flight's sampling."""
+    d = os.path.join(tmp, "recipes")
+    os.makedirs(d, exist_ok=True)
+    if not os.path.exists(os.path.join(tmp, "lua")):
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    probe = """  - id: {id}
+    kind: {kind}
+    filters:
+      pid: target
+    attach: [tp_btf, raw_tp]
+    options:
+      min_block_us: 10
+      user_unwind: {unwind}
+"""
+    probes = probe.format(id="offcpu", kind="off_cpu", unwind=unwind)
+    if wakers:
+        probes += probe.format(id="wakers", kind="wakeups", unwind=unwind)
+    with open(os.path.join(d, name + ".yaml"), "w") as f:
+        f.write(f"""name: {name}
+symptom: benchmark
+summary: the latency recipe's off-CPU probes alone
+lua: latency.lua
+target: pid
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 0
+  max_events_per_s: 100000000
+  max_cpu_pct: 100
+  max_map_bytes: 268435456
+probes:
+""" + probes)
+    return d
+
+
+def part5_offcpu(say):
+    """5. Cost per context switch of off_cpu (and wakeups) against offcputime."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    try:
+        configs = [("untraced", None)]
+        for name, unwind, wakers in (("offcpu-fp", "fp", False), ("offcpu-dwarf", "dwarf", False),
+                                     ("offcpu-wakers-dwarf", "dwarf", True)):
+            recipes = offcpu_recipe(tmp, name, unwind, wakers)
+            label = {"offcpu-fp": "diagnose off_cpu, fp stacks",
+                     "offcpu-dwarf": "diagnose off_cpu, dwarf (2 KiB copies)",
+                     "offcpu-wakers-dwarf": "diagnose off_cpu + wakeups, dwarf (the latency recipe's)"}[name]
+            configs.append((label, [DIAG, name, "--recipes", recipes, "--pid", "{PID}", "--duration", "60"]))
+        if shutil.which("offcputime"):
+            configs.append(("libbpf-tools offcputime -p PID", ["offcputime", "-p", "{PID}"]))
+        per_trip = {}
+        loop = [os.path.join(WL, "switch_storm"), str(OFFCPU_HOPS)]
+        for _ in range(RUNS):  # interleaved, so drift hits every config alike
+            for name, argv in configs:
+                per_trip.setdefault(name, []).append(timed_loop(loop, argv))
+        base = median(per_trip["untraced"])
+        peer = median(per_trip.get("libbpf-tools offcputime -p PID", [float("nan")])) - base
+        say(f"\n## Cost per context switch: pipe ping-pong, {OFFCPU_HOPS} round trips "
+            "(2 switch-outs and 2 wakeups each)\n")
+        say("| configuration | ns per round trip | added ns | × offcputime |")
+        say("|---|---:|---:|---:|")
+        for name, _ in configs:
+            m = median(per_trip[name])
+            added = m - base
+            ratio = "" if name == "untraced" else f"{added / peer:.2f}" if peer > 0 else "n/a"
+            say(f"| {name} | {m:.0f} | {added:+.0f} | {ratio} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -530,8 +616,8 @@ def network_recipe(tmp, stack_first, stack_every):
     return os.path.join(d, "recipes")
 
 
-def part5_network(say):
-    """5. Network errors: BPF time per retransmit and per drop under a lossy stream."""
+def part6_network(say):
+    """6. Network errors: BPF time per retransmit and per drop under a lossy stream."""
     missing = [t for t in ("ip", "nft", "ethtool") if not shutil.which(t)]
     if missing:
         say(f"\n## Network errors: skipped ({', '.join(missing)} missing: scripts/install-deps.sh)")
@@ -621,9 +707,10 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "12345")
+    parts = os.environ.get("BENCH_PARTS", "123456")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
-                    ("4", part4_symbolization), ("5", part5_network)):
+                    ("4", part4_symbolization), ("5", part5_offcpu),
+                    ("6", part6_network)):
         if n in parts:
             part(say)
 

@@ -30,7 +30,7 @@ start() { # start WORKLOAD ARGS... → sets $PID
 }
 
 # Names of our BPF programs (as the kernel truncates them, 15 chars).
-OUR_PROGS='^(tcpe_.*|skbd_.*|on_cpu_sample|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch|count_sys_enter|timed_sys_enter|timed_sys_exit|tracepoint_cnt|tp_btf_off_swit|raw_tp_off_swit|func_lat_entry|func_lat_return|doctor_.*)$'
+OUR_PROGS='^(tcpe_.*|skbd_.*|on_cpu_sample|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch|count_sys_enter|timed_sys_enter|timed_sys_exit|tracepoint_cnt|tp_btf_off_swit|raw_tp_off_swit|tp_btf_wake_swi|tp_btf_wake_wak|raw_tp_wake_swi|raw_tp_wake_wak|func_lat_entry|func_lat_return|lookup_entry|lookup_return|doctor_.*)$'
 our_links() { # prints the number of attached links whose program is one of ours
 	bpftool -j link list 2>/dev/null | python3 -c '
 import json, re, subprocess, sys

@@ -1,6 +1,7 @@
 # Budgets, enforced on a process making ~1M+ syscalls/s: the measured pre-flight refuses (exit 3)
 # or, when the recipe says `degrade: sample`, samples 1 in N and says so; --dry-run reports the
-# refusal with exit 3; the live governor stops a run over max_cpu_pct with partial results.
+# refusal with exit 3 (as text: the plan's probes, rates and budgets, and the refusal; JSON only
+# with --json); the live governor stops a run over max_cpu_pct with partial results.
 . "$(dirname "$0")/lib.sh"
 derive() { # derive NAME SED-EXPRESSION: a copy of the shipped recipe, changed
 	mkdir -p "$TMP/$1/recipes"
@@ -21,6 +22,12 @@ assert_released "a refused run"
 json "$TMP/dry.json" 'r["plan"]["refused"]' | grep -q 'over budget' || fail "dry run does not say why"
 [ "$(json "$TMP/dry.json" 'r["plan"]["preflight"]["probes"]["syscalls"]["events_per_s"] > 100000')" = True ] || fail "dry run lacks the measured rate"
 [ "$(json "$TMP/dry.json" 'r["plan"]["preflight"]["estimated_bpf_cpu_pct_min"] > 0')" = True ] || fail "dry run lacks the overhead estimate"
+out=$("$DIAG" high-cpu --recipes "$TMP/refuse/recipes" --pid "$PID" --dry-run 2>/dev/null); rc=$?
+[ "$rc" = 3 ] || fail "text dry run over budget: exit $rc, want 3"
+echo "$out" | grep -q '^  syscalls  *syscall_stats  *raw_tp  *pid=target ([0-9]*) .*[0-9.]*[kM]$' || fail "text dry run: no syscalls row with its measured rate: $out"
+echo "$out" | grep -q '^A real run would be REFUSED: over budget' || fail "text dry run does not say it would be refused: $out"
+echo "$out" | grep -q '^Budgets: maps .* of 64.0 MiB' || fail "text dry run: no budgets line: $out"
+echo "$out" | grep -q '^{' && fail "text dry run prints JSON: $out"
 assert_released "a dry run"
 
 derive sample 's/^  max_events_per_s: .*/  max_events_per_s: 100000/'

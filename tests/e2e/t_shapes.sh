@@ -38,6 +38,14 @@ R=$(test_recipe shapes-all <<EOF
   - id: off
     kind: off_cpu
     filters: {pid: target}
+    options: {user_unwind: dwarf}
+  - id: dns
+    kind: name_lookups
+    filters: {pid: target}
+  - id: wake
+    kind: wakeups
+    filters: {pid: target}
+    options: {user_unwind: dwarf, sample_every: 2}
   - id: ctx
     kind: proc_context
     filters: {pid: target}
@@ -50,17 +58,18 @@ R=$(test_recipe shapes-all <<EOF
     filters: {pid: target}
 EOF
 )
-sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/' "$R"
+sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/; s/^  max_map_bytes: .*/  max_map_bytes: 134217728/' "$R"
 "$DIAG" "$R" --pid "$PID" --json > "$TMP/all.json" 2> "$TMP/all.err"
 rc=$?
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
-check "$J" 'sorted(res) == ["ctx", "drops", "off", "profile", "runq", "slow", "sw", "sys", "tcp"]' "a probe without results: $(json "$J" 'r.get("notes")')"
+check "$J" 'sorted(res) == ["ctx", "dns", "drops", "off", "profile", "runq", "slow", "sw", "sys", "tcp", "wake"]' "a probe without results: $(json "$J" 'r.get("notes")')"
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
-check "$J" 'res["sw"]["sampled_1_in"] == 2' "tracepoint_count: sampled_1_in absent"
+check "$J" 'res["sw"]["sampled_1_in"] == 2 and res["wake"]["sampled_1_in"] == 2' "sampled_1_in absent"
+check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
 assert_released "a run with every probe kind"

@@ -112,6 +112,21 @@ static void test_degrade_samples_only_what_can(void **state)
 	assert_int_equal(f.pps[0].cfg.opt[1], before); /* the plan is not changed */
 }
 
+/* A probe that cannot sample takes most of the budget: the ones that can must sample more than
+ * the overall excess (40k + 8k fixed, 10k allowed: 1 in 20, not 1 in 5). */
+static void test_degrade_leaves_room_for_the_fixed(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	setup(&f, true);
+	f.rates[0].passed = 4000; /* 40k/s, can sample */
+	f.rates[1].passed = 800;  /* 8k/s, cannot */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, NULL, &err), 0);
+	assert_int_equal(f.rates[0].sample_every, 20);
+	assert_int_equal(f.rates[1].sample_every, 1);
+}
+
 static void test_degrade_impossible_refuses(void **state)
 {
 	(void)state;
@@ -161,6 +176,7 @@ int main(void)
 		cmocka_unit_test(test_under_budget),
 		cmocka_unit_test(test_over_budget_refused_without_degrade),
 		cmocka_unit_test(test_degrade_samples_only_what_can),
+		cmocka_unit_test(test_degrade_leaves_room_for_the_fixed),
 		cmocka_unit_test(test_degrade_impossible_refuses),
 		cmocka_unit_test(test_unmeasured_is_not_zero),
 		cmocka_unit_test(test_window_ms),

@@ -305,6 +305,13 @@ static void test_list_resolve(void **state)
 	assert_int_equal(err.code, DIAG_EXIT_USAGE);
 	snprintf(p, sizeof(p), "no recipe \"foo\" in %s/ (available: alpha, zeta)", dir);
 	assert_string_equal(err.msg, p);
+	/* a typo away from a name: suggested; far from every name: not */
+	assert_int_equal(recipe_resolve("apha", dir, out, sizeof(out), &err), -1);
+	assert_non_null(strstr(err.msg, "(did you mean alpha? available: alpha, zeta)"));
+	assert_int_equal(recipe_resolve("zeat", dir, out, sizeof(out), &err), -1);
+	assert_non_null(strstr(err.msg, "(did you mean zeta? available"));
+	assert_int_equal(recipe_resolve("omega", dir, out, sizeof(out), &err), -1);
+	assert_null(strstr(err.msg, "did you mean"));
 	assert_int_equal(recipe_resolve("Bad Name", dir, out, sizeof(out), &err), -1);
 	assert_int_equal(err.code, DIAG_EXIT_USAGE);
 	assert_int_equal(recipe_resolve("foo", "/nonexistent", out, sizeof(out), &err), -1);

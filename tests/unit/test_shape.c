@@ -226,7 +226,8 @@ static bool mentions_word(const char *text, const char *word)
 
 /* The documentation check: for each kind, every named component of every declared path ("*"
  * and "[]" aside) must appear as a word in the kind's section of schemas/recipe.md (`### `KIND``),
- * or, for the shared stack fields of kinds with a stack_unit, in "### Stacks in results". A
+ * or, for the shared stack fields of kinds with a stack_unit, in "### Stacks in results", and for
+ * the unwinding fields (user_unwind, unwind.*) in "### Unwinding in results". A
  * mention, not a proof that the text is right: the declarations are the reference for types and
  * units, and `diagnose show` prints them. */
 static void test_declared_fields_documented(void **state)
@@ -238,7 +239,9 @@ static void test_declared_fields_documented(void **state)
 	if (!doc)
 		fail_msg("cannot read %s", path);
 	char *stacks = section(doc, "### Stacks in results");
+	char *unwinding = section(doc, "### Unwinding in results");
 	assert_non_null(stacks);
+	assert_non_null(unwinding);
 	size_t n;
 	const struct probe_kind *const *kinds = catalog_all(&n);
 	int undocumented = 0;
@@ -264,6 +267,10 @@ static void test_declared_fields_documented(void **state)
 				if (kind->stack_unit && strncmp(kind->results[i].path, "stack", 5) == 0 &&
 				    mentions_word(stacks, c))
 					continue;
+				if ((strncmp(kind->results[i].path, "unwind", 6) == 0 ||
+				     strcmp(kind->results[i].path, "user_unwind") == 0) &&
+				    mentions_word(unwinding, c))
+					continue;
 				fprintf(stderr, "schemas/recipe.md: %s: `%s` (of %s) not mentioned\n",
 					kind->name, c, kind->results[i].path);
 				undocumented++;
@@ -273,6 +280,7 @@ static void test_declared_fields_documented(void **state)
 		free(text);
 	}
 	free(stacks);
+	free(unwinding);
 	free(doc);
 	free(path);
 	if (undocumented)

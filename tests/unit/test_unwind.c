@@ -201,6 +201,63 @@ static void test_dwarf_self(void **state)
 	unwinder_free(u);
 }
 
+
+/* Samples whose weight follows (off-CPU: the stack at switch-out, the time at switch-in): the
+ * weight record settles the thread's sample with that cookie; a sample replaced by the thread's
+ * next one before its weight came is counted unweighed and never reported; a weight for a
+ * cookie that does not wait is refused; the rows keep their tag's name; flush scales. */
+static void test_sampler_deferred_weights(void **state)
+{
+	(void)state;
+	static const char *const tags[] = { "runnable", "sleeping" };
+	static struct diag_user_sample rec;
+	memset(&rec, 0, sizeof(rec));
+	rec.rec = DIAG_REC_SAMPLE;
+	rec.tgid = rec.tid = 4242;
+	rec.user_stack_id = rec.kernel_stack_id = -14;
+	memcpy(rec.comm, "waiter", 7);
+	rec.tag = 1;
+	size_t size = offsetof(struct diag_user_sample, stack); /* no copy: not even one caller */
+
+	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 16, tags, 2, 4);
+	rec.cookie = 7;
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+	struct diag_weight_rec w = { .rec = DIAG_REC_WEIGHT, .tid = 4242, .cookie = 7, .weight = 100 };
+	assert_int_equal(stack_sampler_add(sm, &w, sizeof(w)), 0);
+	rec.cookie = 8; /* replaced by 9 before its weight: unweighed */
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+	rec.cookie = 9;
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+	assert_int_equal(stack_sampler_settle(sm, 4242, 8, 1000), -1);
+	assert_int_equal(stack_sampler_settle(sm, 4242, 9, 50), 0);
+	assert_int_equal(stack_sampler_settle(sm, 4242, 9, 50), -1); /* once */
+	assert_int_equal(stack_sampler_settle(sm, 1, 9, 50), -1);    /* no such thread */
+	rec.cookie = 0; /* a sample with its weight: counted at once */
+	rec.weight = 5;
+	rec.tag = 0;
+	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
+
+	uint64_t tw[2] = { 0 }, tc[2] = { 0 };
+	stack_sampler_tag_sums(sm, tw, tc);
+	assert_int_equal(tw[1], 150);
+	assert_int_equal(tc[1], 2);
+	assert_int_equal(tw[0], 5);
+	struct stack_table *t = stacks_new(NULL, 8);
+	uint64_t wsum, n, k;
+	assert_int_equal(stack_sampler_flush(sm, t, true, 2, &wsum, &n, &k), 0);
+	assert_int_equal(wsum, 310);
+	assert_int_equal(n, 6);
+	struct value *res = value_obj();
+	stack_sampler_report(sm, res, 2048, 4, 0);
+	const struct value *stacks = stacks_finish(t, res, "ns");
+	assert_int_equal(stacks->arr.len, 2);
+	assert_string_equal(value_get_str(stacks->arr.items[0], "tag"), "sleeping");
+	assert_int_equal(value_get(stacks->arr.items[0], "weight")->i, 300);
+	assert_int_equal(value_get(value_get(res, "unwind"), "unweighed")->i, 1);
+	value_free(res);
+	stack_sampler_free(sm);
+}
+
 /* The sampler on records as the ring buffer hands them: a DWARF-unwound sample of this process
  * counted with its frames marked "dwarf", the same stack twice merged, a record shorter than its
  * header refused and counted, a stack_len beyond the record clamped (ASan would see an overread),
@@ -213,6 +270,7 @@ static void test_sampler_records(void **state)
 	struct user_sample us;
 	caller_of_capture(&us, buf, sizeof(buf));
 	memset(&rec, 0, sizeof(rec));
+	rec.rec = DIAG_REC_SAMPLE;
 	rec.tgid = (uint32_t)getpid();
 	rec.tid = (uint32_t)gettid();
 	rec.user_stack_id = rec.kernel_stack_id = -14; /* -EFAULT: user mode, no fp stack */
@@ -225,7 +283,7 @@ static void test_sampler_records(void **state)
 	memcpy(rec.stack, buf, us.len);
 	size_t size = offsetof(struct diag_user_sample, stack) + us.len;
 
-	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 1);
+	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 1, NULL, 0, 0);
 	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
 	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
 	assert_int_equal(stack_sampler_add(sm, &rec, 10), 0); /* shorter than the header */
@@ -236,7 +294,7 @@ static void test_sampler_records(void **state)
 
 	struct stack_table *t = stacks_new(NULL, 8);
 	uint64_t w, n, k;
-	assert_int_equal(stack_sampler_flush(sm, t, true, &w, &n, &k), 0);
+	assert_int_equal(stack_sampler_flush(sm, t, true, 1, &w, &n, &k), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(w, 6);
 	assert_int_equal(k, 0);
@@ -275,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_leaf_caller_live),
 		cmocka_unit_test(test_dwarf_self),
 		cmocka_unit_test(test_sampler_records),
+		cmocka_unit_test(test_sampler_deferred_weights),
 		cmocka_unit_test(test_origin_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

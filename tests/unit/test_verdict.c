@@ -66,7 +66,8 @@ static struct value *profile(int64_t samples, int64_t kernel)
 	static const char *const counts[] = { "copy_bytes", "sent", "ring_full", "unwound",
 					      "copied_bytes_avg", "copies_cut", "fixed_leaves",
 					      "leaf_frame_ok", "leaf_unknown", "dwarf_complete",
-					      "dwarf_truncated", "dwarf_failed" };
+					      "dwarf_truncated", "dwarf_failed", "dwarf_spliced",
+					      "unweighed" };
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 		value_set_int(u, counts[i], 0);
 	value_set_str(p, "stack_unit", "samples");

@@ -1,0 +1,95 @@
+# diagnose(1) bash completion — commands, flags, recipe names (from `diagnose list`, so the same
+# search path as a run: --recipes DIR on the line, $DIAGNOSE_RECIPES, ./recipes), --param names
+# of the recipe on the line and replay's --threshold names of the recipe its report recorded
+# (from `diagnose show`), pids, files.
+# Installed by `make install` to PREFIX/share/bash-completion/completions/diagnose.
+
+_diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --recipes DIR
+	local recipes=()
+	local i
+	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+		[[ ${COMP_WORDS[i]} == --recipes ]] && recipes=(--recipes "${COMP_WORDS[i + 1]}")
+	done
+	"${COMP_WORDS[0]}" "$@" "${recipes[@]}" 2>/dev/null
+}
+
+_diagnose() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local cmds="list show lint doctor approve verify replay diff"
+	local run_flags="--pid --duration --param --dry-run --json --output --folded --folded-probe
+		--force --recipes --production --verbose --help --version"
+	local i word cmd=
+	for ((i = 1; i < COMP_CWORD; i++)); do # the first word that is not an option or its value
+		word=${COMP_WORDS[i]}
+		case $word in
+		--pid | --duration | --param | --output | --folded | --folded-probe | --recipes | --lock | \
+			--by | --lua | --threshold | --thresholds) ((i++)) ;;
+		-p | -d) ((i++)) ;;
+		-*) ;;
+		*) cmd=$word; break ;;
+		esac
+	done
+	case $prev in
+	--pid | -p)
+		COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"))
+		return ;;
+	--duration | -d | --by | --folded-probe) return ;;
+	--output | --folded | --lua | --lock)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--recipes)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return ;;
+	--param | --threshold | --thresholds)
+		[[ -n $cmd ]] || return
+		local recipe=$cmd names
+		if [[ $cmd == replay ]]; then # the recipe the report on the line recorded
+			for ((i = 1; i < COMP_CWORD; i++)); do
+				[[ ${COMP_WORDS[i]} == *.json && -r ${COMP_WORDS[i]} ]] || continue
+				recipe=$(head -c 4096 "${COMP_WORDS[i]}" | tr -d '\n' |
+					sed -n 's/.*"recipe": *{ *"name": *"\([a-z0-9-]*\)".*/\1/p')
+				break
+			done
+			[[ $recipe == replay ]] && return
+		fi
+		if [[ $prev == --param ]]; then
+			names=$(_diagnose_run show "$recipe" | awk '$1 == "param" { print $2 "=" }')
+		else
+			names=$(_diagnose_run show "$recipe" | awk '$1 == "thresholds:" { for (i = 2; i <= NF; i++) { sub(/=.*/, "=", $i); print $i } }')
+		fi
+		compopt -o nospace 2>/dev/null
+		COMPREPLY=($(compgen -W "$names" -- "$cur"))
+		return ;;
+	esac
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "$run_flags" -- "$cur"))
+		else
+			local recipes
+			recipes=$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }')
+			COMPREPLY=($(compgen -W "$cmds $recipes" -- "$cur"))
+		fi
+		return
+	fi
+	case $cmd in
+	show | approve)
+		COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }') --recipes --by --lock" -- "$cur")) ;;
+	lint) COMPREPLY=($(compgen -f -- "$cur")) ;;
+	verify) COMPREPLY=($(compgen -W "--lock" -- "$cur")) ;;
+	replay)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--lua --threshold --json --recipes" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+		fi ;;
+	diff)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--json" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+		fi ;;
+	list | doctor) ;;
+	*) COMPREPLY=($(compgen -W "$run_flags" -- "$cur")) ;;
+	esac
+}
+complete -F _diagnose diagnose

@@ -1,0 +1,323 @@
+/* diff.c — two reports compared (see diff.h).
+ * Must not: interpret a probe's results beyond the shared shapes, or judge the change.
+ */
+#include "diff.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_parse.h"
+#include "source.h"
+#include "util.h"
+#include "verdict.h"
+
+#define REPORT_MAX_BYTES (256u << 20)
+
+/* ---- verdicts ------------------------------------------------------------------------------ */
+
+static const struct value *verdict_by_id(const struct value *verdicts, const char *id)
+{
+	for (size_t i = 0; verdicts && verdicts->type == V_ARR && i < verdicts->arr.len; i++) {
+		const char *vid = value_get_str(verdicts->arr.items[i], "id");
+		if (vid && !strcmp(vid, id))
+			return verdicts->arr.items[i];
+	}
+	return NULL;
+}
+
+static void add_verdict(struct value *out, const struct value *b, const struct value *a)
+{
+	const struct value *v = a ? a : b;
+	struct value *o = value_arr_push(out, value_obj());
+	value_set_str(o, "id", value_get_str(v, "id"));
+	const char *bs = b ? value_get_str(b, "severity") : NULL, *as = a ? value_get_str(a, "severity") : NULL;
+	value_set_str(o, "before", bs ? bs : "-");
+	value_set_str(o, "after", as ? as : "-");
+	int ok1 = 0, ok2 = 0;
+	enum severity sb = bs ? severity_parse(bs, &ok1) : SEV_OK, sa = as ? severity_parse(as, &ok2) : SEV_OK;
+	const char *change = !b ? "new" : !a ? "gone" : sa > sb ? "worse" : sa < sb ? "better" : "same";
+	value_set_str(o, "change", change);
+	value_set_str(o, "title", value_get_str(v, "title") ? value_get_str(v, "title") : "");
+}
+
+static struct value *diff_verdicts(const struct value *before, const struct value *after)
+{
+	const struct value *vb = value_get(before, "verdicts"), *va = value_get(after, "verdicts");
+	struct value *out = value_arr();
+	for (size_t i = 0; va && va->type == V_ARR && i < va->arr.len; i++) {
+		const char *id = value_get_str(va->arr.items[i], "id");
+		if (id)
+			add_verdict(out, verdict_by_id(vb, id), va->arr.items[i]);
+	}
+	for (size_t i = 0; vb && vb->type == V_ARR && i < vb->arr.len; i++) {
+		const char *id = value_get_str(vb->arr.items[i], "id");
+		if (id && !verdict_by_id(va, id))
+			add_verdict(out, vb->arr.items[i], NULL);
+	}
+	return out;
+}
+
+/* ---- functions: each stack's leaf (its first user frame, else its first kernel frame) -------- */
+
+struct share {
+	char *name;
+	double before, after; /* weight */
+};
+
+struct shares {
+	struct share *v;
+	size_t n, cap;
+	double total_before, total_after;
+};
+
+static void share_add(struct shares *s, const char *name, double w, bool after)
+{
+	size_t i;
+	for (i = 0; i < s->n && strcmp(s->v[i].name, name); i++)
+		;
+	if (i == s->n) {
+		if (s->n == s->cap)
+			s->v = xrealloc(s->v, (s->cap = s->cap ? s->cap * 2 : 64) * sizeof(*s->v));
+		s->v[s->n++] = (struct share){ xstrdup(name), 0, 0 };
+	}
+	if (after)
+		s->v[i].after += w;
+	else
+		s->v[i].before += w;
+}
+
+static void shares_of(struct shares *s, const struct value *stacks, bool after)
+{
+	for (size_t i = 0; stacks && stacks->type == V_ARR && i < stacks->arr.len; i++) {
+		const struct value *st = stacks->arr.items[i], *u = value_get(st, "user"), *k = value_get(st, "kernel");
+		double w = value_get_num(st, "weight", 0);
+		const char *leaf = u && u->type == V_ARR && u->arr.len && u->arr.items[0]->type == V_STR
+					   ? u->arr.items[0]->s
+				   : k && k->type == V_ARR && k->arr.len && k->arr.items[0]->type == V_STR
+					   ? k->arr.items[0]->s
+					   : "[no frames]";
+		share_add(s, leaf, w, after);
+		if (after)
+			s->total_after += w;
+		else
+			s->total_before += w;
+	}
+}
+
+static int by_move(const void *x, const void *y, void *totals)
+{
+	const struct share *a = x, *b = y;
+	const double *t = totals;
+	double da = fabs((t[1] > 0 ? a->after / t[1] : 0) - (t[0] > 0 ? a->before / t[0] : 0));
+	double db = fabs((t[1] > 0 ? b->after / t[1] : 0) - (t[0] > 0 ? b->before / t[0] : 0));
+	return da < db ? 1 : da > db ? -1 : strcmp(a->name, b->name);
+}
+
+static struct value *diff_functions(const struct value *rb, const struct value *ra, double min_pct,
+				    unsigned top)
+{
+	struct value *out = value_obj();
+	for (size_t p = 0; ra && ra->type == V_OBJ && p < ra->obj.len; p++) {
+		const char *id = ra->obj.keys[p];
+		const struct value *sa = value_get(ra->obj.vals[p], "stacks"), *sb = value_get(value_get(rb, id), "stacks");
+		if (!sa || !sb)
+			continue;
+		struct shares s = { 0 };
+		shares_of(&s, sb, false);
+		shares_of(&s, sa, true);
+		double totals[2] = { s.total_before, s.total_after };
+		qsort_r(s.v, s.n, sizeof(*s.v), by_move, totals);
+		struct value *list = value_arr();
+		for (size_t i = 0; i < s.n; i++) {
+			double bp = totals[0] > 0 ? s.v[i].before * 100 / totals[0] : 0;
+			double ap = totals[1] > 0 ? s.v[i].after * 100 / totals[1] : 0;
+			if (list->arr.len < top && fabs(ap - bp) >= min_pct) {
+				struct value *o = value_arr_push(list, value_obj());
+				value_set_str(o, "name", s.v[i].name);
+				value_set_num(o, "before_pct", round(bp * 10) / 10);
+				value_set_num(o, "after_pct", round(ap * 10) / 10);
+				value_set_num(o, "delta_pct", round((ap - bp) * 10) / 10);
+			}
+			free(s.v[i].name);
+		}
+		free(s.v);
+		if (list->arr.len)
+			value_obj_set(out, id, list);
+		else
+			value_free(list);
+	}
+	return out;
+}
+
+/* ---- histograms: log2 buckets [{lo, hi, count}], the percentile convention of lua/lib/diag.lua */
+
+static double percentile(const struct value *buckets, double p, double *total_out)
+{
+	double total = 0, before = 0;
+	for (size_t i = 0; i < buckets->arr.len; i++)
+		total += value_get_num(buckets->arr.items[i], "count", 0);
+	*total_out = total;
+	if (total <= 0)
+		return NAN;
+	double r = p / 100 * total;
+	for (size_t i = 0; i < buckets->arr.len; i++) {
+		const struct value *b = buckets->arr.items[i];
+		double c = value_get_num(b, "count", 0), lo = value_get_num(b, "lo", 0), hi = value_get_num(b, "hi", 0);
+		if (c > 0 && before + c >= r)
+			return lo + (hi - lo) * (r - before) / c;
+		before += c;
+	}
+	return value_get_num(buckets->arr.items[buckets->arr.len - 1], "hi", 0);
+}
+
+static struct value *summary(const struct value *buckets)
+{
+	struct value *o = value_obj();
+	double n;
+	double p50 = percentile(buckets, 50, &n), p99 = percentile(buckets, 99, &n);
+	value_set_int(o, "count", (int64_t)n);
+	if (n > 0) {
+		value_set_num(o, "p50", round(p50));
+		value_set_num(o, "p99", round(p99));
+	}
+	return o;
+}
+
+static struct value *diff_histograms(const struct value *rb, const struct value *ra)
+{
+	struct value *out = value_obj();
+	for (size_t p = 0; ra && ra->type == V_OBJ && p < ra->obj.len; p++) {
+		const char *id = ra->obj.keys[p];
+		const struct value *ba = value_get(ra->obj.vals[p], "buckets"), *bb = value_get(value_get(rb, id), "buckets");
+		if (!ba || !bb || ba->type != V_ARR || bb->type != V_ARR)
+			continue;
+		struct value *h = value_obj_set(out, id, value_obj());
+		const char *unit = value_get_str(ra->obj.vals[p], "unit");
+		value_set_str(h, "unit", unit ? unit : "");
+		value_obj_set(h, "before", summary(bb));
+		value_obj_set(h, "after", summary(ba));
+	}
+	return out;
+}
+
+struct value *diff_reports(const struct value *before, const struct value *after, double min_pct,
+			   unsigned top)
+{
+	struct value *d = value_obj();
+	struct value *rec = value_obj_set(d, "recipes", value_arr());
+	const char *nb = value_get_str(value_get(before, "recipe"), "name");
+	const char *na = value_get_str(value_get(after, "recipe"), "name");
+	value_arr_push(rec, value_str(nb ? nb : ""));
+	value_arr_push(rec, value_str(na ? na : ""));
+	value_obj_set(d, "verdicts", diff_verdicts(before, after));
+	const struct value *rb = value_get(before, "results"), *ra = value_get(after, "results");
+	value_obj_set(d, "functions", diff_functions(rb, ra, min_pct, top));
+	value_obj_set(d, "histograms", diff_histograms(rb, ra));
+	return d;
+}
+
+/* ---- text ------------------------------------------------------------------------------------- */
+
+/* s with control bytes shown as \xNN (names come from the target). */
+static void put_safe(FILE *out, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else
+			fputc(*p, out);
+	}
+}
+
+void diff_write_text(const struct value *d, FILE *out)
+{
+	const struct value *rec = value_get(d, "recipes");
+	fputs("diagnose diff — ", out);
+	put_safe(out, rec->arr.items[0]->s);
+	fputs(" → ", out);
+	put_safe(out, rec->arr.items[1]->s);
+	fputs("\n\nVerdicts\n", out);
+	const struct value *vs = value_get(d, "verdicts");
+	if (!vs->arr.len)
+		fputs("  (none in either run)\n", out);
+	for (size_t i = 0; i < vs->arr.len; i++) {
+		const struct value *v = vs->arr.items[i];
+		fprintf(out, "  %-7s %-9s → %-9s %s: ", value_get_str(v, "change"), value_get_str(v, "before"),
+			value_get_str(v, "after"), value_get_str(v, "id"));
+		put_safe(out, value_get_str(v, "title"));
+		fputc('\n', out);
+	}
+	const struct value *fs = value_get(d, "functions");
+	for (size_t p = 0; p < fs->obj.len; p++) {
+		fputs("\nShares that moved (", out);
+		put_safe(out, fs->obj.keys[p]);
+		fputs(": leaf functions, % of the probe's weight)\n", out);
+		const struct value *list = fs->obj.vals[p];
+		for (size_t i = 0; i < list->arr.len; i++) {
+			const struct value *f = list->arr.items[i];
+			fprintf(out, "  %6.1f%% → %6.1f%%  (%+.1f)  ", value_get_num(f, "before_pct", 0),
+				value_get_num(f, "after_pct", 0), value_get_num(f, "delta_pct", 0));
+			put_safe(out, value_get_str(f, "name"));
+			fputc('\n', out);
+		}
+	}
+	const struct value *hs = value_get(d, "histograms");
+	if (hs->obj.len)
+		fputs("\nHistograms (p50, p99)\n", out);
+	for (size_t p = 0; p < hs->obj.len; p++) {
+		const struct value *h = hs->obj.vals[p], *b = value_get(h, "before"), *a = value_get(h, "after");
+		const char *unit = value_get_str(h, "unit");
+		fputs("  ", out);
+		put_safe(out, hs->obj.keys[p]);
+		fprintf(out, ": p50 %.0f → %.0f %s, p99 %.0f → %.0f %s (%.0f → %.0f values)\n",
+			value_get_num(b, "p50", NAN), value_get_num(a, "p50", NAN), unit,
+			value_get_num(b, "p99", NAN), value_get_num(a, "p99", NAN), unit,
+			value_get_num(b, "count", 0), value_get_num(a, "count", 0));
+	}
+}
+
+static struct value *read_report(const char *path, struct diag_err *err)
+{
+	struct source_file f = { 0 };
+	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
+		return NULL;
+	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
+	struct value *r = json_parse(f.data, f.len, &lim, err);
+	source_free(&f);
+	if (!r) {
+		diag_wrap(err, "%s", path);
+		return NULL;
+	}
+	const char *tool = value_get_str(r, "tool");
+	if (r->type != V_OBJ || !tool || strcmp(tool, "diagnose") || !value_get(r, "verdicts") ||
+	    !value_get(r, "results")) {
+		value_free(r);
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: not a diagnose JSON report (tool, verdicts and "
+			  "results are needed)", path);
+		return NULL;
+	}
+	return r;
+}
+
+int diff_run(const char *before_path, const char *after_path, bool json)
+{
+	struct diag_err err = { 0 };
+	struct value *b = read_report(before_path, &err), *a = b ? read_report(after_path, &err) : NULL;
+	if (!a) {
+		value_free(b);
+		fprintf(stderr, "diagnose: %s\n", err.msg);
+		return err.code ? err.code : DIAG_EXIT_USAGE;
+	}
+	struct value *d = diff_reports(b, a, 1.0, 10);
+	if (json) {
+		value_write_json(d, stdout, 2);
+		fputc('\n', stdout);
+	} else {
+		diff_write_text(d, stdout);
+	}
+	value_free(d);
+	value_free(a);
+	value_free(b);
+	return DIAG_EXIT_OK;
+}

@@ -1,0 +1,31 @@
+/* diff.h — `diagnose diff BEFORE.json AFTER.json`: what changed between two runs' reports (after a
+ * fix, a deploy, a config change): verdicts that appeared, went away or changed severity; the
+ * functions whose share of a stack probe's weight moved; the percentiles of each histogram that
+ * moved. Text, or JSON with --json.
+ *
+ * Owns: reading both reports (bounded, as replay does), comparing them (diff_reports: pure, on
+ * value trees, for tests) and printing the comparison.
+ * Must not: interpret a probe's results beyond the shared shapes (stacks with weights, log2
+ * buckets), or judge the change (the verdicts of each run did).
+ */
+#ifndef DIAG_DIFF_H
+#define DIAG_DIFF_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "value.h"
+
+/* The comparison of two report trees (caller frees):
+ *   {recipes: [before, after], verdicts: [{id, before, after, change: "new"|"gone"|"worse"|
+ *    "better"|"same", title}], functions: {PROBE: [{name, before_pct, after_pct, delta_pct}]}
+ *    (leaf functions whose share moved by at least min_pct points, largest move first, at most
+ *    top), histograms: {PROBE: {unit, before: {count, p50, p99}, after: {...}}}} */
+struct value *diff_reports(const struct value *before, const struct value *after, double min_pct,
+			   unsigned top);
+void diff_write_text(const struct value *diff, FILE *out);
+
+/* The command: returns 0, or 2 (a file that is not a report, named in the message). */
+int diff_run(const char *before_path, const char *after_path, bool json);
+
+#endif

@@ -1,0 +1,258 @@
+/* name_lookups.c — catalog entry for bpf/name_lookups.bpf.c: the target's host name lookups
+ * (getaddrinfo, gethostbyname*), timed in the libc it maps, by name asked for.
+ *
+ * Owns: finding that libc (the target's /proc/PID/maps, read through /proc/PID/root so that a
+ * process in another mount namespace gets its own; without a pid filter, the libc this process
+ * maps: the host's), the resolver functions' offsets in it (getaddrinfo must be there; the others
+ * are probed where they exist), attaching a uretprobe then a uprobe to each with the function's
+ * index as cookie, and turning the maps into results: a log2 histogram, totals and the names
+ * looked up, slowest in total first.
+ * Must not: judge the lookups (the recipe's Lua does), or read the target's memory itself.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "name_lookups.h"
+#include "name_lookups.skel.h"
+#include "symbols.h"
+
+PROBE_BPF_SKELETON(name_lookups)
+
+static const char *const fn_names[LOOKUP_NR_FNS] = {
+	[LOOKUP_GETADDRINFO] = "getaddrinfo", [LOOKUP_GETHOSTBYNAME] = "gethostbyname",
+	[LOOKUP_GETHOSTBYNAME2] = "gethostbyname2", [LOOKUP_GETHOSTBYNAME_R] = "gethostbyname_r",
+	[LOOKUP_GETHOSTBYNAME2_R] = "gethostbyname2_r",
+};
+
+struct nl_priv {
+	struct probe_bpf bpf; /* first: the generic ops use it */
+	struct name_lookups_bpf *skel;
+	char libc[PATH_MAX + 32];        /* as attached: through /proc/PID/root */
+	char libc_shown[PATH_MAX];       /* as the target names it */
+	uint64_t offset[LOOKUP_NR_FNS];  /* 0: not in this libc */
+};
+
+static const struct option_spec nl_options[] = {
+	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct lookup_start) + 64,
+	  .help = "threads that can be inside a lookup at once" },
+	{ .name = "max_names", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
+	  .min = 16, .max = 1u << 20,
+	  .bytes_per_entry = sizeof(struct lookup_key) + sizeof(struct lookup_val) + 64,
+	  .help = "distinct (name, function) pairs kept" },
+	{ .name = "top", .type = OPT_UINT, .dflt = 20, .min = 1, .max = 1000,
+	  .help = "names reported, slowest in total first" },
+};
+
+static const char *const nl_variants[] = { "uprobe", NULL };
+
+/* The libc that process pid maps (pid <= 0: this process's), as a path from its maps file. */
+static int find_libc(int pid, char *path, size_t len, struct diag_err *err)
+{
+	char maps[64];
+	if (pid > 0)
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	else
+		snprintf(maps, sizeof(maps), "/proc/self/maps");
+	FILE *f = fopen(maps, "re");
+	if (!f)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "reading %s: %s", maps, strerror(errno));
+	char line[PATH_MAX + 128];
+	int found = -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		const char *base = strrchr(file, '/') + 1;
+		if (!strncmp(base, "libc.so", 7) || (!strncmp(base, "libc-", 5) && strstr(base, ".so"))) {
+			snprintf(path, len, "%s", file);
+			found = 0;
+		}
+	}
+	fclose(f);
+	if (found)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s maps no libc (a static or non-glibc binary): "
+				 "no resolver functions to probe", pid > 0 ? "the target" : "this process");
+	return 0;
+}
+
+static int nl_load(struct probe *p, struct diag_err *err)
+{
+	struct nl_priv *np = p->priv;
+	int pid = p->cfg.filter.pid;
+	if (find_libc(pid, np->libc_shown, sizeof(np->libc_shown), err))
+		return -1;
+	if (pid > 0)
+		snprintf(np->libc, sizeof(np->libc), "/proc/%d/root%s", pid, np->libc_shown);
+	else
+		snprintf(np->libc, sizeof(np->libc), "%s", np->libc_shown);
+	for (int f = 0; f < LOOKUP_NR_FNS; f++) {
+		struct diag_err ignore = { 0 };
+		if (elf_symbol_offset(np->libc, fn_names[f], &np->offset[f], f ? &ignore : err))
+			np->offset[f] = 0;
+		if (!np->offset[f] && f == LOOKUP_GETADDRINFO)
+			return diag_wrap(err, "resolver functions in %s", np->libc_shown);
+	}
+	if (!(np->skel = name_lookups_skel_open(p, err)))
+		return -1;
+	bpf_map__set_max_entries(np->skel->maps.inflight, (__u32)probe_opt(p, "max_threads"));
+	bpf_map__set_max_entries(np->skel->maps.lookups, (__u32)probe_opt(p, "max_names"));
+	int rc = name_lookups_bpf__load(np->skel);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
+	p->variant = "uprobe";
+	return 0;
+}
+
+static int nl_attach(struct probe *p, struct diag_err *err)
+{
+	struct nl_priv *np = p->priv;
+	pid_t pid = p->cfg.filter.pid > 0 ? p->cfg.filter.pid : -1;
+	/* Returns first for every function: a lookup entered after its uprobe is always seen
+	 * returning (links are released last first: entries stop before returns). */
+	for (int pass = 0; pass < 2; pass++)
+		for (int f = 0; f < LOOKUP_NR_FNS; f++) {
+			if (!np->offset[f])
+				continue;
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = pass == 0, .bpf_cookie = (__u64)f);
+			char what[PATH_MAX + 128];
+			snprintf(what, sizeof(what), "a %s to %s:%s (file offset 0x%" PRIx64 ")",
+				 pass == 0 ? "uretprobe" : "uprobe", np->libc_shown, fn_names[f], np->offset[f]);
+			struct bpf_program *prog = pass == 0 ? np->skel->progs.lookup_return
+							     : np->skel->progs.lookup_entry;
+			if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(prog, pid, np->libc,
+									      np->offset[f], &opts),
+					   what, err))
+				return -1;
+		}
+	return 0;
+}
+
+struct named {
+	struct lookup_key key;
+	struct lookup_val val;
+};
+
+static int by_total_desc(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	if (x->val.total_ns != y->val.total_ns)
+		return x->val.total_ns < y->val.total_ns ? 1 : -1;
+	int c = strncmp(x->key.name, y->key.name, sizeof(x->key.name));
+	return c ? c : (int)x->key.fn - (int)y->key.fn;
+}
+
+static int nl_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+		      struct diag_err *err)
+{
+	struct nl_priv *np = p->priv;
+	struct bpf_object *obj = np->skel->obj;
+	int fd = bpf_map__fd(np->skel->maps.lookups);
+	uint64_t count, total_ns, max_ns;
+	(void)ctx;
+	(void)err;
+
+	struct value *res = value_obj();
+	value_set_str(res, "libc", np->libc_shown);
+	struct value *fns = value_obj_set(res, "functions", value_arr());
+	for (int f = 0; f < LOOKUP_NR_FNS; f++)
+		if (np->offset[f])
+			value_arr_push(fns, value_str(fn_names[f]));
+	value_set_str(res, "unit", "ns");
+	struct value *buckets = probe_log2_buckets(bpf_map__fd(np->skel->maps.hist_ns), LOOKUP_HIST_SLOTS,
+						   bpf_map__fd(np->skel->maps.totals), &count,
+						   &total_ns, &max_ns);
+	value_set_int(res, "count", (int64_t)count);
+	value_set_int(res, "total_ns", (int64_t)total_ns);
+	value_set_int(res, "max_ns", (int64_t)max_ns);
+	value_set_int(res, "unmatched_returns", (int64_t)probe_stat_sum(obj, LOOKUP_STAT_UNMATCHED));
+	value_set_int(res, "dropped", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
+	value_obj_set(res, "buckets", buckets);
+
+	size_t cap = bpf_map__max_entries(np->skel->maps.lookups), n = 0;
+	struct named *all = xcalloc(cap ? cap : 1, sizeof(*all));
+	struct lookup_key keys[2], *prev = NULL, *next = &keys[0];
+	uint64_t failed = 0;
+	while (n < cap && bpf_map_get_next_key(fd, prev, next) == 0) {
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		if (bpf_map_lookup_elem(fd, prev, &all[n].val) || prev->fn >= LOOKUP_NR_FNS)
+			continue;
+		all[n].key = *prev;
+		failed += all[n].val.failed;
+		n++;
+	}
+	qsort(all, n, sizeof(*all), by_total_desc);
+	value_set_int(res, "failed", (int64_t)failed);
+	value_set_int(res, "names", (int64_t)n);
+	struct value *list = value_obj_set(res, "lookups", value_arr());
+	for (size_t i = 0; i < n && i < probe_opt(p, "top"); i++) {
+		struct value *o = value_arr_push(list, value_obj());
+		char name[LOOKUP_NAME_LEN + 1];
+		snprintf(name, sizeof(name), "%.*s", LOOKUP_NAME_LEN, all[i].key.name);
+		value_set_str(o, "name", name); /* the target's bytes: escaped by every writer */
+		value_set_str(o, "function", fn_names[all[i].key.fn]);
+		value_set_int(o, "count", (int64_t)all[i].val.count);
+		value_set_int(o, "total_ns", (int64_t)all[i].val.total_ns);
+		value_set_int(o, "max_ns", (int64_t)all[i].val.max_ns);
+		value_set_int(o, "failed", (int64_t)all[i].val.failed);
+	}
+	free(all);
+	*out = res;
+	return 0;
+}
+
+static const struct result_field nl_results[] = {
+	{ "libc", RT_STRING, NULL, false, "the libc probed, as the target maps it" },
+	{ "functions", RT_ARRAY, NULL, false, "the resolver functions found and probed in it" },
+	{ "functions[]", RT_STRING, NULL, false, "getaddrinfo, gethostbyname, ..." },
+	{ "unit", RT_STRING, NULL, false, "unit of the buckets and totals: \"ns\"" },
+	{ "count", RT_INTEGER, "count", false, "lookups timed" },
+	{ "total_ns", RT_INTEGER, "ns", false, "time in lookups, summed" },
+	{ "max_ns", RT_INTEGER, "ns", false, "longest lookup" },
+	{ "failed", RT_INTEGER, "count", false, "lookups that failed (an EAI_* code, or no host)" },
+	{ "names", RT_INTEGER, "count", false, "distinct (name, function) pairs seen" },
+	{ "unmatched_returns", RT_INTEGER, "count", false, "returns without a recorded entry" },
+	{ "dropped", RT_INTEGER, "count", false, "lookups not recorded: a map was full" },
+	LOG2_BUCKET_FIELDS("buckets", "ns"),
+	{ "lookups", RT_ARRAY, NULL, false, "the names looked up, slowest in total first (at most top)" },
+	{ "lookups[]", RT_OBJECT, NULL, false, "one (name, function)" },
+	{ "lookups[].name", RT_STRING, NULL, false, "the host name asked for (at most 63 bytes)" },
+	{ "lookups[].function", RT_STRING, NULL, false, "the resolver function called" },
+	{ "lookups[].count", RT_INTEGER, "count", false, "lookups" },
+	{ "lookups[].total_ns", RT_INTEGER, "ns", false, "time, summed" },
+	{ "lookups[].max_ns", RT_INTEGER, "ns", false, "the longest" },
+	{ "lookups[].failed", RT_INTEGER, "count", false, "failures" },
+};
+static const char *const nl_features[] = { "uprobe", NULL };
+
+const struct probe_kind probe_kind_name_lookups = {
+	.name = "name_lookups",
+	.summary = "host name lookups of the target (getaddrinfo, gethostbyname*) timed in its libc, "
+		   "by name asked for",
+	.options = nl_options,
+	.n_options = ARRAY_LEN(nl_options),
+	.filters = FILTER_PID | FILTER_TID | FILTER_COMM | FILTER_CGROUP,
+	.variants = nl_variants,
+	.private_size = sizeof(struct nl_priv),
+	.results = nl_results,
+	.n_results = ARRAY_LEN(nl_results),
+	.features = nl_features,
+	.load = nl_load,
+	.attach = nl_attach,
+	.detach = probe_bpf_detach,
+	.collect = nl_collect,
+	.destroy = probe_bpf_destroy,
+	.object = probe_bpf_object,
+	.bpf_bytes = name_lookups_bpf__elf_bytes,
+};

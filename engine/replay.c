@@ -1,0 +1,171 @@
+/* replay.c — Lua verdicts again on a recorded report (see replay.h).
+ * Must not: load BPF, need root, or change the recorded results.
+ */
+#include "replay.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_parse.h"
+#include "plan.h"
+#include "recipe.h"
+#include "report.h"
+#include "source.h"
+#include "util.h"
+#include "value.h"
+#include "verdict.h"
+
+#define REPORT_MAX_BYTES (256u << 20)
+
+static int fail(const struct diag_err *err)
+{
+	fprintf(stderr, "diagnose: %s\n", err->msg);
+	return err->code ? err->code : DIAG_EXIT_RUNTIME;
+}
+
+static struct value *read_report(const char *path, struct diag_err *err)
+{
+	struct source_file f = { 0 };
+	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
+		return NULL;
+	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
+	struct value *r = json_parse(f.data, f.len, &lim, err);
+	source_free(&f);
+	if (!r) {
+		diag_wrap(err, "%s", path);
+		return NULL;
+	}
+	const struct value *rec = value_get(r, "recipe");
+	if (r->type != V_OBJ || strcmp(value_get_str(r, "tool") ? value_get_str(r, "tool") : "", "diagnose") ||
+	    !value_get_str(rec, "name") || !value_get(r, "results") ||
+	    value_get(r, "results")->type != V_OBJ) {
+		value_free(r);
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: not a diagnose JSON report (tool, recipe.name and "
+			  "results are needed)", path);
+		return NULL;
+	}
+	if (!strcmp(value_get_str(r, "stop_reason") ? value_get_str(r, "stop_reason") : "", "dry-run")) {
+		value_free(r);
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: a dry run's report: it recorded no results", path);
+		return NULL;
+	}
+	return r;
+}
+
+/* NAME=VALUE over thresholds, NAME one of the recipe's; VALUE a number where it reads as one. */
+static int override_thresholds(struct value *t, const struct recipe *r, const char *const *kv,
+			       size_t n, struct diag_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(kv[i], '=');
+		if (!eq || eq == kv[i])
+			return diag_fail(err, DIAG_EXIT_USAGE, "--threshold %s: expected NAME=VALUE", kv[i]);
+		char name[128];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv[i]), kv[i]);
+		bool known = false;
+		for (unsigned k = 0; k < r->n_thresholds; k++)
+			known |= !strcmp(r->thresholds[k].key, name);
+		if (!known) {
+			char names[1024] = "";
+			for (unsigned k = 0; k < r->n_thresholds; k++)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+					 k ? ", " : "", r->thresholds[k].key);
+			return diag_fail(err, DIAG_EXIT_USAGE, "--threshold %s: recipe %s has no threshold "
+					 "%s (it has: %s)", kv[i], r->name, name, names[0] ? names : "none");
+		}
+		char *end;
+		double d = strtod(eq + 1, &end);
+		if (eq[1] && !*end && isfinite(d))
+			value_set_num(t, name, d);
+		else
+			value_set_str(t, name, eq + 1);
+	}
+	return 0;
+}
+
+/* What the Lua saw live: the report's "run", else rebuilt from its fields (older reports). */
+static struct value *run_of(const struct value *report)
+{
+	const struct value *run = value_get(report, "run");
+	if (run && run->type == V_OBJ)
+		return value_copy(run);
+	struct value *r = value_obj();
+	value_set_str(r, "recipe", value_get_str(value_get(report, "recipe"), "name"));
+	value_set_num(r, "duration_s", value_get_num(report, "duration_s", 0));
+	const char *stop = value_get_str(report, "stop_reason");
+	value_set_str(r, "stop_reason", stop ? stop : "duration");
+	const struct value *t = value_get(report, "target");
+	if (t && t->type == V_OBJ)
+		value_obj_set(r, "target", value_copy(t));
+	return r;
+}
+
+int replay_run(const struct replay_options *o)
+{
+	struct diag_err err = { 0 };
+	struct bundle b = { 0 };
+	struct source_file lua = { 0 };
+	struct value *report = NULL, *thresholds = NULL, *run = NULL, *verdicts = NULL, *sections = NULL;
+	int code = DIAG_EXIT_RUNTIME;
+
+	if (!(report = read_report(o->report_path, &err)))
+		goto failed;
+	const char *name = value_get_str(value_get(report, "recipe"), "name");
+	char path[PATH_MAX];
+	struct plan_args args = { .check_target = false };
+	if (recipe_resolve(name, o->recipes_dir, path, sizeof(path), &err) ||
+	    bundle_load(path, false, &args, &b, &err)) {
+		diag_wrap(&err, "%s: recipe %s", o->report_path, name);
+		goto failed;
+	}
+	if (o->lua_path && source_read(o->lua_path, false, 0, &lua, &err))
+		goto failed;
+	const struct value *recorded = value_get(report, "thresholds");
+	thresholds = recorded && recorded->type == V_OBJ ? value_copy(recorded) : value_copy(b.plan->thresholds);
+	if (override_thresholds(thresholds, b.recipe, o->thresholds, o->n_thresholds, &err))
+		goto failed;
+	run = run_of(report);
+
+	struct verdict_input vin = { .lua = o->lua_path ? &lua : &b.src.lua, .libs = b.src.libs,
+				     .n_libs = b.src.n_libs, .results = value_get(report, "results"),
+				     .thresholds = thresholds, .run = run };
+	struct diag_err verr = { 0 };
+	if (verdict_run(&vin, &verdicts, &sections, &verr)) {
+		err = verr;
+		goto failed;
+	}
+	value_obj_set(report, "verdicts", verdicts);
+	value_obj_set(report, "sections", sections);
+	verdicts = sections = NULL; /* owned by the report now */
+	value_obj_set(report, "thresholds", thresholds);
+	thresholds = NULL;
+	struct value *rp = value_obj_set(report, "replayed", value_obj());
+	value_set_str(rp, "from", o->report_path);
+	value_set_str(rp, "lua", vin.lua->path);
+	value_set_str(rp, "recipe", path);
+	if (o->json)
+		report_write_json(report, stdout);
+	else
+		report_write_text(report, stdout);
+	switch (verdicts_worst(value_get(report, "verdicts"))) {
+	case SEV_CRITICAL: code = DIAG_EXIT_CRITICAL; break;
+	case SEV_WARNING: code = DIAG_EXIT_WARNING; break;
+	default: code = DIAG_EXIT_OK; break;
+	}
+	goto out;
+failed:
+	code = fail(&err);
+out:
+	value_free(report);
+	value_free(thresholds);
+	value_free(run);
+	value_free(verdicts);
+	value_free(sections);
+	source_free(&lua);
+	bundle_free(&b);
+	fflush(NULL);
+	return code;
+}
