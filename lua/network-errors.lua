@@ -115,7 +115,10 @@ for _, key in ipairs(peer_order) do
         f.retrans_pct and sub(", %s of its segments", diag.fmt_pct(f.retrans_pct)) or ""))
     end
     local tcp_pct = NET and NET.tcp_retrans_pct
-    if tcp_pct then push(ev, sub("Namespace counters: RetransSegs / OutSegs = %s", diag.fmt_pct(tcp_pct))) end
+    if tcp_pct and (counter("Tcp", "OutSegs") or 0) > 0 then
+      push(ev, sub("Counters of %s: RetransSegs / OutSegs = %s (all its flows)",
+        pid and "the target's network namespace" or "the host's namespace", diag.fmt_pct(tcp_pct)))
+    end
     push(verdicts, diag.verdict("retransmits", sev,
       sub("Retransmits to %s: %s of segments sent", key, diag.fmt_pct(pct)), ev,
       { sub("Packets to or from %s are lost on the path: check drops at each hop (this report's drops, `ip -s link`, `nstat -az TcpExtTCPLostRetransmit`), then the switches and links between", key),
