@@ -401,7 +401,9 @@ if TCP then
   local rows = {}
   for i = 1, math.min(T.top_n, #TCP.flows) do
     local f = TCP.flows[i]
-    push(rows, { flow_line(f), diag.fmt_count(f.retransmits), f.retrans_pct and diag.fmt_pct(f.retrans_pct) or "",
+    -- a share of a handful of segments (a connect's SYNs) says nothing
+    local pct = f.retrans_pct and (f.segs_out or 0) >= 100 and diag.fmt_pct(f.retrans_pct) or ""
+    push(rows, { flow_line(f), diag.fmt_count(f.retransmits), pct,
       diag.fmt_count(f.rst_sent + f.rst_recv), diag.fmt_count(f.connect_fail), diag.fmt_count(f.refused + f.timedout + f.reset + f.other_errors) })
   end
   if #rows > 0 then
