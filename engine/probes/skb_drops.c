@@ -42,11 +42,6 @@ struct skbd_priv {
 PROBE_BPF_SKELETON(skb_drops)
 
 static const struct option_spec skbd_options[] = {
-	{ .name = "max_owned", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
-	  .min = 64, .max = 1u << 20,
-	  .bytes_per_entry = (8 + 8 + 64) + (sizeof(struct tcpe_flow) + 8 + 64),
-	  .help = "with a target: its sockets and connections remembered (least recently used "
-		  "forgotten first)" },
 	{ .name = "max_keys", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = sizeof(struct skbd_key) + 8 + 64,
 	  .help = "distinct (reason, protocol, port, location) counted; drops beyond are counted as dropped" },
@@ -61,6 +56,11 @@ static const struct option_spec skbd_options[] = {
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "count 1 drop in N at random and scale (raised by the pre-flight under degrade: sample)" },
+	{ .name = "max_owned", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = (8 + 8 + 64) + (sizeof(struct tcpe_flow) + 8 + 64),
+	  .help = "with a target: its sockets and connections remembered (least recently used "
+		  "forgotten first)" },
 };
 
 static const char *const skbd_variants[] = { "tracepoint", NULL };

@@ -34,15 +34,15 @@ struct tcpe_priv {
 PROBE_BPF_SKELETON(tcp_events)
 
 static const struct option_spec tcpe_options[] = {
+	{ .name = "max_flows", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	  .min = 16, .max = 1u << 20,
+	  .bytes_per_entry = sizeof(struct tcpe_flow) + sizeof(struct tcpe_counts) + 64,
+	  .help = "distinct flows counted; events of flows beyond are counted as dropped" },
 	{ .name = "max_owned", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = (8 + 8 + 64) + (sizeof(struct tcpe_flow) + 8 + 64),
 	  .help = "with a target: its sockets and connections remembered (least recently used "
 		  "forgotten first)" },
-	{ .name = "max_flows", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
-	  .min = 16, .max = 1u << 20,
-	  .bytes_per_entry = sizeof(struct tcpe_flow) + sizeof(struct tcpe_counts) + 64,
-	  .help = "distinct flows counted; events of flows beyond are counted as dropped" },
 };
 
 static const char *const tcpe_variants[] = { "tracepoint", NULL };
@@ -177,9 +177,21 @@ static void addr_text(int family, const uint8_t *a, char *out, size_t len)
 		snprintf(out, len, "?");
 }
 
-static const char *const total_names[] = { "retransmits", "retrans_loss", "retrans_syn",
-					   "rst_sent", "rst_recv", "rst_recv_syn", "connect_fail", "refused",
-					   "timedout", "reset", "other_errors" };
+/* The counts every flow has, and their sums in `totals`: one list, X-expanded twice. */
+#define TCPE_COUNTS(X)                                                                            \
+	X("retransmits", "retransmits (tcp:tcp_retransmit_skb; one may carry several segments)") \
+	X("retrans_loss", "of which in loss recovery: a retransmission timeout fired")           \
+	X("retrans_syn", "of which SYNs: the peer did not answer a connect")                     \
+	X("rst_sent", "resets sent (tcp:tcp_send_reset)")                                        \
+	X("rst_recv", "resets received (tcp:tcp_receive_reset)")                                 \
+	X("rst_recv_syn", "of which in answer to a SYN: a refused connect")                      \
+	X("connect_fail", "connects that failed: SYN_SENT to CLOSE")                             \
+	X("refused", "ECONNREFUSED reported to the socket's owner")                              \
+	X("timedout", "ETIMEDOUT reported")                                                      \
+	X("reset", "ECONNRESET or EPIPE reported")                                               \
+	X("other_errors", "other socket errors reported")
+#define COUNT_NAME(name, what) name,
+static const char *const total_names[] = { TCPE_COUNTS(COUNT_NAME) };
 
 static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 			struct diag_err *err)
@@ -215,6 +227,7 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		const uint64_t v[] = { r->c.retrans, r->c.retrans_loss, r->c.retrans_syn, r->c.rst_sent,
 				       r->c.rst_recv, r->c.rst_recv_syn, r->c.connect_fail, r->c.refused, r->c.timedout,
 				       r->c.reset, r->c.other_err };
+		_Static_assert(ARRAY_LEN(v) == ARRAY_LEN(total_names), "a count per name, in order");
 		char local[INET6_ADDRSTRLEN], remote[INET6_ADDRSTRLEN];
 		addr_text(r->key.family, r->key.saddr, local, sizeof(local));
 		addr_text(r->key.family, r->key.daddr, remote, sizeof(remote));
@@ -280,8 +293,8 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	return 0;
 }
 
-#define FLOW_COUNT(name, what) { "flows[]." name, RT_INTEGER, "count", false, what }, \
-	{ "totals." name, RT_INTEGER, "count", false, what ", all flows" }
+#define FLOW_COUNT(name, what) { "flows[]." name, RT_INTEGER, "count", false, what },
+#define TOTAL_COUNT(name, what) { "totals." name, RT_INTEGER, "count", false, what ", all flows" },
 
 static const struct result_field tcpe_results[] = {
 	{ "flows", RT_ARRAY, NULL, false, "flows with an event, most events first" },
@@ -292,6 +305,7 @@ static const struct result_field tcpe_results[] = {
 	{ "flows[].remote", RT_STRING, NULL, false, "peer address" },
 	{ "flows[].remote_port", RT_INTEGER, NULL, false, "peer port" },
 	{ "flows[].netns", RT_INTEGER, NULL, false, "network namespace inode (0: unknown)" },
+	TCPE_COUNTS(FLOW_COUNT)
 	{ "flows[].last_error", RT_INTEGER, NULL, true, "errno of the last socket error reported" },
 	{ "flows[].segs_out", RT_INTEGER, "count", true, "segments the socket sent (over retrans_pct_basis)" },
 	{ "flows[].retrans_segs", RT_INTEGER, "count", true, "segments the socket retransmitted (over retrans_pct_basis)" },
@@ -299,17 +313,7 @@ static const struct result_field tcpe_results[] = {
 	{ "flows[].retrans_pct_basis", RT_STRING, NULL, true,
 	  "\"window\": between the first and last retransmit of the window; \"lifetime\": the socket's life" },
 	{ "totals", RT_OBJECT, NULL, false, "the counts summed over flows" },
-	FLOW_COUNT("retransmits", "retransmits (tcp:tcp_retransmit_skb; one may carry several segments)"),
-	FLOW_COUNT("retrans_loss", "of which in loss recovery: a retransmission timeout fired"),
-	FLOW_COUNT("retrans_syn", "of which SYNs: the peer did not answer a connect"),
-	FLOW_COUNT("rst_sent", "resets sent (tcp:tcp_send_reset)"),
-	FLOW_COUNT("rst_recv", "resets received (tcp:tcp_receive_reset)"),
-	FLOW_COUNT("rst_recv_syn", "of which in answer to a SYN: a refused connect"),
-	FLOW_COUNT("connect_fail", "connects that failed: SYN_SENT to CLOSE"),
-	FLOW_COUNT("refused", "ECONNREFUSED reported to the socket's owner"),
-	FLOW_COUNT("timedout", "ETIMEDOUT reported"),
-	FLOW_COUNT("reset", "ECONNRESET or EPIPE reported"),
-	FLOW_COUNT("other_errors", "other socket errors reported"),
+	TCPE_COUNTS(TOTAL_COUNT)
 	{ "listeners", RT_ARRAY, NULL, false, "listening sockets at the end: the target's, or without one "
 	  "the host namespace's with connections waiting (/proc/PID/net/tcp{,6})" },
 	{ "listeners[]", RT_OBJECT, NULL, false, "one listening socket" },
