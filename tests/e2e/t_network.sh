@@ -5,7 +5,8 @@
 # (a) 3% of the segments of a stream dropped at the receiver: with --pid of the sender,
 #     `retransmits` names the peer 10.231.0.2:5001 with a share of segments between 1% and 10%;
 #     host-wide, also `packet-drops` NETFILTER_DROP on port 5001; the drops are the receiver's
-#     socket's (they happen in softirq context): in the receiver's --pid run, not the sender's.
+#     socket's (they happen in softirq context): in the receiver's --pid run, not the sender's;
+#     with a budget of 50 events/s and degrade: refuse, the pre-flight refuses the run (exit 3).
 # (b) its healthy control, the same stream without the rule: --pid gives `ok` only, exit 0, and
 #     the ok verdict says segments flowed.
 # (c) connects to a closed port over IPv6 (--pid of the client): `connection-refused` naming
@@ -82,6 +83,14 @@ sleep 0.5
 run loss_pid --pid "$SEND"; rc_loss_pid=$rc
 run loss_host; rc_loss_host=$rc
 run loss_recv --pid "$RECV"; rc_loss_recv=$rc
+# The budget pre-flight measures these softirq events too: 50 events/s is under this stream's
+# drops and retransmits, and degrade: refuse refuses (exit 3) before anything is collected.
+mkdir -p "$TMP/tight/recipes" && ln -s "$ROOT/lua" "$TMP/tight/lua"
+sed 's/^  max_events_per_s: .*/  max_events_per_s: 50/; s/^  degrade: sample/  degrade: refuse/' \
+	"$ROOT/recipes/network-errors.yaml" > "$TMP/tight/recipes/network-errors.yaml"
+"$DIAG" network-errors --recipes "$TMP/tight/recipes" --duration 2 --json > "$TMP/tight.json" 2> "$TMP/tight.err"
+rc_tight=$?
+assert_released "network-errors over its event budget"
 inB nft delete table inet dgnloss || fail "cannot remove the nft loss rule"
 sleep 1 # the stream recovers from the loss
 run clean_pid --pid "$SEND"; rc_clean_pid=$rc
@@ -109,6 +118,8 @@ check "$TMP/loss_recv.json" "ids[0] == 'packet-drops' and 'NETFILTER_DROP' in v[
 	"loss --pid receiver: verdicts $(verdicts loss_recv)"
 check "$TMP/loss_recv.json" "res['drops']['total'] >= 10 and res['drops']['ownership']['not_owned'] < res['drops']['total']" \
 	"loss --pid receiver: its drops were not attributed to it"
+[ "$rc_tight" = 3 ] || fail "a 50 events/s budget: exit $rc_tight, want 3 (refused): $(cat "$TMP/tight.err")"
+grep -q "over budget" "$TMP/tight.err" || fail "a 50 events/s budget: no over-budget message: $(cat "$TMP/tight.err")"
 # (b) the healthy control: the same stream, clean
 [ "$rc_clean_pid" = 0 ] || fail "clean --pid: exit $rc_clean_pid, want 0: $(cat "$TMP/clean_pid.err") $(verdicts clean_pid)"
 check "$TMP/clean_pid.json" "ids == ['ok'] and 'segments sent' in v['ok']['title']" "clean --pid: verdicts $(verdicts clean_pid)"
