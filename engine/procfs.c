@@ -319,6 +319,24 @@ size_t procfs_parse_netdev(const char *text, struct procfs_netdev *out, size_t m
 	return n;
 }
 
+size_t procfs_parse_softnet(const char *text, struct procfs_softnet *out)
+{
+	size_t n = 0;
+	memset(out, 0, sizeof(*out));
+	for (const char *line = text; line && *line;) {
+		const char *next = strchr(line, '\n');
+		unsigned long long processed, dropped, squeezed;
+		if (sscanf(line, "%llx %llx %llx", &processed, &dropped, &squeezed) == 3) {
+			out->processed += processed;
+			out->dropped += dropped;
+			out->time_squeeze += squeezed;
+			n++;
+		}
+		line = next ? next + 1 : NULL;
+	}
+	return n;
+}
+
 /* ---- cgroups ------------------------------------------------------------------------------ */
 
 /* Whether the comma-separated list [s, s+len) contains word. */

@@ -2,7 +2,7 @@
  * (iostat -x figures, pressure over a window, a bounded time series and its least-squares slope).
  *
  * Owns: turning the text of /proc/PID/{stat,status,smaps_rollup,io,cgroup}, /proc/pressure/{cpu,memory,io},
- * /proc/diskstats, /proc/net/{snmp,netstat,dev} and cgroup v1/v2 control files into numbers.
+ * /proc/diskstats, /proc/net/{snmp,netstat,dev,softnet_stat} and cgroup v1/v2 control files into numbers.
  * Must not: open files, allocate, or know about probes, results or recipes: every function takes
  * text (or readings) and returns values, so unit tests feed it recorded text.
  * Sizes are in bytes ("kB" fields are multiplied by 1024), times as the kernel gives them unless
@@ -110,6 +110,14 @@ struct procfs_netdev {
 	uint64_t tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier;
 };
 size_t procfs_parse_netdev(const char *text, struct procfs_netdev *out, size_t max);
+
+/* /proc/net/softnet_stat (one line per CPU, hexadecimal columns): packets processed, dropped
+ * (the backlog queue was full: netdev_max_backlog) and time_squeeze (net_rx_action ran out of
+ * budget with work left), summed over CPUs. Returns the CPUs read (0: none). */
+struct procfs_softnet {
+	uint64_t processed, dropped, time_squeeze;
+};
+size_t procfs_parse_softnet(const char *text, struct procfs_softnet *out);
 
 /* Where a controller's files are for a process, from /proc/PID/cgroup: a v1 hierarchy that
  * lists the controller wins (hybrid hosts: /sys/fs/cgroup/CONTROLLER + path), else the v2

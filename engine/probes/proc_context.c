@@ -4,7 +4,8 @@
  *
  * Without a pid filter (a `target: optional-pid` recipe run without --pid) it is host-wide: only
  * the files that describe the machine are read (pressure, /proc/diskstats, the host's network
- * counters through /proc/self/net), and pid, comm and threads are replaced by host: true.
+ * counters through /proc/1/net: the host's namespace), and pid, comm and threads are replaced by
+ * host: true.
  *
  * Owns: reading the files of each section at attach, at every session tick (about once a second)
  * and at the end, and turning the first and the last good reading into deltas over the window
@@ -49,6 +50,7 @@
  *   net      net {counters {Ip {...}, Tcp {...}, Udp {...}, TcpExt {...}, IpExt {...}} (the
  *              error counters that matter, kernel names, deltas; the target's network
  *              namespace: /proc/PID/net), tcp_retrans_pct (RetransSegs / OutSegs),
+ *              softnet {processed, dropped, time_squeeze} (/proc/net/softnet_stat, all CPUs),
  *              interfaces [{name, rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo, rx_frame,
  *                tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier}]}
  * The reference is schemas/recipe.md (probe kinds).
@@ -104,6 +106,8 @@ struct reading {
 	struct procfs_cgio cgio[MAX_CGIO];
 	/* net */
 	size_t n_counters, n_netdev;
+	bool has_softnet;
+	struct procfs_softnet softnet;
 	struct procfs_counter counters[MAX_COUNTERS];
 	struct procfs_netdev netdev[MAX_NETDEV];
 };
@@ -331,18 +335,21 @@ static int take_host_reading(const struct proc_priv *pp, struct reading *r)
 		free(text);
 		r->has_psi_io = read_psi("/proc/pressure/io", &r->psi_io);
 	}
-	if (pp->sections & SEC_NET) {
-		text = read_file("/proc/self/net/snmp", NULL);
+	if (pp->sections & SEC_NET) { /* the host's network namespace: pid 1's, not ours */
+		text = read_file("/proc/1/net/snmp", NULL);
 		if (text)
 			r->n_counters = procfs_parse_snmp(text, r->counters, MAX_COUNTERS);
 		free(text);
-		text = read_file("/proc/self/net/netstat", NULL);
+		text = read_file("/proc/1/net/netstat", NULL);
 		if (text)
 			r->n_counters += procfs_parse_snmp(text, r->counters + r->n_counters,
 							   MAX_COUNTERS - r->n_counters);
 		free(text);
-		text = read_file("/proc/self/net/dev", NULL);
+		text = read_file("/proc/1/net/dev", NULL);
 		r->n_netdev = text ? procfs_parse_netdev(text, r->netdev, MAX_NETDEV) : 0;
+		free(text);
+		text = read_file("/proc/net/softnet_stat", NULL); /* per CPU: the host's backlog */
+		r->has_softnet = text && procfs_parse_softnet(text, &r->softnet) > 0;
 		free(text);
 	}
 	r->at_ns = mono_ns();
@@ -405,6 +412,10 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 		free(text);
 		text = read_pid_file(pid, "net/dev");
 		r->n_netdev = text ? procfs_parse_netdev(text, r->netdev, MAX_NETDEV) : 0;
+		free(text);
+		/* Per CPU, not per namespace: the host's backlog. */
+		text = read_file("/proc/net/softnet_stat", NULL);
+		r->has_softnet = text && procfs_parse_softnet(text, &r->softnet) > 0;
 		free(text);
 	}
 	r->at_ns = mono_ns();
@@ -472,6 +483,7 @@ static int proc_load(struct probe *p, struct diag_err *err)
 	pp->sections = parse_sections(sections ? sections : "cpu");
 	if (!pp->sections)
 		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context: bad sections \"%s\"", sections);
+	pp->host = p->cfg.filter.pid <= 0;
 	pp->sections_text[0] = '\0';
 	for (size_t i = 0; i < ARRAY_LEN(section_names); i++)
 		if (pp->sections & (1u << i))
@@ -834,6 +846,12 @@ static void net_results(const struct reading *a, const struct reading *b, struct
 	double out = value_get_num(tcp, "OutSegs", 0), retr = value_get_num(tcp, "RetransSegs", 0);
 	if (tcp)
 		value_set_num(net, "tcp_retrans_pct", out > 0 ? retr / out * 100.0 : 0);
+	if (a->has_softnet && b->has_softnet) {
+		struct value *sn = value_obj_set(net, "softnet", value_obj());
+		value_set_int(sn, "processed", delta(a->softnet.processed, b->softnet.processed));
+		value_set_int(sn, "dropped", delta(a->softnet.dropped, b->softnet.dropped));
+		value_set_int(sn, "time_squeeze", delta(a->softnet.time_squeeze, b->softnet.time_squeeze));
+	}
 	struct value *ifs = value_obj_set(net, "interfaces", value_arr());
 	for (size_t i = 0; i < b->n_netdev; i++) {
 		const struct procfs_netdev *y = &b->netdev[i], *x = NULL;
@@ -1076,6 +1094,10 @@ static const struct result_field proc_results[] = {
 	{ "net.counters.*", RT_OBJECT, NULL, true, "one group of /proc/PID/net/snmp or netstat" },
 	{ "net.counters.*.*", RT_INTEGER, "count", true, "delta of the counter of that kernel name" },
 	{ "net.tcp_retrans_pct", RT_NUMBER, "pct", true, "RetransSegs / OutSegs over the window" },
+	{ "net.softnet", RT_OBJECT, NULL, true, "/proc/net/softnet_stat summed over CPUs (the host's, not per namespace)" },
+	{ "net.softnet.processed", RT_INTEGER, "count", false, "packets processed, delta over the window" },
+	{ "net.softnet.dropped", RT_INTEGER, "count", false, "packets dropped: a CPU's backlog was full (netdev_max_backlog)" },
+	{ "net.softnet.time_squeeze", RT_INTEGER, "count", false, "times packet processing ran out of budget with work left" },
 	{ "net.interfaces", RT_ARRAY, NULL, false, "per interface of /proc/PID/net/dev" },
 	{ "net.interfaces[]", RT_OBJECT, NULL, false, "one interface" },
 	{ "net.interfaces[].name", RT_STRING, NULL, false, "interface name" },

@@ -31,7 +31,15 @@
    libbpf-tools' biolatency: wall time per I/O, and the BPF run time of the tool's programs per
    I/O (run-time statistics on for this part), with its ratio to biolatency's.
 
-BENCH_PARTS selects parts by number (default 123456: all; BENCH_PARTS=3 runs part 3 only).
+7. Network errors: on a private network (two namespaces and a veth pair, segmentation offloads
+   off) a TCP stream paced at 20 MB/s loses 3% of its segments to an nftables numgen rule; the
+   BPF run time per event of `diagnose network-errors`'s programs (tcp:tcp_retransmit_skb,
+   skb:kfree_skb; kernel stacks as the recipe has them, none, and for every drop), and of
+   bpftrace's `tracepoint:skb:kfree_skb { @[args->reason] = count(); }`, from the kernel's BPF
+   run-time statistics over 3 s of each tool's run. These programs run per retransmit or drop,
+   not per packet: a clean stream costs nothing per packet.
+
+BENCH_PARTS selects parts by number (default 1234567: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -683,6 +691,126 @@ def part6_block(say):
             subprocess.run(["losetup", "-d", loop])
         if os.path.exists(img):
             os.unlink(img)
+NET_NS = ("dgbench_a", "dgbench_b")
+NET_VETH = ("dgbench_va", "dgbench_vb")
+
+
+def net_lab_down():
+    for ns in NET_NS:
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+
+def net_lab_up():
+    """The lossy private network of tests/e2e/t_network.sh: 10.232.0.1 (sender) and .2."""
+    a, b = NET_NS
+    va, vb = NET_VETH
+    cmds = [["ip", "netns", "add", a], ["ip", "netns", "add", b],
+            ["ip", "link", "add", va, "type", "veth", "peer", "name", vb],
+            ["ip", "link", "set", va, "netns", a], ["ip", "link", "set", vb, "netns", b],
+            ["ip", "-n", a, "addr", "add", "10.232.0.1/24", "dev", va],
+            ["ip", "-n", b, "addr", "add", "10.232.0.2/24", "dev", vb],
+            ["ip", "-n", a, "link", "set", va, "up"], ["ip", "-n", b, "link", "set", vb, "up"],
+            ["ip", "netns", "exec", a, "ethtool", "-K", va, "tso", "off", "gso", "off"],
+            ["ip", "netns", "exec", b, "ethtool", "-K", vb, "gro", "off"]]
+    for c in cmds:
+        subprocess.run(c, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rule = ("table inet dgbench { chain in { type filter hook input priority 0; "
+            "tcp dport 5101 numgen random mod 100 < 3 drop; }; }")
+    subprocess.run(["ip", "netns", "exec", b, "nft", "-f", "-"], input=rule, text=True, check=True)
+
+
+def prog_stats():
+    """{prog id: (name, run_cnt, run_time_ns)} of every loaded program."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+    try:
+        progs = json.loads(out) or []
+    except json.JSONDecodeError:
+        progs = []
+    return {p["id"]: (p.get("name", ""), p.get("run_cnt", 0), p.get("run_time_ns", 0)) for p in progs}
+
+
+def network_recipe(tmp, stack_first, stack_every):
+    src = open(os.path.join(ROOT, "recipes", "network-errors.yaml")).read()
+    src = re.sub(r"stack_first: \d+", f"stack_first: {stack_first}", src)
+    src = re.sub(r"stack_every: \d+", f"stack_every: {stack_every}", src)
+    src = src.replace("max_cpu_pct: 5", "max_cpu_pct: 50")
+    d = os.path.join(tmp, f"stacks{stack_first}-{stack_every}")
+    os.makedirs(os.path.join(d, "recipes"))
+    os.symlink(os.path.join(ROOT, "lua"), os.path.join(d, "lua"))
+    with open(os.path.join(d, "recipes", "network-errors.yaml"), "w") as f:
+        f.write(src)
+    return os.path.join(d, "recipes")
+
+
+def part7_network(say):
+    """7. Network errors: BPF time per retransmit and per drop under a lossy stream."""
+    missing = [t for t in ("ip", "nft", "ethtool") if not shutil.which(t)]
+    if missing:
+        say(f"\n## Network errors: skipped ({', '.join(missing)} missing: scripts/install-deps.sh)")
+        return
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    procs = []
+    stats_was = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    try:
+        net_lab_down()
+        net_lab_up()
+        peer = os.path.join(WL, "net_peer")
+        a, b = NET_NS
+        procs.append(subprocess.Popen(["ip", "netns", "exec", b, peer, "recv", "10.232.0.2", "5101"]))
+        time.sleep(0.3)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", a, peer, "send", "10.232.0.2", "5101", "20000"]))
+        time.sleep(1)
+        # Statistics on for the peer tools too (diagnose turns them on itself); restored below.
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        configs = [
+            ("diagnose network-errors (the recipe: stacks for 16 drops per reason, then 1 in 256)",
+             [DIAG, "network-errors", "--recipes", network_recipe(tmp, 16, 256), "--duration", "8"]),
+            ("diagnose network-errors (no stacks)",
+             [DIAG, "network-errors", "--recipes", network_recipe(tmp, 0, 0), "--duration", "8"]),
+            ("diagnose network-errors (a stack for every drop)",
+             [DIAG, "network-errors", "--recipes", network_recipe(tmp, 0, 1), "--duration", "8"]),
+        ]
+        if shutil.which("bpftrace"):
+            configs.append(("bpftrace kfree_skb @[args->reason] = count()",
+                            ["bpftrace", "-e", "tracepoint:skb:kfree_skb { @[args->reason] = count(); }"]))
+        rows = {}
+        for _ in range(RUNS):
+            for name, argv in configs:
+                before_ids = set(prog_stats())
+                tool = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+                try:
+                    time.sleep(2.5)  # loaded, attached, past the pre-flight
+                    s0 = prog_stats()
+                    time.sleep(3)
+                    s1 = prog_stats()
+                finally:
+                    if name.startswith("bpftrace"):
+                        tool.send_signal(signal.SIGINT)
+                    try:
+                        tool.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        tool.kill()
+                        tool.wait()
+                for pid_, (pname, cnt, ns) in s1.items():
+                    if pid_ in before_ids or pid_ not in s0:
+                        continue
+                    dc, dn = cnt - s0[pid_][1], ns - s0[pid_][2]
+                    if dc > 0 and (pname.startswith(("tcpe_", "skbd_")) or "kfree_skb" in pname):
+                        rows.setdefault((name, pname), []).append((dc / 3.0, dn / dc))
+        say("\n## Network errors: BPF time per event, a 20 MB/s stream losing 3% of its segments\n")
+        say("| tool | program | events/s | ns per event |")
+        say("|---|---|---:|---:|")
+        for (name, pname), xs in rows.items():
+            say(f"| {name} | {pname} | {median([x[0] for x in xs]):.0f} | {median([x[1] for x in xs]):.0f} |")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        net_lab_down()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -705,9 +833,10 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456")
+    parts = os.environ.get("BENCH_PARTS", "1234567")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
-                    ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block)):
+                    ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
+                    ("7", part7_network)):
         if n in parts:
             part(say)
 

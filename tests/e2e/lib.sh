@@ -60,6 +60,8 @@ OUR_PROG_NAMES=(
 	'(tp_btf|raw_tp)_(io_start|rq_inser|rq_issue|rq_compl|rq_merge|dirty_fo)'
 	'file_io_enter'
 	'file_io_exit'
+	'tcpe_.*'
+	'skbd_.*'
 	'doctor_.*'
 )
 OUR_PROGS="^($(IFS='|'; echo "${OUR_PROG_NAMES[*]}"))\$"

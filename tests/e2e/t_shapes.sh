@@ -63,6 +63,11 @@ R=$(test_recipe shapes-all <<EOF
     options: {sample_every: 2}
   - id: fio
     kind: file_io
+  - id: tcp
+    kind: tcp_events
+    filters: {pid: target}
+  - id: drops
+    kind: skb_drops
     filters: {pid: target}
 EOF
 )
@@ -80,6 +85,7 @@ check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in
 check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc", "blk"))' "sampled_1_in absent"
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
+check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 exit 0

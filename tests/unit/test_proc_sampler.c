@@ -1,7 +1,7 @@
 /* test_proc_sampler.c — the /proc + cgroup sampler (probe kind proc_context): every parser of
  * engine/procfs.c on recorded kernel text (the fixtures are the C strings below), the iostat -x
  * arithmetic, pressure over a window, cgroup v1/v2/hybrid detection, the bounded series and its
- * slope; then the probe itself on this very process (no root needed for one's own /proc): the
+ * slope, softnet_stat; then the probe itself on this very process (no root needed for one's own /proc): the
  * sections option, the default cpu result shape high-cpu.lua reads, and a run with every section
  * that grows RSS and writes a file.
  */
@@ -347,6 +347,23 @@ static void test_netdev(void **state)
 	assert_int_equal(d[1].tx_carrier, 11);
 }
 
+/* /proc/net/softnet_stat of a 2-CPU machine (columns in hexadecimal: processed, dropped,
+ * time_squeeze, then more), summed over CPUs. */
+static void test_softnet(void **state)
+{
+	(void)state;
+	struct procfs_softnet sn;
+	const char *text =
+		"0000043a 00000002 00000010 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n"
+		"00000100 00000001 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001 00000000 00000000\n";
+	assert_int_equal(procfs_parse_softnet(text, &sn), 2);
+	assert_int_equal(sn.processed, 0x43a + 0x100);
+	assert_int_equal(sn.dropped, 3);
+	assert_int_equal(sn.time_squeeze, 0x11);
+	assert_int_equal(procfs_parse_softnet("", &sn), 0);
+	assert_int_equal(sn.dropped, 0);
+}
+
 static void test_cgroup_locate(void **state)
 {
 	(void)state;
@@ -669,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_diskstats_iostat),
 		cmocka_unit_test(test_snmp_netstat),
 		cmocka_unit_test(test_netdev),
+		cmocka_unit_test(test_softnet),
 		cmocka_unit_test(test_cgroup_locate),
 		cmocka_unit_test(test_limits_and_cgroup_io),
 		cmocka_unit_test(test_slope_and_series),

@@ -1,0 +1,196 @@
+/* netowner.c — the TCP sockets a process holds, from /proc (see netowner.h).
+ * Must not: load BPF, or know a probe kind.
+ */
+#include "netowner.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tcp_events.h"
+#include "util.h"
+
+/* "0100007F:1F90": the kernel prints each 32-bit word of the address as the integer it holds in
+ * memory, so copying the parsed word back gives network order on this machine. */
+static int parse_addr(const char *s, int family, uint8_t *addr, uint16_t *port)
+{
+	int words = family == 10 ? 4 : 1;
+	for (int w = 0; w < words; w++) {
+		char hex[9];
+		memcpy(hex, s + 8 * w, 8);
+		hex[8] = '\0';
+		char *end;
+		uint32_t v = (uint32_t)strtoul(hex, &end, 16);
+		if (*end)
+			return -1;
+		memcpy(addr + 4 * w, &v, 4);
+	}
+	if (s[8 * words] != ':')
+		return -1;
+	char *end;
+	unsigned long p = strtoul(s + 8 * words + 1, &end, 16);
+	if (end == s + 8 * words + 1 || p > 65535)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *out, size_t max)
+{
+	size_t n = 0;
+	const char *line = text;
+	size_t addr_len = family == 10 ? 32 : 8;
+	while (line && *line && n < max) {
+		const char *eol = strchr(line, '\n');
+		char buf[512];
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		if (len < sizeof(buf)) {
+			char local[64], remote[64];
+			unsigned state;
+			unsigned long long inode;
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			struct netowner_sock s = { .family = family };
+			if (sscanf(buf, " %*[0-9]: %63s %63s %x %x:%x %*s %*s %*s %*s %llu", local, remote,
+				   &state, &s.tx_queue, &s.rx_queue, &inode) == 6 &&
+			    strlen(local) == addr_len + 5 && strlen(remote) == addr_len + 5 &&
+			    parse_addr(local, family, s.laddr, &s.lport) == 0 &&
+			    parse_addr(remote, family, s.raddr, &s.rport) == 0) {
+				s.state = (int)state;
+				s.inode = inode;
+				out[n++] = s;
+			}
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define MAX_SOCKS 16384
+
+/* The socket inodes among the descriptors of pid, sorted; NULL when it is gone. */
+static uint64_t *socket_inodes(int pid, size_t *n)
+{
+	char path[64];
+	size_t ni = 0, cap = 256;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return NULL;
+	uint64_t *inodes = xmalloc(cap * sizeof(*inodes));
+	struct dirent *e;
+	while ((e = readdir(d)) && ni < MAX_SOCKS) {
+		char link[300], target[64];
+		snprintf(link, sizeof(link), "/proc/%d/fd/%s", pid, e->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		unsigned long long ino;
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (sscanf(target, "socket:[%llu]", &ino) != 1)
+			continue;
+		if (ni == cap)
+			inodes = xrealloc(inodes, (cap *= 2) * sizeof(*inodes));
+		inodes[ni++] = ino;
+	}
+	closedir(d);
+	qsort(inodes, ni, sizeof(*inodes), cmp_u64);
+	*n = ni;
+	return inodes;
+}
+
+static const struct { const char *file; int family; } tables[] = {
+	{ "net/tcp", 2 }, { "net/tcp6", 10 },
+};
+
+/* The sockets of /proc/PID/net/tcp and tcp6 (pid's namespace) into a new array. */
+static struct netowner_sock *read_tables(int pid, size_t *n)
+{
+	char path[64];
+	struct netowner_sock *socks = xmalloc(MAX_SOCKS * sizeof(*socks));
+	*n = 0;
+	for (size_t t = 0; t < ARRAY_LEN(tables); t++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, tables[t].file);
+		char *text = read_file(path, NULL);
+		if (!text)
+			continue;
+		*n += netowner_parse_tcp(text, tables[t].family, socks + *n, MAX_SOCKS - *n);
+		free(text);
+	}
+	return socks;
+}
+
+static bool has_inode(const uint64_t *inodes, size_t ni, uint64_t inode)
+{
+	return inode && ni && bsearch(&inode, inodes, ni, sizeof(*inodes), cmp_u64);
+}
+
+int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *n_ports)
+{
+	char path[64];
+	size_t nf = 0, np = 0, ni = 0, n = 0;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st))
+		return -1;
+	uint32_t netns = (uint32_t)st.st_ino;
+	uint64_t *inodes = socket_inodes(pid, &ni);
+	if (!inodes)
+		return -1;
+	struct netowner_sock *socks = ni ? read_tables(pid, &n) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct netowner_sock *s = &socks[i];
+		uint8_t one = 1;
+		if (!has_inode(inodes, ni, s->inode))
+			continue;
+		if (s->state == 10) { /* LISTEN */
+			struct tcpe_port k = { .netns = netns, .port = s->lport };
+			if (bpf_map_update_elem(ports_fd, &k, &one, BPF_ANY) == 0)
+				np++;
+			continue;
+		}
+		struct tcpe_flow k = { .family = (__u16)s->family, .sport = s->lport, .dport = s->rport };
+		memcpy(k.saddr, s->laddr, 16);
+		memcpy(k.daddr, s->raddr, 16);
+		if (bpf_map_update_elem(flows_fd, &k, &one, BPF_ANY) == 0)
+			nf++;
+	}
+	free(socks);
+	free(inodes);
+	if (n_flows)
+		*n_flows = nf;
+	if (n_ports)
+		*n_ports = np;
+	return 0;
+}
+
+size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max)
+{
+	size_t ni = 0, n = 0, k = 0;
+	uint64_t *inodes = NULL;
+	if (pid > 0 && !(inodes = socket_inodes(pid, &ni)))
+		return 0;
+	struct netowner_sock *socks = read_tables(pid > 0 ? pid : 1, &n);
+	for (size_t i = 0; i < n && k < max; i++) {
+		if (socks[i].state != 10)
+			continue;
+		if (pid > 0 ? !has_inode(inodes, ni, socks[i].inode) : socks[i].rx_queue == 0)
+			continue;
+		out[k++] = socks[i];
+	}
+	free(socks);
+	free(inodes);
+	return k;
+}

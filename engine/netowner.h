@@ -1,0 +1,41 @@
+/* netowner.h — the TCP sockets a process holds now, from /proc, for the network probes that
+ * attribute softirq-context events to a target (bpf/net_owner.h keeps the sets in the kernel).
+ *
+ * Owns: reading /proc/PID/fd (socket inodes), /proc/PID/net/tcp and tcp6 (the target's network
+ * namespace: inode → addresses, ports, state) and /proc/PID/ns/net; writing the target's
+ * connections into an owned-flows map and its listening ports into an owned-ports map. The
+ * parser of the tcp/tcp6 text is pure (unit-tested).
+ * Must not: load BPF, or know a probe kind; it only updates map fds it is given.
+ */
+#ifndef DIAG_NETOWNER_H
+#define DIAG_NETOWNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct netowner_sock {
+	int family;               /* 2 (AF_INET) or 10 (AF_INET6) */
+	uint8_t laddr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
+	uint16_t lport, rport;
+	int state;                /* the kernel's TCP state: 1 ESTABLISHED ... 10 LISTEN */
+	/* tx_queue:rx_queue; for a listening socket rx_queue is its accept queue (connections
+	 * waiting for accept()); its limit is not in these files (ss gets it by netlink) */
+	uint32_t tx_queue, rx_queue;
+	uint64_t inode;
+};
+
+/* Parses the text of /proc/net/tcp (family 2) or tcp6 (family 10) into out (at most max rows);
+ * returns the rows parsed. Malformed lines are skipped. */
+size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *out, size_t max);
+
+/* Adds the TCP sockets process pid holds to flows_fd (struct tcpe_flow keys, connections) and
+ * ports_fd (struct tcpe_port keys, listening sockets, in its network namespace). Counts what it
+ * added in *n_flows and *n_ports (may be NULL). Returns -1 when the process is gone. */
+int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *n_ports);
+
+/* The listening TCP sockets of process pid (those among its descriptors, in its network
+ * namespace) into out, or with pid 0 those of the host's namespace (pid 1's) whose accept queue
+ * is not empty; returns how many (0 when the process is gone). */
+size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max);
+
+#endif
