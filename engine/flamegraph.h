@@ -8,7 +8,8 @@
  * unit in the title ("on-CPU samples", "off-CPU time", "bytes"); user, kernel, thread and tag
  * frames in colours of their own; and the small script of its own that gives hover details
  * (name, weight in a human unit, share of the total), click to zoom, reset, and a search box
- * that highlights matching frames and shows their share (FILE.svg#s=TEXT opens with a search).
+ * that highlights matching frames and shows their share (FILE.svg#s=TEXT opens with a search,
+ * FILE.svg#z=NAME zoomed to the widest frame of that name).
  * Every name the target controls (comm, tag, symbols) is escaped for XML; no name ever goes into
  * the script: it reads them from the document's text.
  * Must not: pick the probe, open files, or interpret the stacks (hot paths are the Lua's).

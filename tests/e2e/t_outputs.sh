@@ -3,7 +3,8 @@
 #     most of the samples, says "on-CPU samples" in its title;
 # (b) headless Chromium renders it: the screenshot is not blank (several colours, the warm colour
 #     of user frames among them), and in the DOM after the page's script ran the frame's label is
-#     there and a search (FILE.svg#s=compute_checksum) reports its matched share;
+#     there, a search (FILE.svg#s=compute_checksum) reports its matched share, and a zoom
+#     (FILE.svg#z=compute_checksum) scales the frame and what is above it to the full width;
 # (c) --pprof: `go tool pprof -top` lists compute_checksum with the samples;
 # (d) off-CPU: latency on a contended lock: the SVG's unit is off-CPU time, pprof's type is time;
 # (e) output files are never written through a symlink; nothing stays attached.
@@ -107,6 +108,27 @@ grep -q '>compute_checksum</text>' "$TMP/cpu.dom" || fail "the frame's label is 
 grep -Eq 'id="matched"[^>]*>Matched: [0-9.]+% \([0-9,]+ samples\)' "$TMP/cpu.dom" ||
 	fail "the search did not run in the page: $(grep -o '<text id="matched"[^<]*' "$TMP/cpu.dom")"
 grep -q '<g class="f u hit"' "$TMP/cpu.dom" || fail "no frame highlighted by the search"
+# click-to-zoom, as the page does it (FILE.svg#z=NAME): the frame spans the drawing, what is above
+# it is scaled to it, its callers are marked, the reset button shows
+dom "file://$TMP/cpu.svg#z=compute_checksum" > "$TMP/zoom.dom"
+python3 - "$TMP/zoom.dom" <<'EOF' || fail "zoom in the page: see above"
+import re, sys
+doc = open(sys.argv[1]).read()
+frames = re.findall(r'<g class="f ([^"]*)" data-x="([^"]*)" data-w="([^"]*)" data-d="([^"]*)"(?: style="([^"]*)")?><title>([^\n<]*)\n[^<]*</title><rect x="([^"]*)" y="[^"]*" width="([^"]*)"', doc)
+assert frames, 'no frames in the DOM'
+z = [f for f in frames if f[5] == 'compute_checksum' and 'above' not in f[0]]
+assert z, 'compute_checksum not in the zoomed view'
+zx, zw, zd = float(z[0][1]), float(z[0][2]), int(z[0][3])
+assert abs(float(z[0][7]) - 1180) < 0.02, 'zoomed frame width %s' % z[0][7]
+for cls, x, w, d, style, name, rx, rw in frames:
+    x, w, d = float(x), float(w), int(d)
+    hidden = 'display: none' in (style or '')
+    if d < zd and not hidden:
+        assert 'above' in cls and abs(float(rw) - 1180) < 0.02, (name, cls, rw)
+    elif d > zd and zx <= x and x + w <= zx + zw:
+        assert not hidden and abs(float(rw) - w / zw * 1180) < 0.02, (name, rw, w, zw)
+assert re.search(r'id="reset"[^>]*style=""', doc), 'reset is not shown'
+EOF
 
 # (c) go tool pprof
 top=$(cd "$TMP" && go tool pprof -top cpu.pb.gz 2>&1) || fail "go tool pprof: $top"
