@@ -7,7 +7,8 @@
 #     (FILE.svg#z=compute_checksum) scales the frame and what is above it to the full width;
 # (c) --pprof: `go tool pprof -top` lists compute_checksum with the samples;
 # (d) off-CPU: latency on a contended lock: the SVG's unit is off-CPU time, pprof's type is time;
-# (e) output files are never written through a symlink; nothing stays attached.
+# (e) output files are never written through a symlink and belong to the sudo caller; nothing
+#     stays attached.
 . "$(dirname "$0")/lib.sh"
 command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it as root)"
 command -v go >/dev/null || skip "go (golang-go) is not installed (scripts/install-deps.sh installs it as root)"
@@ -170,4 +171,13 @@ echo keep > "$TMP/victim"
 grep -q 'has no probe nope' "$TMP/sp.err" || fail "--stacks-probe message: $(cat "$TMP/sp.err")"
 [ ! -e "$TMP/x.pb.gz" ] || fail "a refused run left its --pprof file behind"
 assert_released "refused runs"
+# under sudo, the files belong to the caller (here: nobody, in a directory of theirs)
+mkdir -p "$TMP/nobody" && chown 65534:65534 "$TMP/nobody" && chmod 755 "$TMP" "$TMP/nobody"
+SUDO_UID=65534 SUDO_GID=65534 "$DIAG" latency --pid "$PID" --duration 1 \
+	--flamegraph "$TMP/nobody/f.svg" --pprof "$TMP/nobody/p.pb.gz" > /dev/null 2> "$TMP/sudo.err"; rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "run as a sudo caller: exit $rc: $(cat "$TMP/sudo.err")"
+for f in "$TMP/nobody/f.svg" "$TMP/nobody/p.pb.gz"; do
+	[ "$(stat -c %u:%g:%a "$f")" = 65534:65534:644 ] || fail "$f: $(stat -c %u:%g:%a "$f"), want 65534:65534:644"
+done
+assert_released "a sudo caller's run"
 exit 0
