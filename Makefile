@@ -31,13 +31,13 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VERSION := 0.1.0
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $(SANFLAGS) \
-	  -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine -I/usr/include/lua5.4 \
+	  -I$(BUILD) -I$(BUILD)/bpf -I$(BUILD)/proto -Ibpf -Iengine -I/usr/include/lua5.4 \
 	  -DDIAG_VERSION='"$(VERSION)"'
 LDFLAGS += $(SANFLAGS)
 # libdw: .eh_frame function ranges (engine/ehframe.c), CFI and DWARF unwinding
 # (engine/unwind.c); libiberty (static, PIC in Debian): the
-# C++/Rust demangler (engine/demangle.c).
-LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lm -lpthread
+# C++/Rust demangler (engine/demangle.c); protobuf-c: the pprof profile (engine/pprof.c).
+LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lm -lpthread
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_NAMES := $(patsubst bpf/%.bpf.c,%,$(BPF_SRCS))
@@ -45,7 +45,10 @@ BPF_OBJS := $(patsubst %,$(BUILD)/bpf/%.bpf.o,$(BPF_NAMES))
 BPF_SKELS := $(patsubst %,$(BUILD)/bpf/%.skel.h,$(BPF_NAMES))
 
 ENGINE_SRCS := $(wildcard engine/*.c engine/probes/*.c)
-ENGINE_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRCS))
+# The pprof messages (proto/profile.proto), compiled by protoc-c into $(BUILD)/proto.
+PROTO_C := $(BUILD)/proto/profile.pb-c.c
+PROTO_H := $(BUILD)/proto/profile.pb-c.h
+ENGINE_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRCS)) $(BUILD)/proto/profile.pb-c.o
 LIB_OBJS := $(filter-out $(BUILD)/engine/main.o,$(ENGINE_OBJS))
 PROBE_SRCS := $(sort $(wildcard engine/probes/*.c))
 
@@ -97,11 +100,19 @@ $(BUILD)/syscall_names.h: | $(DEPS_STAMP)
 	     awk '$$1 == "#define" && $$2 ~ /^__NR_/ && $$3 ~ /^[0-9]+$$/ { printf "\t[%s] = \"%s\",\n", $$3, substr($$2, 6) }' | sort; \
 	   echo '};'; } > $@.tmp && mv $@.tmp $@
 
+# --- pprof messages: proto/*.proto → protobuf-c code ------------------------------------------
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h
+	$(CC) $(CFLAGS) -c $< -o $@
+
 # --- engine -----------------------------------------------------------------------------------
 # -MMD: every header an object really includes (bpf/*.h layouts shared with the BPF side too) is
 # a dependency, so a changed struct never links against a stale object.
 $(BUILD)/engine/%.o: engine/%.c $(wildcard engine/*.h) $(BPF_SKELS) $(BUILD)/catalog_list.h \
-		     $(BUILD)/syscall_names.h | $(DEPS_STAMP)
+		     $(BUILD)/syscall_names.h $(PROTO_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 -include $(ENGINE_OBJS:.o=.d)
@@ -195,13 +206,13 @@ $(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c engine/recipe.c engine/util.
 
 # The other targets link engine objects built with clang and the fuzzer's coverage instrumentation.
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
-	       -fno-sanitize-recover=undefined -I$(BUILD) -I$(BUILD)/bpf -Ibpf -Iengine \
+	       -fno-sanitize-recover=undefined -I$(BUILD) -I$(BUILD)/bpf -I$(BUILD)/proto -Ibpf -Iengine \
 	       -I/usr/include/lua5.4 -DDIAG_VERSION='"$(VERSION)"'
-FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out engine/main.c,$(ENGINE_SRCS)))
+FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(filter-out engine/main.c,$(ENGINE_SRCS)) $(PROTO_C))
 fuzz_objs = $(patsubst %,$(BUILD)/fuzz/obj/engine/%.o,$(1))
 
 $(BUILD)/fuzz/obj/%.o: %.c $(wildcard engine/*.h) $(BPF_SKELS) $(BUILD)/catalog_list.h \
-		       $(BUILD)/syscall_names.h | $(DEPS_STAMP)
+		       $(BUILD)/syscall_names.h $(PROTO_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 

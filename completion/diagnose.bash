@@ -16,13 +16,15 @@ _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --
 _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local cmds="list show lint doctor approve verify replay diff"
-	local run_flags="--pid --duration --param --dry-run --json --output --folded --folded-probe
-		--force --recipes --production --verbose --help --version"
+	local run_flags="--pid --duration --param --dry-run --json --output --folded --flamegraph
+		--pprof --stacks-probe --folded-probe --force --recipes --production --verbose --help
+		--version"
 	local i word cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do # the first word that is not an option or its value
 		word=${COMP_WORDS[i]}
 		case $word in
-		--pid | --duration | --param | --output | --folded | --folded-probe | --recipes | --lock | \
+		--pid | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
+			--flamegraph | --pprof | --recipes | --lock | \
 			--by | --lua | --threshold | --thresholds) ((i++)) ;;
 		-p | -d) ((i++)) ;;
 		-*) ;;
@@ -33,8 +35,8 @@ _diagnose() {
 	--pid | -p)
 		COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"))
 		return ;;
-	--duration | -d | --by | --folded-probe) return ;;
-	--output | --folded | --lua | --lock)
+	--duration | -d | --by | --folded-probe | --stacks-probe) return ;;
+	--output | --folded | --flamegraph | --pprof | --lua | --lock)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--recipes)

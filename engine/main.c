@@ -48,7 +48,8 @@ static void usage(FILE *out)
 {
 	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
 	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
-	      "                        [--folded-probe ID] [--force]\n"
+	      "                        [--flamegraph FILE.svg] [--pprof FILE.pb.gz]\n"
+	      "                        [--stacks-probe ID] [--force]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
@@ -367,7 +368,7 @@ static int cmd_verify(const struct cli *c)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_FOLDED_PROBE, OPT_RECIPES, OPT_PROD,
+	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
 	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -377,7 +378,10 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "folded", required_argument, NULL, OPT_FOLDED },
-		{ "folded-probe", required_argument, NULL, OPT_FOLDED_PROBE },
+		{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "stacks-probe", required_argument, NULL, OPT_STACKS_PROBE },
+		{ "folded-probe", required_argument, NULL, OPT_STACKS_PROBE }, /* its first name */
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
@@ -419,7 +423,9 @@ int main(int argc, char **argv)
 		case OPT_JSON: c.run.json = true; break;
 		case OPT_OUTPUT: c.run.output = optarg; break;
 		case OPT_FOLDED: c.run.folded = optarg; break;
-		case OPT_FOLDED_PROBE: c.run.folded_probe = optarg; break;
+		case OPT_FLAMEGRAPH: c.run.flamegraph = optarg; break;
+		case OPT_PPROF: c.run.pprof = optarg; break;
+		case OPT_STACKS_PROBE: c.run.stacks_probe = optarg; break;
 		case OPT_FORCE: c.run.force = true; break;
 		case OPT_RECIPES: c.run.recipes_dir = optarg; break;
 		case OPT_PROD: c.run.production = true; break;
@@ -478,8 +484,9 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 < argc)
 		return usage_error("unexpected argument", argv[optind + 1]);
-	if (c.run.folded_probe && !c.run.folded)
-		return usage_error("--folded-probe needs --folded FILE", c.run.folded_probe);
+	if (c.run.stacks_probe && !c.run.folded && !c.run.flamegraph && !c.run.pprof)
+		return usage_error("--stacks-probe needs --folded, --flamegraph or --pprof",
+				   c.run.stacks_probe);
 	c.run.symptom = cmd;
 	return run_recipe(&c.run);
 }

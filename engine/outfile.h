@@ -1,5 +1,5 @@
-/* outfile.h — files that diagnose writes at the user's request (--output, --folded), possibly as
- * root on behalf of a sudo user.
+/* outfile.h — files that diagnose writes at the user's request (--output, --folded, --flamegraph,
+ * --pprof), possibly as root on behalf of a sudo user.
  *
  * Owns: creating such a file without following a symbolic link, without overwriting anything
  * unless asked to (--force: a temporary file in the same directory, renamed over the target when

@@ -562,8 +562,8 @@ static void write_frames_root_first(const struct value *frames, const char *suff
 	}
 }
 
-/* The probe whose stacks go to the folded file (see report.h); NULL when there is none. */
-static const struct value *folded_stacks(const struct value *results, const char *probe_id)
+const struct value *report_stack_probe(const struct value *results, const char *probe_id,
+				       const char **id_out)
 {
 	if (!results || results->type != V_OBJ)
 		return NULL;
@@ -571,8 +571,11 @@ static const struct value *folded_stacks(const struct value *results, const char
 		if (probe_id && strcmp(results->obj.keys[p], probe_id) != 0)
 			continue;
 		const struct value *stacks = value_get(results->obj.vals[p], "stacks");
-		if (stacks && stacks->type == V_ARR)
-			return stacks;
+		if (stacks && stacks->type == V_ARR) {
+			if (id_out)
+				*id_out = results->obj.keys[p];
+			return results->obj.vals[p];
+		}
 		if (probe_id)
 			return NULL;
 	}
@@ -581,7 +584,7 @@ static const struct value *folded_stacks(const struct value *results, const char
 
 int report_write_folded(const struct value *results, const char *probe_id, FILE *out)
 {
-	const struct value *stacks = folded_stacks(results, probe_id);
+	const struct value *stacks = value_get(report_stack_probe(results, probe_id, NULL), "stacks");
 	if (!stacks)
 		return -1;
 	for (size_t i = 0; i < stacks->arr.len; i++) {

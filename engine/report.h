@@ -1,5 +1,6 @@
 /* report.h — what the user reads: the JSON report of the DESIGN contract, the text report, and
- * folded stacks for flamegraph.pl.
+ * folded stacks for flamegraph.pl, and which probe's stacks the stack outputs show (the SVG and
+ * pprof writers are engine/flamegraph.c and engine/pprof.c).
  *
  * Owns: assembling the report tree (tool, recipe, target, timing, overhead, verdicts, results)
  * and rendering it. Text rendering knows three generic section shapes that a recipe's Lua may
@@ -55,8 +56,13 @@ void report_write_text(const struct value *report, FILE *out);
  * refused, and why. */
 void report_write_plan_text(const struct value *plan, FILE *out);
 
-/* The stacks of ONE probe, so that units never mix: probe_id's results, or when probe_id is NULL
- * the first probe in results (recipe order) whose results carry "stacks". One line per stack,
+/* The results of the ONE probe whose stacks the stack outputs (--folded, --flamegraph, --pprof)
+ * show, so that units never mix: probe_id's results, or when probe_id is NULL the first probe in
+ * results (recipe order) whose results carry a "stacks" array. NULL when there is none (or
+ * probe_id's carry none). *id_out (when not NULL) is set to that probe's id, owned by results. */
+const struct value *report_stack_probe(const struct value *results, const char *probe_id,
+				       const char **id_out);
+/* The stacks of report_stack_probe(results, probe_id) as folded lines. One line per stack,
  * root first: "comm;[tag];frame;...;frame weight", the number being the stack's "weight" (in
  * that probe's stack_unit); "[tag]" only for a stack with a tag. Kernel frames follow user
  * frames, suffixed "_[k]" as flamegraph.pl colours them. In names, ';' and ' ' become '_', and

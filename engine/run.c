@@ -21,9 +21,11 @@
 
 #include "approval.h"
 #include "audit.h"
+#include "flamegraph.h"
 #include "kernel.h"
 #include "outfile.h"
 #include "plan.h"
+#include "pprof.h"
 #include "preflight.h"
 #include "recipe.h"
 #include "report.h"
@@ -78,48 +80,63 @@ static int dry_run(const struct plan *plan, bool measure, struct value **summary
 /* The files asked for, created before anything loads: "exists" is said up front, not after the
  * collection. */
 struct outputs {
-	struct outfile *json, *folded;
+	struct outfile *json, *folded, *svg, *pprof;
 };
+
+static void discard_outputs(struct outputs *o);
 
 static int open_outputs(const struct run_options *c, struct outputs *o, struct diag_err *err)
 {
 	memset(o, 0, sizeof(*o));
-	if (c->output && !(o->json = outfile_create("--output", c->output, c->force, err)))
-		return -1;
-	if (c->folded && !(o->folded = outfile_create("--folded", c->folded, c->force, err))) {
-		outfile_discard(o->json);
-		o->json = NULL;
+	if ((c->output && !(o->json = outfile_create("--output", c->output, c->force, err))) ||
+	    (c->folded && !(o->folded = outfile_create("--folded", c->folded, c->force, err))) ||
+	    (c->flamegraph && !(o->svg = outfile_create("--flamegraph", c->flamegraph, c->force, err))) ||
+	    (c->pprof && !(o->pprof = outfile_create("--pprof", c->pprof, c->force, err)))) {
+		discard_outputs(o);
 		return -1;
 	}
 	return 0;
 }
 
-/* --folded-probe names a probe of the recipe whose kind records stacks: said before anything
+/* --stacks-probe names a probe of the recipe whose kind records stacks: said before anything
  * loads, not discovered as an empty file after the collection. */
-static int check_folded_probe(const struct run_options *c, const struct plan *plan,
+static int check_stacks_probe(const struct run_options *c, const struct plan *plan,
 			      struct diag_err *err)
 {
-	if (!c->folded_probe)
+	if (!c->stacks_probe)
 		return 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		const struct plan_probe *pp = &plan->probes[i];
-		if (strcmp(pp->rp->id, c->folded_probe) != 0)
+		if (strcmp(pp->rp->id, c->stacks_probe) != 0)
 			continue;
 		if (!pp->kind->stack_unit)
 			return diag_fail(err, DIAG_EXIT_USAGE,
-					 "--folded-probe %s: probe %s (%s) records no stacks", c->folded_probe,
-					 c->folded_probe, pp->kind->name);
+					 "--stacks-probe %s: probe %s (%s) records no stacks", c->stacks_probe,
+					 c->stacks_probe, pp->kind->name);
 		return 0;
 	}
-	return diag_fail(err, DIAG_EXIT_USAGE, "--folded-probe %s: recipe %s has no probe %s",
-			 c->folded_probe, plan->recipe->name, c->folded_probe);
+	return diag_fail(err, DIAG_EXIT_USAGE, "--stacks-probe %s: recipe %s has no probe %s",
+			 c->stacks_probe, plan->recipe->name, c->stacks_probe);
 }
 
 static void discard_outputs(struct outputs *o)
 {
 	outfile_discard(o->json);
 	outfile_discard(o->folded);
+	outfile_discard(o->svg);
+	outfile_discard(o->pprof);
 	memset(o, 0, sizeof(*o));
+}
+
+/* Completes one output file; says why it could not. */
+static int close_output(struct outfile **of)
+{
+	struct diag_err err = { 0 };
+	int rc = outfile_close(*of, &err);
+	*of = NULL;
+	if (rc)
+		fprintf(stderr, "diagnose: %s\n", err.msg);
+	return rc;
 }
 
 static int write_outputs(const struct run_options *c, struct outputs *o, const struct value *report,
@@ -131,23 +148,47 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 		report_write_json(report, stdout);
 	else
 		report_write_text(report, stdout);
-	if (o->folded) {
-		/* One probe's stacks, one unit; no stacks still leaves the (empty) file asked for. */
-		if (report_write_folded(results, c->folded_probe, outfile_stream(o->folded)) < 0) {
-			if (c->folded_probe)
-				fprintf(stderr, "diagnose: warning: --folded %s: probe %s has no stacks in "
-					"its results (see the report's notes); the file is empty\n",
-					c->folded, c->folded_probe);
-			else
-				fprintf(stderr, "diagnose: warning: --folded %s: no probe's results carry "
-					"stacks; the file is empty\n", c->folded);
-		}
-		if (outfile_close(o->folded, &err)) {
-			fprintf(stderr, "diagnose: %s\n", err.msg);
-			rc = -1;
-		}
-		o->folded = NULL;
+	/* The stack outputs show one probe's stacks, one unit; no stacks still leaves each file asked
+	 * for (folded: empty; SVG and pprof: valid, saying so / without samples). */
+	const char *probe_id = NULL;
+	const struct value *probe_res = report_stack_probe(results, c->stacks_probe, &probe_id);
+	if (!probe_res && (o->folded || o->svg || o->pprof)) {
+		if (c->stacks_probe)
+			fprintf(stderr, "diagnose: warning: --stacks-probe %s: probe %s has no stacks in its "
+				"results (see the report's notes); the stack outputs are empty\n",
+				c->stacks_probe, c->stacks_probe);
+		else
+			fprintf(stderr, "diagnose: warning: no probe's results carry stacks; the stack "
+				"outputs are empty\n");
 	}
+	if (o->folded) {
+		report_write_folded(results, c->stacks_probe, outfile_stream(o->folded));
+		rc |= close_output(&o->folded);
+	}
+	const char *recipe = value_get_str(value_get(report, "recipe"), "name");
+	char *title = probe_id ? xasprintf("%s, probe %s", recipe ? recipe : "?", probe_id)
+			       : xstrdup(recipe ? recipe : "");
+	if (o->svg) {
+		flamegraph_write(probe_res, title, outfile_stream(o->svg));
+		rc |= close_output(&o->svg);
+	}
+	if (o->pprof) {
+		char *comment = xasprintf("diagnose %s", title);
+		struct pprof_info info = { .comment = comment,
+					   .started_at = value_get_str(report, "started_at"),
+					   .duration_s = value_get_num(report, "duration_s", 0),
+					   .user_file = value_get_str(value_get(report, "target"), "exe") };
+		if (pprof_write(probe_res, &info, outfile_stream(o->pprof), &err) < 0) {
+			fprintf(stderr, "diagnose: --pprof %s: %s\n", c->pprof, err.msg);
+			outfile_discard(o->pprof);
+			o->pprof = NULL;
+			rc = -1;
+		} else {
+			rc |= close_output(&o->pprof);
+		}
+		free(comment);
+	}
+	free(title);
 	if (o->json) {
 		report_write_json(report, outfile_stream(o->json));
 		if (outfile_close(o->json, &err)) {
@@ -278,7 +319,7 @@ int run_recipe(const struct run_options *c)
 		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
 		ev.reason = unapproved;
 	}
-	if (check_folded_probe(c, plan, &err))
+	if (check_stacks_probe(c, plan, &err))
 		goto failed;
 	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
 	if (verdict_check_sources(&b.src, &err))

@@ -18,8 +18,10 @@ struct run_options {
 	double duration_s;          /* --duration, 0 = the recipe's */
 	bool dry_run, json, production, verbose, force;
 	const char *output, *folded; /* --output, --folded; NULL when not asked */
-	const char *folded_probe;   /* --folded-probe: whose stacks --folded writes; NULL: the
-				     * first probe whose results carry stacks */
+	const char *flamegraph, *pprof; /* --flamegraph FILE.svg, --pprof FILE.pb.gz; NULL: not asked */
+	const char *stacks_probe;   /* --stacks-probe (alias --folded-probe): whose stacks --folded,
+				     * --flamegraph and --pprof show; NULL: the first probe whose
+				     * results carry stacks */
 	const char *recipes_dir;    /* --recipes, NULL when not given */
 	const char *const *params;  /* --param NAME=VALUE, the recipe's own parameters */
 	size_t n_params;

@@ -5,16 +5,21 @@ set -eu
 
 PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev libyaml-dev
       libcyaml-dev liblua5.4-dev lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc g++
-      binutils python3 libc6-dbg util-linux libjemalloc2 iproute2 nftables ethtool"
+      binutils python3 libc6-dbg util-linux libjemalloc2 iproute2 nftables ethtool \
+      protobuf-c-compiler libprotobuf-c-dev"
 # libjemalloc2: tests/e2e/t_memory.sh probes an allocator other than glibc's. iproute2 (ip netns,
 # veth), nftables (numgen drop rules) and ethtool (segmentation offloads off, so that a dropped
 # packet is one segment): the network-errors tests build a private lossy network.
+# protobuf-c: the pprof writer's code is generated from proto/profile.proto at build time.
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools time"
+# The tools that consume diagnose's output formats, for the tests only (tests/e2e/t_outputs.sh):
+# headless Chromium renders the --flamegraph SVG, `go tool pprof` reads the --pprof profile.
+TEST_PKGS="chromium golang-go"
 
 missing=""
-for p in $PKGS $PEER_PKGS; do
+for p in $PKGS $PEER_PKGS $TEST_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

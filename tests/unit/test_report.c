@@ -103,6 +103,27 @@ static void test_folded_one_line_per_stack(void **state)
 	free(out);
 }
 
+/* The one probe every stack output (--folded, --flamegraph, --pprof) shows. */
+static void test_stack_probe_selection(void **state)
+{
+	(void)state;
+	struct value *results = value_obj();
+	value_obj_set(results, "runq", value_obj());
+	struct value *a = value_obj_set(results, "oncpu", value_obj());
+	value_obj_set(a, "stacks", value_arr());
+	struct value *b = value_obj_set(results, "offcpu", value_obj());
+	value_obj_set(b, "stacks", value_arr());
+	const char *id = NULL;
+	assert_ptr_equal(report_stack_probe(results, NULL, &id), a);
+	assert_string_equal(id, "oncpu");
+	assert_ptr_equal(report_stack_probe(results, "offcpu", &id), b);
+	assert_string_equal(id, "offcpu");
+	assert_null(report_stack_probe(results, "runq", NULL));
+	assert_null(report_stack_probe(results, "nope", NULL));
+	assert_null(report_stack_probe(NULL, NULL, NULL));
+	value_free(results);
+}
+
 /* ---- text ---------------------------------------------------------------------------------- */
 
 static struct value *hostile_report(void)
@@ -270,6 +291,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_folded_one_line_per_stack),
+		cmocka_unit_test(test_stack_probe_selection),
 		cmocka_unit_test(test_text_escapes_controls),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_utf8_char_len),
