@@ -15,7 +15,7 @@ _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --
 
 _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="list show lint doctor approve verify replay diff"
+	local cmds="list show lint doctor approve verify replay diff merge"
 	local run_flags="--pid --duration --param --dry-run --json --output --folded --flamegraph
 		--pprof --stacks-probe --folded-probe --force --recipes --production --verbose --help
 		--version"
@@ -84,7 +84,7 @@ _diagnose() {
 		else
 			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
 		fi ;;
-	diff)
+	diff | merge)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json" -- "$cur"))
 		else

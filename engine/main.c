@@ -22,6 +22,7 @@
 #include "diff.h"
 #include "doctor.h"
 #include "kernel.h"
+#include "merge.h"
 #include "outfile.h"
 #include "plan.h"
 #include "preflight.h"
@@ -55,6 +56,7 @@ static void usage(FILE *out)
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
 	      "       diagnose replay REPORT.json [--lua FILE] [--threshold NAME=VALUE]... [--json]\n"
 	      "       diagnose diff BEFORE.json AFTER.json [--json]\n"
+	      "       diagnose merge REPORT.json... [--json]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -460,6 +462,12 @@ int main(int argc, char **argv)
 		if (optind + 1 < argc)
 			return usage_error("verify takes no arguments (--lock FILE)", argv[optind + 1]);
 		return cmd_verify(&c);
+	}
+	if (strcmp(cmd, "merge") == 0) {
+		if (optind + 1 >= argc)
+			return usage_error("merge needs REPORT.json...", NULL);
+		return merge_run((const char *const *)argv + optind + 1, (size_t)(argc - optind - 1),
+				 c.run.json);
 	}
 	if (strcmp(cmd, "diff") == 0) {
 		if (optind + 3 != argc)

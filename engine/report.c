@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "json_parse.h"
@@ -39,6 +40,9 @@ struct value *report_build(const struct report_input *in)
 	}
 	if (plan->params)
 		value_obj_set(r, "params", value_copy(plan->params));
+	struct utsname uts;
+	if (uname(&uts) == 0) /* which host: a fleet's reports are merged (diagnose merge) */
+		value_set_str(value_obj_set(r, "host", value_obj()), "name", uts.nodename);
 	value_set_str(r, "started_at", s ? s->started_at : "");
 	value_set_num(r, "duration_s", s ? round(s->duration_s * 1000) / 1000 : 0);
 	value_set_str(r, "stop_reason", s ? stop_reason_name(s->stop_reason) : "dry-run");

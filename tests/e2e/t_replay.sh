@@ -3,7 +3,8 @@
 # text report says it is a replay; --threshold changes what the Lua decides (lock contention
 # over 100% never fires) and refuses a name the recipe does not have; --lua runs another
 # snippet; severity colours only on a terminal without NO_COLOR; diff shows the verdict the raised thresholds removed, and nothing between a report and
-# itself; a file that is not a report is refused with exit 2 naming it.
+# itself; merge groups the reports' verdicts by recipe and id; a file that is not a report is
+# refused with exit 2 naming it.
 . "$(dirname "$0")/lib.sh"
 RP=$(mktemp -d /tmp/diagnose-replay.XXXXXX)
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP" "$RP"' EXIT
@@ -67,8 +68,17 @@ as_nobody "$DIAG" diff "$RP/lock.json" "$RP/lock.json" --json > "$RP/d.json"
 [ "$(json "$RP/d.json" 'all(v["change"] == "same" for v in r["verdicts"]) and r["functions"] == {}')" = True ] ||
 	fail "diff of a report with itself: $(cat "$RP/d.json")"
 
+# merge: three reports (two recipes) as one view; each report names this host
+as_nobody "$DIAG" merge "$RP/lock.json" "$RP/cpu.json" "$RP/t.json" --json > "$RP/m.json"; rc=$?
+[ "$rc" = 0 ] || fail "merge: exit $rc"
+[ "$(json "$RP/m.json" 'len(r["hosts"]) == 3 and r["hosts"][0]["host"] == "'"$(uname -n)"'" and [(g["recipe"], g["count"]) for g in r["verdicts"] if g["id"] == "lock-contention"] == [("latency", 1)]')" = True ] ||
+	fail "merge: $(cat "$RP/m.json")"
+as_nobody "$DIAG" merge "$RP/lock.json" "$RP/cpu.json" | grep -q '^  [A-Z]*  *1/2  latency/lock-contention' || fail "merge text"
+
 echo '{"tool": "diagnose", "results": {}}' > "$RP/bad.json"
 out=$("$DIAG" replay "$RP/bad.json" 2>&1); rc=$?
+out2=$("$DIAG" merge "$RP/lock.json" "$RP/bad.json" 2>&1); rc2=$?
+[ "$rc2" = 2 ] && echo "$out2" | grep -q "$RP/bad.json: not a diagnose JSON report" || fail "merge of a non-report: exit $rc2: $out2"
 [ "$rc" = 2 ] && echo "$out" | grep -q "$RP/bad.json: not a diagnose JSON report" || fail "not a report: exit $rc: $out"
 out=$("$DIAG" replay "$RP/missing.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q "$RP/missing.json" || fail "missing report: exit $rc: $out"

@@ -1,0 +1,116 @@
+/* test_merge.c — merge_reports on four hosts' reports built here: verdicts grouped per (recipe,
+ * id) with their host count and hosts, worst first then most hosts, each group's worst severity
+ * and its title; each host's worst and exit code; a report without a host name known by its file;
+ * outliers — a host whose run-queue p99 (from log2 buckets) or a number at the top of a probe's
+ * results is ten times the fleet's median, none below that or with fewer than three hosts; and
+ * the text without the control bytes a host name may carry.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_parse.h"
+#include "merge.h"
+#include "util.h"
+
+static struct value *report(const char *host, const char *verdicts, unsigned slow_count, double cpu)
+{
+	char text[2048];
+	snprintf(text, sizeof(text),
+		 "{\"tool\":\"diagnose\",%s\"recipe\":{\"name\":\"latency\"},\"verdicts\":[%s],"
+		 "\"results\":{\"runq\":{\"unit\":\"us\",\"count\":100,\"buckets\":["
+		 "{\"lo\":8,\"hi\":15,\"count\":%u},{\"lo\":16384,\"hi\":32767,\"count\":%u}]},"
+		 "\"context\":{\"cpu_pct\":%g,\"comm\":\"w\"}}}",
+		 host, verdicts, 100 - slow_count, slow_count, cpu);
+	struct diag_err err = { 0 };
+	struct value *v = json_parse(text, strlen(text), NULL, &err);
+	if (!v)
+		fail_msg("%s", err.msg);
+	return v;
+}
+
+#define LOCK_W "{\"id\":\"lock-contention\",\"severity\":\"warning\",\"title\":\"lock in f\"}"
+#define LOCK_C "{\"id\":\"lock-contention\",\"severity\":\"critical\",\"title\":\"lock in f, worse\"}"
+#define STARVED "{\"id\":\"cpu-starved\",\"severity\":\"warning\",\"title\":\"starved\"}"
+#define OK "{\"id\":\"ok\",\"severity\":\"ok\",\"title\":\"nothing\"}"
+
+static void test_merge(void **state)
+{
+	(void)state;
+	struct value *r[4] = {
+		report("\"host\":{\"name\":\"web1\"},", LOCK_W, 0, 50),
+		report("\"host\":{\"name\":\"web2\"},", LOCK_W, 0, 55),
+		report("\"host\":{\"name\":\"web3\\u001b[2J\"},", LOCK_C "," STARVED, 5, 60), /* p99 in the slow slot */
+		report("", OK, 0, 1000), /* no host name; cpu_pct ~18x the median */
+	};
+	const char *names[4] = { "a.json", "b.json", "c.json", "d.json" };
+	struct value *m = merge_reports((const struct value *const *)r, names, 4, 10.0);
+
+	const struct value *g = value_get(m, "verdicts");
+	assert_int_equal(g->arr.len, 3);
+	const struct value *first = g->arr.items[0];
+	assert_string_equal(value_get_str(first, "id"), "lock-contention");
+	assert_string_equal(value_get_str(first, "worst"), "critical");
+	assert_string_equal(value_get_str(first, "title"), "lock in f, worse");
+	assert_true(value_get_num(first, "count", 0) == 3);
+	assert_string_equal(value_get(first, "hosts")->arr.items[0]->s, "web1");
+	assert_string_equal(value_get_str(g->arr.items[1], "id"), "cpu-starved");
+	assert_string_equal(value_get_str(g->arr.items[2], "id"), "ok");
+
+	const struct value *h = value_get(m, "hosts");
+	assert_string_equal(value_get_str(h->arr.items[3], "host"), "d.json");
+	assert_true(value_get_num(h->arr.items[2], "exit", 0) == 5);
+	assert_true(value_get_num(h->arr.items[0], "exit", 0) == 4);
+	assert_true(value_get_num(h->arr.items[3], "exit", 0) == 0);
+
+	const struct value *o = value_get(m, "outliers");
+	int p99 = 0, cpu = 0;
+	for (size_t i = 0; i < o->arr.len; i++) {
+		const struct value *x = o->arr.items[i];
+		if (!strcmp(value_get_str(x, "figure"), "p99")) {
+			p99++;
+			assert_non_null(strstr(value_get_str(x, "host"), "web3"));
+			assert_true(value_get_num(x, "ratio", 0) >= 10);
+		}
+		if (!strcmp(value_get_str(x, "figure"), "cpu_pct")) {
+			cpu++;
+			assert_string_equal(value_get_str(x, "host"), "d.json");
+		}
+		assert_string_not_equal(value_get_str(x, "figure"), "count"); /* 100 everywhere */
+	}
+	assert_int_equal(p99, 1);
+	assert_int_equal(cpu, 1);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	merge_write_text(m, out);
+	fclose(out);
+	assert_non_null(strstr(text, "CRITICAL    3/4  latency/lock-contention: lock in f, worse"));
+	assert_non_null(strstr(text, "web3\\x1b[2J"));
+	assert_null(strchr(text, 0x1b));
+	free(text);
+	value_free(m);
+
+	/* two hosts: no median to stand out from */
+	m = merge_reports((const struct value *const *)r + 2, names + 2, 2, 10.0);
+	assert_int_equal(value_get(m, "outliers")->arr.len, 0);
+	value_free(m);
+	for (int i = 0; i < 4; i++)
+		value_free(r[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
