@@ -201,8 +201,15 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 	for (size_t i = 0; i < n; i++) {
 		const struct value *r = reports[i], *vs = value_get(r, "verdicts");
 		const char *host = host_of(r, names[i]), *recipe = recipe_of(r);
+		char *twice = NULL;
+		/* two reports of one host (two runs, or a test fleet on one machine): told apart by file */
+		for (size_t k = 0; k < hosts->arr.len && !twice; k++)
+			if (!strcmp(value_get_str(hosts->arr.items[k], "host"), host))
+				twice = xasprintf("%s (%s)", host, names[i]);
 		struct value *h = value_arr_push(hosts, value_obj());
-		value_set_str(h, "host", host);
+		value_set_str(h, "host", twice ? twice : host);
+		free(twice);
+		host = value_get_str(h, "host"); /* lives as long as the result */
 		value_set_str(h, "file", names[i]);
 		value_set_str(h, "recipe", recipe);
 		struct value *ids = value_obj_set(h, "verdicts", value_arr());

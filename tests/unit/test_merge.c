@@ -3,7 +3,7 @@
  * and its title; each host's worst and exit code; a report without a host name known by its file;
  * outliers — a host whose run-queue p99 (from log2 buckets) or a number at the top of a probe's
  * results is ten times the fleet's median, none below that or with fewer than three hosts; and
- * the text without the control bytes a host name may carry.
+ * the text without the control bytes a host name may carry; one host's two reports told apart.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,6 +97,13 @@ static void test_merge(void **state)
 	assert_non_null(strstr(text, "web3\\x1b[2J"));
 	assert_null(strchr(text, 0x1b));
 	free(text);
+	value_free(m);
+
+	/* one host twice (two runs, or a test fleet on one machine): told apart by file */
+	const struct value *twice[2] = { r[0], r[0] };
+	m = merge_reports(twice, names, 2, 10.0);
+	assert_string_equal(value_get_str(value_get(m, "hosts")->arr.items[1], "host"), "web1 (b.json)");
+	assert_true(value_get_num(value_get(m, "verdicts")->arr.items[0], "count", 0) == 2);
 	value_free(m);
 
 	/* two hosts: no median to stand out from */
