@@ -22,83 +22,20 @@
 #include "recipe.h"
 #include "shape.h"
 #include "source.h"
-#include "recorded_shape.h"
+#include "recorded_verdicts.h"
 #include "verdict.h"
 
-static char *src(const char *rel)
-{
-	const char *root = getenv("DIAG_SRCDIR");
-	return xasprintf("%s/%s", root ? root : ".", rel);
-}
+static struct value *load_fixture(const char *name) { return recorded_fixture("io", name); }
 
-static struct value *load_fixture(const char *name)
-{
-	char *path = xasprintf("%s/tests/unit/fixtures/io/%s.json",
-			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
-	size_t len;
-	char *text = read_file(path, &len);
-	if (!text)
-		fail_msg("cannot read %s", path);
-	struct diag_err err;
-	struct value *v = json_parse(text, len, NULL, &err);
-	if (!v)
-		fail_msg("%s: %s", path, err.msg);
-	free(text);
-	free(path);
-	return v;
-}
-
-/* Runs lua/io-saturation.lua (its thresholds' defaults) on a fixture's results and run; returns
- * the verdicts (caller frees). */
+/* lua/io-saturation.lua (its thresholds' defaults) on a fixture; the verdicts (caller frees). */
 static struct value *io_verdicts(const struct value *fixture)
 {
-	struct source_file lua, lib;
-	struct diag_err err;
-	char *lua_path = src("lua/io-saturation.lua"), *lib_path = src("lua/lib/diag.lua");
-	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
-		fail_msg("%s", err.msg);
-	struct value *thresholds = value_obj(), *verdicts = NULL, *report = NULL;
-	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
-				    .results = value_get(fixture, "results"), .thresholds = thresholds,
-				    .run = value_get(fixture, "run") };
-	assert_recorded_shape("recipes/io-saturation.yaml", in.results);
-	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
-		fail_msg("io-saturation.lua: %s", err.msg);
-	if (!report || report->type != V_ARR || report->arr.len == 0)
-		fail_msg("io-saturation.lua: no report sections");
-	value_free(report);
-	value_free(thresholds);
-	source_free(&lua);
-	source_free(&lib);
-	free(lua_path);
-	free(lib_path);
-	return verdicts;
+	return recorded_verdicts("io-saturation", fixture, NULL, true);
 }
 
-static const struct value *verdict(const struct value *verdicts, size_t i)
-{
-	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
-		fail_msg("no verdict %zu", i);
-	return verdicts->arr.items[i];
-}
-
-static const struct value *find_verdict(const struct value *verdicts, const char *id)
-{
-	for (size_t i = 0; verdicts && i < verdicts->arr.len; i++)
-		if (strcmp(value_get_str(verdicts->arr.items[i], "id"), id) == 0)
-			return verdicts->arr.items[i];
-	return NULL;
-}
-
-/* Some evidence line of v contains text. */
-static bool evidence_has(const struct value *v, const char *text)
-{
-	const struct value *ev = value_get(v, "evidence");
-	for (size_t i = 0; ev && i < ev->arr.len; i++)
-		if (strstr(ev->arr.items[i]->s, text))
-			return true;
-	return false;
-}
+#define verdict verdict_at
+#define find_verdict verdict_find
+#define evidence_has verdict_evidence_has
 
 /* The fixture's live verdict ids, in order, are what the snippet gives on its results; every
  * verdict but ok and incomplete-data says which rule fired. */

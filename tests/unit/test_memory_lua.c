@@ -22,56 +22,15 @@
 #include "recipe.h"
 #include "shape.h"
 #include "source.h"
-#include "recorded_shape.h"
+#include "recorded_verdicts.h"
 #include "verdict.h"
 
-static char *src(const char *rel)
-{
-	const char *root = getenv("DIAG_SRCDIR");
-	return xasprintf("%s/%s", root ? root : ".", rel);
-}
+static struct value *load_fixture(const char *name) { return recorded_fixture("memory", name); }
 
-static struct value *load_fixture(const char *name)
-{
-	char *path = xasprintf("%s/tests/unit/fixtures/memory/%s.json",
-			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
-	size_t len;
-	char *text = read_file(path, &len);
-	if (!text)
-		fail_msg("cannot read %s", path);
-	struct diag_err err;
-	struct value *v = json_parse(text, len, NULL, &err);
-	if (!v)
-		fail_msg("%s: %s", path, err.msg);
-	free(text);
-	free(path);
-	return v;
-}
-
-/* Runs lua/memory-growth.lua on a fixture's results and run, with thresholds (NULL: the
- * snippet's defaults); returns the verdicts (caller frees). */
+/* lua/memory-growth.lua on a fixture with thresholds (NULL: the defaults); the verdicts. */
 static struct value *memory_t(const struct value *fixture, struct value *thresholds)
 {
-	struct source_file lua, lib;
-	struct diag_err err;
-	char *lua_path = src("lua/memory-growth.lua"), *lib_path = src("lua/lib/diag.lua");
-	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
-		fail_msg("%s", err.msg);
-	struct value *own = thresholds ? NULL : value_obj(), *verdicts = NULL, *report = NULL;
-	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
-				    .results = value_get(fixture, "results"),
-				    .thresholds = thresholds ? thresholds : own,
-				    .run = value_get(fixture, "run") };
-	assert_recorded_shape("recipes/memory-growth.yaml", in.results);
-	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
-		fail_msg("memory-growth.lua: %s", err.msg);
-	value_free(report);
-	value_free(own);
-	source_free(&lua);
-	source_free(&lib);
-	free(lua_path);
-	free(lib_path);
-	return verdicts;
+	return recorded_verdicts("memory-growth", fixture, thresholds, false);
 }
 
 static struct value *memory(const struct value *fixture)
@@ -79,30 +38,9 @@ static struct value *memory(const struct value *fixture)
 	return memory_t(fixture, NULL);
 }
 
-static const struct value *verdict(const struct value *verdicts, size_t i)
-{
-	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
-		fail_msg("no verdict %zu", i);
-	return verdicts->arr.items[i];
-}
-
-/* The verdict with this id, or NULL. */
-static const struct value *find(const struct value *verdicts, const char *id)
-{
-	for (size_t i = 0; i < verdicts->arr.len; i++)
-		if (!strcmp(value_get_str(verdicts->arr.items[i], "id"), id))
-			return verdicts->arr.items[i];
-	return NULL;
-}
-
-static bool evidence_has(const struct value *v, const char *text)
-{
-	const struct value *ev = value_get(v, "evidence");
-	for (size_t i = 0; ev && i < ev->arr.len; i++)
-		if (strstr(ev->arr.items[i]->s, text))
-			return true;
-	return false;
-}
+#define verdict verdict_at
+#define find verdict_find
+#define evidence_has verdict_evidence_has
 
 static struct value *mut(struct value *root, const char *a, const char *b, const char *c)
 {

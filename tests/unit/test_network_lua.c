@@ -25,78 +25,22 @@
 #include "recipe.h"
 #include "shape.h"
 #include "source.h"
-#include "recorded_shape.h"
+#include "recorded_verdicts.h"
 #include "verdict.h"
 
-static char *src(const char *rel)
-{
-	const char *root = getenv("DIAG_SRCDIR");
-	return xasprintf("%s/%s", root ? root : ".", rel);
-}
+static struct value *load_fixture(const char *name) { return recorded_fixture("network", name); }
 
-static struct value *load_fixture(const char *name)
-{
-	char *path = xasprintf("%s/tests/unit/fixtures/network/%s.json",
-			       getenv("DIAG_SRCDIR") ? getenv("DIAG_SRCDIR") : ".", name);
-	size_t len;
-	char *text = read_file(path, &len);
-	if (!text)
-		fail_msg("cannot read %s", path);
-	struct diag_err err;
-	struct value *v = json_parse(text, len, NULL, &err);
-	if (!v)
-		fail_msg("%s: %s", path, err.msg);
-	free(text);
-	free(path);
-	return v;
-}
-
-
-/* Runs lua/network-errors.lua (its thresholds' defaults) on a fixture's results and run; returns
- * the verdicts (caller frees). */
+/* lua/network-errors.lua (its thresholds' defaults) on a fixture; the verdicts (caller frees). */
 static struct value *network(const struct value *fixture)
 {
-	struct source_file lua, lib;
-	struct diag_err err;
-	char *lua_path = src("lua/network-errors.lua"), *lib_path = src("lua/lib/diag.lua");
-	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
-		fail_msg("%s", err.msg);
-	struct value *thresholds = value_obj(), *verdicts = NULL, *report = NULL;
-	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
-				    .results = value_get(fixture, "results"), .thresholds = thresholds,
-				    .run = value_get(fixture, "run") };
-	assert_recorded_shape("recipes/network-errors.yaml", in.results);
-	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
-		fail_msg("network-errors.lua: %s", err.msg);
-	value_free(report);
-	value_free(thresholds);
-	source_free(&lua);
-	source_free(&lib);
-	free(lua_path);
-	free(lib_path);
-	return verdicts;
+	return recorded_verdicts("network-errors", fixture, NULL, false);
 }
 
-static const struct value *verdict(const struct value *verdicts, size_t i)
-{
-	if (!verdicts || verdicts->type != V_ARR || i >= verdicts->arr.len)
-		fail_msg("no verdict %zu", i);
-	return verdicts->arr.items[i];
-}
+#define verdict verdict_at
 
-/* The fixture's live verdict ids, in order, are what the snippet gives on its results. */
 static void assert_as_recorded(const char *name)
 {
-	struct value *fx = load_fixture(name);
-	struct value *v = network(fx);
-	const struct value *want = value_get(fx, "verdicts");
-	if (v->arr.len != want->arr.len)
-		fail_msg("%s: %zu verdicts, recorded %zu (first: %s)", name, v->arr.len, want->arr.len,
-			 v->arr.len ? value_get_str(verdict(v, 0), "title") : "none");
-	for (size_t i = 0; i < want->arr.len; i++)
-		assert_string_equal(value_get_str(verdict(v, i), "id"), want->arr.items[i]->s);
-	value_free(v);
-	value_free(fx);
+	assert_recorded_verdicts("network-errors", "network", name);
 }
 
 /* The verdict with this id (the first), or a failure. */
