@@ -124,7 +124,8 @@ static struct value *diff_functions(const struct value *rb, const struct value *
 		shares_of(&s, sb, false);
 		shares_of(&s, sa, true);
 		double totals[2] = { s.total_before, s.total_after };
-		qsort_r(s.v, s.n, sizeof(*s.v), by_move, totals);
+		if (s.n > 1) /* s.v is NULL when neither run has a stack */
+			qsort_r(s.v, s.n, sizeof(*s.v), by_move, totals);
 		struct value *list = value_arr();
 		for (size_t i = 0; i < s.n; i++) {
 			double bp = totals[0] > 0 ? s.v[i].before * 100 / totals[0] : 0;

@@ -187,7 +187,8 @@ static struct value *outliers(struct figures *f, double ratio)
 		free(g->hosts);
 	}
 	free(f->v);
-	qsort(out->arr.items, out->arr.len, sizeof(*out->arr.items), by_ratio);
+	if (out->arr.len > 1) /* items is NULL while empty: qsort must not see it */
+		qsort(out->arr.items, out->arr.len, sizeof(*out->arr.items), by_ratio);
 	return out;
 }
 
@@ -236,7 +237,8 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 				       : worst == SEV_WARNING ? DIAG_EXIT_WARNING : DIAG_EXIT_OK);
 		figures_of(&figs, r, host);
 	}
-	qsort(groups->arr.items, groups->arr.len, sizeof(*groups->arr.items), by_worst_then_count);
+	if (groups->arr.len > 1)
+		qsort(groups->arr.items, groups->arr.len, sizeof(*groups->arr.items), by_worst_then_count);
 	value_obj_set(m, "outliers", outliers(&figs, outlier_ratio));
 	return m;
 }
