@@ -221,9 +221,22 @@ local function severity(pct)
   return nil
 end
 
--- " in caller() → own()" (root first, as call paths read) for the heaviest stack of c, and own.
-local function where(c)
+-- The stack that names where c waits: its heaviest, unless under DWARF unwinding that one kept
+-- only its frame-pointer walk (the ring buffer was full: glibc's frames hide the caller) and an
+-- unwound one holds at least 5% of c's time.
+local function naming_stack(c)
   local top = c.stacks[1]
+  if top and O and O.user_unwind == "dwarf" and not top.user_from then
+    for _, s in ipairs(c.stacks) do
+      if s.user_from and (s.weight or 0) >= c.ns * 0.05 then return s end
+    end
+  end
+  return top
+end
+
+-- " in caller() → own()" (root first, as call paths read) for the stack naming c, and own.
+local function where(c)
+  local top = naming_stack(c)
   local own, caller
   if top then own, caller = own_frame(top.user) end
   if not own then return "", nil end
