@@ -84,7 +84,13 @@ _diagnose() {
 		else
 			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
 		fi ;;
-	diff | merge)
+	diff)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--json --flamegraph --stacks-probe --force" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+		fi ;;
+	merge)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json" -- "$cur"))
 		else

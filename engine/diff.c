@@ -1,4 +1,4 @@
-/* diff.c — two reports compared (see diff.h).
+/* diff.c — two reports compared (see diff.h), and the differential flame graph's file.
  * Must not: interpret a probe's results beyond the shared shapes, or judge the change.
  */
 #include "diff.h"
@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flamegraph.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 #include "verdict.h"
@@ -275,24 +277,82 @@ void diff_write_text(const struct value *d, FILE *out)
 	}
 }
 
-int diff_run(const char *before_path, const char *after_path, bool json)
+/* The results of the stack probe the differential flame graph draws: probe_id's (NULL: AFTER's
+ * first probe with stacks, as a run picks it), in both reports, with the same stack unit. */
+static int pick_stack_probes(const struct diff_options *o, const struct value *b,
+			     const struct value *a, const struct value **pb, const struct value **pa,
+			     const char **id, struct diag_err *err)
+{
+	*pa = report_stack_probe(value_get(a, "results"), o->stacks_probe, id);
+	if (!*pa) {
+		if (o->stacks_probe)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: no stacks of probe %s", o->after,
+					 o->stacks_probe);
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: no probe with stacks", o->after);
+	}
+	*pb = report_stack_probe(value_get(b, "results"), *id, NULL);
+	if (!*pb)
+		return diag_fail(err, DIAG_EXIT_USAGE, "%s: no stacks of probe %s (both reports must "
+				 "have the probe the graph compares)", o->before, *id);
+	const char *ub = value_get_str(*pb, "stack_unit"), *ua = value_get_str(*pa, "stack_unit");
+	ub = ub ? ub : "samples";
+	ua = ua ? ua : "samples";
+	if (strcmp(ub, ua))
+		return diag_fail(err, DIAG_EXIT_USAGE, "probe %s weighs its stacks in %s in %s but in %s in "
+				 "%s: a differential flame graph needs one unit", *id, ub, o->before, ua,
+				 o->after);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+/* The graph's title: the recipe, the probe and both files (their names: the title has one line). */
+static char *svg_title(const struct diff_options *o, const struct value *a, const char *id)
+{
+	const char *recipe = value_get_str(value_get(a, "recipe"), "name");
+	return xasprintf("%s, probe %s: %s \xe2\x86\x92 %s", recipe ? recipe : "?", id,
+			 base_name(o->before), base_name(o->after));
+}
+
+int diff_run(const struct diff_options *o)
 {
 	struct diag_err err = { 0 };
-	struct value *b = report_read(before_path, &err), *a = b ? report_read(after_path, &err) : NULL;
+	struct value *b = report_read(o->before, &err), *a = b ? report_read(o->after, &err) : NULL;
+	const struct value *pb = NULL, *pa = NULL;
+	const char *id = NULL;
+	struct outfile *svg = NULL;
+	if (a && o->flamegraph &&
+	    (pick_stack_probes(o, b, a, &pb, &pa, &id, &err) ||
+	     !(svg = outfile_create("--flamegraph", o->flamegraph, o->force, &err))))
+		value_free(a), a = NULL;
 	if (!a) {
 		value_free(b);
 		fprintf(stderr, "diagnose: %s\n", err.msg);
 		return err.code ? err.code : DIAG_EXIT_USAGE;
 	}
 	struct value *d = diff_reports(b, a, 1.0, 10);
-	if (json) {
+	if (o->json) {
 		value_write_json(d, stdout, 2);
 		fputc('\n', stdout);
 	} else {
 		diff_write_text(d, stdout);
 	}
+	int code = DIAG_EXIT_OK;
+	if (svg) {
+		char *title = svg_title(o, a, id);
+		flamegraph_write_diff(pb, pa, title, outfile_stream(svg));
+		free(title);
+		if (outfile_close(svg, &err)) {
+			fprintf(stderr, "diagnose: %s\n", err.msg);
+			code = err.code ? err.code : DIAG_EXIT_RUNTIME;
+		}
+	}
 	value_free(d);
 	value_free(a);
 	value_free(b);
-	return DIAG_EXIT_OK;
+	return code;
 }

@@ -1,7 +1,9 @@
 /* diff.h — `diagnose diff BEFORE.json AFTER.json`: what changed between two runs' reports (after a
  * fix, a deploy, a config change): verdicts that appeared, went away or changed severity; the
  * functions whose share of a stack probe's weight moved; the percentiles of each histogram that
- * moved. Text, or JSON with --json.
+ * moved. Text, or JSON with --json. With --flamegraph FILE.svg, also a differential flame graph of
+ * one stack probe (--stacks-probe ID, default AFTER's first probe with stacks; flamegraph.h draws
+ * it): both reports must have that probe's stacks, in the same unit.
  *
  * Owns: reading both reports (bounded, as replay does), comparing them (diff_reports: pure, on
  * value trees, for tests) and printing the comparison.
@@ -25,7 +27,17 @@ struct value *diff_reports(const struct value *before, const struct value *after
 			   unsigned top);
 void diff_write_text(const struct value *diff, FILE *out);
 
-/* The command: returns 0, or 2 (a file that is not a report, named in the message). */
-int diff_run(const char *before_path, const char *after_path, bool json);
+struct diff_options {
+	const char *before, *after; /* the reports' paths */
+	bool json;
+	const char *flamegraph;     /* --flamegraph FILE.svg, or NULL */
+	const char *stacks_probe;   /* --stacks-probe ID, or NULL */
+	bool force;                 /* --force: replace an existing FILE.svg */
+};
+
+/* The command: returns 0; 2 for a file that is not a report, or with --flamegraph a probe without
+ * stacks in either report, units that differ, or an output file refused (outfile.h); 1 when the
+ * SVG could not be written. Errors are printed here, one line each. */
+int diff_run(const struct diff_options *o);
 
 #endif

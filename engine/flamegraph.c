@@ -35,7 +35,8 @@ static const char *const fkind_label[] = { "all stacks", "thread", "tag", "user 
 struct fnode {
 	char *name;
 	enum fkind kind;
-	double w;
+	double w;  /* weight (a differential graph: AFTER's) */
+	double wb; /* a differential graph: BEFORE's weight */
 	struct fnode **kids;
 	size_t n, cap;
 };
@@ -83,9 +84,17 @@ static void node_sort(struct fnode *n)
 		node_sort(n->kids[i]);
 }
 
+static void node_add(struct fnode *n, double w, bool before)
+{
+	if (before)
+		n->wb += w;
+	else
+		n->w += w;
+}
+
 /* Frames root first: the arrays are leaf first. */
 static struct fnode *add_frames(struct fnode *at, const struct value *frames, enum fkind kind,
-				double w)
+				double w, bool before)
 {
 	if (!frames || frames->type != V_ARR)
 		return at;
@@ -93,36 +102,40 @@ static struct fnode *add_frames(struct fnode *at, const struct value *frames, en
 		if (frames->arr.items[i]->type != V_STR)
 			continue;
 		at = node_child(at, kind, frames->arr.items[i]->s);
-		at->w += w;
+		node_add(at, w, before);
 	}
 	return at;
 }
 
-static struct fnode *build_tree(const struct value *stacks)
+/* Adds the stacks to the tree at root: their weights to w, or with before to wb. */
+static void tree_add(struct fnode *root, const struct value *stacks, bool before)
 {
-	struct fnode *root = xcalloc(1, sizeof(*root));
-	root->name = xstrdup("all");
-	root->kind = FK_ROOT;
 	for (size_t i = 0; i < stacks->arr.len; i++) {
 		const struct value *s = stacks->arr.items[i];
 		double w = value_get_num(s, "weight", 0);
 		if (!(w > 0))
 			continue;
 		const char *comm = value_get_str(s, "comm"), *tag = value_get_str(s, "tag");
-		root->w += w;
+		node_add(root, w, before);
 		struct fnode *at = node_child(root, FK_COMM, comm ? comm : "?");
-		at->w += w;
+		node_add(at, w, before);
 		if (tag && *tag) {
 			char *t = xmalloc(strlen(tag) + 3);
 			sprintf(t, "[%s]", tag);
 			at = node_child(at, FK_TAG, t);
-			at->w += w;
+			node_add(at, w, before);
 			free(t);
 		}
-		at = add_frames(at, value_get(s, "user"), FK_USER, w);
-		add_frames(at, value_get(s, "kernel"), FK_KERNEL, w);
+		at = add_frames(at, value_get(s, "user"), FK_USER, w, before);
+		add_frames(at, value_get(s, "kernel"), FK_KERNEL, w, before);
 	}
-	node_sort(root);
+}
+
+static struct fnode *tree_new(void)
+{
+	struct fnode *root = xcalloc(1, sizeof(*root));
+	root->name = xstrdup("all");
+	root->kind = FK_ROOT;
 	return root;
 }
 
@@ -272,12 +285,51 @@ static void put_fill(FILE *out, const struct fnode *n)
 	fprintf(out, "rgb(%d,%d,%d)", r, g, bl);
 }
 
+/* A differential graph's colour: white-grey for a share that did not move, redder as it grew and
+ * bluer as it shrank, full at `full` points. */
+static void put_diff_fill(FILE *out, double delta, double full)
+{
+	double i = full > 0 ? fabs(delta) / full : 0;
+	if (i > 1)
+		i = 1;
+	int hi = 225 + (int)lround(30 * i), lo = 225 - (int)lround(185 * i);
+	if (delta > 0)
+		fprintf(out, "rgb(%d,%d,%d)", hi, lo, lo);
+	else
+		fprintf(out, "rgb(%d,%d,%d)", lo, lo, hi);
+}
+
 struct draw {
 	FILE *out;
 	const char *unit;
 	double total, scale; /* px per weight unit */
 	int height;
+	bool diff;           /* a differential graph: w is AFTER's weight, wb BEFORE's */
+	double total_before; /* BEFORE's total weight */
+	double full;         /* points of share moved at which the colour is full */
 };
+
+/* How many points a frame's share of its graph's total moved from BEFORE to AFTER. */
+static double share_delta(const struct draw *dr, const struct fnode *n)
+{
+	double a = dr->total > 0 ? n->w / dr->total : 0;
+	double b = dr->total_before > 0 ? n->wb / dr->total_before : 0;
+	return 100 * (a - b);
+}
+
+/* The largest move of a drawn frame's share, in points. */
+static double max_delta(const struct draw *dr, const struct fnode *n)
+{
+	double m = fabs(share_delta(dr, n));
+	for (size_t i = 0; i < n->n; i++) {
+		if (n->kids[i]->w * dr->scale < MIN_PX)
+			continue;
+		double k = max_delta(dr, n->kids[i]);
+		if (k > m)
+			m = k;
+	}
+	return m;
+}
 
 static unsigned max_depth(const struct fnode *n, double scale, unsigned d)
 {
@@ -292,15 +344,17 @@ static unsigned max_depth(const struct fnode *n, double scale, unsigned d)
 	return m;
 }
 
+/* Frames of n's subtree (n included) that have a weight of their own. */
 static size_t count_nodes(const struct fnode *n)
 {
-	size_t c = 1;
+	size_t c = n->w > 0;
 	for (size_t i = 0; i < n->n; i++)
 		c += count_nodes(n->kids[i]);
 	return c;
 }
 
-/* Frames left out: too narrow, with everything above them. */
+/* Frames left out: too narrow, with everything above them. A differential graph's frames of
+ * BEFORE only (no weight in AFTER) are not counted: count_gone counts them. */
 static size_t count_omitted(const struct fnode *n, double scale)
 {
 	size_t c = 0;
@@ -310,19 +364,45 @@ static size_t count_omitted(const struct fnode *n, double scale)
 	return c;
 }
 
+/* Frames of BEFORE that AFTER does not have (so nothing to draw them by). */
+static size_t count_gone(const struct fnode *n)
+{
+	size_t c = n->w > 0 ? 0 : 1;
+	for (size_t i = 0; i < n->n; i++)
+		c += count_gone(n->kids[i]);
+	return c;
+}
+
 static void draw_node(struct draw *dr, const struct fnode *n, unsigned depth, double x)
 {
 	FILE *out = dr->out;
 	double px = PAD + x * dr->scale, pw = n->w * dr->scale;
 	double y = dr->height - BOTTOM - (double)(depth + 1) * FRAME_H;
-	fprintf(out, "<g class=\"f %s\" data-x=\"%.17g\" data-w=\"%.17g\" data-d=\"%u\"><title>",
+	double delta = dr->diff ? share_delta(dr, n) : 0;
+	fprintf(out, "<g class=\"f %s\" data-x=\"%.17g\" data-w=\"%.17g\" data-d=\"%u\"",
 		fkind_class[n->kind], x, n->w, depth);
+	if (dr->diff)
+		fprintf(out, " data-wb=\"%.17g\" data-delta=\"%.4f\"", n->wb, delta);
+	fputs("><title>", out);
 	xml_text(out, n->name);
 	fprintf(out, "\n%s \xc2\xb7 ", fkind_label[n->kind]);
-	put_weight(out, n->w, dr->unit);
-	fprintf(out, " \xc2\xb7 %.2f%%</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
-		"rx=\"2\" fill=\"", dr->total > 0 ? 100.0 * n->w / dr->total : 0, px, y, pw, FRAME_H - 1);
-	put_fill(out, n);
+	if (dr->diff) {
+		fputs("before ", out);
+		put_weight(out, n->wb, dr->unit);
+		fprintf(out, " (%.2f%%) \xc2\xb7 after ", dr->total_before > 0 ? 100.0 * n->wb / dr->total_before : 0);
+		put_weight(out, n->w, dr->unit);
+		fprintf(out, " (%.2f%%) \xc2\xb7 %+.2f points", dr->total > 0 ? 100.0 * n->w / dr->total : 0,
+			delta);
+	} else {
+		put_weight(out, n->w, dr->unit);
+		fprintf(out, " \xc2\xb7 %.2f%%", dr->total > 0 ? 100.0 * n->w / dr->total : 0);
+	}
+	fprintf(out, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"",
+		px, y, pw, FRAME_H - 1);
+	if (dr->diff)
+		put_diff_fill(out, delta, dr->full);
+	else
+		put_fill(out, n);
 	fprintf(out, "\"/><text x=\"%.2f\" y=\"%.1f\">", px + 3, y + FRAME_H - 4.5);
 	double fit = (pw - 6) / CHAR_W;
 	xml_text_fit(out, n->name, fit > 0 ? (size_t)fit : 0);
@@ -438,17 +518,15 @@ static void legend_box(FILE *out, int x, int y, const char *fill, const char *la
 		"<text class=\"legend\" x=\"%d\" y=\"%d\">%s</text>\n", x, y, fill, x + 16, y + 10, label);
 }
 
-int flamegraph_write(const struct value *probe_res, const char *title, FILE *out)
+/* The document for root (NULL: no stacks array; otherwise sorted), AFTER's stacks n_stacks, and
+ * for a differential graph (diff) BEFORE's n_before. Returns n_stacks, or -1 when nothing has a
+ * weight. */
+static int write_svg(struct fnode *root, size_t n_stacks, bool diff, double total_before,
+		     size_t n_before, const char *unit, const char *title, FILE *out)
 {
-	const struct value *stacks = value_get(probe_res, "stacks");
-	const char *unit = value_get_str(probe_res, "stack_unit");
-	if (!unit)
-		unit = "samples";
-	struct fnode *root = NULL;
-	struct draw dr = { .out = out, .unit = unit };
+	struct draw dr = { .out = out, .unit = unit, .diff = diff, .total_before = total_before };
 	unsigned depth = 0;
-	if (stacks && stacks->type == V_ARR) {
-		root = build_tree(stacks);
+	if (root) {
 		dr.total = root->w;
 		dr.scale = root->w > 0 ? (SVG_W - 2.0 * PAD) / root->w : 0;
 		depth = root->w > 0 ? max_depth(root, dr.scale, 0) + 1 : 0;
@@ -461,6 +539,8 @@ int flamegraph_write(const struct value *probe_res, const char *title, FILE *out
 		"data-charw=\"%.2f\" data-total=\"%.17g\" data-unit=\"", SVG_W, dr.height, SVG_W,
 		dr.height, SVG_W, PAD, CHAR_W, dr.total);
 	xml_text(out, unit);
+	if (diff)
+		fprintf(out, "\" data-total-before=\"%.17g", total_before);
 	fputs("\" onload=\"fg_init()\">\n<style>\n", out);
 	fputs(style, out);
 	fputs("</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", out);
@@ -468,8 +548,8 @@ int flamegraph_write(const struct value *probe_res, const char *title, FILE *out
 	fputs("]]></script>\n", out);
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f6f6f0\"/>\n", SVG_W,
 		dr.height);
-	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">Flame graph: ",
-		SVG_W / 2);
+	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">%s: ",
+		SVG_W / 2, diff ? "Differential flame graph" : "Flame graph");
 	xml_text(out, flamegraph_unit_title(unit));
 	if (title && *title) {
 		fputs(" \xe2\x80\x94 ", out);
@@ -478,17 +558,32 @@ int flamegraph_write(const struct value *probe_res, const char *title, FILE *out
 	fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" text-anchor=\"middle\">", SVG_W / 2);
 
 	if (!root || !(root->w > 0)) {
-		fputs(root ? "no stacks with a weight" : "no stacks in this probe's results", out);
+		fputs(!root ? "no stacks in this probe's results"
+		      : diff ? "no stacks with a weight in the AFTER report" : "no stacks with a weight", out);
 		fprintf(out, "</text>\n<text id=\"reset\" x=\"%d\" y=\"24\" style=\"display:none\"> </text>"
 			"<text id=\"details\" x=\"%d\" y=\"60\"> </text><text id=\"matched\" x=\"%d\" "
 			"y=\"60\"> </text>\n</svg>\n", PAD, PAD, SVG_W - PAD);
-		node_free(root);
 		return -1;
 	}
 	size_t omitted = count_omitted(root, dr.scale);
-	fputs("total ", out);
-	put_weight(out, root->w, unit);
-	fprintf(out, " in %zu distinct stacks", stacks->arr.len);
+	if (diff) {
+		dr.full = max_delta(&dr, root);
+		if (dr.full < 1)
+			dr.full = 1; /* a move under a point stays pale: noise between two runs */
+		fputs("after: ", out);
+		put_weight(out, root->w, unit);
+		fprintf(out, " in %zu stacks; before: ", n_stacks);
+		put_weight(out, total_before, unit);
+		fprintf(out, " in %zu; widths: after; red: share grew, blue: shrank (full at %.1f points)",
+			n_before, dr.full);
+		size_t gone = count_gone(root);
+		if (gone)
+			fprintf(out, "; %zu frames of before only not drawn", gone);
+	} else {
+		fputs("total ", out);
+		put_weight(out, root->w, unit);
+		fprintf(out, " in %zu distinct stacks", n_stacks);
+	}
 	if (omitted)
 		fprintf(out, "; %zu frames narrower than %.1f px left out", omitted, MIN_PX);
 	fputs(" \xc2\xb7 click a frame to zoom, type to search</text>\n", out);
@@ -504,12 +599,63 @@ int flamegraph_write(const struct value *probe_res, const char *title, FILE *out
 	fputs("</g>\n", out);
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, dr.height - BOTTOM + 18);
 	int ly = dr.height - 20;
-	legend_box(out, PAD, ly, "rgb(230,130,55)", "user");
-	legend_box(out, PAD + 70, ly, "rgb(80,170,220)", "kernel");
-	legend_box(out, PAD + 150, ly, "rgb(165,195,165)", "thread");
-	legend_box(out, PAD + 230, ly, "rgb(185,125,220)", "tag (e.g. task state)");
-	legend_box(out, PAD + 420, ly, "rgb(230,0,230)", "search match");
+	if (diff) {
+		legend_box(out, PAD, ly, "rgb(255,40,40)", "share grew");
+		legend_box(out, PAD + 110, ly, "rgb(40,40,255)", "share shrank");
+		legend_box(out, PAD + 230, ly, "rgb(225,225,225)", "unchanged");
+		legend_box(out, PAD + 340, ly, "rgb(230,0,230)", "search match");
+	} else {
+		legend_box(out, PAD, ly, "rgb(230,130,55)", "user");
+		legend_box(out, PAD + 70, ly, "rgb(80,170,220)", "kernel");
+		legend_box(out, PAD + 150, ly, "rgb(165,195,165)", "thread");
+		legend_box(out, PAD + 230, ly, "rgb(185,125,220)", "tag (e.g. task state)");
+		legend_box(out, PAD + 420, ly, "rgb(230,0,230)", "search match");
+	}
 	fputs("</svg>\n", out);
+	return (int)n_stacks;
+}
+
+static const char *stack_unit(const struct value *probe_res)
+{
+	const char *unit = value_get_str(probe_res, "stack_unit");
+	return unit ? unit : "samples";
+}
+
+int flamegraph_write(const struct value *probe_res, const char *title, FILE *out)
+{
+	const struct value *stacks = value_get(probe_res, "stacks");
+	struct fnode *root = NULL;
+	size_t n = 0;
+	if (stacks && stacks->type == V_ARR) {
+		root = tree_new();
+		tree_add(root, stacks, false);
+		node_sort(root);
+		n = stacks->arr.len;
+	}
+	int rc = write_svg(root, n, false, 0, 0, stack_unit(probe_res), title, out);
 	node_free(root);
-	return (int)stacks->arr.len;
+	return rc;
+}
+
+int flamegraph_write_diff(const struct value *before_res, const struct value *after_res,
+			  const char *title, FILE *out)
+{
+	const struct value *sa = value_get(after_res, "stacks"), *sb = value_get(before_res, "stacks");
+	struct fnode *root = NULL;
+	size_t na = 0, nb = 0;
+	double total_before = 0;
+	if (sa && sa->type == V_ARR) {
+		root = tree_new();
+		tree_add(root, sa, false);
+		na = sa->arr.len;
+		if (sb && sb->type == V_ARR) {
+			tree_add(root, sb, true);
+			nb = sb->arr.len;
+		}
+		total_before = root->wb;
+		node_sort(root);
+	}
+	int rc = write_svg(root, na, true, total_before, nb, stack_unit(after_res), title, out);
+	node_free(root);
+	return rc;
 }

@@ -55,7 +55,8 @@ static void usage(FILE *out)
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
 	      "       diagnose replay REPORT.json [--lua FILE] [--threshold NAME=VALUE]... [--json]\n"
-	      "       diagnose diff BEFORE.json AFTER.json [--json]\n"
+	      "       diagnose diff BEFORE.json AFTER.json [--json] [--flamegraph FILE.svg]\n"
+	      "                     [--stacks-probe ID] [--force]\n"
 	      "       diagnose merge REPORT.json... [--json]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
@@ -472,7 +473,12 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "diff") == 0) {
 		if (optind + 3 != argc)
 			return usage_error("diff needs BEFORE.json AFTER.json", optind + 3 < argc ? argv[optind + 3] : NULL);
-		return diff_run(argv[optind + 1], argv[optind + 2], c.run.json);
+		if (c.run.stacks_probe && !c.run.flamegraph)
+			return usage_error("--stacks-probe needs --flamegraph", c.run.stacks_probe);
+		struct diff_options dop = { .before = argv[optind + 1], .after = argv[optind + 2],
+					    .json = c.run.json, .flamegraph = c.run.flamegraph,
+					    .stacks_probe = c.run.stacks_probe, .force = c.run.force };
+		return diff_run(&dop);
 	}
 	if (strcmp(cmd, "replay") == 0) {
 		if (optind + 2 != argc)

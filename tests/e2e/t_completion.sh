@@ -19,6 +19,8 @@ got=$(complete_line "$DIAG" --recipes "$R" replay --th)
 printf '{\n  "tool": "diagnose",\n  "version": "0.1.0",\n  "recipe": {\n    "name": "latency",\n    "path": "x"\n  }\n}\n' > "$TMP/r.json"
 got=$(complete_line "$DIAG" --recipes "$R" replay "$TMP/r.json" --threshold cause)
 [ "$got" = "cause_pct_crit= cause_pct_warn= " ] || fail "replay --threshold names: got '$got'"
+got=$(complete_line "$DIAG" diff a.json b.json --f)
+[ "$got" = "--flamegraph --force " ] || fail "diff options: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" latency --dry)
 [ "$got" = "--dry-run " ] || fail "run flags: got '$got'"
 exit 0

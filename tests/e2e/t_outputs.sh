@@ -8,7 +8,12 @@
 # (c) --pprof: `go tool pprof -top` lists compute_checksum with the samples;
 # (d) off-CPU: latency on a contended lock: the SVG's unit is off-CPU time, pprof's type is time;
 # (e) output files are never written through a symlink and belong to the sudo caller; nothing
-#     stays attached.
+#     stays attached;
+# (f) `diff --flamegraph`: the CPU burner of (a) against the same burner "fixed" (its checksum made
+#     64 times cheaper): compute_checksum's frame is blue (share shrank), parse_headers' red
+#     (grew), the widths AFTER's; Chromium renders it with both hues, the labels and a search in
+#     the DOM; a probe missing from BEFORE, a unit that differs, --stacks-probe without
+#     --flamegraph are refused (exit 2) and leave no file.
 . "$(dirname "$0")/lib.sh"
 command -v chromium >/dev/null || skip "chromium is not installed (scripts/install-deps.sh installs it as root)"
 command -v go >/dev/null || skip "go (golang-go) is not installed (scripts/install-deps.sh installs it as root)"
@@ -159,6 +164,108 @@ echo "$top" | grep -q 'Type: time' || fail "off-CPU pprof type: $top"
 echo "$top" | grep -q 'handle_request' || fail "off-CPU pprof -top lacks handle_request: $top"
 top=$(cd "$TMP" && go tool pprof -top -sample_index=events off.pb.gz 2>&1) || fail "pprof events: $top"
 echo "$top" | grep -q 'Type: events' || fail "off-CPU pprof has no events sample type: $top"
+
+# (f) the differential flame graph: (a)'s run against the burner with a cheap checksum
+LOCK_PID=$PID # (d)'s, for (e)
+start "$WL/cpu_burner" 0 1
+"$DIAG" high-cpu --pid "$PID" --duration 2 --json > "$TMP/fixed.json" 2> "$TMP/fixed.err"; rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "high-cpu (fixed): exit $rc: $(cat "$TMP/fixed.err")"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+PID=$LOCK_PID
+assert_released "high-cpu on the fixed burner"
+"$DIAG" diff "$TMP/cpu.json" "$TMP/fixed.json" --flamegraph "$TMP/diff.svg" > "$TMP/diff.txt" 2>&1; rc=$?
+[ "$rc" = 0 ] || fail "diff --flamegraph: exit $rc: $(cat "$TMP/diff.txt")"
+grep -q 'compute_checksum' "$TMP/diff.txt" || fail "diff text lacks compute_checksum: $(cat "$TMP/diff.txt")"
+python3 - "$TMP/diff.svg" "$TMP/cpu.json" "$TMP/fixed.json" <<'PY' || fail "the differential SVG: see above"
+import json, re, sys, xml.etree.ElementTree as ET
+ns = {'s': 'http://www.w3.org/2000/svg'}
+root = ET.parse(sys.argv[1]).getroot()
+title = root.find(".//s:text[@id='title']", ns).text
+assert title.startswith('Differential flame graph: on-CPU samples') and 'profile' in title, title
+weights = []
+for path in sys.argv[2:]:
+    st = json.load(open(path))['results']['profile']['stacks']
+    weights.append(sum(s['weight'] for s in st if s['weight'] > 0))
+assert float(root.get('data-total')) == weights[1], (root.get('data-total'), weights)
+assert float(root.get('data-total-before')) == weights[0], (root.get('data-total-before'), weights)
+def frame(name):
+    for g in root.findall(".//s:g", ns):
+        t = g.find('s:title', ns)
+        if t is not None and t.text.split('\n')[0] == name and g.get('class') == 'f u':
+            return g, t.text
+    raise AssertionError('no frame ' + name)
+def rgb(g):
+    m = re.match(r'rgb\((\d+),(\d+),(\d+)\)', g.find('s:rect', ns).get('fill'))
+    return tuple(int(x) for x in m.groups())
+g, text = frame('compute_checksum')
+d = float(g.get('data-delta'))
+assert d <= -20, 'compute_checksum moved %.1f points' % d
+r, gr, b = rgb(g)
+assert b > r + 60 and b > gr + 60, ('compute_checksum is not blue', r, gr, b)
+assert 'before ' in text and 'after ' in text and ' points' in text, text
+g, text = frame('parse_headers')
+d = float(g.get('data-delta'))
+assert d >= 20, 'parse_headers moved %.1f points' % d
+r, gr, b = rgb(g)
+assert r > b + 60 and r > gr + 60, ('parse_headers is not red', r, gr, b)
+# widths: AFTER's share of the drawing
+w = float(g.get('data-w'))
+allw = float(root.find(".//s:g[@class='f r']/s:rect", ns).get('width'))
+assert abs(float(g.find('s:rect', ns).get('width')) - w / weights[1] * allw) < 0.05
+PY
+shot "$TMP/diff.svg" "$TMP/diff.png"
+python3 - "$TMP/diff.png" <<'PY' || fail "the differential screenshot: see above"
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
+pos, idat = 8, b''
+while pos < len(data):
+    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + n]
+    if kind == b'IHDR':
+        w, h, depth, ctype, _, _, interlace = struct.unpack('>IIBBBBB', body)
+    elif kind == b'IDAT':
+        idat += body
+    pos += 12 + n
+assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
+bpp = 3 if ctype == 2 else 4
+raw, stride = zlib.decompress(idat), w * bpp
+prev, i, red, blue = bytearray(stride), 0, 0, 0
+for _ in range(h):
+    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        b, c = prev[x], prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    prev = line
+    for x in range(0, stride, bpp):
+        r, g, b = line[x], line[x + 1], line[x + 2]
+        red += r > 200 and g < 150 and b < 150
+        blue += b > 200 and r < 150 and g < 150
+assert red >= 500 and blue >= 500, 'red %d, blue %d pixels' % (red, blue)
+PY
+dom "file://$TMP/diff.svg#s=parse_headers" > "$TMP/diff.dom"
+grep -q '>compute_checksum</text>' "$TMP/diff.dom" || fail "compute_checksum's label is not in the rendered DOM"
+grep -Eq 'id="matched"[^>]*>Matched: [0-9.]+% \([0-9,]+ samples\)' "$TMP/diff.dom" ||
+	fail "the search did not run in the differential graph"
+# refusals: a probe BEFORE lacks, a unit that differs, --stacks-probe alone; no file left
+"$DIAG" diff "$TMP/cpu.json" "$TMP/off.json" --flamegraph "$TMP/bad.svg" > /dev/null 2> "$TMP/bad.err"; rc=$?
+[ "$rc" = 2 ] || fail "diff of high-cpu and latency with --flamegraph: exit $rc, want 2"
+grep -q 'no stacks of probe' "$TMP/bad.err" || fail "missing-probe message: $(cat "$TMP/bad.err")"
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); r["results"]["profile"]["stack_unit"] = "ns"; json.dump(r, open(sys.argv[2], "w"))' \
+	"$TMP/fixed.json" "$TMP/ns.json"
+"$DIAG" diff "$TMP/cpu.json" "$TMP/ns.json" --flamegraph "$TMP/bad.svg" > /dev/null 2> "$TMP/bad.err"; rc=$?
+[ "$rc" = 2 ] || fail "diff across units: exit $rc, want 2"
+grep -q 'needs one unit' "$TMP/bad.err" || fail "unit message: $(cat "$TMP/bad.err")"
+"$DIAG" diff "$TMP/cpu.json" "$TMP/fixed.json" --stacks-probe profile > /dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "diff --stacks-probe without --flamegraph: exit $rc, want 2"
+[ ! -e "$TMP/bad.svg" ] || fail "a refused diff left its SVG behind"
 
 # (e) a symlink at an output path is refused, its target left alone; --stacks-probe is checked
 ln -s "$TMP/victim" "$TMP/link.svg"

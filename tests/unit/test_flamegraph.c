@@ -3,7 +3,10 @@
  * '<' or stray '&' in text, valid UTF-8 without control bytes) whatever names the target gives
  * (comm, symbols, tag: markup, quotes, control bytes, bytes that are not UTF-8, "]]>"); names
  * never reach the script; frame widths are proportional to weights and merged frames add up; the
- * title says the probe's unit, hover titles a human unit and share. No root, no files.
+ * title says the probe's unit, hover titles a human unit and share. The differential graph of two
+ * small reports: a frame whose share grew is red, one that shrank blue, one that kept its share
+ * grey; widths are AFTER's; hover gives before, after and the move; a frame of BEFORE only is not
+ * drawn but counted; hostile names stay escaped. No root, no files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -352,6 +355,126 @@ static void test_narrow_frames_left_out(void **state)
 	value_free(p);
 }
 
+/* ---- differential ------------------------------------------------------------------------- */
+
+static char *render_diff(const struct value *before, const struct value *after, int *rc)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	*rc = flamegraph_write_diff(before, after, "high-cpu, probe profile: a \xe2\x86\x92 b", f);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* The fill and data-delta of the frame whose hover title starts with "name\n". */
+static void frame_fill(const char *doc, const char *name, char *fill, size_t len, double *delta)
+{
+	char key[256];
+	snprintf(key, sizeof(key), "<title>%s\n", name);
+	const char *t = strstr(doc, key);
+	if (!t)
+		fail_msg("no frame %s", name);
+	const char *g = t;
+	while (g > doc && strncmp(g, "<g class=", 9) != 0)
+		g--;
+	const char *d = strstr(g, "data-delta=\"");
+	assert_true(d && d < t);
+	*delta = strtod(d + 12, NULL);
+	const char *f = strstr(t, "fill=\"");
+	assert_non_null(f);
+	f += 6;
+	size_t n = strcspn(f, "\"");
+	assert_true(n < len);
+	memcpy(fill, f, n);
+	fill[n] = '\0';
+}
+
+static void test_diff_colours(void **state)
+{
+	(void)state;
+	/* before: 80% in slow_path, 20% in fast_path, 0 in newcomer; a gone() frame of its own */
+	struct value *b = probe("samples"), *a = probe("samples");
+	value_arr_push(stacks_of(b), stack("app", STRS("slow_path", "main"), NULL, 760, NULL));
+	value_arr_push(stacks_of(b), stack("app", STRS("fast_path", "main"), NULL, 200, NULL));
+	value_arr_push(stacks_of(b), stack("app", STRS("gone", "main"), NULL, 40, NULL));
+	/* after (the fix): 10% in slow_path, 60% in fast_path, 30% in newcomer<&> */
+	value_arr_push(stacks_of(a), stack("app", STRS("slow_path", "main"), NULL, 50, NULL));
+	value_arr_push(stacks_of(a), stack("app", STRS("fast_path", "main"), NULL, 300, NULL));
+	value_arr_push(stacks_of(a), stack("app", STRS("newcomer<&>", "main"), NULL, 150, NULL));
+	int rc;
+	char *doc = render_diff(b, a, &rc);
+	assert_int_equal(rc, 3);
+	assert_well_formed(doc);
+	assert_non_null(strstr(doc, ">Differential flame graph: on-CPU samples \xe2\x80\x94 "
+				    "high-cpu, probe profile: a \xe2\x86\x92 b</text>"));
+	char fill[64];
+	double delta;
+	int r, g, bl, r2, g2, bl2;
+	/* fast_path: 20% -> 60% (+40 of a full 66): red; 40/66 of the way from grey, to the unit */
+	frame_fill(doc, "fast_path", fill, sizeof(fill), &delta);
+	assert_true(fabs(delta - 40) < 1e-6);
+	assert_string_equal(fill, "rgb(243,113,113)");
+	/* slow_path: 76% -> 10% (-66): the largest move of all, full blue */
+	frame_fill(doc, "slow_path", fill, sizeof(fill), &delta);
+	assert_true(fabs(delta + 66) < 1e-6);
+	assert_string_equal(fill, "rgb(40,40,255)");
+	/* newcomer: 0 -> 30% (+30): red, paler than fast_path */
+	frame_fill(doc, "newcomer&lt;&amp;&gt;", fill, sizeof(fill), &delta);
+	assert_true(fabs(delta - 30) < 1e-6);
+	assert_int_equal(sscanf(fill, "rgb(%d,%d,%d)", &r, &g, &bl), 3);
+	assert_int_equal(sscanf("rgb(243,113,113)", "rgb(%d,%d,%d)", &r2, &g2, &bl2), 3);
+	assert_true(r > g && g == bl && r < r2 && g > g2 && g < 225);
+	/* main and the thread hold 100% in both: unchanged grey */
+	frame_fill(doc, "main", fill, sizeof(fill), &delta);
+	assert_true(fabs(delta) < 1e-6);
+	assert_string_equal(fill, "rgb(225,225,225)");
+	/* widths are AFTER's weights */
+	double w, pall = frame_width(doc, "all", &w);
+	assert_true(w == 500);
+	double pf = frame_width(doc, "fast_path", &w);
+	assert_true(w == 300 && fabs(pf - 0.6 * pall) < 0.02);
+	/* hover: before, after, the move */
+	assert_non_null(strstr(doc, "<title>fast_path\nuser frame \xc2\xb7 before 200 samples (20.00%) "
+				    "\xc2\xb7 after 300 samples (60.00%) \xc2\xb7 +40.00 points</title>"));
+	/* gone() has no width in AFTER: not drawn, counted */
+	assert_null(strstr(doc, "<title>gone\n"));
+	assert_non_null(strstr(doc, "1 frames of before only not drawn"));
+	assert_non_null(strstr(doc, "full at 66.0 points"));
+	assert_non_null(strstr(doc, "share grew"));
+	free(doc);
+
+	/* small moves stay pale: full colour at no less than 1 point */
+	value_free(b);
+	value_free(a);
+	b = probe("ns");
+	a = probe("ns");
+	value_arr_push(stacks_of(b), stack("w", STRS("x"), NULL, 9990, NULL));
+	value_arr_push(stacks_of(b), stack("w", STRS("y"), NULL, 10, NULL));
+	value_arr_push(stacks_of(a), stack("w", STRS("x"), NULL, 9995, NULL));
+	value_arr_push(stacks_of(a), stack("w", STRS("y"), NULL, 5, NULL));
+	doc = render_diff(b, a, &rc);
+	assert_well_formed(doc);
+	assert_non_null(strstr(doc, ">Differential flame graph: off-CPU time"));
+	frame_fill(doc, "x", fill, sizeof(fill), &delta);
+	assert_true(fabs(delta - 0.05) < 1e-6);
+	assert_int_equal(sscanf(fill, "rgb(%d,%d,%d)", &r, &g, &bl), 3);
+	assert_true(r > 225 && r < 235 && g > 210);
+	free(doc);
+
+	/* AFTER without stacks: still a document, that says so */
+	value_free(a);
+	a = probe("ns");
+	doc = render_diff(b, a, &rc);
+	assert_int_equal(rc, -1);
+	assert_well_formed(doc);
+	assert_non_null(strstr(doc, "no stacks with a weight in the AFTER report"));
+	free(doc);
+	value_free(a);
+	value_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -360,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_units_in_titles),
 		cmocka_unit_test(test_no_stacks_still_svg),
 		cmocka_unit_test(test_narrow_frames_left_out),
+		cmocka_unit_test(test_diff_colours),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
