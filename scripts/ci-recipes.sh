@@ -10,6 +10,9 @@
 #    with — a pull request that changes an approved recipe, its Lua, a shared Lua library or a BPF
 #    program must run `diagnose approve NAME` and commit the lock in the same pull request, so that
 #    reviewers see the recipe and its approval together.
+# 3. The recorded incidents (tests/fixtures/reports/check.sh): every report there replayed with
+#    this tree's recipes and Lua must give the verdicts (ids, severities, order) and exit code
+#    its live run recorded — a Lua change that alters a verdict on a recorded incident fails.
 #
 # Exit status: 0 all good, 1 a check failed. No root and no BPF needed: nothing is loaded.
 set -eu
@@ -35,5 +38,14 @@ if [ -f "$LOCK" ]; then
 	}
 else
 	echo "no $LOCK: no recipe is approved for production mode"
+fi
+
+echo "== replay the recorded incidents (tests/fixtures/reports)"
+if [ -f tests/fixtures/reports/EXPECTED ]; then
+	tests/fixtures/reports/check.sh "$DIAG" || {
+		echo "ci-recipes: a recorded incident's verdicts changed. If that is intended, re-record it" >&2
+		echo "ci-recipes: (sudo tests/fixtures/reports/record.sh SYMPTOM/NAME) and say why." >&2
+		status=1
+	}
 fi
 exit "$status"
