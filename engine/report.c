@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -159,43 +160,173 @@ static bool is_numeric_cell(const struct value *v)
 }
 
 #define MAX_COLS 12
-#define MAX_CELL 96
+#define MAX_CELL 1024 /* bytes of a cell as shown (escapes included); longer ones are cut */
+#define MIN_COL 12    /* a text column is not narrowed below this (or its natural width) */
 
-static void write_table(const struct value *sec, FILE *out)
+/* The columns a string takes: a code point is one (wide CJK characters are counted as one). */
+static size_t text_cols(const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		n += (*p & 0xc0) != 0x80;
+	return n;
+}
+
+size_t report_text_fit(const char *s, size_t max, char *buf, size_t len)
+{
+	/* Each unit is what text_char makes of one character: a code point or a "\xNN" escape,
+	 * which is never split. */
+	size_t cap = 16, n = 0, total = 0, used = 0;
+	size_t *at = xmalloc(cap * sizeof(*at)), *cols = xmalloc(cap * sizeof(*cols));
+	char *esc = xmalloc(strlen(s ? s : "") * 4 + 1);
+	char c[TEXT_CHAR_MAX];
+	for (const char *p = s; p && *p;) {
+		p += text_char(p, c);
+		if (n == cap) {
+			cap *= 2;
+			at = xrealloc(at, cap * sizeof(*at));
+			cols = xrealloc(cols, cap * sizeof(*cols));
+		}
+		at[n] = used;
+		cols[n] = c[0] == '\\' && c[1] == 'x' ? strlen(c) : 1;
+		total += cols[n++];
+		size_t cl = strlen(c);
+		memcpy(esc + used, c, cl);
+		used += cl;
+	}
+	esc[used] = '\0';
+	size_t head = n, tail = n; /* units [0, head) and [tail, n) are shown */
+	bool elide = max > 0 && total > max;
+	if (elide) {
+		size_t room = max - 1, h = (room + 1) / 2, w = 0; /* 1: the ellipsis */
+		for (head = 0; head < n && w + cols[head] <= h; head++)
+			w += cols[head];
+		size_t t = room - w;
+		w = 0;
+		for (tail = n; tail > head && w + cols[tail - 1] <= t; tail--)
+			w += cols[tail - 1];
+	}
+	/* head, "…", tail into buf, cut at a unit when buf is too small */
+	size_t out = 0, shown = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (i == head && elide) {
+			if (out + 3 >= len)
+				break;
+			memcpy(buf + out, "\xe2\x80\xa6", 3);
+			out += 3;
+			shown++;
+			i = tail;
+			if (i >= n)
+				break;
+		}
+		if (i >= head && i < tail)
+			continue;
+		size_t ul = (i + 1 < n ? at[i + 1] : used) - at[i];
+		if (out + ul >= len)
+			break;
+		memcpy(buf + out, esc + at[i], ul);
+		out += ul;
+		shown += cols[i];
+	}
+	buf[out] = '\0';
+	free(at);
+	free(cols);
+	free(esc);
+	return shown;
+}
+
+int report_text_width(FILE *out)
+{
+	int fd = fileno(out);
+	bool tty = fd >= 0 && isatty(fd);
+	struct winsize ws;
+	if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *env = getenv("COLUMNS");
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (!*end && v > 0 && v <= 100000)
+			return (int)v < 20 ? 20 : (int)v;
+	}
+	return tty ? 80 : 0;
+}
+
+/* A cell as shown: fitted to width columns (0: as it is), padded to pad columns on the side
+ * that aligns it (right for numbers); pad 0 for the last column. */
+static void put_cell(FILE *out, const struct value *v, size_t width, size_t pad, bool right)
+{
+	char buf[MAX_CELL];
+	size_t cols;
+	if (v && v->type == V_STR) {
+		cols = report_text_fit(v->s, right ? 0 : width, buf, sizeof(buf));
+	} else {
+		cell_text(v, buf, sizeof(buf));
+		cols = text_cols(buf);
+	}
+	if (right)
+		for (size_t i = cols; i < pad; i++)
+			fputc(' ', out);
+	fputs(buf, out);
+	if (!right)
+		for (size_t i = cols; i < pad; i++)
+			fputc(' ', out);
+}
+
+static size_t cell_cols(const struct value *v)
+{
+	char buf[MAX_CELL];
+	if (v && v->type == V_STR)
+		return report_text_fit(v->s, 0, buf, sizeof(buf));
+	cell_text(v, buf, sizeof(buf));
+	return text_cols(buf);
+}
+
+/* A table at most `limit` columns wide (0: no limit): text columns are narrowed, the widest first,
+ * to MIN_COL at least, and their cells elided in the middle; numbers are never cut. */
+static void write_table(const struct value *sec, FILE *out, int limit)
 {
 	const struct value *cols = value_get(sec, "columns"), *rows = value_get(sec, "rows");
 	if (!cols || cols->type != V_ARR || !rows || rows->type != V_ARR)
 		return;
 	size_t ncols = cols->arr.len < MAX_COLS ? cols->arr.len : MAX_COLS;
-	int width[MAX_COLS] = { 0 };
-	char buf[MAX_CELL];
+	size_t width[MAX_COLS] = { 0 };
+	bool numeric[MAX_COLS] = { false };
+	/* Headers align like the column's first cell: numbers to the right. */
+	const struct value *first = rows->arr.len ? rows->arr.items[0] : NULL;
 	for (size_t c = 0; c < ncols; c++) {
-		cell_text(cols->arr.items[c], buf, sizeof(buf));
-		width[c] = (int)strlen(buf);
+		width[c] = cell_cols(cols->arr.items[c]);
+		numeric[c] = first && first->type == V_ARR && c < first->arr.len &&
+			     is_numeric_cell(first->arr.items[c]);
 	}
 	for (size_t r = 0; r < rows->arr.len; r++) {
 		const struct value *row = rows->arr.items[r];
 		for (size_t c = 0; row->type == V_ARR && c < ncols && c < row->arr.len; c++) {
-			cell_text(row->arr.items[c], buf, sizeof(buf));
-			if ((int)strlen(buf) > width[c])
-				width[c] = (int)strlen(buf);
+			size_t w = cell_cols(row->arr.items[c]);
+			if (w > width[c])
+				width[c] = w;
 		}
 	}
-	/* Headers align like the column's first cell: numbers to the right. */
-	const struct value *first = rows->arr.len ? rows->arr.items[0] : NULL;
+	size_t total = 2;
+	for (size_t c = 0; c < ncols; c++)
+		total += width[c] + (c ? 2 : 0);
+	while (limit > 0 && ncols && total > (size_t)limit) {
+		size_t widest = ncols;
+		for (size_t c = 0; c < ncols; c++)
+			if (!numeric[c] && width[c] > MIN_COL && (widest == ncols || width[c] > width[widest]))
+				widest = c;
+		if (widest == ncols)
+			break; /* nothing left to narrow: the line is longer than the terminal */
+		width[widest]--;
+		total--;
+	}
 	fputs("  ", out);
 	for (size_t c = 0; c < ncols; c++) {
-		const struct value *v = first && first->type == V_ARR && c < first->arr.len
-						? first->arr.items[c] : NULL;
-		cell_text(cols->arr.items[c], buf, sizeof(buf));
 		if (c)
 			fputs("  ", out);
-		if (is_numeric_cell(v))
-			fprintf(out, "%*s", width[c], buf);
-		else if (c + 1 == ncols)
-			fputs(buf, out);
-		else
-			fprintf(out, "%-*s", width[c], buf);
+		put_cell(out, cols->arr.items[c], width[c], c + 1 == ncols && !numeric[c] ? 0 : width[c],
+			 numeric[c]);
 	}
 	fputc('\n', out);
 	if (rows->arr.len == 0)
@@ -207,16 +338,10 @@ static void write_table(const struct value *sec, FILE *out)
 		fputs("  ", out);
 		for (size_t c = 0; c < ncols; c++) {
 			const struct value *v = c < row->arr.len ? row->arr.items[c] : NULL;
-			cell_text(v, buf, sizeof(buf));
-			bool last = c + 1 == ncols;
+			bool right = is_numeric_cell(v);
 			if (c)
 				fputs("  ", out);
-			if (is_numeric_cell(v))
-				fprintf(out, "%*s", width[c], buf);
-			else if (last)
-				fputs(buf, out);
-			else
-				fprintf(out, "%-*s", width[c], buf);
+			put_cell(out, v, width[c], c + 1 == ncols && !right ? 0 : width[c], right);
 		}
 		fputc('\n', out);
 	}
@@ -251,7 +376,7 @@ static void write_histogram(const struct value *sec, FILE *out)
 	}
 }
 
-static void write_section(const struct value *sec, FILE *out)
+static void write_section(const struct value *sec, FILE *out, int width)
 {
 	const char *kind = value_get_str(sec, "kind"), *title = value_get_str(sec, "title");
 	if (!kind)
@@ -260,7 +385,7 @@ static void write_section(const struct value *sec, FILE *out)
 	put_text(out, title);
 	fputc('\n', out);
 	if (strcmp(kind, "table") == 0) {
-		write_table(sec, out);
+		write_table(sec, out, width);
 	} else if (strcmp(kind, "histogram") == 0) {
 		write_histogram(sec, out);
 	} else if (strcmp(kind, "text") == 0) {
@@ -449,6 +574,11 @@ bool report_use_color(FILE *out)
 
 void report_write_text(const struct value *r, FILE *out)
 {
+	report_write_text_width(r, out, report_text_width(out));
+}
+
+void report_write_text_width(const struct value *r, FILE *out, int width)
+{
 	bool color = report_use_color(out);
 	const struct value *sections = value_get(r, "sections");
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
@@ -520,7 +650,7 @@ void report_write_text(const struct value *r, FILE *out)
 		write_list(value_get(v, "next_steps"), "->", out);
 	}
 	for (size_t i = 0; sections && sections->type == V_ARR && i < sections->arr.len; i++)
-		write_section(sections->arr.items[i], out);
+		write_section(sections->arr.items[i], out, width);
 	if (verr) {
 		fputs("\nraw results (JSON):\n", out);
 		value_write_json(value_get(r, "results"), out, 2);

@@ -48,8 +48,23 @@ struct value *report_read(const char *path, struct diag_err *err);
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
- * severity labels are coloured when report_use_color(out). */
+ * severity labels are coloured when report_use_color(out). Tables are sized to
+ * report_text_width(out). */
 void report_write_text(const struct value *report, FILE *out);
+/* The same at a given width: tables at most width columns wide (0: no limit). A table too wide
+ * has its text columns narrowed, the widest first, down to 12 columns (or their natural width),
+ * and the cells that no longer fit elided in the middle ("std::vector<…>::push_back"), so a row
+ * stays one line; numbers are never cut. */
+void report_write_text_width(const struct value *report, FILE *out, int width);
+/* How wide the text report may be on out: a terminal's width (TIOCGWINSZ); otherwise $COLUMNS
+ * when it is a positive number (at least 20); otherwise 80 on a terminal, and 0 — no limit — for
+ * a pipe or a file, so that what is saved or grepped keeps whole names. */
+int report_text_width(FILE *out);
+/* s as the text report shows it (controls and bytes that are not UTF-8 as "\xNN", never split),
+ * into buf (NUL-terminated, cut at a whole character when len is short), elided in the middle
+ * with "…" when it takes more than max columns (0: no limit): its start and its end, the start
+ * getting the odd column. Returns the columns written (a code point is one column). */
+size_t report_text_fit(const char *s, size_t max, char *buf, size_t len);
 /* A dry run's plan (plan_to_value, with "preflight" and "refused" as the dry run adds them), as
  * text: each probe with its attach variant, filters, map memory and measured rate, and a line of
  * its options; the budgets against what was measured; and whether a real run would go or be

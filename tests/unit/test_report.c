@@ -1,7 +1,9 @@
 /* test_report.c — what the report writers do with text the target controls (comm, exe, symbol
  * names, and through Lua any verdict or section string): folded stacks stay one line per stack,
  * the text report lets no control byte or terminal escape through, JSON escapes every control
- * byte and DEL and stays valid UTF-8. Exact bytes are asserted. No root, no files.
+ * byte and DEL and stays valid UTF-8; tables sized to a width elide long names in the middle (an
+ * escape never split, numbers never cut) and keep whole names with no limit. Exact bytes are
+ * asserted. No root, no files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,6 +289,141 @@ static void test_utf8_char_len(void **state)
 	assert_int_equal(utf8_char_len("\xbf"), 0);
 }
 
+/* ---- tables sized to the terminal ---------------------------------------------------------- */
+
+static void assert_fit(const char *s, size_t max, const char *want, size_t want_cols)
+{
+	char buf[256];
+	size_t cols = report_text_fit(s, max, buf, sizeof(buf));
+	if (strcmp(buf, want) || cols != want_cols)
+		fail_msg("fit(\"%s\", %zu) = \"%s\" (%zu columns), want \"%s\" (%zu)", s, max, buf, cols,
+			 want, want_cols);
+}
+
+static void test_text_fit_elides_middle(void **state)
+{
+	(void)state;
+	assert_fit("abcdefghij", 0, "abcdefghij", 10);
+	assert_fit("abcdefghij", 10, "abcdefghij", 10);
+	assert_fit("abcdefghij", 9, "abcd\xe2\x80\xa6ghij", 9);
+	assert_fit("abcdefghij", 6, "abc\xe2\x80\xa6ij", 6);
+	assert_fit("abcdefghij", 5, "ab\xe2\x80\xa6ij", 5);
+	assert_fit("abcdefghij", 1, "\xe2\x80\xa6", 1);
+	assert_fit("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 20, "/usr/lib/x\xe2\x80\xa6" "dc++.so.6", 20);
+	assert_fit("std::vector<std::basic_string<char>, std::allocator<std::basic_string<char> > >::push_back",
+		   40, "std::vector<std::bas\xe2\x80\xa6har> > >::push_back", 40);
+	/* a code point is one column, never split */
+	assert_fit("\xce\xb1\xce\xb2\xce\xb3\xce\xb4\xce\xb5\xce\xb6\xce\xb7\xce\xb8", 5,
+		   "\xce\xb1\xce\xb2\xe2\x80\xa6\xce\xb7\xce\xb8", 5);
+	/* a control byte is shown as \xNN, and the escape is never cut in two */
+	assert_fit("\x1b" "abcdef", 0, "\\x1babcdef", 10);
+	assert_fit("\x1b" "abcdef", 6, "\xe2\x80\xa6" "bcdef", 6);
+	assert_fit("abcdef\x1b", 6, "abc\xe2\x80\xa6", 4);
+	/* a short buffer cuts at a whole character */
+	char small[5];
+	report_text_fit("\xce\xb1\xce\xb2\xce\xb3", 0, small, sizeof(small));
+	assert_string_equal(small, "\xce\xb1\xce\xb2");
+}
+
+/* Columns of a line: code points. */
+static size_t line_cols(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return n;
+}
+
+static void test_table_sized_to_width(void **state)
+{
+	(void)state;
+	static const char *const fn =
+		"std::_Hashtable<std::basic_string<char>, std::pair<const std::basic_string<char>, int> >::_M_find_before_node";
+	static const char *const lib = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30";
+	struct value *r = value_obj();
+	value_set_str(r, "tool", "diagnose");
+	value_set_str(value_obj_set(r, "recipe", value_obj()), "name", "high-cpu");
+	value_obj_set(r, "verdicts", value_arr());
+	struct value *t = value_arr_push(value_obj_set(r, "sections", value_arr()), value_obj());
+	value_set_str(t, "kind", "table");
+	value_set_str(t, "title", "Hottest functions");
+	value_obj_set(t, "columns", STRS("function", "samples", "share", "file"));
+	struct value *rows = value_obj_set(t, "rows", value_arr());
+	struct value *row = value_arr_push(rows, value_arr());
+	value_arr_push(row, value_str(fn));
+	value_arr_push(row, value_int(123456));
+	value_arr_push(row, value_str("87.5%"));
+	value_arr_push(row, value_str(lib));
+	row = value_arr_push(rows, value_arr());
+	value_arr_push(row, value_str("main"));
+	value_arr_push(row, value_int(7));
+	value_arr_push(row, value_str("0.1%"));
+	value_arr_push(row, value_str("/srv/app"));
+
+	/* 80 columns: every line fits, the long names are elided in the middle, numbers whole */
+	struct capture c;
+	capture_start(&c);
+	report_write_text_width(r, c.f, 80);
+	char *out = capture_end(&c);
+	const char *tbl = strstr(out, "Hottest functions\n");
+	assert_non_null(tbl);
+	size_t lines = 0;
+	for (const char *l = tbl; *l;) {
+		size_t len = strcspn(l, "\n");
+		if (line_cols(l, len) > 80)
+			fail_msg("line of %zu columns at 80: %.*s", line_cols(l, len), (int)len, l);
+		lines++;
+		l += len + (l[len] == '\n');
+	}
+	assert_int_equal(lines, 4); /* title, header, two rows: nothing wrapped */
+	/* function (109) and file (45) narrowed to 30 each: 15 columns of the start, 14 of the end */
+	assert_non_null(strstr(tbl, "  std::_Hashtable\xe2\x80\xa6" "nd_before_node  "));
+	assert_non_null(strstr(tbl, "\xe2\x80\xa6"));
+	assert_null(strstr(tbl, fn));
+	assert_non_null(strstr(tbl, "123456"));
+	assert_non_null(strstr(tbl, "87.5%"));
+	assert_non_null(strstr(tbl, "  /usr/lib/x86_64\xe2\x80\xa6" "dc++.so.6.0.30\n")); /* its end kept */
+	/* the columns line up: "samples" ends where 123456 and 7 end */
+	const char *hdr = strstr(tbl, "\n") + 1, *r1 = strstr(hdr, "\n") + 1, *r2 = strstr(r1, "\n") + 1;
+	size_t hs = line_cols(hdr, (size_t)(strstr(hdr, "samples") + 7 - hdr));
+	size_t s1 = line_cols(r1, (size_t)(strstr(r1, "123456") + 6 - r1));
+	size_t s2 = line_cols(r2, (size_t)(strstr(r2, " 7 ") + 2 - r2));
+	assert_int_equal(hs, s1);
+	assert_int_equal(hs, s2);
+	free(out);
+
+	/* no limit (a pipe, a file): whole names */
+	capture_start(&c);
+	report_write_text_width(r, c.f, 0);
+	out = capture_end(&c);
+	assert_non_null(strstr(out, fn));
+	assert_non_null(strstr(out, lib));
+	assert_null(strstr(out, "\xe2\x80\xa6"));
+	free(out);
+
+	/* narrower than the numbers need: text columns stop at 12, the line is longer, not wrapped */
+	capture_start(&c);
+	report_write_text_width(r, c.f, 20);
+	out = capture_end(&c);
+	assert_non_null(strstr(out, "123456"));
+	assert_null(strstr(out, "_M_find_before_node"));
+	free(out);
+
+	/* the width: $COLUMNS for what is not a terminal, else no limit */
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	setenv("COLUMNS", "132", 1);
+	assert_int_equal(report_text_width(f), 132);
+	setenv("COLUMNS", "5", 1);
+	assert_int_equal(report_text_width(f), 20);
+	setenv("COLUMNS", "wide", 1);
+	assert_int_equal(report_text_width(f), 0);
+	unsetenv("COLUMNS");
+	assert_int_equal(report_text_width(f), 0);
+	fclose(f);
+	value_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +432,8 @@ int main(void)
 		cmocka_unit_test(test_text_escapes_controls),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_utf8_char_len),
+		cmocka_unit_test(test_text_fit_elides_middle),
+		cmocka_unit_test(test_table_sized_to_width),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
