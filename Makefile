@@ -12,6 +12,9 @@
 # about PREFIX is compiled in, so `make install PREFIX=/x` works whatever was built before.
 PREFIX ?= /usr/local
 SHAREDIR := $(PREFIX)/share/diagnose
+# zsh completion: a directory of zsh's default $fpath (Debian's: site-functions under
+# /usr/local, vendor-completions for the distribution's own /usr).
+ZSH_COMPDIR ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 SAN ?= 0
 
 ifeq ($(SAN),1)
@@ -263,6 +266,7 @@ install: all
 	install -m 0644 lua/lib/*.lua $(DESTDIR)$(SHAREDIR)/lua/lib/
 	install -D -m 0644 docs/diagnose.1 $(DESTDIR)$(PREFIX)/share/man/man1/diagnose.1
 	install -D -m 0644 completion/diagnose.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/diagnose
+	install -D -m 0644 completion/_diagnose $(DESTDIR)$(ZSH_COMPDIR)/_diagnose
 
 clean:
 	rm -rf build build-san

@@ -16,8 +16,9 @@ PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-de
 PEER_PKGS="bpftrace libbpf-tools time"
 # The tools that consume diagnose's output formats, for the tests only (tests/e2e/t_outputs.sh):
 # headless Chromium renders the --flamegraph SVG, `go tool pprof` reads the --pprof profile;
-# ansible-playbook runs contrib/ansible/diagnose.yml in tests/e2e/t_fleet.sh.
-TEST_PKGS="chromium golang-go ansible"
+# ansible-playbook runs contrib/ansible/diagnose.yml in tests/e2e/t_fleet.sh; zsh runs the zsh
+# completion in tests/e2e/t_completion_zsh.sh.
+TEST_PKGS="chromium golang-go ansible zsh"
 
 missing=""
 for p in $PKGS $PEER_PKGS $TEST_PKGS; do
