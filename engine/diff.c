@@ -325,10 +325,13 @@ int diff_run(const struct diff_options *o)
 	const struct value *pb = NULL, *pa = NULL;
 	const char *id = NULL;
 	struct outfile *svg = NULL;
+	/* the graph's probes are checked, and its file created, before anything is printed */
 	if (a && o->flamegraph &&
 	    (pick_stack_probes(o, b, a, &pb, &pa, &id, &err) ||
-	     !(svg = outfile_create("--flamegraph", o->flamegraph, o->force, &err))))
-		value_free(a), a = NULL;
+	     !(svg = outfile_create("--flamegraph", o->flamegraph, o->force, &err)))) {
+		value_free(a);
+		a = NULL;
+	}
 	if (!a) {
 		value_free(b);
 		fprintf(stderr, "diagnose: %s\n", err.msg);
