@@ -5,7 +5,7 @@
  * never reach the script; frame widths are proportional to weights and merged frames add up; the
  * title says the probe's unit, hover titles a human unit and share. The differential graph of two
  * small reports: a frame whose share grew is red, one that shrank blue, one that kept its share
- * grey; widths are AFTER's; hover gives before, after and the move; a frame of BEFORE only is not
+ * grey; the same on the recorded reports of a CPU burner and its fix; widths are AFTER's; hover gives before, after and the move; a frame of BEFORE only is not
  * drawn but counted; hostile names stay escaped. No root, no files.
  */
 #include <setjmp.h>
@@ -15,12 +15,14 @@
 
 #include <cmocka.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flamegraph.h"
+#include "report.h"
 
 static char *render(const struct value *probe, const char *title, int *rc)
 {
@@ -475,6 +477,48 @@ static void test_diff_colours(void **state)
 	value_free(b);
 }
 
+/* The two recorded reports of tests/fixtures/reports/high-cpu: the CPU burner, then its checksum
+ * made 64 times cheaper (record.sh). compute_checksum's share shrank: blue; parse_headers' grew:
+ * red; what both runs share (main, the thread) stayed grey. */
+static void test_diff_recorded_reports(void **state)
+{
+	(void)state;
+	char path[2][PATH_MAX];
+	const char *root = getenv("DIAG_SRCDIR");
+	snprintf(path[0], sizeof(path[0]), "%s/tests/fixtures/reports/high-cpu/burner.json", root ? root : ".");
+	snprintf(path[1], sizeof(path[1]), "%s/tests/fixtures/reports/high-cpu/burner-fixed.json",
+		 root ? root : ".");
+	struct diag_err err = { 0 };
+	struct value *b = report_read(path[0], &err), *a = b ? report_read(path[1], &err) : NULL;
+	if (!a)
+		fail_msg("%s", err.msg);
+	const struct value *pb = value_get(value_get(b, "results"), "profile");
+	const struct value *pa = value_get(value_get(a, "results"), "profile");
+	assert_non_null(pb);
+	assert_non_null(pa);
+	int rc;
+	char *doc = render_diff(pb, pa, &rc);
+	assert_true(rc > 0);
+	assert_well_formed(doc);
+	char fill[64];
+	double delta;
+	int r, g, bl;
+	frame_fill(doc, "compute_checksum", fill, sizeof(fill), &delta);
+	assert_int_equal(sscanf(fill, "rgb(%d,%d,%d)", &r, &g, &bl), 3);
+	if (!(delta < -20 && bl > r + 60 && r == g))
+		fail_msg("compute_checksum: %+.1f points, %s: not blue", delta, fill);
+	frame_fill(doc, "parse_headers", fill, sizeof(fill), &delta);
+	assert_int_equal(sscanf(fill, "rgb(%d,%d,%d)", &r, &g, &bl), 3);
+	if (!(delta > 20 && r > bl + 60 && g == bl))
+		fail_msg("parse_headers: %+.1f points, %s: not red", delta, fill);
+	frame_fill(doc, "main", fill, sizeof(fill), &delta);
+	if (!(fabs(delta) < 0.5))
+		fail_msg("main moved %+.2f points", delta);
+	free(doc);
+	value_free(a);
+	value_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_no_stacks_still_svg),
 		cmocka_unit_test(test_narrow_frames_left_out),
 		cmocka_unit_test(test_diff_colours),
+		cmocka_unit_test(test_diff_recorded_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
