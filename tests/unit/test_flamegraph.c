@@ -5,8 +5,9 @@
  * never reach the script; frame widths are proportional to weights and merged frames add up; the
  * title says the probe's unit, hover titles a human unit and share. The differential graph of two
  * small reports: a frame whose share grew is red, one that shrank blue, one that kept its share
- * grey; the same on the recorded reports of a CPU burner and its fix; widths are AFTER's; hover gives before, after and the move; a frame of BEFORE only is not
- * drawn but counted; hostile names stay escaped. No root, no files.
+ * grey (the same on the recorded reports of a CPU burner and its fix); widths are AFTER's; hover
+ * gives before, after and the move; a frame of BEFORE only is not drawn but counted; hostile
+ * names stay escaped. No root, no files but those recorded reports.
  */
 #include <setjmp.h>
 #include <stdarg.h>
