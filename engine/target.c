@@ -262,6 +262,18 @@ static void read_comm(int pid, char *comm, size_t len)
 	free(text);
 }
 
+/* A process that exited and waits for its parent to reap it: nothing left to observe. */
+static bool is_zombie(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	char *text = read_file(path, NULL);
+	const char *paren = text ? strrchr(text, ')') : NULL;
+	bool zombie = !paren || (paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+	free(text);
+	return zombie;
+}
+
 static void scan_comm(const struct target *t, struct scan *s)
 {
 	DIR *d = opendir("/proc");
@@ -276,7 +288,7 @@ static void scan_comm(const struct target *t, struct scan *s)
 			continue;
 		char comm[16];
 		read_comm((int)pid, comm, sizeof(comm));
-		if (target_comm_matches(t->text, comm))
+		if (target_comm_matches(t->text, comm) && !is_zombie((int)pid))
 			scan_add(s, (int)pid);
 	}
 	closedir(d);
