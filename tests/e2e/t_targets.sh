@@ -5,7 +5,7 @@
 # (b) --cgroup on the v2 hierarchy: a directory made below this test's own v2 cgroup holds one
 #     burner; its twin outside is not covered. (c) --cgroup on a v1 hierarchy (memory), below
 #     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
-#     lock. (e) every process of the set exits: the run stops as target-exited with its data.
+#     lock; io-saturation --comm over two fsync-per-write journals names them. (e) every process of the set exits: the run stops as target-exited with its data.
 # (f) --unit through systemd-run where systemd runs (skipped here otherwise).
 # (g) errors: a name no process has, a recipe that takes --pid only, two targets: exit 2.
 # Nothing stays attached.
@@ -102,6 +102,21 @@ check "$TMP/lat.json" "'lock-contention' in ids and any('compact_state' in json.
 	"latency --comm: the lock and its holder are not named"
 kill -9 "$L1" "$L2" 2>/dev/null; wait "$L1" "$L2" 2>/dev/null
 assert_released "latency --comm"
+
+# ---- (d2) io-saturation over a set: two fsync-per-write journals of one name --------------------
+cp "$WL/io_load" "$TMP/jrnl_e2e"
+start "$TMP/jrnl_e2e" journal "$TMP/j1" 30; J1=$PID
+start "$TMP/jrnl_e2e" journal "$TMP/j2" 30; J2=$PID
+"$DIAG" io-saturation --comm jrnl_e2e --duration 3 --json > "$TMP/io.json" 2> "$TMP/io.err"
+rc=$?
+[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "io-saturation --comm: exit $rc: $(cat "$TMP/io.err")"
+CHECK_LET='sync = [v for v in r["verdicts"] if v["id"] == "sync-bound"]'
+check "$TMP/io.json" "sync and 'jrnl_e2e' in sync[0]['title'] and 'journal_run' in json.dumps(sync[0])" \
+	"io-saturation --comm: the fsync-bound journals (journal_run) are not named"
+check "$TMP/io.json" "res['files']['calls'] and {c['tgid'] for c in res['files']['calls']} <= {$J1, $J2}" \
+	"io-saturation --comm: storage calls of another process, or none"
+kill -9 "$J1" "$J2" 2>/dev/null; wait "$J1" "$J2" 2>/dev/null
+assert_released "io-saturation --comm"
 
 # ---- (e) every process of the set exits ------------------------------------------------------------
 start "$TMP/svc_e2e" 2; E1=$PID
