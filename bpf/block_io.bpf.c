@@ -63,7 +63,7 @@ struct {
 
 static __always_inline bool owner_filtered(void)
 {
-	return diag_tgid || diag_tid || diag_cgroup_id || diag_has_comm;
+	return diag_tgid || diag_tgid_set || diag_tid || diag_cgroup_id || diag_has_comm;
 }
 
 static __always_inline __u32 rq_disk_dev(struct request *rq)

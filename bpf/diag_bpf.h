@@ -54,6 +54,14 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* The tgids of a set of processes (diag_tgid_set); max_entries as the engine creates it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} diag_targets SEC(".maps");
+
 /* A stack-trace map of DIAG_STACK_DEPTH frames per stack, for bpf_get_stackid (its max_entries
  * is set from the recipe before load). */
 #define DIAG_STACK_MAP(name)                                                                      \
@@ -111,6 +119,10 @@ const volatile __u32 diag_tgid = 0;      /* the process (all its threads) */
 const volatile __u32 diag_tid = 0;       /* one thread */
 const volatile __u64 diag_cgroup_id = 0; /* a cgroup v2 directory's id (its inode number) */
 const volatile bool diag_has_comm = false;
+/* A set of processes (--comm, --cgroup, --unit, --container): their tgids are the keys of
+ * diag_targets, a map the engine creates once per run, shares between every probe (reused
+ * before load) and keeps current while the run lasts. */
+const volatile bool diag_tgid_set = false;
 const volatile char diag_comm[16] = {};  /* a thread name, TASK_COMM_LEN */
 
 static __always_inline bool diag_comm_is(const char *comm)
@@ -128,7 +140,10 @@ static __always_inline bool diag_comm_is(const char *comm)
 static __always_inline bool diag_current_wanted(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (diag_tgid && (__u32)(id >> 32) != diag_tgid)
+	__u32 tgid = id >> 32;
+	if (diag_tgid && tgid != diag_tgid)
+		return false;
+	if (diag_tgid_set && !bpf_map_lookup_elem(&diag_targets, &tgid))
 		return false;
 	if (diag_tid && (__u32)id != diag_tid)
 		return false;
@@ -147,7 +162,10 @@ static __always_inline bool diag_current_wanted(void)
  * v2 hierarchy. */
 static __always_inline bool diag_task_wanted(struct task_struct *t)
 {
-	if (diag_tgid && BPF_CORE_READ(t, tgid) != diag_tgid)
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	if (diag_tgid && tgid != diag_tgid)
+		return false;
+	if (diag_tgid_set && !bpf_map_lookup_elem(&diag_targets, &tgid))
 		return false;
 	if (diag_tid && BPF_CORE_READ(t, pid) != diag_tid)
 		return false;

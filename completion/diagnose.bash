@@ -16,14 +16,14 @@ _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --
 _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local cmds="list show lint doctor approve verify replay diff merge"
-	local run_flags="--pid --duration --param --dry-run --json --output --folded --flamegraph
+	local run_flags="--pid --comm --cgroup --unit --container --duration --param --dry-run --json --output --folded --flamegraph
 		--pprof --stacks-probe --folded-probe --force --recipes --production --verbose --help
 		--version"
 	local i word cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do # the first word that is not an option or its value
 		word=${COMP_WORDS[i]}
 		case $word in
-		--pid | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
+		--pid | --comm | --cgroup | --unit | --container | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
 			--flamegraph | --pprof | --recipes | --lock | \
 			--by | --lua | --threshold | --thresholds) ((i++)) ;;
 		-p | -d) ((i++)) ;;
@@ -35,7 +35,13 @@ _diagnose() {
 	--pid | -p)
 		COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"))
 		return ;;
-	--duration | -d | --by | --folded-probe | --stacks-probe) return ;;
+	--comm) # process names, as /proc/PID/comm has them
+		COMPREPLY=($(compgen -W "$(cat /proc/[0-9]*/comm 2>/dev/null | sort -u)" -- "$cur"))
+		return ;;
+	--cgroup)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return ;;
+	--duration | -d | --by | --folded-probe | --stacks-probe | --unit | --container) return ;;
 	--output | --folded | --flamegraph | --pprof | --lua | --lock)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;

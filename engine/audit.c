@@ -354,15 +354,11 @@ struct value *audit_record(const struct audit_event *ev, bool production)
 
 	const struct value *rep = ev->report;
 	const struct value *t = rep ? value_get(rep, "target") : NULL;
+	struct value *planned = (!t || t->type != V_OBJ) && ev->plan ? plan_target_value(ev->plan) : NULL;
 	if (t && t->type == V_OBJ)
 		value_obj_set(r, "target", value_copy(t));
-	else if (ev->plan && ev->plan->target_pid > 0) {
-		struct value *tv = value_obj_set(r, "target", value_obj());
-		value_set_int(tv, "pid", ev->plan->target_pid);
-		value_set_str(tv, "comm", ev->plan->target_comm);
-		value_set_str(tv, "exe", ev->plan->target_exe);
-	} else
-		value_obj_set(r, "target", value_null());
+	else
+		value_obj_set(r, "target", planned ? planned : value_null());
 	if (rep) {
 		value_set_num(r, "duration_s", value_get_num(rep, "duration_s", 0));
 		set_str_or_null(r, "stop_reason", value_get_str(rep, "stop_reason"));

@@ -131,6 +131,17 @@ void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), 
 	b->obj = obj;
 }
 
+int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_err *err)
+{
+	if (!p->cfg.filter.pid_set)
+		return 0;
+	int rc = bpf_map__reuse_fd(map, p->cfg.filter.targets_fd);
+	if (rc)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "sharing the set of target processes with %s: %s",
+				 p->cfg.id, strerror(-rc));
+	return 0;
+}
+
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err)
 {
 	struct probe_bpf *b = p->priv;

@@ -66,10 +66,23 @@ struct probe_config {
 /* Shared, per-run context handed to a probe when it turns its maps into results. */
 struct collect_ctx {
 	struct ksyms *ksyms;  /* may be NULL when kernel symbols are unavailable */
-	struct usyms *usyms;  /* the target's symbolizer; NULL without a target */
+	struct usyms *usyms;  /* the target's symbolizer; NULL without a target or for a set */
+	/* A set of processes: the symbolizer of one of them (NULL for a process not covered). */
+	struct usyms *(*usyms_of)(const void *arg, int tgid);
+	const void *usyms_arg;
 	double wall_s;        /* collection time */
 	int ncpus;
 };
+
+/* The symbolizer for a stack of process tgid: the target's, or the set's for that process. */
+static inline struct usyms *collect_usyms(const struct collect_ctx *ctx, int tgid)
+{
+	if (!ctx)
+		return NULL;
+	if (ctx->usyms)
+		return ctx->usyms;
+	return ctx->usyms_of ? ctx->usyms_of(ctx->usyms_arg, tgid) : NULL;
+}
 
 /* The type of a result field, as JSON has it (integer: a JSON number without fraction). */
 enum result_type { RT_INTEGER, RT_NUMBER, RT_STRING, RT_BOOLEAN, RT_ARRAY, RT_OBJECT };
@@ -153,6 +166,7 @@ struct probe {
 		(skel)->rodata->diag_tgid = (__u32)f_->pid;                                      \
 		(skel)->rodata->diag_tid = (__u32)f_->tid;                                       \
 		(skel)->rodata->diag_cgroup_id = f_->cgroup_id;                                  \
+		(skel)->rodata->diag_tgid_set = f_->pid_set;                                     \
 		(skel)->rodata->diag_has_comm = f_->comm != NULL;                                \
 		if (f_->comm)                                                                     \
 			strncpy((char *)(skel)->rodata->diag_comm, f_->comm,                      \
@@ -185,10 +199,16 @@ struct probe_bpf {
 		}                                                                                 \
 		PROBE_SET_FILTERS(skel, p);                                                       \
 		probe_bpf_adopt(p, skel, name##_skel_destroy, skel->obj);                         \
+		if (probe_bpf_share_targets(p, skel->maps.diag_targets, err))                     \
+			return NULL;                                                              \
 		return skel;                                                                      \
 	}
 
 void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj);
+struct bpf_map;
+/* A set of processes (filter.pid_set): the probe's diag_targets map becomes the run's shared
+ * one (before load). Nothing to do otherwise. */
+int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_err *err);
 /* Keeps a link the probe attached (released by probe_bpf_detach). A NULL link is an error
  * "attaching WHAT: <errno>", returned as -1. */
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err);

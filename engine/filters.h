@@ -39,8 +39,17 @@ struct filter_addr {
 };
 
 /* A probe's filters as resolved; 0 / NULL / empty = not filtered on that. */
+struct target;
+
 struct probe_filters {
 	int pid;
+	/* "pid: target" when the run covers a set of processes (--comm, --cgroup, --unit,
+	 * --container): pid is 0, the kernel checks its set of tgids (bpf/diag_bpf.h's
+	 * diag_targets, the map at targets_fd, shared by every probe of the run and set by the
+	 * session before load), and `target` lists the processes (kinds that read /proc). */
+	bool pid_set;
+	int targets_fd;
+	const struct target *target;
 	int tid;
 	const char *comm;          /* owned by the recipe (or the plan's parameters) */
 	uint64_t cgroup_id;

@@ -47,7 +47,8 @@ struct cli {
 
 static void usage(FILE *out)
 {
-	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
+	fputs("usage: diagnose SYMPTOM [--pid PID | --comm NAME | --cgroup PATH | --unit NAME\n"
+	      "                        | --container ID] [--duration SECONDS] [--param KEY=VALUE]...\n"
 	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
 	      "                        [--flamegraph FILE.svg] [--pprof FILE.pb.gz]\n"
 	      "                        [--stacks-probe ID] [--force]\n"
@@ -185,8 +186,15 @@ static int cmd_show(const struct cli *c)
 	       b.src.lua.path);
 	for (size_t i = 0; i < b.src.n_libs; i++)
 		printf("  lib:  %s\n", b.src.libs[i].path);
-	printf("  target: %s; duration %.3g s (max %u s)\n", r->target == RECIPE_TARGET_PID ? "--pid required"
-	       : r->target == RECIPE_TARGET_PID_OPTIONAL ? "--pid, or the whole host without it" : "none",
+	static const char *const targets[] = {
+		[RECIPE_TARGET_NONE] = "none",
+		[RECIPE_TARGET_PID] = "--pid required",
+		[RECIPE_TARGET_PID_OPTIONAL] = "--pid, or the whole host without it",
+		[RECIPE_TARGET_PROCESSES] = "--pid, --comm, --cgroup, --unit or --container required",
+		[RECIPE_TARGET_PROCESSES_OPTIONAL] = "--pid, --comm, --cgroup, --unit or --container, "
+						     "or the whole host without one",
+	};
+	printf("  target: %s; duration %.3g s (max %u s)\n", r->target < ARRAY_LEN(targets) ? targets[r->target] : "?",
 	       plan->duration_s, r->budgets.max_duration_s);
 	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
 	       r->budgets.max_sample_hz, r->budgets.max_cpu_pct,
@@ -206,7 +214,7 @@ static int cmd_show(const struct cli *c)
 		for (size_t f = 0; fs && f < fs->obj.len; f++) {
 			const char *key = fs->obj.keys[f], *text = fs->obj.vals[f]->s;
 			bool whole = strcmp(key, "pid") == 0 && strcmp(text, "target") == 0;
-			printf("; filter: %s = %s", key, whole ? "--pid (all threads)" : text);
+			printf("; filter: %s = %s", key, whole ? "the target (all threads)" : text);
 		}
 		printf("\n      filters it honours:");
 		for (unsigned bit = 1; bit & FILTER_ALL; bit <<= 1)
@@ -372,9 +380,14 @@ static int cmd_verify(const struct cli *c)
 int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
-	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD };
+	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD,
+	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "unit", required_argument, NULL, OPT_UNIT },
+		{ "container", required_argument, NULL, OPT_CONTAINER },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "param", required_argument, NULL, OPT_PARAM },
 		{ "dry-run", no_argument, NULL, OPT_DRY },
@@ -414,6 +427,15 @@ int main(int argc, char **argv)
 			if (parse_pid(optarg, &c.run.pid))
 				return usage_error("--pid: not a pid", optarg);
 			break;
+		case OPT_COMM: case OPT_CGROUP: case OPT_UNIT: case OPT_CONTAINER: {
+			enum target_kind k = opt == OPT_COMM ? TARGET_COMM : opt == OPT_CGROUP ? TARGET_CGROUP
+					     : opt == OPT_UNIT ? TARGET_UNIT : TARGET_CONTAINER;
+			if (c.run.target.kind != TARGET_NONE && c.run.target.kind != k)
+				return usage_error("give one target: --pid, --comm, --cgroup, --unit or --container",
+						   target_kind_flag(k));
+			c.run.target = (struct target_sel){ k, optarg };
+			break;
+		}
 		case 'd':
 			if (parse_duration(optarg, &c.run.duration_s))
 				return usage_error("--duration: not a positive number of seconds", optarg);

@@ -179,7 +179,7 @@ static struct filter_text filter_text_of(const struct plan *plan, const struct r
 				    TEXT(local_port), TEXT(remote_port), TEXT(remote_addr) };
 #undef TEXT
 	/* `target: optional-pid` run without --pid: filters on the target fall away (whole host) */
-	if (plan->recipe->target == RECIPE_TARGET_PID_OPTIONAL && plan->target_pid <= 0) {
+	if (recipe_target_optional(plan->recipe->target) && plan->target_pid <= 0 && !plan->target) {
 		if (text.pid && !strcmp(text.pid, "target"))
 			text.pid = NULL;
 		if (text.cgroup && !strcmp(text.cgroup, "target"))
@@ -192,10 +192,22 @@ static int resolve_filters(const struct plan *plan, const struct plan_args *a, s
 			   struct diag_err *err)
 {
 	struct filter_text text = filter_text_of(plan, &pp->rp->filters);
-	/* lint and show check the filters' form only: names resolve on the machine that runs it */
-	if (filters_resolve(&text, pp->kind->filters, a->pid, a->check_target, &pp->cfg.filter, err))
+	/* lint and show check the filters' form only: names resolve on the machine that runs it.
+	 * A set of processes resolves "target" through its first process, then filters on the set. */
+	int pid = plan->target ? target_first_pid(plan->target) : a->pid;
+	if (filters_resolve(&text, pp->kind->filters, pid, a->check_target, &pp->cfg.filter, err))
 		return diag_wrap(err, "%s:%u: probes.%s (%s)", plan->recipe->path, pp->rp->line,
 				 pp->rp->id, pp->kind->name);
+	const struct target *t = plan->target;
+	if (t && text.pid && !strcmp(text.pid, "target")) {
+		pp->cfg.filter.pid = 0;
+		pp->cfg.filter.pid_set = true;
+		pp->cfg.filter.target = t;
+	}
+	if (t && text.cgroup && !strcmp(text.cgroup, "target") && t->cgroup_id) {
+		pp->cfg.filter.cgroup_id = t->cgroup_id; /* the selection's own v2 directory */
+		snprintf(pp->cfg.filter.cgroup_path, sizeof(pp->cfg.filter.cgroup_path), "%s", t->cgroup_dir);
+	}
 	return 0;
 }
 
@@ -203,8 +215,9 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 {
 	char path[64];
 	if (pid <= 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s needs a target process: --pid PID",
-				 p->recipe->name);
+		return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s needs a target process: --pid PID%s",
+				 p->recipe->name, recipe_target_sets(p->recipe->target)
+				 ? " (or --comm NAME, --cgroup PATH, --unit NAME, --container ID)" : "");
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	char *comm = read_file(path, NULL);
 	if (!comm)
@@ -218,6 +231,24 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 	if (n <= 0) /* a kernel thread has no executable */
 		snprintf(p->target_exe, sizeof(p->target_exe), "[%s]", p->target_comm);
 	p->target_pid = pid;
+	return 0;
+}
+
+/* --comm / --cgroup / --unit / --container: resolved and scanned once; the names shown are the
+ * first process's. */
+static int check_target_set(struct plan *p, const struct target_sel *sel, struct diag_err *err)
+{
+	if (!recipe_target_sets(p->recipe->target))
+		return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes %s, not %s (its probes follow one "
+				 "process: `target: %s`)", p->recipe->name,
+				 p->recipe->target == RECIPE_TARGET_NONE ? "no target" : "--pid",
+				 target_kind_flag(sel->kind), p->recipe->target == RECIPE_TARGET_NONE ? "none"
+				 : p->recipe->target == RECIPE_TARGET_PID ? "pid" : "optional-pid");
+	if (target_resolve(sel, &p->target, err))
+		return -1;
+	if (check_target(p, target_first_pid(p->target), err))
+		return -1;
+	p->target_pid = 0;
 	return 0;
 }
 
@@ -254,7 +285,15 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 			  p->duration_s, r->budgets.max_duration_s);
 		goto fail;
 	}
-	if (a->check_target && (r->target == RECIPE_TARGET_PID || a->pid) && check_target(p, a->pid, err))
+	bool set = a->sel.kind != TARGET_NONE && a->sel.kind != TARGET_PID;
+	if (set && a->pid) {
+		diag_fail(err, DIAG_EXIT_USAGE, "--pid and %s: give one target", target_kind_flag(a->sel.kind));
+		goto fail;
+	}
+	if (a->check_target && set && check_target_set(p, &a->sel, err))
+		goto fail;
+	if (a->check_target && !set && (recipe_target_required(r->target) || a->pid) &&
+	    check_target(p, a->pid, err))
 		goto fail;
 	if (a->pid && r->target == RECIPE_TARGET_NONE) {
 		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);
@@ -317,7 +356,24 @@ void plan_free(struct plan *p)
 	value_free(p->thresholds);
 	value_free(p->params);
 	free(p->probes);
+	target_free(p->target);
 	free(p);
+}
+
+struct value *plan_target_value(const struct plan *plan)
+{
+	struct value *t;
+	if (plan->target_pid > 0) {
+		t = value_obj();
+		value_set_int(t, "pid", plan->target_pid);
+	} else if (plan->target) {
+		t = target_to_value(plan->target);
+	} else {
+		return NULL;
+	}
+	value_set_str(t, "comm", plan->target_comm);
+	value_set_str(t, "exe", plan->target_exe);
+	return t;
 }
 
 /* ---- a recipe read once, parsed and planned from the same bytes ---------------------------- */
@@ -359,6 +415,8 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 {
 	struct value *sum = value_obj();
 	value_set_num(sum, "duration_s", plan->duration_s);
+	if (plan->target)
+		value_obj_set(sum, "target", target_to_value(plan->target));
 	value_set_int(sum, "map_bytes", (int64_t)plan->map_bytes);
 	struct value *probes = value_obj_set(sum, "probes", value_arr());
 	for (unsigned i = 0; i < plan->n_probes; i++) {
@@ -376,6 +434,8 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 			value_arr_push(vs, value_str(*var));
 		if (pp->cfg.filter.pid)
 			value_set_int(v, "filter_pid", pp->cfg.filter.pid);
+		if (pp->cfg.filter.pid_set)
+			value_set_int(v, "filter_processes", (int64_t)plan->target->n_alive);
 		struct filter_text text = filter_text_of(plan, &pp->rp->filters);
 		filters_to_value(&text, &pp->cfg.filter, v);
 		struct value *opts = value_obj_set(v, "options", value_obj());

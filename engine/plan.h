@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "recipe.h"
 #include "source.h"
+#include "target.h"
 #include "value.h"
 
 struct plan_probe {
@@ -28,8 +29,9 @@ struct plan_probe {
 
 struct plan {
 	const struct recipe *recipe;
-	int target_pid;           /* 0 when the recipe has no target */
-	char target_comm[64];
+	int target_pid;           /* --pid; 0 when the run has no target or a set of processes */
+	struct target *target;    /* --comm, --cgroup, --unit, --container (owned); else NULL */
+	char target_comm[64];     /* the target's, or the first process of a set's */
 	char target_exe[PATH_MAX];
 	double duration_s;
 	int ncpus;                /* online CPUs */
@@ -43,6 +45,7 @@ struct plan {
 
 struct plan_args {
 	int pid;           /* 0: none given */
+	struct target_sel sel; /* a set of processes (TARGET_NONE: none) */
 	double duration_s; /* 0: the recipe's default */
 	bool check_target; /* false for lint/show: no process needed */
 	const char *const *params; /* "NAME=VALUE" from --param (pid and duration excluded) */
@@ -59,6 +62,11 @@ void plan_free(struct plan *p);
  * its id, kind, variants (with the one chosen and its note from `loaded`, an object probe id ->
  * {variant, note}; may be NULL), pid filter, options and map memory. Caller frees. */
 struct value *plan_to_value(const struct plan *plan, const struct value *loaded);
+
+/* The run's target for reports, Lua and the audit trail: {pid, comm, exe} for --pid; for a set
+ * of processes target_to_value's {selection, name, cgroup, processes [...]} with the first
+ * process's comm and exe; NULL without a target. Caller frees. */
+struct value *plan_target_value(const struct plan *plan);
 
 /* A recipe file read once (source.h), parsed from those bytes, its Lua snippet and libraries read,
  * and — when args is not NULL — planned. trusted: production's ownership checks on every file.

@@ -109,8 +109,12 @@ static const cyaml_schema_value_t param_entry = {
 };
 
 /* `target:` is read as an enum into a 1-byte field. */
-static const cyaml_strval_t target_values[] = { { "pid", RECIPE_TARGET_PID },
-						{ "optional-pid", RECIPE_TARGET_PID_OPTIONAL } };
+static const cyaml_strval_t target_values[] = {
+	{ "pid", RECIPE_TARGET_PID },
+	{ "optional-pid", RECIPE_TARGET_PID_OPTIONAL },
+	{ "processes", RECIPE_TARGET_PROCESSES },
+	{ "optional-processes", RECIPE_TARGET_PROCESSES_OPTIONAL },
+};
 
 static const cyaml_schema_field_t recipe_fields[] = {
 	STR("name", REQ, struct recipe, name, 64),
@@ -119,7 +123,7 @@ static const cyaml_schema_field_t recipe_fields[] = {
 	STR("description", OPT, struct recipe, description, 4096),
 	STR("lua", REQ, struct recipe, lua, 255),
 	CYAML_FIELD_ENUM("target", OPT | CYAML_FLAG_STRICT, struct recipe, target,
-			 target_values, 2),
+			 target_values, ARRAY_LEN(target_values)),
 	CYAML_FIELD_UINT("duration_s", REQ, struct recipe, duration_s),
 	CYAML_FIELD_MAPPING("budgets", REQ, struct recipe, budgets, budget_fields),
 	CYAML_FIELD_SEQUENCE_COUNT("probes", CYAML_FLAG_POINTER, struct recipe, probes, n_probes,
@@ -501,7 +505,8 @@ static const char *type_name(const cyaml_schema_value_t *v)
 	case CYAML_STRING: return "a string";
 	case CYAML_MAPPING: return "a mapping";
 	case CYAML_SEQUENCE: return "a sequence";
-	case CYAML_ENUM: return "\"pid\" or \"optional-pid\""; /* the one enum: `target` */
+	case CYAML_ENUM: /* the one enum: `target` */
+		return "\"pid\", \"optional-pid\", \"processes\" or \"optional-processes\"";
 	default: return "another type";
 	}
 }

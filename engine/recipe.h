@@ -69,7 +69,27 @@ struct recipe_budgets {
 	uint32_t preflight_ms; /* pre-flight window; 0 = the default, 250 ms */
 };
 
-enum recipe_target { RECIPE_TARGET_NONE = 0, RECIPE_TARGET_PID = 1, RECIPE_TARGET_PID_OPTIONAL = 2 };
+enum recipe_target {
+	RECIPE_TARGET_NONE = 0,
+	RECIPE_TARGET_PID = 1,                 /* "pid": one process, --pid required */
+	RECIPE_TARGET_PID_OPTIONAL = 2,        /* "optional-pid": --pid, or the whole host */
+	RECIPE_TARGET_PROCESSES = 3,           /* "processes": --pid, --comm, --cgroup, --unit or
+						* --container required */
+	RECIPE_TARGET_PROCESSES_OPTIONAL = 4,  /* "optional-processes": those, or the whole host */
+};
+/* What a recipe's `target:` accepts. */
+static inline bool recipe_target_required(uint8_t t)
+{
+	return t == RECIPE_TARGET_PID || t == RECIPE_TARGET_PROCESSES;
+}
+static inline bool recipe_target_sets(uint8_t t)
+{
+	return t == RECIPE_TARGET_PROCESSES || t == RECIPE_TARGET_PROCESSES_OPTIONAL;
+}
+static inline bool recipe_target_optional(uint8_t t)
+{
+	return t == RECIPE_TARGET_PID_OPTIONAL || t == RECIPE_TARGET_PROCESSES_OPTIONAL;
+}
 
 struct recipe {
 	char *path;        /* as given to recipe_load */
@@ -78,8 +98,9 @@ struct recipe {
 	char *summary;     /* one line */
 	char *description; /* may be NULL */
 	char *lua;         /* Lua file, as written in the recipe (relative to the lua dir) */
-	/* `target:` — RECIPE_TARGET_NONE: takes no --pid; PID: needs --pid; PID_OPTIONAL: the target
-	 * with --pid, the whole host without it (filters naming "target" are then dropped) */
+	/* `target:` — RECIPE_TARGET_NONE: takes no target; PID: needs --pid; PID_OPTIONAL: the
+	 * target with --pid, the whole host without it (filters naming "target" are then dropped);
+	 * PROCESSES(_OPTIONAL): the same, and a set of processes is a target too (--comm, ...) */
 	uint8_t target;
 	uint32_t duration_s;  /* default collection time */
 	struct recipe_budgets budgets;

@@ -31,14 +31,8 @@ struct value *report_build(const struct report_input *in)
 	value_set_str(rec, "name", plan->recipe->name);
 	value_set_str(rec, "path", plan->recipe->path);
 	value_set_str(rec, "sha256", in->recipe_sha256 ? in->recipe_sha256 : "");
-	if (plan->target_pid > 0) {
-		struct value *t = value_obj_set(r, "target", value_obj());
-		value_set_int(t, "pid", plan->target_pid);
-		value_set_str(t, "comm", plan->target_comm);
-		value_set_str(t, "exe", plan->target_exe);
-	} else {
-		value_obj_set(r, "target", value_null());
-	}
+	struct value *target = plan_target_value(plan);
+	value_obj_set(r, "target", target ? target : value_null());
 	if (plan->params)
 		value_obj_set(r, "params", value_copy(plan->params));
 	struct utsname uts;
@@ -585,7 +579,17 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 	const struct value *o = value_get(r, "overhead");
 	fputs("diagnose ", out);
 	put_text(out, value_get_str(rec, "name"));
-	if (t && t->type == V_OBJ) {
+	const struct value *procs = t ? value_get(t, "processes") : NULL;
+	if (t && t->type == V_OBJ && procs && procs->type == V_ARR) {
+		/* a set of processes: the selection, then the pids it covered */
+		fprintf(out, " — %s ", value_get_str(t, "selection") ? value_get_str(t, "selection") : "");
+		put_text(out, value_get_str(t, "name"));
+		fprintf(out, ": %zu process%s (", procs->arr.len, procs->arr.len == 1 ? "" : "es");
+		for (size_t i = 0; i < procs->arr.len && i < 8; i++)
+			fprintf(out, "%s%.0f", i ? " " : "pid ", value_get_num(procs->arr.items[i], "pid", 0));
+		fputs(procs->arr.len > 8 ? " ...) " : ") ", out);
+		put_text(out, value_get_str(t, "exe"));
+	} else if (t && t->type == V_OBJ) {
 		fprintf(out, " — pid %.0f (", value_get_num(t, "pid", 0));
 		put_text(out, value_get_str(t, "comm"));
 		fputs(") ", out);

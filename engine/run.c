@@ -47,12 +47,9 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	value_set_num(run, "duration_s", s->duration_s);
 	value_set_str(run, "stop_reason", stop_reason_name(s->stop_reason));
 	value_set_int(run, "ncpus", plan->ncpus);
-	if (plan->target_pid > 0) {
-		struct value *t = value_obj_set(run, "target", value_obj());
-		value_set_int(t, "pid", plan->target_pid);
-		value_set_str(t, "comm", plan->target_comm);
-		value_set_str(t, "exe", plan->target_exe);
-	}
+	struct value *t = plan_target_value(plan);
+	if (t)
+		value_obj_set(run, "target", t);
 	return run;
 }
 
@@ -297,8 +294,8 @@ int run_recipe(const struct run_options *c)
 	if (trusted ? production_recipe_path(c, &pol, path, sizeof(path), &err)
 		    : recipe_resolve(c->symptom, c->recipes_dir, path, sizeof(path), &err))
 		goto failed;
-	struct plan_args args = { .pid = c->pid, .duration_s = c->duration_s, .check_target = true,
-				  .params = c->params, .n_params = c->n_params };
+	struct plan_args args = { .pid = c->pid, .sel = c->target, .duration_s = c->duration_s,
+				  .check_target = true, .params = c->params, .n_params = c->n_params };
 	if (bundle_load(path, trusted, &args, &b, &err))
 		goto failed;
 	const struct plan *plan = b.plan;

@@ -11,10 +11,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "target.h"
+
 /* What the command line asks of a run. */
 struct run_options {
 	const char *symptom;        /* recipe name, or a path to a recipe file */
 	int pid;                    /* --pid, 0 when none */
+	struct target_sel target;   /* --comm, --cgroup, --unit, --container (kind TARGET_NONE: none) */
 	double duration_s;          /* --duration, 0 = the recipe's */
 	bool dry_run, json, production, verbose, force;
 	const char *output, *folded; /* --output, --folded; NULL when not asked */

@@ -19,6 +19,7 @@
 
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "procset.h"
 #include "shape.h"
 #include "symbols.h"
 
@@ -46,6 +47,7 @@ struct session {
 	int sig_fd, pid_fd;
 	sigset_t old_mask;
 	struct governor gov;
+	struct procset set;       /* a set of processes (plan->target); map_fd -1 otherwise */
 };
 
 /* Run time of a probe's loaded programs so far (while BPF run-time statistics are on). */
@@ -90,8 +92,8 @@ static void destroy_probes(struct probe *probes, unsigned n)
 
 /* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
  * *n_loaded counts the probes to destroy, also on failure. */
-static int load_probes(const struct plan *plan, struct probe **out, unsigned *n_loaded,
-		       struct diag_err *err)
+static int load_probes(const struct plan *plan, int targets_fd, struct probe **out,
+		       unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
 	*out = probes;
@@ -100,6 +102,7 @@ static int load_probes(const struct plan *plan, struct probe **out, unsigned *n_
 		struct probe *p = &probes[i];
 		p->kind = plan->probes[i].kind;
 		p->cfg = plan->probes[i].cfg;
+		p->cfg.filter.targets_fd = targets_fd;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		if (p->kind->load(p, err))
@@ -353,6 +356,10 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 				return STOP_OVER_BUDGET;
 		}
 		if (now >= next_tick) {
+			/* a set of processes: new ones join the kernel's set, gone ones leave it; the
+			 * run ends like a --pid run's when none is left */
+			if (s->set.target && procset_refresh(&s->set) == 0)
+				return STOP_TARGET_EXITED;
 			for (unsigned i = 0; i < s->n_loaded; i++)
 				if (s->probes[i].kind->tick)
 					s->probes[i].kind->tick(&s->probes[i]);
@@ -413,6 +420,22 @@ static void utc_now(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static struct usyms *set_usyms(const void *arg, int tgid)
+{
+	return procset_usyms(arg, tgid);
+}
+
+/* The kernel's set of the target's processes, made before any probe loads (they share it). */
+static int procset_refresh_open(struct procset *ps, struct target *t, struct diag_err *err)
+{
+	if (procset_open(ps, t, err))
+		return -1;
+	if (procset_refresh(ps) == 0)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s %s: every process exited before collection started",
+				 target_kind_flag(t->kind), t->text);
+	return 0;
+}
+
 const char *stop_reason_name(enum stop_reason r)
 {
 	static const char *const names[] = {
@@ -428,7 +451,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		struct diag_err *err)
 {
 	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1,
-			     .gov = { .stats_fd = -1, .last_pct = -1 } };
+			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 } };
 	struct ksyms_loader kl = { 0 };
 	struct ksyms *ksyms = NULL;
 	struct usyms *usyms = NULL;
@@ -455,7 +478,11 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				strerror(errno))));
 	}
 
-	if (load_probes(plan, &s.probes, &s.n_loaded, err))
+	if (plan->target) {
+		if (procset_refresh_open(&s.set, plan->target, err))
+			goto done;
+	}
+	if (load_probes(plan, s.set.map_fd, &s.probes, &s.n_loaded, err))
 		goto done;
 	for (unsigned i = 0; i < s.n_loaded; i++)
 		if (s.probes[i].note[0])
@@ -508,8 +535,14 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * start snapshot (taken on the loader thread, joined above). */
 	if (usyms && out->stop_reason != STOP_TARGET_EXITED)
 		usyms_snapshot(usyms, &soft);
+	if (s.set.target)
+		procset_snapshot_all(&s.set);
 	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
 				   .ncpus = plan->ncpus };
+	if (s.set.target) {
+		ctx.usyms_of = set_usyms;
+		ctx.usyms_arg = &s.set;
+	}
 	out->results = value_obj();
 	out->probes = value_arr();
 	for (unsigned i = 0; i < s.n_loaded; i++) {
@@ -541,6 +574,7 @@ done:
 	destroy_all(&s);
 	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use */
 	usyms_free(usyms);
+	procset_close(&s.set);
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;
 		out->preflight = NULL;
@@ -556,7 +590,12 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	struct probe *probes;
 	unsigned n;
 	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
-	int rc = load_probes(plan, &probes, &n, err);
+	struct procset set = { .map_fd = -1 };
+	int rc = plan->target ? procset_refresh_open(&set, plan->target, err) : 0;
+	probes = NULL;
+	n = 0;
+	if (rc == 0)
+		rc = load_probes(plan, set.map_fd, &probes, &n, err);
 	*variants = *preflight_summary = NULL;
 	if (rc == 0) {
 		*variants = value_obj();
@@ -578,6 +617,7 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 				probes[i].kind->detach(&probes[i]);
 	}
 	destroy_probes(probes, n);
+	procset_close(&set);
 	free(rates);
 	return rc;
 }

@@ -17,6 +17,7 @@
 
 /* One distinct fixed stack: its addresses (leaf first) and where each came from. */
 struct srow {
+	uint32_t tgid;
 	char comm[17];
 	uint32_t tag;
 	int32_t kernel_stack_id;
@@ -135,10 +136,11 @@ uint64_t stack_sampler_refused(const struct stack_sampler *s)
 	return s->refused + s->bad;
 }
 
-static uint64_t row_hash(const char *comm, uint32_t tag, int32_t kid, const uint64_t *ips,
+static uint64_t row_hash(uint32_t tgid, const char *comm, uint32_t tag, int32_t kid, const uint64_t *ips,
 			 const uint8_t *from, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	h = (h ^ tgid) * 0x100000001b3ull;
 	for (const char *c = comm; *c; c++)
 		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
 	h = (h ^ tag) * 0x100000001b3ull;
@@ -148,10 +150,10 @@ static uint64_t row_hash(const char *comm, uint32_t tag, int32_t kid, const uint
 	return h;
 }
 
-static bool row_eq(const struct srow *r, uint64_t h, const char *comm, uint32_t tag, int32_t kid,
+static bool row_eq(const struct srow *r, uint64_t h, uint32_t tgid, const char *comm, uint32_t tag, int32_t kid,
 		   const uint64_t *ips, const uint8_t *from, size_t n)
 {
-	return r->hash == h && r->n == n && r->tag == tag && r->kernel_stack_id == kid &&
+	return r->hash == h && r->n == n && r->tgid == tgid && r->tag == tag && r->kernel_stack_id == kid &&
 	       !strcmp(r->comm, comm) &&
 	       !memcmp(r->ips, ips, n * sizeof(*ips)) && !memcmp(r->from, from, n);
 }
@@ -166,16 +168,16 @@ static void index_put(struct stack_sampler *s, size_t i)
 
 /* Counts one fixed stack (count: 1, or 0 for a sample whose weight is to come) and returns its
  * row; a new one past max_rows is refused (counted) and gives -1. */
-static long row_add(struct stack_sampler *s, const char *comm, uint32_t tag, int32_t kid,
+static long row_add(struct stack_sampler *s, uint32_t tgid, const char *comm, uint32_t tag, int32_t kid,
 		    const uint64_t *ips, const uint8_t *from, size_t n, uint64_t weight,
 		    uint64_t count)
 {
-	uint64_t h = row_hash(comm, tag, kid, ips, from, n);
+	uint64_t h = row_hash(tgid, comm, tag, kid, ips, from, n);
 	if (s->index_size) {
 		size_t mask = s->index_size - 1;
 		for (size_t slot = h & mask; s->index[slot]; slot = (slot + 1) & mask) {
 			struct srow *r = &s->rows[s->index[slot] - 1];
-			if (row_eq(r, h, comm, tag, kid, ips, from, n)) {
+			if (row_eq(r, h, tgid, comm, tag, kid, ips, from, n)) {
 				r->weight += weight;
 				r->count += count;
 				return (long)(s->index[slot] - 1);
@@ -191,6 +193,7 @@ static long row_add(struct stack_sampler *s, const char *comm, uint32_t tag, int
 					    sizeof(*s->rows));
 	struct srow *r = &s->rows[s->n_rows++];
 	memset(r, 0, sizeof(*r));
+	r->tgid = tgid;
 	snprintf(r->comm, sizeof(r->comm), "%s", comm);
 	r->tag = tag;
 	r->kernel_stack_id = kid;
@@ -376,11 +379,11 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(rec->comm), rec->comm);
 	uint32_t tag = rec->tag < s->n_tags ? rec->tag : 0;
 	if (!rec->cookie) {
-		row_add(s, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
+		row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
 		return 0;
 	}
 	pend_put(s, rec->tid, rec->cookie,
-		 row_add(s, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0));
+		 row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0));
 	return 0;
 }
 
@@ -405,7 +408,7 @@ size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool 
 		*weight += r->weight * scale;
 		*count += r->count * scale;
 		*in_kernel_count += kernel ? r->count * scale : 0;
-		refused += stacks_add_user_ips(t, s->stacks_fd, r->comm, r->ips, r->from, r->n,
+		refused += stacks_add_user_ips(t, s->stacks_fd, (int)r->tgid, r->comm, r->ips, r->from, r->n,
 					       r->kernel_stack_id, kernel, r->weight * scale,
 					       r->count * scale,
 					       s->n_tags ? s->tags[r->tag] : NULL) != 0;

@@ -164,8 +164,8 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 }
 
 /* Names n addresses, leaf first, into f. */
-static void frames_name(struct frames *f, const struct collect_ctx *ctx, const uint64_t *ips,
-			size_t n, bool kernel)
+static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
+			const uint64_t *ips, size_t n, bool kernel)
 {
 	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
 				   * instances would merge into one frame */
@@ -176,11 +176,11 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, const u
 		const char *sym = NULL;
 		if (kernel) {
 			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
-		} else if (ctx && ctx->usyms) { /* below the leaf, frames are return addresses */
+		} else if (us) { /* below the leaf, frames are return addresses */
 			if (i)
-				usyms_symbolize_ret(ctx->usyms, ips[i], name, sizeof(name), NULL);
+				usyms_symbolize_ret(us, ips[i], name, sizeof(name), NULL);
 			else
-				usyms_symbolize(ctx->usyms, ips[i], name, sizeof(name));
+				usyms_symbolize(us, ips[i], name, sizeof(name));
 			sym = name;
 		}
 		if (!sym) {
@@ -196,26 +196,26 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, const u
 
 /* The frames of stack id in stacks_fd, named, leading tracing frames dropped; empty for id < 0
  * or an id the map no longer has. */
-static void frames_read(struct frames *f, const struct collect_ctx *ctx, int stacks_fd, int32_t id,
-			bool kernel)
+static void frames_read(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
+			int stacks_fd, int32_t id, bool kernel)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	frames_name(f, ctx, ips, stacks_read_ids(stacks_fd, id, ips), kernel);
+	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel);
 }
 
-int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32_t user_stack_id,
+int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *comm, int32_t user_stack_id,
 		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 		   const char *tag)
 {
 	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
 	if (!r)
 		return -1;
-	frames_read(&r->user, t->ctx, stacks_fd, user_stack_id, false);
-	frames_read(&r->kernel, t->ctx, stacks_fd, kernel_stack_id, true);
+	frames_read(&r->user, t->ctx, collect_usyms(t->ctx, tgid), stacks_fd, user_stack_id, false);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true);
 	return 0;
 }
 
-int stacks_add_user_ips(struct stack_table *t, int stacks_fd, const char *comm,
+int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const char *comm,
 			const uint64_t *user, const uint8_t *origin, size_t n_user,
 			int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 			const char *tag)
@@ -223,8 +223,8 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, const char *comm,
 	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
 	if (!r)
 		return -1;
-	frames_name(&r->user, t->ctx, user, n_user, false);
-	frames_read(&r->kernel, t->ctx, stacks_fd, kernel_stack_id, true);
+	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true);
 	bool all_fp = true;
 	for (size_t i = 0; origin && i < r->user.n; i++)
 		all_fp &= origin[i] == FRAME_FP;

@@ -30,12 +30,13 @@ struct stack_table *stacks_new(const struct collect_ctx *ctx, size_t max_rows);
 
 /* One row from the ids of a BPF stack-trace map (stacks_fd): user_stack_id and kernel_stack_id
  * < 0 mean no such stack (empty frames). Kernel frames unknown to ksyms are "[unknown]", user
- * frames are named by usyms ("0x..." without one). comm is NUL-terminated. in_kernel: the
+ * frames are named by the symbolizer of process tgid (collect_usyms; "0x..." without one). comm
+ * is NUL-terminated. in_kernel: the
  * probe's own reading of where the task was (cpu_profile: sampled in kernel mode). weight: in
  * the probe's stack_unit; count: events behind it. tag (NULL or "": none) splits rows that the
  * stacks alone do not, e.g. a task state "blocked-uninterruptible". Returns 0, or -1 when the
  * table already holds max_rows rows (the row is counted in stacks_refused, not kept). */
-int stacks_add_ids(struct stack_table *t, int stacks_fd, const char *comm, int32_t user_stack_id,
+int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *comm, int32_t user_stack_id,
 		   int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 		   const char *tag);
 
@@ -47,7 +48,7 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips);
 /* A row whose user stack is given as addresses, leaf first, with where each came from (origin:
  * enum frame_origin of unwind.h, NULL: all from the frame-pointer walk); the kernel stack from
  * stacks_fd as in stacks_add_ids. Rows with frames not all from "fp" carry `user_from`. */
-int stacks_add_user_ips(struct stack_table *t, int stacks_fd, const char *comm,
+int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const char *comm,
 			const uint64_t *user, const uint8_t *origin, size_t n_user,
 			int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 			const char *tag);

@@ -49,7 +49,7 @@ local T = {
 }
 
 local P, R, S, C = results.profile, results.runq, results.syscalls, results.context
-local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
+local target_arg, pids, pid = diag.target(run, C)
 local window = (C and C.wall_s) or run.duration_s or 0
 local ncpus = (C and C.ncpus) or run.ncpus
 local verdicts, report = {}, {}
@@ -262,9 +262,9 @@ local function cpu_user_verdict()
   local steps = {
     sub("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
       diag.fn(hot.name)),
-    sub("Line-level detail: perf record -F 999 -g -p %s -- sleep 10, then perf annotate %s", pid,
+    sub("Line-level detail: perf record -F 999 -g -p %s -- sleep 10, then perf annotate %s", pids,
       diag.symbolized(hot.name) and hot.name or ""),
-    sub("Flame graph: diagnose high-cpu --pid %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", pid),
+    sub("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
     "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
   }
   if not diag.symbolized(hot.name) then
@@ -393,10 +393,10 @@ local function cpu_kernel_verdict()
   end
   local faults = kpath and (kpath.path:find("page_fault") or kpath.path:find("handle_mm_fault"))
   if faults then
-    push(steps, sub("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pid))
+    push(steps, sub("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pids))
   end
-  push(steps, sub("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pid, pid))
-  push(steps, sub("Kernel flame graph: perf record -F 999 -g -p %s -- sleep 10; perf report --no-children", pid))
+  push(steps, sub("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pids, pid))
+  push(steps, sub("Kernel flame graph: perf record -F 999 -g -p %s -- sleep 10; perf report --no-children", pids))
   return diag.verdict("cpu-bound-kernel", bound_sev(prof.kernel_share), title, ev, steps)
 end
 
@@ -428,11 +428,11 @@ local function busy_verdict(reason)
   local steps
   if reason == "no-profile" then
     steps = { "Fix the profile probe (its error is above this report) and re-run",
-      sub("Meanwhile: perf record -F 99 -g -p %s -- sleep 10; perf report --no-children", pid) }
+      sub("Meanwhile: perf record -F 99 -g -p %s -- sleep 10; perf report --no-children", pids) }
   elseif reason == "few-samples" then
-    steps = { sub("Re-run with a longer window: diagnose high-cpu --pid %s --duration 30", pid) }
+    steps = { sub("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
   else
-    steps = { sub("Flame graph of where it goes: diagnose high-cpu --pid %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", pid) }
+    steps = { sub("Flame graph of where it goes: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg) }
     if cpu < T.busy then
       push(steps, "Compare with its usual CPU use: this level may be normal for the service")
     else
@@ -482,9 +482,9 @@ local function frame_pointer_verdict()
       "For libraries, use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+) or rebuild the hot ones",
       "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof" }
   if not dwarf then
-    push(steps, sub("Meanwhile: diagnose high-cpu --pid %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", pid))
+    push(steps, sub("Meanwhile: diagnose high-cpu %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", target_arg))
   end
-  push(steps, sub("Or: perf record --call-graph dwarf -p %s -- sleep 10", pid))
+  push(steps, sub("Or: perf record --call-graph dwarf -p %s -- sleep 10", pids))
   return diag.verdict("missing-frame-pointers", "warning",
     sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (%s)",
       diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s",

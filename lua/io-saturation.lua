@@ -55,7 +55,19 @@ local T = {
 
 local B, F, C = results.blk, results.files, results.context
 local target = run.target
-local pid = target and target.pid
+-- The processes the run covered: --pid's, or a set's (--comm, --cgroup, --unit, --container);
+-- nil host-wide. `pid` stands for "there is a target" and names one process in commands; `who`
+-- names them all in evidence.
+local covered, pid, who
+if target and target.pid then
+  covered, pid, who = { [target.pid] = true }, target.pid, string.format("Process %d", target.pid)
+elseif target and target.processes and #target.processes > 0 then
+  covered, pid = {}, target.processes[1].pid
+  for _, p in ipairs(target.processes) do covered[p.pid] = true end
+  who = string.format("The %d process%s of --%s %s", #target.processes, #target.processes == 1 and "" or "es",
+    target.selection or "?", target.name or "?")
+end
+local target_arg = diag.target(run, C)
 local window = (B and B.wall_s) or (C and C.wall_s) or run.duration_s or 0
 local verdicts, report = {}, {}
 
@@ -189,7 +201,7 @@ local function target_on(dname)
     if on_disk(dev, dname) then return true end
   end
   for _, o in ipairs(submitters(dname)) do
-    if o.tgid == pid then return true end
+    if covered[o.tgid] then return true end
   end
   return false
 end
@@ -219,8 +231,8 @@ local function device_evidence(x, rule)
   local wb = dirtier_line(x.name)
   if wb then push(ev, wb) end
   if pid then
-    push(ev, sub("Process %d waits on storage %s of the window (storage syscalls, summed over threads)%s",
-      pid, diag.fmt_pct(target_wait_pct), target_on(x.name) and "" or sub("; it does no I/O on %s", x.name)))
+    push(ev, sub("%s wait%s on storage %s of the window (storage syscalls, summed over threads)%s",
+      who, target.pid and "s" or "", diag.fmt_pct(target_wait_pct), target_on(x.name) and "" or sub("; no I/O on %s", x.name)))
   end
   local p = diag.get(C, "io", "pressure")
   if p then push(ev, sub("io pressure over the window: some %s, full %s", diag.fmt_pct(p.some_pct), diag.fmt_pct(p.full_pct))) end
@@ -465,13 +477,13 @@ if findings == 0 and (B or F) then
     push(ev, "No block requests completed in the window")
   end
   if pid then
-    push(ev, sub("Process %d spent %s of the window in storage syscalls", pid, diag.fmt_pct(target_wait_pct)))
+    push(ev, sub("%s spent %s of the window in storage syscalls", who, diag.fmt_pct(target_wait_pct)))
   end
   push(verdicts, diag.verdict("ok", "ok",
     busiest and sub("I/O is light or keeps up: busiest disk %s at %s IOPS, busy %s", busiest.name, diag.fmt_count(busiest.iops), diag.fmt_pct(busiest.busy))
       or "I/O is light: no block requests in the window",
     ev,
-    { "If the service is slow anyway, its waiting is elsewhere: diagnose latency --pid PID" }))
+    { sub("If the service is slow anyway, its waiting is elsewhere: diagnose latency %s", target_arg) }))
 end
 
 -- ---- incomplete data ---------------------------------------------------------------------------

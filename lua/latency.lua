@@ -44,7 +44,7 @@ local PARKED_NS = 50e6 -- an unnamed futex waited on this long per interval: a p
 
 local O, R, S, C, W = results.offcpu, results.runq, results.syscalls, results.context, results.wakers
 local L = results.lookups -- name_lookups: getaddrinfo / gethostbyname* timed in the target's libc
-local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
+local target_arg, pids, pid = diag.target(run, C)
 -- the collection window (the sampler's own window starts earlier: at its attach, before the
 -- other probes' and the pre-flight)
 local window = run.duration_s or (C and C.wall_s) or 0
@@ -386,7 +386,7 @@ if (runq and runq.p99 >= 10 * T.runq_warn) or (runnable_pct >= T.runnable and cl
   local sev = (runnable_pct >= T.crit or (runq and runq.p99 >= 100 * T.runq_warn)) and "critical" or "warning"
   push(findings, { pct = runnable_pct, v = diag.verdict("cpu-starved", sev,
     sub("Starved of CPU: threads wait runnable %s of their time", diag.fmt_pct(runnable_pct)), ev,
-    { sub("Diagnose the CPU first: diagnose high-cpu --pid %s, and what else runs (top -o %%CPU)", pid),
+    { sub("Diagnose the CPU first: diagnose high-cpu %s, and what else runs (top -o %%CPU)", target_arg),
       "Check the cgroup CPU quota (cpu.max / cpu.cfs_quota_us) and the thread count against the CPUs" }) })
 end
 

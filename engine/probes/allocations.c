@@ -324,7 +324,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 		snprintf(comm, sizeof(comm), "%s", s.comm);
 		allocs += s.allocs;
 		alloc_bytes += s.alloc_bytes;
-		if (stacks_add_ids(table, stacks_fd, comm, sid, -1, false,
+		if (stacks_add_ids(table, stacks_fd, p->cfg.filter.pid, comm, sid, -1, false,
 				   (uint64_t)(s.bytes > 0 ? s.bytes : 0) * scale,
 				   (uint64_t)(s.count > 0 ? s.count : 0) * scale, NULL))
 			continue;

@@ -243,7 +243,7 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 		in_kernel += kernel ? count : 0;
 		char comm[sizeof(prev->comm) + 1];
 		snprintf(comm, sizeof(comm), "%s", prev->comm);
-		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, (int)prev->tgid, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       kernel, count, count, NULL);
 	}
 	if (pp->sampler) {

@@ -316,7 +316,7 @@ static int fio_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 			sync_calls += v.count * scale;
 			sync_ns += v.total_ns * scale;
 			if (prev->user_stack_id >= 0 || prev->user_stack_id == -14 /* -EFAULT */)
-				stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, -1, false,
+				stacks_add_ids(table, stacks_fd, (int)prev->tgid, comm, prev->user_stack_id, -1, false,
 					       v.total_ns * scale, v.count * scale, w->name);
 		}
 		/* merge the call paths of one (tgid, syscall, fd) */

@@ -158,7 +158,7 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		snprintf(comm, sizeof(comm), "%s", prev->comm);
 		state_ns[prev->state] += v.total_ns * scale;
 		state_count[prev->state] += v.count * scale;
-		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, (int)prev->tgid, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       prev->kernel_stack_id >= 0, v.total_ns * scale, v.count * scale,
 			       state_names[prev->state]);
 	}
@@ -180,7 +180,7 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		snprintf(comm, sizeof(comm), "%s", a.comm);
 		state_ns[a.state] += ns * scale;
 		state_count[a.state] += scale;
-		stacks_add_ids(table, stacks_fd, comm, a.user_stack_id, a.kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, (int)a.tgid, comm, a.user_stack_id, a.kernel_stack_id,
 			       a.kernel_stack_id >= 0, ns * scale, scale, state_names[a.state]);
 	}
 	if (op->sampler) {

@@ -151,7 +151,7 @@ static int pf_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 		faults += count;
 		char comm[sizeof(prev->comm) + 1];
 		snprintf(comm, sizeof(comm), "%s", prev->comm);
-		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, (int)prev->tgid, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       kstacks && prev->kernel_stack_id >= 0, count * page * scale,
 			       count * scale, NULL);
 	}

@@ -2,6 +2,12 @@
  * target and its host did over the collection window, in sections a recipe turns on with the
  * `sections` option (a comma list of cpu, memory, io, net; default "cpu").
  *
+ * On a set of processes (--comm, --cgroup, --unit, --container: filter.pid_set), the process
+ * figures are sums over the set: counters (CPU time, switches, I/O) add each process's delta from
+ * when the set first covered it to its last reading (a process that exits keeps its part), gauges
+ * (RSS, threads) add the processes alive at each reading; smaps_rollup is not read; the cgroup
+ * and network namespace are the first process's; pid is replaced by processes (how many).
+ *
  * Without a pid filter (a `target: optional-pid` recipe run without --pid) it is host-wide: only
  * the files that describe the machine are read (pressure, /proc/diskstats, the host's network
  * counters through /proc/1/net: the host's namespace), and pid, comm and threads are replaced by
@@ -64,6 +70,7 @@
 
 #include "catalog.h"
 #include "procfs.h"
+#include "target.h"
 
 enum { SEC_CPU = 1, SEC_MEMORY = 2, SEC_IO = 4, SEC_NET = 8 };
 static const char *const section_names[] = { "cpu", "memory", "io", "net" };
@@ -112,8 +119,20 @@ struct reading {
 	struct procfs_netdev netdev[MAX_NETDEV];
 };
 
+/* One process of a set: its cumulative counters when the set first covered it, and now. */
+struct member {
+	int pid;
+	bool seen;
+	struct procfs_stat stat0, stat;
+	uint64_t vol0, invol0, vol, invol;
+	struct procfs_io io0, io;
+	bool has_io;
+};
+
 struct proc_priv {
 	unsigned sections;
+	struct member *members; /* a set of processes; NULL otherwise */
+	size_t n_members;
 	char sections_text[64];
 	char comm[64];
 	bool cpu_cg_ok, mem_cg_ok, io_cg_ok;
@@ -359,10 +378,124 @@ static int take_host_reading(const struct proc_priv *pp, struct reading *r)
 
 /* One reading of every enabled section; smaps_rollup (which walks the whole address space)
  * only when `full`. Fails only when the target's /proc/PID/stat is gone. */
+static struct member *member_of(struct proc_priv *pp, int pid)
+{
+	for (size_t i = 0; i < pp->n_members; i++)
+		if (pp->members[i].pid == pid)
+			return &pp->members[i];
+	pp->members = xrealloc(pp->members, (pp->n_members + 1) * sizeof(*pp->members));
+	struct member *m = &pp->members[pp->n_members++];
+	memset(m, 0, sizeof(*m));
+	m->pid = pid;
+	return m;
+}
+
+/* A set of processes: the per-process figures of r become the set's (see the top comment).
+ * Returns -1 when no process of the set is left. */
+static int aggregate_set(struct probe *p, struct reading *r)
+{
+	struct proc_priv *pp = p->priv;
+	const struct target *t = p->cfg.filter.target;
+	struct procfs_status sum = { 0 };
+	long threads = 0;
+	size_t alive = 0;
+	bool all_split = true, all_swap = true;
+	for (size_t i = 0; i < t->n_procs; i++) {
+		if (!t->procs[i].alive)
+			continue;
+		int pid = t->procs[i].pid;
+		struct procfs_stat st;
+		char *text = read_pid_file(pid, "stat");
+		int rc = text ? procfs_parse_stat(text, &st) : -1;
+		free(text);
+		if (rc < 0)
+			continue; /* exited since the scan */
+		struct reading one;
+		read_switches(pid, &one);
+		struct procfs_status status;
+		text = read_pid_file(pid, "status");
+		bool has_status = text && procfs_parse_status(text, &status) == 0 && status.has_rss;
+		free(text);
+		struct procfs_io io;
+		text = (pp->sections & SEC_IO) ? read_pid_file(pid, "io") : NULL;
+		bool has_io = text && procfs_parse_io(text, &io) == 0;
+		free(text);
+		bool fresh = false;
+		struct member *m = member_of(pp, pid);
+		if (!m->seen) {
+			fresh = m->seen = true;
+			m->stat0 = st;
+			m->vol0 = one.vol_switches;
+			m->invol0 = one.invol_switches;
+		}
+		m->stat = st;
+		m->vol = one.vol_switches;
+		m->invol = one.invol_switches;
+		if (has_io) {
+			if (fresh || !m->has_io)
+				m->io0 = io;
+			m->io = io;
+			m->has_io = true;
+		}
+		alive++;
+		threads += st.threads;
+		if (has_status) {
+			sum.vm_rss += status.vm_rss;
+			sum.rss_anon += status.rss_anon;
+			sum.rss_file += status.rss_file;
+			sum.rss_shmem += status.rss_shmem;
+			sum.vm_swap += status.vm_swap;
+			sum.vm_hwm += status.vm_hwm;
+			all_split &= status.has_rss_split;
+			all_swap &= status.has_swap;
+		}
+	}
+	if (!alive)
+		return -1;
+	memset(&r->stat, 0, sizeof(r->stat));
+	snprintf(r->stat.comm, sizeof(r->stat.comm), "%s", pp->comm);
+	r->stat.threads = threads;
+	r->vol_switches = r->invol_switches = 0;
+	memset(&r->io, 0, sizeof(r->io));
+	r->has_io = false;
+	for (size_t i = 0; i < pp->n_members; i++) {
+		const struct member *m = &pp->members[i];
+		r->stat.utime_ticks += m->stat.utime_ticks - m->stat0.utime_ticks;
+		r->stat.stime_ticks += m->stat.stime_ticks - m->stat0.stime_ticks;
+		r->vol_switches += m->vol >= m->vol0 ? m->vol - m->vol0 : 0;
+		r->invol_switches += m->invol >= m->invol0 ? m->invol - m->invol0 : 0;
+		if (m->has_io) {
+			r->has_io = true;
+			r->io.rchar += m->io.rchar - m->io0.rchar;
+			r->io.wchar += m->io.wchar - m->io0.wchar;
+			r->io.syscr += m->io.syscr - m->io0.syscr;
+			r->io.syscw += m->io.syscw - m->io0.syscw;
+			r->io.read_bytes += m->io.read_bytes - m->io0.read_bytes;
+			r->io.write_bytes += m->io.write_bytes - m->io0.write_bytes;
+			r->io.cancelled_write_bytes += m->io.cancelled_write_bytes - m->io0.cancelled_write_bytes;
+		}
+	}
+	sum.threads = threads;
+	sum.has_rss = r->has_status = (pp->sections & SEC_MEMORY) != 0;
+	sum.has_rss_split = all_split;
+	sum.has_swap = all_swap;
+	r->status = sum;
+	r->has_smaps = false;
+	return 0;
+}
+
+/* The process whose files stand for the target: the pid filter's, or a set's first one alive. */
+static int reading_pid(const struct probe *p)
+{
+	if (p->cfg.filter.pid_set)
+		return target_first_pid(p->cfg.filter.target);
+	return p->cfg.filter.pid;
+}
+
 static int take_reading(struct probe *p, struct reading *r, bool full)
 {
 	struct proc_priv *pp = p->priv;
-	int pid = p->cfg.filter.pid;
+	int pid = reading_pid(p);
 	char *text;
 	memset(r, 0, sizeof(*r));
 	if (pp->host)
@@ -418,6 +551,8 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 		r->has_softnet = text && procfs_parse_softnet(text, &r->softnet) > 0;
 		free(text);
 	}
+	if (p->cfg.filter.pid_set && aggregate_set(p, r) < 0)
+		return -1;
 	r->at_ns = mono_ns();
 	r->valid = true;
 	return 0;
@@ -436,7 +571,7 @@ static void add_to_series(struct proc_priv *pp, const struct reading *r)
 static void locate_cgroups(struct probe *p)
 {
 	struct proc_priv *pp = p->priv;
-	char *text = read_pid_file(p->cfg.filter.pid, "cgroup");
+	char *text = read_pid_file(reading_pid(p), "cgroup");
 	if (!text)
 		return;
 	/* Pure v2 mounts the unified hierarchy at /sys/fs/cgroup; hybrid hosts at .../unified. */
@@ -483,20 +618,21 @@ static int proc_load(struct probe *p, struct diag_err *err)
 	pp->sections = parse_sections(sections ? sections : "cpu");
 	if (!pp->sections)
 		return diag_fail(err, DIAG_EXIT_USAGE, "proc_context: bad sections \"%s\"", sections);
-	pp->host = p->cfg.filter.pid <= 0;
+	pp->host = p->cfg.filter.pid <= 0 && !p->cfg.filter.pid_set;
 	pp->sections_text[0] = '\0';
 	for (size_t i = 0; i < ARRAY_LEN(section_names); i++)
 		if (pp->sections & (1u << i))
 			snprintf(pp->sections_text + strlen(pp->sections_text),
 				 sizeof(pp->sections_text) - strlen(pp->sections_text), "%s%s",
 				 pp->sections_text[0] ? "," : "", section_names[i]);
-	if (p->cfg.filter.pid <= 0) {
+	if (pp->host) {
 		/* no target (a host-wide run of a `target: optional-pid` recipe) */
 		pp->host = true;
 		p->variant = "procfs";
 		return 0;
 	}
-	char *text = read_pid_file(p->cfg.filter.pid, "stat");
+	int pid = reading_pid(p);
+	char *text = read_pid_file(pid, "stat");
 	int saved = errno;
 	bool readable = text != NULL;
 	struct procfs_stat st;
@@ -505,9 +641,9 @@ static int proc_load(struct probe *p, struct diag_err *err)
 	/* The plan found the process: gone now means it exited before the collection started. */
 	if (rc < 0 && !readable && saved == ENOENT)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
-				 p->cfg.filter.pid);
+				 pid);
 	if (rc < 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d: %s", p->cfg.filter.pid,
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d: %s", pid,
 				 readable ? "unreadable /proc/PID/stat" : strerror(saved));
 	snprintf(pp->comm, sizeof(pp->comm), "%s", st.comm);
 	locate_cgroups(p);
@@ -519,7 +655,7 @@ static int proc_attach(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
 	if (take_reading(p, &pp->start, true) < 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", p->cfg.filter.pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", reading_pid(p));
 	pp->last = pp->start;
 	add_to_series(pp, &pp->start);
 	return 0;
@@ -885,7 +1021,7 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 {
 	struct proc_priv *pp = p->priv;
 	if (!pp->start.valid)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "no reading of process %d", p->cfg.filter.pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "no reading of process %d", reading_pid(p));
 	/* The last reading of the window, with smaps_rollup this time. */
 	if (!pp->exited) {
 		if (take_reading(p, &pp->scratch, true) == 0) {
@@ -902,7 +1038,10 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	if (pp->host) {
 		value_set_bool(res, "host", true);
 	} else {
-		value_set_int(res, "pid", p->cfg.filter.pid);
+		if (p->cfg.filter.pid_set)
+			value_set_int(res, "processes", (int64_t)pp->n_members);
+		else
+			value_set_int(res, "pid", p->cfg.filter.pid);
 		value_set_str(res, "comm", pp->comm);
 		value_set_int(res, "threads", b->stat.threads);
 	}
@@ -952,7 +1091,8 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	{ name "[].bytes", RT_INTEGER, "bytes", false, "the value then" }
 
 static const struct result_field proc_results[] = {
-	{ "pid", RT_INTEGER, NULL, true, "the target (absent host-wide)" },
+	{ "pid", RT_INTEGER, NULL, true, "the target (absent host-wide and for a set of processes)" },
+	{ "processes", RT_INTEGER, "count", true, "a set of processes (--comm, --cgroup, ...): how many the figures add up" },
 	{ "comm", RT_STRING, NULL, true, "the target's name (absent host-wide)" },
 	{ "host", RT_BOOLEAN, NULL, true, "true when run without a target: host-wide files only" },
 	{ "sections", RT_STRING, NULL, false, "the sections read, canonical order" },
@@ -1118,7 +1258,13 @@ static const struct result_field proc_results[] = {
 /* No BPF: /proc and cgroupfs only. */
 static const char *const proc_features[] = { NULL };
 
-static void proc_destroy(struct probe *p) { (void)p; }
+static void proc_destroy(struct probe *p)
+{
+	struct proc_priv *pp = p->priv;
+	free(pp->members);
+	pp->members = NULL;
+	pp->n_members = 0;
+}
 static struct bpf_object *proc_object(struct probe *p) { (void)p; return NULL; }
 
 const struct probe_kind probe_kind_proc_context = {

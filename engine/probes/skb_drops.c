@@ -291,7 +291,7 @@ static int skbd_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		snext = snext == &skeys[0] ? &skeys[1] : &skeys[0];
 		if (bpf_map_lookup_elem(sfd, sprev, &c) || !c)
 			continue;
-		stacks_add_ids(table, stacks_fd, "[softirq or any task]", -1, sprev->kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, 0, "[softirq or any task]", -1, sprev->kernel_stack_id,
 			       true, c, c, reason_name(sp, sprev->reason, buf, sizeof(buf)));
 	}
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(sp->skel->obj, DIAG_STAT_LOST));

@@ -144,7 +144,7 @@ static int wake_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		snprintf(comm, sizeof(comm), "%s", prev->comm);
 		by_ns[prev->by] += v.total_ns * scale;
 		by_count[prev->by] += v.count * scale;
-		stacks_add_ids(table, stacks_fd, comm, prev->user_stack_id, prev->kernel_stack_id,
+		stacks_add_ids(table, stacks_fd, (int)prev->waker_tgid, comm, prev->user_stack_id, prev->kernel_stack_id,
 			       prev->kernel_stack_id >= 0, v.total_ns * scale, v.count * scale,
 			       by_names[prev->by]);
 	}

@@ -37,6 +37,33 @@ function diag.stop_note(stop, window, exited)
   return nil
 end
 
+-- diag.target(run, context): how next steps name the run's target again: the diagnose flag
+-- ("--pid 1234", or for a set of processes "--comm nginx", "--cgroup PATH", "--unit NAME",
+-- "--container ID"), the pids as perf -p takes them ("1234" or "1234,1240"), and one pid for
+-- /proc paths; "--pid PID", "PID", "PID" when the report has none.
+function diag.target(run, context)
+  local t = run and run.target
+  local procs = t and t.processes
+  if t and t.selection and procs and #procs > 0 then
+    local pids, first = {}, nil
+    for _, p in ipairs(procs) do
+      if p.alive ~= false or #pids == 0 then
+        pids[#pids + 1] = tostring(math.tointeger(p.pid) or p.pid)
+        first = first or pids[#pids]
+      end
+    end
+    local name = t.name or "?"
+    if name:find("[%s'\"$`\\;|&<>()]") then name = "'" .. name:gsub("'", "'\\''") .. "'" end
+    return string.format("--%s %s", t.selection, name), table.concat(pids, ","), first
+  end
+  local pid = (t and t.pid) or (context and context.pid)
+  if pid then
+    pid = tostring(math.tointeger(pid) or pid)
+    return "--pid " .. pid, pid, pid
+  end
+  return "--pid PID", "PID", "PID"
+end
+
 -- diag.get(t, "a", "b") is t.a.b, or nil as soon as one level is missing.
 function diag.get(t, ...)
   for i = 1, select("#", ...) do

@@ -1,6 +1,6 @@
 # Fleet runs through Ansible (contrib/ansible/diagnose.yml) and `diagnose merge`, on an inventory
 # of local "hosts" (ansible_connection=local), each with its own workload: two with lock
-# contention (lock_contention 4), one healthy (lock_contention 1), one whose target does not
+# contention (lock_contention 4; one of them selected by name, --comm), one healthy (lock_contention 1), one whose target does not
 # exist. The playbook runs the latency recipe on each, one host at a time, keeps each report,
 # keeps the failed host apart with its reason, and merges what it collected: lock-contention on
 # exactly the two contended hosts, the healthy one without it; the run fails because one host
@@ -9,14 +9,15 @@
 command -v ansible-playbook >/dev/null || skip "ansible-playbook missing (Debian package ansible; make deps installs it as root)"
 start "$WL/lock_contention" 4
 A=$PID
-start "$WL/lock_contention" 4
+cp "$WL/lock_contention" "$TMP/lockd_fleet" # web2 names its service, not a pid
+start "$TMP/lockd_fleet" 4
 B=$PID
 start "$WL/lock_contention" 1
 C=$PID
 cat > "$TMP/inventory" <<INV
 [web]
 web1 diagnose_target="--pid $A"
-web2 diagnose_target="--pid $B"
+web2 diagnose_target="--comm lockd_fleet"
 web3 diagnose_target="--pid $C"
 web4 diagnose_target="--pid 999999999"
 
@@ -41,6 +42,8 @@ grep -q "FAILED web4" "$TMP/play.out" || fail "the fleet view does not list web4
 	fail "merged: $(json "$OUT/merged.json" '[(h["file"], h["verdicts"]) for h in r["hosts"]]')"
 [ "$(json "$OUT/merged.json" '[g["count"] for g in r["verdicts"] if g["id"] == "lock-contention"] == [2]')" = True ] ||
 	fail "merged lock-contention count: $(json "$OUT/merged.json" 'r["verdicts"]')"
+[ "$(json "$OUT/hosts/web2.json" "[p['pid'] for p in r['target']['processes']] == [$B]")" = True ] ||
+	fail "web2 (--comm lockd_fleet) did not cover exactly its process"
 grep -q 'latency/lock-contention' "$OUT/merged.txt" || fail "merged text"
 assert_released "a fleet run"
 exit 0

@@ -76,7 +76,7 @@ static void test_high_cpu(void **state)
 	assert_non_null(r->description);
 	assert_non_null(strchr(r->description, ' '));
 	assert_string_equal(r->lua, "high-cpu.lua");
-	assert_int_equal(r->target, RECIPE_TARGET_PID);
+	assert_int_equal(r->target, RECIPE_TARGET_PROCESSES);
 	assert_true(r->duration_s >= 1 && r->duration_s <= r->budgets.max_duration_s);
 	assert_int_equal(r->budgets.max_duration_s, 60);
 	assert_int_equal(r->budgets.max_sample_hz, 999);

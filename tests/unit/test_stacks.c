@@ -120,10 +120,10 @@ static void test_merge_by_symbols_not_ids(void **state)
 
 	struct collect_ctx ctx = { .ksyms = ks };
 	struct stack_table *t = stacks_new(&ctx, 16);
-	assert_int_equal(stacks_add_ids(t, fd, "app", 7, 1, true, 3, 3, NULL), 0);
-	assert_int_equal(stacks_add_ids(t, fd, "app", 8, 2, true, 2, 2, NULL), 0);
-	assert_int_equal(stacks_add_ids(t, fd, "app", 7, 3, true, 1, 1, NULL), 0);
-	assert_int_equal(stacks_add_ids(t, fd, "app", -14, 99, false, 4, 4, NULL), 0);
+	assert_int_equal(stacks_add_ids(t, fd, 0, "app", 7, 1, true, 3, 3, NULL), 0);
+	assert_int_equal(stacks_add_ids(t, fd, 0, "app", 8, 2, true, 2, 2, NULL), 0);
+	assert_int_equal(stacks_add_ids(t, fd, 0, "app", 7, 3, true, 1, 1, NULL), 0);
+	assert_int_equal(stacks_add_ids(t, fd, 0, "app", -14, 99, false, 4, 4, NULL), 0);
 	struct value *res;
 	const struct value *stacks = finish(t, "samples", &res);
 
@@ -292,10 +292,10 @@ static void test_user_ips_and_provenance(void **state)
 	const uint64_t ips[] = { 0x1000, 0x2000, 0x3000 };
 	const uint8_t all_fp[] = { FRAME_FP, FRAME_FP, FRAME_FP };
 	const uint8_t leaf_fixed[] = { FRAME_FP, FRAME_CFI, FRAME_FP };
-	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, leaf_fixed, 3, -1, false, 5, 5, NULL), 0);
-	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, leaf_fixed, 3, -1, false, 2, 2, NULL), 0);
-	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, all_fp, 3, -1, false, 4, 4, NULL), 0);
-	assert_int_equal(stacks_add_user_ips(t, -1, "w", ips, NULL, 3, -1, false, 1, 1, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 0, "w", ips, leaf_fixed, 3, -1, false, 5, 5, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 0, "w", ips, leaf_fixed, 3, -1, false, 2, 2, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 0, "w", ips, all_fp, 3, -1, false, 4, 4, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 0, "w", ips, NULL, 3, -1, false, 1, 1, NULL), 0);
 	struct value *res;
 	const struct value *stacks = finish(t, "samples", &res);
 	assert_int_equal(stacks->arr.len, 2);
@@ -309,6 +309,43 @@ static void test_user_ips_and_provenance(void **state)
 	assert_frames(fixed, "user_from", from, 3);
 	assert_null(value_get(walked, "user_from"));
 	value_free(res);
+}
+
+/* A set of processes (--comm, --cgroup...): each row's user frames are named by its own
+ * process's symbolizer (collect_ctx.usyms_of); a process the set did not cover gets addresses. */
+struct two_procs {
+	struct usyms *a, *b;
+};
+
+static struct usyms *usyms_of_pid(const void *arg, int tgid)
+{
+	const struct two_procs *tp = arg;
+	return tgid == 10 ? tp->a : tgid == 20 ? tp->b : NULL;
+}
+
+static void test_per_process_symbolizers(void **state)
+{
+	(void)state;
+	struct two_procs tp = { usyms_new(10), usyms_new(20) };
+	usyms_add_mapping(tp.a, 0x1000, 0x2000, 0, "/nonexistent/liba.so");
+	usyms_add_mapping(tp.b, 0x1000, 0x2000, 0, "/nonexistent/libb.so");
+	struct collect_ctx ctx = { .usyms_of = usyms_of_pid, .usyms_arg = &tp };
+	struct stack_table *t = stacks_new(&ctx, 8);
+	const uint64_t ips[] = { 0x1010 };
+	assert_int_equal(stacks_add_user_ips(t, -1, 10, "svc", ips, NULL, 1, -1, false, 3, 3, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 20, "svc", ips, NULL, 1, -1, false, 2, 2, NULL), 0);
+	assert_int_equal(stacks_add_user_ips(t, -1, 30, "svc", ips, NULL, 1, -1, false, 1, 1, NULL), 0);
+	struct value *res;
+	const struct value *stacks = finish(t, "samples", &res);
+	assert_int_equal(stacks->arr.len, 3);
+	static const char *const in_a[] = { "liba.so+0x10" }, *const in_b[] = { "libb.so+0x10" },
+				 *const unknown[] = { "0x1010" };
+	assert_frames(stacks->arr.items[0], "user", in_a, 1);
+	assert_frames(stacks->arr.items[1], "user", in_b, 1);
+	assert_frames(stacks->arr.items[2], "user", unknown, 1);
+	value_free(res);
+	usyms_free(tp.a);
+	usyms_free(tp.b);
 }
 
 static void test_bounded(void **state)
@@ -447,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_in_kernel_distinguishes),
 		cmocka_unit_test(test_user_ips_and_provenance),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_per_process_symbolizers),
 		cmocka_unit_test(test_folded_one_probe_one_unit),
 		cmocka_unit_test(test_folded_escapes),
 	};
