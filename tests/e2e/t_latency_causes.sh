@@ -1,7 +1,8 @@
 # diagnose latency on two more causes, each with its control:
 # (a) a request path blocked on the disk (disk_reader: random 4 KiB O_DIRECT reads in
 #     lookup_record(), on a file under /var/tmp, not tmpfs) → `disk-io` first, naming
-#     lookup_record() and pread;
+#     lookup_record() and pread; its control, the same loop on the same file through the warm
+#     page cache → no disk-io;
 # (b) CPU starvation: a CPU-bound request loop (cpu_burner) next to three spinners (more runnable
 #     threads than CPUs) → `cpu-starved`; its control, the same loop alone → no cpu-starved and no
 #     warning.
@@ -20,6 +21,18 @@ grep -q ready "$TMP/dr.out" || fail "disk_reader did not get ready: $(cat "$TMP/
 check "$TMP/disk.json" "r['verdicts'][0]['id'] == 'disk-io' and 'lookup_record()' in r['verdicts'][0]['title'] and any('pread' in e for e in r['verdicts'][0]['evidence'])" \
 	"disk: verdicts $(json "$TMP/disk.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
 assert_released "latency on a disk-bound process"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# Its control: the same loop on the same file through the warm page cache: no disk wait to name.
+"$WL/disk_reader" "$DATA/records.dat" cached > "$TMP/drc.out" 2>&1 &
+PID=$!
+PIDS="$PIDS $PID"
+for _ in $(seq 100); do grep -q ready "$TMP/drc.out" && break; sleep 0.1; done
+grep -q ready "$TMP/drc.out" || fail "disk_reader cached did not get ready: $(cat "$TMP/drc.out")"
+"$DIAG" latency --pid "$PID" --duration 2 --json > "$TMP/cached.json" 2> "$TMP/cached.err"; rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "disk control: exit $rc: $(cat "$TMP/cached.err")"
+check "$TMP/cached.json" "not any(v['id'] == 'disk-io' for v in r['verdicts'])" \
+	"disk control (page cache): verdicts $(json "$TMP/cached.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 start "$WL/cpu_burner"

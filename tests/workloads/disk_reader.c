@@ -2,9 +2,12 @@
  * (argv[1]) of SIZE_MIB and loops in lookup_record(), which reads one 4 KiB block at a random
  * offset with O_DIRECT (no page cache: every read waits for the device), then does a little work.
  * The reads are the only waits, so most of the thread's time is in the block layer.
+ * `disk_reader FILE cached` is its healthy control, the same loop on the same file read through
+ * the page cache (warmed first): the reads never wait for the device.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,7 @@ __attribute__((noinline)) void lookup_record(void)
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "disk_reader.dat";
+	bool cached = argc > 2 && strcmp(argv[2], "cached") == 0;
 	int w = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
 	static unsigned char chunk[1 << 20];
 	if (w < 0) {
@@ -41,11 +45,13 @@ int main(int argc, char **argv)
 			return 1;
 	fsync(w);
 	close(w);
-	fd = open(path, O_RDONLY | O_DIRECT);
+	fd = open(path, O_RDONLY | (cached ? 0 : O_DIRECT));
 	if (fd < 0 || posix_memalign((void **)&buf, BLOCK, BLOCK)) {
 		perror(path);
 		return 1;
 	}
+	while (cached && read(fd, chunk, sizeof(chunk)) > 0) /* every block in the page cache */
+		;
 	puts("ready");
 	fflush(stdout);
 	for (;;)
