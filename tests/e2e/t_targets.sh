@@ -19,9 +19,18 @@ cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
 	[ -n "$MEMCG" ] && rmdir "$MEMCG" 2>/dev/null
+	[ -n "${UNIT:-}" ] && systemctl stop "$UNIT" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
+# collect OUT.json ARGS...: a run of diagnose that must collect and judge (exit 0, 4 or 5)
+collect() {
+	local out=$1 rc
+	shift
+	"$DIAG" "$@" --json > "$out" 2> "$out.err"
+	rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "$*: exit $rc: $(cat "$out.err")"
+}
 
 # Copies of the burner under names of their own: a comm is the executable's name.
 cp "$WL/cpu_burner" "$TMP/svc_e2e"
@@ -35,9 +44,7 @@ start "$TMP/svc_other" 600; OTHER=$PID
 ( sleep 1.5; exec "$TMP/svc_e2e" 600 ) >/dev/null 2>&1 &
 A3=$!
 PIDS="$PIDS $A3"
-"$DIAG" high-cpu --comm svc_e2e --duration 4 --json > "$TMP/comm.json" 2> "$TMP/comm.err"
-rc=$?
-[ "$rc" -le 5 ] && [ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "--comm: exit $rc: $(cat "$TMP/comm.err")"
+collect "$TMP/comm.json" high-cpu --comm svc_e2e --duration 4
 CHECK_LET='t = r["target"]; pids = sorted(p["pid"] for p in t["processes"])'
 check "$TMP/comm.json" "t['selection'] == 'comm' and t['name'] == 'svc_e2e'" "--comm: the report does not name the selection"
 check "$TMP/comm.json" "pids == sorted([$A1, $A2, $A3])" "--comm: processes covered are not the three named svc_e2e (the third started during the run)"
@@ -59,9 +66,7 @@ if [ -n "$V2" ] && [ -n "$OWN" ] && mkdir "$V2${OWN%/}/diag-e2e-$$" 2>/dev/null;
 	start "$TMP/cg_e2e" 600; IN=$PID
 	echo "$IN" > "$CG/cgroup.procs" || fail "cannot move $IN into $CG"
 	start "$TMP/cg_e2e" 600; OUT=$PID
-	"$DIAG" high-cpu --cgroup "${OWN%/}/diag-e2e-$$" --duration 2 --json > "$TMP/cg.json" 2> "$TMP/cg.err"
-	rc=$?
-	[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "--cgroup v2: exit $rc: $(cat "$TMP/cg.err")"
+	collect "$TMP/cg.json" high-cpu --cgroup "${OWN%/}/diag-e2e-$$" --duration 2
 	CHECK_LET='t = r["target"]'
 	check "$TMP/cg.json" "[p['pid'] for p in t['processes']] == [$IN] and t['cgroup'] == '$CG' and t['cgroup_version'] == 2" \
 		"--cgroup v2: not exactly the process in $CG"
@@ -77,9 +82,7 @@ if [ -d /sys/fs/cgroup/memory ] && [ -n "$OWNMEM" ] && mkdir "/sys/fs/cgroup/mem
 	MEMCG="/sys/fs/cgroup/memory${OWNMEM%/}/diag-e2e-$$"
 	start "$TMP/cg_e2e" 600; IN=$PID
 	echo "$IN" > "$MEMCG/cgroup.procs" || fail "cannot move $IN into $MEMCG"
-	"$DIAG" high-cpu --cgroup "$MEMCG" --duration 2 --json > "$TMP/v1.json" 2> "$TMP/v1.err"
-	rc=$?
-	[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "--cgroup v1: exit $rc: $(cat "$TMP/v1.err")"
+	collect "$TMP/v1.json" high-cpu --cgroup "$MEMCG" --duration 2
 	CHECK_LET='t = r["target"]'
 	check "$TMP/v1.json" "[p['pid'] for p in t['processes']] == [$IN] and t['cgroup_version'] == 1" "--cgroup v1: not exactly the process in $MEMCG"
 	check "$TMP/v1.json" "res['profile']['samples'] > 0" "--cgroup v1: no samples"
@@ -93,9 +96,7 @@ assert_released "high-cpu --cgroup"
 cp "$WL/lock_contention" "$TMP/lock_e2e"
 start "$TMP/lock_e2e" 4; L1=$PID
 start "$TMP/lock_e2e" 4; L2=$PID
-"$DIAG" latency --comm lock_e2e --duration 3 --json > "$TMP/lat.json" 2> "$TMP/lat.err"
-rc=$?
-[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "latency --comm: exit $rc: $(cat "$TMP/lat.err")"
+collect "$TMP/lat.json" latency --comm lock_e2e --duration 3
 CHECK_LET='t = r["target"]; ids = [v["id"] for v in r["verdicts"]]'
 check "$TMP/lat.json" "sorted(p['pid'] for p in t['processes']) == sorted([$L1, $L2])" "latency --comm: not the two lock_e2e processes"
 check "$TMP/lat.json" "'lock-contention' in ids and any('compact_state' in json.dumps(v) for v in r['verdicts'] if v['id'] == 'lock-contention')" \
@@ -107,9 +108,7 @@ assert_released "latency --comm"
 cp "$WL/io_load" "$TMP/jrnl_e2e"
 start "$TMP/jrnl_e2e" journal "$TMP/j1" 30; J1=$PID
 start "$TMP/jrnl_e2e" journal "$TMP/j2" 30; J2=$PID
-"$DIAG" io-saturation --comm jrnl_e2e --duration 3 --json > "$TMP/io.json" 2> "$TMP/io.err"
-rc=$?
-[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "io-saturation --comm: exit $rc: $(cat "$TMP/io.err")"
+collect "$TMP/io.json" io-saturation --comm jrnl_e2e --duration 3
 CHECK_LET='sync = [v for v in r["verdicts"] if v["id"] == "sync-bound"]'
 check "$TMP/io.json" "sync and 'jrnl_e2e' in sync[0]['title'] and 'journal_run' in json.dumps(sync[0])" \
 	"io-saturation --comm: the fsync-bound journals (journal_run) are not named"
@@ -121,9 +120,7 @@ assert_released "io-saturation --comm"
 # ---- (e) every process of the set exits ------------------------------------------------------------
 start "$TMP/svc_e2e" 2; E1=$PID
 start "$TMP/svc_e2e" 2; E2=$PID
-"$DIAG" high-cpu --comm svc_e2e --duration 8 --json > "$TMP/exit.json" 2> "$TMP/exit.err"
-rc=$?
-[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "set exits: exit $rc: $(cat "$TMP/exit.err")"
+collect "$TMP/exit.json" high-cpu --comm svc_e2e --duration 8
 CHECK_LET='t = r["target"]'
 check "$TMP/exit.json" "r['stop_reason'] == 'target-exited' and r['duration_s'] < 6" "set exits: the run did not stop when the last process exited"
 check "$TMP/exit.json" "all(not p['alive'] for p in t['processes']) and res['profile']['samples'] > 0" \
@@ -136,10 +133,7 @@ if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null; then
 	UNIT="diag-e2e-$$"
 	systemd-run --unit "$UNIT" "$TMP/svc_e2e" 30 >/dev/null 2>&1 || fail "systemd-run failed"
 	sleep 0.5
-	"$DIAG" high-cpu --unit "$UNIT" --duration 2 --json > "$TMP/unit.json" 2> "$TMP/unit.err"
-	rc=$?
-	systemctl stop "$UNIT" 2>/dev/null
-	[ "$rc" != 1 ] && [ "$rc" != 2 ] && [ "$rc" != 3 ] || fail "--unit: exit $rc: $(cat "$TMP/unit.err")"
+	collect "$TMP/unit.json" high-cpu --unit "$UNIT" --duration 2
 	check "$TMP/unit.json" "r['target']['selection'] == 'unit' and len(r['target']['processes']) == 1" "--unit: not the unit's process"
 else
 	echo "note: (f) skipped: this machine runs no systemd (no systemd-run units to select)"
