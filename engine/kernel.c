@@ -61,6 +61,18 @@ static bool is_tracefs(const char *dir)
 	return access(events, F_OK) == 0;
 }
 
+bool kernel_has_tracepoint(const char *tp)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[256];
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/%s", roots[i], tp);
+		if (access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 int kernel_ensure_tracefs(bool *mounted_now, struct diag_err *err)
 {
 	*mounted_now = false;

@@ -15,6 +15,10 @@
 /* One line naming what is missing; DIAG_EXIT_REFUSED. */
 int kernel_check_privileges(struct diag_err *err);
 int kernel_check_btf(struct diag_err *err);
+/* Whether tracefs lists a tracepoint ("tcp/tcp_retransmit_skb") or a group of them ("block"),
+ * at /sys/kernel/tracing or /sys/kernel/debug/tracing; false also when tracefs is not mounted. */
+bool kernel_has_tracepoint(const char *tp);
+
 /* Mounts tracefs at /sys/kernel/tracing when no tracefs is mounted. *mounted_now tells. */
 int kernel_ensure_tracefs(bool *mounted_now, struct diag_err *err);
 /* Route libbpf's messages to stderr only when verbose. */

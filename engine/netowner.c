@@ -4,6 +4,7 @@
 #include "netowner.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -193,4 +194,14 @@ size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max)
 	free(socks);
 	free(inodes);
 	return k;
+}
+
+void netowner_size_maps(struct bpf_map *socks, struct bpf_map *flows, struct bpf_map *ports,
+			bool has_target, uint32_t max_owned)
+{
+	uint32_t owned = has_target ? max_owned : 1;
+	bpf_map__set_max_entries(socks, owned);
+	bpf_map__set_max_entries(flows, owned);
+	if (!has_target)
+		bpf_map__set_max_entries(ports, 1);
 }

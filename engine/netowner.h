@@ -5,11 +5,13 @@
  * namespace: inode → addresses, ports, state) and /proc/PID/ns/net; writing the target's
  * connections into an owned-flows map and its listening ports into an owned-ports map. The
  * parser of the tcp/tcp6 text is pure (unit-tested).
- * Must not: load BPF, or know a probe kind; it only updates map fds it is given.
+ * Must not: load BPF, or know a probe kind; it only sizes (before load) and updates the maps it
+ * is given.
  */
 #ifndef DIAG_NETOWNER_H
 #define DIAG_NETOWNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +29,12 @@ struct netowner_sock {
 /* Parses the text of /proc/net/tcp (family 2) or tcp6 (family 10) into out (at most max rows);
  * returns the rows parsed. Malformed lines are skipped. */
 size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *out, size_t max);
+
+struct bpf_map;
+/* Sizes the ownership maps of bpf/net_owner.h before load: max_owned entries with a target
+ * (has_target), one without (nothing is owned host-wide). */
+void netowner_size_maps(struct bpf_map *socks, struct bpf_map *flows, struct bpf_map *ports,
+			bool has_target, uint32_t max_owned);
 
 /* Adds the TCP sockets process pid holds to flows_fd (struct tcpe_flow keys, connections) and
  * ports_fd (struct tcpe_port keys, listening sockets, in its network namespace). Counts what it

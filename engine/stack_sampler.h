@@ -50,6 +50,23 @@ const char *stack_sampler_check_unwind(const char *value);
 /* True when a probe's user_unwind option asks for DWARF unwinding in user space. */
 bool stack_sampler_wants_dwarf(const char *user_unwind);
 
+/* Defines NAME_drain, NAME_wake_fd and NAME_tick, the run loop's hooks (struct probe_kind's
+ * drain, wake_fd, tick), for a probe kind whose private state PTYPE keeps its sampler in
+ * `sampler`: read the ring when it wakes, and once a second. */
+#define STACK_SAMPLER_PROBE_OPS(name, ptype)                                                      \
+	static void name##_drain(struct probe *p)                                                 \
+	{                                                                                         \
+		stack_sampler_consume(((ptype *)p->priv)->sampler);                                 \
+	}                                                                                         \
+	static int name##_wake_fd(struct probe *p)                                                \
+	{                                                                                         \
+		return stack_sampler_wake_fd(((ptype *)p->priv)->sampler);                          \
+	}                                                                                         \
+	static void name##_tick(struct probe *p)                                                  \
+	{                                                                                         \
+		stack_sampler_tick(((ptype *)p->priv)->sampler);                                    \
+	}
+
 /* The options of a probe whose events' stacks (an off-CPU interval, a wakeup) may be unwound in
  * user space: user_unwind, stack_bytes (default stack_default), ring_buffer_kib. */
 #define STACK_SAMPLER_OPTIONS(what, stack_default)                                                \

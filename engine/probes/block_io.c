@@ -21,6 +21,7 @@
 #include "diag_bpf.h"
 #include "block_io.h"
 #include "block_io.skel.h"
+#include "kernel.h"
 
 struct blk_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
@@ -66,12 +67,12 @@ static void drop_missing(struct probe *p, struct bpf_object *obj, const char *va
 	bp->missing[0] = '\0';
 	/* tracefs (the run mounts it) lists the kernel's tracepoints; without it, assume they are
 	 * there and let the load say otherwise. (Asking the kernel's BTF costs ~100 ms a name.) */
-	if (access("/sys/kernel/tracing/events/block", F_OK) != 0)
+	if (!kernel_has_tracepoint("block"))
 		return;
 	for (size_t i = 0; i < ARRAY_LEN(optional); i++) {
-		char path[128];
-		snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s", group[i], tracepoint[i]);
-		if (access(path, F_OK) == 0)
+		char tp[128];
+		snprintf(tp, sizeof(tp), "%s/%s", group[i], tracepoint[i]);
+		if (kernel_has_tracepoint(tp))
 			continue;
 		char name[64];
 		snprintf(name, sizeof(name), "%s_%s", variant, optional[i]);

@@ -102,20 +102,7 @@ static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static void profile_drain(struct probe *p)
-{
-	stack_sampler_consume(((struct profile_priv *)p->priv)->sampler);
-}
-
-static int profile_wake_fd(struct probe *p)
-{
-	return stack_sampler_wake_fd(((struct profile_priv *)p->priv)->sampler);
-}
-
-static void profile_tick(struct probe *p)
-{
-	stack_sampler_tick(((struct profile_priv *)p->priv)->sampler);
-}
+STACK_SAMPLER_PROBE_OPS(profile, struct profile_priv)
 
 static int profile_load(struct probe *p, struct diag_err *err)
 {

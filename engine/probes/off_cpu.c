@@ -100,20 +100,7 @@ loaded:
 	return 0;
 }
 
-static void off_drain(struct probe *p)
-{
-	stack_sampler_consume(((struct off_priv *)p->priv)->sampler);
-}
-
-static int off_wake_fd(struct probe *p)
-{
-	return stack_sampler_wake_fd(((struct off_priv *)p->priv)->sampler);
-}
-
-static void off_tick(struct probe *p)
-{
-	stack_sampler_tick(((struct off_priv *)p->priv)->sampler);
-}
+STACK_SAMPLER_PROBE_OPS(off, struct off_priv)
 
 static void off_destroy(struct probe *p)
 {

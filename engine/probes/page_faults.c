@@ -63,20 +63,7 @@ static const struct option_spec pf_options[] = {
 
 static const char *const pf_variants[] = { "tp_btf", "raw_tp", "tracepoint", NULL };
 
-static void pf_drain(struct probe *p)
-{
-	stack_sampler_consume(((struct pf_priv *)p->priv)->sampler);
-}
-
-static int pf_wake_fd(struct probe *p)
-{
-	return stack_sampler_wake_fd(((struct pf_priv *)p->priv)->sampler);
-}
-
-static void pf_tick(struct probe *p)
-{
-	stack_sampler_tick(((struct pf_priv *)p->priv)->sampler);
-}
+STACK_SAMPLER_PROBE_OPS(pf, struct pf_priv)
 
 static int pf_load(struct probe *p, struct diag_err *err)
 {

@@ -19,6 +19,7 @@
 
 #include "catalog.h"
 #include "diag_bpf.h"
+#include "kernel.h"
 #include "net_owner.h"
 #include "netowner.h"
 #include "skb_drops.h"
@@ -65,18 +66,6 @@ static const struct option_spec skbd_options[] = {
 
 static const char *const skbd_variants[] = { "tracepoint", NULL };
 
-static int tracefs_has(const char *tp)
-{
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[256];
-	struct stat st;
-	for (size_t i = 0; i < ARRAY_LEN(roots); i++) {
-		snprintf(path, sizeof(path), "%s/events/%s", roots[i], tp);
-		if (stat(path, &st) == 0)
-			return 1;
-	}
-	return 0;
-}
 
 /* The names of enum skb_drop_reason, "SKB_DROP_REASON_" removed. */
 static void read_reasons(struct skbd_priv *sp, const struct btf *btf)
@@ -116,7 +105,7 @@ static const char *reason_name(const struct skbd_priv *sp, uint32_t v, char *buf
 static int skbd_load(struct probe *p, struct diag_err *err)
 {
 	struct skbd_priv *sp = p->priv;
-	if (!tracefs_has("skb/kfree_skb"))
+	if (!kernel_has_tracepoint("skb/kfree_skb"))
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: this kernel has no tracepoint skb:kfree_skb");
 	struct btf *btf = btf__load_vmlinux_btf();
 	if (!btf)
@@ -151,12 +140,8 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 	sp->skel->rodata->stack_every = (__u32)probe_opt(p, "stack_every");
 	sp->skel->rodata->filt_local_port = p->cfg.filter.local_port;
 	bpf_map__set_max_entries(sp->skel->maps.drops, (__u32)probe_opt(p, "max_keys"));
-	/* Without a target nothing is owned: the ownership maps stay minimal. */
-	__u32 owned = p->cfg.filter.pid > 0 ? (__u32)probe_opt(p, "max_owned") : 1;
-	bpf_map__set_max_entries(sp->skel->maps.owned_socks, owned);
-	bpf_map__set_max_entries(sp->skel->maps.owned_flows, owned);
-	if (p->cfg.filter.pid <= 0)
-		bpf_map__set_max_entries(sp->skel->maps.owned_ports, 1);
+	netowner_size_maps(sp->skel->maps.owned_socks, sp->skel->maps.owned_flows,
+			   sp->skel->maps.owned_ports, p->cfg.filter.pid > 0, (__u32)probe_opt(p, "max_owned"));
 	bpf_map__set_max_entries(sp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(sp->skel->maps.drop_stacks, (__u32)probe_opt(p, "max_stacks"));
 	/* Without a target nothing is owned: the ownership program stays unloaded. */

@@ -20,6 +20,7 @@
 
 #include "catalog.h"
 #include "diag_bpf.h"
+#include "kernel.h"
 #include "net_owner.h"
 #include "netowner.h"
 #include "tcp_events.h"
@@ -59,20 +60,6 @@ static const struct {
 	{ "sock/inet_sk_error_report", "trace_event_raw_inet_sk_error_report" },
 };
 
-/* Where tracefs has its events (the engine mounts tracefs when it is not). */
-static int tracefs_has(const char *tp)
-{
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char path[256];
-	struct stat st;
-	for (size_t i = 0; i < ARRAY_LEN(roots); i++) {
-		snprintf(path, sizeof(path), "%s/events/%s", roots[i], tp);
-		if (stat(path, &st) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 static int tcpe_check_kernel(struct diag_err *err)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -80,7 +67,7 @@ static int tcpe_check_kernel(struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: the kernel's BTF "
 				 "(/sys/kernel/btf/vmlinux) cannot be read: %s", strerror(errno));
 	for (size_t i = 0; i < ARRAY_LEN(tcpe_needs); i++) {
-		if (!tracefs_has(tcpe_needs[i].tp)) {
+		if (!kernel_has_tracepoint(tcpe_needs[i].tp)) {
 			btf__free(btf);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel has no "
 					 "tracepoint %s", tcpe_needs[i].tp);
@@ -121,12 +108,8 @@ static int tcpe_load(struct probe *p, struct diag_err *err)
 		memcpy((void *)tp->skel->rodata->filt_remote_addr, f->remote_addr.bytes, 16);
 	}
 	bpf_map__set_max_entries(tp->skel->maps.flows, (__u32)probe_opt(p, "max_flows"));
-	/* Without a target nothing is owned: the ownership maps stay minimal. */
-	__u32 owned = p->cfg.filter.pid > 0 ? (__u32)probe_opt(p, "max_owned") : 1;
-	bpf_map__set_max_entries(tp->skel->maps.owned_socks, owned);
-	bpf_map__set_max_entries(tp->skel->maps.owned_flows, owned);
-	if (p->cfg.filter.pid <= 0)
-		bpf_map__set_max_entries(tp->skel->maps.owned_ports, 1);
+	netowner_size_maps(tp->skel->maps.owned_socks, tp->skel->maps.owned_flows,
+			   tp->skel->maps.owned_ports, p->cfg.filter.pid > 0, (__u32)probe_opt(p, "max_owned"));
 	int rc = tcp_events_bpf__load(tp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: the kernel refused the programs "

@@ -98,20 +98,7 @@ loaded:
 	return 0;
 }
 
-static void wake_drain(struct probe *p)
-{
-	stack_sampler_consume(((struct wake_priv *)p->priv)->sampler);
-}
-
-static int wake_wake_fd(struct probe *p)
-{
-	return stack_sampler_wake_fd(((struct wake_priv *)p->priv)->sampler);
-}
-
-static void wake_tick(struct probe *p)
-{
-	stack_sampler_tick(((struct wake_priv *)p->priv)->sampler);
-}
+STACK_SAMPLER_PROBE_OPS(wake, struct wake_priv)
 
 static void wake_destroy(struct probe *p)
 {
