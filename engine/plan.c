@@ -374,6 +374,8 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 		struct value *v = value_arr_push(probes, value_obj());
 		value_set_str(v, "id", pp->rp->id);
 		value_set_str(v, "kind", pp->kind->name);
+		if (pp->rp->when != RECIPE_WHEN_ALWAYS)
+			value_set_str(v, "when", pp->rp->when == RECIPE_WHEN_TARGET ? "target" : "host");
 		const struct value *l = value_get(loaded, pp->rp->id);
 		if (value_get_str(l, "variant"))
 			value_set_str(v, "variant", value_get_str(l, "variant"));
