@@ -509,9 +509,12 @@ static const char *type_name(const cyaml_schema_value_t *v)
 	case CYAML_STRING: return "a string";
 	case CYAML_MAPPING: return "a mapping";
 	case CYAML_SEQUENCE: return "a sequence";
-	case CYAML_ENUM: /* `target` or a probe's `when` */
-		return v->enumeration.strings == when_values ? "\"always\", \"target\" or \"host\""
-							     : "\"pid\" or \"optional-pid\"";
+	case CYAML_ENUM: /* `target`, a probe's `when`, `budgets.degrade` */
+		if (v->enumeration.strings == when_values)
+			return "\"always\", \"target\" or \"host\"";
+		if (v->enumeration.strings == degrade_values)
+			return "\"refuse\" or \"sample\"";
+		return "\"pid\" or \"optional-pid\"";
 	default: return "another type";
 	}
 }
