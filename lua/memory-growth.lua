@@ -44,8 +44,9 @@
 --   working-set     host-wide: page-cache refaults (workingset_refault_file + _anon: pages read
 --                   back soon after their eviction) >= refault_warn_per_s over the window: the
 --                   working set no longer fits — in the machine's memory, or, when the machine
---                   still has most of its memory available, in a memory cgroup's limit. warning;
---                   critical at ten times the threshold.
+--                   still has most of its memory available, in a memory cgroup's limit: the cgroup
+--                   whose refaults grew most is named (kmem.refault_cgroups). warning; critical at
+--                   ten times the threshold.
 --   incomplete-data probes missing, allocations sampled or untracked (map full), stacks dropped,
 --                   page-fault stacks that stop in the allocator, an early stop; host-wide: slabinfo
 --                   unreadable, malformed slabinfo lines skipped.
@@ -458,6 +459,20 @@ if VM and (VM.workingset_refault_file or VM.workingset_refault_anon) and refault
       diag.fmt_count(VM.pgsteal or 0), (VM.allocstall or 0) > 0 and sub("; %s allocations stalled in direct reclaim", diag.fmt_count(VM.allocstall)) or ""))
   end
   local where = "in memory"
+  -- Whose: the memory cgroups whose refaults grew (v2 counts include descendants: the most specific
+  -- cgroup holding at least half of the top one's refaults is named).
+  local RC, cg = K.refault_cgroups or {}, nil
+  for _, c in ipairs(RC) do
+    if c.refaults * 2 >= RC[1].refaults and (not cg or #c.path > #cg.path) then cg = c end
+  end
+  if #RC > 0 then
+    local parts = {}
+    for i = 1, math.min(3, #RC) do
+      local c = RC[i]
+      push(parts, sub("%s %s%s", c.path, diag.fmt_count(c.refaults), c.limit_bytes and sub(" (limit %s)", fmt_bytes(c.limit_bytes)) or ""))
+    end
+    push(ev, "Refaults by memory cgroup (memory.stat): " .. table.concat(parts, ", "))
+  end
   if MI and MI.cached_bytes then
     push(ev, sub("Page cache %s (%s%s in the window); file LRU active %s, inactive %s", fmt_bytes(MI.cached_bytes),
       (MI.cached_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(MI.cached_delta_bytes),
@@ -474,11 +489,19 @@ if VM and (VM.workingset_refault_file or VM.workingset_refault_anon) and refault
         diag.fmt_pct(avail), fmt_bytes(MI.mem_total_bytes)))
     end
   end
-  push(verdicts, diag.verdict("working-set", refault_rate >= 10 * T.refault and "critical" or "warning",
-    sub("Working set larger than memory%s: %s refaults/s, page cache %s", where == "in memory" and "" or " (a cgroup's limit)",
-      diag.fmt_count(refault_rate), MI and fmt_bytes(MI.cached_bytes) or "n/a"), ev,
+  local title
+  if where ~= "in memory" and cg and cg.path ~= "/" then
+    title = sub("Working set larger than the memory limit of cgroup %s%s: %s refaults/s", cg.path,
+      cg.limit_bytes and sub(" (%s)", fmt_bytes(cg.limit_bytes)) or "", diag.fmt_count(refault_rate))
+  else
+    title = sub("Working set larger than %s: %s refaults/s, page cache %s", where == "in memory" and "memory" or "a memory cgroup's limit",
+      diag.fmt_count(refault_rate), MI and fmt_bytes(MI.cached_bytes) or "n/a")
+  end
+  push(verdicts, diag.verdict("working-set", refault_rate >= 10 * T.refault and "critical" or "warning", title, ev,
     { where == "in memory" and "Give the machine more memory or run less on it; what holds memory: the slab caches and processes (ps -eo rss,comm --sort=-rss | head)"
-        or "Which cgroup: grep workingset_refault /sys/fs/cgroup/*/memory.stat (v2), or memory.failcnt of each memory cgroup (v1); raise its limit or shrink its working set",
+        or (cg and cg.path ~= "/") and sub("Raise the memory limit of %s%s above its working set, or make what runs there read less", cg.path,
+          cg.limit_bytes and sub(" (now %s)", fmt_bytes(cg.limit_bytes)) or "")
+        or "Which cgroup: grep workingset_refault /sys/fs/cgroup/*/memory.stat (v2, with descendants; v1: each cgroup's own); raise its limit or shrink its working set",
       "Which files: cachestat / fincore on the data files the service reads" }))
 end
 

@@ -4,7 +4,8 @@
  * (refaults, major faults, page-ins from /proc/vmstat; the page cache and the slab totals from
  * /proc/meminfo).
  *
- * Owns: reading those three files when the probe attaches and again when it is collected, and
+ * Owns: reading those three files (and each memory cgroup's refault counter, to say whose working
+ * set does not fit) when the probe attaches and again when it is collected, and
  * turning the two readings into deltas over the window (never the kernel's running averages).
  * Parsing is in engine/procfs.c (pure functions on text); this file only reads files and builds
  * results. A malformed slabinfo line is skipped and counted (`slab.malformed_lines`), never
@@ -25,8 +26,13 @@
  *            active_file_bytes, inactive_file_bytes, active_anon_bytes, inactive_anon_bytes,
  *            anon_pages_bytes, shmem_bytes, slab_bytes, sreclaimable_bytes, sunreclaim_bytes,
  *            dirty_bytes, swap_total_bytes, swap_free_bytes, and NAME_delta_bytes for each}
+ *   refault_cgroups [{path, version, refaults, limit_bytes (opt)}]: the memory cgroups whose
+ *            refaults (memory.stat workingset_refault_file + _anon) grew in the window, most
+ *            first, top_n (v1: the cgroup's own; v2: with its descendants); at most 4096
+ *            cgroups, 8 levels deep, are read
  * The reference is schemas/recipe.md (probe kinds).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,14 +78,31 @@ struct kmem_reading {
 	bool has_vm[N_VMSTAT], has_mem[N_MEMINFO];
 };
 
+/* A memory cgroup's refault counter at one reading. */
+struct cg_refaults {
+	char *path; /* below the hierarchy's root, "/" for the root itself */
+	uint64_t refaults;
+};
+struct cg_list {
+	struct cg_refaults *items;
+	size_t n, cap;
+};
+
+#define CG_MAX 4096
+#define CG_DEPTH 8
+
 struct kmem_priv {
 	uint64_t page_size;
 	struct kmem_reading start, end;
+	/* the memory hierarchy: v1 controller directory, else the v2 mount; "" when neither */
+	char cg_root[64];
+	int cg_version;
+	struct cg_list cg_start, cg_end;
 };
 
 static const struct option_spec kmem_options[] = {
 	{ .name = "top_n", .type = OPT_UINT, .dflt = 16, .min = 1, .max = 1000,
-	  .help = "slab caches listed as grown and as shrunk" },
+	  .help = "slab caches listed as grown and as shrunk, memory cgroups as refaulting" },
 };
 static const char *const kmem_variants[] = { "procfs", NULL };
 
@@ -134,6 +157,112 @@ static void take_reading(struct kmem_reading *r)
 	r->valid = true;
 }
 
+/* ---- memory cgroups' refaults ------------------------------------------------------------- */
+
+static void cg_list_free(struct cg_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->items[i].path);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Reads DIR/memory.stat's refaults and recurses into the subdirectories (cgroups). */
+static void cg_walk(struct kmem_priv *kp, struct cg_list *l, const char *rel, int depth)
+{
+	char dir[4096], path[4160];
+	if (snprintf(dir, sizeof(dir), "%s%s", kp->cg_root, rel) >= (int)sizeof(dir) || l->n >= CG_MAX)
+		return;
+	snprintf(path, sizeof(path), "%s/memory.stat", dir);
+	char *text = read_file(path, NULL);
+	if (text) {
+		uint64_t f = 0, a = 0;
+		bool hf = procfs_key_u64(text, "workingset_refault_file", &f);
+		bool ha = procfs_key_u64(text, "workingset_refault_anon", &a);
+		if (!hf) /* before 5.9 */
+			hf = procfs_key_u64(text, "workingset_refault", &f);
+		free(text);
+		if (hf || ha) {
+			if (l->n == l->cap) {
+				l->cap = l->cap ? l->cap * 2 : 64;
+				l->items = xrealloc(l->items, l->cap * sizeof(*l->items));
+			}
+			l->items[l->n++] = (struct cg_refaults){ xstrdup(rel[0] ? rel : "/"), f + a };
+		}
+	}
+	if (depth >= CG_DEPTH)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *de; (de = readdir(d)) && l->n < CG_MAX;) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		char sub[4096];
+		if (snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) < (int)sizeof(sub))
+			cg_walk(kp, l, sub, depth + 1);
+	}
+	closedir(d);
+}
+
+static void cg_read(struct kmem_priv *kp, struct cg_list *l)
+{
+	cg_list_free(l);
+	if (kp->cg_root[0])
+		cg_walk(kp, l, "", 0);
+}
+
+struct cg_change {
+	const char *path;
+	int64_t delta;
+};
+
+static int by_refaults(const void *x, const void *y)
+{
+	const struct cg_change *a = x, *b = y;
+	if (a->delta != b->delta)
+		return a->delta > b->delta ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+static struct value *cg_results(const struct kmem_priv *kp, size_t top_n)
+{
+	struct value *arr = value_arr();
+	const struct cg_list *a = &kp->cg_start, *b = &kp->cg_end;
+	struct cg_change *ch = xcalloc(b->n ? b->n : 1, sizeof(*ch));
+	size_t n = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct cg_refaults *x = NULL;
+		if (i < a->n && !strcmp(a->items[i].path, b->items[i].path))
+			x = &a->items[i];
+		for (size_t j = 0; !x && j < a->n; j++)
+			if (!strcmp(a->items[j].path, b->items[i].path))
+				x = &a->items[j];
+		/* a cgroup created during the window counts from zero */
+		uint64_t before = x ? x->refaults : 0;
+		if (b->items[i].refaults > before)
+			ch[n++] = (struct cg_change){ b->items[i].path, (int64_t)(b->items[i].refaults - before) };
+	}
+	qsort(ch, n, sizeof(*ch), by_refaults);
+	for (size_t i = 0; i < n && i < top_n; i++) {
+		struct value *o = value_arr_push(arr, value_obj());
+		value_set_str(o, "path", ch[i].path);
+		value_set_int(o, "version", kp->cg_version);
+		value_set_int(o, "refaults", ch[i].delta);
+		char lim[4200];
+		snprintf(lim, sizeof(lim), "%s%s/%s", kp->cg_root, strcmp(ch[i].path, "/") ? ch[i].path : "",
+			 kp->cg_version == 1 ? "memory.limit_in_bytes" : "memory.max");
+		char *text = read_file(lim, NULL);
+		uint64_t bytes;
+		bool unlimited;
+		if (text && procfs_parse_limit(text, &bytes, &unlimited) == 0 && !unlimited)
+			value_set_int(o, "limit_bytes", (int64_t)bytes);
+		free(text);
+	}
+	free(ch);
+	return arr;
+}
+
 /* ---- probe operations --------------------------------------------------------------------- */
 
 static int kmem_load(struct probe *p, struct diag_err *err)
@@ -142,6 +271,13 @@ static int kmem_load(struct probe *p, struct diag_err *err)
 	struct kmem_priv *kp = p->priv;
 	long ps = sysconf(_SC_PAGESIZE);
 	kp->page_size = ps > 0 ? (uint64_t)ps : 4096;
+	if (access("/sys/fs/cgroup/memory/memory.stat", R_OK) == 0) {
+		snprintf(kp->cg_root, sizeof(kp->cg_root), "/sys/fs/cgroup/memory");
+		kp->cg_version = 1;
+	} else if (access("/sys/fs/cgroup/cgroup.controllers", R_OK) == 0) {
+		snprintf(kp->cg_root, sizeof(kp->cg_root), "/sys/fs/cgroup");
+		kp->cg_version = 2;
+	}
 	p->variant = "procfs";
 	return 0;
 }
@@ -151,6 +287,7 @@ static int kmem_attach(struct probe *p, struct diag_err *err)
 	(void)err;
 	struct kmem_priv *kp = p->priv;
 	take_reading(&kp->start);
+	cg_read(kp, &kp->cg_start);
 	return 0;
 }
 
@@ -255,6 +392,7 @@ static int kmem_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	if (!kp->start.valid)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "kernel_memory: no first reading");
 	take_reading(&kp->end);
+	cg_read(kp, &kp->cg_end);
 	const struct kmem_reading *a = &kp->start, *b = &kp->end;
 	double wall = (double)(b->at_ns - a->at_ns) / 1e9;
 	struct value *res = value_obj();
@@ -287,6 +425,8 @@ static int kmem_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		snprintf(dname, sizeof(dname), "%.*s_delta_bytes", (int)(strlen(name) - strlen("_bytes")), name);
 		value_set_int(mem, dname, (int64_t)b->mem[i] - (int64_t)a->mem[i]);
 	}
+	if (kp->cg_root[0])
+		value_obj_set(res, "refault_cgroups", cg_results(kp, probe_opt(p, "top_n")));
 	*out = res;
 	return 0;
 }
@@ -354,11 +494,24 @@ static const struct result_field kmem_results[] = {
 	MEMINFO_FIELD("Dirty", "dirty"),
 	MEMINFO_FIELD("SwapTotal", "swap_total"),
 	MEMINFO_FIELD("SwapFree", "swap_free"),
+	{ "refault_cgroups", RT_ARRAY, NULL, true, "memory cgroups whose refaults grew, most first (absent without a memory hierarchy)" },
+	{ "refault_cgroups[]", RT_OBJECT, NULL, false, "one memory cgroup" },
+	{ "refault_cgroups[].path", RT_STRING, NULL, false, "below the hierarchy's root (\"/\": the root)" },
+	{ "refault_cgroups[].version", RT_INTEGER, NULL, false, "cgroup version, 1 or 2" },
+	{ "refault_cgroups[].refaults", RT_INTEGER, "count", false, "memory.stat workingset_refault_file + _anon, delta (v1: its own; v2: with its descendants)" },
+	{ "refault_cgroups[].limit_bytes", RT_INTEGER, "bytes", true, "its memory limit at the end, when set" },
 };
 /* No BPF: /proc only. */
 static const char *const kmem_features[] = { NULL };
 
-static void kmem_destroy(struct probe *p) { (void)p; }
+static void kmem_destroy(struct probe *p)
+{
+	struct kmem_priv *kp = p->priv;
+	if (!kp)
+		return;
+	cg_list_free(&kp->cg_start);
+	cg_list_free(&kp->cg_end);
+}
 static struct bpf_object *kmem_object(struct probe *p) { (void)p; return NULL; }
 
 const struct probe_kind probe_kind_kernel_memory = {
