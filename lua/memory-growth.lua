@@ -40,7 +40,9 @@
 --   kernel-slab-growth  host-wide (no --pid: results.kmem, kernel_memory): a slab cache of
 --                   /proc/slabinfo that grew >= slab_growth_min_bytes over the window at
 --                   >= slab_growth_min_bytes_per_s (start→end), named with its objects and whether the
---                   kernel may reclaim it: warning (at most three caches).
+--                   kernel may reclaim it: warning (at most three caches); info when the kernel
+--                   reclaims it (reclaim_account) and MemAvailable is >= reclaimable_spare_pct of
+--                   MemTotal (a big directory walk fills dentries and inodes, and gives them back).
 --   working-set     host-wide: page-cache refaults (workingset_refault_file + _anon: pages read
 --                   back soon after their eviction) >= refault_warn_per_s over the window: the
 --                   working set no longer fits — in the machine's memory, or, when the machine
@@ -65,6 +67,7 @@ local T = {
   slab_min = th("slab_growth_min_bytes", 16777216),
   slab_rate = th("slab_growth_min_bytes_per_s", 1048576),
   refault = th("refault_warn_per_s", 1000),
+  spare = th("reclaimable_spare_pct", 10),
 }
 
 local A, F, C, OO, K = results.allocs, results.faults, results.context, results.ooms, results.kmem
@@ -434,7 +437,16 @@ for i = 1, math.min(#slab_grown, 3) do
       fmt_bytes(MI.sunreclaim_delta_bytes), fmt_bytes(MI.sreclaimable_bytes), fmt_bytes(MI.sreclaimable_delta_bytes),
       fmt_bytes(MI.mem_available_bytes)))
   end
-  push(verdicts, diag.verdict("kernel-slab-growth", "warning",
+  -- A cache the kernel reclaims under pressure (dentries, inodes of a big directory walk) is no
+  -- alarm while the machine has memory to spare: information.
+  local spare = MI and MI.mem_total_bytes and MI.mem_total_bytes > 0 and MI.mem_available_bytes
+    and MI.mem_available_bytes * 100 >= T.spare * MI.mem_total_bytes
+  local sev = (c.reclaimable == true and spare) and "info" or "warning"
+  if sev == "info" then
+    push(ev, sub("MemAvailable is %s of MemTotal (at least %s): the kernel gives this cache back when memory runs short, so it is no alarm yet",
+      diag.fmt_pct(diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)), diag.fmt_pct(T.spare)))
+  end
+  push(verdicts, diag.verdict("kernel-slab-growth", sev,
     sub("Kernel slab cache %s grew %s in the window (%s)", c.name, fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c))), ev,
     { slab_hint(c.name),
       sub("Watch it: slabtop -s c, or grep '^%s ' /proc/slabinfo a few seconds apart", c.name),

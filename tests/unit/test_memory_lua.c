@@ -376,6 +376,29 @@ static void test_host_slab_growth_recorded(void **state)
 	value_free(fx);
 }
 
+/* The same growth in a cache the kernel reclaims (dentries, inodes): information while the
+ * machine has memory to spare, a warning when it is short. */
+static void test_host_reclaimable_slab(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-grow");
+	struct value *grown = mut(fx, "results", "kmem", "slab");
+	grown = (struct value *)value_get(grown, "grown");
+	value_set_bool(grown->arr.items[0], "reclaimable", true);
+	struct value *v = memory(fx);
+	const struct value *k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_string_equal(value_get_str(k, "severity"), "info");
+	assert_true(evidence_has(k, "no alarm yet"));
+	value_free(v);
+	struct value *mi = mut(fx, "results", "kmem", "meminfo");
+	value_set_int(mi, "mem_available_bytes", (int64_t)(value_get_num(mi, "mem_total_bytes", 0) / 20));
+	v = memory(fx);
+	assert_string_equal(value_get_str(find(v, "kernel-slab-growth"), "severity"), "warning");
+	value_free(v);
+	value_free(fx);
+}
+
 /* Its control (files created and unlinked) and a reader that fits its cgroup: ok, no alarm. */
 static void test_host_controls_recorded(void **state)
 {
@@ -512,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_allocations_missing),
 		cmocka_unit_test(test_small_leak_threshold),
 		cmocka_unit_test(test_host_slab_growth_recorded),
+		cmocka_unit_test(test_host_reclaimable_slab),
 		cmocka_unit_test(test_host_controls_recorded),
 		cmocka_unit_test(test_host_refaults_recorded),
 		cmocka_unit_test(test_host_refaults_short_of_memory),
