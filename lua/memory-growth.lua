@@ -3,7 +3,8 @@
 --
 -- Reads results.allocs (allocations), results.faults (page_faults), results.ooms (tracepoint_count
 -- of oom:mark_victim, machine-wide), results.context (proc_context, memory section), results.kmem
--- (kernel_memory: slab caches, page cache; host-wide runs only), run and thresholds. With --pid
+-- (kernel_memory: slab caches, page cache; host-wide runs only), results.kallocs (kernel_allocs:
+-- slab allocations by call site; host-wide runs only), run and thresholds. With --pid
 -- the target's memory; without it (run.target null) the host's: the recipe then runs neither
 -- allocs nor faults (`when: target`). Any probe may be missing: the verdicts then
 -- say what could not be assessed.
@@ -37,7 +38,10 @@
 --                   with it), a warning for kills elsewhere on the machine.
 --   ok              heavy malloc/free with nothing kept and flat RSS (bounded churn), or nothing
 --                   growing: no alarm.
---   kernel-slab-growth  host-wide (no --pid: results.kmem, kernel_memory): a slab cache of
+--   kernel-slab-growth  host-wide (no --pid: results.kmem, kernel_memory; results.kallocs,
+--                   kernel_allocs, names the call sites that allocated what the cache still holds
+--                   — by cache name, kmalloc caches by size class — and the title the function when
+--                   its held bytes are at least a quarter of the growth): a slab cache of
 --                   /proc/slabinfo that grew >= slab_growth_min_bytes over the window at
 --                   >= slab_growth_min_bytes_per_s (start→end), named with its objects and whether the
 --                   kernel may reclaim it: warning (at most three caches); info when the kernel
@@ -70,7 +74,7 @@ local T = {
   spare = th("reclaimable_spare_pct", 10),
 }
 
-local A, F, C, OO, K = results.allocs, results.faults, results.context, results.ooms, results.kmem
+local A, F, C, OO, K, KA = results.allocs, results.faults, results.context, results.ooms, results.kmem, results.kallocs
 local host = diag.get(run, "target", "pid") == nil
 local M = C and C.memory
 local CG = M and M.cgroup
@@ -410,6 +414,20 @@ local function slab_hint(name)
   return "A driver or kernel subsystem allocating objects of that cache: kmemleak, or kmem:kmem_cache_alloc by call site"
 end
 
+-- The kernel_allocs sites that fill cache c: kmem_cache_alloc's cache by name, kmalloc's by size
+-- class (kmalloc-64, kmalloc-cg-64, kmalloc-rcl-64 ...: the object size). Most bytes held first.
+local function sites_of(c)
+  local out = {}
+  local class = c.name:find("kmalloc") and tonumber(c.name:match("(%d+)$"))
+  for _, st in ipairs(KA and KA.sites or {}) do
+    if (st.held_bytes or 0) > 0 and (st.cache == c.name or (not st.cache and class and st.object_size == class)) then
+      push(out, st)
+    end
+  end
+  return out
+end
+local function site_fn(st) return (st.site:gsub("%+0x%x+$", "")) end
+
 local slab_grown = {}
 for _, c in ipairs(S and S.grown or {}) do
   if (c.delta_bytes or 0) >= T.slab_min and slab_rate(c) >= T.slab_rate then push(slab_grown, c) end
@@ -423,6 +441,13 @@ for i = 1, math.min(#slab_grown, 3) do
       diag.fmt_count(c.objects_delta or 0)),
   }
   if c.new then push(ev, "The cache appeared during the window (a module or subsystem created it)") end
+  local filled = sites_of(c)
+  for k = 1, math.min(3, #filled) do
+    local st = filled[k]
+    push(ev, sub("Allocated in the window by %s: %s objects (%s) still held of %s allocated%s", st.site, diag.fmt_count(st.held),
+      fmt_bytes(st.held_bytes), diag.fmt_count(st.allocs), KA.sampled_1_in and sub(" (1 in %d recorded, scaled)", KA.sampled_1_in) or ""))
+  end
+  local by = filled[1] and filled[1].held_bytes * 4 >= c.delta_bytes and site_fn(filled[1])
   if c.reclaimable == true then
     push(ev, "The kernel may reclaim this cache under memory pressure (reclaim_account): it is given back when memory runs short, but growth that does not stop means objects created and kept")
   elseif c.reclaimable == false then
@@ -447,7 +472,8 @@ for i = 1, math.min(#slab_grown, 3) do
       diag.fmt_pct(diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)), diag.fmt_pct(T.spare)))
   end
   push(verdicts, diag.verdict("kernel-slab-growth", sev,
-    sub("Kernel slab cache %s grew %s in the window (%s)", c.name, fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c))), ev,
+    sub("Kernel slab cache %s grew %s in the window (%s)%s", c.name, fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c)),
+      by and sub(", allocated in %s()", by) or ""), ev,
     { slab_hint(c.name),
       sub("Watch it: slabtop -s c, or grep '^%s ' /proc/slabinfo a few seconds apart", c.name),
       "Confirm over a longer window: diagnose memory-growth --duration 60" }))
@@ -562,6 +588,13 @@ do
   if not A and not host then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
   if not F and not host then note("faults missing", "faults: no results: where new pages are touched is unknown") end
   if host and not K then note("kmem missing", "kmem: no results: the kernel's slab caches and the page cache not assessed", "warning") end
+  if host and not KA then note("kallocs missing", "kallocs: no results: the kernel code that fills a cache is not named") end
+  if KA and KA.sampled_1_in then
+    note(sub("kernel allocations 1 in %d", KA.sampled_1_in), sub("kallocs: 1 kernel allocation in %d recorded (the machine's allocation rate was over the budget): held objects and bytes by call site are estimates", KA.sampled_1_in))
+  end
+  if KA and (KA.untracked or 0) > 0 then
+    note(sub("kallocs: %s untracked", diag.fmt_count(KA.untracked)), sub("kallocs: %s blocks not recorded (max_live %s reached): held bytes by call site are a lower bound", diag.fmt_count(KA.untracked), diag.fmt_count(KA.max_live)))
+  end
   if K and not S then
     note("slab caches not read", sub("kmem: %s: slab growth not assessed (root reads /proc/slabinfo)", K.slab_error or "no slab results"), "warning")
   end

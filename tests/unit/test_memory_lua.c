@@ -8,7 +8,8 @@
  * tests/e2e/t_memory_host.sh as host-NAME.json, the machine's cgroup prefix replaced by /ci): a
  * slab cache grown by tmpfs files, its control, a reader over its cgroup's limit and one under it;
  * edited into a machine short of memory, refaults around the threshold, slabinfo unreadable or
- * with skipped lines, the kernel_memory probe missing. No root, no BPF: the snippet runs in this
+ * with skipped lines, the kernel_memory probe missing, the kernel_allocs probe missing, a kmalloc
+ * cache matched to its call sites by size class. No root, no BPF: the snippet runs in this
  * process (verdict_run_inprocess).
  */
 #include <setjmp.h>
@@ -336,7 +337,7 @@ static void assert_host_only(const struct value *v)
 		const char *id = value_get_str(verdict(v, i), "id"), *title = value_get_str(verdict(v, i), "title");
 		assert_true(strcmp(id, "leak") && strcmp(id, "heap-growth") && strcmp(id, "growth-outside-heap") &&
 			    strcmp(id, "growth"));
-		assert_null(strstr(title, "allocat"));
+		assert_null(strstr(title, "heap"));
 		assert_null(strstr(title, "page fault"));
 	}
 }
@@ -358,6 +359,9 @@ static void test_host_slab_growth_recorded(void **state)
 	assert_non_null(strstr(title, "MiB/s)"));
 	assert_true(evidence_has(k, "Not reclaimable"));
 	assert_true(evidence_has(k, "objects of 752 B"));
+	/* kernel_allocs: the code that allocated what the cache holds */
+	assert_non_null(strstr(title, "), allocated in shmem_alloc_inode()"));
+	assert_true(evidence_has(k, "Allocated in the window by shmem_alloc_inode+0x"));
 	assert_null(find(v, "incomplete-data"));
 	/* the thresholds decide: a bar above the growth leaves no verdict */
 	struct value *th = value_obj();
@@ -372,6 +376,48 @@ static void test_host_slab_growth_recorded(void **state)
 	assert_null(find(v2, "kernel-slab-growth"));
 	value_free(v2);
 	value_free(th);
+	value_free(v);
+	value_free(fx);
+}
+
+/* Without kernel_allocs the cache is still named, its filler not (and that is said); a kmalloc
+ * cache is matched to its sites by size class, whatever its prefix (kmalloc-cg-, kmalloc-rcl-). */
+static void test_host_slab_sites(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-grow");
+	drop_probe(fx, "kallocs");
+	struct value *v = memory(fx);
+	const struct value *k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_non_null(strstr(value_get_str(k, "title"), "Kernel slab cache shmem_inode_cache grew "));
+	assert_null(strstr(value_get_str(k, "title"), "allocated in"));
+	const struct value *inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_string_equal(value_get_str(inc, "severity"), "info");
+	assert_non_null(strstr(value_get_str(inc, "title"), "kallocs missing"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("host-grow");
+	struct value *grown = (struct value *)value_get(mut(fx, "results", "kmem", "slab"), "grown");
+	value_set_str(grown->arr.items[0], "name", "kmalloc-cg-64");
+	struct value *sites = (struct value *)value_get(mut(fx, "results", "kallocs", NULL), "sites");
+	struct value *site = value_arr_push(sites, value_obj());
+	value_set_str(site, "site", "leaky_driver_ioctl+0x42");
+	value_set_int(site, "object_size", 64);
+	value_set_int(site, "allocs", 700000);
+	value_set_int(site, "alloc_bytes", 700000 * 64);
+	value_set_int(site, "frees", 0);
+	value_set_int(site, "held", 700000);
+	value_set_int(site, "held_bytes", 700000 * 64);
+	v = memory(fx);
+	k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_non_null(strstr(value_get_str(k, "title"), "Kernel slab cache kmalloc-cg-64 grew "));
+	assert_non_null(strstr(value_get_str(k, "title"), "allocated in leaky_driver_ioctl()"));
+	/* shmem_alloc_inode's objects are not kmalloc-64's */
+	assert_false(evidence_has(k, "shmem_alloc_inode"));
 	value_free(v);
 	value_free(fx);
 }
@@ -535,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_allocations_missing),
 		cmocka_unit_test(test_small_leak_threshold),
 		cmocka_unit_test(test_host_slab_growth_recorded),
+		cmocka_unit_test(test_host_slab_sites),
 		cmocka_unit_test(test_host_reclaimable_slab),
 		cmocka_unit_test(test_host_controls_recorded),
 		cmocka_unit_test(test_host_refaults_recorded),
