@@ -111,9 +111,12 @@ void approval_compute(const struct recipe_sources *src, const struct plan *plan,
 	for (size_t i = 0; i < src->n_libs; i++)
 		add_source(out, &src->libs[i]);
 
-	for (unsigned i = 0; i < plan->n_probes; i++) {
-		const struct probe_kind *k = plan->probes[i].kind;
-		if (!k->bpf_bytes || has_item(out, APPROVAL_BPF, k->name))
+	/* Every probe of the recipe, also those a run leaves out by their `when:` (a host-wide run
+	 * plans fewer probes than the approval did): the plan checked each kind exists. */
+	const struct recipe *r = plan->recipe;
+	for (unsigned i = 0; i < r->n_probes; i++) {
+		const struct probe_kind *k = catalog_find(r->probes[i].kind);
+		if (!k || !k->bpf_bytes || has_item(out, APPROVAL_BPF, k->name))
 			continue;
 		size_t sz = 0;
 		const void *bytes = k->bpf_bytes(&sz);

@@ -206,6 +206,9 @@ static int cmd_show(const struct cli *c)
 		const struct value *v = probes->arr.items[i];
 		const struct probe_kind *kind = catalog_find(value_get_str(v, "kind"));
 		printf("  probe %-10s %-14s %s\n", value_get_str(v, "id"), kind->name, kind->summary);
+		if (value_get_str(v, "when"))
+			printf("      when: %s\n", !strcmp(value_get_str(v, "when"), "target")
+						 ? "only with --pid" : "only host-wide (without --pid)");
 		printf("      attach: ");
 		const struct value *vs = value_get(v, "variants");
 		for (size_t k = 0; vs && k < vs->arr.len; k++)

@@ -211,6 +211,12 @@ static int resolve_filters(const struct plan *plan, const struct plan_args *a, s
 	return 0;
 }
 
+/* A probe's `when:` against the run: with a target (--pid or a set of processes) or host-wide. */
+static bool probe_runs(const struct recipe_probe *rp, bool has_target)
+{
+	return rp->when == RECIPE_WHEN_ALWAYS || (rp->when == RECIPE_WHEN_TARGET) == has_target;
+}
+
 static int check_target(struct plan *p, int pid, struct diag_err *err)
 {
 	char path[64];
@@ -308,9 +314,11 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 	value_set_str(p->params, "duration", text);
 
 	p->probes = xcalloc(r->n_probes, sizeof(*p->probes));
-	p->n_probes = r->n_probes;
+	p->n_probes = 0;
 	for (unsigned i = 0; i < r->n_probes; i++) {
-		struct plan_probe *pp = &p->probes[i];
+		if (a->check_target && !probe_runs(&r->probes[i], p->target_pid > 0 || p->target))
+			continue; /* `when:` leaves it out of this run (lint and show keep every probe) */
+		struct plan_probe *pp = &p->probes[p->n_probes++];
 		pp->rp = &r->probes[i];
 		pp->cfg.id = pp->rp->id;
 		pp->kind = catalog_find(pp->rp->kind);
@@ -424,6 +432,8 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 		struct value *v = value_arr_push(probes, value_obj());
 		value_set_str(v, "id", pp->rp->id);
 		value_set_str(v, "kind", pp->kind->name);
+		if (pp->rp->when != RECIPE_WHEN_ALWAYS)
+			value_set_str(v, "when", pp->rp->when == RECIPE_WHEN_TARGET ? "target" : "host");
 		const struct value *l = value_get(loaded, pp->rp->id);
 		if (value_get_str(l, "variant"))
 			value_set_str(v, "variant", value_get_str(l, "variant"));

@@ -605,3 +605,139 @@ bool procfs_slope(const double *t, const double *v, size_t n, double *slope)
 	*slope = sxy / sxx;
 	return true;
 }
+
+/* ---- /proc/slabinfo, /proc/vmstat ---------------------------------------------------------- */
+
+/* The next blank-separated token of [*p, end): its start and length; 0 when none is left. */
+static size_t next_token(const char **p, const char *end, const char **tok)
+{
+	const char *q = *p;
+	while (q < end && (*q == ' ' || *q == '\t'))
+		q++;
+	*tok = q;
+	while (q < end && *q != ' ' && *q != '\t')
+		q++;
+	*p = q;
+	return (size_t)(q - *tok);
+}
+
+/* A token of digits only (no sign, no blank) into *v; false otherwise or on overflow. */
+static bool token_u64(const char *tok, size_t len, uint64_t *v)
+{
+	if (len == 0 || len > 20)
+		return false;
+	uint64_t x = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)tok[i]))
+			return false;
+		unsigned d = (unsigned)(tok[i] - '0');
+		if (x > (UINT64_MAX - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return true;
+}
+
+static bool token_is(const char *tok, size_t len, const char *word)
+{
+	return len == strlen(word) && memcmp(tok, word, len) == 0;
+}
+
+/* One cache line [line, end) into *out; false when it is not one. */
+static bool slab_line(const char *line, const char *end, struct procfs_slab *out)
+{
+	const char *p = line, *tok;
+	size_t len = next_token(&p, end, &tok);
+	if (len == 0 || len >= sizeof(out->name))
+		return false;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, tok, len);
+	uint64_t *head[5] = { &out->active_objs, &out->num_objs, &out->objsize, &out->objperslab,
+			      &out->pagesperslab };
+	for (int i = 0; i < 5; i++) {
+		len = next_token(&p, end, &tok);
+		if (!token_u64(tok, len, head[i]))
+			return false;
+	}
+	uint64_t ignored, *tail[3] = { &out->active_slabs, &out->num_slabs, &ignored };
+	len = next_token(&p, end, &tok);
+	if (!token_is(tok, len, ":"))
+		return false;
+	len = next_token(&p, end, &tok);
+	if (!token_is(tok, len, "tunables"))
+		return false;
+	for (int i = 0; i < 3; i++) {
+		len = next_token(&p, end, &tok);
+		if (!token_u64(tok, len, &ignored))
+			return false;
+	}
+	len = next_token(&p, end, &tok);
+	if (!token_is(tok, len, ":"))
+		return false;
+	len = next_token(&p, end, &tok);
+	if (!token_is(tok, len, "slabdata"))
+		return false;
+	for (int i = 0; i < 3; i++) {
+		len = next_token(&p, end, &tok);
+		if (!token_u64(tok, len, tail[i]))
+			return false;
+	}
+	len = next_token(&p, end, &tok);
+	return len == 0 && out->active_objs <= out->num_objs; /* nothing after the last column */
+}
+
+int procfs_parse_slabinfo(const char *text, struct procfs_slab *out, size_t max,
+			  struct procfs_slabinfo *info)
+{
+	memset(info, 0, sizeof(*info));
+	static const char header[] = "slabinfo - version: 2.";
+	if (strncmp(text, header, strlen(header)) != 0)
+		return -1;
+	const char *line = strchr(text, '\n');
+	while (line && *line) {
+		line++;
+		const char *end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		if (end > line && *line != '#') {
+			struct procfs_slab s;
+			if (!slab_line(line, end, &s))
+				info->malformed++;
+			else if (info->n < max)
+				out[info->n++] = s;
+			else
+				info->overflow++;
+		}
+		line = *end ? end : NULL;
+	}
+	return 0;
+}
+
+uint64_t procfs_slab_bytes(const struct procfs_slab *s, uint64_t page_size)
+{
+	return s->num_slabs * s->pagesperslab * page_size;
+}
+
+uint64_t procfs_sum_prefixed(const char *text, const char *prefix, bool *found)
+{
+	size_t plen = strlen(prefix);
+	uint64_t sum = 0;
+	*found = false;
+	for (const char *line = text; line && *line;) {
+		const char *next = strchr(line, '\n');
+		if (strncmp(line, prefix, plen) == 0) {
+			const char *p = line + plen;
+			while (*p && *p != ' ' && *p != '\n')
+				p++;
+			while (*p == ' ')
+				p++;
+			if (isdigit((unsigned char)*p)) {
+				sum += strtoull(p, NULL, 10);
+				*found = true;
+			}
+		}
+		line = next ? next + 1 : NULL;
+	}
+	return sum;
+}

@@ -2,7 +2,8 @@
  * (iostat -x figures, pressure over a window, a bounded time series and its least-squares slope).
  *
  * Owns: turning the text of /proc/PID/{stat,status,smaps_rollup,io,cgroup}, /proc/pressure/{cpu,memory,io},
- * /proc/diskstats, /proc/net/{snmp,netstat,dev,softnet_stat} and cgroup v1/v2 control files into numbers.
+ * /proc/diskstats, /proc/net/{snmp,netstat,dev,softnet_stat}, /proc/slabinfo, /proc/vmstat, /proc/meminfo
+ * and cgroup v1/v2 control files into numbers.
  * Must not: open files, allocate, or know about probes, results or recipes: every function takes
  * text (or readings) and returns values, so unit tests feed it recorded text.
  * Sizes are in bytes ("kB" fields are multiplied by 1024), times as the kernel gives them unless
@@ -154,6 +155,31 @@ size_t procfs_parse_blkio_v1(const char *bytes_text, const char *ios_text, struc
 size_t procfs_parse_io_limits(const char *io_max, const char *rbps, const char *wbps,
 			      const char *riops, const char *wiops, struct procfs_cgio *out, size_t n,
 			      size_t max);
+
+/* /proc/slabinfo, version 2.x: one cache per line,
+ *   NAME ACTIVE_OBJS NUM_OBJS OBJSIZE OBJPERSLAB PAGESPERSLAB : tunables L B S : slabdata ACTIVE_SLABS NUM_SLABS SHARED
+ * Returns -1 when the text is not slabinfo 2.x (its first line), else 0 with info filled. A line
+ * that is not such a cache line (a field missing, not a number, a name of 64 bytes or more) is
+ * skipped and counted in info->malformed; cache lines past max are counted in info->overflow. */
+#define PROCFS_SLAB_NAME 64
+struct procfs_slab {
+	char name[PROCFS_SLAB_NAME];
+	uint64_t active_objs, num_objs, objsize, objperslab, pagesperslab;
+	uint64_t active_slabs, num_slabs;
+};
+struct procfs_slabinfo {
+	size_t n;         /* caches written to out[] */
+	size_t malformed; /* lines skipped */
+	size_t overflow;  /* cache lines past max */
+};
+int procfs_parse_slabinfo(const char *text, struct procfs_slab *out, size_t max,
+			  struct procfs_slabinfo *info);
+/* Memory a cache holds: its slabs' pages (num_slabs * pagesperslab * page_size). */
+uint64_t procfs_slab_bytes(const struct procfs_slab *s, uint64_t page_size);
+
+/* The sum of every "KEY VALUE" line whose key starts with prefix (/proc/vmstat "pgscan_kswapd",
+ * "pgscan_direct", ... for "pgscan_"); *found says whether any line matched. */
+uint64_t procfs_sum_prefixed(const char *text, const char *prefix, bool *found);
 
 /* A bounded time series: at most PROCFS_SERIES_MAX points; when full, every other point is
  * dropped and only every stride-th later push is kept (stride doubles), so the points stay

@@ -58,9 +58,16 @@ static const cyaml_schema_value_t attach_entry = {
 	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 1, 64),
 };
 
+/* `when:` of a probe, read as an enum into a 1-byte field. */
+static const cyaml_strval_t when_values[] = { { "always", RECIPE_WHEN_ALWAYS },
+					      { "target", RECIPE_WHEN_TARGET },
+					      { "host", RECIPE_WHEN_HOST } };
+
 static const cyaml_schema_field_t probe_fields[] = {
 	STR("id", REQ, struct recipe_probe, id, 64),
 	STR("kind", REQ, struct recipe_probe, kind, 64),
+	CYAML_FIELD_ENUM("when", OPT | CYAML_FLAG_STRICT, struct recipe_probe, when, when_values,
+			 CYAML_ARRAY_LEN(when_values)),
 	CYAML_FIELD_MAPPING("filters", OPT, struct recipe_probe, filters, filter_fields),
 	CYAML_FIELD_SEQUENCE_COUNT("attach", OPT | CYAML_FLAG_POINTER, struct recipe_probe, attach,
 				   n_attach, &attach_entry, 0, 8),
@@ -139,6 +146,7 @@ static const cyaml_schema_value_t recipe_schema = {
 };
 
 _Static_assert(sizeof(((struct recipe *)0)->target) == 1, "target is written by libcyaml as a 1-byte enum");
+_Static_assert(sizeof(((struct recipe_probe *)0)->when) == 1, "when is written by libcyaml as a 1-byte enum");
 
 /* ---- loader state and error formatting ------------------------------------------------------- */
 
@@ -505,7 +513,11 @@ static const char *type_name(const cyaml_schema_value_t *v)
 	case CYAML_STRING: return "a string";
 	case CYAML_MAPPING: return "a mapping";
 	case CYAML_SEQUENCE: return "a sequence";
-	case CYAML_ENUM: /* the one enum: `target` */
+	case CYAML_ENUM: /* `target`, a probe's `when`, `budgets.degrade` */
+		if (v->enumeration.strings == when_values)
+			return "\"always\", \"target\" or \"host\"";
+		if (v->enumeration.strings == degrade_values)
+			return "\"refuse\" or \"sample\"";
 		return "\"pid\", \"optional-pid\", \"processes\" or \"optional-processes\"";
 	default: return "another type";
 	}
@@ -952,6 +964,10 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 	if (f->pid && !strcmp(f->pid, "target") && r->target == RECIPE_TARGET_NONE)
 		return fail_path(L, AT("filters.pid"),
 				 "\"target\" needs `target: pid` or `target: optional-pid` at the top level");
+	if (p->when != RECIPE_WHEN_ALWAYS && r->target != RECIPE_TARGET_PID_OPTIONAL)
+		return fail_path(L, AT("when"),
+				 "\"target\" and \"host\" need `target: optional-pid` at the top level "
+				 "(only its runs may have a target or not)");
 	if (f->tid && !is_pid(f->tid))
 		return fail_path(L, AT("filters.tid"), "expected a positive integer, got %s",
 				 quote(q, sizeof(q), f->tid));

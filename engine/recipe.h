@@ -36,9 +36,14 @@ struct recipe_filters {
 	char *local_port, *remote_port, *remote_addr;
 };
 
+/* `when:` of a probe in a `target: optional-pid` recipe: always (the default), only in runs with a
+ * target (--pid), or only in host-wide runs (without --pid). */
+enum recipe_when { RECIPE_WHEN_ALWAYS = 0, RECIPE_WHEN_TARGET = 1, RECIPE_WHEN_HOST = 2 };
+
 struct recipe_probe {
 	char *id;   /* unique within the recipe; key of its results */
 	char *kind; /* probe kind from the catalog */
+	uint8_t when; /* enum recipe_when */
 	struct recipe_filters filters;
 	char **attach; /* preferred attach variants, in order; may be empty */
 	unsigned n_attach;

@@ -2,8 +2,11 @@
 -- leak, where is it allocated, and how long until its memory cgroup's limit?
 --
 -- Reads results.allocs (allocations), results.faults (page_faults), results.ooms (tracepoint_count
--- of oom:mark_victim, machine-wide), results.context (proc_context, memory section), run and
--- thresholds. Any probe may be missing: the verdicts then
+-- of oom:mark_victim, machine-wide), results.context (proc_context, memory section), results.kmem
+-- (kernel_memory: slab caches, page cache; host-wide runs only), results.kallocs (kernel_allocs:
+-- slab allocations by call site; host-wide runs only), run and thresholds. With --pid
+-- the target's memory; without it (run.target null) the host's: the recipe then runs neither
+-- allocs nor faults (`when: target`). Any probe may be missing: the verdicts then
 -- say what could not be assessed.
 --
 -- How it decides. Every figure is over the window (deltas, least-squares slopes of the readings
@@ -35,8 +38,24 @@
 --                   with it), a warning for kills elsewhere on the machine.
 --   ok              heavy malloc/free with nothing kept and flat RSS (bounded churn), or nothing
 --                   growing: no alarm.
+--   kernel-slab-growth  host-wide (no --pid: results.kmem, kernel_memory; results.kallocs,
+--                   kernel_allocs, names the call sites that allocated what the cache still holds
+--                   — by cache name, kmalloc caches by size class — and the title the function when
+--                   its held bytes are at least a quarter of the growth): a slab cache of
+--                   /proc/slabinfo that grew >= slab_growth_min_bytes over the window at
+--                   >= slab_growth_min_bytes_per_s (start→end), named with its objects and whether the
+--                   kernel may reclaim it: warning (at most three caches); info when the kernel
+--                   reclaims it (reclaim_account) and MemAvailable is >= reclaimable_spare_pct of
+--                   MemTotal (a big directory walk fills dentries and inodes, and gives them back).
+--   working-set     host-wide: page-cache refaults (workingset_refault_file + _anon: pages read
+--                   back soon after their eviction) >= refault_warn_per_s over the window: the
+--                   working set no longer fits — in the machine's memory, or, when the machine
+--                   still has most of its memory available, in a memory cgroup's limit: the cgroup
+--                   whose refaults grew most is named (kmem.refault_cgroups). warning; critical at
+--                   ten times the threshold.
 --   incomplete-data probes missing, allocations sampled or untracked (map full), stacks dropped,
---                   page-fault stacks that stop in the allocator, an early stop.
+--                   page-fault stacks that stop in the allocator, an early stop; host-wide: slabinfo
+--                   unreadable, malformed slabinfo lines skipped.
 
 local function th(name, default) return diag.number(thresholds, name, default) end
 
@@ -49,9 +68,14 @@ local T = {
   limit_crit = th("limit_crit_s", 300),
   limit_warn = th("limit_warn_s", 3600),
   top_n = th("top_n", 8),
+  slab_min = th("slab_growth_min_bytes", 16777216),
+  slab_rate = th("slab_growth_min_bytes_per_s", 1048576),
+  refault = th("refault_warn_per_s", 1000),
+  spare = th("reclaimable_spare_pct", 10),
 }
 
-local A, F, C, OO = results.allocs, results.faults, results.context, results.ooms
+local A, F, C, OO, K, KA = results.allocs, results.faults, results.context, results.ooms, results.kmem, results.kallocs
+local host = diag.get(run, "target", "pid") == nil
 local M = C and C.memory
 local CG = M and M.cgroup
 local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
@@ -364,11 +388,178 @@ elseif CG and (CG.failcnt or 0) > 0 then
     { "Memory pressure slows the process (reclaim, refaults): check the memory pressure and what grows" }))
 end
 
+-- ---- host-wide: the kernel's slab caches and the page cache ------------------------------------
+
+local kwin = (K and K.wall_s) or ctx_window
+local S = K and K.slab
+local VM, MI = K and K.vmstat, K and K.meminfo
+
+local function slab_rate(c) return c.bytes_per_s or ((kwin > 0) and c.delta_bytes / kwin) or 0 end
+
+-- What usually fills a cache, by its name: where to look next.
+local function slab_hint(name)
+  if name:find("^dentry") or name:find("inode_cache$") or name:find("^inode") or name:find("^ext4_") or name:find("^xfs_") or name:find("^btrfs_") then
+    return "Files or directories being created and kept (or looked up: dentries): find the directory that grows (df -i; du --inodes) and who writes there"
+  end
+  if name:find("sock") or name:find("^TCP") or name:find("^UDP") or name:find("^RAW") or name:find("^skbuff") or name:find("^request_sock") then
+    return "Sockets opened and not closed: ss -s, and per process ls -l /proc/PID/fd | grep -c socket"
+  end
+  if name:find("^filp") or name:find("^eventpoll") or name:find("^eventfd") or name:find("^signalfd") or name:find("^anon_inode") or name:find("^pid") then
+    return "Open file descriptors or processes accumulating: ls /proc/*/fd | wc -l per process, ps -e | wc -l"
+  end
+  if name:find("^kmalloc") or name:find("^dma%-kmalloc") then
+    return sub("A kernel allocation of that size class: by call site, bpftrace -e 'tracepoint:kmem:kmalloc /args->bytes_alloc <= %s/ { @[kstack(6)] = sum(args->bytes_alloc) }'",
+      name:match("(%d+)$") or "N")
+  end
+  return "A driver or kernel subsystem allocating objects of that cache: kmemleak, or kmem:kmem_cache_alloc by call site"
+end
+
+-- The kernel_allocs sites that fill cache c: kmem_cache_alloc's cache by name, kmalloc's by size
+-- class (kmalloc-64, kmalloc-cg-64, kmalloc-rcl-64 ...: the object size). Most bytes held first.
+local function sites_of(c)
+  local out = {}
+  local class = c.name:find("kmalloc") and tonumber(c.name:match("(%d+)$"))
+  for _, st in ipairs(KA and KA.sites or {}) do
+    if (st.held_bytes or 0) > 0 and (st.cache == c.name or (not st.cache and class and st.object_size == class)) then
+      push(out, st)
+    end
+  end
+  return out
+end
+local function site_fn(st) return (st.site:gsub("%+0x%x+$", "")) end
+
+local slab_grown = {}
+for _, c in ipairs(S and S.grown or {}) do
+  if (c.delta_bytes or 0) >= T.slab_min and slab_rate(c) >= T.slab_rate then push(slab_grown, c) end
+end
+for i = 1, math.min(#slab_grown, 3) do
+  local c = slab_grown[i]
+  local ev = {
+    sub("%s: %s → %s over the %.1f s window (%s); %s objects of %s, %s%s in the window", c.name,
+      fmt_bytes(c.bytes - c.delta_bytes), fmt_bytes(c.bytes), kwin, fmt_rate_b(slab_rate(c)),
+      diag.fmt_count(c.objects), fmt_bytes(c.object_size), (c.objects_delta or 0) >= 0 and "+" or "",
+      diag.fmt_count(c.objects_delta or 0)),
+  }
+  if c.new then push(ev, "The cache appeared during the window (a module or subsystem created it)") end
+  local filled = sites_of(c)
+  for k = 1, math.min(3, #filled) do
+    local st = filled[k]
+    push(ev, sub("Allocated in the window by %s: %s objects (%s) still held of %s allocated%s", st.site, diag.fmt_count(st.held),
+      fmt_bytes(st.held_bytes), diag.fmt_count(st.allocs), KA.sampled_1_in and sub(" (1 in %d recorded, scaled)", KA.sampled_1_in) or ""))
+  end
+  local by = filled[1] and filled[1].held_bytes * 4 >= c.delta_bytes and site_fn(filled[1])
+  if c.reclaimable == true then
+    push(ev, "The kernel may reclaim this cache under memory pressure (reclaim_account): it is given back when memory runs short, but growth that does not stop means objects created and kept")
+  elseif c.reclaimable == false then
+    push(ev, "Not reclaimable: its objects are freed only when whoever holds them releases them")
+  end
+  if S.total_delta_bytes then
+    push(ev, sub("All slab caches: %s at the end, %s%s in the window", fmt_bytes(S.total_bytes),
+      S.total_delta_bytes >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes)))
+  end
+  if MI and MI.sunreclaim_bytes then
+    push(ev, sub("/proc/meminfo: SUnreclaim %s (%s), SReclaimable %s (%s), MemAvailable %s", fmt_bytes(MI.sunreclaim_bytes),
+      fmt_bytes(MI.sunreclaim_delta_bytes), fmt_bytes(MI.sreclaimable_bytes), fmt_bytes(MI.sreclaimable_delta_bytes),
+      fmt_bytes(MI.mem_available_bytes)))
+  end
+  -- A cache the kernel reclaims under pressure (dentries, inodes of a big directory walk) is no
+  -- alarm while the machine has memory to spare: information.
+  local spare = MI and MI.mem_total_bytes and MI.mem_total_bytes > 0 and MI.mem_available_bytes
+    and MI.mem_available_bytes * 100 >= T.spare * MI.mem_total_bytes
+  local sev = (c.reclaimable == true and spare) and "info" or "warning"
+  if sev == "info" then
+    push(ev, sub("MemAvailable is %s of MemTotal (at least %s): the kernel gives this cache back when memory runs short, so it is no alarm yet",
+      diag.fmt_pct(diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)), diag.fmt_pct(T.spare)))
+  end
+  push(verdicts, diag.verdict("kernel-slab-growth", sev,
+    sub("Kernel slab cache %s grew %s in the window (%s)%s", c.name, fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c)),
+      by and sub(", allocated in %s()", by) or ""), ev,
+    { slab_hint(c.name),
+      sub("Watch it: slabtop -s c, or grep '^%s ' /proc/slabinfo a few seconds apart", c.name),
+      "Confirm over a longer window: diagnose memory-growth --duration 60" }))
+end
+
+-- Refaults: pages read back soon after eviction. The working set does not fit where it runs.
+local refaults = VM and ((VM.workingset_refault_file or 0) + (VM.workingset_refault_anon or 0)) or 0
+local refault_rate = kwin > 0 and refaults / kwin or 0
+if VM and (VM.workingset_refault_file or VM.workingset_refault_anon) and refault_rate >= T.refault then
+  local ev = {
+    sub("%s refaults in the %.1f s window (%s): %s of file pages, %s of anonymous pages read back soon after they were evicted",
+      diag.fmt_count(refaults), kwin, diag.fmt_rate(refault_rate), diag.fmt_count(VM.workingset_refault_file or 0),
+      diag.fmt_count(VM.workingset_refault_anon or 0)),
+  }
+  if VM.pgmajfault or VM.pgpgin then
+    push(ev, sub("Major faults %s, pages read in %s (/proc/vmstat pgmajfault, pgpgin)", diag.fmt_rate(diag.rate(VM.pgmajfault or 0, kwin)),
+      fmt_rate_b(diag.rate((VM.pgpgin or 0) * 1024, kwin))))
+  end
+  if VM.pgscan or VM.pgsteal then
+    push(ev, sub("Reclaim scanned %s pages and reclaimed %s (kswapd and direct)%s", diag.fmt_count(VM.pgscan or 0),
+      diag.fmt_count(VM.pgsteal or 0), (VM.allocstall or 0) > 0 and sub("; %s allocations stalled in direct reclaim", diag.fmt_count(VM.allocstall)) or ""))
+  end
+  local where = "in memory"
+  -- Whose: the memory cgroups whose refaults grew (v2 counts include descendants: the most specific
+  -- cgroup holding at least half of the top one's refaults is named).
+  local RC, cg = K.refault_cgroups or {}, nil
+  for _, c in ipairs(RC) do
+    if c.refaults * 2 >= RC[1].refaults and (not cg or #c.path > #cg.path) then cg = c end
+  end
+  if #RC > 0 then
+    local parts = {}
+    for i = 1, math.min(3, #RC) do
+      local c = RC[i]
+      push(parts, sub("%s %s%s", c.path, diag.fmt_count(c.refaults), c.limit_bytes and sub(" (limit %s)", fmt_bytes(c.limit_bytes)) or ""))
+    end
+    push(ev, "Refaults by memory cgroup (memory.stat): " .. table.concat(parts, ", "))
+  end
+  if MI and MI.cached_bytes then
+    push(ev, sub("Page cache %s (%s%s in the window); file LRU active %s, inactive %s", fmt_bytes(MI.cached_bytes),
+      (MI.cached_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(MI.cached_delta_bytes),
+      fmt_bytes(MI.active_file_bytes), fmt_bytes(MI.inactive_file_bytes)))
+  end
+  if MI and MI.mem_available_bytes and MI.mem_total_bytes and MI.mem_total_bytes > 0 then
+    local avail = diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)
+    if avail >= 25 then
+      where = "in its memory cgroup's limit"
+      push(ev, sub("The machine still has %s available (%s of %s): the evictions come from a memory cgroup's limit smaller than what runs in it, not from the machine's memory",
+        fmt_bytes(MI.mem_available_bytes), diag.fmt_pct(avail), fmt_bytes(MI.mem_total_bytes)))
+    else
+      push(ev, sub("The machine has %s available (%s of %s): it is short of memory", fmt_bytes(MI.mem_available_bytes),
+        diag.fmt_pct(avail), fmt_bytes(MI.mem_total_bytes)))
+    end
+  end
+  local title
+  if where ~= "in memory" and cg and cg.path ~= "/" then
+    title = sub("Working set larger than the memory limit of cgroup %s%s: %s refaults/s", cg.path,
+      cg.limit_bytes and sub(" (%s)", fmt_bytes(cg.limit_bytes)) or "", diag.fmt_count(refault_rate))
+  else
+    title = sub("Working set larger than %s: %s refaults/s, page cache %s", where == "in memory" and "memory" or "a memory cgroup's limit",
+      diag.fmt_count(refault_rate), MI and fmt_bytes(MI.cached_bytes) or "n/a")
+  end
+  push(verdicts, diag.verdict("working-set", refault_rate >= 10 * T.refault and "critical" or "warning", title, ev,
+    { where == "in memory" and "Give the machine more memory or run less on it; what holds memory: the slab caches and processes (ps -eo rss,comm --sort=-rss | head)"
+        or (cg and cg.path ~= "/") and sub("Raise the memory limit of %s%s above its working set, or make what runs there read less", cg.path,
+          cg.limit_bytes and sub(" (now %s)", fmt_bytes(cg.limit_bytes)) or "")
+        or "Which cgroup: grep workingset_refault /sys/fs/cgroup/*/memory.stat (v2, with descendants; v1: each cgroup's own); raise its limit or shrink its working set",
+      "Which files: cachestat / fincore on the data files the service reads" }))
+end
+
 -- Nothing found.
 local findings = #verdicts
 if findings == 0 and growing then
   push(verdicts, diag.verdict("growth", "warning", sub("Memory grows %s; its cause is not attributed", fmt_rate_b(rss_rate)),
     { rss_line() }, { sub("Measure longer: diagnose memory-growth --pid %s --duration 60", pid) }))
+elseif findings == 0 and host then
+  local ev = {}
+  if S then
+    push(ev, sub("Slab caches: %s at the end, %s%s over the %.1f s window; no cache grew %s or more", fmt_bytes(S.total_bytes),
+      (S.total_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes), kwin, fmt_bytes(T.slab_min)))
+  end
+  if VM then push(ev, sub("Page-cache refaults %s (under %s)", diag.fmt_rate(refault_rate), diag.fmt_rate(T.refault))) end
+  if MI and MI.mem_available_bytes then
+    push(ev, sub("MemAvailable %s of %s", fmt_bytes(MI.mem_available_bytes), fmt_bytes(MI.mem_total_bytes)))
+  end
+  push(verdicts, diag.verdict("ok", "ok", "No kernel slab growth and no page-cache thrashing in the window", ev,
+    { "For one process's memory: diagnose memory-growth --pid PID", "If it grows over hours, measure longer: diagnose memory-growth --duration 120" }))
 elseif findings == 0 then
   local ev = {}
   local rl = rss_line()
@@ -394,8 +585,22 @@ do
     push(ev, line)
     if s == "warning" then sev = "warning" end
   end
-  if not A then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
-  if not F then note("faults missing", "faults: no results: where new pages are touched is unknown") end
+  if not A and not host then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
+  if not F and not host then note("faults missing", "faults: no results: where new pages are touched is unknown") end
+  if host and not K then note("kmem missing", "kmem: no results: the kernel's slab caches and the page cache not assessed", "warning") end
+  if host and not KA then note("kallocs missing", "kallocs: no results: the kernel code that fills a cache is not named") end
+  if KA and KA.sampled_1_in then
+    note(sub("kernel allocations 1 in %d", KA.sampled_1_in), sub("kallocs: 1 kernel allocation in %d recorded (the machine's allocation rate was over the budget): held objects and bytes by call site are estimates", KA.sampled_1_in))
+  end
+  if KA and (KA.untracked or 0) > 0 then
+    note(sub("kallocs: %s untracked", diag.fmt_count(KA.untracked)), sub("kallocs: %s blocks not recorded (max_live %s reached): held bytes by call site are a lower bound", diag.fmt_count(KA.untracked), diag.fmt_count(KA.max_live)))
+  end
+  if K and not S then
+    note("slab caches not read", sub("kmem: %s: slab growth not assessed (root reads /proc/slabinfo)", K.slab_error or "no slab results"), "warning")
+  end
+  if S and (S.malformed_lines or 0) > 0 then
+    note(sub("slabinfo: %s lines skipped", diag.fmt_count(S.malformed_lines)), sub("kmem: %s lines of /proc/slabinfo were not cache lines and were skipped", diag.fmt_count(S.malformed_lines)))
+  end
   if not C then note("context missing", "context: no results: RSS and the cgroup limit unknown", "warning") end
   if not OO then note("ooms missing", "ooms: no results: OOM kills on the machine not counted") end
   if A and A.sampled_1_in then
@@ -449,7 +654,9 @@ end
 if M then
   local rows = {}
   local f = fit(M.rss_series)
-  push(rows, { "RSS", fmt_bytes(M.rss_bytes), fmt_bytes(rss_delta), fmt_rate_b(rss_rate), f and sub("%.2f", f.r2) or "" })
+  if M.rss_bytes then
+    push(rows, { "RSS", fmt_bytes(M.rss_bytes), fmt_bytes(rss_delta), fmt_rate_b(rss_rate), f and sub("%.2f", f.r2) or "" })
+  end
   if M.rss_anon_bytes then push(rows, { "  anonymous", fmt_bytes(M.rss_anon_bytes), fmt_bytes(M.rss_anon_delta_bytes), "", "" }) end
   if M.rss_file_bytes then push(rows, { "  file-backed", fmt_bytes(M.rss_file_bytes), fmt_bytes(M.rss_file_delta_bytes), "", "" }) end
   if M.rss_shmem_bytes then push(rows, { "  shared memory", fmt_bytes(M.rss_shmem_bytes), fmt_bytes(M.rss_shmem_delta_bytes), "", "" }) end
@@ -460,7 +667,36 @@ if M then
     push(rows, { "cgroup limit", CG.limited and fmt_bytes(CG.max_bytes) or "none", "", "", "" })
   end
   if A then push(rows, { "heap held (allocated in the window)", fmt_bytes(A.outstanding_bytes), "", fmt_rate_b(heap_rate), "" }) end
-  push(report, diag.table(sub("Memory over the window (%.1f s)", ctx_window), { "what", "at the end", "change", "per second", "R²" }, rows))
+  if host and M.pressure then
+    push(rows, { "memory pressure, some / full (share of the window)", sub("%s / %s", diag.fmt_pct(M.pressure.some_pct or 0),
+      diag.fmt_pct(M.pressure.full_pct or 0)), "", "", "" })
+  end
+  if #rows > 0 then push(report, diag.table(sub("Memory over the window (%.1f s)", ctx_window), { "what", "at the end", "change", "per second", "R²" }, rows)) end
+end
+if S then
+  local rows = {}
+  for i = 1, math.min(T.top_n, #(S.grown or {})) do
+    local c = S.grown[i]
+    push(rows, { c.name, fmt_bytes(c.bytes), "+" .. fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c)),
+      ((c.objects_delta or 0) >= 0 and "+" or "") .. diag.fmt_count(c.objects_delta or 0), fmt_bytes(c.object_size),
+      c.reclaimable == true and "yes" or c.reclaimable == false and "no" or "?" })
+  end
+  push(report, diag.table(sub("Slab caches that grew over the window (%.1f s; all caches %s, %s%s)", kwin, fmt_bytes(S.total_bytes),
+    (S.total_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes)),
+    { "cache", "at the end", "change", "per second", "objects", "object", "reclaimable" }, rows))
+end
+if VM and MI then
+  local function per_s(n) return diag.fmt_rate(diag.rate(n or 0, kwin)) end
+  push(report, diag.table(sub("Page cache and reclaim over the window (%.1f s)", kwin), { "what", "in the window", "per second / at the end" }, {
+    { "refaults (file + anonymous)", diag.fmt_count(refaults), diag.fmt_rate(refault_rate) },
+    { "major faults", diag.fmt_count(VM.pgmajfault or 0), per_s(VM.pgmajfault) },
+    { "paged in", fmt_bytes((VM.pgpgin or 0) * 1024), fmt_rate_b(diag.rate((VM.pgpgin or 0) * 1024, kwin)) },
+    { "reclaim scanned / reclaimed (pages)", sub("%s / %s", diag.fmt_count(VM.pgscan or 0), diag.fmt_count(VM.pgsteal or 0)), "" },
+    { "page cache (Cached)", fmt_bytes(MI.cached_delta_bytes), fmt_bytes(MI.cached_bytes) },
+    { "file LRU active / inactive", sub("%s / %s", fmt_bytes(MI.active_file_delta_bytes), fmt_bytes(MI.inactive_file_delta_bytes)),
+      sub("%s / %s", fmt_bytes(MI.active_file_bytes), fmt_bytes(MI.inactive_file_bytes)) },
+    { "MemAvailable", fmt_bytes(MI.mem_available_delta_bytes), fmt_bytes(MI.mem_available_bytes) },
+  }))
 end
 if A then
   local rows = {}

@@ -39,7 +39,15 @@
    run-time statistics over 3 s of each tool's run. These programs run per retransmit or drop,
    not per packet: a clean stream costs nothing per packet.
 
-BENCH_PARTS selects parts by number (default 1234567: all; BENCH_PARTS=3 runs part 3 only).
+8. Cost per malloc/free pair of allocation tracing: tests/workloads/malloc_loop making
+   BENCH_PAIRS malloc(64) + free pairs (its own CPU time, user + system: uprobe traps are charged
+   to it), untraced, under an empty-program floor on the three traps the allocations probe needs
+   (uprobe and uretprobe on malloc, uprobe on free: bpftrace -p PID with empty actions), under
+   memory-growth's allocations probe alone (every call recorded, and 1 in 64), and under bpftrace's
+   `uprobe:LIBC:malloc { @[ustack] = sum(arg0); }` (one trap per pair); microseconds added per pair
+   and the ratios to the floor and to bpftrace.
+
+BENCH_PARTS selects parts by number (default 12345678: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -151,9 +159,10 @@ def getppid_loop(tracer_argv=None, needs_pid=False, ready_line=None):
     return timed_loop([os.path.join(WL, "getppid_loop"), str(LOOP_CALLS)], tracer_argv, ready_line)
 
 
-def timed_loop(loop_argv, tracer_argv=None, ready_line=None):
+def timed_loop(loop_argv, tracer_argv=None, ready_line=None, settle=0.0):
     """Runs loop_argv + [WAIT_FD] (it waits for a byte on WAIT_FD, loops, prints ns per turn) with
-    an optional tracer attached to it ({PID} in tracer_argv) before the loop starts."""
+    an optional tracer attached to it ({PID} in tracer_argv) before the loop starts; settle:
+    seconds more for a tracer whose attachment takes a while (one uprobe after another)."""
     rfd, wfd = os.pipe()
     loop = subprocess.Popen(loop_argv + [str(rfd)], stdout=subprocess.PIPE, text=True, pass_fds=(rfd,))
     os.close(rfd)
@@ -171,6 +180,7 @@ def timed_loop(loop_argv, tracer_argv=None, ready_line=None):
                     raise RuntimeError(f"{argv[0]} did not get ready: {line!r}")
             else:
                 wait_attached(before, tracer)
+            time.sleep(settle)
         os.write(wfd, b"x")
         out, _ = loop.communicate(timeout=120)
         return float(out.strip())
@@ -814,6 +824,103 @@ def part7_network(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+ALLOC_PAIRS = int(os.environ.get("BENCH_PAIRS", "100000"))
+
+
+def allocations_recipe(tmp, name, sample_every):
+    """memory-growth's allocations probe alone, its options as the recipe has them, budgets out of
+    the way (no pre-flight sampling: the cost of the probe itself)."""
+    src = open(os.path.join(ROOT, "recipes", "memory-growth.yaml")).read()
+    thresholds = src[src.index("\nthresholds:"):]
+    d = os.path.join(tmp, "recipes")
+    os.makedirs(d, exist_ok=True)
+    if not os.path.exists(os.path.join(tmp, "lua")):
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    with open(os.path.join(d, name + ".yaml"), "w") as f:
+        f.write(f"""name: {name}
+symptom: benchmark
+summary: memory-growth's allocations probe alone
+lua: memory-growth.lua
+target: pid
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 0
+  max_events_per_s: 1000000000
+  preflight_ms: 100
+  max_cpu_pct: 100
+  max_map_bytes: 134217728
+probes:
+  - id: allocs
+    kind: allocations
+    filters:
+      pid: target
+    options:
+      max_outstanding: 262144
+      max_sites: 8192
+      max_stacks: 8192
+      sample_every: {sample_every}
+""" + thresholds)
+    return d
+
+
+def libc_of(exe):
+    """The C library the binary loads (ldd), where malloc and free are probed."""
+    out = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        m = re.search(r"libc\.so\.6 => (\S+)", line)
+        if m:
+            return os.path.realpath(m.group(1))
+    raise RuntimeError(f"no libc.so.6 in ldd {exe}")
+
+
+def part8_allocations(say):
+    """8. Cost per malloc/free pair of the allocations probe against an empty floor and bpftrace."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    try:
+        loop = [os.path.join(WL, "malloc_loop"), str(ALLOC_PAIRS)]
+        libc = libc_of(loop[0])
+        configs = [("untraced", None)]
+        have_bpftrace = shutil.which("bpftrace") is not None
+        if have_bpftrace:
+            configs.append(("floor: empty uprobe + uretprobe on malloc, uprobe on free",
+                            ["bpftrace", "-p", "{PID}", "-e",
+                             f"uprobe:{libc}:malloc {{ }} uretprobe:{libc}:malloc {{ }} uprobe:{libc}:free {{ }}"]))
+        for name, every in (("bench-allocs", 1), ("bench-allocs-sampled", 64)):
+            recipes = allocations_recipe(tmp, name, every)
+            label = ("diagnose allocations (every call)" if every == 1
+                     else f"diagnose allocations (1 in {every} recorded)")
+            configs.append((label, [DIAG, name, "--recipes", recipes, "--pid", "{PID}", "--duration", "60"]))
+        if have_bpftrace:
+            configs.append(("bpftrace uprobe:malloc @[ustack] = sum(arg0)",
+                            ["bpftrace", "-p", "{PID}", "-e", f"uprobe:{libc}:malloc {{ @[ustack] = sum(arg0); }}"]))
+        per_pair = {}
+        for _ in range(RUNS):  # interleaved, so drift hits every config alike
+            for name, argv in configs:
+                try:
+                    per_pair.setdefault(name, []).append(timed_loop(loop, argv, settle=1.5))
+                except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                    say(f"(part 8: {name}: {e})")
+                    per_pair.setdefault(name, []).append(float("nan"))
+        base = median(per_pair["untraced"])
+        floor_name = "floor: empty uprobe + uretprobe on malloc, uprobe on free"
+        bt_name = "bpftrace uprobe:malloc @[ustack] = sum(arg0)"
+        floor = median(per_pair.get(floor_name, [float("nan")])) - base
+        bt = median(per_pair.get(bt_name, [float("nan")])) - base
+        say(f"\n## Cost per malloc/free pair: malloc_loop, {ALLOC_PAIRS} pairs of malloc(64) + free "
+            "(the process's own CPU time)\n")
+        say("| configuration | ns per pair | added µs | × floor | × bpftrace ustack |")
+        say("|---|---:|---:|---:|---:|")
+        for name, _ in configs:
+            m = median(per_pair[name])
+            added = m - base
+            rf = "" if name == "untraced" else f"{added / floor:.2f}" if floor > 0 else "n/a"
+            rb = "" if name == "untraced" else f"{added / bt:.2f}" if bt > 0 else "n/a"
+            say(f"| {name} | {m:.0f} | {added / 1000:+.2f} | {rf} | {rb} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -833,10 +940,10 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "1234567")
+    parts = os.environ.get("BENCH_PARTS", "12345678")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
-                    ("7", part7_network)):
+                    ("7", part7_network), ("8", part8_allocations)):
         if n in parts:
             part(say)
 

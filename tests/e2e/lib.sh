@@ -63,6 +63,7 @@ OUR_PROG_NAMES=(
 	'tcpe_.*'
 	'skbd_.*'
 	'doctor_.*'
+	'kalloc_.*'
 )
 OUR_PROGS="^($(IFS='|'; echo "${OUR_PROG_NAMES[*]}"))\$"
 our_links() { # prints the number of attached links whose program is one of ours

@@ -4,7 +4,12 @@
  * v1 memory cgroup limited to 64 MiB, the same OOM-killed during the window; stacks trimmed), each checked against the probes' declared shapes, must give the
  * verdicts they gave live; and the same trees edited into cases the live tests do not produce
  * (an OOM kill counted by the cgroup or elsewhere on the machine, a limit approached without a leak, sampled or missing allocations,
- * a leak too small to call) must be judged as such. No root, no BPF: the snippet runs in this
+ * a leak too small to call) must be judged as such. Host-wide runs (no --pid, recorded by
+ * tests/e2e/t_memory_host.sh as host-NAME.json, the machine's cgroup prefix replaced by /ci): a
+ * slab cache grown by tmpfs files, its control, a reader over its cgroup's limit and one under it;
+ * edited into a machine short of memory, refaults around the threshold, slabinfo unreadable or
+ * with skipped lines, the kernel_memory probe missing, the kernel_allocs probe missing, a kmalloc
+ * cache matched to its call sites by size class. No root, no BPF: the snippet runs in this
  * process (verdict_run_inprocess).
  */
 #include <setjmp.h>
@@ -323,6 +328,242 @@ static void test_small_leak_threshold(void **state)
 	value_free(fx);
 }
 
+/* ---- host-wide runs (no --pid): recorded by tests/e2e/t_memory_host.sh ---------------------- */
+
+/* No verdict of a run with a target: nothing about allocations, page faults or RSS. */
+static void assert_host_only(const struct value *v)
+{
+	for (size_t i = 0; i < v->arr.len; i++) {
+		const char *id = value_get_str(verdict(v, i), "id"), *title = value_get_str(verdict(v, i), "title");
+		assert_true(strcmp(id, "leak") && strcmp(id, "heap-growth") && strcmp(id, "growth-outside-heap") &&
+			    strcmp(id, "growth"));
+		assert_null(strstr(title, "heap"));
+		assert_null(strstr(title, "page fault"));
+	}
+}
+
+/* 15,000 tmpfs files a second kept: shmem_inode_cache named, with its rate; not reclaimable. */
+static void test_host_slab_growth_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("host-grow");
+	struct value *fx = load_fixture("host-grow");
+	struct value *v = memory(fx);
+	assert_host_only(v);
+	const struct value *k = verdict(v, 0);
+	assert_string_equal(value_get_str(k, "id"), "kernel-slab-growth");
+	assert_string_equal(value_get_str(k, "severity"), "warning");
+	const char *title = value_get_str(k, "title");
+	assert_non_null(strstr(title, "Kernel slab cache shmem_inode_cache grew "));
+	assert_non_null(strstr(title, " MiB in the window ("));
+	assert_non_null(strstr(title, "MiB/s)"));
+	assert_true(evidence_has(k, "Not reclaimable"));
+	assert_true(evidence_has(k, "objects of 752 B"));
+	/* kernel_allocs: the code that allocated what the cache holds */
+	assert_non_null(strstr(title, "), allocated in shmem_alloc_inode()"));
+	assert_true(evidence_has(k, "Allocated in the window by shmem_alloc_inode+0x"));
+	assert_null(find(v, "incomplete-data"));
+	/* the thresholds decide: a bar above the growth leaves no verdict */
+	struct value *th = value_obj();
+	value_set_int(th, "slab_growth_min_bytes", 1 << 30);
+	struct value *v2 = memory_t(fx, th);
+	assert_null(find(v2, "kernel-slab-growth"));
+	assert_string_equal(value_get_str(verdict(v2, 0), "id"), "ok");
+	value_free(v2);
+	value_set_int(th, "slab_growth_min_bytes", 1 << 20);
+	value_set_int(th, "slab_growth_min_bytes_per_s", 1 << 30); /* the rate too */
+	v2 = memory_t(fx, th);
+	assert_null(find(v2, "kernel-slab-growth"));
+	value_free(v2);
+	value_free(th);
+	value_free(v);
+	value_free(fx);
+}
+
+/* Without kernel_allocs the cache is still named, its filler not (and that is said); a kmalloc
+ * cache is matched to its sites by size class, whatever its prefix (kmalloc-cg-, kmalloc-rcl-). */
+static void test_host_slab_sites(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-grow");
+	drop_probe(fx, "kallocs");
+	struct value *v = memory(fx);
+	const struct value *k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_non_null(strstr(value_get_str(k, "title"), "Kernel slab cache shmem_inode_cache grew "));
+	assert_null(strstr(value_get_str(k, "title"), "allocated in"));
+	const struct value *inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_string_equal(value_get_str(inc, "severity"), "info");
+	assert_non_null(strstr(value_get_str(inc, "title"), "kallocs missing"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("host-grow");
+	struct value *grown = (struct value *)value_get(mut(fx, "results", "kmem", "slab"), "grown");
+	value_set_str(grown->arr.items[0], "name", "kmalloc-cg-64");
+	struct value *sites = (struct value *)value_get(mut(fx, "results", "kallocs", NULL), "sites");
+	struct value *site = value_arr_push(sites, value_obj());
+	value_set_str(site, "site", "leaky_driver_ioctl+0x42");
+	value_set_int(site, "object_size", 64);
+	value_set_int(site, "allocs", 700000);
+	value_set_int(site, "alloc_bytes", 700000 * 64);
+	value_set_int(site, "frees", 0);
+	value_set_int(site, "held", 700000);
+	value_set_int(site, "held_bytes", 700000 * 64);
+	v = memory(fx);
+	k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_non_null(strstr(value_get_str(k, "title"), "Kernel slab cache kmalloc-cg-64 grew "));
+	assert_non_null(strstr(value_get_str(k, "title"), "allocated in leaky_driver_ioctl()"));
+	/* shmem_alloc_inode's objects are not kmalloc-64's */
+	assert_false(evidence_has(k, "shmem_alloc_inode"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The same growth in a cache the kernel reclaims (dentries, inodes): information while the
+ * machine has memory to spare, a warning when it is short. */
+static void test_host_reclaimable_slab(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-grow");
+	struct value *grown = mut(fx, "results", "kmem", "slab");
+	grown = (struct value *)value_get(grown, "grown");
+	value_set_bool(grown->arr.items[0], "reclaimable", true);
+	struct value *v = memory(fx);
+	const struct value *k = find(v, "kernel-slab-growth");
+	assert_non_null(k);
+	assert_string_equal(value_get_str(k, "severity"), "info");
+	assert_true(evidence_has(k, "no alarm yet"));
+	value_free(v);
+	struct value *mi = mut(fx, "results", "kmem", "meminfo");
+	value_set_int(mi, "mem_available_bytes", (int64_t)(value_get_num(mi, "mem_total_bytes", 0) / 20));
+	v = memory(fx);
+	assert_string_equal(value_get_str(find(v, "kernel-slab-growth"), "severity"), "warning");
+	value_free(v);
+	value_free(fx);
+}
+
+/* Its control (files created and unlinked) and a reader that fits its cgroup: ok, no alarm. */
+static void test_host_controls_recorded(void **state)
+{
+	(void)state;
+	const char *names[] = { "host-churn", "host-fits" };
+	for (size_t i = 0; i < 2; i++) {
+		assert_as_recorded(names[i]);
+		struct value *fx = load_fixture(names[i]);
+		struct value *v = memory(fx);
+		assert_int_equal(v->arr.len, 1);
+		assert_string_equal(value_get_str(verdict(v, 0), "id"), "ok");
+		assert_string_equal(value_get_str(verdict(v, 0), "title"),
+				    "No kernel slab growth and no page-cache thrashing in the window");
+		value_free(v);
+		value_free(fx);
+	}
+}
+
+/* A 32 MiB file read twice a second in a cgroup limited to 16 MiB: the cgroup is named with its
+ * limit; the machine has its memory, so the limit is the cause. */
+static void test_host_refaults_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("host-refault");
+	struct value *fx = load_fixture("host-refault");
+	struct value *v = memory(fx);
+	assert_host_only(v);
+	const struct value *w = verdict(v, 0);
+	assert_string_equal(value_get_str(w, "id"), "working-set");
+	assert_string_equal(value_get_str(w, "severity"), "critical"); /* >= 10x refault_warn_per_s */
+	assert_non_null(strstr(value_get_str(w, "title"),
+			       "Working set larger than the memory limit of cgroup /ci/diag-refault-test (16 MiB): "));
+	assert_true(evidence_has(w, "not from the machine's memory"));
+	assert_true(evidence_has(w, "Refaults by memory cgroup (memory.stat): /ci/diag-refault-test "));
+	value_free(v);
+	value_free(fx);
+}
+
+/* The same refaults on a machine short of memory: the machine's memory is the cause. */
+static void test_host_refaults_short_of_memory(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-refault");
+	struct value *mi = mut(fx, "results", "kmem", "meminfo");
+	value_set_int(mi, "mem_available_bytes", (int64_t)(value_get_num(mi, "mem_total_bytes", 0) / 50));
+	struct value *v = memory(fx);
+	const struct value *w = find(v, "working-set");
+	assert_non_null(w);
+	assert_non_null(strstr(value_get_str(w, "title"), "Working set larger than memory: "));
+	assert_true(evidence_has(w, "it is short of memory"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* Refaults under refault_warn_per_s (scaled down to 500 a second): no verdict; just over: warning. */
+static void test_host_refault_threshold(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-refault");
+	struct value *vm = mut(fx, "results", "kmem", "vmstat");
+	double wall = value_get_num(mut(fx, "results", "kmem", NULL), "wall_s", 0);
+	assert_true(wall > 1);
+	value_set_int(vm, "workingset_refault_file", (int64_t)(500 * wall));
+	value_set_int(vm, "workingset_refault_anon", 0);
+	struct value *v = memory(fx);
+	assert_null(find(v, "working-set"));
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "ok");
+	value_free(v);
+	value_set_int(vm, "workingset_refault_file", (int64_t)(1100 * wall));
+	v = memory(fx);
+	assert_non_null(find(v, "working-set"));
+	assert_string_equal(value_get_str(find(v, "working-set"), "severity"), "warning");
+	value_free(v);
+	value_free(fx);
+}
+
+/* slabinfo unreadable (not root), lines skipped, the probe missing: said, never silent. */
+static void test_host_incomplete(void **state)
+{
+	(void)state;
+	struct value *fx = load_fixture("host-grow");
+	struct value *k = mut(fx, "results", "kmem", NULL), *copy = value_obj();
+	for (size_t i = 0; i < k->obj.len; i++)
+		if (strcmp(k->obj.keys[i], "slab"))
+			value_obj_set(copy, k->obj.keys[i], value_copy(k->obj.vals[i]));
+	value_set_str(copy, "slab_error", "/proc/slabinfo: Permission denied");
+	value_obj_set(mut(fx, "results", NULL, NULL), "kmem", copy);
+	struct value *v = memory(fx);
+	assert_null(find(v, "kernel-slab-growth"));
+	const struct value *inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_string_equal(value_get_str(inc, "severity"), "warning");
+	assert_non_null(strstr(value_get_str(inc, "title"), "slab caches not read"));
+	assert_true(evidence_has(inc, "Permission denied"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("host-grow");
+	value_set_int(mut(fx, "results", "kmem", "slab"), "malformed_lines", 3);
+	v = memory(fx);
+	assert_non_null(find(v, "kernel-slab-growth")); /* the lines read still count */
+	inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_string_equal(value_get_str(inc, "severity"), "info");
+	assert_non_null(strstr(value_get_str(inc, "title"), "slabinfo: 3 lines skipped"));
+	value_free(v);
+	value_free(fx);
+
+	fx = load_fixture("host-churn");
+	drop_probe(fx, "kmem");
+	v = memory(fx);
+	inc = find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_non_null(strstr(value_get_str(inc, "title"), "kmem missing"));
+	assert_null(strstr(value_get_str(inc, "title"), "allocs missing"));
+	value_free(v);
+	value_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +580,14 @@ int main(void)
 		cmocka_unit_test(test_sampled_allocations),
 		cmocka_unit_test(test_allocations_missing),
 		cmocka_unit_test(test_small_leak_threshold),
+		cmocka_unit_test(test_host_slab_growth_recorded),
+		cmocka_unit_test(test_host_slab_sites),
+		cmocka_unit_test(test_host_reclaimable_slab),
+		cmocka_unit_test(test_host_controls_recorded),
+		cmocka_unit_test(test_host_refaults_recorded),
+		cmocka_unit_test(test_host_refaults_short_of_memory),
+		cmocka_unit_test(test_host_refault_threshold),
+		cmocka_unit_test(test_host_incomplete),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "plan.h"
 #include "recipe.h"
 
 static const char *srcdir(void)
@@ -161,6 +162,40 @@ static void test_valid_optional_pid(void **state)
 	struct recipe *r = load_ok("tests/recipes/valid/optional-pid.yaml");
 	assert_int_equal(r->target, RECIPE_TARGET_PID_OPTIONAL);
 	assert_string_equal(r->probes[0].filters.pid, "target");
+	recipe_free(r);
+}
+
+/* The ids of a plan's probes, comma-separated. */
+static void plan_ids(const struct recipe *r, int pid, bool check_target, char *out, size_t len)
+{
+	struct plan_args a = { .pid = pid, .check_target = check_target };
+	struct plan *p = NULL;
+	struct diag_err err = { 0 };
+	if (plan_build(r, &a, &p, &err))
+		fail_msg("plan_build: %s", err.msg);
+	out[0] = '\0';
+	for (unsigned i = 0; i < p->n_probes; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "", p->probes[i].rp->id);
+	plan_free(p);
+}
+
+/* `when:` — a run with --pid plans the probes for a target, a host-wide run those for the host,
+ * both the others; lint, show and approve (no target checked) plan every probe. */
+static void test_valid_when(void **state)
+{
+	(void)state;
+	struct recipe *r = load_ok("tests/recipes/valid/when.yaml");
+	assert_int_equal(r->probes[0].when, RECIPE_WHEN_ALWAYS);
+	assert_int_equal(r->probes[1].when, RECIPE_WHEN_TARGET);
+	assert_int_equal(r->probes[2].when, RECIPE_WHEN_HOST);
+	assert_int_equal(r->probes[3].when, RECIPE_WHEN_ALWAYS);
+	char ids[256];
+	plan_ids(r, getpid(), true, ids, sizeof(ids));
+	assert_string_equal(ids, "always,with-pid,explicit");
+	plan_ids(r, 0, true, ids, sizeof(ids));
+	assert_string_equal(ids, "always,host-wide,explicit");
+	plan_ids(r, 0, false, ids, sizeof(ids));
+	assert_string_equal(ids, "always,with-pid,host-wide,explicit");
 	recipe_free(r);
 }
 
@@ -360,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_valid_minimal),
 		cmocka_unit_test(test_valid_optional_pid),
+		cmocka_unit_test(test_valid_when),
 		cmocka_unit_test(test_valid_full),
 		cmocka_unit_test(test_invalid_corpus),
 		cmocka_unit_test(test_missing_and_empty_file),

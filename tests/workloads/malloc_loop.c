@@ -1,8 +1,9 @@
 /* malloc_loop.c — the cost of one malloc + free pair, for measuring the allocations probe
  * against an empty uprobe floor and bpftrace (README, Performance).
  *
- * Usage: malloc_loop PAIRS [WAIT_S]
- * Waits WAIT_S seconds (default 0: a tracer attaches meanwhile), then makes PAIRS malloc(64) +
+ * Usage: malloc_loop PAIRS [WAIT_FD]
+ * With WAIT_FD, first reads one byte from that fd (a tracer attaches to its pid meanwhile: make
+ * bench part 8, as getppid_loop), then makes PAIRS malloc(64) +
  * free pairs through a non-inlined caller and prints the CPU time (user + system, its own:
  * uprobe traps are charged to it; the wall time on a shared machine measures the neighbours) in
  * nanoseconds per pair on stdout. Owns nothing else.
@@ -26,8 +27,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	long pairs = strtol(argv[1], NULL, 10);
-	if (argc > 2)
-		sleep((unsigned)atoi(argv[2]));
+	if (argc > 2) {
+		char c;
+		if (read(atoi(argv[2]), &c, 1) < 0)
+			return 1;
+	}
 	struct rusage a, b;
 	getrusage(RUSAGE_SELF, &a);
 	for (long i = 0; i < pairs; i++)

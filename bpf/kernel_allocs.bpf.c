@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+/* kernel_allocs.bpf.c — the kernel's slab allocations by call site, and which of them are still
+ * held at the end of the window: kmem:kmalloc and kmem:kmem_cache_alloc record (1 in N when
+ * sampled) the block's address with its call site; kmem:kfree and kmem:kmem_cache_free forget it.
+ *
+ * Owns: per call site the allocations recorded and their bytes, the cache they came from (its
+ * name for kmem_cache_alloc; kmalloc's size class is told by the object size), the frees of
+ * recorded blocks; the blocks still recorded (address → site, bytes).
+ * Must not: filter by process (kernel memory is the machine's: the task allocating is incidental),
+ * or lose a block silently: a full `live` map is counted (DIAG_STAT_PROBE_3), a full `sites` map
+ * too (DIAG_STAT_MAP_FULL).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "diag_bpf.h"
+
+#define KA_CACHE_LEN 32
+
+/* Same layouts as in engine/probes/kernel_allocs.c (checked at load). */
+struct ka_site {
+	__u64 allocs, bytes;     /* recorded allocations and their bytes (bytes_alloc) */
+	__u64 frees, freed_bytes; /* frees of recorded blocks */
+	__u32 object_size;        /* bytes_alloc of the first one */
+	char cache[KA_CACHE_LEN]; /* kmem_cache_alloc's cache; "" for kmalloc */
+};
+
+struct ka_block {
+	__u64 site;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set from the recipe before load */
+	__type(key, __u64);
+	__type(value, struct ka_site);
+} sites SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144); /* set from the recipe before load */
+	__type(key, __u64);
+	__type(value, struct ka_block);
+} live SEC(".maps");
+
+static __always_inline int on_alloc(__u64 site, __u64 ptr, __u64 bytes, void *ctx, __u32 name_loc)
+{
+	if (diag_count_only()) {
+		diag_passed();
+		return 0;
+	}
+	if (!ptr || !diag_sampled_in())
+		return 0;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	struct ka_site *s = bpf_map_lookup_elem(&sites, &site);
+	if (!s) {
+		struct ka_site init = { .object_size = (__u32)bytes };
+		if (name_loc)
+			bpf_probe_read_kernel_str(init.cache, sizeof(init.cache),
+						  (char *)ctx + (name_loc & 0xFFFF));
+		bpf_map_update_elem(&sites, &site, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&sites, &site);
+		if (!s) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&s->allocs, 1);
+	__sync_fetch_and_add(&s->bytes, bytes);
+	struct ka_block b = { .site = site, .bytes = bytes };
+	if (bpf_map_update_elem(&live, &ptr, &b, BPF_ANY))
+		diag_stat_inc(&stats, DIAG_STAT_PROBE_3); /* untracked */
+	return 0;
+}
+
+static __always_inline int on_free(__u64 ptr)
+{
+	if (diag_count_only())
+		return 0; /* a free is no event of its own: only its cost is counted */
+	struct ka_block *b = bpf_map_lookup_elem(&live, &ptr);
+	if (!b)
+		return 0;
+	struct ka_site *s = bpf_map_lookup_elem(&sites, &b->site);
+	if (s) {
+		__sync_fetch_and_add(&s->frees, 1);
+		__sync_fetch_and_add(&s->freed_bytes, b->bytes);
+	}
+	bpf_map_delete_elem(&live, &ptr);
+	return 0;
+}
+
+SEC("tracepoint/kmem/kmalloc")
+int kalloc_kmalloc(struct trace_event_raw_kmalloc *ctx)
+{
+	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0);
+}
+
+SEC("tracepoint/kmem/kmem_cache_alloc")
+int kalloc_cache(struct trace_event_raw_kmem_cache_alloc *ctx)
+{
+	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, ctx->__data_loc_name);
+}
+
+SEC("tracepoint/kmem/kfree")
+int kalloc_kfree(struct trace_event_raw_kfree *ctx)
+{
+	return on_free((__u64)ctx->ptr);
+}
+
+SEC("tracepoint/kmem/kmem_cache_free")
+int kalloc_cache_free(struct trace_event_raw_kmem_cache_free *ctx)
+{
+	return on_free((__u64)ctx->ptr);
+}
+
+char LICENSE[] SEC("license") = "GPL";
