@@ -493,12 +493,8 @@ local function frame_pointer_verdict()
 end
 
 local function incomplete_verdict()
-  local tags, ev, sev = {}, {}, "info"
-  local function note(tag, line, s)
-    push(tags, tag)
-    push(ev, line)
-    if s == "warning" then sev = "warning" end
-  end
+  local partial = diag.partial()
+  local note = partial.note
   if not P then
     note("profile missing", "profile: no results (the probe failed): CPU time cannot be attributed to functions", "warning")
   end
@@ -517,12 +513,9 @@ local function incomplete_verdict()
         sub("%s: %s event(s) dropped (a map was full)", x[1], diag.fmt_count(x[2].dropped)))
     end
   end
-  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, (C and C.exited))
-  if tag then note(tag, line, stop_sev) end
-  if #tags == 0 then return nil end
-  return diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
-    { "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",
-      "Missing probes: see the errors above this report (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
+  partial.stop(run.stop_reason, window, (C and C.exited))
+  return partial.verdict({ "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",
+    "Missing probes: see the errors above this report (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
 end
 
 -- ---- the verdicts, primary first -----------------------------------------------------------

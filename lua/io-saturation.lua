@@ -489,12 +489,8 @@ end
 -- ---- incomplete data ---------------------------------------------------------------------------
 
 do
-  local tags, ev, sev = {}, {}, "info"
-  local function note(tag, line, s)
-    push(tags, tag)
-    push(ev, line)
-    if s == "warning" then sev = "warning" end
-  end
+  local partial = diag.partial()
+  local note = partial.note
   if not B then note("blk missing", "blk: no results: devices were not measured", "warning") end
   if not F then note("files missing", "files: no results: storage syscalls were not measured", "warning") end
   if not C then note("context missing", "context: no results: no iostat cross-check, cgroup limits or io pressure") end
@@ -510,12 +506,8 @@ do
   if F and F.sampled_1_in then
     note(sub("files sampled 1 in %d", F.sampled_1_in), sub("files: 1 call in %d timed (budget): counts and shares are estimates", F.sampled_1_in))
   end
-  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, C and C.exited)
-  if tag then note(tag, line, stop_sev) end
-  if #tags > 0 then
-    push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
-      { "Verdicts may be partial; re-run once the cause is fixed" }))
-  end
+  partial.stop(run.stop_reason, window, C and C.exited)
+  push(verdicts, partial.verdict({ "Verdicts may be partial; re-run once the cause is fixed" }))
 end
 
 -- ---- report sections ---------------------------------------------------------------------------

@@ -431,12 +431,8 @@ end
 -- ---- incomplete data -------------------------------------------------------------------------
 
 do
-  local tags, ev, sev = {}, {}, "info"
-  local function note(tag, line, s)
-    push(tags, tag)
-    push(ev, line)
-    if s == "warning" then sev = "warning" end
-  end
+  local partial = diag.partial()
+  local note = partial.note
   if not O then note("offcpu missing", "offcpu: no results: where the threads wait was not measured", "warning") end
   if not R then note("runq missing", "runq: no results: CPU starvation was assessed from off-CPU time only") end
   if not C then note("context missing", "context: no results: thread count unknown, shares are per one thread") end
@@ -446,12 +442,8 @@ do
   if O and O.sampled_1_in then
     note(sub("sampled 1 in %d", O.sampled_1_in), sub("offcpu: 1 interval in %d recorded (budget): times are estimates", O.sampled_1_in))
   end
-  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, false)
-  if tag then note(tag, line, stop_sev) end
-  if #tags > 0 then
-    push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
-      { "Verdicts may be partial; re-run once the cause is fixed" }))
-  end
+  partial.stop(run.stop_reason, window, false)
+  push(verdicts, partial.verdict({ "Verdicts may be partial; re-run once the cause is fixed" }))
 end
 
 -- ---- report sections -------------------------------------------------------------------------

@@ -579,12 +579,8 @@ end
 -- ---- incomplete data -------------------------------------------------------------------------
 
 do
-  local tags, ev, sev = {}, {}, "info"
-  local function note(tag, line, s)
-    push(tags, tag)
-    push(ev, line)
-    if s == "warning" then sev = "warning" end
-  end
+  local partial = diag.partial()
+  local note = partial.note
   if not A and not host then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
   if not F and not host then note("faults missing", "faults: no results: where new pages are touched is unknown") end
   if host and not K then note("kmem missing", "kmem: no results: the kernel's slab caches and the page cache not assessed", "warning") end
@@ -628,12 +624,8 @@ do
       note("fault stacks stop in the allocator", sub("faults: %s of page faults have no frame above the allocator (unwinding stopped in it): who called malloc is unknown there", diag.fmt_pct(diag.pct(stuck, F.faults))))
     end
   end
-  local tag, line, stop_sev = diag.stop_note(run.stop_reason, ctx_window, C and C.exited)
-  if tag then note(tag, line, stop_sev) end
-  if #tags > 0 then
-    push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
-      { "Verdicts may be partial" }))
-  end
+  partial.stop(run.stop_reason, ctx_window, C and C.exited)
+  push(verdicts, partial.verdict({ "Verdicts may be partial" }))
 end
 
 -- Worst first; the order of equal ones is the order above.

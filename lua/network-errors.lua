@@ -366,12 +366,8 @@ end
 -- ---- incomplete data ---------------------------------------------------------------------------
 
 do
-  local tags, ev, sev = {}, {}, "info"
-  local function note(tag, line, s)
-    push(tags, tag)
-    push(ev, line)
-    if s == "warning" then sev = "warning" end
-  end
+  local partial = diag.partial()
+  local note = partial.note
   if not TCP then note("tcp missing", "tcp: no results: retransmits, resets and connects were not measured", "warning") end
   if not D then note("drops missing", "drops: no results: kernel drops were not measured", "warning") end
   if not C then note("context missing", "context: no results: counters, listen queues and interfaces were not read") end
@@ -387,12 +383,8 @@ do
   if D and not D.reasons_known and (D.total or 0) > 0 then
     note("no drop reasons", "drops: this kernel does not name its drop reasons: all are \"unknown\"")
   end
-  local tag, line, stop_sev = diag.stop_note(run.stop_reason, window, C and C.exited)
-  if tag then note(tag, line, stop_sev) end
-  if #tags > 0 then
-    push(verdicts, diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
-      { "Verdicts may be partial" }))
-  end
+  partial.stop(run.stop_reason, window, C and C.exited)
+  push(verdicts, partial.verdict({ "Verdicts may be partial" }))
 end
 
 -- ---- report sections ---------------------------------------------------------------------------

@@ -64,6 +64,31 @@ function diag.target(run, context)
   return "--pid PID", "PID", "PID"
 end
 
+-- diag.partial(): what makes a run's data incomplete, gathered while a snippet checks its
+-- probes. p.note(tag, line, severity) adds one thing (a short tag for the title, a line of
+-- evidence; severity "warning" raises the verdict from info); p.stop(stop_reason, window_s,
+-- exited) adds the early stop, if any (diag.stop_note); p.verdict(next_steps) is the
+-- `incomplete-data` verdict, "Partial data: TAG, TAG", or nil when nothing was noted.
+function diag.partial()
+  local tags, ev, sev = {}, {}, "info"
+  local p = {}
+  function p.note(tag, line, severity)
+    tags[#tags + 1] = tag
+    ev[#ev + 1] = line
+    if severity == "warning" then sev = "warning" end
+  end
+  function p.stop(stop, window, exited)
+    local tag, line, severity = diag.stop_note(stop, window, exited)
+    if tag then p.note(tag, line, severity) end
+  end
+  function p.verdict(next_steps)
+    if #tags == 0 then return nil end
+    return diag.verdict("incomplete-data", sev, "Partial data: " .. table.concat(tags, ", "), ev,
+      next_steps or { "Verdicts may be partial; re-run once the cause is fixed" })
+  end
+  return p
+end
+
 -- diag.get(t, "a", "b") is t.a.b, or nil as soon as one level is missing.
 function diag.get(t, ...)
   for i = 1, select("#", ...) do
