@@ -51,6 +51,38 @@ static uint64_t key_or_zero(const char *text, const char *key, bool *has)
 
 /* ---- /proc/PID/stat, status, smaps_rollup, io -------------------------------------------- */
 
+char *procfs_next_line(char **cursor)
+{
+	char *line = *cursor;
+	if (!line || !*line)
+		return NULL;
+	char *nl = strchr(line, '\n');
+	if (nl) {
+		*nl = '\0';
+		*cursor = nl + 1;
+	} else {
+		*cursor = line + strlen(line);
+	}
+	return line;
+}
+
+int procfs_parse_maps_line(const char *line, struct procfs_maps_line *out)
+{
+	unsigned long long start, end, off, ino;
+	char perms[8];
+	int n = 0;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &out->major,
+		   &out->minor, &ino, &n) < 7 || !n || end <= start)
+		return -1;
+	out->start = start;
+	out->end = end;
+	out->offset = off;
+	out->inode = ino;
+	out->exec = strchr(perms, 'x') != NULL;
+	out->path = line + n;
+	return 0;
+}
+
 int procfs_parse_stat(const char *text, struct procfs_stat *out)
 {
 	memset(out, 0, sizeof(*out));

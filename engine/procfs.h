@@ -30,6 +30,20 @@ struct procfs_stat {
 };
 int procfs_parse_stat(const char *text, struct procfs_stat *out);
 
+/* The next line of a text being read in place: cuts it at its newline, moves *cursor past it;
+ * NULL at the end of the text. */
+char *procfs_next_line(char **cursor);
+
+/* One line of /proc/PID/maps: "start-end perms offset major:minor inode [path]". */
+struct procfs_maps_line {
+	uint64_t start, end, offset, inode;
+	unsigned major, minor;
+	bool exec;        /* 'x' in perms */
+	const char *path; /* inside the line; "" for an anonymous mapping */
+};
+/* -1 when the line is malformed or end <= start. */
+int procfs_parse_maps_line(const char *line, struct procfs_maps_line *out);
+
 /* /proc/PID/status (memory in bytes; a field a kernel lacks stays 0 and its bit clear). */
 struct procfs_status {
 	uint64_t vm_rss, rss_anon, rss_file, rss_shmem, vm_swap, vm_hwm;

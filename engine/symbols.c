@@ -49,6 +49,7 @@
 #include "demangle.h"
 #include "ehframe.h"
 #include "perfmap.h"
+#include "procfs.h"
 
 /* Leading underscores, for choosing among aliases ("malloc" over "__libc_malloc"). */
 static int underscores(const char *s)
@@ -848,30 +849,23 @@ static void maps_parse(struct usyms *us, char *buf)
 	struct mapping *add = NULL;
 	size_t nadd = 0, cap = 0;
 	us->generation++;
-	for (char *line = buf, *next; *line; line = next) {
-		char *nl = strchr(line, '\n');
-		next = nl ? nl + 1 : line + strlen(line);
-		if (nl)
-			*nl = '\0';
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int n = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &n) < 7 || !n || !strchr(perms, 'x') || end <= start)
+	char *cursor = buf;
+	for (char *line; (line = procfs_next_line(&cursor));) {
+		struct procfs_maps_line m;
+		if (procfs_parse_maps_line(line, &m) || !m.exec)
 			continue;
-		char *path = line + n;
+		char *path = line + (m.path - line); /* the line is ours to cut */
 		size_t plen = strlen(path);
 		static const char deleted[] = " (deleted)";
 		if (plen > sizeof(deleted) - 1 && !strcmp(path + plen - (sizeof(deleted) - 1), deleted))
 			path[plen - (sizeof(deleted) - 1)] = '\0';
 		if (path[0] != '/' && strcmp(path, "[vdso]"))
 			continue;
-		uint64_t dev = ((uint64_t)maj << 32) | min;
-		struct elf_file *f = file_get(us, path, dev, path[0] == '/' ? ino : 0, start, end);
+		uint64_t dev = ((uint64_t)m.major << 32) | m.minor;
+		struct elf_file *f = file_get(us, path, dev, path[0] == '/' ? m.inode : 0, m.start, m.end);
 		if (nadd == cap)
 			add = xrealloc(add, (cap = cap ? cap * 2 : 64) * sizeof(*add));
-		add[nadd++] = (struct mapping){ start, end, off, f };
+		add[nadd++] = (struct mapping){ m.start, m.end, m.offset, f };
 	}
 	maps_merge(us, add, nadd);
 	free(add);

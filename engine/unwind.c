@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "util.h"
 
 #define UNW_MAX_FILES 512
@@ -252,23 +253,16 @@ static void maps_read(struct uproc *p)
 		return;
 	maps_free(p);
 	size_t cap = 0;
-	for (char *line = buf, *next; *line && p->nmaps < UNW_MAX_MAPS; line = next) {
-		char *nl = strchr(line, '\n');
-		next = nl ? nl + 1 : line + strlen(line);
-		if (nl)
-			*nl = '\0';
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int n = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &n) < 7 || !n || !strchr(perms, 'x') || end <= start ||
-		    line[n] != '/')
+	char *cursor = buf;
+	for (char *line; p->nmaps < UNW_MAX_MAPS && (line = procfs_next_line(&cursor));) {
+		struct procfs_maps_line m;
+		if (procfs_parse_maps_line(line, &m) || !m.exec || m.path[0] != '/')
 			continue;
 		if (p->nmaps == cap)
 			p->maps = xrealloc(p->maps, (cap = cap ? cap * 2 : 64) * sizeof(*p->maps));
-		p->maps[p->nmaps++] = (struct umap){ start, end, off, ((uint64_t)maj << 32) | min, ino,
-						     xstrdup(line + n), NULL, false };
+		p->maps[p->nmaps++] = (struct umap){ m.start, m.end, m.offset,
+						     ((uint64_t)m.major << 32) | m.minor, m.inode,
+						     xstrdup(m.path), NULL, false };
 	}
 	free(buf);
 	qsort(p->maps, p->nmaps, sizeof(*p->maps), umap_cmp);

@@ -674,11 +674,49 @@ static void test_live_host_wide(void **state)
 	value_free(l.res);
 }
 
+/* /proc/PID/maps lines, read in place: executable or not, anonymous, a path with spaces and a
+ * " (deleted)" suffix kept for the caller, malformed lines refused. */
+static void test_maps_lines(void **state)
+{
+	(void)state;
+	char text[] = "55d0c0a00000-55d0c0a21000 r-xp 00002000 fd:01 1318 /usr/bin/my app (deleted)\n"
+		      "7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+		      "garbage\n"
+		      "7fff00000000-7ffe00000000 r-xp 00000000 00:00 0 [vdso]\n"
+		      "7ffd0000000-7ffd0001000 r-xp 00000000 00:00 0 [vdso]";
+	char *cursor = text, *line;
+	struct procfs_maps_line m;
+	assert_non_null(line = procfs_next_line(&cursor));
+	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
+	assert_true(m.exec);
+	assert_int_equal(m.start, 0x55d0c0a00000ull);
+	assert_int_equal(m.end, 0x55d0c0a21000ull);
+	assert_int_equal(m.offset, 0x2000);
+	assert_int_equal(m.major, 0xfd);
+	assert_int_equal(m.minor, 1);
+	assert_int_equal(m.inode, 1318);
+	assert_string_equal(m.path, "/usr/bin/my app (deleted)");
+	assert_non_null(line = procfs_next_line(&cursor));
+	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
+	assert_false(m.exec);
+	assert_string_equal(m.path, "");
+	assert_non_null(line = procfs_next_line(&cursor));
+	assert_int_equal(procfs_parse_maps_line(line, &m), -1);
+	assert_non_null(line = procfs_next_line(&cursor));
+	assert_int_equal(procfs_parse_maps_line(line, &m), -1); /* end before start */
+	assert_non_null(line = procfs_next_line(&cursor));       /* the last line has no newline */
+	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
+	assert_string_equal(m.path, "[vdso]");
+	assert_null(procfs_next_line(&cursor));
+	assert_null(procfs_next_line(&cursor));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_u64),
 		cmocka_unit_test(test_stat),
+		cmocka_unit_test(test_maps_lines),
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_smaps_rollup),
 		cmocka_unit_test(test_pid_io),
