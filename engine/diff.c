@@ -219,24 +219,13 @@ struct value *diff_reports(const struct value *before, const struct value *after
 
 /* ---- text ------------------------------------------------------------------------------------- */
 
-/* s with control bytes shown as \xNN (names come from the target). */
-static void put_safe(FILE *out, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\x%02x", *p);
-		else
-			fputc(*p, out);
-	}
-}
-
 void diff_write_text(const struct value *d, FILE *out)
 {
 	const struct value *rec = value_get(d, "recipes");
 	fputs("diagnose diff — ", out);
-	put_safe(out, rec->arr.items[0]->s);
+	report_put_text(out, rec->arr.items[0]->s);
 	fputs(" → ", out);
-	put_safe(out, rec->arr.items[1]->s);
+	report_put_text(out, rec->arr.items[1]->s);
 	fputs("\n\nVerdicts\n", out);
 	const struct value *vs = value_get(d, "verdicts");
 	if (!vs->arr.len)
@@ -245,20 +234,20 @@ void diff_write_text(const struct value *d, FILE *out)
 		const struct value *v = vs->arr.items[i];
 		fprintf(out, "  %-7s %-9s → %-9s %s: ", value_get_str(v, "change"), value_get_str(v, "before"),
 			value_get_str(v, "after"), value_get_str(v, "id"));
-		put_safe(out, value_get_str(v, "title"));
+		report_put_text(out, value_get_str(v, "title"));
 		fputc('\n', out);
 	}
 	const struct value *fs = value_get(d, "functions");
 	for (size_t p = 0; p < fs->obj.len; p++) {
 		fputs("\nShares that moved (", out);
-		put_safe(out, fs->obj.keys[p]);
+		report_put_text(out, fs->obj.keys[p]);
 		fputs(": leaf functions, % of the probe's weight)\n", out);
 		const struct value *list = fs->obj.vals[p];
 		for (size_t i = 0; i < list->arr.len; i++) {
 			const struct value *f = list->arr.items[i];
 			fprintf(out, "  %6.1f%% → %6.1f%%  (%+.1f)  ", value_get_num(f, "before_pct", 0),
 				value_get_num(f, "after_pct", 0), value_get_num(f, "delta_pct", 0));
-			put_safe(out, value_get_str(f, "name"));
+			report_put_text(out, value_get_str(f, "name"));
 			fputc('\n', out);
 		}
 	}
@@ -269,7 +258,7 @@ void diff_write_text(const struct value *d, FILE *out)
 		const struct value *h = hs->obj.vals[p], *b = value_get(h, "before"), *a = value_get(h, "after");
 		const char *unit = value_get_str(h, "unit");
 		fputs("  ", out);
-		put_safe(out, hs->obj.keys[p]);
+		report_put_text(out, hs->obj.keys[p]);
 		fprintf(out, ": p50 %.0f → %.0f %s, p99 %.0f → %.0f %s (%.0f → %.0f values)\n",
 			value_get_num(b, "p50", NAN), value_get_num(a, "p50", NAN), unit,
 			value_get_num(b, "p99", NAN), value_get_num(a, "p99", NAN), unit,

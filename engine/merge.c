@@ -245,16 +245,6 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 
 /* ---- text --------------------------------------------------------------------------------- */
 
-static void put_safe(FILE *out, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\x%02x", *p);
-		else
-			fputc(*p, out);
-	}
-}
-
 void merge_write_text(const struct value *m, FILE *out)
 {
 	const struct value *hosts = value_get(m, "hosts"), *groups = value_get(m, "verdicts");
@@ -268,11 +258,11 @@ void merge_write_text(const struct value *m, FILE *out)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
 		fprintf(out, "  %-9s %3.0f/%zu  %s/%s: ", sev, value_get_num(g, "count", 0), hosts->arr.len,
 			value_get_str(g, "recipe"), value_get_str(g, "id"));
-		put_safe(out, value_get_str(g, "title"));
+		report_put_text(out, value_get_str(g, "title"));
 		fputs("\n            on ", out);
 		for (size_t h = 0; h < hs->arr.len && h < 20; h++) {
 			fputs(h ? ", " : "", out);
-			put_safe(out, hs->arr.items[h]->s);
+			report_put_text(out, hs->arr.items[h]->s);
 		}
 		if (hs->arr.len > 20)
 			fprintf(out, " and %zu more", hs->arr.len - 20);
@@ -284,7 +274,7 @@ void merge_write_text(const struct value *m, FILE *out)
 	for (size_t i = 0; i < outl->arr.len && i < 20; i++) {
 		const struct value *o = outl->arr.items[i];
 		fputs("  ", out);
-		put_safe(out, value_get_str(o, "host"));
+		report_put_text(out, value_get_str(o, "host"));
 		fprintf(out, ": %s %s.%s = %.4g, %.1f× the median %.4g\n", value_get_str(o, "recipe"),
 			value_get_str(o, "probe"), value_get_str(o, "figure"), value_get_num(o, "value", 0),
 			value_get_num(o, "ratio", 0), value_get_num(o, "median", 0));
@@ -293,11 +283,11 @@ void merge_write_text(const struct value *m, FILE *out)
 	for (size_t i = 0; i < hosts->arr.len; i++) {
 		const struct value *h = hosts->arr.items[i], *ids = value_get(h, "verdicts");
 		fputs("  ", out);
-		put_safe(out, value_get_str(h, "host"));
+		report_put_text(out, value_get_str(h, "host"));
 		fprintf(out, "  %s  worst %s:", value_get_str(h, "recipe"), value_get_str(h, "worst"));
 		for (size_t k = 0; k < ids->arr.len; k++) {
 			fputc(' ', out);
-			put_safe(out, ids->arr.items[k]->s);
+			report_put_text(out, ids->arr.items[k]->s);
 		}
 		fputc('\n', out);
 	}

@@ -102,7 +102,7 @@ static size_t text_char(const char *s, char out[TEXT_CHAR_MAX])
 }
 
 /* Prints s (NULL: nothing) through text_char. */
-static void put_text(FILE *out, const char *s)
+void report_put_text(FILE *out, const char *s)
 {
 	char c[TEXT_CHAR_MAX];
 	while (s && *s) {
@@ -376,7 +376,7 @@ static void write_section(const struct value *sec, FILE *out, int width)
 	if (!kind)
 		return;
 	fputc('\n', out);
-	put_text(out, title);
+	report_put_text(out, title);
 	fputc('\n', out);
 	if (strcmp(kind, "table") == 0) {
 		write_table(sec, out, width);
@@ -387,7 +387,7 @@ static void write_section(const struct value *sec, FILE *out, int width)
 		for (size_t i = 0; lines && lines->type == V_ARR && i < lines->arr.len; i++)
 			if (lines->arr.items[i]->type == V_STR) {
 				fputs("  ", out);
-				put_text(out, lines->arr.items[i]->s);
+				report_put_text(out, lines->arr.items[i]->s);
 				fputc('\n', out);
 			}
 	}
@@ -398,7 +398,7 @@ static void write_list(const struct value *list, const char *bullet, FILE *out)
 	for (size_t i = 0; list && list->type == V_ARR && i < list->arr.len; i++)
 		if (list->arr.items[i]->type == V_STR) {
 			fprintf(out, "           %s ", bullet);
-			put_text(out, list->arr.items[i]->s);
+			report_put_text(out, list->arr.items[i]->s);
 			fputc('\n', out);
 		}
 }
@@ -472,7 +472,7 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 				const struct value *ov = opts->obj.vals[k];
 				fprintf(out, " %s=", opts->obj.keys[k]);
 				if (ov->type == V_STR)
-					put_text(out, ov->s);
+					report_put_text(out, ov->s);
 				else
 					fprintf(out, "%.0f", ov->type == V_INT ? (double)ov->i : ov->n);
 			}
@@ -480,7 +480,7 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 		}
 		if (value_get_str(p, "note")) {
 			fputs("      note: ", out);
-			put_text(out, value_get_str(p, "note"));
+			report_put_text(out, value_get_str(p, "note"));
 			fputc('\n', out);
 		}
 	}
@@ -506,17 +506,17 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 	const char *pf_state = value_get_str(plan, "preflight");
 	if (refused) {
 		fputs("A real run would be REFUSED: ", out);
-		put_text(out, refused);
+		report_put_text(out, refused);
 		fputc('\n', out);
 	} else if (value_get_str(plan, "preflight_error")) {
 		fputs("The pre-flight failed: ", out);
-		put_text(out, value_get_str(plan, "preflight_error"));
+		report_put_text(out, value_get_str(plan, "preflight_error"));
 		fputc('\n', out);
 	} else {
 		fputs("A real run would go ahead", out);
 		if (pf_state) { /* a string: why it was not measured */
 			fputs(" as far as can be told without the pre-flight: ", out);
-			put_text(out, pf_state);
+			report_put_text(out, pf_state);
 		}
 		fputs(".\n", out);
 	}
@@ -578,22 +578,22 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 	const struct value *rec = value_get(r, "recipe"), *t = value_get(r, "target");
 	const struct value *o = value_get(r, "overhead");
 	fputs("diagnose ", out);
-	put_text(out, value_get_str(rec, "name"));
+	report_put_text(out, value_get_str(rec, "name"));
 	const struct value *procs = t ? value_get(t, "processes") : NULL;
 	if (t && t->type == V_OBJ && procs && procs->type == V_ARR) {
 		/* a set of processes: the selection, then the pids it covered */
 		fprintf(out, " — %s ", value_get_str(t, "selection") ? value_get_str(t, "selection") : "");
-		put_text(out, value_get_str(t, "name"));
+		report_put_text(out, value_get_str(t, "name"));
 		fprintf(out, ": %zu process%s (", procs->arr.len, procs->arr.len == 1 ? "" : "es");
 		for (size_t i = 0; i < procs->arr.len && i < 8; i++)
 			fprintf(out, "%s%.0f", i ? " " : "pid ", value_get_num(procs->arr.items[i], "pid", 0));
 		fputs(procs->arr.len > 8 ? " ...) " : ") ", out);
-		put_text(out, value_get_str(t, "exe"));
+		report_put_text(out, value_get_str(t, "exe"));
 	} else if (t && t->type == V_OBJ) {
 		fprintf(out, " — pid %.0f (", value_get_num(t, "pid", 0));
-		put_text(out, value_get_str(t, "comm"));
+		report_put_text(out, value_get_str(t, "comm"));
 		fputs(") ", out);
-		put_text(out, value_get_str(t, "exe"));
+		report_put_text(out, value_get_str(t, "exe"));
 	}
 	fputc('\n', out);
 	const char *stop = value_get_str(r, "stop_reason");
@@ -602,7 +602,7 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 		      "counting program was attached, for its window; nothing collected\n", out);
 	} else {
 		fprintf(out, "collected %.2f s (stopped: ", value_get_num(r, "duration_s", 0));
-		put_text(out, stop);
+		report_put_text(out, stop);
 		fputs("); BPF overhead ", out);
 		const struct value *pct = value_get(o, "bpf_cpu_pct");
 		if (pct && pct->type != V_NULL)
@@ -615,9 +615,9 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 	const struct value *rp = value_get(r, "replayed");
 	if (rp && rp->type == V_OBJ) {
 		fputs("replayed: verdicts of ", out);
-		put_text(out, value_get_str(rp, "lua"));
+		report_put_text(out, value_get_str(rp, "lua"));
 		fputs(" on the results recorded in ", out);
-		put_text(out, value_get_str(rp, "from"));
+		report_put_text(out, value_get_str(rp, "from"));
 		fputc('\n', out);
 	}
 	const struct value *notes = value_get(r, "notes");
@@ -625,14 +625,14 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 		if (notes->arr.items[i]->type != V_STR)
 			continue;
 		fputs("note: ", out);
-		put_text(out, notes->arr.items[i]->s);
+		report_put_text(out, notes->arr.items[i]->s);
 		fputc('\n', out);
 	}
 
 	const char *verr = value_get_str(r, "verdict_error");
 	if (verr) {
 		fputs("\nno verdicts: ", out);
-		put_text(out, verr);
+		report_put_text(out, verr);
 		fputc('\n', out);
 	}
 	const struct value *verdicts = value_get(r, "verdicts");
@@ -646,9 +646,9 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 			*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
 		const char *on = color ? severity_color(sev) : NULL;
 		fprintf(out, "%s%-9s%s  ", on ? on : "", sev, on ? "\033[0m" : "");
-		put_text(out, value_get_str(v, "title"));
+		report_put_text(out, value_get_str(v, "title"));
 		fputs("  [", out);
-		put_text(out, value_get_str(v, "id"));
+		report_put_text(out, value_get_str(v, "id"));
 		fputs("]\n", out);
 		write_list(value_get(v, "evidence"), "-", out);
 		write_list(value_get(v, "next_steps"), "->", out);

@@ -37,9 +37,6 @@ struct report_input {
  * that a report can be rendered again, replayed or diffed later. */
 struct value *report_build(const struct report_input *in);
 void report_write_json(const struct value *report, FILE *out);
-/* Text report. Every string of the report and sections is printed with control characters
- * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
- * only line breaks, and no terminal escape sequence gets through. */
 /* A JSON report read back (replay, diff): at most 256 MiB, never through a symlink (source.h),
  * parsed with a node cap; an object with tool "diagnose" and objects "results" and "recipe".
  * NULL with err (DIAG_EXIT_USAGE, "PATH: why") otherwise. */
@@ -47,6 +44,11 @@ struct value *report_read(const char *path, struct diag_err *err);
 
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
+/* Text report. Every string of the report and sections is printed with control characters
+ * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
+ * only line breaks, and no terminal escape sequence gets through. report_put_text prints one
+ * string so, for the other text outputs (diff, merge). */
+void report_put_text(FILE *out, const char *s);
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
  * severity labels are coloured when report_use_color(out). Tables are sized to
  * report_text_width(out). */
