@@ -136,6 +136,21 @@ static __always_inline bool diag_comm_is(const char *comm)
 	return true;
 }
 
+/* A process target, one (diag_tgid) or a set (diag_tgid_set)? For probes that attribute events
+ * to the target by what it owns (sockets) rather than by the task running. */
+static __always_inline bool diag_has_process_target(void)
+{
+	return diag_tgid || diag_tgid_set;
+}
+
+/* Is process tgid the target, or one of the set? */
+static __always_inline bool diag_tgid_targeted(__u32 tgid)
+{
+	if (diag_tgid)
+		return tgid == diag_tgid;
+	return diag_tgid_set && bpf_map_lookup_elem(&diag_targets, &tgid);
+}
+
 /* The filters on the task running now: for events that happen in the task's own context. */
 static __always_inline bool diag_current_wanted(void)
 {

@@ -4,7 +4,8 @@
  * when the target itself connects, listens or closes it (transitions a process only makes in its
  * own context), when it was accepted on one of the target's listening ports (same network
  * namespace), or when user space found it among the target's descriptors at the start and at
- * every tick (engine/netowner.c fills owned_flows and owned_ports).
+ * every tick (engine/netowner.c fills owned_flows and owned_ports). A socket that closes is
+ * forgotten: the kernel reuses its address for the next socket, maybe another process's.
  * Must not: count events, or trust the current task in any other transition (softirq work runs
  * on whatever task it interrupted). Included once per BPF object, after diag_bpf.h.
  */
@@ -81,7 +82,7 @@ static __always_inline bool net_owned(const void *sk, const struct tcpe_flow *f,
 	__u64 skp = (unsigned long)sk;
 	struct tcpe_port lp = { .netns = netns, .port = f->sport };
 
-	if (!diag_tgid)
+	if (!diag_has_process_target())
 		return true;
 	if (sk && bpf_map_lookup_elem(&owned_socks, &skp)) {
 		own(NULL, f);
@@ -99,13 +100,14 @@ static __always_inline bool net_owned(const void *sk, const struct tcpe_flow *f,
 	return false;
 }
 
-/* Called on every sock:inet_sock_set_state of a TCP socket. */
+/* Called on every sock:inet_sock_set_state of a TCP socket, after the caller has judged the
+ * transition itself (a socket closing is forgotten here). */
 static __always_inline void net_owner_set_state(const struct sock *sk, const struct tcpe_flow *f,
 						__u32 netns, int oldstate, int newstate)
 {
-	if (!diag_tgid)
+	if (!diag_has_process_target())
 		return;
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == diag_tgid &&
+	if (diag_tgid_targeted((__u32)(bpf_get_current_pid_tgid() >> 32)) &&
 	    ((oldstate == ST_CLOSE && (newstate == ST_SYN_SENT || newstate == ST_LISTEN)) ||
 	     (oldstate == ST_ESTABLISHED && newstate == ST_FIN_WAIT1) ||
 	     (oldstate == ST_CLOSE_WAIT && newstate == ST_LAST_ACK))) {
@@ -117,8 +119,12 @@ static __always_inline void net_owner_set_state(const struct sock *sk, const str
 		}
 	}
 	/* Accepted on a listening port of the target: its own from the first transition. */
-	if (oldstate == ST_SYN_RECV)
+	if (oldstate == ST_SYN_RECV && newstate != ST_CLOSE)
 		net_owned(sk, f, netns);
+	if (newstate == ST_CLOSE) {
+		__u64 skp = (unsigned long)sk;
+		bpf_map_delete_elem(&owned_socks, &skp);
+	}
 }
 #endif
 

@@ -96,7 +96,7 @@ int skbd_kfree_skb(struct trace_event_raw_kfree_skb *ctx)
 	}
 	if (filt_local_port && f.sport != filt_local_port)
 		return 0;
-	if (diag_tgid) {
+	if (diag_has_process_target()) {
 		if (!sk) {
 			if (!count_only)
 				diag_stat_inc(&stats, SKBD_STAT_UNATTRIBUTED);
@@ -140,7 +140,7 @@ int skbd_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	const struct sock *sk = (const void *)BPF_CORE_READ(ctx, skaddr);
 	struct tcpe_flow f = {};
 
-	if (!diag_tgid || !sk || BPF_CORE_READ(ctx, protocol) != IPPROTO_TCP)
+	if (!diag_has_process_target() || !sk || BPF_CORE_READ(ctx, protocol) != IPPROTO_TCP)
 		return 0;
 	flow_from_sk(sk, &f);
 	net_owner_set_state(sk, &f, sk_netns(sk), BPF_CORE_READ(ctx, oldstate),

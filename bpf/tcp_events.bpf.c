@@ -274,10 +274,11 @@ int tcpe_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
 		return 0;
 	FLOW_FROM_RECORD(ctx, &f);
 	netns = sk_netns(sk);
+	/* a failed connect is judged before the socket, closing, is forgotten */
+	bool failed = oldstate == ST_SYN_SENT && newstate == ST_CLOSE;
+	bool counted = failed && filters_pass(&f) && net_owned(sk, &f, netns);
 	net_owner_set_state(sk, &f, netns, oldstate, newstate);
-	if (!(oldstate == ST_SYN_SENT && newstate == ST_CLOSE))
-		return 0;
-	if (!filters_pass(&f) || !net_owned(sk, &f, netns))
+	if (!counted)
 		return 0;
 	if (count_only) {
 		diag_passed();

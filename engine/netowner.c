@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "filters.h"
+#include "target.h"
 #include "tcp_events.h"
 #include "util.h"
 
@@ -204,4 +206,61 @@ void netowner_size_maps(struct bpf_map *socks, struct bpf_map *flows, struct bpf
 	bpf_map__set_max_entries(flows, owned);
 	if (!has_target)
 		bpf_map__set_max_entries(ports, 1);
+}
+
+bool netowner_has_target(const struct probe_filters *f)
+{
+	return f->pid > 0 || (f->pid_set && f->target);
+}
+
+/* The processes of the target now: its pid, or the set's live ones (at most max). */
+static size_t target_pids(const struct probe_filters *f, int *pids, size_t max)
+{
+	size_t n = 0;
+	if (f->pid > 0 && max)
+		pids[n++] = f->pid;
+	for (size_t i = 0; f->pid_set && f->target && i < f->target->n_procs && n < max; i++)
+		if (f->target->procs[i].alive)
+			pids[n++] = f->target->procs[i].pid;
+	return n;
+}
+
+int netowner_seed_target(const struct probe_filters *f, int flows_fd, int ports_fd,
+			 size_t *n_flows, size_t *n_ports)
+{
+	int pids[TARGET_MAX_PROCS];
+	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), seeded = 0, nf = 0, np = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t a = 0, b = 0;
+		if (netowner_seed(pids[i], flows_fd, ports_fd, &a, &b) == 0) {
+			seeded++;
+			nf += a;
+			np += b;
+		}
+	}
+	if (n_flows)
+		*n_flows = nf;
+	if (n_ports)
+		*n_ports = np;
+	return seeded ? 0 : -1;
+}
+
+size_t netowner_target_listeners(const struct probe_filters *f, struct netowner_sock *out, size_t max)
+{
+	int pids[TARGET_MAX_PROCS];
+	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), k = 0;
+	if (!netowner_has_target(f))
+		return netowner_listeners(0, out, max);
+	for (size_t i = 0; i < n && k < max; i++) {
+		size_t base = k, got = netowner_listeners(pids[i], out + base, max - base);
+		for (size_t j = 0; j < got; j++) { /* a listener the processes share, once */
+			struct netowner_sock sock = out[base + j];
+			bool seen = false;
+			for (size_t e = 0; e < k && !seen; e++)
+				seen = out[e].inode == sock.inode;
+			if (!seen)
+				out[k++] = sock; /* k <= base + j: nothing unread is overwritten */
+		}
+	}
+	return k;
 }

@@ -30,6 +30,16 @@ struct netowner_sock {
  * returns the rows parsed. Malformed lines are skipped. */
 size_t netowner_parse_tcp(const char *text, int family, struct netowner_sock *out, size_t max);
 
+struct probe_filters;
+/* The target a probe's filters name: one process (pid) or a set (pid_set: every process of it
+ * alive at the last scan). netowner_has_target: either. netowner_seed_target: netowner_seed
+ * for each of its processes (0 processes seeded: -1). netowner_target_listeners:
+ * netowner_listeners of each, a socket shared by several (a pre-forked server's) once. */
+bool netowner_has_target(const struct probe_filters *f);
+int netowner_seed_target(const struct probe_filters *f, int flows_fd, int ports_fd,
+			 size_t *n_flows, size_t *n_ports);
+size_t netowner_target_listeners(const struct probe_filters *f, struct netowner_sock *out, size_t max);
+
 struct bpf_map;
 /* Sizes the ownership maps of bpf/net_owner.h before load: max_owned entries with a target
  * (has_target), one without (nothing is owned host-wide). */

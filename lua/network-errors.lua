@@ -42,7 +42,12 @@ local T = {
 local TCP, D, C = results.tcp, results.drops, results.context
 local NET = C and C.net
 local COUNTERS = NET and NET.counters or {}
-local pid = diag.get(run, "target", "pid")
+-- The target: --pid, or a set of processes (--comm, --cgroup, ...): `pid` stands for "there is
+-- one"; the set's network namespace is its first process's.
+local target = run.target
+local procs = target and target.processes
+local pid = diag.get(run, "target", "pid") or (procs and procs[1] and procs[1].pid)
+local target_arg = diag.target(run, results.context)
 local window = (C and C.wall_s) or run.duration_s or 0
 local verdicts, report = {}, {}
 
@@ -53,7 +58,10 @@ local function endpoint(addr, port)
   if addr and addr:find(":", 1, true) then return sub("[%s]:%s", addr, tostring(port)) end
   return sub("%s:%s", tostring(addr), tostring(port))
 end
-local whose = pid and sub("process %s's sockets", tostring(pid)) or "this host"
+local whose = (target and target.pid and sub("process %s's sockets", tostring(target.pid)))
+  or (procs and sub("the sockets of the %d process%s of --%s %s", #procs, #procs == 1 and "" or "es",
+    target.selection or "?", target.name or "?"))
+  or "this host"
 
 -- ---- flows grouped by peer -------------------------------------------------------------------
 
@@ -224,7 +232,7 @@ local ADVICE = {
     "cat /proc/net/softnet_stat; spread the load (RPS/RSS) or raise net.core.netdev_max_backlog" },
   { "LISTEN_OVERFLOW", "a listening socket's accept queue was full", "The application does not accept fast enough: raise its backlog (and net.core.somaxconn) or accept faster" },
   { "BACKLOG", "a socket's backlog was full while it was busy", "The application does not keep up with its sockets: more threads, or less work per packet" },
-  { "RCVBUF", "a socket's receive buffer was full", "The application reads too slowly: check what it waits on (diagnose latency --pid), or raise net.core.rmem_max / SO_RCVBUF" },
+  { "RCVBUF", "a socket's receive buffer was full", "The application reads too slowly: check what it waits on (diagnose latency with its --pid or --comm), or raise net.core.rmem_max / SO_RCVBUF" },
   { "PROTO_MEM", "TCP/UDP memory was at its limit (net.ipv4.tcp_mem / udp_mem)", "cat /proc/net/sockstat; find the sockets holding memory (ss -tm)" },
   { "CSUM", "checksums were wrong: corruption on the wire or a NIC offload bug", "ethtool -S IFACE for errors; try ethtool -K IFACE rx off; check cables and the NIC" },
   { "QDISC", "a queueing discipline dropped them (a queue limit or a shaper)", "tc -s qdisc show: which qdisc drops, and its limit" },
@@ -305,7 +313,7 @@ do
     if q and q > 0 then push(ev, sub("TCPReqQFullDrop %s: the SYN queue was full too (a SYN flood, or syncookies off)", diag.fmt_count(q))) end
     push(verdicts, diag.verdict("listen-overflow", "warning",
       sub("Listen queue overflows%s: %s connection%s dropped", where, diag.fmt_count(n), n == 1 and "" or "s"), ev,
-      { "The application does not accept() fast enough: is it busy or blocked (diagnose latency --pid PID)?",
+      { sub("The application does not accept() fast enough: is it busy or blocked (diagnose latency %s)?", target_arg),
         sub("Raise its listen() backlog and net.core.somaxconn; ss -ltn%s shows Recv-Q (waiting) against Send-Q (backlog)",
           #full > 0 and sub(" 'sport = :%s'", names[1]) or "") }))
   end

@@ -141,11 +141,11 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 	sp->skel->rodata->filt_local_port = p->cfg.filter.local_port;
 	bpf_map__set_max_entries(sp->skel->maps.drops, (__u32)probe_opt(p, "max_keys"));
 	netowner_size_maps(sp->skel->maps.owned_socks, sp->skel->maps.owned_flows,
-			   sp->skel->maps.owned_ports, p->cfg.filter.pid > 0, (__u32)probe_opt(p, "max_owned"));
+			   sp->skel->maps.owned_ports, netowner_has_target(&p->cfg.filter), (__u32)probe_opt(p, "max_owned"));
 	bpf_map__set_max_entries(sp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(sp->skel->maps.drop_stacks, (__u32)probe_opt(p, "max_stacks"));
 	/* Without a target nothing is owned: the ownership program stays unloaded. */
-	if (p->cfg.filter.pid <= 0)
+	if (!netowner_has_target(&p->cfg.filter))
 		bpf_program__set_autoload(sp->skel->progs.skbd_set_state, false);
 	int rc = skb_drops_bpf__load(sp->skel);
 	if (rc)
@@ -158,9 +158,8 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 static void skbd_seed(struct probe *p)
 {
 	struct skbd_priv *sp = p->priv;
-	if (p->cfg.filter.pid > 0)
-		netowner_seed(p->cfg.filter.pid, bpf_map__fd(sp->skel->maps.owned_flows),
-			      bpf_map__fd(sp->skel->maps.owned_ports), NULL, NULL);
+	netowner_seed_target(&p->cfg.filter, bpf_map__fd(sp->skel->maps.owned_flows),
+			     bpf_map__fd(sp->skel->maps.owned_ports), NULL, NULL);
 }
 
 static int skbd_attach(struct probe *p, struct diag_err *err)
@@ -282,7 +281,7 @@ static int skbd_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(sp->skel->obj, DIAG_STAT_LOST));
 	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(sp->skel->obj, DIAG_STAT_MAP_FULL) +
 						  stacks_refused(table)));
-	if (p->cfg.filter.pid > 0) {
+	if (netowner_has_target(&p->cfg.filter)) {
 		struct value *own = value_obj_set(res, "ownership", value_obj());
 		value_set_int(own, "not_owned", (int64_t)probe_stat_sum(sp->skel->obj, NET_STAT_NOT_OWNED));
 		value_set_int(own, "unattributed", (int64_t)probe_stat_sum(sp->skel->obj, SKBD_STAT_UNATTRIBUTED));

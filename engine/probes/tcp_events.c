@@ -109,7 +109,7 @@ static int tcpe_load(struct probe *p, struct diag_err *err)
 	}
 	bpf_map__set_max_entries(tp->skel->maps.flows, (__u32)probe_opt(p, "max_flows"));
 	netowner_size_maps(tp->skel->maps.owned_socks, tp->skel->maps.owned_flows,
-			   tp->skel->maps.owned_ports, p->cfg.filter.pid > 0, (__u32)probe_opt(p, "max_owned"));
+			   tp->skel->maps.owned_ports, netowner_has_target(&p->cfg.filter), (__u32)probe_opt(p, "max_owned"));
 	int rc = tcp_events_bpf__load(tp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: the kernel refused the programs "
@@ -122,10 +122,10 @@ static void tcpe_seed(struct probe *p)
 {
 	struct tcpe_priv *tp = p->priv;
 	size_t nf = 0, np = 0;
-	if (p->cfg.filter.pid <= 0)
+	if (!netowner_has_target(&p->cfg.filter))
 		return;
-	if (netowner_seed(p->cfg.filter.pid, bpf_map__fd(tp->skel->maps.owned_flows),
-			  bpf_map__fd(tp->skel->maps.owned_ports), &nf, &np) == 0) {
+	if (netowner_seed_target(&p->cfg.filter, bpf_map__fd(tp->skel->maps.owned_flows),
+				 bpf_map__fd(tp->skel->maps.owned_ports), &nf, &np) == 0) {
 		if (nf > tp->seeded_flows)
 			tp->seeded_flows = nf;
 		if (np > tp->seeded_ports)
@@ -252,7 +252,7 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		value_set_int(tot, total_names[k], (int64_t)totals[k]);
 	/* Accept queues at the end of the window (a listener that does not keep up overflows). */
 	struct netowner_sock ls[64];
-	size_t nl = netowner_listeners(p->cfg.filter.pid > 0 ? p->cfg.filter.pid : 0, ls, ARRAY_LEN(ls));
+	size_t nl = netowner_target_listeners(&p->cfg.filter, ls, ARRAY_LEN(ls));
 	struct value *listeners = value_obj_set(res, "listeners", value_arr());
 	for (size_t i = 0; i < nl; i++) {
 		char addr[INET6_ADDRSTRLEN];
@@ -265,7 +265,7 @@ static int tcpe_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	}
 	value_set_int(res, "events", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_EVENTS));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_MAP_FULL));
-	if (p->cfg.filter.pid > 0) {
+	if (netowner_has_target(&p->cfg.filter)) {
 		struct value *own = value_obj_set(res, "ownership", value_obj());
 		value_set_int(own, "not_owned", (int64_t)probe_stat_sum(tp->skel->obj, NET_STAT_NOT_OWNED));
 		value_set_int(own, "seeded_flows", (int64_t)tp->seeded_flows);

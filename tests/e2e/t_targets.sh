@@ -5,7 +5,8 @@
 # (b) --cgroup on the v2 hierarchy: a directory made below this test's own v2 cgroup holds one
 #     burner; its twin outside is not covered. (c) --cgroup on a v1 hierarchy (memory), below
 #     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
-#     lock; io-saturation --comm over two fsync-per-write journals names them. (e) every process of the set exits: the run stops as target-exited with its data.
+#     lock; io-saturation --comm over two fsync-per-write journals names them; network-errors
+#     --comm counts the two clients' refused connects, not a bystander's. (e) every process of the set exits: the run stops as target-exited with its data.
 # (f) --unit through systemd-run where systemd runs (skipped here otherwise).
 # (g) errors: a name no process has, a recipe that takes --pid only, two targets: exit 2.
 # Nothing stays attached.
@@ -117,6 +118,22 @@ check "$TMP/io.json" "res['files']['calls'] and {c['tgid'] for c in res['files']
 kill -9 "$J1" "$J2" 2>/dev/null; wait "$J1" "$J2" 2>/dev/null
 assert_released "io-saturation --comm"
 
+# ---- (d3) network-errors over a set: two clients of one name connecting to closed ports --------
+# (loopback; a third client under another name refused too, which must not be counted: sockets
+# are the set's by who opened them, and a closed socket's reused address is not inherited)
+P1=$((20000 + $$ % 20000)); P2=$((P1 + 1)); P3=$((P1 + 2))
+cp "$WL/net_peer" "$TMP/refuser_e2e"
+cp "$WL/net_peer" "$TMP/bystander_e2e"
+start "$TMP/refuser_e2e" closed 127.0.0.1 "$P1" 20; N1=$PID
+start "$TMP/refuser_e2e" closed 127.0.0.1 "$P2" 20; N2=$PID
+start "$TMP/bystander_e2e" closed 127.0.0.1 "$P3" 20; N3=$PID
+collect "$TMP/net.json" network-errors --comm refuser_e2e --duration 3
+CHECK_LET='ports = {f["remote_port"] for f in res["tcp"]["flows"]}; ids = [v["id"] for v in r["verdicts"]]'
+check "$TMP/net.json" "ports == {$P1, $P2}" "network-errors --comm: flows of the set are not exactly its two clients'"
+check "$TMP/net.json" "ids.count('connection-refused') == 2" "network-errors --comm: the two refused ports are not named"
+kill -9 "$N1" "$N2" "$N3" 2>/dev/null; wait "$N1" "$N2" "$N3" 2>/dev/null
+assert_released "network-errors --comm"
+
 # ---- (e) every process of the set exits ------------------------------------------------------------
 start "$TMP/svc_e2e" 2; E1=$PID
 start "$TMP/svc_e2e" 2; E2=$PID
@@ -144,7 +161,7 @@ fi
 [ "$rc" = 2 ] && grep -q -- "--comm no_such_e2e_$$: no process has that name" "$TMP/e1" || fail "unknown comm: exit $rc: $(cat "$TMP/e1")"
 start "$TMP/svc_e2e" 600; S=$PID
 "$DIAG" memory-growth --comm svc_e2e --duration 1 > /dev/null 2> "$TMP/e2"; rc=$?
-[ "$rc" = 2 ] && grep -q "takes --pid, not --comm" "$TMP/e2" || fail "memory-growth --comm: exit $rc: $(cat "$TMP/e2")"
+[ "$rc" = 2 ] && grep -q "not --comm" "$TMP/e2" || fail "memory-growth --comm: exit $rc: $(cat "$TMP/e2")"
 "$DIAG" high-cpu --comm svc_e2e --pid "$S" --duration 1 > /dev/null 2> "$TMP/e3"; rc=$?
 [ "$rc" = 2 ] && grep -q "give one target" "$TMP/e3" || fail "--pid with --comm: exit $rc: $(cat "$TMP/e3")"
 "$DIAG" high-cpu --unit no-such-unit-$$ --duration 1 > /dev/null 2> "$TMP/e4"; rc=$?
