@@ -190,6 +190,9 @@ static int cmd_show(const struct cli *c)
 	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
 	       r->budgets.max_sample_hz, r->budgets.max_cpu_pct,
 	       (unsigned long long)r->budgets.max_map_bytes, (unsigned long long)plan->map_bytes);
+	if (r->budgets.max_chain_depth)
+		printf("  --follow: at most %u recipe(s) after this one, %u s for the whole chain\n",
+		       r->budgets.max_chain_depth, r->budgets.max_chain_duration_s);
 	/* The same value the dry run prints as JSON, here as text. */
 	struct value *pv = plan_to_value(plan, NULL);
 	const struct value *probes = value_get(pv, "probes");

@@ -84,6 +84,8 @@ static const cyaml_schema_field_t budget_fields[] = {
 	CYAML_FIELD_ENUM("degrade", OPT | CYAML_FLAG_STRICT, struct recipe_budgets, degrade_sample,
 			 degrade_values, 2),
 	CYAML_FIELD_UINT("preflight_ms", OPT, struct recipe_budgets, preflight_ms),
+	CYAML_FIELD_UINT("max_chain_depth", OPT, struct recipe_budgets, max_chain_depth),
+	CYAML_FIELD_UINT("max_chain_duration_s", OPT, struct recipe_budgets, max_chain_duration_s),
 	CYAML_FIELD_END,
 };
 
@@ -994,6 +996,17 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 	if (b->preflight_ms && (b->preflight_ms < 10 || b->preflight_ms > 5000))
 		return fail_path(L, "budgets.preflight_ms", "%" PRIu32 " is out of range (10..5000)",
 				 b->preflight_ms);
+	if (b->max_chain_depth > CHAIN_DEPTH_MAX)
+		return fail_path(L, "budgets.max_chain_depth", "%" PRIu32 " is out of range (0..%u)",
+				 b->max_chain_depth, CHAIN_DEPTH_MAX);
+	if (b->max_chain_duration_s > DURATION_MAX_S)
+		return fail_path(L, "budgets.max_chain_duration_s", "%" PRIu32 " is out of range (1..%u)",
+				 b->max_chain_duration_s, DURATION_MAX_S);
+	if (b->max_chain_depth && b->max_chain_duration_s < r->duration_s)
+		return fail_path(L, "budgets.max_chain_duration_s",
+				 b->max_chain_duration_s ? "%" PRIu32 " is shorter than duration_s: a chain "
+				 "could not even run this recipe" : "%" PRIu32 ": required when max_chain_depth "
+				 "is set (the whole chain's time, this run included)", b->max_chain_duration_s);
 
 	if (check_params(L, r) || check_refs(L, r))
 		return -1;

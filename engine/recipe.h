@@ -59,6 +59,9 @@ struct recipe_param {
 	char *description; /* may be NULL */
 };
 
+/* budgets.max_chain_depth: at most this many recipes after the first (--follow) */
+#define CHAIN_DEPTH_MAX 4
+
 struct recipe_budgets {
 	uint32_t max_duration_s;
 	uint32_t max_sample_hz;
@@ -67,6 +70,10 @@ struct recipe_budgets {
 	uint64_t max_map_bytes;
 	bool degrade_sample; /* `degrade: sample`: over max_events_per_s, sample 1-in-N instead of refusing */
 	uint32_t preflight_ms; /* pre-flight window; 0 = the default, 250 ms */
+	/* --follow (chain.c): how many recipes may run after this one (0: none, the recipe does not
+	 * chain) and the longest the whole chain may take, this run included (needed when depth > 0) */
+	uint32_t max_chain_depth;
+	uint32_t max_chain_duration_s;
 };
 
 enum recipe_target { RECIPE_TARGET_NONE = 0, RECIPE_TARGET_PID = 1, RECIPE_TARGET_PID_OPTIONAL = 2 };
