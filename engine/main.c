@@ -19,6 +19,7 @@
 #include "approval.h"
 #include "audit.h"
 #include "catalog.h"
+#include "chain.h"
 #include "diff.h"
 #include "doctor.h"
 #include "kernel.h"
@@ -50,7 +51,7 @@ static void usage(FILE *out)
 	fputs("usage: diagnose SYMPTOM [--pid PID] [--duration SECONDS] [--param KEY=VALUE]...\n"
 	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
 	      "                        [--flamegraph FILE.svg] [--pprof FILE.pb.gz]\n"
-	      "                        [--stacks-probe ID] [--force]\n"
+	      "                        [--stacks-probe ID] [--force] [--follow]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
@@ -374,7 +375,7 @@ static int cmd_verify(const struct cli *c)
 int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
-	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD };
+	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD, OPT_FOLLOW };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -388,6 +389,7 @@ int main(int argc, char **argv)
 		{ "stacks-probe", required_argument, NULL, OPT_STACKS_PROBE },
 		{ "folded-probe", required_argument, NULL, OPT_STACKS_PROBE }, /* its first name */
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
 		{ "lock", required_argument, NULL, OPT_LOCK },
@@ -432,6 +434,7 @@ int main(int argc, char **argv)
 		case OPT_PPROF: c.run.pprof = optarg; break;
 		case OPT_STACKS_PROBE: c.run.stacks_probe = optarg; break;
 		case OPT_FORCE: c.run.force = true; break;
+		case OPT_FOLLOW: c.run.follow = true; break;
 		case OPT_RECIPES: c.run.recipes_dir = optarg; break;
 		case OPT_PROD: c.run.production = true; break;
 		case OPT_LOCK: c.lock = optarg; break;
@@ -499,5 +502,5 @@ int main(int argc, char **argv)
 		return usage_error("--stacks-probe needs --folded, --flamegraph or --pprof",
 				   c.run.stacks_probe);
 	c.run.symptom = cmd;
-	return run_recipe(&c.run);
+	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run);
 }

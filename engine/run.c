@@ -302,6 +302,10 @@ int run_recipe(const struct run_options *c)
 	if (bundle_load(path, trusted, &args, &b, &err))
 		goto failed;
 	const struct plan *plan = b.plan;
+	if (c->capture) {
+		c->capture->max_chain_depth = b.recipe->budgets.max_chain_depth;
+		c->capture->max_chain_duration_s = b.recipe->budgets.max_chain_duration_s;
+	}
 	memcpy(sha, b.src.recipe.sha256, sizeof(sha));
 	ev.recipe_name = b.recipe->name;
 	ev.recipe_path = realpath(path, real_path) ? real_path : path;
@@ -321,6 +325,11 @@ int run_recipe(const struct run_options *c)
 	}
 	if (check_stacks_probe(c, plan, &err))
 		goto failed;
+	if (c->max_duration_s > 0 && plan->duration_s > c->max_duration_s) {
+		diag_fail(&err, DIAG_EXIT_REFUSED, "%s: %.3g s is over the %.3g s left of the chain's "
+			  "max_chain_duration_s", b.recipe->name, plan->duration_s, c->max_duration_s);
+		goto failed;
+	}
 	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
 	if (verdict_check_sources(&b.src, &err))
 		goto failed;
@@ -404,7 +413,7 @@ int run_recipe(const struct run_options *c)
 				   .sections = sections, .preflight = s.preflight, .run = run,
 				   .thresholds = plan->thresholds };
 	report = report_build(&in);
-	if (write_outputs(c, &outs, report, s.results))
+	if (!c->capture && write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
 		fprintf(stderr, "diagnose: %s\n", verr.msg);
@@ -421,9 +430,13 @@ int run_recipe(const struct run_options *c)
 	}
 	if (!lua_ok)
 		ev.reason = verr.msg;
+	if (!lua_ok && c->capture)
+		c->capture->err = verr;
 	goto out;
 failed:
 	code = fail(&err);
+	if (c->capture)
+		c->capture->err = err;
 	ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
 	ev.reason = err.msg;
 out:
@@ -435,6 +448,10 @@ out:
 			code = DIAG_EXIT_RUNTIME;
 	}
 	discard_outputs(&outs); /* what was not written (a failed run) is not left behind empty */
+	if (c->capture && !c->dry_run) { /* a chain's stage: the report goes back to chain.c */
+		c->capture->report = report;
+		report = NULL;
+	}
 	audit_close(&au);
 	policy_free(&pol);
 	value_free(summary);

@@ -97,7 +97,8 @@ local K = {
 local U = {
   lock = { "lll_lock", "pthread_mutex_", "pthread_rwlock_", "rwlock_", "^sem_", "pthread_spin_lock",
     "std::mutex::lock" },
-  cond = { "cond_wait", "cond_timedwait", "cond_clockwait", "std::condition_variable" },
+  -- glibc's condition variables (and semaphores) wait in __futex_abstimed_wait_common*
+  cond = { "cond_wait", "cond_timedwait", "cond_clockwait", "std::condition_variable", "futex_abstimed_wait" },
 }
 
 local function classify(s)
