@@ -1,0 +1,124 @@
+# diagnose triage on the real kernel: each workload of a known symptom must make the first
+# verdict name that symptom's recipe, with the exact command and a machine-readable `next`:
+# (a) a CPU burner (cpu_burner) → high-cpu (cpu-bound; on this shared machine the burner may also
+#     wait for a CPU: either way the recipe named is high-cpu);
+# (b) lock contention (lock_contention 4) → latency;
+# (c) a leak (mem_leaker leak, 1 MiB/s) → memory-growth;
+# (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
+# (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
+#     lock-contention; the chain in JSON names both stages with their stop reasons;
+# (f) production: triage approved, latency not → the follow-up is refused (exit 3) naming
+#     latency, after the triage stage ran;
+# (g) bounds: a triage whose max_chain_depth is 0 (a copy) names the follow-up but does not run it.
+# Nothing stays attached.
+. "$(dirname "$0")/lib.sh"
+
+D=3 # seconds of triage: enough for an RSS slope and the breakdown
+CHECK_LET='v = r["verdicts"]; first = v[0]'
+
+# triage NAME: runs triage --json on $PID into $TMP/NAME.json; sets rc
+triage() {
+	"$DIAG" triage --pid "$PID" --duration "$D" --json > "$TMP/$1.json" 2> "$TMP/$1.err"; rc=$?
+}
+verdicts() { json "$TMP/$1.json" '[(x["id"], x["severity"], x.get("next", {}).get("recipe")) for x in r["verdicts"]]'; }
+
+# (a) CPU-bound
+start "$WL/cpu_burner" 60
+triage cpu
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "cpu: exit $rc, want 4 or 5: $(cat "$TMP/cpu.err")"
+check "$TMP/cpu.json" "first['next']['recipe'] == 'high-cpu' and first['id'] in ('cpu-bound', 'cpu-starved')" \
+	"cpu: verdicts $(verdicts cpu)"
+check "$TMP/cpu.json" "first['next_steps'][0] == 'Run next: diagnose high-cpu --pid %d' % r['target']['pid']" \
+	"cpu: no exact command first: $(json "$TMP/cpu.json" 'r["verdicts"][0]["next_steps"]')"
+check "$TMP/cpu.json" "'compute_checksum()' in ' '.join(first['evidence']) or first['id'] == 'cpu-starved'" \
+	"cpu: the hottest function is not named: $(json "$TMP/cpu.json" 'r["verdicts"][0]["evidence"]')"
+assert_released "triage on a CPU burner"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (b) lock contention
+start "$WL/lock_contention" 4
+triage lock
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "lock: exit $rc: $(cat "$TMP/lock.err")"
+check "$TMP/lock.json" "first['id'] == 'waiting' and first['next'] == {'recipe': 'latency', 'params': {}} and 'locks' in ' '.join(first['evidence'])" \
+	"lock: verdicts $(verdicts lock)"
+assert_released "triage on lock contention"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (c) a leak
+start "$WL/mem_leaker" leak 1024
+sleep 0.5 # past its start-up
+triage leak
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "leak: exit $rc: $(cat "$TMP/leak.err")"
+check "$TMP/leak.json" "first['id'] == 'memory-growing' and first['next']['recipe'] == 'memory-growth'" \
+	"leak: verdicts $(verdicts leak)"
+check "$TMP/leak.json" "res['context']['memory']['rss_delta_bytes'] >= 1 << 20" "leak: RSS did not grow by 1 MiB"
+assert_released "triage on a leak"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (d) idle
+start "$WL/idle_pool" 4
+triage idle
+[ "$rc" = 0 ] || fail "idle: exit $rc, want 0: $(verdicts idle) $(cat "$TMP/idle.err")"
+check "$TMP/idle.json" "[x['id'] for x in v] == ['idle'] and first['severity'] == 'info' and 'next' not in first" \
+	"idle: verdicts $(verdicts idle)"
+# --follow on it runs nothing more
+"$DIAG" triage --pid "$PID" --duration 2 --follow --json > "$TMP/idle-chain.json" 2> "$TMP/idle-chain.err"; rc=$?
+[ "$rc" = 0 ] || fail "idle --follow: exit $rc: $(cat "$TMP/idle-chain.err")"
+[ "$(json "$TMP/idle-chain.json" 'len(r["chain"]["stages"])')" = 1 ] || fail "idle --follow ran more than triage"
+assert_released "triage on an idle pool"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (e) --follow: triage → latency, in one invocation; text and JSON
+start "$WL/lock_contention" 4
+"$DIAG" triage --pid "$PID" --duration "$D" --follow --json --output "$TMP/chain-copy.json" > "$TMP/chain.json" 2> "$TMP/chain.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "--follow: exit $rc: $(cat "$TMP/chain.err")"
+json "$TMP/chain.json" 'r["chain"]' > /dev/null || fail "--follow: no chain in the JSON"
+got=$(json "$TMP/chain.json" '" ".join("%s:%s:%s" % (s["recipe"], s["stop_reason"], s.get("followed", {}).get("recipe", "-")) for s in r["chain"]["stages"])')
+[ "$got" = "triage:duration:latency latency:duration:-" ] || fail "--follow: stages $got"
+[ "$(json "$TMP/chain.json" 'r["chain"]["stages"][1]["report"]["verdicts"][0]["id"]')" = lock-contention ] ||
+	fail "--follow: latency's verdicts $(json "$TMP/chain.json" '[x["id"] for x in r["chain"]["stages"][1]["report"]["verdicts"]]')"
+[ "$(json "$TMP/chain.json" 'r["chain"]["exit_code"]')" = "$rc" ] || fail "--follow: exit code not the chain's"
+[ "$(json "$TMP/chain.json" 'r["chain"]["max_depth"]')" = 1 ] || fail "--follow: max_depth"
+cmp -s "$TMP/chain.json" "$TMP/chain-copy.json" || fail "--follow: --output differs from stdout"
+# each stage is audited as its own run
+[ "$(grep -c '"action":"start"' "$DIAGNOSE_AUDIT_FILE")" -ge 2 ] || fail "--follow: stages not audited"
+"$DIAG" triage --pid "$PID" --duration 2 --follow > "$TMP/chain.txt" 2> "$TMP/chain-text.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "--follow (text): exit $rc: $(cat "$TMP/chain-text.err")"
+grep -q "^=== stage 2 of 2: latency ===" "$TMP/chain.txt" || fail "--follow (text): no stage 2 heading"
+grep -q "^  1\. triage  exit [45], stop: duration, worst: .* → follows waiting: latency" "$TMP/chain.txt" ||
+	fail "--follow (text): chain summary: $(tail -5 "$TMP/chain.txt")"
+assert_released "triage --follow"
+
+# flags that cannot chain
+"$DIAG" triage --pid "$PID" --follow --dry-run > /dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "--follow --dry-run: exit $rc, want 2"
+"$DIAG" triage --pid "$PID" --follow --folded "$TMP/x.folded" > /dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "--follow --folded: exit $rc, want 2"
+
+# (g) a chain bounded at depth 0: the follow-up is named, not run
+mkdir -p "$TMP/d0/recipes"
+cp -r "$ROOT/lua" "$TMP/d0/"
+sed -e 's/^  max_chain_depth: 1$/  max_chain_depth: 0/' "$ROOT/recipes/triage.yaml" > "$TMP/d0/recipes/triage.yaml"
+"$DIAG" triage --recipes "$TMP/d0/recipes" --pid "$PID" --duration 2 --follow --json > "$TMP/d0.json" 2> "$TMP/d0.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "depth 0: exit $rc: $(cat "$TMP/d0.err")"
+got=$(json "$TMP/d0.json" '"%d %s %s" % (len(r["chain"]["stages"]), r["chain"]["stages"][0]["followed"]["ran"], "does not chain" in r["chain"]["ended"])')
+[ "$got" = "1 False True" ] || fail "depth 0: $got ($(json "$TMP/d0.json" 'r["chain"]["ended"]'))"
+
+# (f) production: the follow-up must be approved too
+P="$TMP/p"
+mkdir -p "$P"
+cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
+rm -f "$P/recipes/approved.lock"
+chmod -R go-w "$P"
+"$DIAG" approve triage --recipes "$P/recipes" --by e2e > /dev/null || fail "approve triage"
+printf 'mode: production\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/policy.yaml"
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration 2 --follow --json \
+	> "$TMP/prod.json" 2> "$TMP/prod.err"; rc=$?
+[ "$rc" = 3 ] || fail "production, unapproved follow-up: exit $rc, want 3: $(cat "$TMP/prod.err")"
+grep -q "latency" "$TMP/prod.err" || fail "production: the refusal does not name latency: $(cat "$TMP/prod.err")"
+got=$(json "$TMP/prod.json" '" ".join("%s:%s" % (s["recipe"], s["stop_reason"]) for s in r["chain"]["stages"])')
+[ "$got" = "triage:duration latency:refused" ] || fail "production: stages $got"
+json "$TMP/prod.json" 'r["chain"]["stages"][1]["error"]' | grep -q "latency" || fail "production: stage 2 error does not name latency"
+assert_released "production triage --follow"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+exit 0
