@@ -19,38 +19,261 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+
+#include "approval.h"
 #include "outfile.h"
+#include "plan.h"
+#include "recipe.h"
 #include "report.h"
 #include "run.h"
 #include "util.h"
 #include "value.h"
 
-/* The first verdict (worst first) of severity warning or critical that names a follow-up. */
-static const struct value *pick_next(const struct value *report)
+/* Bytes a recipe author or the target may have put in a name, printed safely. */
+static void put_safe(FILE *out, const char *s)
 {
-	const struct value *vs = value_get(report, "verdicts");
-	for (size_t i = 0; vs && vs->type == V_ARR && i < vs->arr.len; i++) {
-		const struct value *v = vs->arr.items[i];
-		const char *sev = value_get_str(v, "severity");
-		if (!sev || (strcmp(sev, "warning") != 0 && strcmp(sev, "critical") != 0))
-			break;
-		const struct value *n = value_get(v, "next");
-		if (n && value_get_str(n, "recipe"))
-			return v;
+	for (const unsigned char *p = (const unsigned char *)(s ? s : "?"); *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else
+			fputc(*p, out);
 	}
-	return NULL;
 }
 
-/* --param NAME=VALUE strings for the follow-up, from next.params (owned by *out_params). */
-static size_t next_params(const struct value *next, char ***out)
+/* ---- the declared chain (`next:`) ------------------------------------------------------------ */
+
+struct value *chain_decl_value(const struct recipe *r)
 {
-	const struct value *p = value_get(next, "params");
-	size_t n = p && p->type == V_OBJ ? p->obj.len : 0;
-	*out = n ? xcalloc(n, sizeof(char *)) : NULL;
-	for (size_t i = 0; i < n; i++)
-		(*out)[i] = xasprintf("%s=%s", p->obj.keys[i],
-				      p->obj.vals[i]->type == V_STR ? p->obj.vals[i]->s : "");
-	return n;
+	struct value *arr = value_arr();
+	for (unsigned i = 0; i < r->n_next; i++) {
+		struct value *e = value_arr_push(arr, value_obj());
+		value_set_str(e, "verdict", r->next[i].verdict);
+		value_set_str(e, "recipe", r->next[i].recipe);
+		struct value *ps = value_obj_set(e, "params", value_arr());
+		for (unsigned k = 0; k < r->next[i].n_params; k++)
+			value_arr_push(ps, value_str(r->next[i].params[k]));
+	}
+	return arr;
+}
+
+struct walk {
+	const char *dir;
+	bool trusted, approvals, allow_unapproved;
+	const char *path[CHAIN_DEPTH_MAX + 2]; /* recipe names from the head */
+	struct value *rows;
+};
+
+/* Checks one declared edge's parameters against the follow-up recipe f. */
+static int check_edge_params(const struct recipe *from, unsigned i, const struct recipe *f,
+			     struct diag_err *err)
+{
+	const struct recipe_next *n = &from->next[i];
+	for (unsigned k = 0; k < n->n_params; k++) {
+		const char *eq = strchr(n->params[k], '=');
+		char name[72];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - n->params[k]), n->params[k]);
+		const struct recipe_param *p = recipe_param_find(f, name);
+		if (!p)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: next[%u].params[%u]: %s has no parameter %s",
+					 from->path, i, k, f->name, name);
+		const char *why = strncmp(eq + 1, "${verdict.", 10) ? recipe_param_check(p, eq + 1) : NULL;
+		if (why)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: next[%u].params[%u]: %s of %s: %s",
+					 from->path, i, k, name, f->name, why);
+	}
+	for (unsigned k = 0; k < f->n_params; k++) {
+		if (f->params[k].dflt)
+			continue;
+		bool given = false;
+		for (unsigned j = 0; j < n->n_params && !given; j++)
+			given = !strncmp(n->params[j], f->params[k].name, strlen(f->params[k].name)) &&
+				n->params[j][strlen(f->params[k].name)] == '=';
+		if (!given)
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: next[%u]: %s requires the parameter %s",
+					 from->path, i, f->name, f->params[k].name);
+	}
+	return 0;
+}
+
+static int walk(struct walk *w, const struct recipe *r, unsigned depth, unsigned max_depth,
+		struct diag_err *err)
+{
+	for (unsigned i = 0; i < r->n_next; i++) {
+		const struct recipe_next *n = &r->next[i];
+		for (unsigned k = 0; k <= depth; k++) {
+			if (strcmp(w->path[k], n->recipe) != 0)
+				continue;
+			char cycle[512] = "";
+			size_t o = 0;
+			for (unsigned j = 0; j <= depth && o < sizeof(cycle); j++)
+				o += (size_t)snprintf(cycle + o, sizeof(cycle) - o, "%s → ", w->path[j]);
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: next[%u].recipe: %s runs again within "
+					 "max_chain_depth %u (a cycle: %s%s)", r->path, i, n->recipe, max_depth,
+					 cycle, n->recipe);
+		}
+		char fpath[PATH_MAX];
+		struct bundle b = { 0 };
+		if (recipe_resolve(n->recipe, w->dir, fpath, sizeof(fpath), err) ||
+		    bundle_load(fpath, w->trusted, NULL, &b, err)) {
+			bundle_free(&b);
+			return diag_wrap(err, "%s: next[%u].recipe", r->path, i);
+		}
+		if (check_edge_params(r, i, b.recipe, err)) {
+			bundle_free(&b);
+			return -1;
+		}
+		struct value *row = value_arr_push(w->rows, value_obj());
+		value_set_int(row, "stage", depth + 2);
+		value_set_str(row, "from", r->name);
+		value_set_str(row, "verdict", n->verdict);
+		value_set_str(row, "recipe", n->recipe);
+		struct value *ps = value_obj_set(row, "params", value_arr());
+		for (unsigned k = 0; k < n->n_params; k++)
+			value_arr_push(ps, value_str(n->params[k]));
+		if (w->approvals) {
+			/* the lock covers the BPF objects of the probe kinds the plan uses: planned with the
+			 * literal parameters (a value from the verdict is not known yet) */
+			const char *lit[32];
+			size_t n_lit = 0;
+			for (unsigned k = 0; k < n->n_params && n_lit < 32; k++)
+				if (!strstr(n->params[k], "=${verdict."))
+					lit[n_lit++] = n->params[k];
+			struct plan_args args = { .check_target = false, .params = lit, .n_params = n_lit };
+			if (plan_build(b.recipe, &args, &b.plan, err)) {
+				bundle_free(&b);
+				return diag_wrap(err, "chain stage %u, %s: cannot be planned to check its approval",
+						 depth + 2, n->recipe);
+			}
+			struct diag_err aerr = { 0 };
+			bool ok = approval_check(&b, w->trusted, &aerr) == 0;
+			value_set_bool(row, "approved", ok);
+			if (!ok && !w->allow_unapproved) {
+				bundle_free(&b);
+				*err = aerr;
+				return diag_wrap(err, "chain stage %u, %s (next of %s's verdict %s), is not approved",
+						 depth + 2, n->recipe, r->name, n->verdict);
+			}
+		}
+		int rc = 0;
+		if (depth + 1 < max_depth) {
+			w->path[depth + 1] = b.recipe->name;
+			rc = walk(w, b.recipe, depth + 1, max_depth, err);
+		}
+		bundle_free(&b);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+int chain_plan(const struct recipe *head, const char *dir, bool trusted, bool approvals,
+	       bool allow_unapproved, struct value **out, struct diag_err *err)
+{
+	struct walk w = { .dir = dir, .trusted = trusted, .approvals = approvals,
+			  .allow_unapproved = allow_unapproved, .rows = value_arr() };
+	w.path[0] = head->name;
+	*out = NULL;
+	if (head->budgets.max_chain_depth && walk(&w, head, 0, head->budgets.max_chain_depth, err)) {
+		value_free(w.rows);
+		/* an error in a follow-up's own next: says whose chain it breaks */
+		if (strncmp(err->msg, head->path, strlen(head->path)) != 0 || err->msg[strlen(head->path)] != ':')
+			diag_wrap(err, "%s: in the chain it could take", head->path);
+		return -1;
+	}
+	*out = w.rows;
+	return 0;
+}
+
+void chain_plan_text(const struct value *rows, FILE *out)
+{
+	size_t n = rows ? rows->arr.len : 0;
+	fprintf(out, "Chain it could take (--follow; declared in next:): %s\n", n ? "" : "none");
+	for (size_t i = 0; i < n; i++) {
+		const struct value *r = rows->arr.items[i];
+		fprintf(out, "  stage %.0f: ", value_get_num(r, "stage", 0));
+		put_safe(out, value_get_str(r, "from"));
+		fputs(" → ", out);
+		put_safe(out, value_get_str(r, "recipe"));
+		fputs(" on verdict ", out);
+		put_safe(out, value_get_str(r, "verdict"));
+		const struct value *ps = value_get(r, "params");
+		for (size_t k = 0; ps && k < ps->arr.len; k++) {
+			fputs(" --param ", out);
+			put_safe(out, ps->arr.items[k]->s);
+		}
+		const struct value *ok = value_get(r, "approved");
+		if (ok)
+			fputs(ok->b ? "  (approved)" : "  (NOT approved: production would refuse the chain)", out);
+		fputc('\n', out);
+	}
+}
+
+/* What to run after a stage: the first verdict (worst first) of severity warning or critical
+ * with a follow-up — when the stage's recipe declares `next:`, one declared for its id (and only
+ * those), else its own `next`. The parameters as --param NAME=VALUE strings, ${verdict.KEY}
+ * taken from the verdict's next.params. */
+struct pick {
+	const struct value *verdict; /* NULL: nothing to follow */
+	const char *recipe;
+	char **params;
+	size_t n_params;
+	char *why_not; /* set when the follow-up cannot be built (a missing ${verdict.KEY}) */
+};
+
+static void pick_next(const struct value *report, const struct value *decl, struct pick *p)
+{
+	memset(p, 0, sizeof(*p));
+	const struct value *vs = value_get(report, "verdicts");
+	bool declared = decl && decl->type == V_ARR && decl->arr.len;
+	for (size_t i = 0; vs && vs->type == V_ARR && i < vs->arr.len; i++) {
+		const struct value *v = vs->arr.items[i];
+		const char *sev = value_get_str(v, "severity"), *id = value_get_str(v, "id");
+		if (!sev || (strcmp(sev, "warning") != 0 && strcmp(sev, "critical") != 0))
+			return;
+		const struct value *own = value_get(v, "next");
+		const struct value *given = value_get(own, "params");
+		if (!declared) {
+			if (!own || !value_get_str(own, "recipe"))
+				continue;
+			p->verdict = v;
+			p->recipe = value_get_str(own, "recipe");
+			size_t n = given && given->type == V_OBJ ? given->obj.len : 0;
+			p->params = n ? xcalloc(n, sizeof(char *)) : NULL;
+			for (size_t k = 0; k < n; k++)
+				if (given->obj.vals[k]->type == V_STR)
+					p->params[p->n_params++] = xasprintf("%s=%s", given->obj.keys[k],
+									     given->obj.vals[k]->s);
+			return;
+		}
+		for (size_t d = 0; d < decl->arr.len; d++) {
+			const struct value *e = decl->arr.items[d];
+			if (!id || strcmp(value_get_str(e, "verdict"), id) != 0)
+				continue;
+			p->verdict = v;
+			p->recipe = value_get_str(e, "recipe");
+			const struct value *ps = value_get(e, "params");
+			size_t n = ps ? ps->arr.len : 0;
+			p->params = n ? xcalloc(n, sizeof(char *)) : NULL;
+			for (size_t k = 0; k < n; k++) {
+				const char *text = ps->arr.items[k]->s, *eq = strchr(text, '=');
+				if (strncmp(eq + 1, "${verdict.", 10) != 0) {
+					p->params[p->n_params++] = xstrdup(text);
+					continue;
+				}
+				char key[80];
+				snprintf(key, sizeof(key), "%.*s", (int)(strlen(eq + 11) - 1), eq + 11);
+				const char *val = value_get_str(given, key);
+				if (!val) {
+					p->why_not = xasprintf("verdict %s gives no next.params.%s for %s's %.*s",
+							       id, key, p->recipe, (int)(eq - text), text);
+					return;
+				}
+				p->params[p->n_params++] = xasprintf("%.*s=%s", (int)(eq - text), text, val);
+			}
+			return;
+		}
+	}
 }
 
 static void free_params(char **params, size_t n)
@@ -89,17 +312,6 @@ static struct value *stage_value(unsigned index, const char *recipe, int code,
 		cap->report = NULL;
 	}
 	return st;
-}
-
-/* Bytes a recipe author or the target may have put in a name, printed safely. */
-static void put_safe(FILE *out, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)(s ? s : "?"); *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\x%02x", *p);
-		else
-			fputc(*p, out);
-	}
 }
 
 static void write_text(const struct value *chain, FILE *out)
@@ -154,19 +366,33 @@ static void write_text(const struct value *chain, FILE *out)
 	fputc('\n', out);
 }
 
+/* --dry-run --follow: the first recipe's dry run (run.c prints it, with the declared chain in its
+ * plan: `plan.chain` in JSON), then the chain as text. */
+static int chain_dry_run(const struct run_options *opts)
+{
+	struct run_options so = *opts;
+	struct run_capture cap = { .plan_chain = true };
+	so.follow = false;
+	so.capture = &cap;
+	int code = run_recipe(&so);
+	if (!opts->json && (code == DIAG_EXIT_OK || code == DIAG_EXIT_REFUSED) && cap.chain)
+		chain_plan_text(cap.chain, stdout);
+	value_free(cap.chain);
+	value_free(cap.next_decl);
+	value_free(cap.report);
+	return code;
+}
+
 int chain_run(const struct run_options *opts)
 {
 	struct diag_err err = { 0 };
-	if (opts->dry_run) {
-		fprintf(stderr, "diagnose: --follow runs a chain; a dry run covers one recipe (drop "
-			"--follow, and dry-run the follow-up by its name)\n");
-		return DIAG_EXIT_USAGE;
-	}
 	if (opts->folded || opts->flamegraph || opts->pprof || opts->stacks_probe) {
 		fprintf(stderr, "diagnose: --folded, --flamegraph, --pprof and --stacks-probe show one "
 			"recipe's stacks: run the stage you want them of without --follow\n");
 		return DIAG_EXIT_USAGE;
 	}
+	if (opts->dry_run)
+		return chain_dry_run(opts);
 	struct outfile *json_out = NULL;
 	if (opts->output && !(json_out = outfile_create("--output", opts->output, opts->force, &err))) {
 		fprintf(stderr, "diagnose: %s\n", err.msg);
@@ -195,13 +421,16 @@ int chain_run(const struct run_options *opts)
 	int code = DIAG_EXIT_RUNTIME;
 
 	for (unsigned stage = 1;; stage++) {
-		struct run_capture cap = { 0 };
+		struct run_capture cap = { .plan_chain = stage == 1 };
 		so.capture = &cap;
 		uint64_t s0 = mono_ns();
 		code = run_recipe(&so);
 		if (stage == 1) {
 			max_depth = cap.max_chain_depth;
 			max_s = cap.max_chain_duration_s;
+			if (cap.chain)
+				value_obj_set(chain, "declared", cap.chain);
+			cap.chain = NULL;
 		}
 		struct value *st = value_arr_push(stages, stage_value(stage, recipe, code, &cap,
 								     (double)(mono_ns() - s0) / 1e9));
@@ -212,24 +441,40 @@ int chain_run(const struct run_options *opts)
 		const struct value *rep = value_get(st, "report");
 		if (!rep || (code != DIAG_EXIT_OK && code != DIAG_EXIT_WARNING && code != DIAG_EXIT_CRITICAL)) {
 			ended = ended_own = xasprintf("stage %u (%s) did not complete: exit %d", stage, recipe, code);
+			value_free(cap.next_decl);
 			break;
 		}
 		const char *stop = value_get_str(rep, "stop_reason");
 		if (stop && strcmp(stop, "duration") != 0) {
 			ended = ended_own = xasprintf("stage %u stopped early (%s): nothing more runs", stage, stop);
+			value_free(cap.next_decl);
 			break;
 		}
-		const struct value *v = pick_next(rep);
-		if (!v) {
-			ended = "no warning or critical verdict names a follow-up";
+		struct pick pk;
+		pick_next(rep, cap.next_decl, &pk);
+		if (!pk.verdict) {
+			ended = cap.next_decl && cap.next_decl->arr.len
+				? "no warning or critical verdict has a follow-up declared in next:"
+				: "no warning or critical verdict names a follow-up";
+			value_free(cap.next_decl);
 			break;
 		}
-		const struct value *next = value_get(v, "next");
-		const char *nrecipe = value_get_str(next, "recipe");
+		char nrecipe[80];
+		snprintf(nrecipe, sizeof(nrecipe), "%s", pk.recipe);
+		value_free(cap.next_decl); /* pk.recipe may point into it */
 		struct value *f = value_obj_set(st, "followed", value_obj());
-		value_set_str(f, "verdict", value_get_str(v, "id"));
+		value_set_str(f, "verdict", value_get_str(pk.verdict, "id"));
 		value_set_str(f, "recipe", nrecipe);
-		value_obj_set(f, "params", value_copy(value_get(next, "params")));
+		struct value *fp = value_obj_set(f, "params", value_arr());
+		for (size_t k = 0; k < pk.n_params; k++)
+			value_arr_push(fp, value_str(pk.params[k]));
+		params = pk.params;
+		n_params = pk.n_params;
+		if (pk.why_not) {
+			value_set_bool(f, "ran", false);
+			ended = ended_own = pk.why_not;
+			break;
+		}
 		if (stage > max_depth) {
 			value_set_bool(f, "ran", false);
 			ended = ended_own = max_depth
@@ -247,7 +492,6 @@ int chain_run(const struct run_options *opts)
 		}
 		value_set_bool(f, "ran", true);
 		snprintf(recipe, sizeof(recipe), "%s", nrecipe);
-		n_params = next_params(next, &params);
 		so.symptom = recipe;
 		so.duration_s = 0; /* the follow-up's own duration_s */
 		so.params = (const char *const *)params;

@@ -269,6 +269,19 @@ static int lint_file(const char *path)
 		printf("%s\n", err.msg);
 		problems++;
 	}
+	/* next: the follow-ups exist beside it, their parameters typed, no cycle within the depth */
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	struct value *chain = NULL;
+	if (chain_plan(r, dir, false, false, false, &chain, &err)) {
+		printf("%s\n", err.msg);
+		problems++;
+	}
+	value_free(chain);
 	if (sources_read_lua(&src, r->lua, false, &err)) {
 		printf("%s: lua: %s\n", path, err.msg);
 		problems++;

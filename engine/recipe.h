@@ -76,6 +76,16 @@ struct recipe_budgets {
 	uint32_t max_chain_duration_s;
 };
 
+/* `next:` — a declared follow-up (--follow, chain.c): when the chain's pick is a verdict with this
+ * id, run this recipe with these parameters ("NAME=VALUE"; VALUE may be ${verdict.KEY}: the
+ * verdict's next.params.KEY at run time). */
+struct recipe_next {
+	char *verdict;
+	char *recipe;
+	char **params;
+	unsigned n_params;
+};
+
 enum recipe_target { RECIPE_TARGET_NONE = 0, RECIPE_TARGET_PID = 1, RECIPE_TARGET_PID_OPTIONAL = 2 };
 
 struct recipe {
@@ -96,6 +106,8 @@ struct recipe {
 	unsigned n_thresholds;
 	struct recipe_param *params;
 	unsigned n_params;
+	struct recipe_next *next; /* `next:`, may be empty */
+	unsigned n_next;
 };
 
 /* Loads and schema-checks one recipe. On error returns -1, *out = NULL, err->code =

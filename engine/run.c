@@ -21,6 +21,7 @@
 
 #include "approval.h"
 #include "audit.h"
+#include "chain.h"
 #include "flamegraph.h"
 #include "kernel.h"
 #include "outfile.h"
@@ -323,6 +324,21 @@ int run_recipe(const struct run_options *c)
 		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
 		ev.reason = unapproved;
 	}
+	/* A chain's first stage: the chain it could take is checked before anything runs, and in
+	 * production every recipe in it must be approved (the dry run only says which are not). */
+	if (c->capture) {
+		c->capture->next_decl = chain_decl_value(b.recipe);
+		if (c->capture->plan_chain) {
+			char dir[PATH_MAX];
+			const char *slash = strrchr(path, '/');
+			if (slash)
+				snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+			else
+				snprintf(dir, sizeof(dir), ".");
+			if (chain_plan(b.recipe, dir, trusted, production, c->dry_run, &c->capture->chain, &err))
+				goto failed;
+		}
+	}
 	if (check_stacks_probe(c, plan, &err))
 		goto failed;
 	if (c->max_duration_s > 0 && plan->duration_s > c->max_duration_s) {
@@ -373,6 +389,8 @@ int run_recipe(const struct run_options *c)
 		bool pf_ok = pf_err.msg[0] == 0;
 		if (ev.reason) /* production, not approved: a real run would be refused */
 			value_set_str(summary, "refused", ev.reason);
+		if (c->capture && c->capture->chain) /* --follow: the chain it could take */
+			value_obj_set(summary, "chain", value_copy(c->capture->chain));
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)

@@ -22,6 +22,11 @@ struct run_capture {
 	struct diag_err err;           /* why it failed or was refused (also printed on stderr) */
 	uint32_t max_chain_depth;      /* the recipe's budgets.max_chain_depth (0 when not read) */
 	uint32_t max_chain_duration_s; /* its budgets.max_chain_duration_s */
+	struct value *next_decl;       /* its `next:` (chain_decl_value; caller frees) */
+	bool plan_chain;               /* in: the chain's first stage: walk the declared chain (lint's
+					* checks, and in production every stage approved) before
+					* anything runs */
+	struct value *chain;           /* out: with plan_chain, the chain it could take (caller frees) */
 };
 
 /* What the command line asks of a run. */

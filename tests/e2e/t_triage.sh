@@ -7,9 +7,11 @@
 # (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
 # (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
 #     lock-contention; the chain in JSON names both stages with their stop reasons;
-# (f) production: triage approved, latency not → the follow-up is refused (exit 3) naming
-#     latency, after the triage stage ran;
-# (g) bounds: a triage whose max_chain_depth is 0 (a copy) names the follow-up but does not run it.
+# (f) production: every recipe of the declared chain approved but latency → refused (exit 3)
+#     before anything runs, naming latency and the verdict that leads to it; the dry run marks
+#     it; once approved, the chain runs;
+# (g) bounds: a triage whose max_chain_depth is 0 (a copy) names the follow-up but does not run it;
+# and the dry run of --follow lists the chain it could take.
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +22,7 @@ CHECK_LET='v = r["verdicts"]; first = v[0]'
 triage() {
 	"$DIAG" triage --pid "$PID" --duration "$D" --json > "$TMP/$1.json" 2> "$TMP/$1.err"; rc=$?
 }
+last_action() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["action"])' "$DIAGNOSE_AUDIT_FILE"; }
 verdicts() { json "$TMP/$1.json" '[(x["id"], x["severity"], x.get("next", {}).get("recipe")) for x in r["verdicts"]]'; }
 
 # (a) CPU-bound
@@ -89,16 +92,25 @@ grep -q "^  1\. triage  exit [45], stop: duration, worst: .* → follows waiting
 	fail "--follow (text): chain summary: $(tail -5 "$TMP/chain.txt")"
 assert_released "triage --follow"
 
+# the dry run shows the chain it could take (declared in next:)
+"$DIAG" triage --pid "$PID" --follow --dry-run > "$TMP/dry.txt" 2> "$TMP/dry.err"; rc=$?
+[ "$rc" = 0 ] || fail "--follow --dry-run: exit $rc: $(cat "$TMP/dry.err")"
+grep -q "^  stage 2: triage → latency on verdict waiting$" "$TMP/dry.txt" || fail "--follow --dry-run: no chain: $(tail -10 "$TMP/dry.txt")"
+"$DIAG" triage --pid "$PID" --follow --dry-run --json > "$TMP/dry.json" 2> "$TMP/dry.err" || fail "--follow --dry-run --json"
+[ "$(json "$TMP/dry.json" 'sorted(set(x["recipe"] for x in r["plan"]["chain"]))')" = \
+	"['high-cpu', 'io-saturation', 'latency', 'memory-growth', 'network-errors']" ] || fail "--follow --dry-run --json: chain"
+assert_released "triage --follow --dry-run"
 # flags that cannot chain
-"$DIAG" triage --pid "$PID" --follow --dry-run > /dev/null 2>&1; rc=$?
-[ "$rc" = 2 ] || fail "--follow --dry-run: exit $rc, want 2"
 "$DIAG" triage --pid "$PID" --follow --folded "$TMP/x.folded" > /dev/null 2>&1; rc=$?
 [ "$rc" = 2 ] || fail "--follow --folded: exit $rc, want 2"
 
-# (g) a chain bounded at depth 0: the follow-up is named, not run
+# (g) a chain bounded at depth 0 (and no next: declared): the verdict's follow-up is named, not run
 mkdir -p "$TMP/d0/recipes"
 cp -r "$ROOT/lua" "$TMP/d0/"
-sed -e 's/^  max_chain_depth: 1$/  max_chain_depth: 0/' "$ROOT/recipes/triage.yaml" > "$TMP/d0/recipes/triage.yaml"
+python3 -c 'import re, sys
+s = open(sys.argv[1]).read().replace("  max_chain_depth: 1\n", "  max_chain_depth: 0\n")
+open(sys.argv[2], "w").write(re.sub(r"\nnext:\n(  - .*\n)+", "\n", s))' "$ROOT/recipes/triage.yaml" "$TMP/d0/recipes/triage.yaml"
+"$DIAG" lint "$TMP/d0/recipes/triage.yaml" > /dev/null 2>&1 || fail "depth 0: the copy does not lint: $("$DIAG" lint "$TMP/d0/recipes/triage.yaml" 2>&1)"
 "$DIAG" triage --recipes "$TMP/d0/recipes" --pid "$PID" --duration 2 --follow --json > "$TMP/d0.json" 2> "$TMP/d0.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "depth 0: exit $rc: $(cat "$TMP/d0.err")"
 got=$(json "$TMP/d0.json" '"%d %s %s" % (len(r["chain"]["stages"]), r["chain"]["stages"][0]["followed"]["ran"], "does not chain" in r["chain"]["ended"])')
@@ -110,15 +122,30 @@ mkdir -p "$P"
 cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
 rm -f "$P/recipes/approved.lock"
 chmod -R go-w "$P"
-"$DIAG" approve triage --recipes "$P/recipes" --by e2e > /dev/null || fail "approve triage"
+# every recipe of the chain it could take approved but latency: refused before anything runs
+"$DIAG" approve triage high-cpu memory-growth io-saturation network-errors --recipes "$P/recipes" --by e2e > /dev/null ||
+	fail "approve"
 printf 'mode: production\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/policy.yaml"
 DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration 2 --follow --json \
 	> "$TMP/prod.json" 2> "$TMP/prod.err"; rc=$?
 [ "$rc" = 3 ] || fail "production, unapproved follow-up: exit $rc, want 3: $(cat "$TMP/prod.err")"
-grep -q "latency" "$TMP/prod.err" || fail "production: the refusal does not name latency: $(cat "$TMP/prod.err")"
+grep -q "chain stage 2, latency (next of triage's verdict waiting), is not approved" "$TMP/prod.err" ||
+	fail "production: the refusal does not name latency: $(cat "$TMP/prod.err")"
 got=$(json "$TMP/prod.json" '" ".join("%s:%s" % (s["recipe"], s["stop_reason"]) for s in r["chain"]["stages"])')
-[ "$got" = "triage:duration latency:refused" ] || fail "production: stages $got"
-json "$TMP/prod.json" 'r["chain"]["stages"][1]["error"]' | grep -q "latency" || fail "production: stage 2 error does not name latency"
+[ "$got" = "triage:refused" ] || fail "production: stages $got (refused before triage ran)"
+[ "$(last_action)" = refused ] || fail "production: the refusal is not audited"
+# the dry run says which stage is not approved
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --follow --dry-run \
+	> "$TMP/prod-dry.txt" 2> "$TMP/prod-dry.err"; rc=$?
+[ "$rc" = 0 ] || fail "production dry run: exit $rc: $(cat "$TMP/prod-dry.err")"
+grep -q "triage → latency on verdict waiting  (NOT approved" "$TMP/prod-dry.txt" || fail "production dry run: $(tail -9 "$TMP/prod-dry.txt")"
+# approved, the chain runs
+"$DIAG" approve latency --recipes "$P/recipes" --by e2e > /dev/null || fail "approve latency"
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration 2 --follow --json \
+	> "$TMP/prod2.json" 2> "$TMP/prod2.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "production, all approved: exit $rc: $(cat "$TMP/prod2.err")"
+got=$(json "$TMP/prod2.json" '" ".join(s["recipe"] for s in r["chain"]["stages"])')
+[ "$got" = "triage latency" ] || fail "production, all approved: stages $got"
 assert_released "production triage --follow"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 exit 0
