@@ -11,7 +11,9 @@
 #     before anything runs, naming latency and the verdict that leads to it; the dry run marks
 #     it; once approved, the chain runs;
 # (g) bounds: a triage whose max_chain_depth is 0 (a copy) names the follow-up but does not run it;
-# and the dry run of --follow lists the chain it could take.
+# and the dry run of --follow lists the chain it could take;
+# (h) a two-stage chain whose second stage times (func_latency) the function the first found
+# hottest, through next: with ${verdict.function}; lint refusing a loop and an unknown parameter.
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 
@@ -147,5 +149,77 @@ DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "
 got=$(json "$TMP/prod2.json" '" ".join(s["recipe"] for s in r["chain"]["stages"])')
 [ "$got" = "triage latency" ] || fail "production, all approved: stages $got"
 assert_released "production triage --follow"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (h) a two-stage chain whose second stage uses a symbol the first found: "hot" names the hottest
+# user function of the CPU burner (its verdict's next.params.function), its next: runs
+# "func-timing" with function=${verdict.function}: func_latency on that symbol.
+S="$TMP/sym"
+mkdir -p "$S/recipes" "$S/lua/lib"
+cp "$ROOT/lua/lib/diag.lua" "$S/lua/lib/"
+cat > "$S/recipes/hot.yaml" <<'EOF'
+name: hot
+symptom: test
+summary: the hottest user function, then how long its calls take
+lua: hot.lua
+target: pid
+duration_s: 2
+budgets: { max_duration_s: 10, max_sample_hz: 99, max_cpu_pct: 20, max_map_bytes: 67108864, max_chain_depth: 1, max_chain_duration_s: 30 }
+probes:
+  - { id: profile, kind: cpu_profile, filters: { pid: target }, options: { frequency_hz: 99 } }
+next:
+  - { verdict: hot-function, recipe: func-timing, params: [ "function=${verdict.function}" ] }
+EOF
+cat > "$S/lua/hot.lua" <<'EOF'
+local by, exe = {}, diag.get(run, "target", "exe")
+for _, s in ipairs(results.profile.stacks or {}) do
+  local f = s.user and s.user[1]
+  if diag.symbolized(f) then diag.add(by, f, s.weight) end
+end
+local top = diag.ranked(by, 1)[1]
+if not top or not exe then return { verdicts = { diag.verdict("none", "info", "no hot function", {}, {}) } } end
+local v = diag.verdict("hot-function", "warning", "hottest: " .. top.name, {}, {})
+v.next = { recipe = "func-timing", params = { ["function"] = exe .. ":" .. top.name } }
+return { verdicts = { v } }
+EOF
+cat > "$S/recipes/func-timing.yaml" <<'EOF'
+name: func-timing
+symptom: test
+summary: how long one function's calls take
+lua: func-timing.lua
+target: pid
+duration_s: 2
+params:
+  - { name: function, type: symbol }
+budgets: { max_duration_s: 10, max_sample_hz: 0, max_cpu_pct: 20, max_map_bytes: 67108864 }
+probes:
+  - { id: calls, kind: func_latency, filters: { pid: target }, options: { function: "${function}" } }
+EOF
+cat > "$S/lua/func-timing.lua" <<'EOF'
+local n = results.calls.count or 0
+return { verdicts = { diag.verdict("timed", n > 0 and "warning" or "info", string.format("%d calls timed", n), {}, {}) } }
+EOF
+# (lint plans a recipe without parameters: func-timing alone needs its required one)
+"$DIAG" lint "$S/recipes/hot.yaml" > "$TMP/sym-lint.txt" 2>&1 || fail "symbol chain: lint: $(cat "$TMP/sym-lint.txt")"
+start "$WL/cpu_burner" 60
+"$DIAG" hot --recipes "$S/recipes" --pid "$PID" --follow --json > "$TMP/sym.json" 2> "$TMP/sym.err"; rc=$?
+[ "$rc" = 4 ] || fail "symbol chain: exit $rc: $(cat "$TMP/sym.err")"
+got=$(json "$TMP/sym.json" '" ".join(s["recipe"] for s in r["chain"]["stages"])')
+[ "$got" = "hot func-timing" ] || fail "symbol chain: stages $got: $(json "$TMP/sym.json" 'r["chain"]["ended"]')"
+[ "$(json "$TMP/sym.json" 'r["chain"]["stages"][0]["followed"]["params"]')" = "['function=$WL/cpu_burner:compute_checksum']" ] ||
+	fail "symbol chain: params $(json "$TMP/sym.json" 'r["chain"]["stages"][0]["followed"]["params"]')"
+check_stage2='r["chain"]["stages"][1]["report"]["results"]["calls"]'
+[ "$(json "$TMP/sym.json" "$check_stage2[\"function\"]")" = "$WL/cpu_burner:compute_checksum" ] || fail "symbol chain: stage 2 timed another function"
+[ "$(json "$TMP/sym.json" "$check_stage2[\"count\"] > 0")" = True ] || fail "symbol chain: no call timed"
+# a lint of a chain that would loop, and of a follow-up given a parameter it does not have
+sed -e 's/recipe: func-timing, params: \[ "function=${verdict.function}" \]/recipe: loop/' \
+	-e 's/^name: hot$/name: loop/' "$S/recipes/hot.yaml" > "$S/recipes/loop.yaml"
+out=$("$DIAG" lint "$S/recipes/loop.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "loop runs again within max_chain_depth 1 (a cycle: loop → loop)" || fail "lint of a loop: $rc $out"
+rm "$S/recipes/loop.yaml"
+sed -e 's/function=${verdict.function}/colour=${verdict.function}/' -e 's/^name: hot$/name: badparam/' "$S/recipes/hot.yaml" > "$S/recipes/badparam.yaml"
+out=$("$DIAG" lint "$S/recipes/badparam.yaml" 2>&1); rc=$?
+[ "$rc" = 2 ] && echo "$out" | grep -q "next\[0\].params\[0\]: func-timing has no parameter colour" || fail "lint of a bad parameter: $rc $out"
+assert_released "a chain through a symbol"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 exit 0
