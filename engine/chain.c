@@ -1,9 +1,13 @@
 /* chain.c — `diagnose RECIPE --follow`: the recipe, then the recipe its worst verdict names
- * (`next` = { recipe, params }), in the same invocation and on the same target, within the
- * first recipe's budgets.max_chain_depth and max_chain_duration_s. Contract: chain.h.
+ * (declared in the recipe's `next:`, or the verdict's own `next` = { recipe, params }), in the
+ * same invocation and on the same target, within the first recipe's budgets.max_chain_depth and
+ * max_chain_duration_s. Contract: chain.h.
  *
- * Owns: picking each follow-up (the first verdict, worst first, of severity warning or critical
- * that carries `next`), the bounds (depth and total time, both from the chain's first recipe),
+ * Owns: the declared chain's walk (chain_plan: what lint checks across recipes, what the dry run
+ * lists, what production must find approved before the first stage loads anything), picking
+ * each follow-up (the first verdict, worst first, of severity warning or critical with one;
+ * ${verdict.KEY} parameters from the verdict), the bounds (depth and total time, both from the
+ * chain's first recipe),
  * the chain's report — text: each stage's report under a heading, then the chain stage by stage
  * with its exit code, stop reason, worst verdict and what it followed; JSON: `chain` with each
  * stage's full report —, --output for it, and the chain's exit code (the last stage's).

@@ -194,6 +194,12 @@ static int cmd_show(const struct cli *c)
 	if (r->budgets.max_chain_depth)
 		printf("  --follow: at most %u recipe(s) after this one, %u s for the whole chain\n",
 		       r->budgets.max_chain_depth, r->budgets.max_chain_duration_s);
+	for (unsigned i = 0; i < r->n_next; i++) {
+		printf("    on verdict %s: %s", r->next[i].verdict, r->next[i].recipe);
+		for (unsigned k = 0; k < r->next[i].n_params; k++)
+			printf(" --param %s", r->next[i].params[k]);
+		putchar('\n');
+	}
 	/* The same value the dry run prints as JSON, here as text. */
 	struct value *pv = plan_to_value(plan, NULL);
 	const struct value *probes = value_get(pv, "probes");
