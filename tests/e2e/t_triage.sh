@@ -3,7 +3,8 @@
 # (a) a CPU burner (cpu_burner) → high-cpu (cpu-bound; on this shared machine the burner may also
 #     wait for a CPU: either way the recipe named is high-cpu);
 # (b) lock contention (lock_contention 4) → latency;
-# (c) a leak (mem_leaker leak, 1 MiB/s) → memory-growth;
+# (c) a leak (mem_leaker leak, 1 MiB/s) → memory-growth; an fsync-per-write journal on the disk
+#     (io_load journal) → io-saturation;
 # (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
 # (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
 #     lock-contention; the chain in JSON names both stages with their stop reasons;
@@ -59,6 +60,18 @@ check "$TMP/leak.json" "first['id'] == 'memory-growing' and first['next']['recip
 check "$TMP/leak.json" "res['context']['memory']['rss_delta_bytes'] >= 1 << 20" "leak: RSS did not grow by 1 MiB"
 assert_released "triage on a leak"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (c2) an fsync-per-write journal on the VM's disk (/var/tmp: a block device, not tmpfs)
+JOURNAL=/var/tmp/diag-triage-journal.$$
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -f "$JOURNAL"; rm -rf "$TMP"' EXIT
+start "$WL/io_load" journal "$JOURNAL"
+triage journal
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "journal: exit $rc: $(cat "$TMP/journal.err")"
+check "$TMP/journal.json" "first['id'] == 'io-wait' and first['next']['recipe'] == 'io-saturation'" \
+	"journal: verdicts $(verdicts journal)"
+assert_released "triage on an fsync journal"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+rm -f "$JOURNAL"
 
 # (d) idle
 start "$WL/idle_pool" 4

@@ -1,10 +1,11 @@
 /* test_triage_lua.c — lua/triage.lua on recorded results: reports that `diagnose triage --json`
  * wrote on the workloads of tests/e2e/t_triage.sh (tests/unit/fixtures/triage/NAME.json: a CPU
- * burner, lock contention, a 1 MiB/s leak, an idle thread pool; stacks trimmed), each checked
+ * burner, lock contention, a 1 MiB/s leak, an idle thread pool, an fsync-per-write journal;
+ * stacks trimmed), each checked
  * against the probes' declared shapes, must give the verdicts they gave live, each naming its
  * symptom recipe with the exact command and a `next` follow-up; and the same trees edited into
- * symptoms the live test does not produce (blocked on the disk, TCP retransmits, host-wide) must
- * name io-saturation, network-errors, and no follow-up where a pid is needed. Then the engine's
+ * symptoms the live test does not produce (the lock's waits made disk waits, TCP retransmits,
+ * host-wide) must name io-saturation, network-errors, and no follow-up where a pid is needed. Then the engine's
  * check of `next` (engine/verdict.c): names only, params as strings. No root, no BPF.
  */
 #include <setjmp.h>
@@ -97,6 +98,16 @@ static void test_idle_recorded(void **state)
 	assert_int_equal(v->arr.len, 1);
 	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "info");
 	assert_null(value_get(verdict_at(v, 0), "next")); /* nothing to chase, nothing to follow */
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_journal_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "journal");
+	struct value *fx = fixture("journal"), *v = triage(fx);
+	assert_names(fx, v, "io-wait", "io-saturation");
 	value_free(v);
 	value_free(fx);
 }
@@ -233,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_lock_recorded),
 		cmocka_unit_test(test_leak_recorded),
 		cmocka_unit_test(test_idle_recorded),
+		cmocka_unit_test(test_journal_recorded),
 		cmocka_unit_test(test_flat_rss),
 		cmocka_unit_test(test_disk_from_edited_stacks),
 		cmocka_unit_test(test_retransmits_edited),
