@@ -22,7 +22,8 @@
 --                  for a CPU (runnable share, run-queue p99, host CPU pressure: cpu-starved)
 --   latency        lock + futex + peer + sleep waits >= share_pct_warn of the threads' time;
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
---                  sleep is an idle process); sleeps alone are at most a warning
+--                  sleep is an idle process); sleeps alone are at most a warning, ranked after
+--                  every other warning
 --   memory-growth  RSS grew >= rss_growth_min_kib and its slope >= rss_slope_warn_kib_per_s
 --                  (critical: >= rss_growth_crit_pct of its size in the window); memory pressure
 --   io-saturation  disk waits >= share_pct_warn of the threads' time; io pressure on the host
@@ -268,8 +269,11 @@ if not host then
     local ev = { sub("Blocked %s of the threads' time (%d threads, %.1f s)", pctf(total), threads, window) }
     for _, p in ipairs(parts) do push(ev, "  " .. p.text) end
     local sev = sev_of(hard >= T.warn and total or 0)
-    if hard < T.warn then sev = "warning" end -- sleeping may be by design: at most a warning
-    candidate("waiting", "latency", true, sev, total,
+    -- Sleeping may be by design (a paced loop): mostly sleeps is at most a warning, ranked after
+    -- every other warning (score 0): a leak or retransmits beside it are the finding.
+    local score = total
+    if hard < T.warn then sev, score = "warning", 0 end
+    candidate("waiting", "latency", true, sev, score,
       "Threads wait on " .. parts[1].label, ev,
       { "latency names the lock and its holder, the peer, or the sleep, with the call path" })
   end

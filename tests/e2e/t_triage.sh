@@ -4,7 +4,8 @@
 #     wait for a CPU: either way the recipe named is high-cpu);
 # (b) lock contention (lock_contention 4) → latency;
 # (c) a leak (mem_leaker leak, 1 MiB/s) → memory-growth; an fsync-per-write journal on the disk
-#     (io_load journal) → io-saturation;
+#     (io_load journal) → io-saturation; a paced TCP stream losing 3% of its segments over a
+#     veth pair between two namespaces of the test's own (nftables) → network-errors;
 # (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
 # (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
 #     lock-contention; the chain in JSON names both stages with their stop reasons;
@@ -72,6 +73,37 @@ check "$TMP/journal.json" "first['id'] == 'io-wait' and first['next']['recipe'] 
 assert_released "triage on an fsync journal"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 rm -f "$JOURNAL"
+
+# (c3) drops over veth: a paced stream (net_peer send, 8 MiB/s) between two namespaces of our
+# own, 3% of its segments dropped by nftables at the receiver → network-errors, ahead of the
+# sender's pacing sleeps
+if command -v ip >/dev/null && command -v nft >/dev/null && command -v ethtool >/dev/null; then
+	NA=dgt$$a NB=dgt$$b VA=dgu$$a VB=dgu$$b
+	trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -f "$JOURNAL"; ip netns del "$NA" 2>/dev/null; ip netns del "$NB" 2>/dev/null; rm -rf "$TMP"' EXIT
+	ip netns add "$NA" && ip netns add "$NB" || fail "cannot create network namespaces"
+	ip link add "$VA" type veth peer name "$VB" || fail "cannot create a veth pair"
+	ip link set "$VA" netns "$NA" && ip link set "$VB" netns "$NB" || fail "cannot move the veths"
+	ip -n "$NA" addr add 10.232.0.1/24 dev "$VA" && ip -n "$NB" addr add 10.232.0.2/24 dev "$VB" ||
+		fail "cannot address the veths"
+	for l in "$NA $VA" "$NB $VB"; do set -- $l; ip -n "$1" link set "$2" up; ip -n "$1" link set lo up; done
+	ip netns exec "$NA" ethtool -K "$VA" tso off gso off >/dev/null 2>&1
+	ip netns exec "$NB" ethtool -K "$VB" gro off >/dev/null 2>&1
+	printf 'table inet dgtloss {\n chain in {\n  type filter hook input priority 0;\n  tcp dport 5001 numgen random mod 100 < 3 drop\n }\n}\n' |
+		ip netns exec "$NB" nft -f - || fail "cannot install the nft loss rule"
+	start ip netns exec "$NB" "$WL/net_peer" recv 10.232.0.2 5001; RECV=$PID
+	start ip netns exec "$NA" "$WL/net_peer" send 10.232.0.2 5001; SEND=$PID
+	sleep 0.5
+	PID=$SEND
+	triage net
+	[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "net: exit $rc: $(cat "$TMP/net.err")"
+	check "$TMP/net.json" "first['id'] == 'network-errors' and first['next']['recipe'] == 'network-errors' and 'TCP retransmits' in ' '.join(first['evidence'])" \
+		"net: verdicts $(verdicts net)"
+	assert_released "triage on a lossy stream"
+	for p in "$SEND" "$RECV"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	ip netns del "$NA"; ip netns del "$NB"
+else
+	echo "t_triage: no ip, nft or ethtool: the network case is skipped" >&2
+fi
 
 # (d) idle
 start "$WL/idle_pool" 4
