@@ -2,7 +2,8 @@
  *
  * Owns: the stages of a run and its exit code (DESIGN contract): policy and trust root, recipe
  * read once, plan, approval, audit start record, pre-flight, session, verdict, report and output
- * files, audit end record. Prints the report on stdout and one-line errors on stderr.
+ * files, audit end record. Prints the report on stdout and one-line errors on stderr — or, for a
+ * stage of a chain (run_options.capture, engine/chain.c), hands the report back instead.
  * Must not: parse the command line, or hold anything between two runs.
  */
 #ifndef DIAG_RUN_H
