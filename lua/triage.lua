@@ -8,7 +8,8 @@
 -- (context.cpu_pct), and off it by the off-CPU stacks, each put in one class by its state, its
 -- kernel frames (how it waited) and the leaf of its frame-pointer user stack (on what):
 --   runnable   preempted, waiting for a CPU
---   disk       uninterruptible in the block layer, writeback, a journal, a page fault
+--   disk       uninterruptible in the block layer, writeback, a journal, a page fault (other
+--              uninterruptible waits, a kernel mutex or a parked kernel thread, are "other")
 --   lock       a futex under a lock wrapper (__lll_lock_wait, pthread_mutex_*, rwlock, sem_*)
 --   futex      a futex the user leaf does not name, waited on briefly (a parked thread waits longer)
 --   peer       a blocking socket or pipe read, connect
@@ -31,9 +32,9 @@
 --   network-errors TCP retransmits >= retrans_pct_warn, or error and drop counters >=
 --                  net_errors_min over the window (of the target's network namespace)
 -- Severity: critical at share_pct_crit, else warning. Worst first; within a severity the larger
--- share first. idle (info): nothing stands out and the target used < idle_cpu_pct of a CPU;
--- ok: nothing stands out. Host-wide (no --pid) the recipes that need a pid are named with the
--- busiest thread names and carry no `next`.
+-- share first. idle (info): nothing stands out and the target used < idle_cpu_pct of a CPU
+-- (host-wide: the CPUs were < idle_cpu_pct busy); ok: nothing stands out. Host-wide (no --pid)
+-- the recipes that need a pid are named with the busiest thread names and carry no `next`.
 
 local function th(name, default) return diag.number(thresholds, name, default) end
 
@@ -116,7 +117,6 @@ local function classify(s)
   if any_frame(k, K.peer) then return "peer" end
   if any_frame(k, K.sleep) then return "sleep" end
   if any_frame(k, K.disk) then return "disk" end
-  if s.tag == "uninterruptible" then return "disk" end
   return "other"
 end
 
@@ -279,13 +279,14 @@ if not host then
   end
 end
 
--- Disk: uninterruptible waits, io pressure -------------------------------------------------------
-local disk_pct = host and (ncpus * window > 0 and class.disk.ns * 100 / (ncpus * window * 1e9) or 0)
-  or share(class.disk.ns)
+-- Disk: uninterruptible waits in the block layer, io pressure -----------------------------------
+-- Host-wide the io pressure decides: summed over every task, uninterruptible time counts kernel
+-- threads parked in D state (TASK_IDLE), which wait on nothing; it is evidence only.
+local disk_pct = host and 0 or share(class.disk.ns)
 local psi_io = diag.get(C, "io", "pressure", "some_pct")
 if disk_pct >= T.warn or (psi_io and psi_io >= T.psi) then
   local ev = {}
-  if disk_pct > 0 then
+  if not host and disk_pct > 0 then
     local where = own_fn(class.disk.top)
     push(ev, sub("Blocked uninterruptible on I/O %s of the %s time (%s waits/s)%s", pctf(disk_pct),
       host and "CPUs'" or "threads'", diag.fmt_count(rate("disk")), where and (", in " .. diag.fn(where)) or ""))
@@ -395,19 +396,23 @@ local judged = 0
 for _, c in ipairs(candidates) do if c.rank >= SEV_RANK.warning then judged = judged + 1 end end
 if judged == 0 then
   local ev = {}
+  -- how busy: the target's CPU use (% of one CPU), host-wide the CPUs' (% of all of them)
+  local busy = cpu_pct
   if cpu_pct then push(ev, sub("CPU use %s of one CPU over %.1f s, %d threads", pctf(cpu_pct), window, threads)) end
-  if host and samples > 0 and P.frequency_hz and window > 0 then
-    push(ev, sub("The host's CPUs %s busy", pctf(samples * 100 / (P.frequency_hz * ncpus * window))))
+  if host and P and P.frequency_hz and window > 0 then
+    busy = samples * 100 / (P.frequency_hz * ncpus * window)
+    push(ev, sub("The host's CPUs %s busy", pctf(busy)))
   end
   local blocked = 0
   for _, c in ipairs({ "lock", "futex", "peer", "sleep", "disk" }) do blocked = blocked + class[c].ns end
   if not host then push(ev, sub("Blocked (locks, peers, sleeps, disk) %s of the threads' time", pctf(share(blocked)))) end
-  if (cpu_pct or 0) < T.idle then
+  local who = host and "The host" or "The target"
+  if (busy or 0) < T.idle then
     push(verdicts, diag.verdict("idle", "info", "Idle: nothing to chase", ev,
-      { "The target is not busy and does not wait on anything over the window; if it is slow, the cause is elsewhere (its peers, its callers)" }))
+      { who .. " is not busy and does not wait on anything over the window; if it is slow, the cause is elsewhere (its peers, its callers)" }))
   else
     push(verdicts, diag.verdict("ok", "ok", "Nothing stands out", ev,
-      { "Busy but under every threshold; if it is still slow, run diagnose latency --pid PID for a closer look at its waits" }))
+      { who .. " is busy but under every threshold; if it is still slow, run diagnose latency --pid PID for a closer look at a process's waits" }))
   end
 end
 if stop_tag then
