@@ -184,6 +184,29 @@ static void test_host_wide_busy(void **state)
 	value_free(fx);
 }
 
+/* Host-wide and quiet (no samples): idle, said of the host; with the CPUs half busy: ok. */
+static void test_host_wide_quiet(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("idle");
+	value_obj_set((struct value *)value_get(fx, "run"), "target", value_null());
+	struct value *prof = results_of(fx, "profile");
+	value_set_int(prof, "samples", 0);
+	/* the machine it was recorded on was busy: its CPU pressure alone is starvation host-wide */
+	value_set_num((struct value *)value_get(results_of(fx, "context"), "psi"), "some_pct", 0);
+	struct value *v = triage(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "idle");
+	assert_non_null(strstr(value_get(verdict_at(v, 0), "next_steps")->arr.items[0]->s, "The host is not busy"));
+	value_free(v);
+	double hz = value_get_num(prof, "frequency_hz", 49);
+	double secs = value_get_num(value_get(fx, "run"), "duration_s", 3);
+	value_set_int(prof, "samples", (int64_t)(hz * value_get_num(value_get(fx, "run"), "ncpus", 2) * secs * 0.5));
+	v = triage(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "ok");
+	value_free(v);
+	value_free(fx);
+}
+
 /* engine/verdict.c's check of `next`, per mode of tests/unit/lua/next_field.lua. */
 static int run_next(const char *mode, struct value **verdicts, struct diag_err *err)
 {
@@ -249,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_disk_from_edited_stacks),
 		cmocka_unit_test(test_retransmits_edited),
 		cmocka_unit_test(test_host_wide_busy),
+		cmocka_unit_test(test_host_wide_quiet),
 		cmocka_unit_test(test_next_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
