@@ -389,7 +389,6 @@ table.sort(candidates, function(a, b)
   if a.rank ~= b.rank then return a.rank > b.rank end
   return (a.score or 0) > (b.score or 0)
 end)
-for _, c in ipairs(candidates) do push(verdicts, c.v) end
 
 local stop_tag, stop_line = diag.stop_note(run.stop_reason, window, C and C.exited)
 local judged = 0
@@ -415,6 +414,8 @@ if judged == 0 then
       { who .. " is busy but under every threshold; if it is still slow, run diagnose latency --pid PID for a closer look at a process's waits" }))
   end
 end
+-- the target's own verdict (idle, ok) first, then the host's context (info) and any finding
+for _, c in ipairs(candidates) do push(verdicts, c.v) end
 if stop_tag then
   push(verdicts, diag.verdict("incomplete", "info", "Data incomplete: " .. stop_tag, { stop_line }, {}))
 end

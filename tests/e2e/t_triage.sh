@@ -109,7 +109,8 @@ fi
 start "$WL/idle_pool" 4
 triage idle
 [ "$rc" = 0 ] || fail "idle: exit $rc, want 0: $(verdicts idle) $(cat "$TMP/idle.err")"
-check "$TMP/idle.json" "[x['id'] for x in v] == ['idle'] and first['severity'] == 'info' and 'next' not in first" \
+# (the host's own pressure, from others' work on a shared machine, may add info verdicts after it)
+check "$TMP/idle.json" "first['id'] == 'idle' and all(x['severity'] in ('ok', 'info') for x in v) and 'next' not in first" \
 	"idle: verdicts $(verdicts idle)"
 # --follow on it runs nothing more
 "$DIAG" triage --pid "$PID" --duration 2 --follow --json > "$TMP/idle-chain.json" 2> "$TMP/idle-chain.err"; rc=$?
