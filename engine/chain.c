@@ -132,6 +132,7 @@ static int walk(struct walk *w, const struct recipe *r, unsigned depth, unsigned
 		value_set_str(row, "from", r->name);
 		value_set_str(row, "verdict", n->verdict);
 		value_set_str(row, "recipe", n->recipe);
+		value_set_bool(row, "needs_pid", b.recipe->target == RECIPE_TARGET_PID);
 		struct value *ps = value_obj_set(row, "params", value_arr());
 		for (unsigned k = 0; k < n->n_params; k++)
 			value_arr_push(ps, value_str(n->params[k]));
@@ -223,9 +224,24 @@ struct pick {
 	char **params;
 	size_t n_params;
 	char *why_not; /* set when the follow-up cannot be built (a missing ${verdict.KEY}) */
+	const char *needs_pid; /* a declared follow-up passed over: it needs --pid, the chain has none */
 };
 
-static void pick_next(const struct value *report, const struct value *decl, struct pick *p)
+/* Whether the declared chain (chain_plan's rows) says recipe needs --pid. */
+static bool needs_pid(const struct value *rows, const char *recipe)
+{
+	for (size_t i = 0; rows && rows->type == V_ARR && i < rows->arr.len; i++)
+		if (!strcmp(value_get_str(rows->arr.items[i], "recipe"), recipe)) {
+			const struct value *b = value_get(rows->arr.items[i], "needs_pid");
+			return b && b->type == V_BOOL && b->b;
+		}
+	return false;
+}
+
+/* has_pid false (a host-wide chain): a declared follow-up that needs --pid is passed over (the
+ * next verdict may name one that does not). */
+static void pick_next(const struct value *report, const struct value *decl, const struct value *rows,
+		      bool has_pid, struct pick *p)
 {
 	memset(p, 0, sizeof(*p));
 	const struct value *vs = value_get(report, "verdicts");
@@ -254,6 +270,11 @@ static void pick_next(const struct value *report, const struct value *decl, stru
 			const struct value *e = decl->arr.items[d];
 			if (!id || strcmp(value_get_str(e, "verdict"), id) != 0)
 				continue;
+			if (!has_pid && needs_pid(rows, value_get_str(e, "recipe"))) {
+				if (!p->needs_pid)
+					p->needs_pid = value_get_str(e, "recipe");
+				break;
+			}
 			p->verdict = v;
 			p->recipe = value_get_str(e, "recipe");
 			const struct value *ps = value_get(e, "params");
@@ -455,9 +476,11 @@ int chain_run(const struct run_options *opts)
 			break;
 		}
 		struct pick pk;
-		pick_next(rep, cap.next_decl, &pk);
+		pick_next(rep, cap.next_decl, value_get(chain, "declared"), opts->pid > 0, &pk);
 		if (!pk.verdict) {
-			ended = cap.next_decl && cap.next_decl->arr.len
+			ended = pk.needs_pid ? ended_own = xasprintf("the follow-up (%s) needs --pid: a host-wide "
+								     "chain does not run it", pk.needs_pid)
+			      : cap.next_decl && cap.next_decl->arr.len
 				? "no warning or critical verdict has a follow-up declared in next:"
 				: "no warning or critical verdict names a follow-up";
 			value_free(cap.next_decl);

@@ -148,6 +148,14 @@ grep -q "^  stage 2: triage → latency on verdict waiting$" "$TMP/dry.txt" || f
 [ "$(json "$TMP/dry.json" 'sorted(set(x["recipe"] for x in r["plan"]["chain"]))')" = \
 	"['high-cpu', 'io-saturation', 'latency', 'memory-growth', 'network-errors']" ] || fail "--follow --dry-run --json: chain"
 assert_released "triage --follow --dry-run"
+# host-wide: whatever this shared machine shows, a chain without --pid never runs a follow-up
+# that needs one (high-cpu, latency, memory-growth): it ends saying so, or runs io-saturation or
+# network-errors host-wide
+"$DIAG" triage --duration 2 --follow --json > "$TMP/host.json" 2> "$TMP/host.err"; rc=$?
+case $rc in 0|4|5) ;; *) fail "host-wide --follow: exit $rc: $(cat "$TMP/host.err")" ;; esac
+got=$(json "$TMP/host.json" '" ".join(s["recipe"] for s in r["chain"]["stages"][1:]) or "-"')
+case $got in -|io-saturation|network-errors) ;; *) fail "host-wide --follow ran $got" ;; esac
+assert_released "host-wide triage --follow"
 # flags that cannot chain
 "$DIAG" triage --pid "$PID" --follow --folded "$TMP/x.folded" > /dev/null 2>&1; rc=$?
 [ "$rc" = 2 ] || fail "--follow --folded: exit $rc, want 2"
