@@ -17,7 +17,7 @@ _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
 	local cmds="list show lint doctor approve verify replay diff merge"
 	local run_flags="--pid --comm --cgroup --unit --container --duration --param --dry-run --json --output --folded --flamegraph
-		--pprof --stacks-probe --folded-probe --force --recipes --production --verbose --help
+		--pprof --stacks-probe --folded-probe --force --follow --recipes --production --verbose --help
 		--version"
 	local i word cmd=
 	for ((i = 1; i < COMP_CWORD; i++)); do # the first word that is not an option or its value

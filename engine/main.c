@@ -19,6 +19,7 @@
 #include "approval.h"
 #include "audit.h"
 #include "catalog.h"
+#include "chain.h"
 #include "diff.h"
 #include "doctor.h"
 #include "kernel.h"
@@ -51,7 +52,7 @@ static void usage(FILE *out)
 	      "                        | --container ID] [--duration SECONDS] [--param KEY=VALUE]...\n"
 	      "                        [--dry-run] [--json] [--output FILE] [--folded FILE]\n"
 	      "                        [--flamegraph FILE.svg] [--pprof FILE.pb.gz]\n"
-	      "                        [--stacks-probe ID] [--force]\n"
+	      "                        [--stacks-probe ID] [--force] [--follow]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
@@ -199,6 +200,15 @@ static int cmd_show(const struct cli *c)
 	printf("  budgets: sampling <= %u Hz, BPF CPU <= %.2f%%, maps <= %llu bytes (this plan: %llu)\n",
 	       r->budgets.max_sample_hz, r->budgets.max_cpu_pct,
 	       (unsigned long long)r->budgets.max_map_bytes, (unsigned long long)plan->map_bytes);
+	if (r->budgets.max_chain_depth)
+		printf("  --follow: at most %u recipe(s) after this one, %u s for the whole chain\n",
+		       r->budgets.max_chain_depth, r->budgets.max_chain_duration_s);
+	for (unsigned i = 0; i < r->n_next; i++) {
+		printf("    on verdict %s: %s", r->next[i].verdict, r->next[i].recipe);
+		for (unsigned k = 0; k < r->next[i].n_params; k++)
+			printf(" --param %s", r->next[i].params[k]);
+		putchar('\n');
+	}
 	/* The same value the dry run prints as JSON, here as text. */
 	struct value *pv = plan_to_value(plan, NULL);
 	const struct value *probes = value_get(pv, "probes");
@@ -277,6 +287,19 @@ static int lint_file(const char *path)
 		printf("%s\n", err.msg);
 		problems++;
 	}
+	/* next: the follow-ups exist beside it, their parameters typed, no cycle within the depth */
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	struct value *chain = NULL;
+	if (chain_plan(r, dir, false, false, false, &chain, &err)) {
+		printf("%s\n", err.msg);
+		problems++;
+	}
+	value_free(chain);
 	if (sources_read_lua(&src, r->lua, false, &err)) {
 		printf("%s: lua: %s\n", path, err.msg);
 		problems++;
@@ -384,7 +407,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
 	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD,
-	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER };
+	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER, OPT_FOLLOW };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, OPT_COMM },
@@ -402,6 +425,7 @@ int main(int argc, char **argv)
 		{ "stacks-probe", required_argument, NULL, OPT_STACKS_PROBE },
 		{ "folded-probe", required_argument, NULL, OPT_STACKS_PROBE }, /* its first name */
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "recipes", required_argument, NULL, OPT_RECIPES },
 		{ "production", no_argument, NULL, OPT_PROD },
 		{ "lock", required_argument, NULL, OPT_LOCK },
@@ -455,6 +479,7 @@ int main(int argc, char **argv)
 		case OPT_PPROF: c.run.pprof = optarg; break;
 		case OPT_STACKS_PROBE: c.run.stacks_probe = optarg; break;
 		case OPT_FORCE: c.run.force = true; break;
+		case OPT_FOLLOW: c.run.follow = true; break;
 		case OPT_RECIPES: c.run.recipes_dir = optarg; break;
 		case OPT_PROD: c.run.production = true; break;
 		case OPT_LOCK: c.lock = optarg; break;
@@ -527,5 +552,5 @@ int main(int argc, char **argv)
 		return usage_error("--stacks-probe needs --folded, --flamegraph or --pprof",
 				   c.run.stacks_probe);
 	c.run.symptom = cmd;
-	return run_recipe(&c.run);
+	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run);
 }

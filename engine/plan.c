@@ -465,5 +465,9 @@ struct value *plan_to_value(const struct plan *plan, const struct value *loaded)
 	value_set_num(b, "max_cpu_pct", rb->max_cpu_pct);
 	value_set_int(b, "max_map_bytes", (int64_t)rb->max_map_bytes);
 	value_set_str(b, "degrade", rb->degrade_sample ? "sample" : "refuse");
+	if (rb->max_chain_depth) { /* --follow's bounds (chain.c) */
+		value_set_int(b, "max_chain_depth", rb->max_chain_depth);
+		value_set_int(b, "max_chain_duration_s", rb->max_chain_duration_s);
+	}
 	return sum;
 }

@@ -91,6 +91,8 @@ static const cyaml_schema_field_t budget_fields[] = {
 	CYAML_FIELD_ENUM("degrade", OPT | CYAML_FLAG_STRICT, struct recipe_budgets, degrade_sample,
 			 degrade_values, 2),
 	CYAML_FIELD_UINT("preflight_ms", OPT, struct recipe_budgets, preflight_ms),
+	CYAML_FIELD_UINT("max_chain_depth", OPT, struct recipe_budgets, max_chain_depth),
+	CYAML_FIELD_UINT("max_chain_duration_s", OPT, struct recipe_budgets, max_chain_duration_s),
 	CYAML_FIELD_END,
 };
 
@@ -113,6 +115,22 @@ static const cyaml_schema_field_t param_fields[] = {
 
 static const cyaml_schema_value_t param_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_param, param_fields),
+};
+
+static const cyaml_schema_value_t next_param_entry = {
+	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 3, 4096),
+};
+
+static const cyaml_schema_field_t next_fields[] = {
+	STR("verdict", REQ, struct recipe_next, verdict, 64),
+	STR("recipe", REQ, struct recipe_next, recipe, 64),
+	CYAML_FIELD_SEQUENCE_COUNT("params", OPT | CYAML_FLAG_POINTER, struct recipe_next, params,
+				   n_params, &next_param_entry, 0, 32),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t next_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct recipe_next, next_fields),
 };
 
 /* `target:` is read as an enum into a 1-byte field. */
@@ -138,6 +156,8 @@ static const cyaml_schema_field_t recipe_fields[] = {
 	CYAML_FIELD_IGNORE("thresholds", OPT), /* free-form: read from the libyaml document */
 	CYAML_FIELD_SEQUENCE_COUNT("params", OPT | CYAML_FLAG_POINTER, struct recipe, params, n_params,
 				   &param_entry, 0, 32),
+	CYAML_FIELD_SEQUENCE_COUNT("next", OPT | CYAML_FLAG_POINTER, struct recipe, next, n_next,
+				   &next_entry, 0, 32),
 	CYAML_FIELD_END,
 };
 
@@ -877,6 +897,58 @@ const char *recipe_param_ref(const char *value, char *buf, size_t len)
 	return buf;
 }
 
+static bool chars_ok(const char *s, size_t n, const char *extra)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || strchr(extra, s[i])))
+			return false;
+	return true;
+}
+
+/* `next:`: declared follow-ups. Their recipes and parameter types are checked against the
+ * follow-up recipes by lint and when the chain runs (chain.c): here, the form only. */
+static int check_next(struct loader *L, const struct recipe *r)
+{
+	char path[96], q[64];
+	if (r->n_next && !r->budgets.max_chain_depth)
+		return fail_path(L, "next", "follow-ups declared but budgets.max_chain_depth is 0: "
+				 "they could never run");
+	for (unsigned i = 0; i < r->n_next; i++) {
+		const struct recipe_next *n = &r->next[i];
+		snprintf(path, sizeof(path), "next[%u].verdict", i);
+		if (!chars_ok(n->verdict, strlen(n->verdict), "-_"))
+			return fail_path(L, path, "expected a verdict id ([a-z0-9_-]+), got %s",
+					 quote(q, sizeof(q), n->verdict));
+		for (unsigned k = 0; k < i; k++)
+			if (!strcmp(r->next[k].verdict, n->verdict))
+				return fail_path(L, path, "verdict %s has a follow-up already (next[%u])",
+						 quote(q, sizeof(q), n->verdict), k);
+		snprintf(path, sizeof(path), "next[%u].recipe", i);
+		if (!chars_ok(n->recipe, strlen(n->recipe), "-"))
+			return fail_path(L, path, "expected a recipe name ([a-z0-9-]+, never a path), got %s",
+					 quote(q, sizeof(q), n->recipe));
+		for (unsigned k = 0; k < n->n_params; k++) {
+			const char *p = n->params[k], *eq = strchr(p, '=');
+			snprintf(path, sizeof(path), "next[%u].params[%u]", i, k);
+			if (!eq || !chars_ok(p, (size_t)(eq - p), "_") || !eq[1])
+				return fail_path(L, path, "expected NAME=VALUE (NAME [a-z0-9_]+), got %s",
+						 quote(q, sizeof(q), p));
+			if ((eq - p == 3 && !strncmp(p, "pid", 3)) || (eq - p == 8 && !strncmp(p, "duration", 8)))
+				return fail_path(L, path, "%.*s: a chain keeps its target, and each stage its own "
+						 "duration", (int)(eq - p), p);
+			const char *ref = strstr(eq + 1, "${");
+			if (ref && (strncmp(ref, "${verdict.", 10) || !strchr(ref, '}') ||
+				    !chars_ok(ref + 10, (size_t)(strchr(ref, '}') - ref - 10), "_") ||
+				    ref != eq + 1 || strchr(ref, '}')[1]))
+				return fail_path(L, path, "a value is literal text or exactly ${verdict.KEY} "
+						 "(the verdict's next.params.KEY), got %s", quote(q, sizeof(q), eq + 1));
+		}
+	}
+	return 0;
+}
+
 static int check_params(struct loader *L, const struct recipe *r)
 {
 	char path[64], q[64];
@@ -1015,6 +1087,20 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 	if (b->preflight_ms && (b->preflight_ms < 10 || b->preflight_ms > 5000))
 		return fail_path(L, "budgets.preflight_ms", "%" PRIu32 " is out of range (10..5000)",
 				 b->preflight_ms);
+	if (b->max_chain_depth > CHAIN_DEPTH_MAX)
+		return fail_path(L, "budgets.max_chain_depth", "%" PRIu32 " is out of range (0..%u)",
+				 b->max_chain_depth, CHAIN_DEPTH_MAX);
+	if (b->max_chain_duration_s > DURATION_MAX_S)
+		return fail_path(L, "budgets.max_chain_duration_s", "%" PRIu32 " is out of range (1..%u)",
+				 b->max_chain_duration_s, DURATION_MAX_S);
+	if (b->max_chain_depth && b->max_chain_duration_s < r->duration_s)
+		return fail_path(L, "budgets.max_chain_duration_s",
+				 b->max_chain_duration_s ? "%" PRIu32 " is shorter than duration_s: a chain "
+				 "could not even run this recipe" : "%" PRIu32 ": required when max_chain_depth "
+				 "is set (the whole chain's time, this run included)", b->max_chain_duration_s);
+
+	if (check_next(L, r))
+		return -1;
 
 	if (check_params(L, r) || check_refs(L, r))
 		return -1;
@@ -1168,6 +1254,14 @@ void recipe_free(struct recipe *r)
 		free(r->params[i].description);
 	}
 	free(r->params);
+	for (unsigned i = 0; i < r->n_next; i++) {
+		free(r->next[i].verdict);
+		free(r->next[i].recipe);
+		for (unsigned k = 0; k < r->next[i].n_params; k++)
+			free(r->next[i].params[k]);
+		free(r->next[i].params);
+	}
+	free(r->next);
 	free(r->path);
 	free(r->name);
 	free(r->symptom);

@@ -64,6 +64,9 @@ struct recipe_param {
 	char *description; /* may be NULL */
 };
 
+/* budgets.max_chain_depth: at most this many recipes after the first (--follow) */
+#define CHAIN_DEPTH_MAX 4
+
 struct recipe_budgets {
 	uint32_t max_duration_s;
 	uint32_t max_sample_hz;
@@ -72,6 +75,20 @@ struct recipe_budgets {
 	uint64_t max_map_bytes;
 	bool degrade_sample; /* `degrade: sample`: over max_events_per_s, sample 1-in-N instead of refusing */
 	uint32_t preflight_ms; /* pre-flight window; 0 = the default, 250 ms */
+	/* --follow (chain.c): how many recipes may run after this one (0: none, the recipe does not
+	 * chain) and the longest the whole chain may take, this run included (needed when depth > 0) */
+	uint32_t max_chain_depth;
+	uint32_t max_chain_duration_s;
+};
+
+/* `next:` — a declared follow-up (--follow, chain.c): when the chain's pick is a verdict with this
+ * id, run this recipe with these parameters ("NAME=VALUE"; VALUE may be ${verdict.KEY}: the
+ * verdict's next.params.KEY at run time). */
+struct recipe_next {
+	char *verdict;
+	char *recipe;
+	char **params;
+	unsigned n_params;
 };
 
 enum recipe_target {
@@ -115,6 +132,8 @@ struct recipe {
 	unsigned n_thresholds;
 	struct recipe_param *params;
 	unsigned n_params;
+	struct recipe_next *next; /* `next:`, may be empty */
+	unsigned n_next;
 };
 
 /* Loads and schema-checks one recipe. On error returns -1, *out = NULL, err->code =

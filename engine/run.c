@@ -21,6 +21,7 @@
 
 #include "approval.h"
 #include "audit.h"
+#include "chain.h"
 #include "flamegraph.h"
 #include "kernel.h"
 #include "outfile.h"
@@ -299,6 +300,10 @@ int run_recipe(const struct run_options *c)
 	if (bundle_load(path, trusted, &args, &b, &err))
 		goto failed;
 	const struct plan *plan = b.plan;
+	if (c->capture) {
+		c->capture->max_chain_depth = b.recipe->budgets.max_chain_depth;
+		c->capture->max_chain_duration_s = b.recipe->budgets.max_chain_duration_s;
+	}
 	memcpy(sha, b.src.recipe.sha256, sizeof(sha));
 	ev.recipe_name = b.recipe->name;
 	ev.recipe_path = realpath(path, real_path) ? real_path : path;
@@ -316,8 +321,28 @@ int run_recipe(const struct run_options *c)
 		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
 		ev.reason = unapproved;
 	}
+	/* A chain's first stage: the chain it could take is checked before anything runs, and in
+	 * production every recipe in it must be approved (the dry run only says which are not). */
+	if (c->capture) {
+		c->capture->next_decl = chain_decl_value(b.recipe);
+		if (c->capture->plan_chain) {
+			char dir[PATH_MAX];
+			const char *slash = strrchr(path, '/');
+			if (slash)
+				snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+			else
+				snprintf(dir, sizeof(dir), ".");
+			if (chain_plan(b.recipe, dir, trusted, production, c->dry_run, &c->capture->chain, &err))
+				goto failed;
+		}
+	}
 	if (check_stacks_probe(c, plan, &err))
 		goto failed;
+	if (c->max_duration_s > 0 && plan->duration_s > c->max_duration_s) {
+		diag_fail(&err, DIAG_EXIT_REFUSED, "%s: %.3g s is over the %.3g s left of the chain's "
+			  "max_chain_duration_s", b.recipe->name, plan->duration_s, c->max_duration_s);
+		goto failed;
+	}
 	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
 	if (verdict_check_sources(&b.src, &err))
 		goto failed;
@@ -361,6 +386,8 @@ int run_recipe(const struct run_options *c)
 		bool pf_ok = pf_err.msg[0] == 0;
 		if (ev.reason) /* production, not approved: a real run would be refused */
 			value_set_str(summary, "refused", ev.reason);
+		if (c->capture && c->capture->chain) /* --follow: the chain it could take */
+			value_obj_set(summary, "chain", value_copy(c->capture->chain));
 		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
 		report = report_build(&in);
 		if (c->json)
@@ -401,7 +428,7 @@ int run_recipe(const struct run_options *c)
 				   .sections = sections, .preflight = s.preflight, .run = run,
 				   .thresholds = plan->thresholds };
 	report = report_build(&in);
-	if (write_outputs(c, &outs, report, s.results))
+	if (!c->capture && write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
 		fprintf(stderr, "diagnose: %s\n", verr.msg);
@@ -418,9 +445,13 @@ int run_recipe(const struct run_options *c)
 	}
 	if (!lua_ok)
 		ev.reason = verr.msg;
+	if (!lua_ok && c->capture)
+		c->capture->err = verr;
 	goto out;
 failed:
 	code = fail(&err);
+	if (c->capture)
+		c->capture->err = err;
 	ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
 	ev.reason = err.msg;
 out:
@@ -432,6 +463,10 @@ out:
 			code = DIAG_EXIT_RUNTIME;
 	}
 	discard_outputs(&outs); /* what was not written (a failed run) is not left behind empty */
+	if (c->capture && !c->dry_run) { /* a chain's stage: the report goes back to chain.c */
+		c->capture->report = report;
+		report = NULL;
+	}
 	audit_close(&au);
 	policy_free(&pol);
 	value_free(summary);

@@ -771,6 +771,79 @@ static int check_strings(const struct value *vd, const char *field, size_t i, co
 	return 0;
 }
 
+static bool name_ok(const char *s, size_t max, bool dash)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (!((s[k] >= 'a' && s[k] <= 'z') || (s[k] >= '0' && s[k] <= '9') ||
+		      s[k] == (dash ? '-' : '_')))
+			return false;
+	return true;
+}
+
+/* The optional follow-up a verdict names: next = { recipe = "latency", params = { k = "v" } }
+ * (recipe a name, params the recipe's own parameters as strings or numbers; an empty table for
+ * none). Rebuilt with params as strings; chain.c runs it under --follow. */
+static struct value *check_next(const struct value *n, size_t i, const char *chunk,
+				struct diag_err *err)
+{
+	char what[160];
+	if (n->type != V_OBJ) {
+		snprintf(what, sizeof(what), "expected a table { recipe =, params = }, got a %s", type_word(n));
+		field_fail(err, chunk, i, "next", what);
+		return NULL;
+	}
+	for (size_t k = 0; k < n->obj.len; k++)
+		if (strcmp(n->obj.keys[k], "recipe") != 0 && strcmp(n->obj.keys[k], "params") != 0) {
+			snprintf(what, sizeof(what), "unknown key \"%.40s\" (expected recipe, params)",
+				 n->obj.keys[k]);
+			field_fail(err, chunk, i, "next", what);
+			return NULL;
+		}
+	const char *recipe = value_get_str(n, "recipe");
+	if (!recipe || !name_ok(recipe, 64, true)) {
+		field_fail(err, chunk, i, "next.recipe", "expected a recipe name ([a-z0-9-]+, at most 64)");
+		return NULL;
+	}
+	struct value *out = value_obj();
+	value_set_str(out, "recipe", recipe);
+	struct value *params = value_obj_set(out, "params", value_obj());
+	const struct value *p = value_get(n, "params");
+	if (p && !(p->type == V_ARR && p->arr.len == 0)) {
+		if (p->type != V_OBJ) {
+			snprintf(what, sizeof(what), "expected a table of NAME = value, got a %s", type_word(p));
+			field_fail(err, chunk, i, "next.params", what);
+			value_free(out);
+			return NULL;
+		}
+		for (size_t k = 0; k < p->obj.len; k++) {
+			const char *key = p->obj.keys[k];
+			const struct value *pv = p->obj.vals[k];
+			if (!name_ok(key, 64, false)) {
+				field_fail(err, chunk, i, "next.params", "a key is not a parameter name ([a-z0-9_]+)");
+				value_free(out);
+				return NULL;
+			}
+			if (pv->type == V_STR && pv->s[0])
+				value_set_str(params, key, pv->s);
+			else if (pv->type == V_INT)
+				value_obj_set(params, key, value_str_take(xasprintf("%lld", (long long)pv->i)));
+			else if (pv->type == V_NUM && pv->n >= -9e15 && pv->n <= 9e15 &&
+				 pv->n == (double)(long long)pv->n)
+				value_obj_set(params, key, value_str_take(xasprintf("%lld", (long long)pv->n)));
+			else {
+				snprintf(what, sizeof(what), "%.64s: expected a non-empty string or an integer", key);
+				field_fail(err, chunk, i, "next.params", what);
+				value_free(out);
+				return NULL;
+			}
+		}
+	}
+	return out;
+}
+
 /* One verdict, checked and rebuilt with its keys in contract order. */
 static struct value *check_verdict(const struct value *vd, size_t i, const char *chunk,
 				   struct diag_err *err)
@@ -799,6 +872,15 @@ static struct value *check_verdict(const struct value *vd, size_t i, const char 
 	struct value *out = value_obj();
 	for (size_t k = 0; k < ARRAY_LEN(keys); k++)
 		value_obj_set(out, keys[k], value_copy(value_get(vd, keys[k])));
+	const struct value *next = value_get(vd, "next");
+	if (next && next->type != V_NULL) {
+		struct value *n = check_next(next, i, chunk, err);
+		if (!n) {
+			value_free(out);
+			return NULL;
+		}
+		value_obj_set(out, "next", n);
+	}
 	return out;
 }
 

@@ -14,7 +14,7 @@
  * The snippet is a Lua chunk that sees the globals `results`, `thresholds`, `run` (read-only
  * tables) and the libraries, and returns
  *     { verdicts = { {id=, severity="ok|info|warning|critical", title=, evidence={..},
- *                     next_steps={..}}, ... },
+ *                     next_steps={..}, next={recipe=, params={..}} -- optional}, ... },
  *       report   = { section, ... } }          -- optional, see report.h for section shapes
  */
 #ifndef DIAG_VERDICT_H

@@ -1,0 +1,279 @@
+/* test_triage_lua.c — lua/triage.lua on recorded results: reports that `diagnose triage --json`
+ * wrote on the workloads of tests/e2e/t_triage.sh (tests/unit/fixtures/triage/NAME.json: a CPU
+ * burner, lock contention, a 1 MiB/s leak, an idle thread pool, an fsync-per-write journal;
+ * stacks trimmed), each checked
+ * against the probes' declared shapes, must give the verdicts they gave live, each naming its
+ * symptom recipe with the exact command and a `next` follow-up; and the same trees edited into
+ * symptoms the live test does not produce (the lock's waits made disk waits, TCP retransmits,
+ * host-wide) must name io-saturation, network-errors, and no follow-up where a pid is needed. Then the engine's
+ * check of `next` (engine/verdict.c): names only, params as strings. No root, no BPF.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_parse.h"
+#include "recorded_verdicts.h"
+#include "source.h"
+#include "verdict.h"
+
+static struct value *fixture(const char *name) { return recorded_fixture("triage", name); }
+static struct value *triage(const struct value *fx) { return recorded_verdicts("triage", fx, NULL, false); }
+
+static struct value *results_of(struct value *fx, const char *probe)
+{
+	return (struct value *)value_get(value_get(fx, "results"), probe);
+}
+
+static int64_t target_pid(const struct value *fx)
+{
+	return (int64_t)value_get_num(value_get(value_get(fx, "run"), "target"), "pid", 0);
+}
+
+/* The first verdict names recipe, with `next` and the exact command first in next_steps. */
+static void assert_names(const struct value *fx, const struct value *v, const char *id,
+			 const char *recipe)
+{
+	const struct value *first = verdict_at(v, 0);
+	assert_string_equal(value_get_str(first, "id"), id);
+	const struct value *next = value_get(first, "next");
+	if (!next)
+		fail_msg("%s: no next", id);
+	assert_string_equal(value_get_str(next, "recipe"), recipe);
+	assert_int_equal(value_get(next, "params")->type, V_OBJ);
+	char *cmd = xasprintf("Run next: diagnose %s --pid %lld", recipe, (long long)target_pid(fx));
+	assert_string_equal(value_get(first, "next_steps")->arr.items[0]->s, cmd);
+	free(cmd);
+}
+
+static void test_cpu_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "cpu");
+	struct value *fx = fixture("cpu"), *v = triage(fx);
+	assert_names(fx, v, "cpu-bound", "high-cpu");
+	/* the evidence names the hot function from the on-CPU samples */
+	const struct value *ev = value_get(verdict_at(v, 0), "evidence");
+	bool named = false;
+	for (size_t i = 0; i < ev->arr.len; i++)
+		named |= strstr(ev->arr.items[i]->s, "compute_checksum()") != NULL;
+	assert_true(named);
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_lock_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "lock");
+	struct value *fx = fixture("lock"), *v = triage(fx);
+	assert_names(fx, v, "waiting", "latency");
+	assert_non_null(strstr(value_get_str(verdict_at(v, 0), "title"), "locks"));
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_leak_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "leak");
+	struct value *fx = fixture("leak"), *v = triage(fx);
+	assert_names(fx, v, "memory-growing", "memory-growth");
+	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "critical");
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_idle_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "idle");
+	struct value *fx = fixture("idle"), *v = triage(fx);
+	assert_int_equal(v->arr.len, 1);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "info");
+	assert_null(value_get(verdict_at(v, 0), "next")); /* nothing to chase, nothing to follow */
+	value_free(v);
+	value_free(fx);
+}
+
+static void test_journal_recorded(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("triage", "triage", "journal");
+	struct value *fx = fixture("journal"), *v = triage(fx);
+	assert_names(fx, v, "io-wait", "io-saturation");
+	value_free(v);
+	value_free(fx);
+}
+
+/* A flat RSS is no growth: the leak's memory figures zeroed, memory-growth is not named. */
+static void test_flat_rss(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("leak");
+	struct value *mem = (struct value *)value_get(results_of(fx, "context"), "memory");
+	value_set_int(mem, "rss_delta_bytes", 0);
+	value_set_num(mem, "rss_slope_bytes_per_s", 0);
+	struct value *v = triage(fx);
+	for (size_t i = 0; i < v->arr.len; i++)
+		assert_string_not_equal(value_get_str(verdict_at(v, i), "id"), "memory-growing");
+	value_free(v);
+	value_free(fx);
+}
+
+/* The idle pool's off-CPU stacks made uninterruptible in the block layer, heavy and frequent:
+ * io-saturation, with the pid (it takes one optionally). */
+static void test_disk_from_edited_stacks(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("lock");
+	struct value *stacks = (struct value *)value_get(results_of(fx, "offcpu"), "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		struct value *s = stacks->arr.items[i];
+		value_set_str(s, "tag", "uninterruptible");
+		struct value *k = value_obj_set(s, "kernel", value_arr());
+		value_arr_push(k, value_str("__schedule"));
+		value_arr_push(k, value_str("io_schedule"));
+		value_arr_push(k, value_str("blk_mq_get_tag"));
+		value_obj_set(s, "user", value_arr());
+	}
+	struct value *v = triage(fx);
+	assert_names(fx, v, "io-wait", "io-saturation");
+	value_free(v);
+	value_free(fx);
+}
+
+/* 3% of the segments sent retransmitted: network-errors (critical at 5%). */
+static void test_retransmits_edited(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("idle");
+	struct value *net = (struct value *)value_get(results_of(fx, "context"), "net");
+	struct value *tcp = (struct value *)value_get(value_get(net, "counters"), "Tcp");
+	value_set_int(tcp, "OutSegs", 10000);
+	value_set_int(tcp, "RetransSegs", 300);
+	struct value *v = triage(fx);
+	assert_names(fx, v, "network-errors", "network-errors");
+	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "warning");
+	value_free(v);
+	value_free(fx);
+}
+
+/* Host-wide (no --pid): all CPUs busy is named with high-cpu, which needs a pid: no `next`. */
+static void test_host_wide_busy(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("cpu");
+	struct value *run = (struct value *)value_get(fx, "run");
+	value_obj_set(run, "target", value_null());
+	struct value *prof = results_of(fx, "profile");
+	double hz = value_get_num(prof, "frequency_hz", 49), secs = value_get_num(run, "duration_s", 3);
+	value_set_int(prof, "samples", (int64_t)(hz * 2 * secs * 0.95));
+	struct value *v = triage(fx);
+	const struct value *first = verdict_at(v, 0);
+	assert_string_equal(value_get_str(first, "id"), "cpu-bound");
+	assert_null(value_get(first, "next"));
+	assert_non_null(strstr(value_get(first, "next_steps")->arr.items[0]->s, "diagnose high-cpu --pid PID"));
+	value_free(v);
+	value_free(fx);
+}
+
+/* Host-wide and quiet (no samples): idle, said of the host; with the CPUs half busy: ok. */
+static void test_host_wide_quiet(void **state)
+{
+	(void)state;
+	struct value *fx = fixture("idle");
+	value_obj_set((struct value *)value_get(fx, "run"), "target", value_null());
+	struct value *prof = results_of(fx, "profile");
+	value_set_int(prof, "samples", 0);
+	/* the machine it was recorded on was busy: its CPU pressure alone is starvation host-wide */
+	value_set_num((struct value *)value_get(results_of(fx, "context"), "psi"), "some_pct", 0);
+	struct value *v = triage(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "idle");
+	assert_non_null(strstr(value_get(verdict_at(v, 0), "next_steps")->arr.items[0]->s, "The host is not busy"));
+	value_free(v);
+	double hz = value_get_num(prof, "frequency_hz", 49);
+	double secs = value_get_num(value_get(fx, "run"), "duration_s", 3);
+	value_set_int(prof, "samples", (int64_t)(hz * value_get_num(value_get(fx, "run"), "ncpus", 2) * secs * 0.5));
+	v = triage(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "ok");
+	value_free(v);
+	value_free(fx);
+}
+
+/* engine/verdict.c's check of `next`, per mode of tests/unit/lua/next_field.lua. */
+static int run_next(const char *mode, struct value **verdicts, struct diag_err *err)
+{
+	struct source_file lua;
+	char *path = recorded_src("tests/unit/lua/next_field.lua");
+	if (source_read(path, false, 0, &lua, err))
+		fail_msg("%s", err->msg);
+	struct value *res = value_obj(), *th = value_obj(), *run = value_obj(), *report = NULL;
+	value_set_str(th, "mode", mode);
+	struct verdict_input in = { .lua = &lua, .results = res, .thresholds = th, .run = run };
+	int rc = verdict_run_inprocess(&in, verdicts, &report, err);
+	value_free(report);
+	value_free(res);
+	value_free(th);
+	value_free(run);
+	source_free(&lua);
+	free(path);
+	return rc;
+}
+
+static void test_next_checked(void **state)
+{
+	(void)state;
+	struct value *v = NULL;
+	struct diag_err err = { 0 };
+	assert_int_equal(run_next("ok", &v, &err), 0);
+	const struct value *next = value_get(verdict_at(v, 0), "next");
+	assert_string_equal(value_get_str(next, "recipe"), "func-latency");
+	const struct value *params = value_get(next, "params");
+	assert_string_equal(value_get_str(params, "function"), "/usr/bin/x:handle");
+	assert_string_equal(value_get_str(params, "hz"), "99"); /* an integer, as the --param text */
+	assert_int_equal(value_get(value_get(verdict_at(v, 1), "next"), "params")->obj.len, 0);
+	assert_null(value_get(verdict_at(v, 2), "next"));
+	value_free(v);
+
+	static const char *const bad[][2] = {
+		{ "path", "verdicts[1].next.recipe: expected a recipe name" },
+		{ "not_table", "verdicts[1].next: expected a table" },
+		{ "unknown_key", "verdicts[1].next: unknown key \"pid\"" },
+		{ "param_float", "verdicts[1].next.params: hz: expected a non-empty string or an integer" },
+		{ "param_name", "verdicts[1].next.params: a key is not a parameter name" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = NULL;
+		memset(&err, 0, sizeof(err));
+		if (run_next(bad[i][0], &v, &err) == 0)
+			fail_msg("%s: accepted", bad[i][0]);
+		if (!strstr(err.msg, bad[i][1]))
+			fail_msg("%s: %s (want %s)", bad[i][0], err.msg, bad[i][1]);
+		value_free(v);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cpu_recorded),
+		cmocka_unit_test(test_lock_recorded),
+		cmocka_unit_test(test_leak_recorded),
+		cmocka_unit_test(test_idle_recorded),
+		cmocka_unit_test(test_journal_recorded),
+		cmocka_unit_test(test_flat_rss),
+		cmocka_unit_test(test_disk_from_edited_stacks),
+		cmocka_unit_test(test_retransmits_edited),
+		cmocka_unit_test(test_host_wide_busy),
+		cmocka_unit_test(test_host_wide_quiet),
+		cmocka_unit_test(test_next_checked),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
