@@ -59,7 +59,13 @@ local MIN_WAITS = 20   -- fewer run-queue waits make too thin a p99 to judge by
 
 local P, O, R, C = results.profile, results.offcpu, results.runq, results.context
 local pid = diag.get(run, "target", "pid")
-local host = pid == nil
+-- a set of processes (--comm, --cgroup, --unit, --container): figures are the set's sums
+local set = diag.get(run, "target", "selection")
+local target_arg, pids = diag.target(run, C)
+local host = pid == nil and set == nil
+-- Recipes whose target is one process (target: pid or optional-pid): a set does not follow
+-- into them; its verdict names the command for one of its processes instead.
+local ONE_PROCESS = { ["memory-growth"] = true }
 local window = run.duration_s or (C and C.wall_s) or 0
 local ncpus = run.ncpus or (C and C.ncpus) or 1
 local threads = (C and C.threads) or 1
@@ -147,17 +153,21 @@ end
 local candidates = {}
 local SEV_RANK = { ok = 0, info = 1, warning = 2, critical = 3 }
 
-local function command(recipe, with_pid)
-  if with_pid and pid then return sub("diagnose %s --pid %d", recipe, pid) end
+local function command(recipe, with_target)
+  if with_target and pid then return sub("diagnose %s --pid %d", recipe, pid) end
+  if with_target and set then return sub("diagnose %s %s", recipe, target_arg) end
   return "diagnose " .. recipe
 end
 
 -- recipe: what to run; needs_pid: the recipe requires --pid (host-wide: named, not followed).
 local function candidate(id, recipe, needs_pid, severity, score, title, evidence, steps)
-  local runnable = pid or not needs_pid
+  local runnable
+  if set then runnable = not ONE_PROCESS[recipe] else runnable = pid ~= nil or not needs_pid end
   local first
   if runnable then
-    first = "Run next: " .. command(recipe, pid ~= nil)
+    first = "Run next: " .. command(recipe, not host)
+  elseif set then
+    first = sub("Run next, on one of its processes (%s): diagnose %s --pid PID", pids, recipe)
   else
     first = sub("Run next, on the process to look at: diagnose %s --pid PID", recipe)
   end
@@ -411,7 +421,7 @@ if judged == 0 then
       { who .. " is not busy and does not wait on anything over the window; if it is slow, the cause is elsewhere (its peers, its callers)" }))
   else
     push(verdicts, diag.verdict("ok", "ok", "Nothing stands out", ev,
-      { who .. " is busy but under every threshold; if it is still slow, run diagnose latency --pid PID for a closer look at a process's waits" }))
+      { who .. " is busy but under every threshold; if it is still slow, run " .. (host and "diagnose latency --pid PID" or command("latency", true)) .. " for a closer look at the waits" }))
   end
 end
 -- the target's own verdict (idle, ok) first, then the host's context (info) and any finding

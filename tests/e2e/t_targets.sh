@@ -1,7 +1,8 @@
 # Targets by name and cgroup, on the real kernel (issue 14):
 # (a) --comm: two processes named svc_e2e (copies of the CPU burner) and a third started during
 #     the run are covered, an identical burner under another name is not; the stacks are
-#     symbolized per process (compute_checksum); the report lists every process covered.
+#     symbolized per process (compute_checksum); the report lists every process covered;
+#     triage --comm --follow goes on into high-cpu on the same set.
 # (b) --cgroup on the v2 hierarchy: a directory made below this test's own v2 cgroup holds one
 #     burner; its twin outside is not covered. (c) --cgroup on a v1 hierarchy (memory), below
 #     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
@@ -58,6 +59,12 @@ check "$TMP/comm.json" "any('--comm svc_e2e' in s for v in r['verdicts'] for s i
 	"--comm: next steps do not name the target as it was given"
 "$DIAG" high-cpu --comm svc_e2e --duration 1 > "$TMP/comm.txt" 2>&1
 grep -q "comm svc_e2e: 3 processes" "$TMP/comm.txt" || fail "--comm: text header: $(head -1 "$TMP/comm.txt")"
+# triage over the set, following into high-cpu on the same set
+"$DIAG" triage --comm svc_e2e --duration 3 --follow --json > "$TMP/tri.json" 2> "$TMP/tri.err"
+rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "triage --comm --follow: exit $rc: $(cat "$TMP/tri.err")"
+[ "$(json "$TMP/tri.json" "[s['recipe'] for s in r['chain']['stages']] == ['triage', 'high-cpu'] and all(s['report']['target']['selection'] == 'comm' and len(s['report']['target']['processes']) == 3 for s in r['chain']['stages'])")" = True ] ||
+	fail "triage --comm --follow: stages $(json "$TMP/tri.json" "[(s['recipe'], s.get('report', {}).get('target')) for s in r['chain']['stages']]")"
 kill -9 "$A1" "$A2" "$A3" 2>/dev/null
 assert_released "high-cpu --comm"
 
