@@ -69,6 +69,11 @@ R=$(test_recipe shapes-all <<EOF
   - id: drops
     kind: skb_drops
     filters: {pid: target}
+  - id: kmem
+    kind: kernel_memory
+  - id: kallocs
+    kind: kernel_allocs
+    options: {sample_every: 2}
 EOF
 )
 sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/; s/^  max_map_bytes: .*/  max_map_bytes: 134217728/' "$R"
@@ -82,7 +87,8 @@ IDS=$(sed -n 's/^  - id: //p' "$R" | sort | tr '\n' ' ')
 # The optional parts that the options turn on are there, so their declarations were checked too.
 check "$J" 'len(res["profile"]["stacks"]) > 0 and len(res["slow"]["buckets"]) > 0 and len(res["off"]["stacks"]) > 0' "no stacks or no buckets"
 check "$J" 'res["sys"]["timed"] and "total_ns" in res["sys"] and all("errors" in s for s in res["sys"]["syscalls"])' "syscall timing fields absent"
-check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc", "blk"))' "sampled_1_in absent"
+check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc", "blk", "kallocs"))' "sampled_1_in absent"
+check "$J" '"slab" in res["kmem"] and len(res["kallocs"]["sites"]) > 0' "kernel_memory without slab, or kernel_allocs without a call site"
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"

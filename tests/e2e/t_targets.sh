@@ -4,7 +4,9 @@
 #     symbolized per process (compute_checksum); the report lists every process covered;
 #     triage --comm --follow goes on into high-cpu on the same set.
 # (b) --cgroup on the v2 hierarchy: a directory made below this test's own v2 cgroup holds one
-#     burner; its twin outside is not covered. (c) --cgroup on a v1 hierarchy (memory), below
+#     burner; its twin outside is not covered; below it, directories laid out as docker and
+#     systemd make them are found by --container SHORT-ID and --unit NAME, and the parent
+#     covers its descendants. (c) --cgroup on a v1 hierarchy (memory), below
 #     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
 #     lock; io-saturation --comm over two fsync-per-write journals names them; network-errors
 #     --comm counts the two clients' refused connects, not a bystander's. (e) every process of the set exits: the run stops as target-exited with its data.
@@ -19,7 +21,7 @@ CG=""
 MEMCG=""
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	[ -n "$CG" ] && { rmdir "$CG"/*/ 2>/dev/null; rmdir "$CG" 2>/dev/null; }
 	[ -n "$MEMCG" ] && rmdir "$MEMCG" 2>/dev/null
 	[ -n "${UNIT:-}" ] && systemctl stop "$UNIT" 2>/dev/null
 	rm -rf "$TMP"
@@ -79,7 +81,27 @@ if [ -n "$V2" ] && [ -n "$OWN" ] && mkdir "$V2${OWN%/}/diag-e2e-$$" 2>/dev/null;
 	check "$TMP/cg.json" "[p['pid'] for p in t['processes']] == [$IN] and t['cgroup'] == '$CG' and t['cgroup_version'] == 2" \
 		"--cgroup v2: not exactly the process in $CG"
 	check "$TMP/cg.json" "res['profile']['samples'] > 0" "--cgroup v2: no samples"
-	kill -9 "$IN" "$OUT" 2>/dev/null; wait "$IN" "$OUT" 2>/dev/null
+	# the layouts a container runtime and systemd make, below it: --container by a short id
+	# (docker-ID.scope) and --unit by name (NAME.service), found by searching the hierarchy
+	CID=$(echo "diag-e2e-$$" | sha256sum | cut -c1-64)
+	CTR="$CG/docker-$CID.scope"
+	UNITDIR="$CG/diag-e2e-$$.service"
+	mkdir "$CTR" "$UNITDIR" || fail "cannot make $CTR and $UNITDIR"
+	echo "$OUT" > "$CTR/cgroup.procs" || fail "cannot move $OUT into $CTR"
+	start "$TMP/cg_e2e" 600; UP=$PID
+	echo "$UP" > "$UNITDIR/cgroup.procs" || fail "cannot move $UP into $UNITDIR"
+	collect "$TMP/ctr.json" high-cpu --container "${CID:0:12}" --duration 1
+	check "$TMP/ctr.json" "t['selection'] == 'container' and [p['pid'] for p in t['processes']] == [$OUT] and t['cgroup'] == '$CTR'" \
+		"--container: not exactly the process in $CTR"
+	collect "$TMP/unit.json" high-cpu --unit "diag-e2e-$$" --duration 1
+	check "$TMP/unit.json" "t['selection'] == 'unit' and [p['pid'] for p in t['processes']] == [$UP] and t['cgroup'] == '$UNITDIR'" \
+		"--unit: not exactly the process in $UNITDIR"
+	# the parent directory covers its descendants
+	collect "$TMP/cgall.json" high-cpu --cgroup "$CG" --duration 1
+	check "$TMP/cgall.json" "sorted(p['pid'] for p in t['processes']) == sorted([$IN, $OUT, $UP])" \
+		"--cgroup: the processes of its descendants are not covered"
+	kill -9 "$IN" "$OUT" "$UP" 2>/dev/null; wait "$IN" "$OUT" "$UP" 2>/dev/null
+	rmdir "$CTR" "$UNITDIR"
 else
 	echo "note: (b) skipped: no cgroup v2 directory to make below this test's own"
 fi
