@@ -58,34 +58,10 @@ local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
 
 -- ---- classifying a stack ---------------------------------------------------------------------
 
-local function any_frame(frames, patterns)
-  for _, f in ipairs(frames or {}) do
-    for _, p in ipairs(patterns) do
-      if f:find(p) then return true end
-    end
-  end
-  return false
-end
+local any_frame = diag.any_frame
 
-local K = {
-  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
-    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
-    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio" },
-  fault = { "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault",
-    "^do_swap_page", "^__do_fault" },
-  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
-  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
-    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept" },
-  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
-    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
-  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
-}
-local U = {
-  lock = { "pthread_mutex_lock", "pthread_mutex_timedlock", "__lll_lock_wait", "pthread_rwlock_",
-    "sem_wait", "sem_timedwait", "pthread_spin_lock", "std::mutex::lock", "lll_lock" },
-  cond = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
-    "__pthread_cond_wait", "std::condition_variable" },
-}
+local K = diag.KERNEL_WAITS
+local U = diag.USER_WAITS
 
 -- Host name lookups: whatever the resolver waits on (a socket to the DNS server, a lock), the
 -- caller waits for the name.

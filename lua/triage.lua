@@ -79,40 +79,16 @@ local function pctf(x) return diag.fmt_pct(x) end
 
 -- ---- classifying an off-CPU stack --------------------------------------------------------------
 
-local function any_frame(frames, patterns)
-  for _, f in ipairs(frames or {}) do
-    for _, p in ipairs(patterns) do
-      if f:find(p) then return true end
-    end
-  end
-  return false
-end
+local any_frame = diag.any_frame
 
-local K = {
-  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
-    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
-    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio",
-    "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault", "^do_swap_page" },
-  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
-  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
-    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept", "^__do_sys_pause",
-    "^do_sigtimedwait", "^sys_pause" },
-  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
-    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
-  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
-}
+local K = diag.KERNEL_WAITS
 -- The user leaf of a frame-pointer stack is the wrapper that made the futex call.
-local U = {
-  lock = { "lll_lock", "pthread_mutex_", "pthread_rwlock_", "rwlock_", "^sem_", "pthread_spin_lock",
-    "std::mutex::lock" },
-  -- glibc's condition variables (and semaphores) wait in __futex_abstimed_wait_common*
-  cond = { "cond_wait", "cond_timedwait", "cond_clockwait", "std::condition_variable", "futex_abstimed_wait" },
-}
+local U = diag.USER_WAITS
 
 local function classify(s)
   if s.tag == "runnable" then return "runnable" end
   local k, u = s.kernel or {}, s.user or {}
-  if s.tag == "uninterruptible" and any_frame(k, K.disk) then return "disk" end
+  if s.tag == "uninterruptible" and (any_frame(k, K.disk) or any_frame(k, K.fault)) then return "disk" end
   if any_frame(k, K.futex) then
     if any_frame(u, U.lock) then return "lock" end
     if any_frame(u, U.cond) then return "work-wait" end
@@ -122,7 +98,7 @@ local function classify(s)
   if any_frame(k, K.poll) then return "work-wait" end
   if any_frame(k, K.peer) then return "peer" end
   if any_frame(k, K.sleep) then return "sleep" end
-  if any_frame(k, K.disk) then return "disk" end
+  if any_frame(k, K.disk) or any_frame(k, K.fault) then return "disk" end
   return "other"
 end
 

@@ -98,6 +98,45 @@ function diag.get(t, ...)
   return t
 end
 
+-- ---- off-CPU stacks: what a thread waits on, read from its frames ----------------------------
+
+-- diag.any_frame(frames, patterns): whether a frame (a name) matches one of the Lua patterns.
+function diag.any_frame(frames, patterns)
+  for _, f in ipairs(frames or {}) do
+    for _, p in ipairs(patterns) do
+      if f:find(p) then return true end
+    end
+  end
+  return false
+end
+
+-- diag.KERNEL_WAITS: kernel frames, by what a blocked thread waits on: disk (the block layer,
+-- writeback, a journal), fault (a page fault reading a page in), futex, poll (waiting for work:
+-- epoll, poll, select, accept, pause, sigtimedwait), peer (a socket or pipe's data), sleep.
+diag.KERNEL_WAITS = {
+  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
+    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
+    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio" },
+  fault = { "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault",
+    "^do_swap_page", "^__do_fault" },
+  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
+  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
+    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept", "^__do_sys_pause",
+    "^do_sigtimedwait", "^sys_pause" },
+  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
+    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
+  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
+}
+
+-- diag.USER_WAITS: the user frames of the wrapper that made a futex call: a lock (mutex,
+-- rwlock, semaphore, spin lock) or a condition (a condition variable: waiting for work).
+diag.USER_WAITS = {
+  lock = { "pthread_mutex_lock", "pthread_mutex_timedlock", "lll_lock", "pthread_rwlock_",
+    "sem_wait", "sem_timedwait", "pthread_spin_lock", "std::mutex::lock" },
+  cond = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+    "__pthread_cond_wait", "std::condition_variable", "futex_abstimed_wait" },
+}
+
 -- ---- histograms --------------------------------------------------------------------------
 -- A histogram is an array of buckets {lo=, hi=, count=} in ascending order, lo and hi inclusive
 -- (log2 buckets: {0,1}, {2,3}, {4,7}, ...). Empty buckets may be left out.
