@@ -140,7 +140,7 @@ static int walk(struct walk *w, const struct recipe *r, unsigned depth, unsigned
 		value_set_str(row, "from", r->name);
 		value_set_str(row, "verdict", n->verdict);
 		value_set_str(row, "recipe", n->recipe);
-		value_set_bool(row, "needs_pid", b.recipe->target == RECIPE_TARGET_PID);
+		value_set_bool(row, "needs_pid", recipe_target_required(b.recipe->target));
 		value_set_bool(row, "takes_sets", recipe_target_sets(b.recipe->target));
 		struct value *ps = value_obj_set(row, "params", value_arr());
 		for (unsigned k = 0; k < n->n_params; k++)
