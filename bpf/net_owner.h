@@ -89,7 +89,10 @@ static __always_inline bool net_owned(const void *sk, const struct tcpe_flow *f,
 		return true;
 	}
 	if (bpf_map_lookup_elem(&owned_flows, f)) {
-		own(sk, NULL);
+		/* a closed socket (an abort's reset comes after the close) is not taken back: its
+		 * address goes to the next socket, maybe another process's */
+		if (sk && BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_state) != ST_CLOSE)
+			own(sk, NULL);
 		return true;
 	}
 	if (netns && f->sport && bpf_map_lookup_elem(&owned_ports, &lp)) {

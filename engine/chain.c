@@ -436,7 +436,7 @@ int chain_run(const struct run_options *opts)
 		return chain_dry_run(opts);
 	struct outfile *json_out = NULL;
 	if (opts->output && !(json_out = outfile_create("--output", opts->output, opts->force, &err))) {
-		fprintf(stderr, "diagnose: %s\n", err.msg);
+		report_put_error(err.msg);
 		return err.code ? err.code : DIAG_EXIT_USAGE;
 	}
 	/* Ctrl-C between two stages must not kill the chain before its report: held for the whole
@@ -565,7 +565,7 @@ int chain_run(const struct run_options *opts)
 	if (json_out) {
 		report_write_json(doc, outfile_stream(json_out));
 		if (outfile_close(json_out, &err)) {
-			fprintf(stderr, "diagnose: %s\n", err.msg);
+			report_put_error(err.msg);
 			code = DIAG_EXIT_RUNTIME;
 		}
 	}

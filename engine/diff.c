@@ -323,7 +323,7 @@ int diff_run(const struct diff_options *o)
 	}
 	if (!a) {
 		value_free(b);
-		fprintf(stderr, "diagnose: %s\n", err.msg);
+		report_put_error(err.msg);
 		return err.code ? err.code : DIAG_EXIT_USAGE;
 	}
 	struct value *d = diff_reports(b, a, 1.0, 10);
@@ -339,7 +339,7 @@ int diff_run(const struct diff_options *o)
 		flamegraph_write_diff(pb, pa, title, outfile_stream(svg));
 		free(title);
 		if (outfile_close(svg, &err)) {
-			fprintf(stderr, "diagnose: %s\n", err.msg);
+			report_put_error(err.msg);
 			code = err.code ? err.code : DIAG_EXIT_RUNTIME;
 		}
 	}

@@ -69,7 +69,7 @@ static void usage(FILE *out)
 
 static int fail(const struct diag_err *err)
 {
-	fprintf(stderr, "diagnose: %s\n", err->msg);
+	report_put_error(err->msg);
 	return err->code ? err->code : DIAG_EXIT_RUNTIME;
 }
 

@@ -300,7 +300,7 @@ int merge_run(const char *const *paths, size_t n, bool json)
 	int code = DIAG_EXIT_OK;
 	for (size_t i = 0; i < n; i++)
 		if (!(reports[i] = report_read(paths[i], &err))) {
-			fprintf(stderr, "diagnose: %s\n", err.msg);
+			report_put_error(err.msg);
 			code = err.code ? err.code : DIAG_EXIT_USAGE;
 			break;
 		}

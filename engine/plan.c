@@ -204,9 +204,11 @@ static int resolve_filters(const struct plan *plan, const struct plan_args *a, s
 		pp->cfg.filter.pid_set = true;
 		pp->cfg.filter.target = t;
 	}
-	if (t && text.cgroup && !strcmp(text.cgroup, "target") && t->cgroup_id) {
-		pp->cfg.filter.cgroup_id = t->cgroup_id; /* the selection's own v2 directory */
-		snprintf(pp->cfg.filter.cgroup_path, sizeof(pp->cfg.filter.cgroup_path), "%s", t->cgroup_dir);
+	if (t && text.cgroup && !strcmp(text.cgroup, "target")) {
+		/* the set already says which tasks: a cgroup id matches one directory exactly, not
+		 * the descendants a selection covers, nor the cgroups of a --comm set's processes */
+		pp->cfg.filter.cgroup_id = 0;
+		pp->cfg.filter.cgroup_path[0] = '\0';
 	}
 	return 0;
 }

@@ -21,6 +21,11 @@ static void sync_usyms(struct procset *ps)
 		ps->usyms = xrealloc(ps->usyms, t->n_procs * sizeof(*ps->usyms));
 		for (size_t i = ps->n_usyms; i < t->n_procs; i++) {
 			struct diag_err ignore;
+			ps->usyms[i] = NULL;
+			if (i >= PROCSET_MAX_SYMBOLIZED) { /* each one holds its files' symbol tables */
+				ps->unsymbolized++;
+				continue;
+			}
 			ps->usyms[i] = usyms_new(t->procs[i].pid);
 			usyms_snapshot(ps->usyms[i], &ignore);
 		}
@@ -73,7 +78,7 @@ size_t procset_refresh(struct procset *ps)
 void procset_snapshot_all(struct procset *ps)
 {
 	for (size_t i = 0; i < ps->n_usyms; i++)
-		if (ps->target->procs[i].alive) {
+		if (ps->usyms[i] && ps->target->procs[i].alive) {
 			struct diag_err ignore;
 			usyms_snapshot(ps->usyms[i], &ignore);
 		}

@@ -16,11 +16,16 @@
 
 struct usyms;
 
+/* Processes of a set given a symbolizer, in the order the set first covered them: each holds
+ * the symbol tables of the files it maps (nothing is shared between processes yet). */
+#define PROCSET_MAX_SYMBOLIZED 64
+
 struct procset {
 	struct target *target; /* the plan's; its procs[] and in_kernel flags are updated here */
 	int map_fd;
-	struct usyms **usyms;  /* parallel to target->procs (grows with it) */
+	struct usyms **usyms;  /* parallel to target->procs (grows with it); NULL past the cap */
 	size_t n_usyms;
+	size_t unsymbolized;   /* processes past PROCSET_MAX_SYMBOLIZED: their frames stay addresses */
 };
 
 /* Creates the map and copies the current members into it. */

@@ -19,7 +19,7 @@
 
 static int fail(const struct diag_err *err)
 {
-	fprintf(stderr, "diagnose: %s\n", err->msg);
+	report_put_error(err->msg);
 	return err->code ? err->code : DIAG_EXIT_RUNTIME;
 }
 

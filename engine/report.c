@@ -111,6 +111,13 @@ void report_put_text(FILE *out, const char *s)
 	}
 }
 
+void report_put_error(const char *msg)
+{
+	fputs("diagnose: ", stderr);
+	report_put_text(stderr, msg);
+	fputc('\n', stderr);
+}
+
 /* s through text_char into buf, cut at a whole character when it does not fit. */
 static void text_copy(char *buf, size_t len, const char *s)
 {
@@ -582,7 +589,9 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 	const struct value *procs = t ? value_get(t, "processes") : NULL;
 	if (t && t->type == V_OBJ && procs && procs->type == V_ARR) {
 		/* a set of processes: the selection, then the pids it covered */
-		fprintf(out, " — %s ", value_get_str(t, "selection") ? value_get_str(t, "selection") : "");
+		fputs(" — ", out);
+		report_put_text(out, value_get_str(t, "selection"));
+		fputc(' ', out);
 		report_put_text(out, value_get_str(t, "name"));
 		fprintf(out, ": %zu process%s (", procs->arr.len, procs->arr.len == 1 ? "" : "es");
 		for (size_t i = 0; i < procs->arr.len && i < 8; i++)

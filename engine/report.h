@@ -49,6 +49,9 @@ bool report_use_color(FILE *out);
  * only line breaks, and no terminal escape sequence gets through. report_put_text prints one
  * string so, for the other text outputs (diff, merge). */
 void report_put_text(FILE *out, const char *s);
+/* "diagnose: MESSAGE" on stderr, escaped so: an error may quote a path or name the target, a
+ * recipe or another user controls (a cgroup directory, a comm). */
+void report_put_error(const char *msg);
 /* Renders a report tree (live or read back from JSON): its "sections" are the Lua ones. The
  * severity labels are coloured when report_use_color(out). Tables are sized to
  * report_text_width(out). */

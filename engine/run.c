@@ -37,7 +37,7 @@
 
 static int fail(const struct diag_err *err)
 {
-	fprintf(stderr, "diagnose: %s\n", err->msg);
+	report_put_error(err->msg);
 	return err->code ? err->code : DIAG_EXIT_RUNTIME;
 }
 
@@ -133,7 +133,7 @@ static int close_output(struct outfile **of)
 	int rc = outfile_close(*of, &err);
 	*of = NULL;
 	if (rc)
-		fprintf(stderr, "diagnose: %s\n", err.msg);
+		report_put_error(err.msg);
 	return rc;
 }
 
@@ -190,7 +190,7 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 	if (o->json) {
 		report_write_json(report, outfile_stream(o->json));
 		if (outfile_close(o->json, &err)) {
-			fprintf(stderr, "diagnose: %s\n", err.msg);
+			report_put_error(err.msg);
 			rc = -1;
 		}
 		o->json = NULL;

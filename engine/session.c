@@ -537,6 +537,11 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		usyms_snapshot(usyms, &soft);
 	if (s.set.target)
 		procset_snapshot_all(&s.set);
+	if (s.set.unsymbolized)
+		value_arr_push(out->notes, value_str_take(xasprintf(
+			"user frames of %zu processes of the set beyond the first %d are addresses, not "
+			"names (one symbolizer per process, each with its own symbol tables)",
+			s.set.unsymbolized, PROCSET_MAX_SYMBOLIZED)));
 	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
 				   .ncpus = plan->ncpus };
 	if (s.set.target) {

@@ -356,15 +356,20 @@ size_t target_scan(struct target *t)
 		t->procs[i].alive = false;
 	t->n_alive = 0;
 	t->over_limit = 0;
+	int self = getpid(); /* a cgroup diagnose runs in: never its own subject */
 	for (size_t i = 0; i < s.n; i++) {
-		if (i && s.pids[i] == s.pids[i - 1])
+		if ((i && s.pids[i] == s.pids[i - 1]) || s.pids[i] == self)
 			continue;
+		if (t->n_alive >= TARGET_MAX_PROCS) { /* the kernel's set is full */
+			t->over_limit++;
+			continue;
+		}
 		struct target_proc *p = NULL;
 		for (size_t k = 0; k < t->n_procs && !p; k++)
 			if (t->procs[k].pid == s.pids[i])
 				p = &t->procs[k];
 		if (!p) {
-			if (t->n_procs >= TARGET_MAX_PROCS) {
+			if (t->n_procs >= TARGET_MAX_RECORDS) {
 				t->over_limit++;
 				continue;
 			}

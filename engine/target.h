@@ -28,8 +28,10 @@ enum target_kind {
 	TARGET_CONTAINER, /* --container: a container's cgroup (docker, containerd, cri-o, podman) */
 };
 
-/* The most processes one run covers (the kernel's set of tgids has this many entries). */
+/* The most processes one run covers at once (the kernel's set of tgids has this many entries),
+ * and the most it records over the run (processes that came and went included). */
 #define TARGET_MAX_PROCS 4096
+#define TARGET_MAX_RECORDS 16384
 
 /* A selection as given on the command line. */
 struct target_sel {
@@ -53,7 +55,8 @@ struct target {
 	struct target_proc *procs;  /* every process covered so far, in the order first seen */
 	size_t n_procs, cap_procs;
 	size_t n_alive;             /* alive after the last scan */
-	size_t over_limit;          /* processes the last scan found beyond TARGET_MAX_PROCS */
+	size_t over_limit;          /* processes the last scan could not cover: beyond
+				     * TARGET_MAX_PROCS alive or TARGET_MAX_RECORDS recorded */
 };
 
 /* "pid", "comm", "cgroup", "unit", "container" ("" for TARGET_NONE). */

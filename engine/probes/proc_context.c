@@ -390,6 +390,12 @@ static struct member *member_of(struct proc_priv *pp, int pid)
 	return m;
 }
 
+/* b - a for a counter that only grows; 0 when it went back (a pid reused by another process). */
+static uint64_t since(uint64_t a, uint64_t b)
+{
+	return b >= a ? b - a : 0;
+}
+
 /* A set of processes: the per-process figures of r become the set's (see the top comment).
  * Returns -1 when no process of the set is left. */
 static int aggregate_set(struct probe *p, struct reading *r)
@@ -460,19 +466,19 @@ static int aggregate_set(struct probe *p, struct reading *r)
 	r->has_io = false;
 	for (size_t i = 0; i < pp->n_members; i++) {
 		const struct member *m = &pp->members[i];
-		r->stat.utime_ticks += m->stat.utime_ticks - m->stat0.utime_ticks;
-		r->stat.stime_ticks += m->stat.stime_ticks - m->stat0.stime_ticks;
-		r->vol_switches += m->vol >= m->vol0 ? m->vol - m->vol0 : 0;
-		r->invol_switches += m->invol >= m->invol0 ? m->invol - m->invol0 : 0;
+		r->stat.utime_ticks += since(m->stat0.utime_ticks, m->stat.utime_ticks);
+		r->stat.stime_ticks += since(m->stat0.stime_ticks, m->stat.stime_ticks);
+		r->vol_switches += since(m->vol0, m->vol);
+		r->invol_switches += since(m->invol0, m->invol);
 		if (m->has_io) {
 			r->has_io = true;
-			r->io.rchar += m->io.rchar - m->io0.rchar;
-			r->io.wchar += m->io.wchar - m->io0.wchar;
-			r->io.syscr += m->io.syscr - m->io0.syscr;
-			r->io.syscw += m->io.syscw - m->io0.syscw;
-			r->io.read_bytes += m->io.read_bytes - m->io0.read_bytes;
-			r->io.write_bytes += m->io.write_bytes - m->io0.write_bytes;
-			r->io.cancelled_write_bytes += m->io.cancelled_write_bytes - m->io0.cancelled_write_bytes;
+			r->io.rchar += since(m->io0.rchar, m->io.rchar);
+			r->io.wchar += since(m->io0.wchar, m->io.wchar);
+			r->io.syscr += since(m->io0.syscr, m->io.syscr);
+			r->io.syscw += since(m->io0.syscw, m->io.syscw);
+			r->io.read_bytes += since(m->io0.read_bytes, m->io.read_bytes);
+			r->io.write_bytes += since(m->io0.write_bytes, m->io.write_bytes);
+			r->io.cancelled_write_bytes += since(m->io0.cancelled_write_bytes, m->io.cancelled_write_bytes);
 		}
 	}
 	sum.threads = threads;
@@ -503,7 +509,7 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 	text = read_pid_file(pid, "stat");
 	int rc = text ? procfs_parse_stat(text, &r->stat) : -1;
 	free(text);
-	if (rc < 0)
+	if (rc < 0 && !p->cfg.filter.pid_set) /* a set's first process gone: the others decide */
 		return -1;
 	if (pp->sections & SEC_CPU) {
 		read_switches(pid, r);
