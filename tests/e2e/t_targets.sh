@@ -8,7 +8,8 @@
 #     systemd make them are found by --container SHORT-ID and --unit NAME, and the parent
 #     covers its descendants. (c) --cgroup on a v1 hierarchy (memory), below
 #     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
-#     lock; io-saturation --comm over two fsync-per-write journals names them; network-errors
+#     lock; io-saturation --comm over two fsync-per-write journals names them, and over two
+#     quiet loggers of the same name does not; network-errors
 #     --comm counts the two clients' refused connects, not a bystander's. (e) every process of the set exits: the run stops as target-exited with its data.
 # (f) --unit through systemd-run where systemd runs (skipped here otherwise).
 # (g) errors: a name no process has, a recipe that takes --pid only, two targets: exit 2.
@@ -144,6 +145,14 @@ check "$TMP/io.json" "sync and 'jrnl_e2e' in sync[0]['title'] and 'journal_run' 
 	"io-saturation --comm: the fsync-bound journals (journal_run) are not named"
 check "$TMP/io.json" "res['files']['calls'] and {c['tgid'] for c in res['files']['calls']} <= {$J1, $J2}" \
 	"io-saturation --comm: storage calls of another process, or none"
+kill -9 "$J1" "$J2" 2>/dev/null; wait "$J1" "$J2" 2>/dev/null
+# its healthy control: the same two processes of one name writing a log line every 200 ms, no
+# fsync: no sync-bound verdict, no warning about them
+start "$TMP/jrnl_e2e" logger "$TMP/l1" 30; J1=$PID
+start "$TMP/jrnl_e2e" logger "$TMP/l2" 30; J2=$PID
+collect "$TMP/io_ok.json" io-saturation --comm jrnl_e2e --duration 3
+check "$TMP/io_ok.json" "not any(v['id'] == 'sync-bound' or ('jrnl_e2e' in v['title'] and v['severity'] in ('warning', 'critical')) for v in r['verdicts'])" \
+	"io-saturation --comm control (loggers): $(json "$TMP/io_ok.json" '[(v["id"], v["severity"], v["title"]) for v in r["verdicts"]]')"
 kill -9 "$J1" "$J2" 2>/dev/null; wait "$J1" "$J2" 2>/dev/null
 assert_released "io-saturation --comm"
 
