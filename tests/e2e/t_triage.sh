@@ -133,11 +133,18 @@ got=$(json "$TMP/chain.json" '" ".join("%s:%s:%s" % (s["recipe"], s["stop_reason
 cmp -s "$TMP/chain.json" "$TMP/chain-copy.json" || fail "--follow: --output differs from stdout"
 # each stage is audited as its own run
 [ "$(grep -c '"action":"start"' "$DIAGNOSE_AUDIT_FILE")" -ge 2 ] || fail "--follow: stages not audited"
-"$DIAG" triage --pid "$PID" --duration 2 --follow > "$TMP/chain.txt" 2> "$TMP/chain-text.err"; rc=$?
+# text: its --output JSON (the same run) says what the text must show; which symptom a second run
+# follows was asserted above (one run's window is not the next one's on a loaded machine)
+"$DIAG" triage --pid "$PID" --duration "$D" --follow --output "$TMP/chain-text.json" > "$TMP/chain.txt" 2> "$TMP/chain-text.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "--follow (text): exit $rc: $(cat "$TMP/chain-text.err")"
-grep -q "^=== stage 2 of 2: latency ===" "$TMP/chain.txt" || fail "--follow (text): no stage 2 heading"
-grep -q "^  1\. triage  exit [45], stop: duration, worst: .* → follows waiting: latency" "$TMP/chain.txt" ||
+[ "$(json "$TMP/chain-text.json" 'r["chain"]["exit_code"]')" = "$rc" ] || fail "--follow (text): exit code not the chain's"
+second=$(json "$TMP/chain-text.json" 'r["chain"]["stages"][1]["recipe"]') ||
+	fail "--follow (text): one stage: $(json "$TMP/chain-text.json" '[(x["id"], x["severity"]) for x in r["chain"]["stages"][0]["report"]["verdicts"]]')"
+grep -q "^=== stage 1 of 2: triage ===" "$TMP/chain.txt" || fail "--follow (text): no stage 1 heading: $(grep '^===' "$TMP/chain.txt")"
+grep -q "^=== stage 2 of 2: $second ===" "$TMP/chain.txt" || fail "--follow (text): no stage 2 heading for $second: $(grep '^===' "$TMP/chain.txt")"
+grep -q "^  1\. triage  exit [45], stop: duration, worst: .* → follows [a-z-]*: $second" "$TMP/chain.txt" ||
 	fail "--follow (text): chain summary: $(tail -5 "$TMP/chain.txt")"
+grep -q "^  2\. $second  exit [0-9], stop: " "$TMP/chain.txt" || fail "--follow (text): no stage 2 summary: $(tail -5 "$TMP/chain.txt")"
 assert_released "triage --follow"
 
 # the dry run shows the chain it could take (declared in next:)
@@ -197,7 +204,7 @@ DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "
 grep -q "triage → latency on verdict waiting  (NOT approved" "$TMP/prod-dry.txt" || fail "production dry run: $(tail -9 "$TMP/prod-dry.txt")"
 # approved, the chain runs
 "$DIAG" approve latency --recipes "$P/recipes" --by e2e > /dev/null || fail "approve latency"
-DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration 2 --follow --json \
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration "$D" --follow --json \
 	> "$TMP/prod2.json" 2> "$TMP/prod2.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "production, all approved: exit $rc: $(cat "$TMP/prod2.err")"
 got=$(json "$TMP/prod2.json" '" ".join(s["recipe"] for s in r["chain"]["stages"])')
