@@ -3,7 +3,8 @@
  * moves a probe's programs between count-only and full mode and sets their 1-in-N sampling while
  * they are attached, the filters, log2 slots, the depth of every stack map (engine/stacks.c reads
  * them with it), and the counting and latency-total helpers. Included once by each probe's
- * .bpf.c, which gets the map and the switch from here.
+ * .bpf.c, which gets the map and the switch from here, and by procset.bpf.c (the engine's own
+ * program keeping diag_targets current between its rescans).
  * Must not: define probe-specific maps or any program.
  */
 #ifndef DIAG_BPF_H
@@ -37,6 +38,21 @@ enum diag_mode {
 	DIAG_MODE_COUNT = 1,
 };
 
+/* The values of diag_targets (a set of processes): how the tgid got there. The engine's scans
+ * decide membership; procset.bpf.c adds a member's new child at fork, before the next scan, with
+ * the tgid of the parent whose address space it copied (its symbolizer stands in for the
+ * child's), or DIAG_SET_EXECED once the child has exec'd a program of its own. */
+#define DIAG_SET_SCANNED 0xffffffffu /* found by the engine's scan of the selection */
+#define DIAG_SET_EXECED 0u           /* joined at fork, then exec'd */
+/* any other value: joined at fork from that parent tgid, not exec'd since */
+
+/* procset.bpf.c's counters, in its `stats` (slots it shares with no probe). */
+#define DIAG_SET_STAT_JOINED DIAG_STAT_EVENTS     /* processes that joined at fork */
+#define DIAG_SET_STAT_LEFT DIAG_STAT_PROBE_3      /* --comm: left at exec under another name */
+#define DIAG_SET_STAT_UNSCANNED_NS DIAG_STAT_PROBE_4 /* CPU time of joined processes that exited
+						       * before any scan found them */
+#define DIAG_SET_STAT_UNSCANNED DIAG_STAT_PROBE_5 /* how many such processes */
+
 #define DIAG_CTL_SECTION ".data.diag_ctl"
 
 struct diag_ctl {
@@ -59,7 +75,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u32); /* DIAG_SET_SCANNED, DIAG_SET_EXECED or the parent's tgid */
 } diag_targets SEC(".maps");
 
 /* A stack-trace map of DIAG_STACK_DEPTH frames per stack, for bpf_get_stackid (its max_entries

@@ -14,6 +14,7 @@
 
 #include "approval.h"
 #include "catalog.h"
+#include "procset.h"
 #include "verdict.h"
 /* The pre-flight's counting program runs before every recipe with an event-driven probe: it is
  * part of what such a recipe loads, so its bytes are pinned too. */
@@ -121,6 +122,13 @@ void approval_compute(const struct recipe_sources *src, const struct plan *plan,
 		size_t sz = 0;
 		const void *bytes = k->bpf_bytes(&sz);
 		struct approval_item *it = item_add(out, APPROVAL_BPF, xstrdup(k->name));
+		sha256_hex(bytes, sz, it->sha256);
+	}
+	/* A recipe that takes a set of processes runs the set's own program too (procset.c). */
+	if (recipe_target_sets(r->target)) {
+		size_t sz = 0;
+		const void *bytes = procset_bpf_bytes(&sz);
+		struct approval_item *it = item_add(out, APPROVAL_BPF, xstrdup(PROCSET_BPF_NAME));
 		sha256_hex(bytes, sz, it->sha256);
 	}
 	qsort(out->items, out->n_items, sizeof(*out->items), item_cmp);

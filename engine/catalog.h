@@ -72,6 +72,9 @@ struct collect_ctx {
 	const void *usyms_arg;
 	double wall_s;        /* collection time */
 	int ncpus;
+	/* A set of processes: those that joined at fork and exited before any scan found them, and
+	 * their CPU time (no /proc reading saw it). */
+	uint64_t set_unscanned, set_unscanned_cpu_ns;
 };
 
 /* The symbolizer for a stack of process tgid: the target's, or the set's for that process. */

@@ -94,9 +94,9 @@ int procfs_parse_stat(const char *text, struct procfs_stat *out)
 		len = sizeof(out->comm) - 1;
 	memcpy(out->comm, open + 1, len);
 	out->comm[len] = '\0';
-	/* Fields after ")": 3 state ... 14 utime 15 stime ... 20 num_threads. */
+	/* Fields after ")": 3 state ... 14 utime 15 stime ... 20 num_threads ... 22 starttime. */
 	const char *p = close + 2;
-	for (int field = 3; field <= 20; field++) {
+	for (int field = 3; field <= 22; field++) {
 		while (*p == ' ')
 			p++;
 		if (!*p || *p == '\n')
@@ -107,6 +107,8 @@ int procfs_parse_stat(const char *text, struct procfs_stat *out)
 			out->stime_ticks = strtoull(p, NULL, 10);
 		else if (field == 20)
 			out->threads = strtol(p, NULL, 10);
+		else if (field == 22)
+			out->start_ticks = strtoull(p, NULL, 10);
 		p += strcspn(p, " \n");
 	}
 	return 0;

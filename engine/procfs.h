@@ -27,6 +27,7 @@ struct procfs_stat {
 	char comm[64];
 	uint64_t utime_ticks, stime_ticks;
 	long threads;
+	uint64_t start_ticks; /* when the process started, in clock ticks after boot (boot time) */
 };
 int procfs_parse_stat(const char *text, struct procfs_stat *out);
 

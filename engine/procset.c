@@ -10,38 +10,65 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog.h"
+#include "diag_bpf.h"
+#include "procset.skel.h"
 #include "symbols.h"
 
+static __u32 parent_of(const struct procset *ps, __u32 tgid);
+
 /* A symbolizer per process, created when the set first covers it: its mappings are read while
- * it lives (a process that exits later keeps them). */
+ * it lives (a process that exits later keeps them). A child forked by a member that has not
+ * exec'd shares its parent's mappings: it borrows its parent's symbolizer (procset_usyms) until
+ * it execs, when it gets its own. */
 static void sync_usyms(struct procset *ps)
 {
 	struct target *t = ps->target;
 	if (ps->n_usyms < t->n_procs) {
 		ps->usyms = xrealloc(ps->usyms, t->n_procs * sizeof(*ps->usyms));
+		ps->usyms_state = xrealloc(ps->usyms_state, t->n_procs * sizeof(*ps->usyms_state));
 		for (size_t i = ps->n_usyms; i < t->n_procs; i++) {
-			struct diag_err ignore;
 			ps->usyms[i] = NULL;
-			if (i >= PROCSET_MAX_SYMBOLIZED) { /* each one holds its files' symbol tables */
-				ps->unsymbolized++;
-				continue;
-			}
-			ps->usyms[i] = usyms_new(t->procs[i].pid);
-			usyms_snapshot(ps->usyms[i], &ignore);
+			ps->usyms_state[i] = USYMS_NONE;
 		}
 		ps->n_usyms = t->n_procs;
 	}
+	for (size_t i = 0; i < ps->n_usyms; i++) {
+		if (ps->usyms_state[i] == USYMS_OWN || ps->usyms_state[i] == USYMS_OVER_CAP || !t->procs[i].alive)
+			continue;
+		__u32 parent = parent_of(ps, (__u32)t->procs[i].pid);
+		if (parent && procset_usyms(ps, (int)parent)) {
+			ps->usyms_state[i] = USYMS_BORROWED;
+			continue;
+		}
+		if (ps->n_symbolized >= PROCSET_MAX_SYMBOLIZED) { /* each one holds its files' symbol tables */
+			ps->usyms_state[i] = USYMS_OVER_CAP;
+			ps->unsymbolized++;
+			continue;
+		}
+		struct diag_err ignore;
+		ps->usyms[i] = usyms_new(t->procs[i].pid);
+		usyms_snapshot(ps->usyms[i], &ignore);
+		ps->usyms_state[i] = USYMS_OWN;
+		ps->n_symbolized++;
+	}
 }
+
+static void remember_parent(struct procset *ps, __u32 child, __u32 parent);
 
 static void sync_map(struct procset *ps)
 {
 	struct target *t = ps->target;
-	__u8 one = 1;
+	__u32 scanned = DIAG_SET_SCANNED;
 	for (size_t i = 0; i < t->n_procs; i++) {
 		struct target_proc *p = &t->procs[i];
-		__u32 key = (__u32)p->pid;
+		__u32 key = (__u32)p->pid, how;
+		/* a child the kernel added at fork becomes a scanned member: its parent is kept */
+		if (p->alive && !p->in_kernel && ps->follower &&
+		    bpf_map_lookup_elem(ps->map_fd, &key, &how) == 0 && how != DIAG_SET_SCANNED)
+			remember_parent(ps, key, how);
 		if (p->alive && !p->in_kernel)
-			p->in_kernel = bpf_map_update_elem(ps->map_fd, &key, &one, BPF_ANY) == 0;
+			p->in_kernel = bpf_map_update_elem(ps->map_fd, &key, &scanned, BPF_ANY) == 0;
 		else if (!p->alive && p->in_kernel) {
 			bpf_map_delete_elem(ps->map_fd, &key);
 			p->in_kernel = false;
@@ -49,11 +76,120 @@ static void sync_map(struct procset *ps)
 	}
 }
 
+/* A stray's parent, kept when its entry leaves the map (bounded: the oldest go first). */
+static void remember_parent(struct procset *ps, __u32 child, __u32 parent)
+{
+	if (parent == DIAG_SET_EXECED)
+		return;
+	if (ps->n_lineage == PROCSET_MAX_LINEAGE) {
+		memmove(ps->lineage, ps->lineage + 1, (PROCSET_MAX_LINEAGE - 1) * sizeof(*ps->lineage));
+		ps->n_lineage--;
+	}
+	if (!ps->lineage)
+		ps->lineage = xcalloc(PROCSET_MAX_LINEAGE, sizeof(*ps->lineage));
+	ps->lineage[ps->n_lineage++] = (struct procset_lineage){ .child = child, .parent = parent };
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool contains(const __u32 *sorted, size_t n, __u32 key)
+{
+	return n && bsearch(&key, sorted, n, sizeof(key), cmp_u32);
+}
+
+/* Children the kernel added at fork (not DIAG_SET_SCANNED) that the scan did not find: the scan
+ * may have run just before the fork, so one miss is forgiven; two in a row, out. Walks the map
+ * only when something joined since the last walk or strays wait for their second scan. */
+static void prune_strays(struct procset *ps)
+{
+	uint64_t joined = procset_joined_at_fork(ps);
+	if (!ps->follower || (joined == ps->joined_seen && ps->n_strays == 0))
+		return;
+	ps->joined_seen = joined;
+	struct target *t = ps->target;
+	__u32 *members = xcalloc(t->n_procs ? t->n_procs : 1, sizeof(*members));
+	size_t n_members = 0;
+	for (size_t i = 0; i < t->n_procs; i++)
+		if (t->procs[i].alive && t->procs[i].in_kernel)
+			members[n_members++] = (__u32)t->procs[i].pid;
+	qsort(members, n_members, sizeof(*members), cmp_u32);
+	__u32 *keys = xcalloc(TARGET_MAX_PROCS, sizeof(*keys));
+	size_t n_keys = 0;
+	__u32 key, next;
+	for (int rc = bpf_map_get_next_key(ps->map_fd, NULL, &next); rc == 0 && n_keys < TARGET_MAX_PROCS;
+	     rc = bpf_map_get_next_key(ps->map_fd, &key, &next)) {
+		keys[n_keys++] = next;
+		key = next;
+	}
+	__u32 *strays = xcalloc(n_keys ? n_keys : 1, sizeof(*strays));
+	size_t n_strays = 0;
+	for (size_t i = 0; i < n_keys; i++) {
+		__u32 how;
+		if (contains(members, n_members, keys[i]) ||
+		    bpf_map_lookup_elem(ps->map_fd, &keys[i], &how) || how == DIAG_SET_SCANNED)
+			continue;
+		if (contains(ps->strays, ps->n_strays, keys[i])) {
+			remember_parent(ps, keys[i], how); /* its stacks may still need its parent's symbols */
+			bpf_map_delete_elem(ps->map_fd, &keys[i]);
+		} else {
+			strays[n_strays++] = keys[i];
+		}
+	}
+	if (n_strays)
+		qsort(strays, n_strays, sizeof(*strays), cmp_u32);
+	free(ps->strays);
+	ps->strays = strays;
+	ps->n_strays = n_strays;
+	free(keys);
+	free(members);
+}
+
+const void *procset_bpf_bytes(size_t *size)
+{
+	return procset_bpf__elf_bytes(size);
+}
+
+int procset_follow_forks(struct procset *ps, struct diag_err *err)
+{
+	struct procset_bpf *skel = procset_bpf__open();
+	if (!skel)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "following the set's forks: opening: %s", strerror(errno));
+	if (ps->target->kind == TARGET_COMM) /* a child that execs another name leaves at exec */
+		memcpy((char *)skel->rodata->follow_comm, ps->target->text,
+		       strnlen(ps->target->text, sizeof(skel->rodata->follow_comm) - 1));
+	int rc = bpf_map__reuse_fd(skel->maps.diag_targets, ps->map_fd);
+	if (!rc)
+		rc = procset_bpf__load(skel);
+	if (!rc)
+		rc = procset_bpf__attach(skel);
+	if (rc) {
+		procset_bpf__destroy(skel);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "following the set's forks: %s", strerror(rc < 0 ? -rc : rc));
+	}
+	ps->follower = skel;
+	return 0;
+}
+
+uint64_t procset_joined_at_fork(const struct procset *ps)
+{
+	return ps->follower ? probe_stat_sum(ps->follower->obj, DIAG_SET_STAT_JOINED) : 0;
+}
+
+void procset_unscanned(const struct procset *ps, uint64_t *processes, uint64_t *cpu_ns)
+{
+	*processes = ps->follower ? probe_stat_sum(ps->follower->obj, DIAG_SET_STAT_UNSCANNED) : 0;
+	*cpu_ns = ps->follower ? probe_stat_sum(ps->follower->obj, DIAG_SET_STAT_UNSCANNED_NS) : 0;
+}
+
 int procset_open(struct procset *ps, struct target *t, struct diag_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->target = t;
-	ps->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "diag_targets", sizeof(__u32), sizeof(__u8),
+	ps->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "diag_targets", sizeof(__u32), sizeof(__u32),
 				    TARGET_MAX_PROCS, NULL);
 	if (ps->map_fd < 0) {
 		int e = errno;
@@ -71,6 +207,7 @@ size_t procset_refresh(struct procset *ps)
 {
 	size_t alive = target_scan(ps->target);
 	sync_map(ps);
+	prune_strays(ps);
 	sync_usyms(ps);
 	return alive;
 }
@@ -84,11 +221,40 @@ void procset_snapshot_all(struct procset *ps)
 		}
 }
 
-struct usyms *procset_usyms(const struct procset *ps, int tgid)
+static struct usyms *own_usyms(const struct procset *ps, __u32 tgid)
 {
 	for (size_t i = 0; ps->target && i < ps->n_usyms; i++)
-		if (ps->target->procs[i].pid == tgid)
+		if ((__u32)ps->target->procs[i].pid == tgid)
 			return ps->usyms[i];
+	return NULL;
+}
+
+/* The parent a child joined from at fork (0: not known, or it exec'd since). */
+static __u32 parent_of(const struct procset *ps, __u32 tgid)
+{
+	__u32 how;
+	__u8 execd;
+	if (ps->follower && bpf_map_lookup_elem(bpf_map__fd(ps->follower->maps.execs), &tgid, &execd) == 0)
+		return 0; /* a program of its own now */
+	if (ps->map_fd >= 0 && bpf_map_lookup_elem(ps->map_fd, &tgid, &how) == 0 && how != DIAG_SET_SCANNED)
+		return how; /* DIAG_SET_EXECED (0) included */
+	for (size_t i = ps->n_lineage; i-- > 0;) /* the latest first: pids get reused */
+		if (ps->lineage[i].child == tgid)
+			return ps->lineage[i].parent;
+	return 0;
+}
+
+struct usyms *procset_usyms(const struct procset *ps, int tgid)
+{
+	__u32 who = (__u32)tgid;
+	/* a child that did not exec has its parent's mappings: its parent's symbolizer serves,
+	 * through a few generations (a worker's worker) */
+	for (int depth = 0; who && depth < 8; depth++) {
+		struct usyms *u = own_usyms(ps, who);
+		if (u)
+			return u;
+		who = parent_of(ps, who);
+	}
 	return NULL;
 }
 
@@ -97,6 +263,10 @@ void procset_close(struct procset *ps)
 	for (size_t i = 0; i < ps->n_usyms; i++)
 		usyms_free(ps->usyms[i]);
 	free(ps->usyms);
+	free(ps->usyms_state);
+	procset_bpf__destroy(ps->follower); /* detaches: links first, before the map goes */
+	free(ps->strays);
+	free(ps->lineage);
 	if (ps->map_fd >= 0)
 		close(ps->map_fd);
 	memset(ps, 0, sizeof(*ps));

@@ -2,40 +2,75 @@
  * (the map every probe's diag_targets reuses, bpf/diag_bpf.h), kept in step with the target's
  * scans, and a symbolizer per process for their user stacks.
  *
- * Owns: the map's fd and the symbolizers (one per process covered, snapshotted when first seen
- * and again at the end of the collection while the process lives).
- * Must not: decide which processes belong (target.c scans), or load programs.
+ * Owns: the map's fd, the fork follower (bpf/procset.bpf.c: a member's new child joins the map at
+ * fork, before the next scan; the scans then confirm it or drop it) and the symbolizers (one per
+ * process covered, snapshotted when first seen and again at the end of the collection while the
+ * process lives).
+ * Must not: decide which processes belong (target.c scans), or load probes.
  */
 #ifndef DIAG_PROCSET_H
 #define DIAG_PROCSET_H
 
+#include <linux/types.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "target.h"
 #include "util.h"
 
 struct usyms;
 
-/* Processes of a set given a symbolizer, in the order the set first covered them: each holds
- * the symbol tables of the files it maps (nothing is shared between processes yet). */
+/* Processes of a set given a symbolizer of their own, in the order the set first covered them:
+ * each holds the symbol tables of the files it maps (nothing is shared between processes yet,
+ * but a forked child that has not exec'd borrows its parent's). */
 #define PROCSET_MAX_SYMBOLIZED 64
+
+struct procset_bpf;
+
+/* Children that joined at fork and left the map, with the parent whose symbols serve for them. */
+#define PROCSET_MAX_LINEAGE 4096
+struct procset_lineage {
+	__u32 child, parent;
+};
 
 struct procset {
 	struct target *target; /* the plan's; its procs[] and in_kernel flags are updated here */
 	int map_fd;
+	struct procset_bpf *follower; /* NULL until procset_follow_forks, or when it failed */
+	__u32 *strays;         /* tgids the kernel added at fork that the last scan did not find */
+	size_t n_strays;
+	uint64_t joined_seen;  /* joins at fork when the map was last walked */
+	struct procset_lineage *lineage;
+	size_t n_lineage;
 	struct usyms **usyms;  /* parallel to target->procs (grows with it); NULL past the cap */
+	enum { USYMS_NONE, USYMS_OWN, USYMS_BORROWED, USYMS_OVER_CAP } *usyms_state; /* parallel */
 	size_t n_usyms;
+	size_t n_symbolized;   /* symbolizers made (at most PROCSET_MAX_SYMBOLIZED) */
 	size_t unsymbolized;   /* processes past PROCSET_MAX_SYMBOLIZED: their frames stay addresses */
 };
 
+/* The fork follower's BPF object, as approvals hash it (under PROCSET_BPF_NAME). */
+#define PROCSET_BPF_NAME "procset"
+const void *procset_bpf_bytes(size_t *size);
+
 /* Creates the map and copies the current members into it. */
 int procset_open(struct procset *ps, struct target *t, struct diag_err *err);
-/* Rescans the target and updates the map: new processes in, gone ones out. Returns how many
- * processes are alive. */
+/* Attaches the fork follower: from now on a member's new child is in the map from its fork.
+ * Optional: on failure (err set) members still join at the next rescan. */
+int procset_follow_forks(struct procset *ps, struct diag_err *err);
+/* Processes that joined the map at fork so far (0 without the follower). */
+uint64_t procset_joined_at_fork(const struct procset *ps);
+/* Processes that joined at fork and exited before any scan found them, and their CPU time (no
+ * /proc reading ever showed it). */
+void procset_unscanned(const struct procset *ps, uint64_t *processes, uint64_t *cpu_ns);
+/* Rescans the target and updates the map: new processes in, gone ones out, and children the
+ * kernel added at fork that two scans in a row did not find (gone, or no longer of the
+ * selection) out too. Returns how many processes are alive. */
 size_t procset_refresh(struct procset *ps);
 /* Snapshots the maps of every live process again (call once, at the end of a collection). */
 void procset_snapshot_all(struct procset *ps);
-/* The symbolizer of process tgid, or NULL when the set never covered it. */
+/* The symbolizer of process tgid, or of the member it was forked from (and has not exec'd since),
+ * or NULL when the set never covered it. */
 struct usyms *procset_usyms(const struct procset *ps, int tgid);
 void procset_close(struct procset *ps);
 

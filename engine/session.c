@@ -481,6 +481,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (plan->target) {
 		if (procset_refresh_open(&s.set, plan->target, err))
 			goto done;
+		if (procset_follow_forks(&s.set, &soft))
+			value_arr_push(out->notes, value_str_take(xasprintf(
+				"processes forked by the set join it at the next rescan (up to 1 s later), not at fork: %s",
+				soft.msg)));
+		else
+			plan->target->follows_forks = true;
 	}
 	if (load_probes(plan, s.set.map_fd, &s.probes, &s.n_loaded, err))
 		goto done;
@@ -535,8 +541,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * start snapshot (taken on the loader thread, joined above). */
 	if (usyms && out->stop_reason != STOP_TARGET_EXITED)
 		usyms_snapshot(usyms, &soft);
-	if (s.set.target)
+	if (s.set.target) {
 		procset_snapshot_all(&s.set);
+		plan->target->joined_at_fork = procset_joined_at_fork(&s.set);
+	}
 	if (s.set.unsymbolized)
 		value_arr_push(out->notes, value_str_take(xasprintf(
 			"user frames of %zu processes of the set beyond the first %d are addresses, not "
@@ -547,6 +555,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (s.set.target) {
 		ctx.usyms_of = set_usyms;
 		ctx.usyms_arg = &s.set;
+		procset_unscanned(&s.set, &ctx.set_unscanned, &ctx.set_unscanned_cpu_ns);
 	}
 	out->results = value_obj();
 	out->probes = value_arr();

@@ -470,6 +470,8 @@ struct value *target_to_value(const struct target *t)
 	value_set_int(v, "processes_alive", (int64_t)t->n_alive);
 	if (t->over_limit)
 		value_set_int(v, "processes_not_covered", (int64_t)t->over_limit);
+	if (t->follows_forks)
+		value_set_int(v, "processes_joined_at_fork", (int64_t)t->joined_at_fork);
 	struct value *procs = value_obj_set(v, "processes", value_arr());
 	for (size_t i = 0; i < t->n_procs; i++) {
 		struct value *p = value_arr_push(procs, value_obj());

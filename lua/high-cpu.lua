@@ -49,7 +49,7 @@ local T = {
 }
 
 local P, R, S, C = results.profile, results.runq, results.syscalls, results.context
-local target_arg, pids, pid = diag.target(run, C)
+local target_arg, pids, pid, perf_procs = diag.target(run, C)
 local window = (C and C.wall_s) or run.duration_s or 0
 local ncpus = (C and C.ncpus) or run.ncpus
 local verdicts, report = {}, {}
@@ -132,8 +132,7 @@ end
 local function cpu_line()
   local s = sub("CPU use %s of one CPU over %.1f s", diag.fmt_pct(cpu), window)
   if C then
-    s = s .. sub(" (user %.2f s, system %.2f s); %d thread%s", C.utime_s or 0, C.stime_s or 0,
-      C.threads or 0, C.threads == 1 and "" or "s")
+    s = s .. sub(" (%s); %d thread%s", diag.cpu_time(C), C.threads or 0, C.threads == 1 and "" or "s")
   else
     s = s .. " (" .. cpu_source .. ")"
   end
@@ -262,7 +261,7 @@ local function cpu_user_verdict()
   local steps = {
     sub("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
       diag.fn(hot.name)),
-    sub("Line-level detail: perf record -F 999 -g -p %s -- sleep 10, then perf annotate %s", pids,
+    sub("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
       diag.symbolized(hot.name) and hot.name or ""),
     sub("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
     "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
@@ -396,7 +395,7 @@ local function cpu_kernel_verdict()
     push(steps, sub("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pids))
   end
   push(steps, sub("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pids, pid))
-  push(steps, sub("Kernel flame graph: perf record -F 999 -g -p %s -- sleep 10; perf report --no-children", pids))
+  push(steps, sub("Kernel flame graph: perf record -F 999 -g %s -- sleep 10; perf report --no-children", perf_procs))
   return diag.verdict("cpu-bound-kernel", bound_sev(prof.kernel_share), title, ev, steps)
 end
 
@@ -428,7 +427,7 @@ local function busy_verdict(reason)
   local steps
   if reason == "no-profile" then
     steps = { "Fix the profile probe (its error is above this report) and re-run",
-      sub("Meanwhile: perf record -F 99 -g -p %s -- sleep 10; perf report --no-children", pids) }
+      sub("Meanwhile: perf record -F 99 -g %s -- sleep 10; perf report --no-children", perf_procs) }
   elseif reason == "few-samples" then
     steps = { sub("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
   else
@@ -484,7 +483,7 @@ local function frame_pointer_verdict()
   if not dwarf then
     push(steps, sub("Meanwhile: diagnose high-cpu %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", target_arg))
   end
-  push(steps, sub("Or: perf record --call-graph dwarf -p %s -- sleep 10", pids))
+  push(steps, sub("Or: perf record --call-graph dwarf %s -- sleep 10", perf_procs))
   return diag.verdict("missing-frame-pointers", "warning",
     sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (%s)",
       diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s",

@@ -190,8 +190,8 @@ local runnable_share = share(class.runnable.ns)
 if not host and cpu_pct and (cpu_pct >= T.busy or cpu_pct / threads + runnable_share >= T.busy) then
   local on_share = cpu_pct / threads
   local want = on_share + runnable_share
-  local ev = { sub("CPU use %s of one CPU over %.1f s (user %.2f s, system %.2f s): on the CPU %s of the threads' time (%d threads)",
-    pctf(cpu_pct), window, C.utime_s or 0, C.stime_s or 0, pctf(on_share), threads) }
+  local ev = { sub("CPU use %s of one CPU over %.1f s (%s): on the CPU %s of the threads' time (%d threads)",
+    pctf(cpu_pct), window, diag.cpu_time(C), pctf(on_share), threads) }
   if runnable_share >= 1 then
     push(ev, sub("Runnable, waiting for a CPU, %s more of their time: the machine's CPUs are contended", pctf(runnable_share)))
   end

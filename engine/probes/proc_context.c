@@ -4,7 +4,9 @@
  *
  * On a set of processes (--comm, --cgroup, --unit, --container: filter.pid_set), the process
  * figures are sums over the set: counters (CPU time, switches, I/O) add each process's delta from
- * when the set first covered it to its last reading (a process that exits keeps its part), gauges
+ * when the set first covered it (from 0 for a process started during the window) to its last
+ * reading (a process that exits keeps its part), plus the CPU time of processes that joined the
+ * set at fork and exited before any reading saw them (the session counts it in the kernel), gauges
  * (RSS, threads) add the processes alive at each reading; smaps_rollup is not read; the cgroup
  * and network namespace are the first process's; pid is replaced by processes (how many).
  *
@@ -24,6 +26,8 @@
  * end of the window with a *_delta_* field; absent sources leave their fields out):
  *   always   pid, comm, threads, ncpus, wall_s, exited, sections ("cpu,memory"), readings
  *   cpu      utime_s, stime_s, cpu_pct (100 = one CPU), voluntary_ctxt_switches,
+ *            unscanned_processes, unscanned_cpu_s (a set: processes too short-lived for any
+ *            reading, their CPU time, included in cpu_pct but not in utime_s / stime_s),
  *            nonvoluntary_ctxt_switches (summed over threads),
  *            psi {some_pct, full_pct (share of the window stalled, from total=), some_total_us,
  *                 full_total_us, some_avg10, some_avg60, full_avg10 (context only)},
@@ -66,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -127,6 +132,7 @@ struct member {
 	uint64_t vol0, invol0, vol, invol;
 	struct procfs_io io0, io;
 	bool has_io;
+	bool born_in_window; /* started after the first reading: its counters count from 0 */
 };
 
 struct proc_priv {
@@ -143,6 +149,7 @@ struct proc_priv {
 	unsigned readings; /* good readings taken, start and end included */
 	bool exited;
 	bool host; /* no pid filter: host-wide files only (diskstats, pressure, the host's net) */
+	uint64_t window_start_ticks; /* a set: the first reading, in clock ticks after boot */
 };
 
 /* ---- the sections option ------------------------------------------------------------------ */
@@ -406,6 +413,13 @@ static int aggregate_set(struct probe *p, struct reading *r)
 	long threads = 0;
 	size_t alive = 0;
 	bool all_split = true, all_swap = true;
+	if (pp->readings == 0) { /* the window starts now: processes started later are its own */
+		struct timespec boot;
+		clock_gettime(CLOCK_BOOTTIME, &boot);
+		long hz = sysconf(_SC_CLK_TCK);
+		pp->window_start_ticks = (uint64_t)boot.tv_sec * (uint64_t)hz +
+					 (uint64_t)boot.tv_nsec * (uint64_t)hz / 1000000000u;
+	}
 	for (size_t i = 0; i < t->n_procs; i++) {
 		if (!t->procs[i].alive)
 			continue;
@@ -433,13 +447,19 @@ static int aggregate_set(struct probe *p, struct reading *r)
 			m->stat0 = st;
 			m->vol0 = one.vol_switches;
 			m->invol0 = one.invol_switches;
+			if (pp->readings > 0 && st.start_ticks >= pp->window_start_ticks) {
+				/* born in the window: all it did is the window's */
+				m->stat0.utime_ticks = m->stat0.stime_ticks = 0;
+				m->vol0 = m->invol0 = 0;
+				m->born_in_window = true;
+			}
 		}
 		m->stat = st;
 		m->vol = one.vol_switches;
 		m->invol = one.invol_switches;
 		if (has_io) {
 			if (fresh || !m->has_io)
-				m->io0 = io;
+				m->io0 = m->born_in_window ? (struct procfs_io){ 0 } : io;
 			m->io = io;
 			m->has_io = true;
 		}
@@ -728,15 +748,21 @@ static void cgroup_where(struct value *obj, const struct procfs_cgroup *cg)
 	value_set_str(obj, "dir", cg->dir);
 }
 
-static void cpu_results(struct proc_priv *pp, const struct reading *a, const struct reading *b,
-			double wall, struct value *res)
+static void cpu_results(struct proc_priv *pp, const struct collect_ctx *ctx, const struct reading *a,
+			const struct reading *b, double wall, struct value *res)
 {
 	long hz = sysconf(_SC_CLK_TCK);
 	double ut = (double)delta(a->stat.utime_ticks, b->stat.utime_ticks) / (double)hz;
 	double st = (double)delta(a->stat.stime_ticks, b->stat.stime_ticks) / (double)hz;
+	double unscanned = 0;
 	value_set_num(res, "utime_s", ut);
 	value_set_num(res, "stime_s", st);
-	value_set_num(res, "cpu_pct", wall > 0 ? (ut + st) / wall * 100.0 : 0);
+	if (pp->members) {
+		unscanned = (double)ctx->set_unscanned_cpu_ns / 1e9;
+		value_set_int(res, "unscanned_processes", (int64_t)ctx->set_unscanned);
+		value_set_num(res, "unscanned_cpu_s", unscanned);
+	}
+	value_set_num(res, "cpu_pct", wall > 0 ? (ut + st + unscanned) / wall * 100.0 : 0);
 	value_set_int(res, "voluntary_ctxt_switches", gauge_delta(a->vol_switches, b->vol_switches));
 	value_set_int(res, "nonvoluntary_ctxt_switches",
 		      gauge_delta(a->invol_switches, b->invol_switches));
@@ -1057,7 +1083,7 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_bool(res, "exited", pp->exited);
 	value_set_int(res, "readings", pp->readings);
 	if ((pp->sections & SEC_CPU) && !pp->host)
-		cpu_results(pp, a, b, wall, res);
+		cpu_results(pp, ctx, a, b, wall, res);
 	else if ((pp->sections & SEC_CPU) && a->has_psi_cpu && b->has_psi_cpu)
 		value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
 	if (pp->sections & SEC_MEMORY)
@@ -1110,7 +1136,10 @@ static const struct result_field proc_results[] = {
 	/* cpu */
 	{ "utime_s", RT_NUMBER, "s", true, "cpu: user CPU time in the window" },
 	{ "stime_s", RT_NUMBER, "s", true, "cpu: system CPU time in the window" },
-	{ "cpu_pct", RT_NUMBER, "pct", true, "cpu: (utime + stime) / wall_s; 100 = one CPU" },
+	{ "cpu_pct", RT_NUMBER, "pct", true, "cpu: (utime + stime + unscanned_cpu) / wall_s; 100 = one CPU" },
+	{ "unscanned_processes", RT_INTEGER, "count", true,
+	  "cpu, a set: processes that joined at fork and exited before any reading saw them" },
+	{ "unscanned_cpu_s", RT_NUMBER, "s", true, "cpu, a set: their CPU time (in cpu_pct)" },
 	{ "voluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
 	{ "nonvoluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
 	PRESSURE_FIELDS("psi"),

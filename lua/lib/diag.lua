@@ -40,7 +40,9 @@ end
 -- diag.target(run, context): how next steps name the run's target again: the diagnose flag
 -- ("--pid 1234", or for a set of processes "--comm nginx", "--cgroup PATH", "--unit NAME",
 -- "--container ID"), the pids as perf -p takes them ("1234" or "1234,1240"), and one pid for
--- /proc paths; "--pid PID", "PID", "PID" when the report has none.
+-- /proc paths; "--pid PID", "PID", "PID" when the report has none. Fourth, what perf record
+-- covers: "-p PIDS", or "-a" when the set's members fork short-lived children (perf -p follows
+-- no process started after it), then the report is to be read for the set's processes.
 function diag.target(run, context)
   local t = run and run.target
   local procs = t and t.processes
@@ -54,14 +56,16 @@ function diag.target(run, context)
     end
     local name = t.name or "?"
     if name:find("[%s'\"$`\\;|&<>()]") then name = "'" .. name:gsub("'", "'\\''") .. "'" end
-    return string.format("--%s %s", t.selection, name), table.concat(pids, ","), first
+    local joined = (t.processes_joined_at_fork or 0) > 0
+    return string.format("--%s %s", t.selection, name), table.concat(pids, ","), first,
+      joined and "-a" or ("-p " .. table.concat(pids, ","))
   end
   local pid = (t and t.pid) or (context and context.pid)
   if pid then
     pid = tostring(math.tointeger(pid) or pid)
-    return "--pid " .. pid, pid, pid
+    return "--pid " .. pid, pid, pid, "-p " .. pid
   end
-  return "--pid PID", "PID", "PID"
+  return "--pid PID", "PID", "PID", "-p PID"
 end
 
 -- diag.partial(): what makes a run's data incomplete, gathered while a snippet checks its
@@ -221,6 +225,17 @@ function diag.rate(count, seconds)
 end
 
 -- ---- formatting --------------------------------------------------------------------------
+
+-- Where proc_context's CPU time (results.context) went: "user 1.20 s, system 0.30 s", and on a
+-- set of processes the time of those too short-lived for any /proc reading (counted at exit).
+function diag.cpu_time(context)
+  local s = string.format("user %.2f s, system %.2f s", context.utime_s or 0, context.stime_s or 0)
+  if (context.unscanned_cpu_s or 0) > 0 then
+    s = s .. string.format(", and %.2f s in %s short-lived processes (forked by the set, gone before a /proc reading)",
+      context.unscanned_cpu_s, diag.fmt_count(context.unscanned_processes or 0))
+  end
+  return s
+end
 
 -- Three significant digits at most: 2.1, 12.3, 915; a trailing ".0" is dropped.
 local function short(x)

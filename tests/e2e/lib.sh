@@ -64,6 +64,7 @@ OUR_PROG_NAMES=(
 	'skbd_.*'
 	'doctor_.*'
 	'kalloc_.*'
+	'diag_set_.*' # engine/procset.c's fork follower (bpf/procset.bpf.c)
 )
 OUR_PROGS="^($(IFS='|'; echo "${OUR_PROG_NAMES[*]}"))\$"
 our_links() { # prints the number of attached links whose program is one of ours

@@ -175,6 +175,7 @@ static void test_stat(void **state)
 	assert_int_equal(st.utime_ticks, 250);
 	assert_int_equal(st.stime_ticks, 50);
 	assert_int_equal(st.threads, 3);
+	assert_int_equal(st.start_ticks, 12345);
 	assert_int_equal(procfs_parse_stat("1234 (x) S 1 2 3\n", &st), -1); /* truncated */
 	assert_int_equal(procfs_parse_stat("garbage", &st), -1);
 }

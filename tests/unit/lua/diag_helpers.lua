@@ -31,5 +31,7 @@ return { verdicts = {}, report = { {
   pct = diag.pct(1, 4), pct_zero = diag.pct(1, 0), rate = diag.rate(10, 4),
   keys = table.concat(keys, ","), len = #results.arr, sum = sum,
   same = results.obj == results.obj, concat = table.concat(results.strs, "+"),
+  cpu_one = diag.cpu_time({ utime_s = 1.2, stime_s = 0.3 }),
+  cpu_set = diag.cpu_time({ utime_s = 0, stime_s = 0.05, unscanned_cpu_s = 2.72, unscanned_processes = 147 }),
   th_int = thresholds.n_int, th_float = thresholds.n_float, th_str = thresholds.s,
 } } }
