@@ -28,6 +28,16 @@ static char *human_rate(double r, char *buf, size_t len)
 	return buf;
 }
 
+bool governor_stops(double budget, double window_pct, bool *over_before)
+{
+	if (budget <= 0 || window_pct < 0)
+		return false;
+	bool over = window_pct > budget;
+	bool stop = over && (*over_before || window_pct > 2 * budget);
+	*over_before = over;
+	return stop;
+}
+
 unsigned preflight_window_ms(const struct plan *plan)
 {
 	bool any = false;

@@ -1,9 +1,10 @@
 /* preflight.h — the measured half of the budget check. The probes' own programs run in
  * count-only mode for the first preflight_ms of the collection (session.c drives that); this
  * module turns what they counted into a decision: go on, go on with some probes sampling 1 in N
- * (when the recipe declares `budgets.degrade: sample`), or refuse.
+ * (when the recipe declares `budgets.degrade: sample`), or refuse. Later, while the run lasts,
+ * it decides from each of the governor's measuring windows whether the run must stop.
  *
- * Owns: the decision, the overrides it returns, the refusal message, and the summary the report
+ * Owns: the decisions, the overrides it returns, the refusal message, and the summary the report
  * and the dry run show (`overhead.preflight`).
  * Must not: touch the kernel, change the plan, or print.
  */
@@ -53,5 +54,11 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 /* The pre-flight window of a plan in ms: the recipe's budgets.preflight_ms (250 when unset), at
  * most half the run's duration; 0 when no probe has event-driven BPF programs. */
 unsigned preflight_window_ms(const struct plan *plan);
+
+/* The live governor, after one measuring window in which our programs used window_pct of the
+ * CPUs (-1: none measured): must the run stop over max_cpu_pct (budget)? One 50 ms window is a
+ * burst, not a trend: two windows in a row over the budget stop it, or one over twice the
+ * budget (a runaway). *over_before carries the previous window's answer between calls. */
+bool governor_stops(double budget, double window_pct, bool *over_before);
 
 #endif

@@ -38,6 +38,7 @@ struct governor {
 	uint64_t window_start, window_ns0;
 	uint64_t measured_ns, measured_wall; /* sums over the finished windows */
 	double last_pct;              /* -1 until a window finished */
+	bool over_before;             /* the last window was over the budget */
 };
 
 struct session {
@@ -352,7 +353,7 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 		now = mono_ns();
 		if (s->gov.stats_fd >= 0 && now >= s->gov.window_start + STATS_WINDOW_NS) {
 			double pct = governor_close_window(s, now);
-			if (budget > 0 && pct > budget)
+			if (governor_stops(budget, pct, &s->gov.over_before))
 				return STOP_OVER_BUDGET;
 		}
 		if (now >= next_tick) {

@@ -170,6 +170,24 @@ static void test_window_ms(void **state)
 	assert_int_equal(preflight_window_ms(&f.plan), 0);
 }
 
+/* The governor stops on two windows in a row over the budget, or one over twice it; a lone
+ * burst between quiet windows does not stop the run, and no window measured never does. */
+static void test_governor_windows(void **state)
+{
+	(void)state;
+	bool over = false;
+	assert_false(governor_stops(5, 4.9, &over));
+	assert_false(governor_stops(5, 7, &over)); /* a burst */
+	assert_false(governor_stops(5, 3, &over)); /* gone */
+	assert_false(governor_stops(5, 6, &over));
+	assert_true(governor_stops(5, 6, &over));  /* sustained */
+	over = false;
+	assert_true(governor_stops(5, 10.5, &over)); /* runaway: at once */
+	over = true;
+	assert_false(governor_stops(5, -1, &over)); /* statistics unavailable */
+	assert_false(governor_stops(0, 50, &over)); /* no budget */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_degrade_impossible_refuses),
 		cmocka_unit_test(test_unmeasured_is_not_zero),
 		cmocka_unit_test(test_window_ms),
+		cmocka_unit_test(test_governor_windows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
