@@ -82,9 +82,10 @@ pat = re.compile(sys.argv[1])
 print(sum(1 for p in (json.load(sys.stdin) or []) if pat.match(p.get("name", ""))))' "$OUR_PROGS"
 }
 assert_released() {
-	# The kernel frees a program after its last fd closes, asynchronously (RCU): allow it 2 s.
+	# The kernel frees a program after its last fd closes, asynchronously (RCU): allow it 5 s
+	# (it only costs time when something really is left).
 	local l p i
-	for i in 1 2 3 4 5 6 7 8 9 10; do
+	for i in $(seq 25); do
 		l=$(our_links); p=$(our_progs)
 		[ "$l" = 0 ] && [ "$p" = 0 ] && return 0
 		sleep 0.2

@@ -51,8 +51,8 @@ if [ ! -d /sys/bus/event_source/devices/kprobe ] && [ ! -d /sys/bus/event_source
 	grep -q '^missing kprobe .*without kprobes' "$TMP/out" || fail "kprobe line does not say why"
 fi
 
-sleep 0.2 # programs are freed after the last fd closes (RCU)
-after=$(doctor_objs)
+# programs are freed after the last fd closes, asynchronously (RCU): allow it a few seconds
+for i in $(seq 30); do after=$(doctor_objs); [ "$after" = "0 0" ] && break; sleep 0.1; done
 [ "$before" = "0 0" ] || fail "doctor programs/links loaded before the run: $before"
 [ "$after" = "0 0" ] || fail "doctor left programs/links behind (programs links): $after"
 

