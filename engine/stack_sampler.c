@@ -282,8 +282,11 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 	return 0;
 }
 
-/* The frame-pointer stack of the sample, its leaf's caller inserted when CFI says it is
- * missing. Returns the number of frames. */
+/* Frameless frames in a row a leaf fixup recovers (glibc's lock paths nest two or three). */
+#define LEAF_CHAIN_MAX 4
+
+/* The frame-pointer stack of the sample, the callers of its frameless leaf (and of frameless
+ * callers in a row) inserted when CFI says the walk skipped them. Returns the number of frames. */
 static size_t fp_stack(struct stack_sampler *s, const struct diag_user_sample *rec,
 		       const struct user_sample *us, uint64_t *ips, uint8_t *from)
 {
@@ -291,16 +294,24 @@ static size_t fp_stack(struct stack_sampler *s, const struct diag_user_sample *r
 	memset(from, FRAME_FP, n);
 	if (!s->leaf_fixup || !n)
 		return n;
-	uint64_t caller;
-	int rc = unwind_leaf_caller(s->unw, (int)rec->tgid, us, &caller);
-	if (rc == 1 && (n < 2 || ips[1] != caller)) {
-		size_t keep = n < DIAG_STACK_DEPTH ? n : DIAG_STACK_DEPTH - 1;
-		memmove(&ips[2], &ips[1], (keep - 1) * sizeof(*ips));
-		memmove(&from[2], &from[1], keep - 1);
-		ips[1] = caller;
-		from[1] = FRAME_CFI;
+	uint64_t callers[LEAF_CHAIN_MAX];
+	int rc = unwind_leaf_callers(s->unw, (int)rec->tgid, us, callers, LEAF_CHAIN_MAX);
+	size_t add = rc > 0 ? (size_t)rc : 0;
+	for (size_t k = 0; k < add; k++)
+		if (n >= 2 && ips[1] == callers[k]) { /* the walk has it, and what follows */
+			add = k;
+			break;
+		}
+	if (add) {
+		size_t keep = n + add <= DIAG_STACK_DEPTH ? n : DIAG_STACK_DEPTH - add;
+		memmove(&ips[1 + add], &ips[1], (keep - 1) * sizeof(*ips));
+		memmove(&from[1 + add], &from[1], keep - 1);
+		for (size_t k = 0; k < add; k++) {
+			ips[1 + k] = callers[k];
+			from[1 + k] = FRAME_CFI;
+		}
 		s->fixed_leaves++;
-		return keep + 1;
+		return keep + add;
 	}
 	if (rc >= 0)
 		s->leaf_frame_ok++;

@@ -355,24 +355,38 @@ static struct ufile *map_file(struct unwinder *u, int pid, struct umap *m)
  * Leaf-frame recovery
  * ------------------------------------------------------------------------------------------- */
 
+int unwind_leaf_callers(struct unwinder *u, int pid, const struct user_sample *s, uint64_t *callers,
+			size_t max)
+{
+	uint64_t ip = s->ip, sp = s->sp;
+	size_t n = 0;
+	while (n < max) {
+		/* past the leaf, a return address: its call instruction is just before it */
+		uint64_t at = n ? ip - 1 : ip, pc, off = 0;
+		struct umap *m = proc_map(u, pid, at);
+		struct ufile *f = m ? map_file(u, pid, m) : NULL;
+		if (!f || !ufile_vaddr(f, at - m->start + m->off, &pc))
+			return n ? (int)n : -1;
+		enum cfi_ra rule = ufile_rule(f, pc, &off);
+		if (rule == CFI_RA_FRAME)
+			return (int)n;
+		if (rule != CFI_RA_AT_SP || sp - s->sp > s->len || s->len - (sp - s->sp) < sizeof(uint64_t) ||
+		    off > s->len - (sp - s->sp) - sizeof(uint64_t))
+			return n ? (int)n : -1; /* no rule we follow, or the word was not copied */
+		uint64_t ra;
+		memcpy(&ra, s->stack + (sp - s->sp) + off, sizeof(ra));
+		if (!ra)
+			return n ? (int)n : -1;
+		callers[n++] = ra;
+		sp += off + sizeof(uint64_t); /* the caller's sp: the CFA, just above the return address */
+		ip = ra;
+	}
+	return (int)n;
+}
+
 int unwind_leaf_caller(struct unwinder *u, int pid, const struct user_sample *s, uint64_t *caller)
 {
-	struct umap *m = proc_map(u, pid, s->ip);
-	struct ufile *f = m ? map_file(u, pid, m) : NULL;
-	uint64_t pc, off = 0;
-	if (!f || !ufile_vaddr(f, s->ip - m->start + m->off, &pc))
-		return -1;
-	switch (ufile_rule(f, pc, &off)) {
-	case CFI_RA_FRAME:
-		return 0;
-	case CFI_RA_AT_SP:
-		if (s->len < sizeof(uint64_t) || off > s->len - sizeof(uint64_t))
-			return -1; /* not copied */
-		memcpy(caller, s->stack + off, sizeof(*caller));
-		return *caller ? 1 : -1;
-	default:
-		return -1;
-	}
+	return unwind_leaf_callers(u, pid, s, caller, 1);
 }
 
 /* ---------------------------------------------------------------------------------------------

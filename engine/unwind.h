@@ -58,6 +58,13 @@ void unwinder_new_period(struct unwinder *u);
  * 0 when the frame has a frame pointer (the kernel's walk already has the caller); -1 when it
  * cannot be told (no mapping, no CFI, the word was not copied). */
 int unwind_leaf_caller(struct unwinder *u, int pid, const struct user_sample *s, uint64_t *caller);
+/* The same through a chain of frameless frames (glibc's __lll_lock_wake called by
+ * pthread_mutex_unlock, called by the user's function): the return addresses of each frameless
+ * frame from the leaf on, into callers (at most max), until a frame with a frame pointer (the
+ * walk has its caller) or one that cannot be unwound. Returns how many (>= 1), 0 when the leaf
+ * has a frame pointer, -1 when not even the leaf can be told. */
+int unwind_leaf_callers(struct unwinder *u, int pid, const struct user_sample *s, uint64_t *callers,
+			size_t max);
 
 /* DWARF unwinding of a sample of thread tid of process pid: up to max return addresses, leaf (ip)
  * first, into ips; *n gets how many. Returns 0 when the unwind reached the outermost frame (CFI

@@ -8,7 +8,8 @@
  * missing file are "unknown". unwind_leaf_caller on this very process with libleaf.so loaded
  * (dlopen): a synthetic sample at the leaf's entry gets the word at sp as the caller, found
  * through /proc/self/maps and map_files; a copy too short for that word, an address outside every
- * mapping give -1. unwind_dwarf on a copy of this process's own stack (registers read with inline
+ * mapping give -1; unwind_leaf_callers through a chain of frameless frames up to one with a frame
+ * pointer. unwind_dwarf on a copy of this process's own stack (registers read with inline
  * assembly, x86-64) finds the frames of its callers, and fewer when the copy is cut short.
  * stack_sampler on ring buffer records: DWARF stacks marked and merged, malformed records refused
  * and counted, sizes clamped to the record, at most max_rows stacks. Addresses are read from the
@@ -148,6 +149,35 @@ static uint64_t stack_top(uint64_t sp)
 	if (f)
 		fclose(f);
 	return top;
+}
+
+/* A chain of frameless frames (glibc's __lll_lock_wake under pthread_mutex_unlock under the
+ * caller): the leaf's return address leads into a frameless frame again (the leaf's own body
+ * stands in for one: its CFA is rsp + 8 there too), whose return address leads into a function
+ * with a frame pointer (stack_top above, built with one): both are recovered, and the walk stops
+ * there without reading the words above; max and a copy cut short bound it. */
+static void test_leaf_callers_chain(void **state)
+{
+	(void)state;
+	void *h = dlopen(need("libleaf.so"), RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	void *leaf = dlsym(h, "crc32_slice_update");
+	assert_non_null(leaf);
+	uint64_t body = (uint64_t)(uintptr_t)leaf + 8, framed = (uint64_t)(uintptr_t)stack_top + 32;
+	uint64_t stack[4] = { body, framed, 0x401234, 0 }, callers[4] = { 0 };
+	struct user_sample s = { .ip = (uint64_t)(uintptr_t)leaf, .sp = 0x7ffc0000, .bp = 0x7ffc1000,
+				 .stack = (const uint8_t *)stack, .len = sizeof(stack) };
+	struct unwinder *u = unwinder_new();
+	assert_int_equal(unwind_leaf_callers(u, getpid(), &s, callers, 4), 2);
+	assert_int_equal(callers[0], body);
+	assert_int_equal(callers[1], framed);
+	assert_int_equal(unwind_leaf_callers(u, getpid(), &s, callers, 1), 1);
+	s.len = sizeof(uint64_t); /* only the leaf's return address was copied */
+	assert_int_equal(unwind_leaf_callers(u, getpid(), &s, callers, 4), 1);
+	s.ip = framed; /* a leaf with a frame pointer: nothing to recover */
+	assert_int_equal(unwind_leaf_callers(u, getpid(), &s, callers, 4), 0);
+	unwinder_free(u);
+	dlclose(h);
 }
 
 /* Registers and a copy of the stack, as cpu_profile's BPF side takes them, of this very frame.
@@ -337,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_cfi_leaf),
 		cmocka_unit_test(test_cfi_framed),
 		cmocka_unit_test(test_leaf_caller_live),
+		cmocka_unit_test(test_leaf_callers_chain),
 		cmocka_unit_test(test_dwarf_self),
 		cmocka_unit_test(test_sampler_records),
 		cmocka_unit_test(test_sampler_deferred_weights),
