@@ -8,6 +8,12 @@
 -- How it decides (cpu = context.cpu_pct, 100 = one full CPU; shares are of profile samples):
 --   cpu < idle_cpu_pct (and the samples agree)   not-busy (info); never names a function
 --   fewer than MIN_SAMPLES samples               busy (info): too few samples to attribute
+--   lock share >= LOCK_SHARE_PCT and futex() hot  futex-contention: lock hand-offs burn the CPU
+--                                                (samples inside the lock and condition wrappers,
+--                                                user and kernel, while futex() is called at
+--                                                >= SYSCALL_HOT_PER_S or holds >= FUTEX_SAMPLES_PCT
+--                                                of samples); names the function taking the lock
+--                                                and follows into latency (next), which times it
 --   kernel share >= kernel_share_pct             cpu-bound-kernel
 --   user share >= USER_SHARE_PCT                 cpu-bound-user
 --   neither                                      busy (info), both sides named
@@ -32,6 +38,8 @@ local MIN_SAMPLES = 20
 local MIN_WAKEUPS = 20 -- fewer run-queue waits make too thin a p99 to judge by
 local THROTTLED_PCT = 10
 local SYSCALL_HOT_PER_S = 10000 -- a syscall rate worth naming as the cause
+local LOCK_SHARE_PCT = 40 -- of samples inside lock / condition wrappers: the CPU goes to locking
+local FUTEX_SAMPLES_PCT = 5 -- of samples inside futex(): the locks are contended, not just taken
 
 local function th(name, default) return diag.number(thresholds, name, default) end
 
@@ -342,6 +350,101 @@ local function syscall_line(sc)
   return sub("%s() %s calls (%s)", sc.name, diag.fmt_count(sc.count), table.concat(parts, ", "))
 end
 
+-- Samples taken inside the lock and condition wrappers (pthread_mutex_lock / unlock,
+-- pthread_cond_wait / signal, ... and the kernel's futex() under them), those inside futex()
+-- itself, and who made the calls: the user function past the wrappers in each stack, with its
+-- kind (a lock or a condition).
+local FUTEX_ENTRY = { "^__x64_sys_futex$", "^__arm64_sys_futex$", "^__ia32_sys_futex$", "^__se_sys_futex$", "^__do_sys_futex$" }
+local LOCK_CALLS = { "pthread_mutex_unlock", "lll_unlock", "pthread_rwlock_unlock", "sem_post",
+  "pthread_spin_unlock", "std::mutex::unlock" }
+local COND_CALLS = { "pthread_cond_signal", "pthread_cond_broadcast" }
+local WRAPPER_DEPTH = 6 -- the wrappers sit next to the leaf (they make the futex call)
+local wrapper_memo = {}
+local function wrapper_kind(f)
+  local k = wrapper_memo[f]
+  if k == nil then
+    k = ((diag.any_frame({ f }, diag.USER_WAITS.lock) or diag.any_frame({ f }, LOCK_CALLS)) and "lock")
+      or ((diag.any_frame({ f }, diag.USER_WAITS.cond) or diag.any_frame({ f }, COND_CALLS)) and "cond")
+      or false
+    wrapper_memo[f] = k
+  end
+  return k or nil
+end
+local locking
+if P then
+  locking = { n = 0, futex = 0, by = {}, kind_of = {} }
+  for _, s in ipairs(P.stacks or {}) do
+    if s.in_kernel and diag.any_frame(s.kernel, FUTEX_ENTRY) then locking.futex = locking.futex + s.count end
+    local user = s.user or {}
+    for i = 1, math.min(#user, WRAPPER_DEPTH) do
+      local kind = wrapper_kind(user[i])
+      if kind then
+        locking.n = locking.n + s.count
+        local j = i + 1
+        while user[j] and wrapper_kind(user[j]) do j = j + 1 end
+        if user[j] then
+          diag.add(locking.by, user[j], s.count)
+          locking.kind_of[user[j]] = locking.kind_of[user[j]] or kind
+        end
+        break
+      end
+    end
+  end
+  locking.callers = diag.ranked(locking.by, 3)
+end
+
+local function futex_verdict(rate)
+  local callers, kind_of = locking.callers, locking.kind_of
+  local top = callers[1]
+  local lock_pct = diag.pct(locking.n, prof.samples)
+  local what = top and (kind_of[top.name] == "cond" and "a condition variable" or "a lock") or "locks"
+  local title = sub("CPU burnt handing %s over: %s of samples in locking%s", what, diag.fmt_pct(lock_pct),
+    top and (" from " .. diag.fn(top.name)) or "")
+  local ev = { cpu_line(), split_line(),
+    sub("%s of samples inside the lock and condition wrappers (user and kernel), %s inside futex()%s: the threads contend, and each hand-off is a syscall, a wake-up and a context switch",
+      diag.fmt_pct(lock_pct), diag.fmt_pct(diag.pct(locking.futex, prof.samples)),
+      rate and sub(", called %s", diag.fmt_rate(rate)) or "") }
+  if #callers > 0 then
+    local parts = {}
+    for _, c in ipairs(callers) do
+      push(parts, sub("%s %s (%s)", diag.fn(c.name), diag.fmt_pct(diag.pct(c.count, prof.samples)),
+        kind_of[c.name] == "cond" and "condition wait" or "lock"))
+    end
+    push(ev, "Taking the lock (past the wrappers in those stacks): " .. table.concat(parts, ", "))
+  else
+    push(ev, "The user stacks do not reach past the lock wrappers: the caller is unknown")
+  end
+  local scs = top_syscalls(3)
+  if #scs > 0 then
+    local lines = {}
+    for _, sc in ipairs(scs) do push(lines, syscall_line(sc)) end
+    push(ev, "Top syscalls: " .. table.concat(lines, "; "))
+  end
+  local steps = { sub("Run next: diagnose latency %s: it times the waits on the lock, names the holder and the waiters' call paths", target_arg) }
+  if top then
+    push(steps, sub("Shorten or split the critical section in %s (less work under the lock, per-thread or sharded state, a lock-free counter)", diag.fn(top.name)))
+  end
+  push(steps, sub("Every futex() caller meanwhile: perf record -e syscalls:sys_enter_futex -g %s -- sleep 5; perf report --no-children", perf_procs))
+  local v = diag.verdict("futex-contention", bound_sev(lock_pct), title, ev, steps)
+  v.next = { recipe = "latency", params = {} }
+  return v
+end
+
+-- futex() calls per second (the syscalls probe), or nil without it.
+local function futex_rate()
+  for _, sc in ipairs((S and S.syscalls) or {}) do
+    if sc.name == "futex" then return diag.rate(sc.count, window) end
+  end
+  return nil
+end
+
+-- The CPU goes to locking, and the locks are contended (futex() is hot), not merely taken.
+local function futex_hot()
+  if not locking or diag.pct(locking.n, prof.samples) < LOCK_SHARE_PCT then return false end
+  local rate = futex_rate()
+  return (rate and rate >= SYSCALL_HOT_PER_S) or diag.pct(locking.futex, prof.samples) >= FUTEX_SAMPLES_PCT
+end
+
 local function cpu_kernel_verdict()
   local ktop = diag.ranked(prof.self_kernel, 5)
   local scs = top_syscalls(3)
@@ -529,6 +632,8 @@ elseif cpu then
     push(verdicts, busy_verdict("no-profile"))
   elseif prof.samples < MIN_SAMPLES then
     push(verdicts, busy_verdict("few-samples"))
+  elseif cpu >= T.busy and futex_hot() then
+    push(verdicts, futex_verdict(futex_rate()))
   elseif cpu >= T.busy and prof.kernel_share >= T.kernel_share then
     push(verdicts, cpu_kernel_verdict())
   elseif cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then
