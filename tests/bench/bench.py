@@ -202,7 +202,11 @@ def timed_loop(loop_argv, tracer_argv=None, ready_line=None, settle=0.0):
 def syscall_only_recipe(tmp):
     """The high-cpu recipe's syscall probe alone, with its thresholds and Lua."""
     src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
+    # the thresholds block alone: up to the next top-level key (next: would need chain budgets)
     thresholds = src[src.index("\nthresholds:"):]
+    end = re.search(r"\n[A-Za-z_]", thresholds[1:])
+    if end:
+        thresholds = thresholds[:end.start() + 1]
     os.makedirs(os.path.join(tmp, "recipes"))
     os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
     with open(os.path.join(tmp, "recipes", "bench-syscalls.yaml"), "w") as f:
