@@ -199,14 +199,18 @@ def timed_loop(loop_argv, tracer_argv=None, ready_line=None, settle=0.0):
                 tracer.wait()
 
 
+def thresholds_block(recipe):
+    """A shipped recipe's `thresholds:` block alone, up to the next top-level key (a `next:`
+    copied along would need chain budgets)."""
+    src = open(os.path.join(ROOT, "recipes", recipe)).read()
+    block = src[src.index("\nthresholds:"):]
+    end = re.search(r"\n[A-Za-z_]", block[1:])
+    return block[:end.start() + 1] if end else block
+
+
 def syscall_only_recipe(tmp):
     """The high-cpu recipe's syscall probe alone, with its thresholds and Lua."""
-    src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
-    # the thresholds block alone: up to the next top-level key (next: would need chain budgets)
-    thresholds = src[src.index("\nthresholds:"):]
-    end = re.search(r"\n[A-Za-z_]", thresholds[1:])
-    if end:
-        thresholds = thresholds[:end.start() + 1]
+    thresholds = thresholds_block("high-cpu.yaml")
     os.makedirs(os.path.join(tmp, "recipes"))
     os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
     with open(os.path.join(tmp, "recipes", "bench-syscalls.yaml"), "w") as f:
@@ -834,8 +838,7 @@ ALLOC_PAIRS = int(os.environ.get("BENCH_PAIRS", "100000"))
 def allocations_recipe(tmp, name, sample_every):
     """memory-growth's allocations probe alone, its options as the recipe has them, budgets out of
     the way (no pre-flight sampling: the cost of the probe itself)."""
-    src = open(os.path.join(ROOT, "recipes", "memory-growth.yaml")).read()
-    thresholds = src[src.index("\nthresholds:"):]
+    thresholds = thresholds_block("memory-growth.yaml")
     d = os.path.join(tmp, "recipes")
     os.makedirs(d, exist_ok=True)
     if not os.path.exists(os.path.join(tmp, "lua")):
