@@ -354,7 +354,6 @@ end
 -- pthread_cond_wait / signal, ... and the kernel's futex() under them), those inside futex()
 -- itself, and who made the calls: the user function past the wrappers in each stack, with its
 -- kind (a lock or a condition).
-local FUTEX_ENTRY = { "^__x64_sys_futex$", "^__arm64_sys_futex$", "^__ia32_sys_futex$", "^__se_sys_futex$", "^__do_sys_futex$" }
 local LOCK_CALLS = { "pthread_mutex_unlock", "lll_unlock", "pthread_rwlock_unlock", "sem_post",
   "pthread_spin_unlock", "std::mutex::unlock" }
 local COND_CALLS = { "pthread_cond_signal", "pthread_cond_broadcast" }
@@ -372,9 +371,9 @@ local function wrapper_kind(f)
 end
 local locking
 if P then
-  locking = { n = 0, futex = 0, by = {}, kind_of = {} }
+  -- samples inside futex(): syscall_samples has them, by the syscall's entry frame
+  locking = { n = 0, futex = syscall_samples.futex or 0, by = {}, kind_of = {} }
   for _, s in ipairs(P.stacks or {}) do
-    if s.in_kernel and diag.any_frame(s.kernel, FUTEX_ENTRY) then locking.futex = locking.futex + s.count end
     local user = s.user or {}
     for i = 1, math.min(#user, WRAPPER_DEPTH) do
       local kind = wrapper_kind(user[i])

@@ -95,6 +95,16 @@ assert_released() {
 }
 
 # json FILE PYTHON-EXPR: evaluates the expression with `r` bound to the report; prints the result.
+# collect OUT.json ARGS...: a run of diagnose ARGS --json that must collect and judge (exit 0, 4 or
+# 5), its report in OUT.json and its stderr in OUT.json.err; $collected_rc gets its exit code.
+collect() {
+	local out=$1
+	shift
+	"$DIAG" "$@" --json > "$out" 2> "$out.err"
+	collected_rc=$?
+	case $collected_rc in 0 | 4 | 5) ;; *) fail "$*: exit $collected_rc: $(cat "$out.err")" ;; esac
+}
+
 json() {
 	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }

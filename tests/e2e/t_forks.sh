@@ -30,13 +30,6 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-collect() { # collect OUT.json ARGS...: a run that must collect and judge (exit 0, 4 or 5)
-	local out=$1 rc
-	shift
-	"$DIAG" "$@" --json > "$out" 2> "$out.err"
-	rc=$?
-	[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "$*: exit $rc: $(cat "$out.err")"
-}
 verdicts() { json "$1" '[(v["id"], v["severity"], v["title"]) for v in r["verdicts"]]'; }
 CHECK_LET='t = r["target"]; c = res["context"]; v = r["verdicts"]; top = v[0]'
 ln -s "$WL/fork_workers" "$TMP/fw_exec"

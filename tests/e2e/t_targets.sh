@@ -28,14 +28,6 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-# collect OUT.json ARGS...: a run of diagnose that must collect and judge (exit 0, 4 or 5)
-collect() {
-	local out=$1 rc
-	shift
-	"$DIAG" "$@" --json > "$out" 2> "$out.err"
-	rc=$?
-	[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "$*: exit $rc: $(cat "$out.err")"
-}
 
 # Copies of the burner under names of their own: a comm is the executable's name.
 cp "$WL/cpu_burner" "$TMP/svc_e2e"
