@@ -50,7 +50,7 @@ enum diag_mode {
 #define DIAG_SET_STAT_JOINED DIAG_STAT_EVENTS     /* processes that joined at fork */
 #define DIAG_SET_STAT_LEFT DIAG_STAT_PROBE_3      /* --comm: left at exec under another name */
 #define DIAG_SET_STAT_UNSCANNED_NS DIAG_STAT_PROBE_4 /* CPU time of joined processes that exited
-						       * before any scan found them */
+						       * (or left at exec) before any scan found them */
 #define DIAG_SET_STAT_UNSCANNED DIAG_STAT_PROBE_5 /* how many such processes */
 
 #define DIAG_CTL_SECTION ".data.diag_ctl"

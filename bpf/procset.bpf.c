@@ -4,8 +4,8 @@
  * request, a CGI, the compilers under make) are covered from their first instruction instead of
  * missed: a process forked by a member joins the set at fork, recording the parent whose address
  * space it copied; when it execs it records that (with a --comm selection it leaves the set if the
- * new program's name is another); when it exits before any scan found it, its CPU time is counted
- * here, since /proc never showed it.
+ * new program's name is another); when it exits, or leaves at exec, before any scan found it, the
+ * CPU time it spent as a member is counted here, since /proc never showed it.
  *
  * Owns: the fork, exec and exit programs, their counters (DIAG_SET_STAT_* in `stats`) and the
  * record of members that exec'd (`execs`).
@@ -74,6 +74,12 @@ int BPF_PROG(diag_set_exec, struct task_struct *task)
 		if (comm[i] != follow_comm[i]) {
 			bpf_map_delete_elem(&diag_targets, &tgid);
 			add_stat(DIAG_SET_STAT_LEFT, 1);
+			/* Its time until now (the fork's return, the exec itself) was the set's: the
+			 * profile sampled it; de_thread() left one thread, the others' time is in
+			 * signal. */
+			add_stat(DIAG_SET_STAT_UNSCANNED_NS, BPF_CORE_READ(task, se.sum_exec_runtime) +
+								     BPF_CORE_READ(task, signal, sum_sched_runtime));
+			add_stat(DIAG_SET_STAT_UNSCANNED, 1);
 			return 0;
 		}
 		if (!comm[i])

@@ -1138,7 +1138,7 @@ static const struct result_field proc_results[] = {
 	{ "stime_s", RT_NUMBER, "s", true, "cpu: system CPU time in the window" },
 	{ "cpu_pct", RT_NUMBER, "pct", true, "cpu: (utime + stime + unscanned_cpu) / wall_s; 100 = one CPU" },
 	{ "unscanned_processes", RT_INTEGER, "count", true,
-	  "cpu, a set: processes that joined at fork and exited before any reading saw them" },
+	  "cpu, a set: processes that joined at fork and exited (or left at exec) before any reading saw them" },
 	{ "unscanned_cpu_s", RT_NUMBER, "s", true, "cpu, a set: their CPU time (in cpu_pct)" },
 	{ "voluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
 	{ "nonvoluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },

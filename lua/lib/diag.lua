@@ -227,11 +227,12 @@ end
 -- ---- formatting --------------------------------------------------------------------------
 
 -- Where proc_context's CPU time (results.context) went: "user 1.20 s, system 0.30 s", and on a
--- set of processes the time of those too short-lived for any /proc reading (counted at exit).
+-- set of processes the time of those too short-lived for any /proc reading (counted at exit, or
+-- when a --comm set's child leaves it at exec).
 function diag.cpu_time(context)
   local s = string.format("user %.2f s, system %.2f s", context.utime_s or 0, context.stime_s or 0)
   if (context.unscanned_cpu_s or 0) > 0 then
-    s = s .. string.format(", and %.2f s in %s short-lived processes (forked by the set, gone before a /proc reading)",
+    s = s .. string.format(", and %.2f s in %s short-lived processes (forked by the set, exited or exec'd away before a /proc reading)",
       context.unscanned_cpu_s, diag.fmt_count(context.unscanned_processes or 0))
   end
   return s

@@ -810,7 +810,7 @@ static void test_diag_helpers(void **state)
 	assert_string_equal(value_get_str(r, "cpu_one"), "user 1.20 s, system 0.30 s");
 	assert_string_equal(value_get_str(r, "cpu_set"),
 			    "user 0.00 s, system 0.05 s, and 2.72 s in 147 short-lived processes (forked by the "
-			    "set, gone before a /proc reading)");
+			    "set, exited or exec'd away before a /proc reading)");
 	/* proxies: pairs in insertion order, # and ipairs, identity, table.concat */
 	assert_string_equal(value_get_str(r, "keys"), "a,b,c");
 	assert_int_equal(num_field(r, "len")->i, 4);
