@@ -7,8 +7,9 @@
  * new program's name is another); when it exits, or leaves at exec, before any scan found it, the
  * CPU time it spent as a member is counted here, since /proc never showed it.
  *
- * Owns: the fork, exec and exit programs, their counters (DIAG_SET_STAT_* in `stats`) and the
- * record of members that exec'd (`execs`).
+ * Owns: the fork, exec and exit programs, their counters (DIAG_SET_STAT_* in `stats`), the
+ * record of members that exec'd (`execs`) and the notices of those that stay in the set
+ * (`exec_notices`: the engine reads a new program's mappings while it lives, however briefly).
  * Must not: change an entry the engine's scan made (DIAG_SET_SCANNED), or decide membership
  * beyond what fork and exec imply: the scans confirm or drop what it adds.
  */
@@ -30,6 +31,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } execs SEC(".maps");
+
+/* tgids of members (joined at fork) that exec'd and stay in the set; a notice the ring has no room
+ * for is counted in DIAG_STAT_LOST (their frames stay addresses). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} exec_notices SEC(".maps");
 
 static __always_inline void add_stat(__u32 slot, __u64 n)
 {
@@ -66,11 +74,9 @@ int BPF_PROG(diag_set_exec, struct task_struct *task)
 	if (*how == DIAG_SET_SCANNED)
 		return 0;
 	*how = DIAG_SET_EXECED; /* the parent's symbols no longer describe it */
-	if (!follow_comm[0])
-		return 0;
 	char comm[16];
 	BPF_CORE_READ_STR_INTO(&comm, task, comm); /* the new program's name already */
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; follow_comm[0] && i < 16; i++) {
 		if (comm[i] != follow_comm[i]) {
 			bpf_map_delete_elem(&diag_targets, &tgid);
 			add_stat(DIAG_SET_STAT_LEFT, 1);
@@ -85,6 +91,8 @@ int BPF_PROG(diag_set_exec, struct task_struct *task)
 		if (!comm[i])
 			break;
 	}
+	if (bpf_ringbuf_output(&exec_notices, &tgid, sizeof(tgid), 0))
+		add_stat(DIAG_STAT_LOST, 1);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "procset.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static void sync_usyms(struct procset *ps)
 			continue;
 		}
 		struct diag_err ignore;
-		ps->usyms[i] = usyms_new(t->procs[i].pid);
+		ps->usyms[i] = usyms_new_in(t->procs[i].pid, ps->files);
 		usyms_snapshot(ps->usyms[i], &ignore);
 		ps->usyms_state[i] = USYMS_OWN;
 		ps->n_symbolized++;
@@ -153,6 +154,87 @@ const void *procset_bpf_bytes(size_t *size)
 	return procset_bpf__elf_bytes(size);
 }
 
+static struct procset_execd *execd_find(const struct procset *ps, __u32 tgid)
+{
+	for (size_t i = ps->n_execd; i-- > 0;)
+		if (ps->execd[i].tgid == tgid)
+			return &ps->execd[i];
+	return NULL;
+}
+
+static void resnap_push(struct procset *ps, __u32 tgid, uint64_t due)
+{
+	if (ps->resnap_head == ps->n_resnap) {
+		ps->resnap_head = ps->n_resnap = 0;
+	} else if (ps->resnap_head >= 1024) { /* a queue that never empties: reclaim its head */
+		memmove(ps->resnap, ps->resnap + ps->resnap_head,
+			(ps->n_resnap - ps->resnap_head) * sizeof(*ps->resnap));
+		ps->n_resnap -= ps->resnap_head;
+		ps->resnap_head = 0;
+	}
+	if (ps->n_resnap - ps->resnap_head >= PROCSET_MAX_SYMBOLIZED)
+		return; /* more execs in 3 ms than symbolizers: the first snapshot stands */
+	if ((ps->n_resnap & (ps->n_resnap - 1)) == 0) /* 0 or a power of two: full */
+		ps->resnap = xrealloc(ps->resnap, (ps->n_resnap ? ps->n_resnap * 2 : 16) * sizeof(*ps->resnap));
+	ps->resnap[ps->n_resnap++] = (struct procset_resnap){ .tgid = tgid, .due = due };
+}
+
+/* A member that joined at fork exec'd a program of its own and stays in the set: read its
+ * mappings now (the binary, the dynamic loader, the vdso), and again once its libraries are
+ * mapped, before it is gone. */
+static int on_exec_notice(void *ctx, void *data, size_t size)
+{
+	struct procset *ps = ctx;
+	__u32 tgid;
+	if (size < sizeof(tgid))
+		return 0;
+	memcpy(&tgid, data, sizeof(tgid));
+	struct procset_execd *e = execd_find(ps, tgid);
+	if (e) { /* it exec'd again, or its pid came back: another program */
+		usyms_free(e->usyms);
+	} else if (ps->n_symbolized >= PROCSET_MAX_SYMBOLIZED) {
+		ps->unsymbolized++;
+		return 0;
+	} else {
+		if ((ps->n_execd & (ps->n_execd - 1)) == 0)
+			ps->execd = xrealloc(ps->execd, (ps->n_execd ? ps->n_execd * 2 : 16) * sizeof(*ps->execd));
+		e = &ps->execd[ps->n_execd++];
+		e->tgid = tgid;
+		ps->n_symbolized++;
+	}
+	e->usyms = usyms_new_in((int)tgid, ps->files);
+	struct diag_err ignore;
+	if (usyms_snapshot(e->usyms, &ignore) == 0)
+		resnap_push(ps, tgid, mono_ns() + PROCSET_RESNAP_NS);
+	return 0;
+}
+
+int procset_wake_fd(const struct procset *ps)
+{
+	return ps->notices ? ring_buffer__epoll_fd(ps->notices) : -1;
+}
+
+void procset_drain(struct procset *ps)
+{
+	if (ps->notices)
+		ring_buffer__consume(ps->notices);
+}
+
+uint64_t procset_due_ns(const struct procset *ps)
+{
+	return ps->resnap_head < ps->n_resnap ? ps->resnap[ps->resnap_head].due : UINT64_MAX;
+}
+
+void procset_settle(struct procset *ps, uint64_t now)
+{
+	while (ps->resnap_head < ps->n_resnap && ps->resnap[ps->resnap_head].due <= now) {
+		struct procset_execd *e = execd_find(ps, ps->resnap[ps->resnap_head++].tgid);
+		struct diag_err ignore;
+		if (e) /* gone already: the first snapshot stands */
+			usyms_snapshot(e->usyms, &ignore);
+	}
+}
+
 int procset_follow_forks(struct procset *ps, struct diag_err *err)
 {
 	struct procset_bpf *skel = procset_bpf__open();
@@ -166,12 +248,22 @@ int procset_follow_forks(struct procset *ps, struct diag_err *err)
 		rc = procset_bpf__load(skel);
 	if (!rc)
 		rc = procset_bpf__attach(skel);
+	if (!rc) {
+		ps->notices = ring_buffer__new(bpf_map__fd(skel->maps.exec_notices), on_exec_notice, ps, NULL);
+		if (!ps->notices)
+			rc = -errno;
+	}
 	if (rc) {
 		procset_bpf__destroy(skel);
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "following the set's forks: %s", strerror(rc < 0 ? -rc : rc));
 	}
 	ps->follower = skel;
 	return 0;
+}
+
+uint64_t procset_notices_lost(const struct procset *ps)
+{
+	return ps->follower ? probe_stat_sum(ps->follower->obj, DIAG_STAT_LOST) : 0;
 }
 
 uint64_t procset_joined_at_fork(const struct procset *ps)
@@ -189,6 +281,7 @@ int procset_open(struct procset *ps, struct target *t, struct diag_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->target = t;
+	ps->files = elf_cache_new();
 	ps->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "diag_targets", sizeof(__u32), sizeof(__u32),
 				    TARGET_MAX_PROCS, NULL);
 	if (ps->map_fd < 0) {
@@ -214,6 +307,8 @@ size_t procset_refresh(struct procset *ps)
 
 void procset_snapshot_all(struct procset *ps)
 {
+	procset_drain(ps);
+	procset_settle(ps, UINT64_MAX);
 	for (size_t i = 0; i < ps->n_usyms; i++)
 		if (ps->usyms[i] && ps->target->procs[i].alive) {
 			struct diag_err ignore;
@@ -253,6 +348,9 @@ struct usyms *procset_usyms(const struct procset *ps, int tgid)
 		struct usyms *u = own_usyms(ps, who);
 		if (u)
 			return u;
+		const struct procset_execd *e = execd_find(ps, who);
+		if (e)
+			return e->usyms;
 		who = parent_of(ps, who);
 	}
 	return NULL;
@@ -264,6 +362,12 @@ void procset_close(struct procset *ps)
 		usyms_free(ps->usyms[i]);
 	free(ps->usyms);
 	free(ps->usyms_state);
+	for (size_t i = 0; i < ps->n_execd; i++)
+		usyms_free(ps->execd[i].usyms);
+	free(ps->execd);
+	free(ps->resnap);
+	elf_cache_release(ps->files);
+	ring_buffer__free(ps->notices); /* before the map under it goes with the object */
 	procset_bpf__destroy(ps->follower); /* detaches: links first, before the map goes */
 	free(ps->strays);
 	free(ps->lineage);

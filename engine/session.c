@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -313,15 +314,17 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 	uint64_t next_tick = start_ns + TICK_NS;
 	double budget = plan->recipe->budgets.max_cpu_pct;
 
-	/* signals, the target's pidfd, then the probes' wake fds (streaming probes) */
-	struct pollfd fds[2 + PLAN_MAX_PROBES_POLLED];
+	/* signals, the target's pidfd, a set's exec notices, then the probes' wake fds (streaming
+	 * probes) */
+	enum { FIXED_FDS = 3 };
+	struct pollfd fds[FIXED_FDS + PLAN_MAX_PROBES_POLLED];
 	struct probe *woken[PLAN_MAX_PROBES_POLLED];
 	nfds_t n_wake = 0;
 	for (unsigned i = 0; i < s->n_loaded && n_wake < PLAN_MAX_PROBES_POLLED; i++) {
 		struct probe *p = &s->probes[i];
 		int fd = p->kind->wake_fd && p->kind->drain ? p->kind->wake_fd(p) : -1;
 		if (fd >= 0) {
-			fds[2 + n_wake] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			fds[FIXED_FDS + n_wake] = (struct pollfd){ .fd = fd, .events = POLLIN };
 			woken[n_wake++] = p;
 		}
 	}
@@ -335,12 +338,15 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 			wake = s->gov.window_start + STATS_WINDOW_NS;
 		if (o->progress && wake > now && wake - now > PROGRESS_NS)
 			wake = now + PROGRESS_NS;
+		if (s->set.target && procset_due_ns(&s->set) < wake)
+			wake = procset_due_ns(&s->set);
 		/* A turn of the loop can come late (a stopped process, a saturated CPU): a wake time
 		 * already past means "do not wait", never a wrapped-around timeout. */
 		int timeout_ms = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		fds[0] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
 		fds[1] = (struct pollfd){ .fd = s->pid_fd, .events = POLLIN }; /* -1: ignored by poll */
-		int rc = poll(fds, 2 + n_wake, timeout_ms);
+		fds[2] = (struct pollfd){ .fd = s->set.target ? procset_wake_fd(&s->set) : -1, .events = POLLIN };
+		int rc = poll(fds, FIXED_FDS + n_wake, timeout_ms);
 		if (rc < 0 && errno != EINTR) /* ENOMEM: end like an interruption (the contract's */
 			return STOP_SIGNAL;       /* stop reasons have no other fitting value) */
 		if (rc > 0 && (fds[0].revents & POLLIN) && signal_arrived(s->sig_fd))
@@ -348,9 +354,14 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 		if (rc > 0 && s->pid_fd >= 0 && (fds[1].revents & POLLIN))
 			return STOP_TARGET_EXITED;
 		for (nfds_t w = 0; rc > 0 && w < n_wake; w++)
-			if (fds[2 + w].revents & POLLIN)
+			if (fds[FIXED_FDS + w].revents & POLLIN)
 				woken[w]->kind->drain(woken[w]);
 		now = mono_ns();
+		if (s->set.target) {
+			if (rc > 0 && (fds[2].revents & POLLIN))
+				procset_drain(&s->set);
+			procset_settle(&s->set, now);
+		}
 		if (s->gov.stats_fd >= 0 && now >= s->gov.window_start + STATS_WINDOW_NS) {
 			double pct = governor_close_window(s, now);
 			if (governor_stops(budget, pct, &s->gov.over_before))
@@ -549,8 +560,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (s.set.unsymbolized)
 		value_arr_push(out->notes, value_str_take(xasprintf(
 			"user frames of %zu processes of the set beyond the first %d are addresses, not "
-			"names (one symbolizer per process, each with its own symbol tables)",
+			"names (a symbolizer per process, up to that many)",
 			s.set.unsymbolized, PROCSET_MAX_SYMBOLIZED)));
+	if (s.set.target && procset_notices_lost(&s.set))
+		value_arr_push(out->notes, value_str_take(xasprintf(
+			"user frames of %" PRIu64 " exec'd children of the set are addresses, not names: "
+			"their exec notices found the ring full", procset_notices_lost(&s.set))));
 	struct collect_ctx ctx = { .ksyms = ksyms, .usyms = usyms, .wall_s = out->duration_s,
 				   .ncpus = plan->ncpus };
 	if (s.set.target) {

@@ -673,23 +673,64 @@ struct mapping {
 	struct elf_file *file;
 };
 
-struct usyms {
-	int pid;
-	unsigned generation;  /* one per snapshot or hand-added mapping */
-	struct mapping *maps; /* sorted by start, disjoint */
-	size_t nmaps;
+/* The ELF files of one or more symbolizers, each read once (processes that map the same file
+ * share its symbols). */
+struct elf_cache {
+	unsigned refs;        /* the creator's and each symbolizer's */
+	unsigned generation;  /* one per snapshot or hand-added mapping, of any sharer */
 	struct elf_file **files;
 	size_t nfiles, capfiles;
 	size_t *index;        /* open addressing over files: i + 1, 0 = empty slot */
 	size_t index_size;    /* a power of two, more than twice nfiles; 0 before the first file */
+};
+
+struct usyms {
+	int pid;
+	struct elf_cache *cache;
+	struct mapping *maps; /* sorted by start, disjoint */
+	size_t nmaps;
 	struct perfmap *perfmap; /* JIT code names, re-read at each usyms_snapshot */
 };
 
-struct usyms *usyms_new(int pid)
+struct elf_cache *elf_cache_new(void)
+{
+	struct elf_cache *c = xcalloc(1, sizeof(*c));
+	c->refs = 1;
+	return c;
+}
+
+void elf_cache_release(struct elf_cache *c)
+{
+	if (!c || --c->refs)
+		return;
+	for (size_t i = 0; i < c->nfiles; i++)
+		file_free(c->files[i]);
+	free(c->files);
+	free(c->index);
+	free(c);
+}
+
+size_t elf_cache_files(const struct elf_cache *c)
+{
+	return c->nfiles;
+}
+
+struct usyms *usyms_new_in(int pid, struct elf_cache *cache)
 {
 	struct usyms *us = xcalloc(1, sizeof(*us));
 	us->pid = pid;
+	if (cache) {
+		cache->refs++;
+		us->cache = cache;
+	} else {
+		us->cache = elf_cache_new();
+	}
 	return us;
+}
+
+struct usyms *usyms_new(int pid)
+{
+	return usyms_new_in(pid, NULL);
 }
 
 /* Cache key: (dev, ino) from maps, or the path for hand-added mappings and [vdso] (ino 0). */
@@ -712,7 +753,7 @@ static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev,
 	return ino ? f->ino == ino && f->dev == dev : !f->ino && !strcmp(f->path, path);
 }
 
-static void index_insert(struct usyms *us, size_t file)
+static void index_insert(struct elf_cache *us, size_t file)
 {
 	const struct elf_file *f = us->files[file];
 	size_t mask = us->index_size - 1, slot = file_key_hash(f->path, f->dev, f->ino) & mask;
@@ -721,7 +762,7 @@ static void index_insert(struct usyms *us, size_t file)
 	us->index[slot] = file + 1;
 }
 
-static struct elf_file *file_find(const struct usyms *us, const char *path, uint64_t dev,
+static struct elf_file *file_find(const struct elf_cache *us, const char *path, uint64_t dev,
 				  uint64_t ino)
 {
 	if (!us->index_size)
@@ -737,9 +778,10 @@ static struct elf_file *file_find(const struct usyms *us, const char *path, uint
 
 /* The cached file for (path, dev, ino), loaded now if it was not yet (or failed in an earlier
  * snapshot: a load is tried once per snapshot). */
-static struct elf_file *file_get(struct usyms *us, const char *path, uint64_t dev, uint64_t ino,
+static struct elf_file *file_get(struct usyms *owner, const char *path, uint64_t dev, uint64_t ino,
 				 uint64_t start, uint64_t end)
 {
+	struct elf_cache *us = owner->cache;
 	struct elf_file *f = file_find(us, path, dev, ino);
 	if (!f) {
 		f = xcalloc(1, sizeof(*f));
@@ -765,7 +807,7 @@ static struct elf_file *file_get(struct usyms *us, const char *path, uint64_t de
 	}
 	if (!f->loaded && f->tried != us->generation) {
 		f->tried = us->generation;
-		file_load(f, us->pid, start, end);
+		file_load(f, owner->pid, start, end);
 	}
 	return f;
 }
@@ -838,7 +880,7 @@ void usyms_add_mapping(struct usyms *us, uint64_t start, uint64_t end, uint64_t 
 {
 	if (end <= start || !path)
 		return;
-	us->generation++;
+	us->cache->generation++;
 	struct mapping m = { start, end, file_offset, file_get(us, path, 0, 0, start, end) };
 	maps_merge(us, &m, 1);
 }
@@ -848,7 +890,7 @@ static void maps_parse(struct usyms *us, char *buf)
 {
 	struct mapping *add = NULL;
 	size_t nadd = 0, cap = 0;
-	us->generation++;
+	us->cache->generation++;
 	char *cursor = buf;
 	for (char *line; (line = procfs_next_line(&cursor));) {
 		struct procfs_maps_line m;
@@ -952,10 +994,7 @@ void usyms_free(struct usyms *us)
 {
 	if (!us)
 		return;
-	for (size_t i = 0; i < us->nfiles; i++)
-		file_free(us->files[i]);
-	free(us->files);
-	free(us->index);
+	elf_cache_release(us->cache);
 	free(us->maps);
 	perfmap_free(us->perfmap);
 	free(us);

@@ -1,7 +1,8 @@
 /* symbols.h — turning instruction addresses into function names.
  *
  * Owns: kernel symbols from /proc/kallsyms, and user symbols of one process from its
- * /proc/PID/maps snapshots and the ELF symbol tables of the mapped files (libelf): executables
+ * /proc/PID/maps snapshots and the ELF symbol tables of the mapped files (libelf, read once per
+ * cache that symbolizers may share): executables
  * (PIE or not), shared libraries, their separate debug files (debuginfo.h), C++ and Rust names
  * demangled (demangle.h), JIT code from the process's perf map (perfmap.h), and stripped code
  * grouped by the .eh_frame function it is in (ehframe.h); and the file offset of a function by
@@ -28,9 +29,19 @@ const char *ksyms_lookup(const struct ksyms *ks, uint64_t addr, uint64_t *offset
 void ksyms_free(struct ksyms *ks);
 
 struct usyms;
+struct elf_cache;
+
+/* The ELF files read for symbolizers that share them (one process's, or a set's: the processes of
+ * one program map the same files, read once). Each symbolizer made in it holds a reference. */
+struct elf_cache *elf_cache_new(void);
+void elf_cache_release(struct elf_cache *c);
+size_t elf_cache_files(const struct elf_cache *c); /* files seen so far */
 
 /* A symbolizer for process pid. No I/O yet. */
 struct usyms *usyms_new(int pid);
+/* The same, reading its files into cache (NULL: a cache of its own). Not thread-safe across the
+ * symbolizers of one cache: use them from one thread. */
+struct usyms *usyms_new_in(int pid, struct elf_cache *cache);
 /* Reads /proc/PID/maps and adds its file-backed executable mappings (call at start and at end of a
  * run; mappings seen in any snapshot are kept, the newest snapshot winning where they overlap),
  * then re-reads the process's perf map, if any. ELF files are opened through /proc/PID/map_files

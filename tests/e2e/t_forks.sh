@@ -9,7 +9,8 @@
 #     exec: a few per cent of a CPU (not-busy or a moderate busy), short_job() nowhere.
 # (c) --cgroup (v2 below this test's own cgroup, else v1 memory below its own): the same exec'ing
 #     parent in a cgroup of its own; its children stay in the cgroup across exec and stay covered:
-#     the CPU is counted, the verdict is CPU-bound.
+#     the CPU is counted, the verdict is CPU-bound in short_job() (each child's mappings read at
+#     its exec, before it is gone).
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 
@@ -74,6 +75,8 @@ if [ -n "$CG" ]; then
 	collect "$TMP/c.json" high-cpu --cgroup "$CG" --duration 3
 	check "$TMP/c.json" "top['id'] == 'cpu-bound-user' and c['cpu_pct'] >= 50 and c['unscanned_processes'] >= 20" \
 		"(c) --cgroup: the exec'd children are not covered: $(verdicts "$TMP/c.json")"
+	# each child maps its program at an address of its own, read at its exec notice
+	check "$TMP/c.json" "'short_job()' in top['title']" "(c) the exec'd children's function is not named: $(verdicts "$TMP/c.json")"
 	assert_released "high-cpu --cgroup over short-lived exec'd children"
 	{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 	rm_cgroup || fail "cannot remove $CG"

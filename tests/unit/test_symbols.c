@@ -572,6 +572,31 @@ static void test_usyms_return_address(void **state)
 	usyms_free(us);
 }
 
+/* Two processes of one program, its library at other addresses in each (ASLR), symbolized through
+ * one cache: the file is read once, each names its own addresses, and either outlives the other. */
+static void test_usyms_shared_cache(void **state)
+{
+	(void)state;
+	char lib[PATH_MAX];
+	uint64_t local = 0;
+	struct diag_err err = { 0 };
+	snprintf(lib, sizeof(lib), "%s", fixture("libsymfix.so"));
+	assert_int_equal(elf_symbol_offset(lib, "lib_local", &local, &err), 0);
+	const uint64_t other = BASE_ADDR + (256u << 20);
+	struct elf_cache *files = elf_cache_new();
+	struct usyms *a = usyms_new_in(101, files), *b = usyms_new_in(102, files);
+	usyms_add_mapping(a, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
+	usyms_add_mapping(b, other, other + (64u << 20), 0, lib);
+	assert_int_equal(elf_cache_files(files), 1);
+	assert_sym(a, BASE_ADDR + local, "lib_local", 1);
+	assert_sym(b, other + local, "lib_local", 1);
+	assert_sym(a, other + local, "[unknown]", 0); /* a's own layout, not b's */
+	elf_cache_release(files); /* the symbolizers hold it */
+	usyms_free(a);
+	assert_sym(b, other + local, "lib_local", 1);
+	usyms_free(b);
+}
+
 /* ---- debug files, demangling, perf maps ---------------------------------------------------- */
 
 /* glibc's __libc_start_call_main (a static function: not in libc.so.6's .dynsym) is named from
@@ -1125,6 +1150,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap_process),
 		cmocka_unit_test(test_symtab_bad_header),
 		cmocka_unit_test(test_usyms_many_mappings),
+		cmocka_unit_test(test_usyms_shared_cache),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
