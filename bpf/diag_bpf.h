@@ -46,6 +46,12 @@ enum diag_mode {
 #define DIAG_SET_EXECED 0u           /* joined at fork, then exec'd */
 /* any other value: joined at fork from that parent tgid, not exec'd since */
 
+/* procset.bpf.c's ring of exec notices: a member that joined at fork exec'd and stays. */
+struct diag_set_exec_notice {
+	__u32 tgid;
+	__u32 again; /* it had exec'd before: the same process, another program */
+};
+
 /* procset.bpf.c's counters, in its `stats` (slots it shares with no probe). */
 #define DIAG_SET_STAT_JOINED DIAG_STAT_EVENTS     /* processes that joined at fork */
 #define DIAG_SET_STAT_LEFT DIAG_STAT_PROBE_3      /* --comm: left at exec under another name */

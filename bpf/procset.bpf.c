@@ -32,8 +32,8 @@ struct {
 	__type(value, __u8);
 } execs SEC(".maps");
 
-/* tgids of members (joined at fork) that exec'd and stay in the set; a notice the ring has no room
- * for is counted in DIAG_STAT_LOST (their frames stay addresses). */
+/* Members (joined at fork) that exec'd and stay in the set (struct diag_set_exec_notice); a
+ * notice the ring has no room for is counted in DIAG_STAT_LOST (their frames stay addresses). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
@@ -55,8 +55,10 @@ int BPF_PROG(diag_set_fork, struct task_struct *parent, struct task_struct *chil
 		return 0;
 	if (!bpf_map_lookup_elem(&diag_targets, &parent_tgid))
 		return 0;
-	if (bpf_map_update_elem(&diag_targets, &child_tgid, &parent_tgid, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&diag_targets, &child_tgid, &parent_tgid, BPF_NOEXIST) == 0) {
 		add_stat(DIAG_SET_STAT_JOINED, 1);
+		bpf_map_delete_elem(&execs, &child_tgid); /* a pid back as a new process: not exec'd */
+	}
 	else if (!bpf_map_lookup_elem(&diag_targets, &child_tgid)) /* not there already: full */
 		add_stat(DIAG_STAT_MAP_FULL, 1);
 	return 0;
@@ -73,6 +75,7 @@ int BPF_PROG(diag_set_exec, struct task_struct *task)
 	bpf_map_update_elem(&execs, &tgid, &yes, BPF_ANY);
 	if (*how == DIAG_SET_SCANNED)
 		return 0;
+	struct diag_set_exec_notice notice = { .tgid = tgid, .again = *how == DIAG_SET_EXECED };
 	*how = DIAG_SET_EXECED; /* the parent's symbols no longer describe it */
 	char comm[16];
 	BPF_CORE_READ_STR_INTO(&comm, task, comm); /* the new program's name already */
@@ -81,17 +84,15 @@ int BPF_PROG(diag_set_exec, struct task_struct *task)
 			bpf_map_delete_elem(&diag_targets, &tgid);
 			add_stat(DIAG_SET_STAT_LEFT, 1);
 			/* Its time until now (the fork's return, the exec itself) was the set's: the
-			 * profile sampled it; de_thread() left one thread, the others' time is in
-			 * signal. */
-			add_stat(DIAG_SET_STAT_UNSCANNED_NS, BPF_CORE_READ(task, se.sum_exec_runtime) +
-								     BPF_CORE_READ(task, signal, sum_sched_runtime));
+			 * profile sampled it. Threads de_thread() ended were counted at their exit. */
+			add_stat(DIAG_SET_STAT_UNSCANNED_NS, BPF_CORE_READ(task, se.sum_exec_runtime));
 			add_stat(DIAG_SET_STAT_UNSCANNED, 1);
 			return 0;
 		}
 		if (!comm[i])
 			break;
 	}
-	if (bpf_ringbuf_output(&exec_notices, &tgid, sizeof(tgid), 0))
+	if (bpf_ringbuf_output(&exec_notices, &notice, sizeof(notice), 0))
 		add_stat(DIAG_STAT_LOST, 1);
 	return 0;
 }

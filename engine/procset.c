@@ -17,6 +17,7 @@
 #include "symbols.h"
 
 static __u32 parent_of(const struct procset *ps, __u32 tgid);
+static struct procset_execd *execd_find(const struct procset *ps, __u32 tgid);
 
 /* A symbolizer per process, created when the set first covers it: its mappings are read while
  * it lives (a process that exits later keeps them). A child forked by a member that has not
@@ -35,8 +36,13 @@ static void sync_usyms(struct procset *ps)
 		ps->n_usyms = t->n_procs;
 	}
 	for (size_t i = 0; i < ps->n_usyms; i++) {
-		if (ps->usyms_state[i] == USYMS_OWN || ps->usyms_state[i] == USYMS_OVER_CAP || !t->procs[i].alive)
+		if (ps->usyms_state[i] == USYMS_OWN || ps->usyms_state[i] == USYMS_OVER_CAP ||
+		    ps->usyms_state[i] == USYMS_EXECD || !t->procs[i].alive)
 			continue;
+		if (execd_find(ps, (__u32)t->procs[i].pid)) { /* its exec notice's symbolizer serves */
+			ps->usyms_state[i] = USYMS_EXECD;
+			continue;
+		}
 		__u32 parent = parent_of(ps, (__u32)t->procs[i].pid);
 		if (parent && procset_usyms(ps, (int)parent)) {
 			ps->usyms_state[i] = USYMS_BORROWED;
@@ -181,31 +187,40 @@ static void resnap_push(struct procset *ps, __u32 tgid, uint64_t due)
 
 /* A member that joined at fork exec'd a program of its own and stays in the set: read its
  * mappings now (the binary, the dynamic loader, the vdso), and again once its libraries are
- * mapped, before it is gone. */
+ * mapped, before it is gone. One that exec'd before keeps its first program's mappings too (its
+ * earlier stacks are symbolized after the run); a pid back as a new process starts afresh. */
 static int on_exec_notice(void *ctx, void *data, size_t size)
 {
 	struct procset *ps = ctx;
-	__u32 tgid;
-	if (size < sizeof(tgid))
+	struct diag_set_exec_notice notice;
+	if (size < sizeof(notice))
 		return 0;
-	memcpy(&tgid, data, sizeof(tgid));
-	struct procset_execd *e = execd_find(ps, tgid);
-	if (e) { /* it exec'd again, or its pid came back: another program */
+	memcpy(&notice, data, sizeof(notice));
+	struct procset_execd *e = execd_find(ps, notice.tgid);
+	bool fresh = !e || !notice.again;
+	if (e && fresh) {
 		usyms_free(e->usyms);
-	} else if (ps->n_symbolized >= PROCSET_MAX_SYMBOLIZED) {
-		ps->unsymbolized++;
-		return 0;
-	} else {
+	} else if (!e) {
+		if (ps->n_symbolized >= PROCSET_MAX_SYMBOLIZED) {
+			ps->unsymbolized++;
+			return 0;
+		}
 		if ((ps->n_execd & (ps->n_execd - 1)) == 0)
 			ps->execd = xrealloc(ps->execd, (ps->n_execd ? ps->n_execd * 2 : 16) * sizeof(*ps->execd));
 		e = &ps->execd[ps->n_execd++];
-		e->tgid = tgid;
+		e->tgid = notice.tgid;
 		ps->n_symbolized++;
 	}
-	e->usyms = usyms_new_in((int)tgid, ps->files);
+	if (fresh)
+		e->usyms = usyms_new_in((int)notice.tgid, ps->files);
 	struct diag_err ignore;
-	if (usyms_snapshot(e->usyms, &ignore) == 0)
-		resnap_push(ps, tgid, mono_ns() + PROCSET_RESNAP_NS);
+	if (usyms_snapshot(e->usyms, &ignore) == 0) {
+		resnap_push(ps, notice.tgid, mono_ns() + PROCSET_RESNAP_NS);
+	} else if (fresh) { /* gone already: nothing to read, and no symbolizer spent on it */
+		usyms_free(e->usyms);
+		*e = ps->execd[--ps->n_execd]; /* the order does not matter: tgids are distinct */
+		ps->n_symbolized--;
+	}
 	return 0;
 }
 
@@ -309,11 +324,18 @@ void procset_snapshot_all(struct procset *ps)
 {
 	procset_drain(ps);
 	procset_settle(ps, UINT64_MAX);
-	for (size_t i = 0; i < ps->n_usyms; i++)
-		if (ps->usyms[i] && ps->target->procs[i].alive) {
-			struct diag_err ignore;
-			usyms_snapshot(ps->usyms[i], &ignore);
+	for (size_t i = 0; i < ps->n_usyms; i++) {
+		if (!ps->target->procs[i].alive)
+			continue;
+		struct usyms *u = ps->usyms[i];
+		if (ps->usyms_state[i] == USYMS_EXECD) {
+			const struct procset_execd *e = execd_find(ps, (__u32)ps->target->procs[i].pid);
+			u = e ? e->usyms : NULL;
 		}
+		struct diag_err ignore;
+		if (u)
+			usyms_snapshot(u, &ignore);
+	}
 }
 
 static struct usyms *own_usyms(const struct procset *ps, __u32 tgid)
@@ -324,12 +346,18 @@ static struct usyms *own_usyms(const struct procset *ps, __u32 tgid)
 	return NULL;
 }
 
+/* Whether tgid exec'd during the run (as the process that has that pid now, or last had it). */
+static bool exec_seen(const struct procset *ps, __u32 tgid)
+{
+	__u8 execd;
+	return ps->follower && bpf_map_lookup_elem(bpf_map__fd(ps->follower->maps.execs), &tgid, &execd) == 0;
+}
+
 /* The parent a child joined from at fork (0: not known, or it exec'd since). */
 static __u32 parent_of(const struct procset *ps, __u32 tgid)
 {
 	__u32 how;
-	__u8 execd;
-	if (ps->follower && bpf_map_lookup_elem(bpf_map__fd(ps->follower->maps.execs), &tgid, &execd) == 0)
+	if (exec_seen(ps, tgid))
 		return 0; /* a program of its own now */
 	if (ps->map_fd >= 0 && bpf_map_lookup_elem(ps->map_fd, &tgid, &how) == 0 && how != DIAG_SET_SCANNED)
 		return how; /* DIAG_SET_EXECED (0) included */
@@ -348,7 +376,7 @@ struct usyms *procset_usyms(const struct procset *ps, int tgid)
 		struct usyms *u = own_usyms(ps, who);
 		if (u)
 			return u;
-		const struct procset_execd *e = execd_find(ps, who);
+		const struct procset_execd *e = exec_seen(ps, who) ? execd_find(ps, who) : NULL;
 		if (e)
 			return e->usyms;
 		who = parent_of(ps, who);

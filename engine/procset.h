@@ -67,7 +67,8 @@ struct procset {
 	struct procset_lineage *lineage;
 	size_t n_lineage;
 	struct usyms **usyms;  /* parallel to target->procs (grows with it); NULL past the cap */
-	enum { USYMS_NONE, USYMS_OWN, USYMS_BORROWED, USYMS_OVER_CAP } *usyms_state; /* parallel */
+	/* parallel: USYMS_EXECD: the exec notice's symbolizer (execd[]) serves */
+	enum { USYMS_NONE, USYMS_OWN, USYMS_BORROWED, USYMS_OVER_CAP, USYMS_EXECD } *usyms_state;
 	size_t n_usyms;
 	size_t n_symbolized;   /* symbolizers made, scanned and exec'd (at most PROCSET_MAX_SYMBOLIZED) */
 	size_t unsymbolized;   /* processes past PROCSET_MAX_SYMBOLIZED: their frames stay addresses */

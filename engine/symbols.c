@@ -244,6 +244,9 @@ struct elf_file {
 	const char *base;   /* basename of path, for "base+0xOFF" */
 	uint64_t dev, ino;  /* cache key from maps; 0/0 = keyed by path (usyms_add_mapping) */
 	int loaded;         /* segments and symbols read */
+	int loaded_by;      /* the pid whose mapping it was read through */
+	uint64_t size, mtime_ns; /* of the file read (0: not known): its identity beyond the key */
+	int superseded;     /* its inode now holds another file: found no more, kept for old mappings */
 	unsigned tried;     /* usyms generation of the last load attempt: one per snapshot */
 	struct seg *segs;
 	size_t nsegs;
@@ -495,8 +498,31 @@ static void file_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
 		fd = open_same(0, f->path, f->ino);
 	if (fd < 0)
 		return;
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		f->size = (uint64_t)st.st_size;
+		f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	}
+	f->loaded_by = pid;
 	elf_load_fd(f, fd, pid);
 	close(fd);
+}
+
+/* Whether the file another process maps at [start, end) is still the one f was read from: a
+ * deleted file's inode can come back as another file within a run (configure's conftest, a
+ * rebuilt binary), and a cache shared by a set's processes outlives the first file. Unknown
+ * (no map_files, the process gone) counts as the same. */
+static int file_still_same(const struct elf_file *f, int pid, uint64_t start, uint64_t end)
+{
+	if (!f->size || pid <= 0 || pid == f->loaded_by)
+		return 1;
+	char p[96];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	if (stat(p, &st))
+		return 1;
+	uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	return (uint64_t)st.st_size == f->size && mtime == f->mtime_ns;
 }
 
 static void file_free(struct elf_file *f)
@@ -733,7 +759,8 @@ struct usyms *usyms_new(int pid)
 	return usyms_new_in(pid, NULL);
 }
 
-/* Cache key: (dev, ino) from maps, or the path for hand-added mappings and [vdso] (ino 0). */
+/* Cache key: (dev, ino) from maps, or the path for hand-added mappings and [vdso] (ino 0; dev
+ * then 0, or the vdso's size). */
 static uint64_t file_key_hash(const char *path, uint64_t dev, uint64_t ino)
 {
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -750,7 +777,9 @@ static uint64_t file_key_hash(const char *path, uint64_t dev, uint64_t ino)
 
 static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev, uint64_t ino)
 {
-	return ino ? f->ino == ino && f->dev == dev : !f->ino && !strcmp(f->path, path);
+	if (f->superseded)
+		return 0;
+	return ino ? f->ino == ino && f->dev == dev : !f->ino && f->dev == dev && !strcmp(f->path, path);
 }
 
 static void index_insert(struct elf_cache *us, size_t file)
@@ -783,6 +812,10 @@ static struct elf_file *file_get(struct usyms *owner, const char *path, uint64_t
 {
 	struct elf_cache *us = owner->cache;
 	struct elf_file *f = file_find(us, path, dev, ino);
+	if (f && f->loaded && ino && !file_still_same(f, owner->pid, start, end)) {
+		f->superseded = 1; /* mappings made before keep it; this one gets the new file */
+		f = NULL;
+	}
 	if (!f) {
 		f = xcalloc(1, sizeof(*f));
 		f->path = xstrdup(path);
@@ -903,7 +936,9 @@ static void maps_parse(struct usyms *us, char *buf)
 			path[plen - (sizeof(deleted) - 1)] = '\0';
 		if (path[0] != '/' && strcmp(path, "[vdso]"))
 			continue;
-		uint64_t dev = ((uint64_t)m.major << 32) | m.minor;
+		/* every native process maps the same vdso; a compat (32-bit) one maps another, of
+		 * another size: the size keys it */
+		uint64_t dev = path[0] == '/' ? ((uint64_t)m.major << 32) | m.minor : m.end - m.start;
 		struct elf_file *f = file_get(us, path, dev, path[0] == '/' ? m.inode : 0, m.start, m.end);
 		if (nadd == cap)
 			add = xrealloc(add, (cap = cap ? cap * 2 : 64) * sizeof(*add));
