@@ -864,6 +864,8 @@ static struct mapping map_part(const struct mapping *o, uint64_t start, uint64_t
  * overlaps, and the two sorted, disjoint lists overlap in at most nmaps + nadd pairs. */
 static void maps_merge(struct usyms *us, struct mapping *add, size_t nadd)
 {
+	if (!nadd) /* a process between exec and its first mapping, or exiting: nothing to add */
+		return;
 	qsort(add, nadd, sizeof(*add), map_cmp);
 	size_t k = 0;
 	for (size_t i = 0; i < nadd; i++) {

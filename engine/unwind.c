@@ -265,7 +265,8 @@ static void maps_read(struct uproc *p)
 						     xstrdup(m.path), NULL, false };
 	}
 	free(buf);
-	qsort(p->maps, p->nmaps, sizeof(*p->maps), umap_cmp);
+	if (p->nmaps) /* none: the process is exiting, or between exec and its first mapping */
+		qsort(p->maps, p->nmaps, sizeof(*p->maps), umap_cmp);
 }
 
 static struct uproc *proc_get(struct unwinder *u, int pid)

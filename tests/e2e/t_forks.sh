@@ -54,7 +54,8 @@ start "$WL/fork_workers" 20 "$TMP/fw_exec"
 collect "$TMP/b.json" high-cpu --comm fork_workers --duration 3
 # What stays is the parent and its children until they exec (fork's return, the exec itself: a few
 # per cent of a CPU, counted as the set's): idle or moderately busy, never short_job().
-check "$TMP/b.json" "top['id'] in ('not-busy', 'busy') and top['severity'] == 'info' and c['cpu_pct'] < 20 and c['unscanned_cpu_s'] < 0.6" \
+# (A machine short of CPU may add cpu-starved before it: the set's own waits, not its use.)
+check "$TMP/b.json" "any(x['id'] in ('not-busy', 'busy') and x['severity'] == 'info' for x in v) and not any(x['id'].startswith('cpu-bound') for x in v) and c['cpu_pct'] < 20 and c['unscanned_cpu_s'] < 0.6" \
 	"(b) children under another name counted: $(verdicts "$TMP/b.json")"
 check "$TMP/b.json" "not any('short_job' in v['title'] + ' '.join(v['evidence']) for v in r['verdicts'])" \
 	"(b) the exec'd children's function is in the report: $(verdicts "$TMP/b.json")"
