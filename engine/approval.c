@@ -195,6 +195,69 @@ static bool date_ok(const char *s)
 	return true;
 }
 
+/* What the lock can hold: the one answer for the parser (a line that breaks it is an error) and
+ * for the writer (approve refuses, before writing, an entry whose lock `verify` would reject). */
+enum lock_field { LF_RECIPE, LF_FILE, LF_BPF, LF_SHA256, LF_ENGINE, LF_APPROVED_BY, LF_APPROVED_AT };
+
+static const char *const field_rule[] = {
+	[LF_RECIPE] = "[a-z0-9-]+, at most 64 characters",
+	[LF_FILE] = "a relative path without spaces, control characters or `..`",
+	[LF_BPF] = "[a-z0-9_]+, at most 128 characters",
+	[LF_SHA256] = "64 lowercase hex digits",
+	[LF_ENGINE] = "a version without spaces",
+	[LF_APPROVED_BY] = "1 to 256 characters, no control characters, no space at either end",
+	[LF_APPROVED_AT] = "YYYY-MM-DDTHH:MM:SSZ",
+};
+
+static bool field_ok(enum lock_field f, const char *s)
+{
+	if (!s)
+		return false;
+	switch (f) {
+	case LF_RECIPE: return recipe_name_ok(s);
+	case LF_FILE: return path_ok(s);
+	case LF_BPF: return name_ok(s, "_");
+	case LF_SHA256: return hex64_ok(s);
+	case LF_ENGINE: return text_ok(s) && path_ok(s);
+	case LF_APPROVED_BY: return text_ok(s);
+	case LF_APPROVED_AT: return text_ok(s) && date_ok(s);
+	}
+	return false;
+}
+
+static int field_fail(char *buf, size_t len, const char *what, const char *s, enum lock_field f)
+{
+	snprintf(buf, len, "%s \"%.64s\" cannot go in the approvals lock (allowed: %s)", what, s ? s : "",
+		 field_rule[f]);
+	return -1;
+}
+
+int approval_entry_problem(const struct approval_entry *e, char *buf, size_t len)
+{
+	if (!field_ok(LF_RECIPE, e->recipe))
+		return field_fail(buf, len, "recipe name", e->recipe, LF_RECIPE);
+	if (!field_ok(LF_ENGINE, e->engine))
+		return field_fail(buf, len, "engine version", e->engine, LF_ENGINE);
+	if (!field_ok(LF_APPROVED_BY, e->approved_by))
+		return field_fail(buf, len, "approver", e->approved_by, LF_APPROVED_BY);
+	if (!field_ok(LF_APPROVED_AT, e->approved_at))
+		return field_fail(buf, len, "approval date", e->approved_at, LF_APPROVED_AT);
+	for (size_t i = 0; i < e->n_items; i++) {
+		const struct approval_item *it = &e->items[i];
+		bool file = it->kind == APPROVAL_FILE;
+		if (!field_ok(file ? LF_FILE : LF_BPF, it->name))
+			return field_fail(buf, len, file ? "file name" : "bpf object name", it->name,
+					  file ? LF_FILE : LF_BPF);
+		if (it->error) {
+			snprintf(buf, len, "%s: %s", it->name, it->error);
+			return -1;
+		}
+		if (!field_ok(LF_SHA256, it->sha256))
+			return field_fail(buf, len, "sha256 of", it->name, LF_SHA256);
+	}
+	return 0;
+}
+
 struct parser {
 	const char *name;
 	unsigned line;
@@ -243,10 +306,10 @@ static int parse_body_line(const struct parser *p, struct approval_entry *e, cha
 			return perr(p, p->line, "expected `%s NAME sha256=HEX`", kind == APPROVAL_FILE ? "file" : "bpf");
 		*sp = '\0';
 		const char *hex = sp + 8;
-		if (kind == APPROVAL_FILE ? !path_ok(name) : !name_ok(name, "_"))
+		if (!field_ok(kind == APPROVAL_FILE ? LF_FILE : LF_BPF, name))
 			return perr(p, p->line, "invalid %s name \"%.64s\"",
 				    kind == APPROVAL_FILE ? "file" : "bpf", name);
-		if (!hex64_ok(hex))
+		if (!field_ok(LF_SHA256, hex))
 			return perr(p, p->line, "sha256 must be 64 lowercase hex digits");
 		if (has_item(e, kind, name))
 			return perr(p, p->line, "%s %s listed twice", kind == APPROVAL_FILE ? "file" : "bpf", name);
@@ -273,9 +336,9 @@ static int parse_body_line(const struct parser *p, struct approval_entry *e, cha
 		return perr(p, p->line, "%s set twice", s);
 	if (!text_ok(val))
 		return perr(p, p->line, "%s: empty or invalid value", s);
-	if (slot == &e->approved_at && !date_ok(val))
+	if (slot == &e->approved_at && !field_ok(LF_APPROVED_AT, val))
 		return perr(p, p->line, "approved_at: expected YYYY-MM-DDTHH:MM:SSZ, got \"%.32s\"", val);
-	if (slot == &e->engine && !path_ok(val))
+	if (slot == &e->engine && !field_ok(LF_ENGINE, val))
 		return perr(p, p->line, "engine: invalid version \"%.32s\"", val);
 	*slot = xstrdup(val);
 	return 0;
@@ -339,7 +402,7 @@ int approval_lock_parse(const char *name, const char *text, size_t len, struct a
 			}
 			line[n - 1] = '\0';
 			const char *rname = line + 8;
-			if (!name_ok(rname, "-")) {
+			if (!field_ok(LF_RECIPE, rname)) {
 				rc = perr(&p, p.line, "recipe name must match [a-z0-9-]+, got \"%.64s\"", rname);
 				break;
 			}
@@ -435,6 +498,13 @@ char *approval_lock_format(const struct approval_lock *lock)
 
 int approval_lock_write(const struct approval_lock *lock, const char *path, struct diag_err *err)
 {
+	/* Never a lock that its own parser would reject. */
+	for (size_t i = 0; i < lock->n; i++) {
+		char why[400];
+		if (approval_entry_problem(&lock->entries[i], why, sizeof(why)))
+			return diag_fail(err, DIAG_EXIT_USAGE, "%s: not written: [recipe %.64s]: %s", path,
+					 lock->entries[i].recipe ? lock->entries[i].recipe : "", why);
+	}
 	char *text = approval_lock_format(lock);
 	/* A fresh temporary name in the lock's directory (O_EXCL, unpredictable), then rename: a
 	 * reader sees the old lock or the new one, and a planted symlink is replaced, not followed. */
@@ -655,6 +725,18 @@ int approval_approve(char *const *paths, size_t n, const char *lock_path, const 
 				if (!same_dir(dirname(ld), rd))
 					diag_fail(&e, DIAG_EXIT_USAGE, "%s: not in the directory of the lock %s "
 						  "(a lock covers the recipes next to it)", paths[i], lock_path);
+			}
+			/* What the lock would say, checked as `verify` will read it: a name the lock
+			 * cannot hold refuses the approval here, not every production run later. */
+			if (!e.msg[0]) {
+				struct approval_entry ce;
+				char why[400];
+				approval_compute(&bs[i].src, bs[i].plan, &ce);
+				ce.approved_by = xstrdup(by);
+				ce.approved_at = xstrdup(at);
+				if (approval_entry_problem(&ce, why, sizeof(why)))
+					diag_fail(&e, DIAG_EXIT_USAGE, "%s: %s; rename it", paths[i], why);
+				approval_entry_free(&ce);
 			}
 		}
 		if (e.msg[0]) {

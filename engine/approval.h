@@ -70,7 +70,8 @@ int approval_lock_read(const char *path, bool missing_ok, bool trusted, struct a
 		       struct diag_err *err);
 /* The canonical text (caller frees). */
 char *approval_lock_format(const struct approval_lock *lock);
-/* Writes atomically (a mkstemp temporary file beside it, mode 0644, fsync, rename). */
+/* Writes atomically (a mkstemp temporary file beside it, mode 0644, fsync, rename); refuses
+ * (DIAG_EXIT_USAGE) a lock with an entry approval_entry_problem rejects, writing nothing. */
 int approval_lock_write(const struct approval_lock *lock, const char *path, struct diag_err *err);
 void approval_lock_free(struct approval_lock *lock);
 const struct approval_entry *approval_lock_find(const struct approval_lock *lock, const char *name);
@@ -103,6 +104,12 @@ int approval_lock_set(struct approval_lock *lock, struct approval_entry *now, co
  * (DIAG_EXIT_REFUSED) saying what did not match and how to get it approved. A lock that is
  * missing, malformed or untrusted refuses too. */
 int approval_check(const struct bundle *b, bool trusted, struct diag_err *err);
+
+/* Whether the lock can hold the entry as it is (the parser's own rules: recipe name, engine,
+ * approver, date, each file path, BPF name and hash). Returns 0, else -1 with why in buf
+ * ("file name \"lua/lib/a b.lua\" cannot go in the approvals lock (allowed: ...)"). The writer
+ * refuses such an entry; `approve` checks before it writes anything. */
+int approval_entry_problem(const struct approval_entry *e, char *buf, size_t len);
 
 /* The first "cannot read" error of a computed entry, NULL when every file was read. */
 const char *approval_entry_error(const struct approval_entry *e);

@@ -142,7 +142,7 @@ static const cyaml_strval_t target_values[] = {
 };
 
 static const cyaml_schema_field_t recipe_fields[] = {
-	STR("name", REQ, struct recipe, name, 64),
+	STR("name", REQ, struct recipe, name, RECIPE_NAME_MAX),
 	STR("symptom", REQ, struct recipe, symptom, 200),
 	STR("summary", REQ, struct recipe, summary, 200),
 	STR("description", OPT, struct recipe, description, 4096),
@@ -824,6 +824,11 @@ static bool matches(const char *s, const char *extra)
 	return true;
 }
 
+bool recipe_name_ok(const char *s)
+{
+	return s && strlen(s) <= RECIPE_NAME_MAX && matches(s, "-");
+}
+
 static bool blank(const char *s)
 {
 	for (; *s; s++)
@@ -1055,7 +1060,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 static int check_recipe(struct loader *L, const struct recipe *r)
 {
 	char q[64];
-	if (!matches(r->name, "-"))
+	if (!recipe_name_ok(r->name))
 		return fail_path(L, "name", "must match [a-z0-9-]+, got %s",
 				 quote(q, sizeof(q), r->name));
 	if (blank(r->symptom))
@@ -1368,7 +1373,7 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 		return put(out, out_len, symptom, "")
 			       ? diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long")
 			       : 0;
-	if (!matches(symptom, "-"))
+	if (!recipe_name_ok(symptom))
 		return diag_fail(err, DIAG_EXIT_USAGE,
 				 "%s is not a recipe name ([a-z0-9-]+) or a path to a .yaml file",
 				 quote(q, sizeof(q), symptom));

@@ -165,6 +165,11 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len);
  * PREFIX/bin (else the compiled-in share directory): production's default trust root. */
 void recipe_installed_dir(char *out, size_t out_len);
 
+/* A recipe name: [a-z0-9-]+, at most RECIPE_NAME_MAX characters — never a path. The one rule
+ * for the recipe's `name:`, the approvals lock's [recipe NAME] and a name read from a report. */
+#define RECIPE_NAME_MAX 64
+bool recipe_name_ok(const char *s);
+
 /* Resolves SYMPTOM (a recipe name, or a path containing '/' or ending in .yaml) to a file path.
  * When the name is not found, err says so and lists the recipes that exist. */
 int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,

@@ -1,5 +1,5 @@
 /* replay.c — Lua verdicts again on a recorded report (see replay.h).
- * Must not: load BPF, need root, or change the recorded results.
+ * Must not: load BPF, need root, change the recorded results, or open a file a report names.
  */
 #include "replay.h"
 
@@ -97,7 +97,15 @@ int replay_run(const struct replay_options *o)
 
 	if (!(report = read_report(o->report_path, &err)))
 		goto failed;
+	/* A report is data: it names a recipe, looked up as a name on the command line is (--recipes,
+	 * the search path); a path in it is never opened. */
 	const char *name = value_get_str(value_get(report, "recipe"), "name");
+	if (!recipe_name_ok(name)) {
+		diag_fail(&err, DIAG_EXIT_USAGE, "%s: recipe.name \"%.64s\" is not a recipe name "
+			  "([a-z0-9-]+): a report names its recipe, it does not give a file to run",
+			  o->report_path, name);
+		goto failed;
+	}
 	char path[PATH_MAX];
 	struct plan_args args = { .check_target = false };
 	if (recipe_resolve(name, o->recipes_dir, path, sizeof(path), &err) ||

@@ -4,12 +4,12 @@
  * incidents, in review and in CI.
  *
  * Owns: reading the report (bounded), finding its recipe by name (the recipes search path) for the
- * snippet and libraries, or taking the snippet from --lua FILE; the thresholds (the report's, else
+ * snippet and libraries — a name only ([a-z0-9-]+): a report is data, a path in it is refused —, or taking the snippet from --lua FILE; the thresholds (the report's, else
  * the recipe's) with --threshold K=V overrides, checked against the recipe's names; the run
  * object the Lua sees (the report's, else rebuilt from its fields); and the replayed report: the
  * recorded one with new verdicts, sections and thresholds, and a "replayed" object saying from
  * what.
- * Must not: load BPF, need root, or change the recorded results.
+ * Must not: load BPF, need root, change the recorded results, or open a file a report names.
  */
 #ifndef DIAG_REPLAY_H
 #define DIAG_REPLAY_H

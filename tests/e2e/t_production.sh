@@ -69,6 +69,13 @@ sleep 1.1 # a new date would show if the unchanged entry were rewritten
 cmp -s "$LOCK" "$TMP/lock.1" || fail "approving an unchanged recipe twice changed the lock: $(diff "$TMP/lock.1" "$LOCK")"
 "$DIAG" verify > "$TMP/verify.out" 2>&1 || fail "verify of a fresh lock: $(cat "$TMP/verify.out")"
 "$DIAG" list | grep -q 'approval: approved .* matches' || fail "list does not show the approval"
+# A name the lock cannot hold (a Lua library "a b.lua") is refused before anything is written:
+# approve never writes a lock that verify then rejects.
+echo 'return {}' > "$P/lua/lib/a b.lua"
+expect 2 'lua/lib/a b.lua" cannot go in the approvals lock' "$DIAG" approve high-cpu --by e2e-tester
+cmp -s "$LOCK" "$TMP/lock.1" || fail "approve changed the lock for a library name the lock cannot hold"
+rm "$P/lua/lib/a b.lua"
+"$DIAG" verify > "$TMP/verify.out" 2>&1 || fail "verify after a refused approve: $(cat "$TMP/verify.out")"
 
 # --- production: the approved recipe runs --------------------------------------------------------
 "$DIAG" high-cpu --production --pid "$PID" --duration 1 --json > "$TMP/run.json" 2>"$TMP/run.err"

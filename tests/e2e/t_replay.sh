@@ -82,4 +82,22 @@ out2=$("$DIAG" merge "$RP/lock.json" "$RP/bad.json" 2>&1); rc2=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q "$RP/bad.json: not a diagnose JSON report" || fail "not a report: exit $rc: $out"
 out=$("$DIAG" replay "$RP/missing.json" 2>&1); rc=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q "$RP/missing.json" || fail "missing report: exit $rc: $out"
+
+# A report is data: its recipe.name is a name, looked up as names are (--recipes); a path there is
+# refused, never loaded, even one naming a recipe whose Lua is ready to run.
+mkdir -p "$RP/evil/recipes" "$RP/evil/lua/lib"
+cp "$ROOT/recipes/latency.yaml" "$RP/evil/recipes/"
+cp "$ROOT"/lua/lib/*.lua "$RP/evil/lua/lib/"
+echo 'return { verdicts = { diag.verdict("pwned", "critical", "a path from a report ran", {}, {}) } }' > "$RP/evil/lua/latency.lua"
+chmod -R a+rX "$RP/evil"
+for name in "$RP/evil/recipes/latency.yaml" latency.yaml "../evil/recipes/latency"; do
+	python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); r["recipe"]["name"] = sys.argv[2]; json.dump(r, open(sys.argv[3], "w"))' \
+		"$RP/lock.json" "$name" "$RP/named.json"
+	chmod 644 "$RP/named.json"
+	out=$(cd "$RP" && as_nobody "$DIAG" replay "$RP/named.json" --recipes "$ROOT/recipes" --json 2>&1); rc=$?
+	echo "$out" | grep -q pwned && fail "replay ran the recipe file a report named ($name)"
+	[ "$rc" = 2 ] && echo "$out" | grep -qF "named.json: recipe.name \"$name\" is not a recipe name" ||
+		fail "recipe.name $name in a report: exit $rc: $out"
+done
 exit 0
