@@ -128,7 +128,12 @@ static int cmd_list(const struct cli *c)
 {
 	char dir[PATH_MAX];
 	if (recipe_dir_find(c->run.recipes_dir, dir, sizeof(dir))) {
-		fputs("diagnose: no recipes directory found (--recipes DIR, $DIAGNOSE_RECIPES, ./recipes)\n", stderr);
+		char none[1024];
+		if (c->run.recipes_dir)
+			snprintf(none, sizeof(none), "--recipes %s is not a directory", c->run.recipes_dir);
+		else
+			recipe_dir_none(none, sizeof(none));
+		fprintf(stderr, "diagnose: %s\n", none);
 		return DIAG_EXIT_USAGE;
 	}
 	size_t n;

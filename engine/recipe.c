@@ -1337,6 +1337,30 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 	return -1;
 }
 
+/* As root the current directory's recipes/ is never searched: when there is one, say so, why,
+ * and how to use it on purpose. "" when not root or there is none. */
+static const char *root_cwd_note(void)
+{
+	if (geteuid() != 0 || !is_dir("recipes"))
+		return "";
+	return "; ./recipes was not searched: as root, recipes are read only from --recipes, "
+	       "$DIAGNOSE_RECIPES or the installed directory, since a directory others can write would "
+	       "run their Lua as root; if you trust it, name it: --recipes ./recipes";
+}
+
+void recipe_dir_none(char *out, size_t out_len)
+{
+	char installed[PATH_MAX], env[160];
+	recipe_installed_dir(installed, sizeof(installed));
+	const char *e = getenv("DIAGNOSE_RECIPES");
+	if (e && *e)
+		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES=%.100s is not a directory", e);
+	else
+		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES is not set");
+	snprintf(out, out_len, "no recipes directory (--recipes not given, %s, %sno %.512s)%s", env,
+		 geteuid() != 0 ? "no ./recipes, " : "", installed, root_cwd_note());
+}
+
 /* Edit distance (insertions, deletions, substitutions, and swaps of neighbours) between two
  * short names; names longer than 63 bytes count as far from everything. */
 static size_t name_distance(const char *a, const char *b)
@@ -1377,14 +1401,14 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 		return diag_fail(err, DIAG_EXIT_USAGE,
 				 "%s is not a recipe name ([a-z0-9-]+) or a path to a .yaml file",
 				 quote(q, sizeof(q), symptom));
-	if (recipe_dir_find(explicit_dir, dir, sizeof(dir)))
-		return explicit_dir
-			       ? diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s is not a directory",
-					   symptom, explicit_dir)
-			       : diag_fail(err, DIAG_EXIT_USAGE,
-					   "no recipe \"%s\": no recipe directory ($DIAGNOSE_RECIPES, "
-					   "./recipes, PREFIX/share/diagnose/recipes)",
-					   symptom);
+	if (recipe_dir_find(explicit_dir, dir, sizeof(dir))) {
+		if (explicit_dir)
+			return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s is not a directory",
+					 symptom, explicit_dir);
+		char none[1024];
+		recipe_dir_none(none, sizeof(none));
+		return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s", symptom, none);
+	}
 	int w = snprintf(out, out_len, "%s/%s.yaml", dir, symptom);
 	if (w < 0 || (size_t)w >= out_len)
 		return diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long");
@@ -1411,8 +1435,12 @@ int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, siz
 	free(names);
 	if (o >= sizeof(avail))
 		memcpy(avail + sizeof(avail) - 4, "...", 4);
-	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s%s)", symptom, dir, guess,
-			 count ? "available: " : "none there", avail);
+	/* Root skipped ./recipes: when the recipe is there, that is what the caller is missing. */
+	char here[PATH_MAX];
+	snprintf(here, sizeof(here), "recipes/%s.yaml", symptom);
+	bool in_cwd = !explicit_dir && stat(here, &st) == 0;
+	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s%s)%s", symptom, dir, guess,
+			 count ? "available: " : "none there", avail, in_cwd ? root_cwd_note() : "");
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -161,6 +161,10 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
  * then the installed recipes (recipe_installed_dir). Writes the first one that exists. Returns -1 when none exists. An explicit dir is the only candidate: when it does not exist the
  * answer is -1, not another directory. */
 int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len);
+/* Why recipe_dir_find found nothing, for a message: "no recipes directory (...)" naming each place
+ * looked at, and, as root with a ./recipes here, that it was not searched, why, and the
+ * `--recipes ./recipes` that would use it. */
+void recipe_dir_none(char *out, size_t out_len);
 /* The installed recipes directory, PREFIX/share/diagnose/recipes next to the running binary's
  * PREFIX/bin (else the compiled-in share directory): production's default trust root. */
 void recipe_installed_dir(char *out, size_t out_len);

@@ -66,6 +66,18 @@ out=$(cd "$TMP/cwd" && DIAGNOSE_POLICY="$TMP/dev.yaml" "$DIAG" show high-cpu 2>&
 echo "$out" | grep -q "$TMP/cwd" && fail "root used ./recipes: $out"
 out=$(cd "$TMP/cwd" && DIAGNOSE_POLICY="$TMP/dev.yaml" "$DIAG" show high-cpu --recipes recipes 2>&1) ||
 	fail "an explicit --recipes recipes is honoured: $out"
+# With no other recipes directory, the error says ./recipes was skipped, why, and how to use it
+# (a binary not in a PREFIX/bin, as `sudo ./build/diagnose` from a checkout is).
+if [ ! -d /usr/local/share/diagnose/recipes ]; then
+	for cmd in "high-cpu --pid $PID --duration 1" list; do
+		out=$(cd "$TMP/cwd" && DIAGNOSE_POLICY="$TMP/dev.yaml" "$ROOT/$BUILD/diagnose" $cmd 2>&1); rc=$?
+		[ "$rc" = 2 ] || fail "$cmd as root, no recipes directory but ./recipes: exit $rc ($out)"
+		echo "$out" | grep -q '\./recipes was not searched: as root, recipes are read only from --recipes, \$DIAGNOSE_RECIPES or the installed directory' ||
+			fail "$cmd: the error does not say ./recipes was skipped and why: $out"
+		echo "$out" | grep -q -- 'name it: --recipes \./recipes' || fail "$cmd: the error does not say how to use ./recipes: $out"
+		echo "$out" | grep -q 'no \./recipes' && fail "$cmd: ./recipes listed as a place looked at: $out"
+	done
+fi
 
 # --- 3. files that someone else can change are refused -----------------------------------------
 refused_because() { # refused_because PATTERN: a production run is refused with PATTERN
