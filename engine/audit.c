@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,11 @@ static bool abs_path_ok(const char *s)
 	return true;
 }
 
-static int policy_apply(const char *path, struct policy *p, const char *key, const char *val,
-			const yaml_mark_t *m, unsigned *seen, struct diag_err *err)
+/* A policy the environment named ($DIAGNOSE_POLICY) may only restrict: turn production on, add
+ * an audit file. It never moves production's trust root: its recipes_dir must be the system
+ * policy's (when that sets one), else it is an error. */
+static int policy_apply(const char *path, bool from_env, struct policy *p, const char *key,
+			const char *val, const yaml_mark_t *m, unsigned *seen, struct diag_err *err)
 {
 	static const char *const keys[] = { "mode", "audit_file", "recipes_dir" };
 	unsigned k = 0;
@@ -59,9 +63,14 @@ static int policy_apply(const char *path, struct policy *p, const char *key, con
 	} else if (!abs_path_ok(val))
 		return pfail(err, path, m, k == 1 ? "audit_file: expected an absolute path, got"
 						  : "recipes_dir: expected an absolute path, got", val);
-	else if (k == 1 && p->n_audit_files < ARRAY_LEN(p->audit_files))
+	else if (k == 1 && p->n_audit_files < ARRAY_LEN(p->audit_files)) {
+		p->audit_from_env[p->n_audit_files] = from_env;
 		p->audit_files[p->n_audit_files++] = xstrdup(val);
-	else if (k == 2) {
+	} else if (k == 2) {
+		if (from_env && !(p->recipes_dir && !strcmp(p->recipes_dir, val)))
+			return pfail(err, path, m, "recipes_dir: only " POLICY_DEFAULT_PATH " sets production's "
+				     "trust root; a policy named by $DIAGNOSE_POLICY may add restrictions, not move "
+				     "it:", val);
 		if (p->recipes_dir && strcmp(p->recipes_dir, val))
 			return pfail(err, path, m, "recipes_dir: differs from the system policy's", val);
 		free(p->recipes_dir);
@@ -70,9 +79,10 @@ static int policy_apply(const char *path, struct policy *p, const char *key, con
 	return 0;
 }
 
-int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
+int policy_parse_file(const char *path, bool from_env, struct policy *p, struct diag_err *err)
 {
-	/* Root reads a policy only if no one else can have written it: it names the trust root. */
+	/* Root reads a policy only if no one else can have written it, and not from a pseudo file
+	 * system (source_read): its owner and mode would say nothing there. */
 	struct source_file f;
 	if (source_read(path, geteuid() == 0, 0, &f, err))
 		return diag_wrap(err, "policy");
@@ -128,7 +138,8 @@ int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
 				rc = pfail(err, path, m, "expected a single text value for", key);
 				break;
 			}
-			rc = policy_apply(path, p, key, (const char *)ev.data.scalar.value, m, &seen, err);
+			rc = policy_apply(path, from_env, p, key, (const char *)ev.data.scalar.value, m, &seen,
+					  err);
 			free(key);
 			key = NULL;
 			st = S_KEY;
@@ -157,10 +168,10 @@ int policy_parse_file(const char *path, struct policy *p, struct diag_err *err)
 int policy_load(struct policy *p, struct diag_err *err)
 {
 	memset(p, 0, sizeof(*p));
-	if (access(POLICY_DEFAULT_PATH, F_OK) == 0 && policy_parse_file(POLICY_DEFAULT_PATH, p, err))
+	if (access(POLICY_DEFAULT_PATH, F_OK) == 0 && policy_parse_file(POLICY_DEFAULT_PATH, false, p, err))
 		return -1;
 	const char *env = getenv("DIAGNOSE_POLICY");
-	if (env && *env && strcmp(env, POLICY_DEFAULT_PATH) && policy_parse_file(env, p, err))
+	if (env && *env && strcmp(env, POLICY_DEFAULT_PATH) && policy_parse_file(env, true, p, err))
 		return -1;
 	return 0;
 }
@@ -177,10 +188,147 @@ void policy_free(struct policy *p)
 
 /* ---- audit trail -------------------------------------------------------------------------- */
 
+static int say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* A diagnose audit log starts with one of our records: {"time":"...","user":...,"diagnose_pid":
+ * within its first line. */
+static bool is_audit_log(int fd, const struct stat *st)
+{
+	if (st->st_size == 0)
+		return true;
+	char buf[1024];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	return strncmp(buf, "{\"time\":\"", 9) == 0 && strstr(buf, ",\"diagnose_pid\":") != NULL;
+}
+
+/* An audit path that the environment chose ($DIAGNOSE_AUDIT_FILE, or the audit_file of a policy
+ * $DIAGNOSE_POLICY named), written as root: whoever set the environment must not be able to aim
+ * root's appends — lines that carry what a target controls, such as its comm — at a file that
+ * something else reads as code or configuration (/etc/profile.d/zz.sh, /etc/passwd). So:
+ *  - the name is NAME.jsonl (no conf.d, profile.d, cron.d or sudoers.d reads such a name);
+ *  - its directory is a real path (no symbolic link, `.` or `..`), owned by root and not group-
+ *    or world-writable, and so is every directory above it (a root-owned sticky one, /tmp, may
+ *    be world-writable): no one but root can change which file the name is;
+ *  - a new file is created there (O_EXCL, 0640); an existing one is appended to only when it is a
+ *    regular file with one link, root's, not group- or world-writable, and a diagnose audit log:
+ *    empty, or its first line one of our records.
+ * Returns the fd (O_APPEND), or -1 with why. */
+static int open_chosen(const char *path, char *why, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	if (path[0] != '/' || !slash)
+		return say(why, len, "not an absolute path");
+	const char *base = slash + 1;
+	size_t bl = strlen(base);
+	if (bl <= 6 || base[0] == '.' || strcmp(base + bl - 6, ".jsonl"))
+		return say(why, len, "as root, an audit file named by the environment must be called NAME.jsonl");
+	char dir[PATH_MAX], real[PATH_MAX];
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return say(why, len, "path too long");
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (!realpath(dir, real))
+		return say(why, len, "%s: %s", dir, strerror(errno));
+	if (strcmp(real, dir))
+		return say(why, len, "its directory %s is not a real path (it is %s): name that one", dir, real);
+	struct stat dst;
+	for (bool first = true;; first = false) {
+		struct stat st;
+		if (lstat(real, &st) || !S_ISDIR(st.st_mode))
+			return say(why, len, "%s: not a directory", real);
+		if (first)
+			dst = st;
+		bool sticky_ok = !first && (st.st_mode & S_ISVTX);
+		if (st.st_uid != 0 || ((st.st_mode & 022) && !sticky_ok))
+			return say(why, len, "%s %s is %s (mode %04o, uid %u): as root, an audit file named by "
+				   "the environment is written only where root alone can change what is there",
+				   first ? "its directory" : "the directory", real,
+				   st.st_uid != 0 ? "not owned by root" : "group- or world-writable",
+				   (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+		if (!strcmp(real, "/"))
+			break;
+		char *cut = strrchr(real, '/');
+		if (cut == real)
+			real[1] = '\0';
+		else
+			*cut = '\0';
+	}
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (dfd < 0 || fstat(dfd, &st) || st.st_dev != dst.st_dev || st.st_ino != dst.st_ino) {
+		if (dfd >= 0)
+			close(dfd);
+		return say(why, len, "%s: changed while checked", dir);
+	}
+	int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 2; tries++) {
+		if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISLNK(st.st_mode)) {
+				say(why, len, "a symbolic link (not followed)");
+				break;
+			}
+			if (!S_ISREG(st.st_mode)) {
+				say(why, len, "not a regular file");
+				break;
+			}
+			fd = openat(dfd, base, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+			const char *bad = NULL;
+			if (fd < 0)
+				bad = strerror(errno);
+			else if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+				bad = "not a regular file";
+			else if (st.st_uid != 0)
+				bad = "owned by another user";
+			else if (st.st_mode & 022)
+				bad = "group- or world-writable";
+			else if (st.st_nlink != 1)
+				bad = "it has other hard links";
+			else if (!is_audit_log(fd, &st))
+				bad = "it exists and is not a diagnose audit log (its first line is not an audit "
+				      "record): as root, an audit file named by the environment is created new or "
+				      "appended to when it is one";
+			if (bad) {
+				say(why, len, "%s", bad);
+				if (fd >= 0)
+					close(fd);
+				fd = -1;
+				break;
+			}
+		} else if (errno == ENOENT) {
+			fd = openat(dfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC | O_NOCTTY, 0640);
+			if (fd < 0 && errno != EEXIST) /* EEXIST: another run created it first; look again */
+				say(why, len, "%s", strerror(errno));
+			else if (fd < 0)
+				say(why, len, "created by someone else while opened");
+		} else {
+			say(why, len, "%s", strerror(errno));
+			break;
+		}
+	}
+	close(dfd);
+	return fd;
+}
+
 /* An audit file is appended to as root: never through a symlink, never a FIFO or device, and
  * only a file that is ours alone (owned by this euid, not group- or world-writable), so that no
- * one else can rewrite the trail or point it somewhere else. */
-static void add_file(struct audit *a, const char *path, struct diag_err *err, int *rc)
+ * one else can rewrite the trail or point it somewhere else. A path the environment chose is
+ * opened by open_chosen's stricter rules when running as root (chosen). */
+static void add_file(struct audit *a, const char *path, bool chosen, const char *label,
+		     struct diag_err *err, int *rc)
 {
 	if (!path || !*path)
 		return;
@@ -189,25 +337,34 @@ static void add_file(struct audit *a, const char *path, struct diag_err *err, in
 			return;
 	if (a->n == AUDIT_MAX_FILES)
 		return;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
-		      0640);
+	char whybuf[400];
 	const char *why = NULL;
-	struct stat st;
-	if (fd < 0)
-		why = errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno);
-	else if (fstat(fd, &st))
-		why = strerror(errno);
-	else if (!S_ISREG(st.st_mode))
-		why = "not a regular file";
-	else if (st.st_uid != geteuid())
-		why = "owned by another user";
-	else if (st.st_mode & 022)
-		why = "group- or world-writable";
+	int fd;
+	if (chosen) {
+		fd = open_chosen(path, whybuf, sizeof(whybuf));
+		if (fd < 0)
+			why = whybuf;
+	} else {
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
+			  0640);
+		struct stat st;
+		if (fd < 0)
+			why = errno == ELOOP ? "a symbolic link (not followed)" : strerror(errno);
+		else if (fstat(fd, &st))
+			why = strerror(errno);
+		else if (!S_ISREG(st.st_mode))
+			why = "not a regular file";
+		else if (st.st_uid != geteuid())
+			why = "owned by another user";
+		else if (st.st_mode & 022)
+			why = "group- or world-writable";
+	}
 	if (why) {
 		if (fd >= 0)
 			close(fd);
 		if (*rc == 0)
-			*rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot use the audit file %s: %s", path, why);
+			*rc = diag_fail(err, DIAG_EXIT_REFUSED, "cannot use the audit file %s (%s): %s", path,
+					label, why);
 		return;
 	}
 	a->paths[a->n] = xstrdup(path);
@@ -267,9 +424,23 @@ int audit_open(struct audit *a, const struct policy *pol, bool production, struc
 	a->production = production;
 	a->syslog_fd = -1;
 	int rc = 0;
+	bool root = geteuid() == 0;
 	for (size_t i = 0; pol && i < pol->n_audit_files; i++)
-		add_file(a, pol->audit_files[i], err, &rc);
-	add_file(a, getenv("DIAGNOSE_AUDIT_FILE"), err, &rc);
+		add_file(a, pol->audit_files[i], root && pol->audit_from_env[i],
+			 pol->audit_from_env[i] ? "audit_file of $DIAGNOSE_POLICY" : "audit_file of the policy",
+			 err, &rc);
+	/* Production's trail is the policy's: the variable would only let a caller choose where root
+	 * writes. Ignored there (said, when it names a file the policy does not). */
+	const char *env = getenv("DIAGNOSE_AUDIT_FILE");
+	if (env && *env && production) {
+		bool listed = false;
+		for (size_t i = 0; i < a->n; i++)
+			listed |= !strcmp(a->paths[i], env);
+		for (size_t i = 0; pol && i < pol->n_audit_files; i++)
+			listed |= !strcmp(pol->audit_files[i], env);
+		a->env_ignored = listed ? NULL : env;
+	} else
+		add_file(a, env, root, "$DIAGNOSE_AUDIT_FILE", err, &rc);
 	if (syslog_connect(a) && rc == 0 && production && a->n == 0)
 		rc = diag_fail(err, DIAG_EXIT_REFUSED,
 			       "syslog is not reachable (%s) and no audit_file is configured",

@@ -272,6 +272,9 @@ int run_recipe(const struct run_options *c)
 	int pol_rc = policy_load(&pol, &err);
 	bool production = c->production || pol.production || pol_rc;
 	bool audit_ok = audit_open(&au, &pol, production, &aerr) == 0;
+	if (au.env_ignored)
+		fprintf(stderr, "diagnose: warning: $DIAGNOSE_AUDIT_FILE (%.200s) ignored: in production mode "
+			"the audit files are the policy's (audit_file)\n", au.env_ignored);
 	if (pol_rc)
 		goto failed;
 	if (!audit_ok && production) {

@@ -11,7 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
+#ifndef CONFIGFS_MAGIC
+#define CONFIGFS_MAGIC 0x62656570 /* fs/configfs/mount.c; not in every uapi linux/magic.h */
+#endif
 
 /* Owned by root and writable by nobody else. A sticky root-owned directory may be world-writable
  * (/tmp): others cannot rename or remove what root owns in it. */
@@ -55,6 +61,30 @@ int source_check_trusted_dir(const char *dir, struct diag_err *err)
 	}
 }
 
+/* Files the kernel writes from some process's state (procfs: /proc/self/environ is root's, mode
+ * 0400, and says whatever the caller's environment says): their owner and mode say nothing about
+ * who chose their bytes. NULL for any other file system. */
+static const char *pseudo_fs(int fd)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} fs[] = {
+		{ PROC_SUPER_MAGIC, "procfs" },      { SYSFS_MAGIC, "sysfs" },
+		{ DEBUGFS_MAGIC, "debugfs" },        { TRACEFS_MAGIC, "tracefs" },
+		{ SECURITYFS_MAGIC, "securityfs" },  { CGROUP_SUPER_MAGIC, "cgroupfs" },
+		{ CGROUP2_SUPER_MAGIC, "cgroup2fs" }, { CONFIGFS_MAGIC, "configfs" },
+		{ EFIVARFS_MAGIC, "efivarfs" },      { BPF_FS_MAGIC, "bpffs" },
+	};
+	struct statfs sf;
+	if (fstatfs(fd, &sf))
+		return NULL;
+	for (size_t i = 0; i < ARRAY_LEN(fs); i++)
+		if ((unsigned long)sf.f_type == fs[i].magic)
+			return fs[i].name;
+	return NULL;
+}
+
 int source_read(const char *path, bool trusted, size_t max_bytes, struct source_file *out,
 		struct diag_err *err)
 {
@@ -70,8 +100,13 @@ int source_read(const char *path, bool trusted, size_t max_bytes, struct source_
 		return diag_fail(err, DIAG_EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
 	struct stat st;
 	int rc = 0;
+	const char *pseudo = pseudo_fs(fd);
 	if (fstat(fd, &st))
 		rc = diag_fail(err, DIAG_EXIT_USAGE, "%s: %s", path, strerror(errno));
+	else if (pseudo)
+		rc = diag_fail(err, trusted ? DIAG_EXIT_REFUSED : DIAG_EXIT_USAGE,
+			       "%s: on %s, a kernel pseudo file system: not read (its owner and mode say "
+			       "nothing about who chose what it says)", path, pseudo);
 	else if (!S_ISREG(st.st_mode))
 		rc = diag_fail(err, DIAG_EXIT_USAGE, "%s: not a regular file", path);
 	else if ((uint64_t)st.st_size > max_bytes)

@@ -32,8 +32,9 @@ struct source_file {
 };
 
 /* Reads path once. Refuses (DIAG_EXIT_USAGE, "PATH: why") a symlink at the last component, a
- * FIFO, device or directory, and a file over max_bytes (0 = SOURCE_MAX_BYTES) — without blocking
- * on a FIFO. With trusted set, also refuses (DIAG_EXIT_REFUSED) a file that is not owned by root
+ * FIFO, device or directory, a file on a kernel pseudo file system (procfs, sysfs, debugfs,
+ * tracefs, securityfs, cgroup, configfs, efivarfs, bpffs; DIAG_EXIT_REFUSED when trusted), and a
+ * file over max_bytes (0 = SOURCE_MAX_BYTES) — without blocking on a FIFO. With trusted set, also refuses (DIAG_EXIT_REFUSED) a file that is not owned by root
  * or is group/world-writable, or below a directory that is. */
 int source_read(const char *path, bool trusted, size_t max_bytes, struct source_file *out,
 		struct diag_err *err);

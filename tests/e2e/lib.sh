@@ -11,7 +11,10 @@ DIAG="$ROOT/$BUILD/diagnose"
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
 TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
-# Production mode needs an audit trail: these machines run no syslog daemon.
+# Production mode needs an audit trail: these machines run no syslog daemon. Production takes its
+# audit files from the policy alone, so the tests' default policy (below) names the same file. As
+# root, an audit file the environment names must be NAME.jsonl in a directory root alone can
+# change: $TMP (mktemp -d: root's, 0700) is one.
 export DIAGNOSE_AUDIT_FILE="$TMP/audit.jsonl"
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -20,6 +23,23 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 
 [ "$(id -u)" -eq 0 ] || skip "end-to-end tests load BPF programs: run as root"
+printf 'mode: development\naudit_file: %s\n' "$DIAGNOSE_AUDIT_FILE" > "$TMP/e2e-policy.yaml"
+chmod 644 "$TMP/e2e-policy.yaml"
+export DIAGNOSE_POLICY="$TMP/e2e-policy.yaml"
+
+# trust_root DIR: a production install in DIR as `make install` lays it out: DIR/bin/diagnose, a
+# copy of the binary (production's trust root is PREFIX/share/diagnose/recipes beside the running
+# binary's PREFIX/bin; only /etc/diagnose/policy.yaml may move it), and root-owned copies of
+# recipes/ (without its lock) and lua/ in DIR/share/diagnose that no one else can write. Sets
+# PDIAG (that binary) and P (DIR/share/diagnose).
+trust_root() {
+	mkdir -p "$1/bin" "$1/share/diagnose"
+	cp "$DIAG" "$1/bin/diagnose"
+	cp -r "$ROOT/recipes" "$ROOT/lua" "$1/share/diagnose/"
+	rm -f "$1/share/diagnose/recipes/approved.lock"
+	chmod -R go-w "$1" # whatever the checkout's umask: production trusts only what root alone can change
+	PDIAG="$1/bin/diagnose" P="$1/share/diagnose"
+}
 
 start() { # start WORKLOAD ARGS... → sets $PID
 	"$@" >/dev/null 2>&1 &

@@ -13,7 +13,7 @@ for f in bin/diagnose share/diagnose/recipes/high-cpu.yaml share/diagnose/recipe
 	[ -e "$X/$f" ] || fail "make install did not install $f"
 done
 unset DIAGNOSE_RECIPES DIAGNOSE_MODE
-printf 'mode: production\n' > "$TMP/policy.yaml"
+printf 'mode: production\naudit_file: %s\n' "$DIAGNOSE_AUDIT_FILE" > "$TMP/policy.yaml"
 export DIAGNOSE_POLICY="$TMP/policy.yaml"
 start "$WL/cpu_burner"
 cd /

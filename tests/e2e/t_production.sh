@@ -1,20 +1,17 @@
 # Production mode: `diagnose approve` writes the lock, production runs only recipes whose files
 # and BPF objects still match it, and every run, dry run and refusal leaves one JSON audit line.
-# Works on a copy of recipes/ + lua/ in the temp dir; the policy and audit files live there too.
+# Works on an install in the temp dir (a copy of the binary, recipes/ and lua/: production's trust
+# root is the installed recipes); the policy and audit files live there too.
 . "$(dirname "$0")/lib.sh"
 
-P="$TMP/p"
-mkdir -p "$P"
-cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
-rm -f "$P/recipes/approved.lock"
-chmod -R go-w "$P" # whatever the checkout's umask: production trusts only files root alone can change
+trust_root "$TMP/p"
+DIAG=$PDIAG
 LOCK="$P/recipes/approved.lock"
 AUDIT="$TMP/audit.jsonl"
 export DIAGNOSE_RECIPES="$P/recipes" DIAGNOSE_AUDIT_FILE="$AUDIT"
 unset DIAGNOSE_MODE
-# Production's trust root is the policy's recipes_dir (default: the installed recipes); the copy
-# in $P is root-owned and writable by no one else, as an installed one is.
-printf 'mode: development\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/dev-policy.yaml"
+# Production takes its audit files from the policy alone.
+printf 'mode: development\naudit_file: %s\n' "$AUDIT" > "$TMP/dev-policy.yaml"
 export DIAGNOSE_POLICY="$TMP/dev-policy.yaml"
 
 runs=0 # commands that must each have appended one end record (a real run also writes a start record)
@@ -148,13 +145,15 @@ check_audit refused False production
 cp "$TMP/lock.good" "$LOCK"
 
 # --- a policy file saying production cannot be overridden ---------------------------------------
-POLICY_AUDIT="$TMP/policy-audit.jsonl"
-printf 'mode: production\naudit_file: %s\nrecipes_dir: %s\n' "$POLICY_AUDIT" "$P/recipes" > "$TMP/policy.yaml"
+printf 'mode: production\naudit_file: %s\n' "$AUDIT" > "$TMP/policy.yaml"
 export DIAGNOSE_POLICY="$TMP/policy.yaml"
 flip "$P/lua/high-cpu.lua"
-audited 3 'lua/high-cpu.lua: sha256 approved' "$DIAG" high-cpu --pid "$PID" --duration 1
+# In production $DIAGNOSE_AUDIT_FILE is ignored (with a warning): the trail is the policy's.
+audited 3 'DIAGNOSE_AUDIT_FILE.*ignored: in production mode the audit files are the policy' \
+	env DIAGNOSE_AUDIT_FILE="$TMP/env-audit.jsonl" "$DIAG" high-cpu --pid "$PID" --duration 1
+echo "$out" | grep -q 'lua/high-cpu.lua: sha256 approved' || fail "production policy: $out"
 check_audit refused False production
-AUDIT_FILE="$POLICY_AUDIT" check_audit refused False production
+[ -e "$TMP/env-audit.jsonl" ] && fail "production wrote the \$DIAGNOSE_AUDIT_FILE: $(cat "$TMP/env-audit.jsonl")"
 audited 3 'lua/high-cpu.lua: sha256 approved' env DIAGNOSE_MODE=development "$DIAG" high-cpu --pid "$PID" --duration 1
 cp "$ROOT/lua/high-cpu.lua" "$P/lua/high-cpu.lua"
 "$DIAG" high-cpu --pid "$PID" --duration 1 > /dev/null 2>"$TMP/run.err"
@@ -163,20 +162,22 @@ rc=$?
 runs=$((runs + 1))
 check_audit run True production
 # The audit trail must be writable in production: else the run is refused.
-audited 3 'audit' env DIAGNOSE_AUDIT_FILE="$TMP/no-such-dir/audit.jsonl" "$DIAG" high-cpu --pid "$PID" --duration 1
+printf 'mode: production\naudit_file: %s\n' "$TMP/no-such-dir/audit.jsonl" > "$TMP/policy-lost.yaml"
+audited 3 'cannot use the audit file' env DIAGNOSE_POLICY="$TMP/policy-lost.yaml" "$DIAG" high-cpu --pid "$PID" --duration 1
 runs=$((runs - 1)) # that line could not be written to $AUDIT
-# A malformed policy fails closed.
-printf 'mode: production\nmode: development\n' > "$TMP/policy.yaml"
-audited 2 'policy.yaml:2: key given twice' "$DIAG" high-cpu --pid "$PID" --duration 1
-printf 'mode: prod\n' > "$TMP/policy.yaml"
-audited 2 'policy.yaml:1: mode: expected production or development' "$DIAG" high-cpu --pid "$PID" --dry-run
-printf 'mode: production\nextra: 1\n' > "$TMP/policy.yaml"
-audited 2 'policy.yaml:2: unknown key' "$DIAG" high-cpu --pid "$PID" --duration 1
+# A malformed policy fails closed (production: the trail is the audit_file read before the error).
+printf 'audit_file: %s\nmode: production\nmode: development\n' "$AUDIT" > "$TMP/policy.yaml"
+audited 2 'policy.yaml:3: key given twice' "$DIAG" high-cpu --pid "$PID" --duration 1
+printf 'audit_file: %s\nmode: prod\n' "$AUDIT" > "$TMP/policy.yaml"
+audited 2 'policy.yaml:2: mode: expected production or development' "$DIAG" high-cpu --pid "$PID" --dry-run
+printf 'audit_file: %s\nmode: production\nextra: 1\n' "$AUDIT" > "$TMP/policy.yaml"
+audited 2 'policy.yaml:3: unknown key' "$DIAG" high-cpu --pid "$PID" --duration 1
 export DIAGNOSE_POLICY="$TMP/dev-policy.yaml"
 # Outside production an unwritable audit file is a warning, not a refusal.
 DIAGNOSE_AUDIT_FILE="$TMP/no-such-dir/audit.jsonl" "$DIAG" high-cpu --pid "$PID" --dry-run > /dev/null 2>"$TMP/warn.err" ||
 	fail "development dry run with an unwritable audit file: $(cat "$TMP/warn.err")"
 grep -q 'warning: cannot use the audit file' "$TMP/warn.err" || fail "no warning about the audit file"
+runs=$((runs + 1)) # recorded in the policy's audit_file, $AUDIT
 
 # --- every run, dry run and refusal wrote one end record, each valid JSON; every start record ----
 # --- (written before anything loaded) has its end record with the same run_id --------------------

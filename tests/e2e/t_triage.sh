@@ -181,15 +181,12 @@ got=$(json "$TMP/d0.json" '"%d %s %s" % (len(r["chain"]["stages"]), r["chain"]["
 [ "$got" = "1 False True" ] || fail "depth 0: $got ($(json "$TMP/d0.json" 'r["chain"]["ended"]'))"
 
 # (f) production: the follow-up must be approved too
-P="$TMP/p"
-mkdir -p "$P"
-cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
-rm -f "$P/recipes/approved.lock"
-chmod -R go-w "$P"
+trust_root "$TMP/p" # an install: its recipes are the trust root of its binary, $PDIAG
+BUILT=$DIAG DIAG=$PDIAG
 # every recipe of the chain it could take approved but latency: refused before anything runs
 "$DIAG" approve triage high-cpu memory-growth io-saturation network-errors --recipes "$P/recipes" --by e2e > /dev/null ||
 	fail "approve"
-printf 'mode: production\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/policy.yaml"
+printf 'mode: production\naudit_file: %s\n' "$DIAGNOSE_AUDIT_FILE" > "$TMP/policy.yaml"
 DIAGNOSE_POLICY="$TMP/policy.yaml" "$DIAG" triage --recipes "$P/recipes" --pid "$PID" --duration 2 --follow --json \
 	> "$TMP/prod.json" 2> "$TMP/prod.err"; rc=$?
 [ "$rc" = 3 ] || fail "production, unapproved follow-up: exit $rc, want 3: $(cat "$TMP/prod.err")"
@@ -213,6 +210,7 @@ got=$(json "$TMP/prod2.json" '"%d %s" % (len(r["chain"]["stages"]), r["chain"]["
 [ "$got" = "2 True" ] ||
 	fail "production, all approved: $got: stages $(json "$TMP/prod2.json" '[(s["recipe"], s["stop_reason"]) for s in r["chain"]["stages"]]'), ended: $(json "$TMP/prod2.json" 'r["chain"]["ended"]')"
 assert_released "production triage --follow"
+DIAG=$BUILT
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 # (h) a two-stage chain whose second stage uses a symbol the first found: "hot" names the hottest

@@ -4,16 +4,14 @@
 # every way a run ends.
 . "$(dirname "$0")/lib.sh"
 
-# The trust root: a root-owned copy of recipes/ + lua/, approved, named by the policy.
-P="$TMP/trusted"
-mkdir -p "$P"
-cp -r "$ROOT/recipes" "$ROOT/lua" "$P/"
-rm -f "$P/recipes/approved.lock"
-chmod -R go-w "$P"
+# The trust root: an install's root-owned copy of recipes/ + lua/, approved (the copied binary's
+# PREFIX/share/diagnose); the policy says production and where the audit trail goes.
+trust_root "$TMP/trusted"
+DIAG=$PDIAG
 AUDIT="$TMP/audit.jsonl"
 export DIAGNOSE_AUDIT_FILE="$AUDIT"
 unset DIAGNOSE_MODE
-printf 'mode: production\nrecipes_dir: %s\n' "$P/recipes" > "$TMP/policy.yaml"
+printf 'mode: production\naudit_file: %s\n' "$AUDIT" > "$TMP/policy.yaml"
 export DIAGNOSE_POLICY="$TMP/policy.yaml"
 "$DIAG" approve high-cpu --recipes "$P/recipes" --by e2e > /dev/null 2>&1 || fail "approve the trusted copy"
 unset DIAGNOSE_RECIPES
@@ -50,12 +48,28 @@ run_ok sh -c "cd '$X' && DIAGNOSE_RECIPES='$X/recipes' exec '$DIAG' high-cpu --p
 grep -q pwned "$TMP/run.out" && fail "production ran the attacker's copy"
 [ "$(last_audit 'a["recipe"]["path"]')" = "$P/recipes/high-cpu.yaml" ] || fail "audit path: $(last_audit 'a["recipe"]["path"]')"
 [ "$(last_audit 'a["approved"]')" = True ] || fail "audit: not approved"
-# Without recipes_dir in the policy, the installed recipes are the trust root.
-printf 'mode: production\n' > "$TMP/policy-noroot.yaml"
+# Without recipes_dir in the policy, the installed recipes are the trust root (a binary not in a
+# PREFIX/bin: the compiled-in share directory).
 if [ ! -d /usr/local/share/diagnose/recipes ]; then
 	expect 3 'recipes directory /usr/local/share/diagnose/recipes (the installed recipes)' \
-		env DIAGNOSE_POLICY="$TMP/policy-noroot.yaml" DIAGNOSE_RECIPES="$X/recipes" "$DIAG" high-cpu --pid "$PID" --duration 1
+		env DIAGNOSE_RECIPES="$X/recipes" "$ROOT/$BUILD/diagnose" high-cpu --pid "$PID" --duration 1
 fi
+# A policy named by $DIAGNOSE_POLICY only restricts: even root-owned, naming a root-owned and
+# approved copy (a stale deploy, say) as recipes_dir, it cannot move the trust root there.
+R="$TMP/stale"
+mkdir -p "$R"
+cp -r "$X/recipes" "$X/lua" "$R/"
+chown -R 0:0 "$R"
+chmod -R go-w "$R"
+printf 'mode: production\naudit_file: %s\nrecipes_dir: %s\n' "$AUDIT" "$R/recipes" > "$TMP/policy-moved.yaml"
+expect 2 "policy-moved.yaml:3: recipes_dir: only /etc/diagnose/policy.yaml sets production's trust root" \
+	env DIAGNOSE_POLICY="$TMP/policy-moved.yaml" "$DIAG" high-cpu --pid "$PID" --duration 1
+grep -q pwned "$TMP/stdout" && fail "a policy from the environment moved the trust root: the copy ran"
+[ "$(last_audit 'a["action"] + " " + str(a["approved"])')" = "failed False" ] || fail "moved trust root: $(tail -1 "$AUDIT")"
+# Nor is a policy read from a pseudo file system, whose owner and mode say nothing of its author
+# (/proc/self/environ is root's, 0400, and says what the caller's environment says).
+expect 3 '/proc/self/environ: on procfs, a kernel pseudo file system' \
+	env DIAGNOSE_POLICY=/proc/self/environ "$DIAG" high-cpu --pid "$PID" --duration 1
 
 # --- 2. root does not search ./recipes -----------------------------------------------------------
 printf 'mode: development\n' > "$TMP/dev.yaml"
@@ -100,8 +114,9 @@ ln -s "$P/lua/high-cpu.lua.real" "$P/lua/high-cpu.lua"
 refused_because "lua/high-cpu.lua: a symbolic link"
 rm "$P/lua/high-cpu.lua"
 mv "$P/lua/high-cpu.lua.real" "$P/lua/high-cpu.lua"
-ln -s "$TMP/elsewhere.jsonl" "$TMP/audit-link"
-expect 3 "audit file $TMP/audit-link: a symbolic link" env DIAGNOSE_AUDIT_FILE="$TMP/audit-link" "$DIAG" high-cpu --pid "$PID" --duration 1
+ln -s "$TMP/elsewhere.jsonl" "$TMP/audit-link.jsonl"
+printf 'mode: production\naudit_file: %s\n' "$TMP/audit-link.jsonl" > "$TMP/policy-link.yaml"
+expect 3 "audit file $TMP/audit-link.jsonl .*: a symbolic link" env DIAGNOSE_POLICY="$TMP/policy-link.yaml" "$DIAG" high-cpu --pid "$PID" --duration 1
 [ -e "$TMP/elsewhere.jsonl" ] && fail "the audit record went through a symlink"
 run_ok "$DIAG" high-cpu --production --pid "$PID" --duration 1
 
@@ -145,7 +160,8 @@ last_audit 'a["recipe"]["files"]["lua/high-cpu.lua"]' | grep -q '^[0-9a-f]\{64\}
 assert_released "runs ended by signals"
 # No audit file and no syslog: production refuses; with a syslog listening, it runs and logs.
 if [ ! -e /dev/log ]; then
-	expect 3 'syslog is not reachable (/dev/log' env -u DIAGNOSE_AUDIT_FILE "$DIAG" high-cpu --pid "$PID" --duration 1
+	printf 'mode: production\n' > "$TMP/policy-noaudit.yaml"
+	expect 3 'syslog is not reachable (/dev/log' env -u DIAGNOSE_AUDIT_FILE DIAGNOSE_POLICY="$TMP/policy-noaudit.yaml" "$DIAG" high-cpu --pid "$PID" --duration 1
 	python3 - "$TMP/syslog.out" "$TMP/syslog.ready" <<'EOF' &
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -164,7 +180,7 @@ with open(sys.argv[1], "w") as out:
 EOF
 	lpid=$!
 	for i in 1 2 3 4 5 6 7 8 9 10; do [ -e "$TMP/syslog.ready" ] && break; sleep 0.1; done
-	run_ok env -u DIAGNOSE_AUDIT_FILE "$DIAG" high-cpu --pid "$PID" --duration 1
+	run_ok env -u DIAGNOSE_AUDIT_FILE DIAGNOSE_POLICY="$TMP/policy-noaudit.yaml" "$DIAG" high-cpu --pid "$PID" --duration 1
 	wait $lpid
 	grep -q '^<8[56]>.* diagnose\[[0-9]*\]: {.*"action":"start"' "$TMP/syslog.out" || fail "no start record on syslog: $(cat "$TMP/syslog.out")"
 	grep -q '"action":"run"' "$TMP/syslog.out" || fail "no end record on syslog: $(cat "$TMP/syslog.out")"
@@ -192,3 +208,54 @@ grep -q compute_checksum "$TMP/out.folded" || fail "no folded stacks written"
 expect 2 "out.json: exists; use --force" "$DIAG" high-cpu --pid "$PID" --duration 1 --output "$TMP/out.json"
 json "$TMP/out.json" 'r["tool"]' | grep -q diagnose || fail "the refused run clobbered the earlier report"
 assert_released "outputs"
+
+# --- 8. an audit path from the environment cannot aim root's writes ------------------------------
+# A target whose comm is shell code, and $DIAGNOSE_AUDIT_FILE naming a file a shell would source,
+# a copy of /etc/passwd, or a directory others can change: as root, such a path is used only as
+# NAME.jsonl in a directory root alone can change, created new or already an audit log.
+export DIAGNOSE_POLICY="$TMP/dev.yaml"
+COMM='`sh /tmp/x`"\'$'\t\e' # 15 bytes: the kernel's most
+start python3 -c 'import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)
+while True: time.sleep(1)' "$COMM"
+comm_set() { [ "$(cat /proc/$PID/comm)" = "$COMM" ]; }
+for i in $(seq 50); do comm_set && break; sleep 0.1; done
+comm_set || fail "the target's comm is $(od -c < /proc/$PID/comm)"
+E="$TMP/etc"
+mkdir -p "$E/profile.d" "$TMP/nobodys" # root's, 0755, as /etc and /etc/profile.d are
+cp /etc/passwd "$E/passwd"
+chmod 644 "$E/passwd"
+cp "$E/passwd" "$TMP/passwd.orig"
+printf '{"a": 1}\n' > "$E/data.jsonl"
+mkdir -m 1777 "$TMP/shared"
+chown 65534 "$TMP/nobodys"
+ln -s "$E" "$TMP/etc-link"
+# A new NAME.jsonl in a directory root alone can change is created (0640); the comm is escaped.
+run_ok env DIAGNOSE_AUDIT_FILE="$E/audit.jsonl" "$DIAG" high-cpu --pid "$PID" --duration 1
+grep -q 'cannot use the audit file' "$TMP/run.err" && fail "refused a fresh audit file in a directory of root's: $(cat "$TMP/run.err")"
+[ "$(stat -c %a "$E/audit.jsonl")" = 640 ] || fail "audit file mode $(stat -c %a "$E/audit.jsonl")"
+run_ok env DIAGNOSE_AUDIT_FILE="$E/audit.jsonl" "$DIAG" high-cpu --pid "$PID" --dry-run # an audit log already: appended to
+python3 - "$E/audit.jsonl" "$COMM" <<'EOF' || fail "audit lines with the hostile comm: $(cat "$E/audit.jsonl")"
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+recs = [json.loads(l) for l in lines]
+assert [r["action"] for r in recs] == ["start", "run", "dry-run"], [r["action"] for r in recs]
+assert recs[1]["target"]["comm"] == sys.argv[2], recs[1]["target"]
+assert '"comm":"`sh /tmp/x`\\"\\\\\\t\\u001b"' in lines[1], lines[1]
+EOF
+ln "$E/audit.jsonl" "$E/hard.jsonl"
+for f in "$E/profile.d/zz.sh" "$E/passwd" "$E/data.jsonl" "$E/hard.jsonl" "$TMP/shared/audit.jsonl" \
+	"$TMP/nobodys/audit.jsonl" "$TMP/etc-link/new.jsonl" "$E/../etc/new.jsonl"; do
+	run_ok env DIAGNOSE_AUDIT_FILE="$f" "$DIAG" high-cpu --pid "$PID" --dry-run
+	grep -qF "warning: cannot use the audit file $f (\$DIAGNOSE_AUDIT_FILE): " "$TMP/run.err" ||
+		fail "\$DIAGNOSE_AUDIT_FILE=$f was not refused: $(cat "$TMP/run.err")"
+done
+rm "$E/hard.jsonl"
+[ -e "$E/profile.d/zz.sh" ] && fail "root created $E/profile.d/zz.sh from \$DIAGNOSE_AUDIT_FILE: $(cat "$E/profile.d/zz.sh")"
+cmp -s "$E/passwd" "$TMP/passwd.orig" || fail "root appended to a copy of /etc/passwd: $(tail -1 "$E/passwd")"
+[ "$(cat "$E/data.jsonl")" = '{"a": 1}' ] || fail "root appended to a .jsonl that is not an audit log"
+[ "$(wc -l < "$E/audit.jsonl")" = 3 ] || fail "root appended to an audit log through another hard link"
+for f in "$TMP/shared/audit.jsonl" "$TMP/nobodys/audit.jsonl" "$E/new.jsonl"; do
+	[ -e "$f" ] && fail "root created $f from \$DIAGNOSE_AUDIT_FILE"
+done
+assert_released "runs with audit paths from the environment"

@@ -1,7 +1,7 @@
 /* test_approval.c — the approvals lock format (parse, canonical write, round trip, every
  * malformed line reported as "LOCK:LINE: message"), updating and comparing entries, the policy
- * file parser and the audit record. No root, no BPF; run under ASan/LSan to check that error
- * paths leak nothing.
+ * file parser and the audit record. No BPF; as root, also the stricter rules for audit paths the environment names. Run under
+ * ASan/LSan to check that error paths leak nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -344,19 +345,24 @@ static void test_adhoc(void **state)
 
 /* ---- policy + audit -------------------------------------------------------------------------- */
 
-static int parse_policy(const char *text, struct policy *p, struct diag_err *err)
+static int parse_policy_as(const char *text, bool from_env, struct policy *p, struct diag_err *err)
 {
 	char path[] = "/tmp/test_policy.XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	memset(p, 0, sizeof(*p));
-	int rc = policy_parse_file(path, p, err);
+	int rc = policy_parse_file(path, from_env, p, err);
 	if (rc == 0)
-		assert_string_equal(p->files[0], path);
+		assert_string_equal(p->files[p->n_files - 1], path);
 	unlink(path);
 	return rc;
+}
+
+static int parse_policy(const char *text, struct policy *p, struct diag_err *err)
+{
+	memset(p, 0, sizeof(*p));
+	return parse_policy_as(text, false, p, err);
 }
 
 static void test_policy(void **state)
@@ -406,6 +412,53 @@ static void test_policy(void **state)
 	}
 }
 
+/* A policy $DIAGNOSE_POLICY names only restricts: production on, audit files added (marked as
+ * chosen by the environment), never a recipes_dir the system policy did not set. */
+static void test_policy_from_env(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct diag_err err = { 0 };
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(parse_policy_as("mode: development\n", false, &p, &err), 0);
+	assert_int_equal(parse_policy_as("mode: production\naudit_file: /var/log/d/a.jsonl\n", true, &p, &err), 0);
+	assert_true(p.production);
+	assert_int_equal(p.n_audit_files, 1);
+	assert_true(p.audit_from_env[0]);
+	policy_free(&p);
+
+	/* it cannot turn production off */
+	assert_int_equal(parse_policy_as("mode: production\naudit_file: /var/log/d/s.jsonl\n", false, &p, &err), 0);
+	assert_int_equal(parse_policy_as("mode: development\n", true, &p, &err), 0);
+	assert_true(p.production);
+	assert_false(p.audit_from_env[0]);
+	policy_free(&p);
+
+	/* nor set or move the trust root */
+	memset(&p, 0, sizeof(p));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(parse_policy_as("mode: production\nrecipes_dir: /srv/recipes\n", true, &p, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_USAGE);
+	assert_non_null(strstr(err.msg, ":2: recipes_dir: only /etc/diagnose/policy.yaml sets production's trust root"));
+	assert_null(p.recipes_dir);
+	policy_free(&p);
+	assert_int_equal(parse_policy_as("mode: production\nrecipes_dir: /srv/a\n", false, &p, &err), 0);
+	assert_int_equal(parse_policy_as("mode: production\nrecipes_dir: /srv/a\n", true, &p, &err), 0);
+	assert_string_equal(p.recipes_dir, "/srv/a"); /* naming the same one moves nothing */
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(parse_policy_as("mode: production\nrecipes_dir: /srv/b\n", true, &p, &err), -1);
+	assert_non_null(strstr(err.msg, "recipes_dir: only"));
+	assert_string_equal(p.recipes_dir, "/srv/a");
+	policy_free(&p);
+
+	/* a policy on a pseudo file system is not read, whoever owns it */
+	memset(&p, 0, sizeof(p));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(policy_parse_file("/proc/self/environ", true, &p, &err), -1);
+	assert_non_null(strstr(err.msg, "/proc/self/environ: on procfs"));
+	policy_free(&p);
+}
+
 static void test_audit_record(void **state)
 {
 	(void)state;
@@ -437,11 +490,11 @@ static void test_audit_record(void **state)
 	assert_true(value_get_num(r, "bpf_cpu_pct", -1) == 0.25);
 	assert_int_equal(value_get(r, "exit")->i, 5);
 
-	/* one line of JSON, through a file as the audit trail writes it */
-	char path[] = "/tmp/test_audit.XXXXXX";
-	int fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
+	/* one line of JSON, through a file as the audit trail writes it (a new NAME.jsonl in a
+	 * directory of our own: as root, where the environment may name one) */
+	char dir[] = "/tmp/test_audit.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *path = xasprintf("%s/audit.jsonl", dir);
 	setenv("DIAGNOSE_AUDIT_FILE", path, 1);
 	struct audit au;
 	struct diag_err err = { 0 };
@@ -461,10 +514,30 @@ static void test_audit_record(void **state)
 	assert_non_null(strstr(text, "\"reason\":\"a \\\"quoted\\\"\\nreason\""));
 	assert_non_null(strstr(text, "\"target\":null"));
 	free(text);
+	/* the file is an audit log now: appended to again */
+	assert_int_equal(audit_open(&au, NULL, false, &err), 0);
+	assert_int_equal(au.n, 1);
+	audit_close(&au);
+	/* production takes its audit files from the policy alone: the variable is ignored, said */
+	int prc = audit_open(&au, NULL, true, &err);
+	assert_int_equal(prc, au.syslog_fd >= 0 ? 0 : -1); /* no audit file: syslog must be reachable */
+	assert_int_equal(au.n, 0);
+	assert_non_null(au.env_ignored);
+	assert_string_equal(au.env_ignored, path);
+	audit_close(&au);
+	struct policy pol = { .n_audit_files = 1, .audit_files = { path } };
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, &pol, true, &err), 0);
+	assert_int_equal(au.n, 1);
+	assert_null(au.env_ignored); /* the policy names that file itself: nothing to say */
+	audit_close(&au);
 	unlink(path);
+	rmdir(dir);
+	free(path);
 	/* an audit file that cannot be opened */
 	setenv("DIAGNOSE_AUDIT_FILE", "/nonexistent-dir/audit.jsonl", 1);
-	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, NULL, false, &err), -1);
 	assert_int_equal(err.code, DIAG_EXIT_REFUSED);
 	assert_non_null(strstr(err.msg, "/nonexistent-dir/audit.jsonl"));
 	audit_close(&au);
@@ -479,7 +552,7 @@ static void test_audit_file_checks(void **state)
 	(void)state;
 	char dir[] = "/tmp/test_audit_dir.XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	char *target = xasprintf("%s/target", dir), *link = xasprintf("%s/link", dir);
+	char *target = xasprintf("%s/target", dir), *link = xasprintf("%s/link.jsonl", dir);
 	char *loose = xasprintf("%s/loose.jsonl", dir);
 	FILE *f = fopen(target, "w");
 	assert_non_null(f);
@@ -488,7 +561,7 @@ static void test_audit_file_checks(void **state)
 	struct audit au;
 	struct diag_err err = { 0 };
 	setenv("DIAGNOSE_AUDIT_FILE", link, 1);
-	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	assert_int_equal(audit_open(&au, NULL, false, &err), -1);
 	assert_non_null(strstr(err.msg, "a symbolic link (not followed)"));
 	audit_close(&au);
 	f = fopen(loose, "w");
@@ -497,14 +570,14 @@ static void test_audit_file_checks(void **state)
 	assert_int_equal(chmod(loose, 0666), 0);
 	setenv("DIAGNOSE_AUDIT_FILE", loose, 1);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	assert_int_equal(audit_open(&au, NULL, false, &err), -1);
 	assert_non_null(strstr(err.msg, "group- or world-writable"));
 	audit_close(&au);
 	/* A FIFO must be refused at once, not waited on. */
 	unlink(loose);
 	assert_int_equal(mkfifo(loose, 0600), 0);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(audit_open(&au, NULL, true, &err), -1);
+	assert_int_equal(audit_open(&au, NULL, false, &err), -1);
 	/* (with no reader, opening it for writing fails at once with ENXIO; with one, fstat says
 	 * it is not a regular file) */
 	assert_non_null(strstr(err.msg, loose));
@@ -520,6 +593,107 @@ static void test_audit_file_checks(void **state)
 	free(target);
 	free(link);
 	free(loose);
+}
+
+static int open_env(const char *path, bool production, struct audit *au, struct diag_err *err)
+{
+	setenv("DIAGNOSE_AUDIT_FILE", path, 1);
+	memset(err, 0, sizeof(*err));
+	int rc = audit_open(au, NULL, production, err);
+	unsetenv("DIAGNOSE_AUDIT_FILE");
+	return rc;
+}
+
+static void expect_refused(const char *path, const char *why)
+{
+	struct audit au;
+	struct diag_err err;
+	if (open_env(path, false, &au, &err) != -1 || !strstr(err.msg, why))
+		fail_msg("%s: want refused with \"%s\", got \"%s\"", path, why, err.msg);
+	assert_int_equal(au.n, 0);
+	audit_close(&au);
+}
+
+/* As root, an audit path the environment names cannot aim root's appends at code or
+ * configuration: NAME.jsonl only, in a directory root alone can change, new or an audit log. */
+static void test_audit_env_paths(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* the rules are root's; as anyone else a file is written with their own rights */
+	char dir[] = "/tmp/test_audit_env.XXXXXX";
+	assert_non_null(mkdtemp(dir)); /* root's, 0700, in a root-owned sticky /tmp: allowed */
+	char *p[8];
+	p[0] = xasprintf("%s/zz.sh", dir);
+	p[1] = xasprintf("%s/passwd.jsonl", dir);
+	p[2] = xasprintf("%s/audit.jsonl", dir);
+	p[3] = xasprintf("%s/hard.jsonl", dir);
+	p[4] = xasprintf("%s/ww", dir);
+	p[5] = xasprintf("%s/ww/audit.jsonl", dir);
+	p[6] = xasprintf("%s/link", dir);
+	p[7] = xasprintf("%s/link/new.jsonl", dir);
+
+	expect_refused(p[0], "must be called NAME.jsonl");
+	expect_refused("relative.jsonl", "not an absolute path");
+	FILE *f = fopen(p[1], "w");
+	assert_non_null(f);
+	fputs("root:x:0:0:root:/root:/bin/bash\n", f);
+	fclose(f);
+	expect_refused(p[1], "is not a diagnose audit log");
+
+	/* created new, 0640; then, an audit log, appended to */
+	struct audit au;
+	struct diag_err err;
+	assert_int_equal(open_env(p[2], false, &au, &err), 0);
+	assert_int_equal(au.n, 1);
+	struct audit_event ev = { .action = "run", .symptom = "x" };
+	assert_int_equal(audit_write(&au, &ev, &err), 0);
+	audit_close(&au);
+	struct stat st;
+	assert_int_equal(stat(p[2], &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	assert_int_equal(open_env(p[2], false, &au, &err), 0);
+	assert_int_equal(au.n, 1);
+	audit_close(&au);
+	assert_int_equal(link(p[2], p[3]), 0);
+	expect_refused(p[3], "other hard links");
+	expect_refused(p[2], "other hard links");
+	unlink(p[3]);
+
+	/* a directory others can write, or a path through a symbolic link */
+	assert_int_equal(mkdir(p[4], 0777), 0);
+	assert_int_equal(chmod(p[4], 0777), 0);
+	expect_refused(p[5], "group- or world-writable");
+	assert_int_equal(access(p[5], F_OK), -1);
+	assert_int_equal(symlink(dir, p[6]), 0);
+	expect_refused(p[7], "is not a real path");
+	char *dots = xasprintf("%s/ww/../new.jsonl", dir);
+	expect_refused(dots, "is not a real path");
+	free(dots);
+
+	/* a policy's own audit_file (root wrote the policy) keeps the ordinary rules */
+	char *log = xasprintf("%s/ww/trail.log", dir);
+	struct policy pol = { .n_audit_files = 1, .audit_files = { log } };
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, &pol, false, &err), 0);
+	assert_int_equal(au.n, 1);
+	audit_close(&au);
+	/* ... unless the environment chose the policy */
+	pol.audit_from_env[0] = true;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(audit_open(&au, &pol, false, &err), -1);
+	assert_non_null(strstr(err.msg, "audit_file of $DIAGNOSE_POLICY"));
+	audit_close(&au);
+	unlink(log);
+	free(log);
+
+	unlink(p[6]);
+	rmdir(p[4]);
+	unlink(p[2]);
+	unlink(p[1]);
+	rmdir(dir);
+	for (size_t i = 0; i < ARRAY_LEN(p); i++)
+		free(p[i]);
 }
 
 /* Writing the lock replaces a symlink planted at its path instead of writing through it, and
@@ -574,8 +748,10 @@ int main(void)
 		cmocka_unit_test(test_set_and_diff),
 		cmocka_unit_test(test_adhoc),
 		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_policy_from_env),
 		cmocka_unit_test(test_audit_record),
 		cmocka_unit_test(test_audit_file_checks),
+		cmocka_unit_test(test_audit_env_paths),
 		cmocka_unit_test(test_lock_write_symlink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
