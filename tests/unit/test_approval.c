@@ -1,6 +1,7 @@
 /* test_approval.c — the approvals lock format (parse, canonical write, round trip, every
  * malformed line reported as "LOCK:LINE: message"), updating and comparing entries, the policy
- * file parser and the audit record. No BPF; as root, also the stricter rules for audit paths the environment names. Run under
+ * file parser and the audit record, and the writer refusing what the parser would reject. No
+ * BPF; as root, also the stricter rules for audit paths the environment names. Run under
  * ASan/LSan to check that error paths leak nothing.
  */
 #include <setjmp.h>
@@ -696,6 +697,56 @@ static void test_audit_env_paths(void **state)
 		free(p[i]);
 }
 
+/* The lock writer and its parser agree on what the lock can hold: an entry approval_entry_problem
+ * accepts is one the parser reads back, and one it refuses the writer does not write. */
+static void test_writer_agrees_with_parser(void **state)
+{
+	(void)state;
+	static const struct {
+		int field; /* 0 a file name, 1 the recipe name, 2 the approver */
+		const char *value;
+	} cases[] = {
+		{ 0, "lua/lib/a b.lua" }, { 0, "lua/lib/ok.lua" },   { 0, "../lua/x.lua" },
+		{ 0, "lua/\tx.lua" },     { 0, "lua/lib/\xc3\xa9.lua" }, { 0, "lua/a/../../x.lua" },
+		{ 0, "/etc/x.lua" },      { 0, "lua/lib/x\x7f.lua" },   { 1, "High-CPU" },
+		{ 1, "ok-name-2" },       { 1, "a b" },
+		{ 1, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }, /* 65 */
+		{ 2, " padded" },         { 2, "alice smith" },         { 2, "x\x1b[31m" },
+	};
+	char dir[] = "/tmp/test_lock_agree.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char *lock_path = xasprintf("%s/approved.lock", dir);
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct approval_lock *lock, *back = NULL;
+		struct diag_err err = { 0 };
+		assert_int_equal(approval_lock_parse("x", CANONICAL, strlen(CANONICAL), &lock, &err), 0);
+		struct approval_entry *e = &lock->entries[0];
+		char **slot = cases[i].field == 0 ? &e->items[1].name : cases[i].field == 1 ? &e->recipe
+												: &e->approved_by;
+		free(*slot);
+		*slot = xstrdup(cases[i].value);
+		char why[400] = "";
+		bool ok = approval_entry_problem(e, why, sizeof(why)) == 0;
+		char *text = approval_lock_format(lock);
+		bool parsed = approval_lock_parse("x", text, strlen(text), &back, &err) == 0;
+		if (ok != parsed)
+			fail_msg("case %zu \"%s\": writer says %s, parser says %s (%s)", i, cases[i].value,
+				 ok ? "valid" : why, parsed ? "valid" : err.msg, why);
+		memset(&err, 0, sizeof(err));
+		unlink(lock_path);
+		assert_int_equal(approval_lock_write(lock, lock_path, &err), ok ? 0 : -1);
+		assert_int_equal(access(lock_path, F_OK), ok ? 0 : -1); /* refused: nothing written */
+		if (!ok)
+			assert_non_null(strstr(err.msg, "cannot go in the approvals lock"));
+		free(text);
+		approval_lock_free(back);
+		approval_lock_free(lock);
+	}
+	unlink(lock_path);
+	rmdir(dir);
+	free(lock_path);
+}
+
 /* Writing the lock replaces a symlink planted at its path instead of writing through it, and
  * leaves no temporary file behind. */
 static void test_lock_write_symlink(void **state)
@@ -752,6 +803,7 @@ int main(void)
 		cmocka_unit_test(test_audit_record),
 		cmocka_unit_test(test_audit_file_checks),
 		cmocka_unit_test(test_audit_env_paths),
+		cmocka_unit_test(test_writer_agrees_with_parser),
 		cmocka_unit_test(test_lock_write_symlink),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
