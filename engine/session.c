@@ -24,6 +24,7 @@
 #include "shape.h"
 #include "symbols.h"
 #include "tfile.h"
+#include "watchdog.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */
@@ -31,6 +32,12 @@
 #define PLAN_MAX_PROBES_POLLED 16   /* streaming probes whose wake fd the run loop polls */
 /* After the collection, the target's files are read (symbols) for at most this long. */
 #define SESSION_READ_AFTER_NS 4000000000ull
+/* The watchdog's limits: attaching; the collection past its end (the loop checks its deadline at
+ * every turn: later than this, it is stuck); reading the results (symbolizing is CPU work after
+ * the reads, bounded by the sizes of the maps, not by time). */
+#define WATCHDOG_ATTACH_NS 60000000000ull
+#define WATCHDOG_COLLECT_LATE_NS 5000000000ull
+#define WATCHDOG_RESULTS_NS 60000000000ull
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
  * clock twice per run (about +100 ns per event on a VM, more than our programs cost), so they are
@@ -521,6 +528,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 									    s.probes[i].note)));
 	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
 	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
+	watchdog_arm(opts->watchdog, "attaching the probes", mono_ns() + WATCHDOG_ATTACH_NS);
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
 	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
@@ -531,6 +539,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * of a target's file holds the collection past it. */
 	uint64_t deadline = mono_ns() + (uint64_t)(plan->duration_s * 1e9);
 	tfile_reader_set_deadline(s.files, deadline);
+	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;
 	if (opts->preflight_ms) {
 		int pf = preflight(plan, s.probes, s.n_loaded, opts->preflight_ms, s.sig_fd, s.pid_fd,
@@ -550,6 +559,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	detach_all(&s);
 	/* Symbolizing after the collection reads the target's files until then at the latest. */
 	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_AFTER_NS);
+	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)
 		fputs("\r\033[K", stderr);
 
@@ -627,6 +637,7 @@ done:
 	usyms_free(usyms);
 	procset_close(&s.set);
 	tfile_reader_free(s.files); /* last: every symbolizer and probe read through it */
+	watchdog_arm(opts->watchdog, NULL, 0);
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;
 		out->preflight = NULL;
