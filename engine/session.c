@@ -555,10 +555,11 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (!stopped_early)
 		out->stop_reason = run_loop(&s, opts, start_ns, deadline);
 	uint64_t end_ns = mono_ns();
+	/* What the collection still holds (the last samples, drained as the probes detach) and the
+	 * symbols read the target's files until then at the latest. */
+	tfile_reader_set_deadline(s.files, end_ns + SESSION_READ_AFTER_NS);
 	governor_close_window(&s, end_ns);
 	detach_all(&s);
-	/* Symbolizing after the collection reads the target's files until then at the latest. */
-	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_AFTER_NS);
 	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)
 		fputs("\r\033[K", stderr);

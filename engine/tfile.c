@@ -35,6 +35,7 @@
 #include <zlib.h>
 
 #define OVERLAYFS_MAGIC 0x794c7630
+#define TFILE_BUSY_MAX_NS 30000000000ull /* a worker that keeps running is waited for this long */
 #define NOSHDR_LOAD_MAX ((uint64_t)64 << 20) /* a file without section headers: its CFI segment */
 
 int root_open(int pid, const char *path, int flags, uint64_t resolve)
@@ -502,6 +503,7 @@ enum job_kind { JOB_ELF, JOB_TEXT, JOB_MEM, JOB_STAT, JOB_CALL };
 struct job {
 	atomic_int refs;
 	atomic_bool finished;
+	atomic_int tid;         /* the worker's thread, once it runs (0 before) */
 	int done_fd;            /* eventfd, written by the worker when finished */
 	enum job_kind kind;
 	uint64_t dev;           /* the file system it reads (0: not known) */
@@ -632,6 +634,7 @@ static void job_run_stat(struct job *j)
 static void *worker_main(void *arg)
 {
 	struct job *j = arg;
+	atomic_store(&j->tid, (int)syscall(SYS_gettid));
 	j->rc = -1;
 	switch (j->kind) {
 	case JOB_ELF: job_run_elf(j); break;
@@ -698,19 +701,36 @@ void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd)
 char *tfile_reader_note(struct tfile_reader *r)
 {
 	pthread_mutex_lock(&r->lock);
-	char *note = NULL;
-	if (r->stalled || r->stopped || r->late || r->refused_fs || r->refused_all)
-		note = xasprintf("files of the target not read: %llu stalled (no answer within %.1f s%s%s: "
-				 "a FUSE or network file system?), %llu on a file system that had "
-				 "stalled, %llu after %d stalls, %llu cut short by a stop signal, %llu past "
-				 "the run's time for reading files; their frames are addresses, not names",
-				 (unsigned long long)r->stalled, TFILE_WAIT_NS / 1e9,
-				 r->first_stalled[0] ? ", first " : "", r->first_stalled,
-				 (unsigned long long)r->refused_fs, (unsigned long long)r->refused_all,
-				 TFILE_MAX_STALLED, (unsigned long long)r->stopped,
-				 (unsigned long long)r->late);
+	char parts[5][320];
+	size_t n = 0;
+	if (r->stalled)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu stalled (no answer within %.1f s: a FUSE or "
+			 "network file system?%s%.80s)", (unsigned long long)r->stalled, TFILE_WAIT_NS / 1e9,
+			 r->first_stalled[0] ? " the first: " : "", r->first_stalled);
+	if (r->refused_fs)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu on a file system that had stalled",
+			 (unsigned long long)r->refused_fs);
+	if (r->refused_all)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu after %d stalls", (unsigned long long)r->refused_all,
+			 TFILE_MAX_STALLED);
+	if (r->stopped)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu cut short by a stop signal",
+			 (unsigned long long)r->stopped);
+	if (r->late)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu past the run's time for reading files",
+			 (unsigned long long)r->late);
 	pthread_mutex_unlock(&r->lock);
-	return note;
+	if (!n)
+		return NULL;
+	char *note = xstrdup("files named by the target not read: ");
+	for (size_t i = 0; i < n; i++) {
+		char *next = xasprintf("%s%s%s", note, i ? ", " : "", parts[i]);
+		free(note);
+		note = next;
+	}
+	char *full = xasprintf("%s; their frames are addresses, not names", note);
+	free(note);
+	return full;
 }
 
 /* Drops the workers left behind that have finished since. Under the lock. */
@@ -730,6 +750,27 @@ static bool fd_readable(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/* Whether j's worker is running or runnable (state R): still working, not waiting in the kernel
+ * for a file system that does not answer. A worker not started yet counts as runnable. */
+static bool worker_running(struct job *j)
+{
+	int tid = atomic_load(&j->tid);
+	if (!tid)
+		return true;
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/self/task/%d/stat", tid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *paren = strrchr(buf, ')'); /* "tid (comm) S ..." */
+	return paren && paren[1] == ' ' && paren[2] == 'R';
 }
 
 /* Whether j may start now (0), else why not (-1, err). Under the lock. */
@@ -784,7 +825,7 @@ static int job_wait(struct tfile_reader *r, struct job *j, struct job **done, st
 		return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader thread: %s", strerror(errno));
 	}
 	pthread_attr_destroy(&attr);
-	uint64_t until = now + TFILE_WAIT_NS;
+	uint64_t started = now, until = now + TFILE_WAIT_NS;
 	if (deadline && deadline < until)
 		until = deadline;
 	enum { DONE, STOPPED, TIMED_OUT } how = TIMED_OUT;
@@ -793,6 +834,13 @@ static int job_wait(struct tfile_reader *r, struct job *j, struct job **done, st
 		if (atomic_load(&j->finished)) {
 			how = DONE;
 			break;
+		}
+		if (now >= until && until != deadline && now - started < TFILE_BUSY_MAX_NS &&
+		    worker_running(j)) {
+			/* not waiting on the file: on a CPU, or for one (a loaded machine) */
+			until = now + TFILE_WAIT_NS;
+			if (deadline && deadline < until)
+				until = deadline;
 		}
 		if (now >= until)
 			break;
@@ -836,6 +884,7 @@ static struct job *job_new(enum job_kind kind, const struct tfile_src *src)
 	struct job *j = xcalloc(1, sizeof(*j));
 	atomic_init(&j->refs, 1);
 	atomic_init(&j->finished, false);
+	atomic_init(&j->tid, 0);
 	j->done_fd = -1;
 	j->kind = kind;
 	j->rc = -1;

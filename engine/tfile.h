@@ -15,9 +15,10 @@
  *   engine reads (headers, symbol and string tables, notes, call frame information), every other
  *   section marked SHT_NOBITS, so that parsing it (libelf, libdw, from memory) never touches the
  *   file again; a text file is read whole. A caller waits until its reader's deadline, at most
- *   TFILE_WAIT_NS per file, and never past a signal arriving on the reader's stop descriptor. A
- *   worker still reading then (a FUSE server that does not answer, a dead NFS server, a slow
- *   disk) is left behind: nothing else on that file system is read while it is out, and after
+ *   TFILE_WAIT_NS per file while the worker waits in the kernel (a worker on a CPU or waiting
+ *   for one, on a loaded machine, is waited for on), and never past a signal arriving on the
+ *   reader's stop descriptor. A worker still waiting then (a FUSE server that does not answer,
+ *   a dead NFS server, a FIFO, a disk that takes seconds) is left behind: nothing else on that file system is read while it is out, and after
  *   TFILE_MAX_STALLED such workers nothing more is read at all. A worker left behind owns its own
  *   state and exits with the process.
  * Must not: parse ELF beyond its headers (libelf does, from the image), follow the network, write
