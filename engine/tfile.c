@@ -2,12 +2,16 @@
  * us (see tfile.h).
  *
  * Choices:
- * - A worker thread per read, detached: the caller waits on the worker's eventfd (and the
- *   reader's stop descriptor) with poll, so a wait has a deadline whatever the read does. A job
- *   is shared by its waiter and its worker (two references); whoever finishes last frees it, so a
- *   worker left behind never touches the reader, which may be gone.
- * - Jobs left behind are kept by the reader (a reference each) until their worker finishes: while
- *   one is out, the file system it reads (the mapping's device) is not read again.
+ * - The reads happen in helper processes, not threads: a FUSE server that has taken a request
+ *   is waited for by the kernel without interruption, even by SIGKILL, and a thread stuck there
+ *   would keep the whole process from exiting after its report. A helper is forked with nothing
+ *   of ours but one end of a socket pair (every other descriptor closed: no BPF link, no output
+ *   file, no terminal), answers one request at a time, and sends what it read back in a memfd
+ *   (SCM_RIGHTS); the caller waits on the socket (and the reader's stop descriptor) with poll,
+ *   so a wait has a deadline whatever the read does. A helper left behind is killed (it dies when
+ *   its wait allows), holds nothing, and no one waits for it.
+ * - Helpers left behind are kept by the reader until they answer: while one is out, the file
+ *   system it reads (the mapping's device) is not read again.
  * - ELF headers are parsed here only to know which byte ranges to read (bounded by the file);
  *   the sections wanted are the ones the engine's readers use: symbol tables and their strings,
  *   notes, .eh_frame(_hdr), .debug_frame, .gnu_debuglink, .gnu_debugdata, .stapsdt.base.
@@ -21,21 +25,22 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #define OVERLAYFS_MAGIC 0x794c7630
-#define TFILE_BUSY_MAX_NS 30000000000ull /* a worker that keeps running is waited for this long */
+#define TFILE_BUSY_MAX_NS 30000000000ull /* a helper that keeps running is waited for this long */
 #define NOSHDR_LOAD_MAX ((uint64_t)64 << 20) /* a file without section headers: its CFI segment */
 
 int root_open(int pid, const char *path, int flags, uint64_t resolve)
@@ -60,7 +65,7 @@ int root_open(int pid, const char *path, int flags, uint64_t resolve)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Opening (on the worker)
+ * Opening (in the helper)
  * ------------------------------------------------------------------------------------------- */
 
 static const char *file_type(mode_t m)
@@ -160,7 +165,7 @@ static size_t read_at(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * ELF images (on the worker)
+ * ELF images (in the helper)
  * ------------------------------------------------------------------------------------------- */
 
 static uint64_t rd(const unsigned char *p, int n, bool le)
@@ -243,6 +248,10 @@ static int elf_layout_read(const unsigned char *e, uint64_t size, struct elf_lay
 		l->shoff = l->shnum = 0;
 	return 0;
 }
+
+struct tfile_range {
+	uint64_t off, len;
+};
 
 struct ranges {
 	struct tfile_range *r;
@@ -364,21 +373,25 @@ static int image_sections(int fd, unsigned char *img, uint64_t size, const struc
 	return 0;
 }
 
-/* The image of the ELF file on fd (st: its status): see tfile.h. */
-static struct tfile_image *image_read(int fd, const struct stat *st, char *why, size_t wlen)
+/* The image of the ELF file on fd (st: its status), built in a new memfd (see tfile.h): the
+ * memfd, or -1 with why. */
+static int image_build(int fd, const struct stat *st, char *why, size_t wlen)
 {
 	uint64_t size = (uint64_t)st->st_size;
 	unsigned char head[64] = { 0 };
 	struct elf_layout l;
 	if (read_at(fd, head, sizeof(head), 0) < 52 || elf_layout_read(head, size, &l)) {
 		snprintf(why, wlen, "not an ELF file");
-		return NULL;
+		return -1;
 	}
-	void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (map == MAP_FAILED) {
+	int mfd = memfd_create("diagnose-image", MFD_CLOEXEC);
+	void *map = MAP_FAILED;
+	if (mfd < 0 || ftruncate(mfd, (off_t)size) ||
+	    (map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) == MAP_FAILED) {
 		snprintf(why, wlen, "no memory for a %llu-byte image", (unsigned long long)size);
-		return NULL;
+		if (mfd >= 0)
+			close(mfd);
+		return -1;
 	}
 	unsigned char *img = map, *shdrs = NULL, *phdrs = NULL;
 	uint64_t shdrs_len = 0, ehsize = l.is64 ? 64 : 52, phdrs_len = l.phnum * l.phentsize;
@@ -424,21 +437,16 @@ static struct tfile_image *image_read(int fd, const struct stat *st, char *why, 
 	}
 	free(phdrs);
 	free(shdrs);
+	free(rs.r);
+	munmap(map, (size_t)size);
 	if (!ok) {
-		munmap(map, (size_t)size);
-		free(rs.r);
-		return NULL;
+		close(mfd);
+		return -1;
 	}
-	struct tfile_image *im = xcalloc(1, sizeof(*im));
-	im->bytes = img;
-	im->size = (size_t)size;
-	im->ranges = rs.r;
-	im->nranges = rs.n;
-	im->fd = -1;
-	return im;
+	return mfd;
 }
 
-static int file_crc(int fd, uint32_t *crc)
+static uint32_t file_crc(int fd)
 {
 	unsigned char buf[65536];
 	uLong c = crc32(0, Z_NULL, 0);
@@ -451,8 +459,7 @@ static int file_crc(int fd, uint32_t *crc)
 		if (n < sizeof(buf))
 			break;
 	}
-	*crc = (uint32_t)c;
-	return 0;
+	return (uint32_t)c;
 }
 
 void tfile_image_free(struct tfile_image *img)
@@ -461,9 +468,10 @@ void tfile_image_free(struct tfile_image *img)
 		return;
 	if (img->bytes)
 		munmap(img->bytes, img->size);
+	if (img->memfd >= 0)
+		close(img->memfd);
 	if (img->fd >= 0)
 		close(img->fd);
-	free(img->ranges);
 	free(img);
 }
 
@@ -476,116 +484,64 @@ Elf *tfile_image_elf(struct tfile_image *img)
 
 int tfile_image_memfd(const struct tfile_image *img)
 {
-	int fd = memfd_create("diagnose-image", MFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	bool ok = ftruncate(fd, (off_t)img->size) == 0;
-	for (size_t i = 0; ok && i < img->nranges; i++) {
-		const struct tfile_range *r = &img->ranges[i];
-		for (uint64_t done = 0; ok && done < r->len;) {
-			ssize_t n = pwrite(fd, img->bytes + r->off + done, r->len - done, (off_t)(r->off + done));
-			ok = n > 0;
-			done += ok ? (uint64_t)n : 0;
-		}
-	}
-	if (!ok) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return fcntl(img->memfd, F_DUPFD_CLOEXEC, 0);
 }
+
 /* ---------------------------------------------------------------------------------------------
- * Jobs: one read, shared by its waiter and its worker
+ * The helper: a process that holds nothing of ours, and answers one request at a time
  * ------------------------------------------------------------------------------------------- */
 
-enum job_kind { JOB_ELF, JOB_TEXT, JOB_MEM, JOB_STAT, JOB_CALL };
+enum req_kind { REQ_ELF, REQ_TEXT, REQ_MEM, REQ_STAT, REQ_TEST_BLOCK };
 
-struct job {
-	atomic_int refs;
-	atomic_bool finished;
-	atomic_int tid;         /* the worker's thread, once it runs (0 before) */
-	int done_fd;            /* eventfd, written by the worker when finished */
-	enum job_kind kind;
-	uint64_t dev;           /* the file system it reads (0: not known) */
-	struct tfile_src src;
-	char path[PATH_MAX];    /* src.path's copy */
-	unsigned flags;
-	size_t max;             /* text: the most read */
-	uint64_t mem_addr;
-	size_t mem_len;
-	int (*fn)(void *);
-	void *arg;
-	/* results */
-	int rc;
-	char why[256];
-	struct tfile_image *img;
-	char *text;
-	size_t text_len;
-	uid_t owner;
-	void *mem;
-	uint64_t st_size, st_mtime_ns;
+struct request {
+	uint32_t kind, flags;
+	struct tfile_src src; /* src.path points nowhere here: path is the copy */
+	uint64_t max, mem_addr, mem_len;
+	char path[PATH_MAX];
 };
 
-static void job_unref(struct job *j)
-{
-	if (atomic_fetch_sub(&j->refs, 1) != 1)
-		return;
-	if (j->done_fd >= 0)
-		close(j->done_fd);
-	tfile_image_free(j->img);
-	free(j->text);
-	free(j->mem);
-	free(j);
-}
+struct response {
+	int32_t rc;
+	uint32_t nfds;        /* the memfd (content), then the O_PATH fd (TFILE_KEEP_FD) */
+	uint64_t size;        /* content bytes (an image: the file's size) */
+	uint64_t dev, ino, mtime_ns;
+	uint32_t crc, owner;
+	char why[256];
+};
 
-static void job_run_elf(struct job *j)
+/* A memfd holding len bytes of buf. */
+static int memfd_of(const void *buf, size_t len)
 {
-	struct stat st;
-	int path_fd = -1;
-	int fd = open_checked(&j->src, TFILE_MAX_ELF_BYTES, &st,
-			      j->flags & TFILE_KEEP_FD ? &path_fd : NULL, j->why, sizeof(j->why));
-	if (fd < 0)
-		return;
-	j->img = image_read(fd, &st, j->why, sizeof(j->why));
-	if (j->img) {
-		j->img->dev = dev_key(st.st_dev);
-		j->img->ino = (uint64_t)st.st_ino;
-		j->img->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-		if (j->flags & TFILE_CRC)
-			file_crc(fd, &j->img->crc);
-		j->img->fd = path_fd;
-		path_fd = -1;
-		j->rc = 0;
-	}
-	if (path_fd >= 0)
-		close(path_fd);
-	close(fd);
-}
-
-static void job_run_text(struct job *j)
-{
-	struct stat st;
-	int fd = open_checked(&j->src, UINT64_MAX, &st, NULL, j->why, sizeof(j->why));
-	if (fd < 0)
-		return;
-	size_t cap = j->src.proc || (uint64_t)st.st_size >= j->max ? 65536 : (size_t)st.st_size + 1;
-	size_t len = 0;
-	if (cap > j->max + 1)
-		cap = j->max + 1;
-	char *buf = xmalloc(cap);
-	while (len < j->max) { /* at most max bytes: a longer file is read that far */
-		if (len + 1 >= cap) {
-			cap = cap * 2 > j->max + 1 ? j->max + 1 : cap * 2;
-			buf = xrealloc(buf, cap);
+	int mfd = memfd_create("diagnose-read", MFD_CLOEXEC);
+	size_t done = 0;
+	while (mfd >= 0 && done < len) {
+		ssize_t n = write(mfd, (const char *)buf + done, len - done);
+		if (n <= 0) {
+			close(mfd);
+			return -1;
 		}
-		size_t want = cap - len - 1;
-		if (want > j->max - len)
-			want = j->max - len;
+		done += (size_t)n;
+	}
+	return mfd;
+}
+
+static void serve_text(const struct request *rq, struct response *rs, int *fds)
+{
+	struct stat st;
+	int fd = open_checked(&rq->src, UINT64_MAX, &st, NULL, rs->why, sizeof(rs->why));
+	if (fd < 0)
+		return;
+	size_t cap = 65536, len = 0, max = (size_t)rq->max;
+	char *buf = xmalloc(cap);
+	while (len < max) { /* at most max bytes: a longer file is read that far */
+		if (len == cap)
+			buf = xrealloc(buf, cap = cap * 2 > max ? max : cap * 2);
+		size_t want = cap - len < max - len ? cap - len : max - len;
 		ssize_t n = read(fd, buf + len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			snprintf(j->why, sizeof(j->why), "cannot read: %s", strerror(errno));
+			snprintf(rs->why, sizeof(rs->why), "cannot read: %s", strerror(errno));
 			free(buf);
 			close(fd);
 			return;
@@ -595,71 +551,193 @@ static void job_run_text(struct job *j)
 		len += (size_t)n;
 	}
 	close(fd);
-	buf[len] = '\0';
-	j->text = buf;
-	j->text_len = len;
-	j->owner = st.st_uid;
-	j->rc = 0;
-}
-
-static void job_run_mem(struct job *j)
-{
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/mem", j->src.pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(j->why, sizeof(j->why), "cannot open %s: %s", p, strerror(errno));
+	fds[0] = memfd_of(buf, len);
+	free(buf);
+	if (fds[0] < 0) {
+		snprintf(rs->why, sizeof(rs->why), "no memory for its text");
 		return;
 	}
-	j->mem = xmalloc(j->mem_len ? j->mem_len : 1);
-	if (read_at(fd, j->mem, j->mem_len, j->mem_addr) == j->mem_len)
-		j->rc = 0;
-	else
-		snprintf(j->why, sizeof(j->why), "cannot read the memory of process %d", j->src.pid);
-	close(fd);
+	rs->nfds = 1;
+	rs->size = len;
+	rs->owner = st.st_uid;
+	rs->rc = 0;
 }
 
-static void job_run_stat(struct job *j)
+static void serve(const struct request *rq, struct response *rs, int *fds)
 {
 	struct stat st;
-	int fd = open_checked(&j->src, UINT64_MAX, &st, NULL, j->why, sizeof(j->why));
-	if (fd < 0)
+	char p[64];
+	int fd = -1;
+	rs->rc = -1;
+	switch (rq->kind) {
+	case REQ_ELF:
+		fd = open_checked(&rq->src, TFILE_MAX_ELF_BYTES, &st, rq->flags & TFILE_KEEP_FD ? &fds[1] : NULL,
+				  rs->why, sizeof(rs->why));
+		if (fd < 0)
+			return;
+		fds[0] = image_build(fd, &st, rs->why, sizeof(rs->why));
+		if (fds[0] >= 0) {
+			rs->size = (uint64_t)st.st_size;
+			rs->dev = dev_key(st.st_dev);
+			rs->ino = (uint64_t)st.st_ino;
+			rs->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+			rs->crc = rq->flags & TFILE_CRC ? file_crc(fd) : 0;
+			rs->nfds = fds[1] >= 0 ? 2 : 1;
+			rs->rc = 0;
+		}
+		close(fd);
 		return;
-	close(fd);
-	j->st_size = (uint64_t)st.st_size;
-	j->st_mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-	j->rc = 0;
+	case REQ_TEXT:
+		serve_text(rq, rs, fds);
+		return;
+	case REQ_MEM: {
+		snprintf(p, sizeof(p), "/proc/%d/mem", rq->src.pid);
+		void *buf = rq->mem_len <= TFILE_MAX_TEXT_BYTES ? xmalloc(rq->mem_len ? rq->mem_len : 1) : NULL;
+		if (buf && (fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0 &&
+		    read_at(fd, buf, rq->mem_len, rq->mem_addr) == rq->mem_len &&
+		    (fds[0] = memfd_of(buf, rq->mem_len)) >= 0) {
+			rs->nfds = 1;
+			rs->size = rq->mem_len;
+			rs->rc = 0;
+		} else {
+			snprintf(rs->why, sizeof(rs->why), "cannot read the memory of process %d", rq->src.pid);
+		}
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return;
+	}
+	case REQ_STAT:
+		fd = open_checked(&rq->src, UINT64_MAX, &st, NULL, rs->why, sizeof(rs->why));
+		if (fd < 0)
+			return;
+		close(fd);
+		rs->size = (uint64_t)st.st_size;
+		rs->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+		rs->rc = 0;
+		return;
+	case REQ_TEST_BLOCK: /* for tests: an open that waits for ever (a FIFO without a writer) */
+		fd = open(rq->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		rs->rc = 0;
+		return;
+	}
 }
 
-static void *worker_main(void *arg)
+static void helper_main(int sock)
 {
-	struct job *j = arg;
-	atomic_store(&j->tid, (int)syscall(SYS_gettid));
-	j->rc = -1;
-	switch (j->kind) {
-	case JOB_ELF: job_run_elf(j); break;
-	case JOB_TEXT: job_run_text(j); break;
-	case JOB_MEM: job_run_mem(j); break;
-	case JOB_STAT: job_run_stat(j); break;
-	case JOB_CALL: j->rc = j->fn(j->arg); break;
+	struct request rq;
+	for (;;) {
+		ssize_t n = recv(sock, &rq, sizeof(rq), 0);
+		if (n != (ssize_t)sizeof(rq))
+			_exit(0); /* the reader is gone, or left us behind */
+		rq.path[sizeof(rq.path) - 1] = '\0';
+		rq.src.path = rq.path[0] ? rq.path : NULL;
+		struct response rs = { .rc = -1 };
+		int fds[2] = { -1, -1 };
+		serve(&rq, &rs, fds);
+		if (rs.rc)
+			rs.nfds = 0;
+		char ctl[CMSG_SPACE(2 * sizeof(int))];
+		memset(ctl, 0, sizeof(ctl));
+		struct iovec iov = { &rs, sizeof(rs) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (rs.nfds) {
+			m.msg_control = ctl;
+			m.msg_controllen = CMSG_SPACE(rs.nfds * sizeof(int));
+			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(rs.nfds * sizeof(int));
+			memcpy(CMSG_DATA(c), fds, rs.nfds * sizeof(int));
+		}
+		ssize_t sent = sendmsg(sock, &m, MSG_NOSIGNAL);
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (sent < 0)
+			_exit(0);
 	}
-	atomic_store(&j->finished, true);
-	uint64_t one = 1;
-	if (write(j->done_fd, &one, sizeof(one)) < 0) { /* cannot fail: an eventfd far from full */
+}
+
+/* A new helper: a forked child that keeps nothing of ours but its socket (no BPF link, no
+ * output file, no terminal: when it is left behind in a read that never returns, it holds
+ * nothing the run or its caller waits for). */
+struct helper {
+	pid_t pid;
+	int sock;
+	uint64_t dev; /* left behind: the file system it waits on */
+};
+
+static int helper_spawn(struct helper *h)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
 	}
-	job_unref(j);
-	return NULL;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+		    dup2(sv[1], 3) < 0)
+			_exit(1);
+		if (syscall(SYS_close_range, 4u, ~0u, 0u)) /* kernels before 5.9 */
+			for (int fd = 4; fd < 65536; fd++)
+				close(fd);
+		helper_main(3);
+	}
+	close(sv[1]);
+	h->pid = pid;
+	h->sock = sv[0];
+	h->dev = 0;
+	return 0;
+}
+
+static void helper_end(struct helper *h)
+{
+	close(h->sock); /* it exits when it reads the end */
+	kill(h->pid, SIGKILL);
+	/* reaped if it dies within 20 ms; one still in an unkillable wait is left to init */
+	for (int i = 0; i < 20 && waitpid(h->pid, NULL, WNOHANG) == 0; i++)
+		usleep(1000);
+}
+
+/* Whether the helper is running or runnable (state R): still working, not waiting in the
+ * kernel for a file system that does not answer. */
+static bool helper_running(const struct helper *h)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", h->pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *paren = strrchr(buf, ')'); /* "pid (comm) S ..." */
+	return paren && paren[1] == ' ' && paren[2] == 'R';
 }
 
 /* ---------------------------------------------------------------------------------------------
- * The reader: waits, deadlines, workers left behind
+ * The reader: helpers, waits, deadlines
  * ------------------------------------------------------------------------------------------- */
+
+#define TFILE_IDLE_HELPERS 2
 
 struct tfile_reader {
 	pthread_mutex_t lock;
 	uint64_t deadline_ns;
 	int stop_fd;
-	struct job *behind[TFILE_MAX_STALLED]; /* workers left behind, still reading */
+	struct helper idle[TFILE_IDLE_HELPERS];
+	size_t n_idle;
+	struct helper behind[TFILE_MAX_STALLED]; /* left behind, still waiting */
 	size_t n_behind;
 	/* for the note */
 	uint64_t stalled, stopped, late, refused_fs, refused_all;
@@ -678,8 +756,10 @@ void tfile_reader_free(struct tfile_reader *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->n_idle; i++)
+		helper_end(&r->idle[i]);
 	for (size_t i = 0; i < r->n_behind; i++)
-		job_unref(r->behind[i]); /* its worker frees it when (if ever) it finishes */
+		helper_end(&r->behind[i]);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -733,48 +813,27 @@ char *tfile_reader_note(struct tfile_reader *r)
 	return full;
 }
 
-/* Drops the workers left behind that have finished since. Under the lock. */
+static bool fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
+}
+
+/* Ends the helpers left behind that have answered since (or died). Under the lock. */
 static void reap_behind(struct tfile_reader *r)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < r->n_behind; i++) {
-		if (atomic_load(&r->behind[i]->finished))
-			job_unref(r->behind[i]);
+		if (fd_readable(r->behind[i].sock))
+			helper_end(&r->behind[i]);
 		else
 			r->behind[k++] = r->behind[i];
 	}
 	r->n_behind = k;
 }
 
-static bool fd_readable(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
-/* Whether j's worker is running or runnable (state R): still working, not waiting in the kernel
- * for a file system that does not answer. A worker not started yet counts as runnable. */
-static bool worker_running(struct job *j)
-{
-	int tid = atomic_load(&j->tid);
-	if (!tid)
-		return true;
-	char p[64], buf[512];
-	snprintf(p, sizeof(p), "/proc/self/task/%d/stat", tid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *paren = strrchr(buf, ')'); /* "tid (comm) S ..." */
-	return paren && paren[1] == ' ' && paren[2] == 'R';
-}
-
-/* Whether j may start now (0), else why not (-1, err). Under the lock. */
-static int may_start(struct tfile_reader *r, const struct job *j, uint64_t now, struct diag_err *err)
+/* Whether a read on file system dev may start now (0), else why not (-1, err). Under the lock. */
+static int may_start(struct tfile_reader *r, uint64_t dev, uint64_t now, struct diag_err *err)
 {
 	reap_behind(r);
 	if (r->deadline_ns && now >= r->deadline_ns) {
@@ -791,155 +850,220 @@ static int may_start(struct tfile_reader *r, const struct job *j, uint64_t now, 
 				 TFILE_MAX_STALLED);
 	}
 	for (size_t i = 0; i < r->n_behind; i++)
-		if (r->behind[i]->dev == j->dev) {
+		if (r->behind[i].dev == dev) {
 			r->refused_fs++;
 			return diag_fail(err, TFILE_FAIL_WAIT, "its file system stalled a read before");
 		}
 	return 0;
 }
 
-/* Runs j on a worker and waits for it (see tfile.h). Takes the caller's reference to j: after
- * it returns 0, *done is j when finished (the caller reads the results, then job_unref). */
-static int job_wait(struct tfile_reader *r, struct job *j, struct job **done, struct diag_err *err)
+/* Receives a helper's response and its descriptors. 0, or -1 (the helper is gone). */
+static int recv_response(int sock, struct response *rs, int *fds)
 {
-	*done = NULL;
+	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { rs, sizeof(*rs) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl) };
+	fds[0] = fds[1] = -1;
+	ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(c), (k > 2 ? 2 : k) * sizeof(int));
+		}
+	if (n != (ssize_t)sizeof(*rs) || (rs->rc == 0 && (rs->nfds > 2 || (rs->nfds && fds[0] < 0)))) {
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		fds[0] = fds[1] = -1;
+		return -1;
+	}
+	rs->why[sizeof(rs->why) - 1] = '\0';
+	return 0;
+}
+
+/* Sends rq to a helper and waits for its answer (see tfile.h): 0 with *rs and fds, or -1 with
+ * err (code: enum tfile_fail). */
+static int ask(struct tfile_reader *r, const struct request *rq, struct response *rs, int *fds,
+	       struct diag_err *err)
+{
+	uint64_t dev = rq->src.dev;
+	if (!dev && rq->src.proc) /* each process's /proc files stall on their own */
+		dev = 1ull << 63 | (uint64_t)(unsigned)rq->src.pid;
+	struct helper h;
 	pthread_mutex_lock(&r->lock);
 	uint64_t now = mono_ns(), deadline = r->deadline_ns;
 	int stop_fd = r->stop_fd;
-	int rc = may_start(r, j, now, err);
+	int rc = may_start(r, dev, now, err);
+	bool have = !rc && r->n_idle;
+	if (have)
+		h = r->idle[--r->n_idle];
 	pthread_mutex_unlock(&r->lock);
-	if (rc) {
-		job_unref(j);
+	if (rc)
 		return -1;
+	for (int attempt = 0;; attempt++) {
+		if (!have && helper_spawn(&h))
+			return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader process: %s", strerror(errno));
+		have = true;
+		if (send(h.sock, rq, sizeof(*rq), MSG_NOSIGNAL) == (ssize_t)sizeof(*rq))
+			break;
+		helper_end(&h); /* an idle one that died: once more with a new one */
+		have = false;
+		if (attempt)
+			return diag_fail(err, TFILE_FAIL_WAIT, "the reader process died");
 	}
-	j->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	pthread_attr_t attr;
-	pthread_t t;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	atomic_store(&j->refs, 2);
-	if (j->done_fd < 0 || pthread_create(&t, &attr, worker_main, j)) {
-		pthread_attr_destroy(&attr);
-		atomic_store(&j->refs, 1);
-		job_unref(j);
-		return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader thread: %s", strerror(errno));
-	}
-	pthread_attr_destroy(&attr);
 	uint64_t started = now, until = now + TFILE_WAIT_NS;
 	if (deadline && deadline < until)
 		until = deadline;
 	enum { DONE, STOPPED, TIMED_OUT } how = TIMED_OUT;
 	for (;;) {
 		now = mono_ns();
-		if (atomic_load(&j->finished)) {
-			how = DONE;
-			break;
-		}
-		if (now >= until && until != deadline && now - started < TFILE_BUSY_MAX_NS &&
-		    worker_running(j)) {
-			/* not waiting on the file: on a CPU, or for one (a loaded machine) */
-			until = now + TFILE_WAIT_NS;
+		if (now >= until && until != deadline && now - started < TFILE_BUSY_MAX_NS && helper_running(&h)) {
+			until = now + TFILE_WAIT_NS; /* on a CPU, or waiting for one: not stalled */
 			if (deadline && deadline < until)
 				until = deadline;
 		}
 		if (now >= until)
 			break;
-		struct pollfd p[2] = { { .fd = j->done_fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = h.sock, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
 		int n = poll(p, 2, (int)((until - now + 999999) / 1000000));
-		if (n > 0 && (p[1].revents & POLLIN) && !atomic_load(&j->finished)) {
+		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			how = DONE;
+			break;
+		}
+		if (n > 0 && (p[1].revents & POLLIN)) {
 			how = STOPPED;
 			break;
 		}
 	}
 	if (how == DONE) {
-		*done = j;
+		if (recv_response(h.sock, rs, fds)) {
+			helper_end(&h);
+			return diag_fail(err, TFILE_FAIL_WAIT, "the reader process died");
+		}
+		pthread_mutex_lock(&r->lock);
+		if (r->n_idle < TFILE_IDLE_HELPERS)
+			r->idle[r->n_idle++] = h;
+		else
+			helper_end(&h);
+		pthread_mutex_unlock(&r->lock);
 		return 0;
 	}
 	pthread_mutex_lock(&r->lock);
 	if (how == STOPPED) {
 		r->stopped++;
 		diag_fail(err, TFILE_FAIL_WAIT, "a stop signal arrived while it was read");
-	} else if (r->deadline_ns && now >= r->deadline_ns && until == r->deadline_ns) {
+	} else if (deadline && now >= deadline && until == deadline) {
 		r->late++;
 		diag_fail(err, TFILE_FAIL_WAIT, "not read by the end of the run's time for reading files");
 	} else {
 		r->stalled++;
 		if (!r->first_stalled[0])
-			snprintf(r->first_stalled, sizeof(r->first_stalled), "%s", j->path[0] ? j->path : "?");
+			snprintf(r->first_stalled, sizeof(r->first_stalled), "%s", rq->path[0] ? rq->path : "?");
 		diag_fail(err, TFILE_FAIL_WAIT, "no answer within %.1f s (a stalled file system?)",
 			  TFILE_WAIT_NS / 1e9);
 	}
-	if (how != STOPPED && r->n_behind < TFILE_MAX_STALLED) {
-		r->behind[r->n_behind++] = j; /* our reference: its file system waits for it */
-		j = NULL;
+	bool keep = how != STOPPED && r->n_behind < TFILE_MAX_STALLED;
+	if (keep) { /* its file system waits for it */
+		h.dev = dev;
+		r->behind[r->n_behind++] = h;
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (j)
-		job_unref(j);
+	if (!keep)
+		helper_end(&h);
 	return -1;
 }
 
-static struct job *job_new(enum job_kind kind, const struct tfile_src *src)
+static void request_init(struct request *rq, enum req_kind kind, const struct tfile_src *src)
 {
-	struct job *j = xcalloc(1, sizeof(*j));
-	atomic_init(&j->refs, 1);
-	atomic_init(&j->finished, false);
-	atomic_init(&j->tid, 0);
-	j->done_fd = -1;
-	j->kind = kind;
-	j->rc = -1;
+	memset(rq, 0, sizeof(*rq));
+	rq->kind = kind;
 	if (src) {
-		j->src = *src;
-		snprintf(j->path, sizeof(j->path), "%s", src->path ? src->path : "");
-		j->src.path = j->path[0] ? j->path : NULL;
-		j->dev = src->dev;
+		rq->src = *src;
+		snprintf(rq->path, sizeof(rq->path), "%s", src->path ? src->path : "");
 	}
-	return j;
+	rq->src.path = NULL;
 }
 
-static int job_failed(struct job *j, const struct tfile_src *src, struct diag_err *err)
+static const char *shown(const struct tfile_src *src)
 {
-	diag_fail(err, TFILE_FAIL_FILE, "%s: %s", src && src->path ? src->path : "?", j->why);
-	job_unref(j);
-	return -1;
+	return src && src->path ? src->path : "a mapped file";
 }
 
 int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned flags,
 		   struct tfile_image **out, struct diag_err *err)
 {
-	struct job *j = job_new(JOB_ELF, src), *done;
-	j->flags = flags;
+	struct request rq;
+	struct response rs;
+	int fds[2];
 	*out = NULL;
-	if (job_wait(r, j, &done, err))
-		return diag_wrap(err, "%s", src->path ? src->path : "a mapped file");
-	if (done->rc)
-		return job_failed(done, src, err);
-	*out = done->img;
-	done->img = NULL;
-	job_unref(done);
+	request_init(&rq, REQ_ELF, src);
+	rq.flags = flags;
+	if (ask(r, &rq, &rs, fds, err))
+		return diag_wrap(err, "%s", shown(src));
+	if (rs.rc)
+		return diag_fail(err, TFILE_FAIL_FILE, "%s: %s", shown(src), rs.why);
+	void *map = mmap(NULL, (size_t)rs.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fds[0], 0);
+	if (map == MAP_FAILED) {
+		close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		return diag_fail(err, TFILE_FAIL_FILE, "%s: cannot map its image: %s", shown(src), strerror(errno));
+	}
+	struct tfile_image *img = xcalloc(1, sizeof(*img));
+	img->bytes = map;
+	img->size = (size_t)rs.size;
+	img->memfd = fds[0];
+	img->fd = fds[1];
+	img->dev = rs.dev;
+	img->ino = rs.ino;
+	img->mtime_ns = rs.mtime_ns;
+	img->crc = rs.crc;
+	*out = img;
 	return 0;
+}
+
+/* The content of a response's memfd, NUL-terminated; closes the fds. */
+static char *response_bytes(const struct response *rs, int *fds)
+{
+	char *buf = xmalloc(rs->size + 1);
+	size_t got = read_at(fds[0], buf, (size_t)rs->size, 0);
+	buf[got] = '\0';
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (got != rs->size) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 char *tfile_read_text(struct tfile_reader *r, const struct tfile_src *src, size_t max, size_t *len,
 		      uid_t *owner, struct diag_err *err)
 {
-	struct job *j = job_new(JOB_TEXT, src), *done;
-	j->max = max;
-	if (job_wait(r, j, &done, err)) {
-		diag_wrap(err, "%s", src->path ? src->path : "?");
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_TEXT, src);
+	rq.max = max;
+	if (ask(r, &rq, &rs, fds, err)) {
+		diag_wrap(err, "%s", shown(src));
 		return NULL;
 	}
-	if (done->rc) {
-		job_failed(done, src, err);
+	if (rs.rc) {
+		diag_fail(err, TFILE_FAIL_FILE, "%s: %s", shown(src), rs.why);
 		return NULL;
 	}
-	char *text = done->text;
-	done->text = NULL;
+	char *text = response_bytes(&rs, fds);
+	if (!text) {
+		diag_fail(err, TFILE_FAIL_FILE, "%s: its text was cut short", shown(src));
+		return NULL;
+	}
 	if (len)
-		*len = done->text_len;
+		*len = (size_t)rs.size;
 	if (owner)
-		*owner = done->owner;
-	job_unref(done);
+		*owner = rs.owner;
 	return text;
 }
 
@@ -957,45 +1081,48 @@ int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, v
 		   struct diag_err *err)
 {
 	struct tfile_src src = { .pid = pid, .dev = 1ull << 63 | (uint64_t)(unsigned)pid };
-	struct job *j = job_new(JOB_MEM, &src), *done;
-	j->mem_addr = addr;
-	j->mem_len = len;
-	if (job_wait(r, j, &done, err))
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_MEM, &src);
+	rq.mem_addr = addr;
+	rq.mem_len = len;
+	if (ask(r, &rq, &rs, fds, err))
 		return diag_wrap(err, "the memory of process %d", pid);
-	if (done->rc) {
-		diag_fail(err, TFILE_FAIL_FILE, "%s", done->why);
-		job_unref(done);
-		return -1;
+	if (rs.rc)
+		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs.why);
+	char *bytes = response_bytes(&rs, fds);
+	if (!bytes || rs.size != len) {
+		free(bytes);
+		return diag_fail(err, TFILE_FAIL_FILE, "the memory of process %d: cut short", pid);
 	}
-	memcpy(buf, done->mem, len);
-	job_unref(done);
+	memcpy(buf, bytes, len);
+	free(bytes);
 	return 0;
 }
 
 int tfile_stat(struct tfile_reader *r, const struct tfile_src *src, uint64_t *size,
 	       uint64_t *mtime_ns, struct diag_err *err)
 {
-	struct job *j = job_new(JOB_STAT, src), *done;
-	if (job_wait(r, j, &done, err))
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_STAT, src);
+	if (ask(r, &rq, &rs, fds, err))
 		return -1;
-	if (done->rc)
-		return job_failed(done, src, err);
-	*size = done->st_size;
-	*mtime_ns = done->st_mtime_ns;
-	job_unref(done);
+	if (rs.rc)
+		return diag_fail(err, TFILE_FAIL_FILE, "%s: %s", shown(src), rs.why);
+	*size = rs.size;
+	*mtime_ns = rs.mtime_ns;
 	return 0;
 }
 
-int tfile_reader_run(struct tfile_reader *r, uint64_t dev, int (*fn)(void *arg), void *arg,
-		     struct diag_err *err)
+int tfile_reader_test_block(struct tfile_reader *r, uint64_t dev, const char *fifo,
+			    struct diag_err *err)
 {
-	struct job *j = job_new(JOB_CALL, NULL), *done;
-	j->dev = dev;
-	j->fn = fn;
-	j->arg = arg;
-	if (job_wait(r, j, &done, err))
-		return -1;
-	int rc = done->rc;
-	job_unref(done);
-	return rc;
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_TEST_BLOCK, &(struct tfile_src){ .path = fifo, .dev = dev });
+	return ask(r, &rq, &rs, fds, err);
 }

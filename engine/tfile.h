@@ -2,7 +2,7 @@
  * its perf map) and a target's /proc files (maps, mem), opened and read so that the target can
  * neither steer a root run to another file nor stall it.
  *
- * Owns: the one way such a file is opened, and the reading of it on a worker thread that a
+ * Owns: the one way such a file is opened, and the reading of it by a helper process that a
  * caller waits for only so long.
  * - Opening: /proc/PID/map_files/START-END where the mapping exists (the mapped file itself, even
  *   deleted, replaced, bind-mounted over, or in a chroot or another mount namespace), else the
@@ -11,16 +11,18 @@
  *   is ever opened for reading (a FIFO, socket or device is refused before any open of it runs),
  *   of at most a size cap, with the device and inode the mapping names; then reopened read-only
  *   and non-blocking through our own descriptor.
- * - Reading: into memory, on a worker thread. An ELF file becomes an image of the parts the
- *   engine reads (headers, symbol and string tables, notes, call frame information), every other
- *   section marked SHT_NOBITS, so that parsing it (libelf, libdw, from memory) never touches the
- *   file again; a text file is read whole. A caller waits until its reader's deadline, at most
- *   TFILE_WAIT_NS per file while the worker waits in the kernel (a worker on a CPU or waiting
- *   for one, on a loaded machine, is waited for on), and never past a signal arriving on the
- *   reader's stop descriptor. A worker still waiting then (a FUSE server that does not answer,
- *   a dead NFS server, a FIFO, a disk that takes seconds) is left behind: nothing else on that file system is read while it is out, and after
- *   TFILE_MAX_STALLED such workers nothing more is read at all. A worker left behind owns its own
- *   state and exits with the process.
+ * - Reading: into memory, by a helper process that holds nothing of ours (a FUSE server that has
+ *   taken a request makes even SIGKILL wait: a thread of ours stuck there would hold our exit).
+ *   An ELF file becomes an image of the parts the engine reads (headers, symbol and string
+ *   tables, notes, call frame information), every other section marked SHT_NOBITS, so that
+ *   parsing it (libelf, libdw, from memory) never touches the file again; a text file is read
+ *   whole (up to a cap).
+ * - Waiting: until the reader's deadline, at most TFILE_WAIT_NS per file while the helper waits in
+ *   the kernel (one on a CPU or waiting for one, on a loaded machine, is waited for on), and never
+ *   past a signal arriving on the reader's stop descriptor. A helper still waiting then (a FUSE
+ *   server that does not answer, a dead NFS server, a disk that takes seconds) is left behind:
+ *   nothing else on that file system is read while it is out, and after TFILE_MAX_STALLED such
+ *   helpers nothing more is read at all.
  * Must not: parse ELF beyond its headers (libelf does, from the image), follow the network, write
  * any file, print, or hold global state.
  */
@@ -36,7 +38,7 @@
 #include "util.h"
 
 #define TFILE_WAIT_NS 1000000000ull         /* the longest wait for one file */
-#define TFILE_MAX_STALLED 4                  /* workers left behind before reading stops */
+#define TFILE_MAX_STALLED 4                  /* helpers left behind before reading stops */
 #define TFILE_MAX_ELF_BYTES ((uint64_t)4 << 30)
 #define TFILE_MAX_TEXT_BYTES ((size_t)64 << 20)
 
@@ -77,13 +79,12 @@ enum tfile_fail { TFILE_FAIL_FILE = 1, TFILE_FAIL_WAIT = 2 };
 /* An ELF file's parts the engine reads, at their file offsets in `bytes` (the rest reads as
  * zeros), the sections not read marked SHT_NOBITS. */
 struct tfile_image {
-	unsigned char *bytes;
+	unsigned char *bytes;        /* a private mapping of memfd */
 	size_t size;                 /* the file's size */
+	int memfd;                   /* the image */
 	uint64_t dev, ino, mtime_ns; /* of the file read (dev as in struct tfile_src) */
 	uint32_t crc;                /* zlib CRC-32 of the whole file, with TFILE_CRC */
 	int fd;                      /* with TFILE_KEEP_FD: an O_PATH descriptor of it, else -1 */
-	struct tfile_range { uint64_t off, len; } *ranges; /* what was read, sorted, disjoint */
-	size_t nranges;
 };
 
 #define TFILE_CRC 1u     /* also the CRC of the whole file (a .gnu_debuglink check) */
@@ -94,7 +95,7 @@ int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned
 		   struct tfile_image **out, struct diag_err *err);
 /* A libelf handle over the image (elf_end it; the image outlives it). */
 Elf *tfile_image_elf(struct tfile_image *img);
-/* A memfd holding the image (for libraries that want a descriptor), or -1. */
+/* A descriptor of the image (a memfd: for libraries that want one), or -1. */
 int tfile_image_memfd(const struct tfile_image *img);
 void tfile_image_free(struct tfile_image *img);
 
@@ -117,10 +118,9 @@ char *tfile_read_proc(struct tfile_reader *r, int pid, const char *name, size_t 
 int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, void *buf,
 		   struct diag_err *err);
 
-/* For tests: runs fn(arg) on a worker thread, waited for as a file read is (on the file system
- * dev); fn returns 0 or -1. Returns fn's result, or -1 with err when the wait ended first (fn then
- * runs on; arg must stay valid until it returns: the caller's to arrange). */
-int tfile_reader_run(struct tfile_reader *r, uint64_t dev, int (*fn)(void *arg), void *arg,
-		     struct diag_err *err);
+/* For tests: a read on file system dev that opens the FIFO at `fifo` for reading and waits (the
+ * helper blocks until someone opens it for writing): 0 when it ended in time, else -1 with err. */
+int tfile_reader_test_block(struct tfile_reader *r, uint64_t dev, const char *fifo,
+			    struct diag_err *err);
 
 #endif

@@ -6,8 +6,7 @@
  * it alike. Waits: a read that never ends (a blocking FIFO open run as a job) is left behind at
  * the reader's limit, its file system is then refused at once while another one is read, after
  * TFILE_MAX_STALLED stalls nothing more is read, and a stop descriptor or a past deadline ends a
- * wait at once; the note says so. The jobs left behind are released at the end (their FIFOs
- * opened for writing), so that nothing leaks.
+ * wait at once; the note says so. A helper holds no descriptor of ours but its socket.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -203,19 +203,14 @@ static void test_elf_image(void **state)
 	tfile_reader_free(r);
 }
 
-/* A job that blocks until someone opens the FIFO for writing: a read that does not answer. */
-static int block_on_fifo(void *arg)
+/* A read that does answer, on file system dev. */
+static int quick(struct tfile_reader *r, uint64_t dev, struct diag_err *err)
 {
-	int fd = open(arg, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
-		close(fd);
-	return 0;
-}
-
-static int quick(void *arg)
-{
-	(void)arg;
-	return 0;
+	size_t len;
+	char *t = tfile_read_text(r, &(struct tfile_src){ .path = "/proc/self/stat", .dev = dev, .proc = true },
+				  4096, &len, NULL, err);
+	free(t);
+	return t ? 0 : -1;
 }
 
 static void release(const char *fifo)
@@ -235,18 +230,18 @@ static void test_stalls(void **state)
 		snprintf(fifos[i], sizeof(fifos[i]), "%s/stall%d", tmpdir, i);
 		assert_int_equal(mkfifo(fifos[i], 0600), 0);
 	}
-	/* a file system that does not answer: the wait ends, the worker is left behind */
-	assert_int_equal(tfile_reader_run(r, 7, block_on_fifo, fifos[0], &err), -1);
+	/* a file system that does not answer: the wait ends, the helper is left behind */
+	assert_int_equal(tfile_reader_test_block(r, 7, fifos[0], &err), -1);
 	assert_int_equal(err.code, TFILE_FAIL_WAIT);
 	assert_non_null(strstr(err.msg, "no answer within"));
 	/* the same file system: refused at once; another one: read */
-	assert_int_equal(tfile_reader_run(r, 7, quick, NULL, &err), -1);
+	assert_int_equal(quick(r, 7, &err), -1);
 	assert_non_null(strstr(err.msg, "stalled a read before"));
-	assert_int_equal(tfile_reader_run(r, 8, quick, NULL, &err), 0);
+	assert_int_equal(quick(r, 8, &err), 0);
 	/* more stalls, each on its own file system, up to the limit: then nothing is read */
 	for (int i = 1; i < TFILE_MAX_STALLED; i++)
-		assert_int_equal(tfile_reader_run(r, 100 + (uint64_t)i, block_on_fifo, fifos[i], &err), -1);
-	assert_int_equal(tfile_reader_run(r, 9, quick, NULL, &err), -1);
+		assert_int_equal(tfile_reader_test_block(r, 100 + (uint64_t)i, fifos[i], &err), -1);
+	assert_int_equal(quick(r, 9, &err), -1);
 	assert_non_null(strstr(err.msg, "nothing more is read"));
 	char *note = tfile_reader_note(r);
 	assert_non_null(note);
@@ -255,14 +250,14 @@ static void test_stalls(void **state)
 	if (!strstr(note, want))
 		fail_msg("note \"%s\" lacks \"%s\"", note, want);
 	free(note);
-	/* a worker that finishes late frees its file system again */
+	/* a helper that answers late frees its file system again */
 	release(fifos[0]);
-	for (int tries = 0; tries < 200 && tfile_reader_run(r, 7, quick, NULL, &err); tries++)
+	for (int tries = 0; tries < 200 && quick(r, 7, &err); tries++)
 		usleep(10000);
-	assert_int_equal(tfile_reader_run(r, 7, quick, NULL, &err), 0);
+	assert_int_equal(quick(r, 7, &err), 0);
+	tfile_reader_free(r); /* the helpers still blocked are killed: a FIFO open is killable */
 	for (int i = 1; i < TFILE_MAX_STALLED; i++)
 		release(fifos[i]);
-	tfile_reader_free(r);
 }
 
 static void test_stop_and_deadline(void **state)
@@ -276,27 +271,73 @@ static void test_stop_and_deadline(void **state)
 	int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(stop >= 0);
 	tfile_reader_set_stop_fd(r, stop);
-	assert_int_equal(tfile_reader_run(r, 1, quick, NULL, &err), 0);
+	assert_int_equal(quick(r, 1, &err), 0);
 	uint64_t one = 1;
 	assert_int_equal(write(stop, &one, sizeof(one)), (ssize_t)sizeof(one));
-	assert_int_equal(tfile_reader_run(r, 1, quick, NULL, &err), -1);
+	assert_int_equal(quick(r, 1, &err), -1);
 	assert_non_null(strstr(err.msg, "stop signal"));
 	tfile_reader_set_stop_fd(r, -1);
 	close(stop);
 	/* a deadline in the past: no read starts */
 	tfile_reader_set_deadline(r, mono_ns() - 1);
-	assert_int_equal(tfile_reader_run(r, 1, quick, NULL, &err), -1);
+	assert_int_equal(quick(r, 1, &err), -1);
 	assert_non_null(strstr(err.msg, "past the run's time"));
 	/* a deadline soon: a read that does not answer ends there */
 	tfile_reader_set_deadline(r, mono_ns() + 50000000ull);
-	assert_int_equal(tfile_reader_run(r, 2, block_on_fifo, fifo, &err), -1);
+	assert_int_equal(tfile_reader_test_block(r, 2, fifo, &err), -1);
 	assert_non_null(strstr(err.msg, "not read by the end of the run's time"));
 	char *note = tfile_reader_note(r);
 	assert_non_null(note);
 	assert_non_null(strstr(note, "1 cut short by a stop signal"));
 	free(note);
-	release(fifo);
 	tfile_reader_free(r);
+	release(fifo);
+}
+
+/* A helper holds nothing of ours: no descriptor but its socket and /dev/null. */
+static void test_helper_holds_nothing(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	char fifo[PATH_MAX], marker[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/hold", tmpdir);
+	snprintf(marker, sizeof(marker), "%s/marker", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int ours = open(marker, O_WRONLY | O_CREAT, 0600); /* not close-on-exec: forked helpers would inherit it */
+	assert_true(ours >= 0);
+	assert_int_equal(tfile_reader_test_block(r, 3, fifo, &err), -1); /* left blocked */
+	/* the helper: our child blocked in the FIFO's open (no other child is alive); what it holds */
+	char path[128], out[4096] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	int child = 0;
+	for (int c; !out[0] && fscanf(f, "%d", &c) == 1;) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", c);
+		DIR *d = opendir(path);
+		for (struct dirent *e; d && (e = readdir(d));) {
+			char link[512], target[256];
+			snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+			ssize_t len = readlink(link, target, sizeof(target) - 1);
+			if (len > 0 && strlen(out) + (size_t)len + 2 < sizeof(out)) {
+				target[len] = '\0';
+				strcat(out, target);
+				strcat(out, "\n");
+			}
+		}
+		if (d)
+			closedir(d);
+		child = c;
+	}
+	fclose(f);
+	assert_true(child > 0);
+	assert_non_null(strstr(out, "socket:"));
+	if (strstr(out, "marker"))
+		fail_msg("the helper holds a descriptor of ours: %s", out);
+	close(ours);
+	tfile_reader_free(r);
+	release(fifo);
 }
 
 int main(void)
@@ -307,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_elf_image),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_stop_and_deadline),
+		cmocka_unit_test(test_helper_holds_nothing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
