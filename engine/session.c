@@ -32,6 +32,7 @@
 #define PLAN_MAX_PROBES_POLLED 16   /* streaming probes whose wake fd the run loop polls */
 /* After the collection, the target's files are read (symbols) for at most this long. */
 #define SESSION_READ_AFTER_NS 4000000000ull
+#define SESSION_READ_LATE_NS 1000000000ull
 /* The watchdog's limits: attaching; the collection past its end (the loop checks its deadline at
  * every turn: later than this, it is stuck); reading the results (symbolizing is CPU work after
  * the reads, bounded by the sizes of the maps, not by time). */
@@ -536,9 +537,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	ksyms_loader_start(&kl);
 
 	/* The duration counts from here; its first preflight_ms measure, the rest collects. No read
-	 * of a target's file holds the collection past it. */
+	 * of a target's file holds the collection more than a second past it (the loop's last turn
+	 * may still unwind what it drains). */
 	uint64_t deadline = mono_ns() + (uint64_t)(plan->duration_s * 1e9);
-	tfile_reader_set_deadline(s.files, deadline);
+	tfile_reader_set_deadline(s.files, deadline + SESSION_READ_LATE_NS);
 	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;
 	if (opts->preflight_ms) {
