@@ -135,6 +135,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lpthread
 
+# The FUSE server of tests/e2e/t_hostile.sh (a file system that stops answering): libfuse3.
+$(BUILD)/workloads/stallfs: tests/workloads/stallfs.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -O1 -g -Wall -Wextra -Werror $$(pkg-config --cflags fuse3) -o $@ $< $$(pkg-config --libs fuse3)
+
 # C++ workloads (demangling): built by g++, as a distribution's C++ code is.
 $(BUILD)/workloads/%: tests/workloads/%.cpp | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -159,6 +159,9 @@ struct probe {
 	const char *variant;   /* attach variant in use */
 	char note[256];        /* why a fallback happened, for the report; "" when none */
 	void *priv;            /* kind-private state, private_size bytes, zeroed */
+	/* The run's reader of the files the target names (tfile.h): every file a kind reads because
+	 * the target maps it (uprobe placement, unwinding) is read through it. */
+	struct tfile_reader *files;
 };
 
 /* Sets the filter rodata every probe object gets from bpf/diag_bpf.h (diag_tgid, diag_tid,

@@ -1,45 +1,22 @@
 /* debuginfo.c — separate debug files, found on local paths and checked (see debuginfo.h).
  *
- * Owns: root_open (openat2 RESOLVE_IN_ROOT under /proc/PID/root), reading build-id notes and
- * .gnu_debuglink sections, the debug file search order and its verification.
- * Must not: print, use the network, hold state, trust the target: the debuglink name is a file
- * name (no '/', not "." or ".."), every candidate is a regular file of bounded size opened
- * without blocking, and is used only when its build-id (or, lacking one, the CRC the debuglink
- * records) matches.
+ * Owns: reading build-id notes and .gnu_debuglink sections, the debug file search order and its
+ * verification.
+ * Must not: print, use the network, open a file itself (every candidate is read by tfile.c: a
+ * regular file of bounded size, inside the target's root, on a worker that cannot stall us),
+ * hold state, or trust the target: the debuglink name is a file name (no '/', not "." or ".."),
+ * and a candidate is used only when its build-id (or, when the file has none, the CRC the
+ * debuglink records) matches.
  */
 #include "debuginfo.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <zlib.h>
-
-int root_open(int pid, const char *path, int flags, uint64_t resolve)
-{
-	char rp[64] = "/";
-	if (pid > 0)
-		snprintf(rp, sizeof(rp), "/proc/%d/root", pid);
-	int dfd = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
-	struct open_how how = {
-		.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | resolve,
-	};
-	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	int e = errno;
-	close(dfd);
-	if (fd < 0 && e == ENOSYS && pid <= 0 && !(resolve & RESOLVE_NO_SYMLINKS))
-		return open(path, flags | O_CLOEXEC); /* kernel < 5.6: our own root is safe */
-	errno = e;
-	return fd;
-}
 
 static size_t note_build_id(Elf_Data *d, unsigned char *id, size_t max)
 {
@@ -108,57 +85,30 @@ static int elf_debuglink(Elf *elf, char *name, size_t len, uint32_t *crc)
 	return -1;
 }
 
-/* zlib's CRC-32 (the one .gnu_debuglink records) of the whole file fd. */
-static int file_crc(int fd, uint32_t *crc)
+/* The candidate at p (in the root of pid) if it is the debug file: the same build-id when the
+ * file has one, else the CRC its debuglink records. */
+static struct tfile_image *candidate(struct tfile_reader *r, int pid, const char *p,
+				     const unsigned char *id, size_t idlen, int check_crc, uint32_t crc)
 {
-	unsigned char buf[65536];
-	uLong c = crc32(0, Z_NULL, 0);
-	off_t off = 0;
-	for (;;) {
-		ssize_t r = pread(fd, buf, sizeof(buf), off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (!r)
-			break;
-		c = crc32(c, buf, (uInt)r);
-		off += r;
-	}
-	*crc = (uint32_t)c;
-	return 0;
-}
-
-/* The candidate at p (in the root of pid) if it is the debug file: same build-id when both have
- * one, else (check_crc) the debuglink's CRC. */
-static Elf *candidate(int pid, const char *p, const unsigned char *id, size_t idlen, int check_crc,
-		      uint32_t crc, int *fdp)
-{
-	struct stat st;
-	int fd = root_open(pid, p, O_RDONLY | O_NONBLOCK, 0);
-	if (fd < 0)
+	struct tfile_src src = { .pid = pid, .path = p };
+	struct tfile_image *img = NULL;
+	struct diag_err ignore;
+	if (tfile_read_elf(r, &src, idlen ? 0 : TFILE_CRC, &img, &ignore))
 		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > DEBUGINFO_MAX_BYTES) {
-		close(fd);
-		return NULL;
-	}
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *e = img->size <= DEBUGINFO_MAX_BYTES ? tfile_image_elf(img) : NULL;
 	unsigned char cid[64];
 	size_t clen = e && elf_kind(e) == ELF_K_ELF ? elf_build_id(e, cid, sizeof(cid)) : 0;
-	uint32_t c = ~crc;
 	int ok = e && elf_kind(e) == ELF_K_ELF &&
-		 (idlen && clen ? clen == idlen && !memcmp(cid, id, idlen)
-				: check_crc && !file_crc(fd, &c) && c == crc);
+		 (idlen ? clen == idlen && !memcmp(cid, id, idlen) : check_crc && img->crc == crc);
+	elf_end(e);
 	if (!ok) {
-		elf_end(e);
-		close(fd);
+		tfile_image_free(img);
 		return NULL;
 	}
-	*fdp = fd;
-	return e;
+	return img;
 }
 
-Elf *debuginfo_open(Elf *elf, int pid, const char *path, int *fd)
+struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, const char *path)
 {
 	unsigned char id[64];
 	char link[NAME_MAX + 1], p[PATH_MAX + 64], hex[2 * sizeof(id) + 1];
@@ -168,22 +118,22 @@ Elf *debuginfo_open(Elf *elf, int pid, const char *path, int *fd)
 	const char *slash = path ? strrchr(path, '/') : NULL;
 	int dirlen = slash && path[0] == '/' && slash - path < PATH_MAX ? (int)(slash - path) : -1;
 	int roots[2] = { pid > 0 ? pid : 0, 0 };
-	Elf *e = NULL;
+	struct tfile_image *img = NULL;
 
 	for (size_t i = 0; i < idlen; i++)
 		snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	for (int r = 0; r < (pid > 0 ? 2 : 1) && !e; r++) {
+	for (int k = 0; k < (pid > 0 ? 2 : 1) && !img; k++) {
 		if (idlen >= 2) {
 			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-			e = candidate(roots[r], p, id, idlen, 0, 0, fd);
+			img = candidate(r, roots[k], p, id, idlen, 0, 0);
 		}
 		if (!has_link || dirlen < 0)
 			continue;
-		for (int k = 0; k < 3 && !e; k++) { /* DIR/name, DIR/.debug/name, /usr/lib/debug/DIR/name */
-			snprintf(p, sizeof(p), "%s%.*s%s/%s", k == 2 ? "/usr/lib/debug" : "", dirlen, path,
-				 k == 1 ? "/.debug" : "", link);
-			e = candidate(roots[r], p, id, idlen, 1, crc, fd);
+		for (int w = 0; w < 3 && !img; w++) { /* DIR/name, DIR/.debug/name, /usr/lib/debug/DIR/name */
+			snprintf(p, sizeof(p), "%s%.*s%s/%s", w == 2 ? "/usr/lib/debug" : "", dirlen, path,
+				 w == 1 ? "/.debug" : "", link);
+			img = candidate(r, roots[k], p, id, idlen, 1, crc);
 		}
 	}
-	return e;
+	return img;
 }

@@ -449,6 +449,11 @@ int main(int argc, char **argv)
 	/* A closed stdout or stderr (`diagnose ... | head`) must not kill the run before its outputs
 	 * and audit record are written: writes fail with EPIPE instead. */
 	signal(SIGPIPE, SIG_IGN);
+	/* No network, ever: libdw fetches debug files from the debuginfod servers these name (and
+	 * caches them under $HOME). Nothing here calls what does (engine/unwind.c gives libdwfl its
+	 * own callbacks); the environment loses them too, for any library that would. */
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
 	const char *mode = getenv("DIAGNOSE_MODE");
 	if (mode && strcmp(mode, "production") == 0)
 		c.run.production = true;

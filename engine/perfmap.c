@@ -1,14 +1,13 @@
 /* perfmap.c — JIT symbols from perf map files (see perfmap.h).
  *
- * Owns: the parse (bounded lines and names), the sorted entry table with its name arena, and the
- * checked read of /tmp/perf-NSPID.map inside the target's root.
- * Must not: print, hold global state, trust the file: its owner, type and size are checked on the
- * opened descriptor, names are cut at PERFMAP_MAX_NAME bytes (the report writers escape them).
+ * Owns: the parse (bounded lines and names), the sorted entry table with its name arena, and which
+ * file is a process's perf map: /tmp/perf-NSPID.map inside its root, owned by it or root.
+ * Must not: print, hold global state, open the file itself (tfile.c reads it: a regular file,
+ * no symlink, on a worker that cannot stall us), trust it: names are cut at PERFMAP_MAX_NAME
+ * bytes (the report writers escape them).
  */
 #include "perfmap.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
+#include "tfile.h"
 #include "util.h"
 
 struct pm_entry {
@@ -141,34 +140,23 @@ static int ns_pid(int pid)
 	return ns;
 }
 
-struct perfmap *perfmap_read(int pid)
+struct perfmap *perfmap_read(struct tfile_reader *r, int pid)
 {
 	char p[64];
-	struct stat owner, st;
+	struct stat owner;
 	snprintf(p, sizeof(p), "/proc/%d", pid);
 	if (pid <= 0 || stat(p, &owner))
 		return NULL;
 	snprintf(p, sizeof(p), "/tmp/perf-%d.map", ns_pid(pid));
-	int fd = root_open(pid, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, RESOLVE_NO_SYMLINKS);
-	if (fd < 0)
-		return NULL;
+	struct tfile_src src = { .pid = pid, .path = p, .resolve = RESOLVE_NO_SYMLINKS };
+	struct diag_err ignore;
+	size_t len;
+	uid_t uid;
+	char *text = tfile_read_text(r, &src, PERFMAP_MAX_BYTES, &len, &uid, &ignore);
 	struct perfmap *pm = NULL;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_uid == 0 || st.st_uid == owner.st_uid)) {
-		size_t want = (uint64_t)st.st_size < PERFMAP_MAX_BYTES ? (size_t)st.st_size : PERFMAP_MAX_BYTES;
-		char *buf = xmalloc(want ? want : 1);
-		size_t got = 0;
-		while (got < want) {
-			ssize_t r = read(fd, buf + got, want - got);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		pm = perfmap_parse(buf, got, PERFMAP_MAX_LINES);
-		free(buf);
-	}
-	close(fd);
+	if (text && (uid == 0 || uid == owner.st_uid))
+		pm = perfmap_parse(text, len, PERFMAP_MAX_LINES);
+	free(text);
 	return pm;
 }
 

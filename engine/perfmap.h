@@ -24,8 +24,9 @@ struct perfmap;
  * Malformed lines and empty ranges are skipped; where entries overlap, the later line wins (a JIT
  * reuses memory). Never NULL. */
 struct perfmap *perfmap_parse(const char *text, size_t len, size_t max_lines);
-/* The perf map of process pid, or NULL when it has none (or none that passes the checks). */
-struct perfmap *perfmap_read(int pid);
+/* The perf map of process pid, read by r, or NULL when it has none (or none that passes the checks). */
+struct tfile_reader;
+struct perfmap *perfmap_read(struct tfile_reader *r, int pid);
 /* The name of the entry covering addr, or NULL. */
 const char *perfmap_lookup(const struct perfmap *pm, uint64_t addr);
 size_t perfmap_count(const struct perfmap *pm);

@@ -292,11 +292,12 @@ void procset_unscanned(const struct procset *ps, uint64_t *processes, uint64_t *
 	*cpu_ns = ps->follower ? probe_stat_sum(ps->follower->obj, DIAG_SET_STAT_UNSCANNED_NS) : 0;
 }
 
-int procset_open(struct procset *ps, struct target *t, struct diag_err *err)
+int procset_open(struct procset *ps, struct target *t, struct tfile_reader *reader,
+		 struct diag_err *err)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->target = t;
-	ps->files = elf_cache_new();
+	ps->files = elf_cache_new(reader);
 	ps->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "diag_targets", sizeof(__u32), sizeof(__u32),
 				    TARGET_MAX_PROCS, NULL);
 	if (ps->map_fd < 0) {

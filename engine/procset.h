@@ -79,7 +79,10 @@ struct procset {
 const void *procset_bpf_bytes(size_t *size);
 
 /* Creates the map and copies the current members into it. */
-int procset_open(struct procset *ps, struct target *t, struct diag_err *err);
+struct tfile_reader;
+/* reader: how the set's files are read (tfile.h; not owned). */
+int procset_open(struct procset *ps, struct target *t, struct tfile_reader *reader,
+		 struct diag_err *err);
 /* Attaches the fork follower: from now on a member's new child is in the map from its fork.
  * Optional: on failure (err set) members still join at the next rescan. */
 int procset_follow_forks(struct procset *ps, struct diag_err *err);

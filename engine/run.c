@@ -34,6 +34,7 @@
 #include "sha256.h"
 #include "source.h"
 #include "verdict.h"
+#include "watchdog.h"
 
 static int fail(const struct diag_err *err)
 {
@@ -230,6 +231,23 @@ static void hold_signals(sigset_t *old)
 	sigprocmask(SIG_BLOCK, &mask, old);
 }
 
+/* The watchdog's last words (watchdog.h): the end record of a run it abandons. */
+struct abandoned_run {
+	struct audit *au;
+	struct audit_event *ev;
+};
+
+static void audit_abandoned(void *arg, const char *why)
+{
+	struct abandoned_run *a = arg;
+	struct diag_err ignore;
+	a->ev->action = "failed";
+	a->ev->reason = why;
+	a->ev->exit_code = DIAG_EXIT_RUNTIME;
+	a->ev->report = NULL;
+	audit_write(a->au, a->ev, &ignore);
+}
+
 static void make_run_id(char out[33])
 {
 	unsigned char raw[16];
@@ -408,9 +426,13 @@ int run_recipe(const struct run_options *c)
 	}
 
 	/* The budget pre-flight is the first preflight_ms of the collection (session.c). */
+	struct abandoned_run abandoned = { &au, &ev };
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name,
-				   .preflight_ms = preflight_window_ms(plan) };
-	if (session_run(plan, &so, &s, &err))
+				   .preflight_ms = preflight_window_ms(plan),
+				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
+	int srun = session_run(plan, &so, &s, &err);
+	watchdog_stop(so.watchdog);
+	if (srun)
 		goto failed;
 
 	const struct preflight_rate *rates = s.rates;

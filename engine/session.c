@@ -23,11 +23,22 @@
 #include "procset.h"
 #include "shape.h"
 #include "symbols.h"
+#include "tfile.h"
+#include "watchdog.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */
 #define PROGRESS_NS 200000000ull
 #define PLAN_MAX_PROBES_POLLED 16   /* streaming probes whose wake fd the run loop polls */
+/* After the collection, the target's files are read (symbols) for at most this long. */
+#define SESSION_READ_AFTER_NS 4000000000ull
+#define SESSION_READ_LATE_NS 1000000000ull
+/* The watchdog's limits: attaching; the collection past its end (the loop checks its deadline at
+ * every turn: later than this, it is stuck); reading the results (symbolizing is CPU work after
+ * the reads, bounded by the sizes of the maps, not by time). */
+#define WATCHDOG_ATTACH_NS 60000000000ull
+#define WATCHDOG_COLLECT_LATE_NS 5000000000ull
+#define WATCHDOG_RESULTS_NS 60000000000ull
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
  * clock twice per run (about +100 ns per event on a VM, more than our programs cost), so they are
@@ -50,6 +61,7 @@ struct session {
 	sigset_t old_mask;
 	struct governor gov;
 	struct procset set;       /* a set of processes (plan->target); map_fd -1 otherwise */
+	struct tfile_reader *files; /* reads what the target names (tfile.h) */
 };
 
 /* Run time of a probe's loaded programs so far (while BPF run-time statistics are on). */
@@ -94,8 +106,8 @@ static void destroy_probes(struct probe *probes, unsigned n)
 
 /* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
  * *n_loaded counts the probes to destroy, also on failure. */
-static int load_probes(const struct plan *plan, int targets_fd, struct probe **out,
-		       unsigned *n_loaded, struct diag_err *err)
+static int load_probes(const struct plan *plan, int targets_fd, struct tfile_reader *files,
+		       struct probe **out, unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
 	*out = probes;
@@ -105,6 +117,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct probe **o
 		p->kind = plan->probes[i].kind;
 		p->cfg = plan->probes[i].cfg;
 		p->cfg.filter.targets_fd = targets_fd;
+		p->files = files;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		if (p->kind->load(p, err))
@@ -122,6 +135,8 @@ static void destroy_all(struct session *s)
 		close(s->gov.stats_fd);
 	if (s->pid_fd >= 0)
 		close(s->pid_fd);
+	if (s->files) /* it waits on the signals no more */
+		tfile_reader_set_stop_fd(s->files, -1);
 	if (s->sig_fd >= 0) {
 		/* A signal that arrived after the loop (a second Ctrl-C while symbolizing) has been
 		 * answered by stopping: consume it, so that restoring the mask does not kill the
@@ -438,9 +453,10 @@ static struct usyms *set_usyms(const void *arg, int tgid)
 }
 
 /* The kernel's set of the target's processes, made before any probe loads (they share it). */
-static int procset_refresh_open(struct procset *ps, struct target *t, struct diag_err *err)
+static int procset_refresh_open(struct procset *ps, struct target *t, struct tfile_reader *files,
+				struct diag_err *err)
 {
-	if (procset_open(ps, t, err))
+	if (procset_open(ps, t, files, err))
 		return -1;
 	if (procset_refresh(ps) == 0)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s %s: every process exited before collection started",
@@ -463,7 +479,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		struct diag_err *err)
 {
 	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1,
-			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 } };
+			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 },
+			     .files = tfile_reader_new() };
 	struct ksyms_loader kl = { 0 };
 	struct ksyms *ksyms = NULL;
 	struct usyms *usyms = NULL;
@@ -475,9 +492,13 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	sigemptyset(&s.old_mask);
 	if (block_signals(&s, err))
 		goto done;
+	/* A read of a target's file never holds a stop: the wait ends when a signal arrives. */
+	tfile_reader_set_stop_fd(s.files, s.sig_fd);
 
 	if (plan->target_pid > 0) {
-		usyms = usyms_new(plan->target_pid);
+		struct elf_cache *files = elf_cache_new(s.files);
+		usyms = usyms_new_in(plan->target_pid, files);
+		elf_cache_release(files); /* the symbolizer holds it */
 		s.pid_fd = (int)syscall(SYS_pidfd_open, plan->target_pid, 0);
 		if (s.pid_fd < 0 && errno == ESRCH) {
 			diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
@@ -491,7 +512,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	}
 
 	if (plan->target) {
-		if (procset_refresh_open(&s.set, plan->target, err))
+		if (procset_refresh_open(&s.set, plan->target, s.files, err))
 			goto done;
 		if (procset_follow_forks(&s.set, &soft))
 			value_arr_push(out->notes, value_str_take(xasprintf(
@@ -500,7 +521,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		else
 			plan->target->follows_forks = true;
 	}
-	if (load_probes(plan, s.set.map_fd, &s.probes, &s.n_loaded, err))
+	if (load_probes(plan, s.set.map_fd, s.files, &s.probes, &s.n_loaded, err))
 		goto done;
 	for (unsigned i = 0; i < s.n_loaded; i++)
 		if (s.probes[i].note[0])
@@ -508,14 +529,19 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 									    s.probes[i].note)));
 	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
 	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
+	watchdog_arm(opts->watchdog, "attaching the probes", mono_ns() + WATCHDOG_ATTACH_NS);
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
 	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
 	kl.usyms = usyms;
 	ksyms_loader_start(&kl);
 
-	/* The duration counts from here; its first preflight_ms measure, the rest collects. */
+	/* The duration counts from here; its first preflight_ms measure, the rest collects. No read
+	 * of a target's file holds the collection more than a second past it (the loop's last turn
+	 * may still unwind what it drains). */
 	uint64_t deadline = mono_ns() + (uint64_t)(plan->duration_s * 1e9);
+	tfile_reader_set_deadline(s.files, deadline + SESSION_READ_LATE_NS);
+	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;
 	if (opts->preflight_ms) {
 		int pf = preflight(plan, s.probes, s.n_loaded, opts->preflight_ms, s.sig_fd, s.pid_fd,
@@ -531,8 +557,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (!stopped_early)
 		out->stop_reason = run_loop(&s, opts, start_ns, deadline);
 	uint64_t end_ns = mono_ns();
+	/* What the collection still holds (the last samples, drained as the probes detach) and the
+	 * symbols read the target's files until then at the latest. */
+	tfile_reader_set_deadline(s.files, end_ns + SESSION_READ_AFTER_NS);
 	governor_close_window(&s, end_ns);
 	detach_all(&s);
+	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)
 		fputs("\r\033[K", stderr);
 
@@ -599,12 +629,18 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		} else
 			value_arr_push(out->notes, value_str_take(xasprintf("probe %s: no results: %s", p->cfg.id, soft.msg)));
 	}
+	char *unread = tfile_reader_note(s.files);
+	if (unread)
+		value_arr_push(out->notes, value_str_take(unread));
 	rc = 0;
 done:
+	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use, and
+					     * before the signal fd its reads wait on closes */
 	destroy_all(&s);
-	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use */
 	usyms_free(usyms);
 	procset_close(&s.set);
+	tfile_reader_free(s.files); /* last: every symbolizer and probe read through it */
+	watchdog_arm(opts->watchdog, NULL, 0);
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;
 		out->preflight = NULL;
@@ -621,11 +657,12 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	unsigned n;
 	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
 	struct procset set = { .map_fd = -1 };
-	int rc = plan->target ? procset_refresh_open(&set, plan->target, err) : 0;
+	struct tfile_reader *files = tfile_reader_new();
+	int rc = plan->target ? procset_refresh_open(&set, plan->target, files, err) : 0;
 	probes = NULL;
 	n = 0;
 	if (rc == 0)
-		rc = load_probes(plan, set.map_fd, &probes, &n, err);
+		rc = load_probes(plan, set.map_fd, files, &probes, &n, err);
 	*variants = *preflight_summary = NULL;
 	if (rc == 0) {
 		*variants = value_obj();
@@ -648,6 +685,7 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	}
 	destroy_probes(probes, n);
 	procset_close(&set);
+	tfile_reader_free(files);
 	free(rates);
 	return rc;
 }

@@ -22,6 +22,8 @@ struct session_opts {
 	bool progress;      /* draw a progress line on stderr */
 	const char *label;  /* for the progress line, e.g. the recipe name */
 	unsigned preflight_ms; /* count-only window at the start of the duration; 0: none */
+	struct watchdog *watchdog; /* armed for each stage with probes or the target's files in
+				    * play (watchdog.h); NULL: none */
 };
 
 /* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */

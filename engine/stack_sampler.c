@@ -53,7 +53,8 @@ struct stack_sampler {
 };
 
 struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
-					const char *const *tags, size_t n_tags, size_t max_pending)
+					const char *const *tags, size_t n_tags, size_t max_pending,
+					struct tfile_reader *files)
 {
 	struct stack_sampler *s = xcalloc(1, sizeof(*s));
 	s->stacks_fd = stacks_fd;
@@ -63,7 +64,7 @@ struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fix
 	s->dwarf = dwarf;
 	s->leaf_fixup = !dwarf && leaf_fixup;
 	s->max_rows = max_rows;
-	s->unw = unwinder_new();
+	s->unw = unwinder_new(files);
 	return s;
 }
 

@@ -30,8 +30,12 @@ struct stack_sampler;
  * stacks_fd, its leaf's caller recovered by CFI when leaf_fixup. tags (n_tags names, or NULL):
  * what a sample's tag means, passed to the stack table as the row's tag. max_pending: threads
  * that may have a sample waiting for its weight at once (samples sent with a cookie). */
+struct tfile_reader;
+/* files: how the target's files are read for unwinding (tfile.h; shared, not owned; NULL: a reader
+ * of its own). */
 struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
-					const char *const *tags, size_t n_tags, size_t max_pending);
+					const char *const *tags, size_t n_tags, size_t max_pending,
+					struct tfile_reader *files);
 void stack_sampler_free(struct stack_sampler *s);
 
 /* Feeds s from the BPF ring buffer map ring_fd (records as below). Returns 0, or -1 with errno. */

@@ -14,10 +14,10 @@
  *   Symbols at the same address: the one with the fewest leading underscores wins, then global.
  *   Names live in one arena: the file buffer itself, compacted in place.
  * - User: ELF files are loaded eagerly when a snapshot (or usyms_add_mapping) first sees them,
- *   so symbolizing after the process exits needs no file access. Files are opened through
- *   /proc/PID/map_files, then /proc/PID/root/PATH, then PATH; the last two only if the inode is
- *   the one in maps (a replaced file is not the mapped one); /proc/PID/root paths are resolved
- *   inside that root (root_open), the target's symlinks never reach the host's files. .symtab;
+ *   so symbolizing after the process exits needs no file access. Files, the maps, the vdso and
+ *   the perf map are read by tfile.c (the mapped file through /proc/PID/map_files, else the path
+ *   inside the target's root if it is the mapped inode; regular files only; on a worker a
+ *   stalled file system cannot hold us on), into memory that libelf parses. .symtab;
  *   without one, .dynsym plus the .symtab of the separate debug file (build-id, .gnu_debuglink:
  *   local paths, verified; no debuginfod); without either, .eh_frame FDE ranges group unnamed
  *   code by function. [vdso] is read from /proc/PID/mem. Names are demangled once, at load.
@@ -50,6 +50,7 @@
 #include "ehframe.h"
 #include "perfmap.h"
 #include "procfs.h"
+#include "tfile.h"
 
 /* Leading underscores, for choosing among aliases ("malloc" over "__libc_malloc"). */
 static int underscores(const char *s)
@@ -405,9 +406,9 @@ static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym, int *bad)
 }
 
 /* Segments and symbols of elf into f: its .symtab; without one, its .dynsym and the .symtab of
- * its separate debug file (searched in the root of pid, see debuginfo.h; debug = 0: not looked
+ * its separate debug file (searched in the root of pid by r, see debuginfo.h; r NULL: not looked
  * for); still without a full symbol table, the function ranges of its .eh_frame. */
-static void elf_load(struct elf_file *f, Elf *elf, int pid, int debug)
+static void elf_load(struct elf_file *f, Elf *elf, struct tfile_reader *r, int pid)
 {
 	Elf_Scn *symtab, *dynsym;
 	struct symset set = { 0 };
@@ -415,114 +416,85 @@ static void elf_load(struct elf_file *f, Elf *elf, int pid, int debug)
 		return;
 	elf_symtabs(elf, &symtab, &dynsym, NULL);
 	int full = syms_collect(&set, elf, symtab, USYM_SRC_SYMTAB) > 0;
-	int dfd = -1;
+	struct tfile_image *dimg = NULL;
 	Elf *delf = NULL;
 	if (!full) {
 		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB);
-		if (debug && (delf = debuginfo_open(elf, pid, f->path, &dfd))) {
+		if (r && (dimg = debuginfo_find(r, elf, pid, f->path)) && (delf = tfile_image_elf(dimg))) {
 			Elf_Scn *dsymtab, *ddynsym;
 			elf_symtabs(delf, &dsymtab, &ddynsym, NULL);
 			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO) > 0;
 		}
 	}
 	syms_finish(f, &set); /* before elf_end: names point into the files' data */
-	if (delf) {
-		elf_end(delf);
-		close(dfd);
-	}
+	elf_end(delf);
+	tfile_image_free(dimg);
 	if (!full)
 		f->nfdes = ehframe_ranges(elf, &f->fdes);
 	f->loaded = 1;
 }
 
-static void elf_load_fd(struct elf_file *f, int fd, int pid)
-{
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	elf_load(f, elf, pid, 1);
-	elf_end(elf);
-}
-
-/* Opens the absolute path p inside the root of pid (pid <= 0: ours; symlinks never leave that
- * root), unless ino is known and p is not that inode. */
-static int open_same(int pid, const char *p, uint64_t ino)
-{
-	struct stat st;
-	int fd = root_open(pid, p, O_RDONLY | O_NONBLOCK, 0);
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd >= 0 && ino && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* The vdso has no file: its ELF image is the mapping itself, read through /proc/PID/mem. */
-static void vdso_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
+static void vdso_load(struct elf_file *f, struct tfile_reader *r, int pid, uint64_t start, uint64_t end)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
 	size_t len = end - start;
+	struct diag_err ignore;
 	char *img = len <= (64u << 20) ? xmalloc(len) : NULL;
-	if (img && pread(fd, img, len, (off_t)start) == (ssize_t)len) {
+	if (img && tfile_read_mem(r, pid, start, len, img, &ignore) == 0) {
 		Elf *elf = elf_memory(img, len);
-		elf_load(f, elf, pid, 0);
+		elf_load(f, elf, NULL, pid);
 		elf_end(elf);
 	}
 	free(img);
-	close(fd);
 }
 
-static void file_load(struct elf_file *f, int pid, uint64_t start, uint64_t end)
+/* Reads f, mapped at [start, end) by pid (pid <= 0: f->path in our own root), through r: the
+ * mapped file itself, or the path inside pid's root when it is the same inode (tfile.h). */
+static void file_load(struct elf_file *f, struct tfile_reader *r, int pid, uint64_t start, uint64_t end)
 {
-	char p[PATH_MAX + 64];
-	int fd = -1;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return;
 	if (!strcmp(f->path, "[vdso]")) {
-		vdso_load(f, pid, start, end);
+		vdso_load(f, r, pid, start, end);
 		return;
 	}
-	if (pid > 0) {
-		snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) /* no map_files (not root): the path in the target's own root */
-			fd = open_same(pid, f->path, f->ino);
+	struct tfile_src src = { .pid = pid, .start = pid > 0 ? start : 0, .end = pid > 0 ? end : 0,
+				 .path = f->path, .dev = f->dev, .ino = f->ino };
+	struct tfile_image *img;
+	struct diag_err err;
+	int rc = tfile_read_elf(r, &src, 0, &img, &err);
+	if (rc && pid > 0 && err.code == TFILE_FAIL_FILE && f->path[0] == '/') {
+		/* the process gone (or never ours: a hand-added mapping): the path in our own root,
+		 * only if it is the same file */
+		struct tfile_src ours = { .path = f->path, .dev = f->dev, .ino = f->ino };
+		rc = tfile_read_elf(r, &ours, 0, &img, &err);
 	}
-	if (fd < 0 && f->path[0] == '/')
-		fd = open_same(0, f->path, f->ino);
-	if (fd < 0)
+	if (rc)
 		return;
-	struct stat st;
-	if (fstat(fd, &st) == 0) {
-		f->size = (uint64_t)st.st_size;
-		f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-	}
+	f->size = img->size;
+	f->mtime_ns = img->mtime_ns;
 	f->loaded_by = pid;
-	elf_load_fd(f, fd, pid);
-	close(fd);
+	Elf *elf = tfile_image_elf(img);
+	elf_load(f, elf, r, pid);
+	elf_end(elf);
+	tfile_image_free(img);
 }
 
 /* Whether the file another process maps at [start, end) is still the one f was read from: a
  * deleted file's inode can come back as another file within a run (configure's conftest, a
  * rebuilt binary), and a cache shared by a set's processes outlives the first file. Unknown
  * (no map_files, the process gone) counts as the same. */
-static int file_still_same(const struct elf_file *f, int pid, uint64_t start, uint64_t end)
+static int file_still_same(struct tfile_reader *r, const struct elf_file *f, int pid, uint64_t start,
+			   uint64_t end)
 {
 	if (!f->size || pid <= 0 || pid == f->loaded_by)
 		return 1;
-	char p[96];
-	struct stat st;
-	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	if (stat(p, &st))
+	struct tfile_src src = { .pid = pid, .start = start, .end = end };
+	uint64_t size, mtime;
+	struct diag_err ignore;
+	if (tfile_stat(r, &src, &size, &mtime, &ignore))
 		return 1;
-	uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-	return (uint64_t)st.st_size == f->size && mtime == f->mtime_ns;
+	return size == f->size && mtime == f->mtime_ns;
 }
 
 static void file_free(struct elf_file *f)
@@ -623,7 +595,8 @@ static const char *stt_name(int type)
 	}
 }
 
-int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, struct diag_err *err)
+int elf_image_symbol_offset(struct tfile_image *img, const char *path, const char *name,
+			    uint64_t *offset, struct diag_err *err)
 {
 	struct elf_file f = { 0 };
 	struct sym_search q = { .name = name };
@@ -632,10 +605,7 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, stru
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "libelf: %s", elf_errmsg(-1));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return diag_fail(err, DIAG_EXIT_USAGE, "cannot open %s: %s", path, strerror(errno));
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = tfile_image_elf(img);
 	if (elf_load_segs(&f, elf)) {
 		diag_fail(err, DIAG_EXIT_USAGE, "%s is not an ELF file", path);
 		goto out;
@@ -686,7 +656,22 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, stru
 out:
 	free(f.segs);
 	elf_end(elf);
-	close(fd);
+	return rc;
+}
+
+int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, struct diag_err *err)
+{
+	struct tfile_reader *r = tfile_reader_new();
+	struct tfile_src src = { .path = path };
+	struct tfile_image *img;
+	int rc = -1;
+	if (tfile_read_elf(r, &src, 0, &img, err) == 0) {
+		rc = elf_image_symbol_offset(img, path, name, offset, err);
+		tfile_image_free(img);
+	} else {
+		err->code = DIAG_EXIT_USAGE; /* the message names the file and why */
+	}
+	tfile_reader_free(r);
 	return rc;
 }
 
@@ -703,6 +688,8 @@ struct mapping {
  * share its symbols). */
 struct elf_cache {
 	unsigned refs;        /* the creator's and each symbolizer's */
+	struct tfile_reader *reader; /* reads the files (tfile.h) */
+	bool own_reader;
 	unsigned generation;  /* one per snapshot or hand-added mapping, of any sharer */
 	struct elf_file **files;
 	size_t nfiles, capfiles;
@@ -718,10 +705,12 @@ struct usyms {
 	struct perfmap *perfmap; /* JIT code names, re-read at each usyms_snapshot */
 };
 
-struct elf_cache *elf_cache_new(void)
+struct elf_cache *elf_cache_new(struct tfile_reader *reader)
 {
 	struct elf_cache *c = xcalloc(1, sizeof(*c));
 	c->refs = 1;
+	c->reader = reader ? reader : tfile_reader_new();
+	c->own_reader = !reader;
 	return c;
 }
 
@@ -733,6 +722,8 @@ void elf_cache_release(struct elf_cache *c)
 		file_free(c->files[i]);
 	free(c->files);
 	free(c->index);
+	if (c->own_reader)
+		tfile_reader_free(c->reader);
 	free(c);
 }
 
@@ -749,7 +740,7 @@ struct usyms *usyms_new_in(int pid, struct elf_cache *cache)
 		cache->refs++;
 		us->cache = cache;
 	} else {
-		us->cache = elf_cache_new();
+		us->cache = elf_cache_new(NULL);
 	}
 	return us;
 }
@@ -812,7 +803,7 @@ static struct elf_file *file_get(struct usyms *owner, const char *path, uint64_t
 {
 	struct elf_cache *us = owner->cache;
 	struct elf_file *f = file_find(us, path, dev, ino);
-	if (f && f->loaded && ino && !file_still_same(f, owner->pid, start, end)) {
+	if (f && f->loaded && ino && !file_still_same(us->reader, f, owner->pid, start, end)) {
 		f->superseded = 1; /* mappings made before keep it; this one gets the new file */
 		f = NULL;
 	}
@@ -840,7 +831,7 @@ static struct elf_file *file_get(struct usyms *owner, const char *path, uint64_t
 	}
 	if (!f->loaded && f->tried != us->generation) {
 		f->tried = us->generation;
-		file_load(f, owner->pid, start, end);
+		file_load(f, us->reader, owner->pid, start, end);
 	}
 	return f;
 }
@@ -952,14 +943,14 @@ static void maps_parse(struct usyms *us, char *buf)
 
 int usyms_snapshot(struct usyms *us, struct diag_err *err)
 {
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/maps", us->pid);
-	char *buf = read_file(p, NULL);
-	if (!buf)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", p, strerror(errno));
+	char *buf = tfile_read_proc(us->cache->reader, us->pid, "maps", TFILE_MAX_TEXT_BYTES, NULL, err);
+	if (!buf) {
+		err->code = DIAG_EXIT_RUNTIME;
+		return -1;
+	}
 	maps_parse(us, buf);
 	free(buf);
-	struct perfmap *pm = perfmap_read(us->pid);
+	struct perfmap *pm = perfmap_read(us->cache->reader, us->pid);
 	if (pm || !us->perfmap) { /* a map file that went away keeps the names read before */
 		perfmap_free(us->perfmap);
 		us->perfmap = pm;

@@ -33,7 +33,10 @@ struct elf_cache;
 
 /* The ELF files read for symbolizers that share them (one process's, or a set's: the processes of
  * one program map the same files, read once). Each symbolizer made in it holds a reference. */
-struct elf_cache *elf_cache_new(void);
+struct tfile_reader;
+struct tfile_image;
+/* reader: how the files are read (tfile.h; shared, not owned); NULL: a reader of its own. */
+struct elf_cache *elf_cache_new(struct tfile_reader *reader);
 void elf_cache_release(struct elf_cache *c);
 size_t elf_cache_files(const struct elf_cache *c); /* files seen so far */
 
@@ -83,9 +86,12 @@ int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
 void usyms_free(struct usyms *us);
 
 /* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF
- * file at path: where a uprobe goes. Fails (DIAG_EXIT_USAGE, err says why) when the file cannot
+ * file at path (in our root; read by tfile.c, never blocking on it): where a uprobe goes. Fails (DIAG_EXIT_USAGE, err says why) when the file cannot
  * be read or is not ELF, or when the name is missing, ambiguous (several static functions),
  * only imported, not a function, an IFUNC, or of size 0. */
 int elf_symbol_offset(const char *path, const char *name, uint64_t *offset, struct diag_err *err);
+/* The same in an image read by tfile.c (uprobes go on the very file read); path: as shown. */
+int elf_image_symbol_offset(struct tfile_image *img, const char *path, const char *name,
+			    uint64_t *offset, struct diag_err *err);
 
 #endif

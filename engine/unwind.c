@@ -7,13 +7,18 @@
  *   hand-written parser. The CFA rules followed: "rsp + N" (frameless: the return address is at
  *   a known offset from sp) and "rbp + N" (a frame: the frame-pointer walk is right); the return
  *   address rule must be "at CFA + M". Anything else is CFI_RA_UNKNOWN, not a guess.
- * - Files are cached per (device, inode) of the mapping, opened through /proc/PID/map_files
- *   (the mapped file even when replaced or deleted), else the path when its inode is the mapped
- *   one. At most UNW_MAX_FILES files and UNW_MAX_PROCS processes: past that, lookups fail
- *   (counted by the caller as unresolved), memory stays bounded.
- * - DWARF mode: one Dwfl per process (dwfl_linux_proc_report), rebuilt at most once a period when
- *   an address falls outside its modules; its files opened through /proc/PID/root (then libdwfl's
- *   own lookup); memory reads are served from the copy only.
+ * - Files are cached per (device, inode) of the mapping, read by tfile.c into images (the mapped
+ *   file through /proc/PID/map_files, on a worker a stalled file system cannot hold us on): the
+ *   CFI is parsed from memory, never from the file. At most UNW_MAX_FILES files and
+ *   UNW_MAX_PROCS processes: past that, lookups fail (counted by the caller as unresolved),
+ *   memory stays bounded. A file not read for the wait's sake (a stall, a stop, the deadline) is
+ *   tried again the next period; one that cannot be read (not ELF, not regular) is not.
+ * - DWARF mode: one Dwfl per process, its modules from the maps text we read
+ *   (dwfl_linux_proc_maps_report), rebuilt at most once a period when an address falls outside
+ *   its modules. libdwfl opens nothing: its find_elf gets our image of the module's file, its
+ *   find_debuginfo a memfd of the verified separate debug file (debuginfo.h) — never
+ *   dwfl_standard_find_debuginfo, which opens target-named paths and asks debuginfod. Memory
+ *   reads are served from the copy only.
  */
 #include "unwind.h"
 
@@ -32,7 +37,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "procfs.h"
+#include "tfile.h"
 #include "util.h"
 
 #define UNW_MAX_FILES 512
@@ -62,7 +69,9 @@ struct useg {
 
 struct ufile {
 	uint64_t dev, ino;
-	int fd;
+	struct tfile_image *img; /* the file's parts in memory (tfile.h) */
+	struct tfile_image *debug; /* its separate debug file, once looked for (debug_tried) */
+	bool debug_tried;
 	Elf *elf;
 	Dwarf_CFI *eh; /* ours (dwarf_cfi_end) */
 	Dwarf *dw;     /* ours; owns its .debug_frame CFI */
@@ -79,21 +88,20 @@ static void ufile_close(struct ufile *f)
 		dwarf_end(f->dw);
 	if (f->elf)
 		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
+	tfile_image_free(f->img);
+	tfile_image_free(f->debug);
 	free(f->segs);
 	memset(f, 0, sizeof(*f));
-	f->fd = -1;
 }
 
-/* Opens the ELF file on fd (taken over) with its segments and CFI; -1 when it is not ELF. */
-static int ufile_open(struct ufile *f, int fd)
+/* The ELF file in img (taken over) with its segments and CFI; -1 when it is not ELF. */
+static int ufile_open(struct ufile *f, struct tfile_image *img)
 {
 	GElf_Ehdr eh;
 	size_t nph;
-	f->fd = fd;
+	f->img = img;
 	if (elf_version(EV_CURRENT) == EV_NONE ||
-	    !(f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) || elf_kind(f->elf) != ELF_K_ELF ||
+	    !(f->elf = tfile_image_elf(img)) || elf_kind(f->elf) != ELF_K_ELF ||
 	    !gelf_getehdr(f->elf, &eh) || elf_getphdrnum(f->elf, &nph)) {
 		ufile_close(f);
 		return -1;
@@ -160,13 +168,18 @@ static enum cfi_ra ufile_rule(const struct ufile *f, uint64_t pc, uint64_t *sp_o
 
 enum cfi_ra cfi_ra_rule_path(const char *path, uint64_t pc, uint64_t *sp_offset)
 {
-	struct ufile f = { .fd = -1 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ufile_open(&f, fd))
-		return CFI_RA_UNKNOWN;
-	enum cfi_ra r = ufile_rule(&f, pc, sp_offset);
-	ufile_close(&f);
-	return r;
+	struct ufile f = { 0 };
+	struct tfile_reader *r = tfile_reader_new();
+	struct tfile_src src = { .path = path };
+	struct tfile_image *img;
+	struct diag_err ignore;
+	enum cfi_ra rule = CFI_RA_UNKNOWN;
+	if (tfile_read_elf(r, &src, 0, &img, &ignore) == 0 && ufile_open(&f, img) == 0) {
+		rule = ufile_rule(&f, pc, sp_offset);
+		ufile_close(&f);
+	}
+	tfile_reader_free(r);
+	return rule;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -177,19 +190,23 @@ struct umap {
 	uint64_t start, end, off, dev, ino;
 	char *path;
 	struct ufile *file; /* NULL until first needed */
-	bool tried;
+	unsigned tried;     /* the period of the last failed read (0: none); a file's own fault: ~0 */
 };
 
 struct uproc {
 	int pid;
 	struct umap *maps; /* sorted by start */
 	size_t nmaps;
+	char *maps_text;   /* the last maps read, for libdwfl's modules */
 	unsigned read_period; /* period of the last read of /proc/PID/maps (0: never) */
 	Dwfl *dwfl;
 	unsigned dwfl_period;
+	struct unwinder *unw; /* its unwinder, for libdwfl's callbacks */
 };
 
 struct unwinder {
+	struct tfile_reader *reader;
+	bool own_reader;
 	unsigned period;
 	struct uproc procs[UNW_MAX_PROCS];
 	size_t nprocs;
@@ -200,10 +217,12 @@ struct unwinder {
 	size_t max, n;
 };
 
-struct unwinder *unwinder_new(void)
+struct unwinder *unwinder_new(struct tfile_reader *reader)
 {
 	struct unwinder *u = xcalloc(1, sizeof(*u));
 	u->period = 1;
+	u->reader = reader ? reader : tfile_reader_new();
+	u->own_reader = !reader;
 	return u;
 }
 
@@ -212,7 +231,9 @@ static void maps_free(struct uproc *p)
 	for (size_t i = 0; i < p->nmaps; i++)
 		free(p->maps[i].path);
 	free(p->maps);
+	free(p->maps_text);
 	p->maps = NULL;
+	p->maps_text = NULL;
 	p->nmaps = 0;
 }
 
@@ -229,6 +250,8 @@ void unwinder_free(struct unwinder *u)
 		ufile_close(u->files[i]);
 		free(u->files[i]);
 	}
+	if (u->own_reader)
+		tfile_reader_free(u->reader);
 	free(u);
 }
 
@@ -243,15 +266,16 @@ static int umap_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Reads /proc/PID/maps: its file-backed executable mappings. */
-static void maps_read(struct uproc *p)
+/* Reads /proc/PID/maps (through the reader: its reading takes the process's locks): its
+ * file-backed executable mappings. */
+static void maps_read(struct unwinder *u, struct uproc *p)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", p->pid);
-	char *buf = read_file(path, NULL);
+	struct diag_err ignore;
+	char *buf = tfile_read_proc(u->reader, p->pid, "maps", TFILE_MAX_TEXT_BYTES, NULL, &ignore);
 	if (!buf)
 		return;
 	maps_free(p);
+	p->maps_text = xstrdup(buf);
 	size_t cap = 0;
 	char *cursor = buf;
 	for (char *line; p->nmaps < UNW_MAX_MAPS && (line = procfs_next_line(&cursor));) {
@@ -304,46 +328,33 @@ static struct umap *proc_map(struct unwinder *u, int pid, uint64_t addr)
 	struct umap *m = maps_find(p, addr);
 	if (!m && p->read_period != u->period) {
 		p->read_period = u->period;
-		maps_read(p);
+		maps_read(u, p);
 		m = maps_find(p, addr);
 	}
 	return m;
 }
 
-/* Opens path unless ino is not its inode. */
-static int open_same(const char *path, uint64_t ino)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 static struct ufile *map_file(struct unwinder *u, int pid, struct umap *m)
 {
-	if (m->file || m->tried)
+	if (m->file || (m->tried && (m->tried == ~0u || m->tried == u->period)))
 		return m->file;
-	m->tried = true;
 	for (size_t i = 0; i < u->nfiles; i++)
 		if (u->files[i]->dev == m->dev && u->files[i]->ino == m->ino)
 			return m->file = u->files[i];
 	if (u->nfiles == UNW_MAX_FILES)
 		return NULL;
-	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path);
-		fd = open_same(path, m->ino);
-	}
-	if (fd < 0)
+	struct tfile_src src = { .pid = pid, .start = m->start, .end = m->end, .path = m->path,
+				 .dev = m->dev, .ino = m->ino };
+	struct tfile_image *img;
+	struct diag_err err;
+	if (tfile_read_elf(u->reader, &src, 0, &img, &err)) {
+		m->tried = err.code == TFILE_FAIL_WAIT ? u->period : ~0u;
 		return NULL;
+	}
 	struct ufile *f = xcalloc(1, sizeof(*f));
-	if (ufile_open(f, fd)) {
+	if (ufile_open(f, img)) {
 		free(f);
+		m->tried = ~0u;
 		return NULL;
 	}
 	f->dev = m->dev;
@@ -436,24 +447,60 @@ static const Dwfl_Thread_Callbacks dw_thread_callbacks = {
 	.set_initial_registers = dw_set_initial_registers,
 };
 
-/* A module's file as the target sees it: /proc/PID/root/PATH (another mount namespace: the host's
- * PATH may be another file), else libdwfl's own lookup (which reads deleted files from memory).
- * The module's userdata is its process (set by dw_tag_module). */
+/* The cached file of the mapping of process p inside [low, high) (a module of its Dwfl). */
+static struct ufile *module_file(struct unwinder *u, struct uproc *p, Dwarf_Addr low, Dwarf_Addr high,
+				 struct umap **mapped)
+{
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].start >= low && p->maps[i].start < high) {
+			*mapped = &p->maps[i];
+			return map_file(u, p->pid, &p->maps[i]);
+		}
+	return NULL;
+}
+
+/* A module's file: our image of the mapped file (libdwfl elf_ends the handle; the image is the
+ * unwinder's). The module's userdata is its process (set by dw_tag_module). */
 static int dw_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		       char **file_name, Elf **elfp)
 {
-	const struct uproc *p = *userdata;
-	if (p && name && name[0] == '/') {
-		char path[PATH_MAX + 64];
-		snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			*file_name = strdup(path);
-			*elfp = NULL;
-			return fd;
-		}
+	struct uproc *p = *userdata;
+	Dwarf_Addr low, high;
+	struct umap *m;
+	(void)name, (void)base;
+	*elfp = NULL;
+	if (!p || !p->unw || !dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL))
+		return -1;
+	struct ufile *f = module_file(p->unw, p, low, high, &m);
+	if (!f || !(*elfp = tfile_image_elf(f->img)))
+		return -1;
+	*file_name = strdup(m->path);
+	return -1;
+}
+
+/* The verified separate debug file of a module, as a memfd of its image (libdwfl wants a
+ * descriptor): found by debuginfo.h on local paths, never asked of debuginfod. */
+static int dw_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			     GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct uproc *p = *userdata;
+	Dwarf_Addr low, high;
+	struct umap *m;
+	(void)modname, (void)base, (void)file_name, (void)debuglink_file, (void)debuglink_crc;
+	if (!p || !p->unw || !dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL))
+		return -1;
+	struct ufile *f = module_file(p->unw, p, low, high, &m);
+	if (!f)
+		return -1;
+	if (!f->debug_tried) {
+		f->debug_tried = true;
+		f->debug = debuginfo_find(p->unw->reader, f->elf, p->pid, m->path);
 	}
-	return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	int fd = f->debug ? tfile_image_memfd(f->debug) : -1;
+	if (fd >= 0)
+		*debuginfo_file_name = strdup(m->path);
+	return fd;
 }
 
 static int dw_tag_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
@@ -466,7 +513,7 @@ static int dw_tag_module(Dwfl_Module *mod, void **userdata, const char *name, Dw
 
 static const Dwfl_Callbacks dw_callbacks = {
 	.find_elf = dw_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = dw_find_debuginfo,
 };
 
 static int dw_frame(Dwfl_Frame *state, void *arg)
@@ -491,11 +538,22 @@ static Dwfl *proc_dwfl(struct unwinder *u, int pid, uint64_t addr)
 		return p->dwfl;
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
 	p->dwfl_period = u->period;
-	p->dwfl = dwfl_begin(&dw_callbacks);
-	if (!p->dwfl)
+	p->unw = u;
+	if (p->read_period != u->period) { /* the modules from maps read this period */
+		p->read_period = u->period;
+		maps_read(u, p);
+	}
+	FILE *maps = p->maps_text ? fmemopen(p->maps_text, strlen(p->maps_text), "r") : NULL;
+	if (!maps || !(p->dwfl = dwfl_begin(&dw_callbacks))) {
+		if (maps)
+			fclose(maps);
 		return NULL;
-	if (dwfl_linux_proc_report(p->dwfl, pid) != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+	}
+	int reported = dwfl_linux_proc_maps_report(p->dwfl, maps);
+	fclose(maps);
+	if (reported != 0 || dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
 	    dwfl_getmodules(p->dwfl, dw_tag_module, p, 0) != 0 ||
 	    !dwfl_attach_state(p->dwfl, NULL, pid, &dw_thread_callbacks, u)) {
 		dwfl_end(p->dwfl);

@@ -4,7 +4,7 @@
  * files, through elfutils (libdw, libdwfl). x86-64.
  *
  * Owns: per process, a snapshot of its executable mappings and the ELF files and CFI they map
- * (opened through /proc/PID/map_files, like symbols.c); leaf-frame recovery (where the return
+ * (read by tfile.c, like symbols.c's); leaf-frame recovery (where the return
  * address of the frame at ip is, when that frame has no frame pointer of its own); DWARF
  * unwinding of a copied stack (libdwfl over the copy, as perf's unwind-libdw.c).
  * Must not: symbolize (stacks.c and symbols.c do), read the target's live memory (only the copy
@@ -45,8 +45,11 @@ enum cfi_ra {
 enum cfi_ra cfi_ra_rule_path(const char *path, uint64_t pc, uint64_t *sp_offset);
 
 struct unwinder;
+struct tfile_reader;
 
-struct unwinder *unwinder_new(void);
+/* reader: how the target's files and maps are read (tfile.h; shared, not owned); NULL: a reader
+ * of its own. */
+struct unwinder *unwinder_new(struct tfile_reader *reader);
 void unwinder_free(struct unwinder *u);
 /* A new period (a probe's tick): a process's mappings are read again, at most once a period,
  * when an address falls outside those known. */

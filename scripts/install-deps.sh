@@ -17,8 +17,9 @@ PEER_PKGS="bpftrace libbpf-tools time"
 # The tools that consume diagnose's output formats, for the tests only (tests/e2e/t_outputs.sh):
 # headless Chromium renders the --flamegraph SVG, `go tool pprof` reads the --pprof profile;
 # ansible-playbook runs contrib/ansible/diagnose.yml in tests/e2e/t_fleet.sh; zsh runs the zsh
-# completion in tests/e2e/t_completion_zsh.sh.
-TEST_PKGS="chromium golang-go ansible zsh"
+# completion in tests/e2e/t_completion_zsh.sh. libfuse3: tests/e2e/t_hostile.sh's file system
+# that stops answering (tests/workloads/stallfs.c).
+TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3"
 
 missing=""
 for p in $PKGS $PEER_PKGS $TEST_PKGS; do

@@ -3,7 +3,7 @@
  * stack allocated and freed during the window and how old its outstanding blocks are.
  *
  * Owns: finding the allocator the target really uses (the mapped file that defines malloc, read
- * through /proc/PID/root: a library other than libc that defines it — jemalloc, tcmalloc, a static
+ * through its mapping by tfile.c, the uprobes placed on that very file: a library other than libc that defines it — jemalloc, tcmalloc, a static
  * binary — wins over libc), the file offsets of its functions (those it lacks are skipped; malloc
  * and free are required), attaching the uprobes limited to the target process (the returns first,
  * so that no entry is seen without its return), the 1-in-N scaling, and turning the blocks and
@@ -27,7 +27,9 @@
 #include "allocations.h"
 #include "allocations.skel.h"
 #include "stacks.h"
+#include "procfs.h"
 #include "symbols.h"
+#include "tfile.h"
 
 #define MAX_MAPPED_FILES 64
 
@@ -49,7 +51,7 @@ struct alloc_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct allocations_bpf *skel;
 	char path[PATH_MAX];      /* the allocator's file as the target maps it */
-	char open_path[PATH_MAX]; /* the same through /proc/PID/root */
+	char attach_path[96];     /* its mapping's /proc/PID/map_files link */
 	bool found[N_FUNCS];
 	uint64_t offset[N_FUNCS];
 	uint64_t detached_ns;
@@ -95,58 +97,72 @@ static bool has_control(const char *s)
 }
 
 /* The file the target's malloc comes from: a mapped file other than libc that defines it, else
- * libc. Sets ap->path and ap->open_path. */
-static int find_allocator(struct alloc_priv *ap, int pid, struct diag_err *err)
+ * libc, each read through its mapping by the run's reader (tfile.h: the mapped file itself, never
+ * a path the target could point elsewhere). Sets ap->path, ap->attach_path (the mapping's
+ * /proc/PID/map_files link: the uprobe goes on that very file) and *img (the caller frees it). */
+static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid,
+			  struct tfile_image **img, struct diag_err *err)
 {
-	char maps_path[64], line[PATH_MAX + 128];
-	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", pid);
-	FILE *f = fopen(maps_path, "re");
-	if (!f)
-		return diag_fail(err, DIAG_EXIT_USAGE, "cannot read %s: %s", maps_path, strerror(errno));
-	char (*seen)[PATH_MAX] = xcalloc(MAX_MAPPED_FILES, sizeof(*seen)); /* 256 KiB: not on the stack */
+	char *maps = tfile_read_proc(r, pid, "maps", TFILE_MAX_TEXT_BYTES, NULL, err);
+	if (!maps) {
+		err->code = DIAG_EXIT_USAGE;
+		return -1;
+	}
+	uint64_t seen[MAX_MAPPED_FILES][2];
 	size_t n_seen = 0;
-	char libc[PATH_MAX] = "";
-	bool other = false;
-	while (!other && fgets(line, sizeof(line), f)) {
-		char perms[8] = "";
-		int path_at = 0;
-		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %*u %n", perms, &path_at) < 1 || !path_at ||
-		    !strchr(perms, 'x') || line[path_at] != '/')
-			continue;
-		char *path = line + path_at;
-		path[strcspn(path, "\n")] = '\0';
-		if (strstr(path, " (deleted)") || has_control(path))
+	struct tfile_image *libc = NULL, *other = NULL;
+	char libc_path[PATH_MAX] = "", libc_attach[96] = "";
+	char *cursor = maps;
+	for (char *line; !other && (line = procfs_next_line(&cursor));) {
+		struct procfs_maps_line m;
+		if (procfs_parse_maps_line(line, &m) || !m.exec || m.path[0] != '/' ||
+		    strstr(m.path, " (deleted)") || has_control(m.path))
 			continue; /* the name reaches errors and reports: a control byte in it is no allocator */
+		uint64_t dev = (uint64_t)m.major << 32 | m.minor;
 		bool dup = false;
 		for (size_t i = 0; i < n_seen && !dup; i++)
-			dup = !strcmp(seen[i], path);
+			dup = seen[i][0] == dev && seen[i][1] == m.inode;
 		if (dup || n_seen == MAX_MAPPED_FILES)
 			continue;
-		snprintf(seen[n_seen++], PATH_MAX, "%s", path);
-		char full[PATH_MAX + 32];
-		uint64_t off;
+		seen[n_seen][0] = dev;
+		seen[n_seen++][1] = m.inode;
+		struct tfile_src src = { .pid = pid, .start = m.start, .end = m.end, .path = m.path,
+					 .dev = dev, .ino = m.inode };
+		struct tfile_image *f;
 		struct diag_err ignore;
-		if (snprintf(full, sizeof(full), "/proc/%d/root%s", pid, path) >= (int)sizeof(full) ||
-		    elf_symbol_offset(full, "malloc", &off, &ignore))
+		uint64_t off;
+		if (tfile_read_elf(r, &src, 0, &f, &ignore))
 			continue;
-		if (is_libc(path)) {
-			if (!libc[0])
-				snprintf(libc, sizeof(libc), "%s", path);
-		} else {
-			snprintf(ap->path, sizeof(ap->path), "%s", path);
-			other = true;
+		if (elf_image_symbol_offset(f, m.path, "malloc", &off, &ignore)) {
+			tfile_image_free(f);
+			continue;
 		}
+		char *keep_path = is_libc(m.path) ? libc_path : ap->path;
+		char *keep_attach = is_libc(m.path) ? libc_attach : ap->attach_path;
+		if (is_libc(m.path) && libc) {
+			tfile_image_free(f);
+			continue;
+		}
+		snprintf(keep_path, PATH_MAX, "%s", m.path);
+		snprintf(keep_attach, sizeof(ap->attach_path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 pid, m.start, m.end);
+		if (is_libc(m.path))
+			libc = f;
+		else
+			other = f;
 	}
-	fclose(f);
-	free(seen);
-	if (!other && !libc[0])
+	free(maps);
+	if (other) {
+		tfile_image_free(libc);
+		*img = other;
+		return 0;
+	}
+	if (!libc)
 		return diag_fail(err, DIAG_EXIT_USAGE, "process %d maps no file that defines malloc "
 				 "(a static binary without symbols, or an allocator this probe does not know)", pid);
-	if (!other)
-		snprintf(ap->path, sizeof(ap->path), "%s", libc);
-	if (snprintf(ap->open_path, sizeof(ap->open_path), "/proc/%d/root%s", pid, ap->path) >=
-	    (int)sizeof(ap->open_path))
-		return diag_fail(err, DIAG_EXIT_USAGE, "allocator path too long");
+	snprintf(ap->path, sizeof(ap->path), "%s", libc_path);
+	snprintf(ap->attach_path, sizeof(ap->attach_path), "%s", libc_attach);
+	*img = libc;
 	return 0;
 }
 
@@ -157,19 +173,23 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 	if (pid <= 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "allocations needs the pid filter (filters: "
 				 "{ pid: target }): uprobes on a shared allocator must not trap every process");
-	if (find_allocator(ap, pid, err))
+	struct tfile_image *img = NULL;
+	if (find_allocator(ap, p->files, pid, &img, err))
 		return -1;
 	for (size_t i = 0; i < N_FUNCS; i++) {
 		struct diag_err e;
-		ap->found[i] = elf_symbol_offset(ap->open_path, alloc_funcs[i].name, &ap->offset[i], &e) == 0;
-		if (!ap->found[i] && alloc_funcs[i].required)
+		ap->found[i] = elf_image_symbol_offset(img, ap->path, alloc_funcs[i].name, &ap->offset[i], &e) == 0;
+		if (!ap->found[i] && alloc_funcs[i].required) {
+			tfile_image_free(img);
 			return diag_fail(err, DIAG_EXIT_USAGE, "%s: %s", ap->path, e.msg);
+		}
 		/* aliases (glibc: aligned_alloc is memalign): one probe per address, or each call
 		 * would be counted twice */
 		for (size_t k = 0; k < i && ap->found[i]; k++)
 			if (ap->found[k] && ap->offset[k] == ap->offset[i])
 				ap->found[i] = false;
 	}
+	tfile_image_free(img);
 	if (!(ap->skel = allocations_skel_open(p, err)))
 		return -1;
 	bpf_map__set_max_entries(ap->skel->maps.blocks, (__u32)probe_opt(p, "max_outstanding"));
@@ -213,7 +233,7 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 			continue;
 		snprintf(what, sizeof(what), "a uretprobe to %s:%s", ap->path, alloc_funcs[i].name);
 		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(ap->skel->progs.alloc_return, pid,
-								       ap->open_path, ap->offset[i],
+								       ap->attach_path, ap->offset[i],
 								       &ret_opts), what, err))
 			return -1;
 	}
@@ -222,7 +242,7 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 			continue;
 		snprintf(what, sizeof(what), "a uprobe to %s:%s", ap->path, alloc_funcs[i].name);
 		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(entry_prog(ap->skel, alloc_funcs[i].name),
-								       pid, ap->open_path, ap->offset[i],
+								       pid, ap->attach_path, ap->offset[i],
 								       &entry_opts), what, err))
 			return -1;
 	}

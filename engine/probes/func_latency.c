@@ -19,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "func_latency.h"
 #include "func_latency.skel.h"
 #include "symbols.h"
+#include "tfile.h"
 
 #define SYMBOL_MAX 256
 
@@ -35,7 +37,9 @@ struct fl_priv {
 	struct func_latency_bpf *skel;
 	char binary[PATH_MAX];
 	char symbol[SYMBOL_MAX];
-	uint64_t offset; /* of the function in the binary's file */
+	uint64_t offset;   /* of the function in the binary's file */
+	int file_fd;       /* an O_PATH descriptor of the file read, until attached (-1: none) */
+	char attach_path[64]; /* /proc/self/fd/N of it: the uprobes go on the very file read */
 };
 
 static int is_symbol_char(char c)
@@ -78,6 +82,7 @@ static const char *const fl_variants[] = { "uprobe", NULL };
 static int fl_load(struct probe *p, struct diag_err *err)
 {
 	struct fl_priv *fp = p->priv;
+	fp->file_fd = -1;
 	const char *fn = probe_opt_str(p, "function");
 	const char *why = fn ? check_function(fn) : "missing";
 	if (why)
@@ -86,14 +91,27 @@ static int fl_load(struct probe *p, struct diag_err *err)
 	snprintf(fp->binary, sizeof(fp->binary), "%.*s", (int)(colon - fn), fn);
 	snprintf(fp->symbol, sizeof(fp->symbol), "%s", colon + 1);
 
-	/* Before anything loads: a uprobe on a name the binary does not define never fires. */
-	if (elf_symbol_offset(fp->binary, fp->symbol, &fp->offset, err))
+	/* Before anything loads: a uprobe on a name the binary does not define never fires. The file
+	 * is read as a target's would be (another user may own it: a FIFO, a file on a stalled file
+	 * system, or one swapped after it was read cannot hold or steer us). */
+	struct tfile_src src = { .path = fp->binary };
+	struct tfile_image *img;
+	if (tfile_read_elf(p->files, &src, TFILE_KEEP_FD, &img, err)) {
+		err->code = DIAG_EXIT_USAGE;
+		return diag_wrap(err, "cannot read the binary");
+	}
+	int rc = elf_image_symbol_offset(img, fp->binary, fp->symbol, &fp->offset, err);
+	fp->file_fd = img->fd;
+	img->fd = -1;
+	tfile_image_free(img);
+	if (rc)
 		return -1;
+	snprintf(fp->attach_path, sizeof(fp->attach_path), "/proc/self/fd/%d", fp->file_fd);
 
 	if (!(fp->skel = func_latency_skel_open(p, err)))
 		return -1;
 	bpf_map__set_max_entries(fp->skel->maps.entries, (__u32)probe_opt(p, "max_threads"));
-	int rc = func_latency_bpf__load(fp->skel);
+	rc = func_latency_bpf__load(fp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s",
 				 strerror(-rc));
@@ -115,12 +133,24 @@ static int fl_attach(struct probe *p, struct diag_err *err)
 	 * released last first, so entries stop before returns. */
 	char what[sizeof(where) + 16];
 	snprintf(what, sizeof(what), "a uretprobe to %s", where);
-	if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid,
-							       fp->binary, fp->offset, &ret_opts), what, err))
-		return -1;
+	int rc = probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid,
+								    fp->attach_path, fp->offset, &ret_opts),
+				what, err);
 	snprintf(what, sizeof(what), "a uprobe to %s", where);
-	return probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid,
-								  fp->binary, fp->offset, &entry_opts), what, err);
+	if (!rc)
+		rc = probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid,
+									fp->attach_path, fp->offset, &entry_opts),
+				    what, err);
+	return rc;
+}
+
+static void fl_destroy(struct probe *p)
+{
+	struct fl_priv *fp = p->priv;
+	if (fp->file_fd >= 0) /* load ran first: it sets -1 before anything can fail */
+		close(fp->file_fd);
+	fp->file_fd = -1;
+	probe_bpf_destroy(p);
 }
 
 static int fl_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -192,7 +222,7 @@ const struct probe_kind probe_kind_func_latency = {
 	.attach = fl_attach,
 	.detach = probe_bpf_detach,
 	.collect = fl_collect,
-	.destroy = probe_bpf_destroy,
+	.destroy = fl_destroy,
 	.object = probe_bpf_object,
 	.bpf_bytes = func_latency_bpf__elf_bytes,
 };

@@ -1,9 +1,9 @@
 /* name_lookups.c — catalog entry for bpf/name_lookups.bpf.c: the target's host name lookups
  * (getaddrinfo, gethostbyname*), timed in the libc it maps, by name asked for.
  *
- * Owns: finding that libc (the target's /proc/PID/maps, read through /proc/PID/root so that a
- * process in another mount namespace gets its own; without a pid filter, the libc this process
- * maps: the host's), the resolver functions' offsets in it (getaddrinfo must be there; the others
+ * Owns: finding that libc (the target's /proc/PID/maps; the file read through its mapping by
+ * tfile.c and the uprobes placed on that very file, so that a process in a chroot or another
+ * mount namespace gets its own; without a pid filter, the libc this process maps: the host's), the resolver functions' offsets in it (getaddrinfo must be there; the others
  * are probed where they exist), attaching a uretprobe then a uprobe to each with the function's
  * index as cookie, and turning the maps into results: a log2 histogram, totals and the names
  * looked up, slowest in total first.
@@ -23,7 +23,9 @@
 #include "diag_bpf.h"
 #include "name_lookups.h"
 #include "name_lookups.skel.h"
+#include "procfs.h"
 #include "symbols.h"
+#include "tfile.h"
 
 PROBE_BPF_SKELETON(name_lookups)
 
@@ -36,7 +38,7 @@ static const char *const fn_names[LOOKUP_NR_FNS] = {
 struct nl_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct name_lookups_bpf *skel;
-	char libc[PATH_MAX + 32];        /* as attached: through /proc/PID/root */
+	char libc[96];                   /* as attached: the mapping's /proc/PID/map_files link */
 	char libc_shown[PATH_MAX];       /* as the target names it */
 	uint64_t offset[LOOKUP_NR_FNS];  /* 0: not in this libc */
 };
@@ -55,31 +57,40 @@ static const struct option_spec nl_options[] = {
 
 static const char *const nl_variants[] = { "uprobe", NULL };
 
-/* The libc that process pid maps (pid <= 0: this process's), as a path from its maps file. */
-static int find_libc(int pid, char *path, size_t len, struct diag_err *err)
+/* The libc that process pid maps (pid <= 0: this process's), read through its mapping by r
+ * (tfile.h): sets np->libc_shown (its path as the target names it), np->libc (where the uprobes
+ * go: the mapping's /proc/PID/map_files link, the very file read) and *img. */
+static int find_libc(struct nl_priv *np, struct tfile_reader *r, int pid, struct tfile_image **img,
+		     struct diag_err *err)
 {
-	char maps[64];
-	if (pid > 0)
-		snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	else
-		snprintf(maps, sizeof(maps), "/proc/self/maps");
-	FILE *f = fopen(maps, "re");
-	if (!f)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "reading %s: %s", maps, strerror(errno));
-	char line[PATH_MAX + 128];
-	int found = -1;
-	while (found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		const char *base = strrchr(file, '/') + 1;
-		if (!strncmp(base, "libc.so", 7) || (!strncmp(base, "libc-", 5) && strstr(base, ".so"))) {
-			snprintf(path, len, "%s", file);
-			found = 0;
-		}
+	int self = pid > 0 ? pid : getpid();
+	char *maps = tfile_read_proc(r, self, "maps", TFILE_MAX_TEXT_BYTES, NULL, err);
+	if (!maps) {
+		err->code = DIAG_EXIT_RUNTIME;
+		return -1;
 	}
-	fclose(f);
+	int found = -1;
+	char *cursor = maps;
+	for (char *line; found && (line = procfs_next_line(&cursor));) {
+		struct procfs_maps_line m;
+		if (procfs_parse_maps_line(line, &m) || !m.exec || m.path[0] != '/')
+			continue;
+		const char *base = strrchr(m.path, '/') + 1;
+		if (strncmp(base, "libc.so", 7) && !(!strncmp(base, "libc-", 5) && strstr(base, ".so")))
+			continue;
+		struct tfile_src src = { .pid = self, .start = m.start, .end = m.end, .path = m.path,
+					 .dev = (uint64_t)m.major << 32 | m.minor, .ino = m.inode };
+		if (tfile_read_elf(r, &src, 0, img, err)) {
+			free(maps);
+			err->code = DIAG_EXIT_RUNTIME;
+			return diag_wrap(err, "reading the target's libc");
+		}
+		snprintf(np->libc_shown, sizeof(np->libc_shown), "%s", m.path);
+		snprintf(np->libc, sizeof(np->libc), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, self,
+			 m.start, m.end);
+		found = 0;
+	}
+	free(maps);
 	if (found)
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s maps no libc (a static or non-glibc binary): "
 				 "no resolver functions to probe", pid > 0 ? "the target" : "this process");
@@ -90,19 +101,19 @@ static int nl_load(struct probe *p, struct diag_err *err)
 {
 	struct nl_priv *np = p->priv;
 	int pid = p->cfg.filter.pid;
-	if (find_libc(pid, np->libc_shown, sizeof(np->libc_shown), err))
+	struct tfile_image *img = NULL;
+	if (find_libc(np, p->files, pid, &img, err))
 		return -1;
-	if (pid > 0)
-		snprintf(np->libc, sizeof(np->libc), "/proc/%d/root%s", pid, np->libc_shown);
-	else
-		snprintf(np->libc, sizeof(np->libc), "%s", np->libc_shown);
 	for (int f = 0; f < LOOKUP_NR_FNS; f++) {
 		struct diag_err ignore = { 0 };
-		if (elf_symbol_offset(np->libc, fn_names[f], &np->offset[f], f ? &ignore : err))
+		if (elf_image_symbol_offset(img, np->libc_shown, fn_names[f], &np->offset[f], f ? &ignore : err))
 			np->offset[f] = 0;
-		if (!np->offset[f] && f == LOOKUP_GETADDRINFO)
+		if (!np->offset[f] && f == LOOKUP_GETADDRINFO) {
+			tfile_image_free(img);
 			return diag_wrap(err, "resolver functions in %s", np->libc_shown);
+		}
 	}
+	tfile_image_free(img);
 	if (!(np->skel = name_lookups_skel_open(p, err)))
 		return -1;
 	bpf_map__set_max_entries(np->skel->maps.inflight, (__u32)probe_opt(p, "max_threads"));

@@ -93,7 +93,7 @@ loaded:
 		return 0;
 	op->sampler = stack_sampler_new(bpf_map__fd(op->skel->maps.stacks), true, false,
 					(size_t)probe_opt(p, "max_stack_counts"), state_names,
-					OFF_NR_STATES, (size_t)probe_opt(p, "max_threads"));
+					OFF_NR_STATES, (size_t)probe_opt(p, "max_threads"), p->files);
 	if (stack_sampler_open_ring(op->sampler, bpf_map__fd(op->skel->maps.samples)))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the off-CPU samples ring buffer: %s",
 				 strerror(errno));

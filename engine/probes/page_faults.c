@@ -96,7 +96,7 @@ static int pf_load(struct probe *p, struct diag_err *err)
 		return probe_no_variant(&tries, "page faults", err);
 	if (copy) {
 		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
-						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0);
+						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0, p->files);
 		if (stack_sampler_open_ring(pp->sampler, bpf_map__fd(pp->skel->maps.samples)))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));

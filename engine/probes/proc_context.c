@@ -74,6 +74,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "tfile.h"
 #include "procfs.h"
 #include "target.h"
 
@@ -541,7 +542,10 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 		r->has_status = text && procfs_parse_status(text, &r->status) == 0 && r->status.has_rss;
 		free(text);
 		if (full) {
-			text = read_pid_file(pid, "smaps_rollup");
+			/* it walks the address space under the process's lock: read where a
+			 * target holding that lock cannot stall us (tfile.h) */
+			struct diag_err ignore;
+			text = tfile_read_proc(p->files, pid, "smaps_rollup", TFILE_MAX_TEXT_BYTES, NULL, &ignore);
 			r->has_smaps = text && procfs_parse_smaps_rollup(text, &r->smaps) == 0;
 			free(text);
 		}

@@ -91,7 +91,7 @@ loaded:
 	if (!dwarf)
 		return 0;
 	wp->sampler = stack_sampler_new(bpf_map__fd(wp->skel->maps.stacks), true, false,
-					(size_t)probe_opt(p, "max_stack_counts"), by_names, WAKE_BY_NR, 0);
+					(size_t)probe_opt(p, "max_stack_counts"), by_names, WAKE_BY_NR, 0, p->files);
 	if (stack_sampler_open_ring(wp->sampler, bpf_map__fd(wp->skel->maps.samples)))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the wakeups ring buffer: %s",
 				 strerror(errno));

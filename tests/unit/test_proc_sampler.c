@@ -23,6 +23,7 @@
 #include "catalog.h"
 #include "procfs.h"
 #include "shape.h"
+#include "tfile.h"
 #include "util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
@@ -534,6 +535,7 @@ static void live_start(struct live *l, const char *sections)
 	if (sections)
 		l->p.cfg.str[catalog_option_index(l->p.kind, "sections")] = sections;
 	l->p.priv = xcalloc(1, l->p.kind->private_size);
+	l->p.files = tfile_reader_new(); /* as the session gives every probe */
 	struct diag_err err = { 0 };
 	assert_int_equal(l->p.kind->load(&l->p, &err), 0);
 	assert_int_equal(l->p.kind->attach(&l->p, &err), 0);
@@ -546,6 +548,7 @@ static void live_collect(struct live *l)
 	assert_int_equal(l->p.kind->collect(&l->p, &ctx, &l->res, &err), 0);
 	l->p.kind->destroy(&l->p);
 	free(l->p.priv);
+	tfile_reader_free(l->p.files);
 }
 
 static const struct value *path(const struct value *v, const char *a, const char *b)
@@ -654,6 +657,7 @@ static void test_live_host_wide(void **state)
 	l.p.cfg.id = "context";
 	l.p.cfg.str[catalog_option_index(l.p.kind, "sections")] = "cpu,memory,io,net";
 	l.p.priv = xcalloc(1, l.p.kind->private_size);
+	l.p.files = tfile_reader_new();
 	struct diag_err err = { 0 };
 	assert_int_equal(l.p.kind->load(&l.p, &err), 0);
 	assert_int_equal(l.p.kind->attach(&l.p, &err), 0);

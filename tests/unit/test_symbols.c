@@ -583,7 +583,7 @@ static void test_usyms_shared_cache(void **state)
 	snprintf(lib, sizeof(lib), "%s", fixture("libsymfix.so"));
 	assert_int_equal(elf_symbol_offset(lib, "lib_local", &local, &err), 0);
 	const uint64_t other = BASE_ADDR + (256u << 20);
-	struct elf_cache *files = elf_cache_new();
+	struct elf_cache *files = elf_cache_new(NULL);
 	struct usyms *a = usyms_new_in(101, files), *b = usyms_new_in(102, files);
 	usyms_add_mapping(a, BASE_ADDR, BASE_ADDR + (64u << 20), 0, lib);
 	usyms_add_mapping(b, other, other + (64u << 20), 0, lib);

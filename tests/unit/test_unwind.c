@@ -120,7 +120,7 @@ static void test_leaf_caller_live(void **state)
 	uint64_t stack[4] = { 0x401234, 0xdead, 0xbeef, 0 }, caller = 0;
 	struct user_sample s = { .ip = (uint64_t)(uintptr_t)leaf, .sp = 0x7ffc0000, .bp = 0x7ffc1000,
 				 .stack = (const uint8_t *)stack, .len = sizeof(stack) };
-	struct unwinder *u = unwinder_new();
+	struct unwinder *u = unwinder_new(NULL);
 	assert_int_equal(unwind_leaf_caller(u, getpid(), &s, &caller), 1);
 	assert_int_equal(caller, 0x401234);
 	s.len = 4; /* the word at sp was not copied */
@@ -167,7 +167,7 @@ static void test_leaf_callers_chain(void **state)
 	uint64_t stack[4] = { body, framed, 0x401234, 0 }, callers[4] = { 0 };
 	struct user_sample s = { .ip = (uint64_t)(uintptr_t)leaf, .sp = 0x7ffc0000, .bp = 0x7ffc1000,
 				 .stack = (const uint8_t *)stack, .len = sizeof(stack) };
-	struct unwinder *u = unwinder_new();
+	struct unwinder *u = unwinder_new(NULL);
 	assert_int_equal(unwind_leaf_callers(u, getpid(), &s, callers, 4), 2);
 	assert_int_equal(callers[0], body);
 	assert_int_equal(callers[1], framed);
@@ -213,7 +213,7 @@ static void test_dwarf_self(void **state)
 	caller_of_capture(&s, buf, sizeof(buf));
 	uint64_t ips[64];
 	size_t n = 0;
-	struct unwinder *u = unwinder_new();
+	struct unwinder *u = unwinder_new(NULL);
 	int rc = unwind_dwarf(u, getpid(), gettid(), &s, ips, 64, &n);
 	assert_true(rc == 0 || rc == 1);
 	assert_true(n >= 3);
@@ -249,7 +249,7 @@ static void test_sampler_deferred_weights(void **state)
 	rec.tag = 1;
 	size_t size = offsetof(struct diag_user_sample, stack); /* no copy: not even one caller */
 
-	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 16, tags, 2, 4);
+	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 16, tags, 2, 4, NULL);
 	rec.cookie = 7;
 	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
 	struct diag_weight_rec w = { .rec = DIAG_REC_WEIGHT, .tid = 4242, .cookie = 7, .weight = 100 };
@@ -313,7 +313,7 @@ static void test_sampler_records(void **state)
 	memcpy(rec.stack, buf, us.len);
 	size_t size = offsetof(struct diag_user_sample, stack) + us.len;
 
-	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 1, NULL, 0, 0);
+	struct stack_sampler *sm = stack_sampler_new(-1, true, false, 1, NULL, 0, 0, NULL);
 	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
 	assert_int_equal(stack_sampler_add(sm, &rec, size), 0);
 	assert_int_equal(stack_sampler_add(sm, &rec, 10), 0); /* shorter than the header */

@@ -1,0 +1,126 @@
+/* tfile.h — the files a target names (its executable and libraries, their separate debug files,
+ * its perf map) and a target's /proc files (maps, mem), opened and read so that the target can
+ * neither steer a root run to another file nor stall it.
+ *
+ * Owns: the one way such a file is opened, and the reading of it by a helper process that a
+ * caller waits for only so long.
+ * - Opening: /proc/PID/map_files/START-END where the mapping exists (the mapped file itself, even
+ *   deleted, replaced, bind-mounted over, or in a chroot or another mount namespace), else the
+ *   path inside the target's root by openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) (its
+ *   symlinks and ".." never leave that root); first as O_PATH, so that nothing but a regular file
+ *   is ever opened for reading (a FIFO, socket or device is refused before any open of it runs),
+ *   of at most a size cap, with the device and inode the mapping names; then reopened read-only
+ *   and non-blocking through our own descriptor.
+ * - Reading: into memory, by a helper process that holds nothing of ours (a FUSE server that has
+ *   taken a request makes even SIGKILL wait: a thread of ours stuck there would hold our exit).
+ *   An ELF file becomes an image of the parts the engine reads (headers, symbol and string
+ *   tables, notes, call frame information), every other section marked SHT_NOBITS, so that
+ *   parsing it (libelf, libdw, from memory) never touches the file again; a text file is read
+ *   whole (up to a cap).
+ * - Waiting: until the reader's deadline, at most TFILE_WAIT_NS per file while the helper waits in
+ *   the kernel (one on a CPU or waiting for one, on a loaded machine, is waited for on), and never
+ *   past a signal arriving on the reader's stop descriptor. A helper still waiting then (a FUSE
+ *   server that does not answer, a dead NFS server, a disk that takes seconds) is left behind:
+ *   nothing else on that file system is read while it is out, and after TFILE_MAX_STALLED such
+ *   helpers nothing more is read at all.
+ * Must not: parse ELF beyond its headers (libelf does, from the image), follow the network, write
+ * any file, print, or hold global state.
+ */
+#ifndef DIAG_TFILE_H
+#define DIAG_TFILE_H
+
+#include <gelf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+#define TFILE_WAIT_NS 1000000000ull         /* the longest wait for one file */
+#define TFILE_MAX_STALLED 4                  /* helpers left behind before reading stops */
+#define TFILE_MAX_ELF_BYTES ((uint64_t)4 << 30)
+#define TFILE_MAX_TEXT_BYTES ((size_t)64 << 20)
+
+/* Which file. */
+struct tfile_src {
+	int pid;             /* the process that names it; <= 0: a path of our own root */
+	uint64_t start, end; /* its mapping in pid (/proc/PID/map_files); end <= start: none */
+	const char *path;    /* absolute, as pid names it; may be NULL with a mapping */
+	uint64_t dev, ino;   /* the mapping's "major:minor inode" (dev: major << 32 | minor); ino 0:
+			      * not checked */
+	uint64_t resolve;    /* more RESOLVE_* flags for the path (RESOLVE_NO_SYMLINKS) */
+	bool proc;           /* a /proc file (tfile_read_proc): no size, read to its end */
+};
+
+/* Opens path inside the root of process pid (pid <= 0: ours) as if chrooted there (symlinks and
+ * ".." never leave it; no magic links), plus `resolve`. flags: open(2)'s. Returns the fd or -1
+ * with errno set. Blocks as open(2) does: for files a target names, use the reader below. */
+int root_open(int pid, const char *path, int flags, uint64_t resolve);
+
+struct tfile_reader;
+
+/* A reader (thread-safe: a run's threads share one). */
+struct tfile_reader *tfile_reader_new(void);
+void tfile_reader_free(struct tfile_reader *r);
+/* From now on no wait goes past deadline (mono_ns(); 0: none). */
+void tfile_reader_set_deadline(struct tfile_reader *r, uint64_t deadline_ns);
+/* A descriptor that becomes readable when the run is asked to stop (its signalfd; -1: none):
+ * a wait ends there, and the signal is left for its owner to read. */
+void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd);
+/* What was not read and why, in one line for the report's notes (NULL when everything asked for
+ * was read, or failed for reasons of its own: not a regular file, too large, gone). */
+char *tfile_reader_note(struct tfile_reader *r);
+
+/* Why a read failed: the file's own fault (it stays unread), or the wait's (a stall, a stop, the
+ * deadline: it may be tried again later). */
+enum tfile_fail { TFILE_FAIL_FILE = 1, TFILE_FAIL_WAIT = 2 };
+
+/* An ELF file's parts the engine reads, at their file offsets in `bytes` (the rest reads as
+ * zeros), the sections not read marked SHT_NOBITS. */
+struct tfile_image {
+	unsigned char *bytes;        /* a private mapping of memfd */
+	size_t size;                 /* the file's size */
+	int memfd;                   /* the image */
+	uint64_t dev, ino, mtime_ns; /* of the file read (dev as in struct tfile_src) */
+	uint32_t crc;                /* zlib CRC-32 of the whole file, with TFILE_CRC */
+	int fd;                      /* with TFILE_KEEP_FD: an O_PATH descriptor of it, else -1 */
+};
+
+#define TFILE_CRC 1u     /* also the CRC of the whole file (a .gnu_debuglink check) */
+#define TFILE_KEEP_FD 2u /* keep an O_PATH descriptor (to attach a uprobe to this very file) */
+
+/* Reads the ELF file src names. 0 and *out, or -1 with err (code: enum tfile_fail). */
+int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned flags,
+		   struct tfile_image **out, struct diag_err *err);
+/* A libelf handle over the image (elf_end it; the image outlives it). */
+Elf *tfile_image_elf(struct tfile_image *img);
+/* A descriptor of the image (a memfd: for libraries that want one), or -1. */
+int tfile_image_memfd(const struct tfile_image *img);
+void tfile_image_free(struct tfile_image *img);
+
+/* Reads the text file src names, its first max bytes at most (NUL-terminated; *len without the NUL; *st
+ * *owner gets its owner's uid when not NULL). NULL with err (code: enum tfile_fail) on failure. */
+char *tfile_read_text(struct tfile_reader *r, const struct tfile_src *src, size_t max, size_t *len,
+		      uid_t *owner, struct diag_err *err);
+
+/* The size and modification time of the file src names (opened as tfile_read_elf would; not
+ * read). 0, or -1 with err. */
+int tfile_stat(struct tfile_reader *r, const struct tfile_src *src, uint64_t *size,
+	       uint64_t *mtime_ns, struct diag_err *err);
+
+/* Reads /proc/PID/NAME (maps, status...: files whose reading takes the process's locks) whole, at
+ * most max bytes, NUL-terminated (*len: without the NUL). NULL with err on failure. */
+char *tfile_read_proc(struct tfile_reader *r, int pid, const char *name, size_t max, size_t *len,
+		      struct diag_err *err);
+
+/* Reads len bytes of process pid's memory at addr (/proc/PID/mem) into buf. 0, or -1 with err. */
+int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, void *buf,
+		   struct diag_err *err);
+
+/* For tests: a read on file system dev that opens the FIFO at `fifo` for reading and waits (the
+ * helper blocks until someone opens it for writing): 0 when it ended in time, else -1 with err. */
+int tfile_reader_test_block(struct tfile_reader *r, uint64_t dev, const char *fifo,
+			    struct diag_err *err);
+
+#endif

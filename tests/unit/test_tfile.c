@@ -1,0 +1,354 @@
+/* test_tfile.c — the reader of the files a target names (engine/tfile.c).
+ *
+ * Opening: a FIFO, a directory and a device are refused without blocking; a file whose inode is
+ * not the mapping's is refused. Images: the symbol tables and CFI of a real library are in, its
+ * code is not (zeros, the section marked SHT_NOBITS), libelf reads the image and a memfd copy of
+ * it alike. Waits: a read that never ends (a blocking FIFO open run as a job) is left behind at
+ * the reader's limit, its file system is then refused at once while another one is read, after
+ * TFILE_MAX_STALLED stalls nothing more is read, and a stop descriptor or a past deadline ends a
+ * wait at once; the note says so. A helper holds no descriptor of ours but its socket.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fixture_path.h"
+#include "tfile.h"
+#include "util.h"
+
+static char tmpdir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_tfile.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void expect_refused(struct tfile_reader *r, const struct tfile_src *src, const char *needle)
+{
+	struct tfile_image *img = NULL;
+	struct diag_err err = { 0 };
+	assert_int_equal(tfile_read_elf(r, src, 0, &img, &err), -1);
+	assert_null(img);
+	assert_int_equal(err.code, TFILE_FAIL_FILE);
+	if (!strstr(err.msg, needle))
+		fail_msg("\"%s\" lacks \"%s\"", err.msg, needle);
+}
+
+static void test_not_regular(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	char fifo[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/x.dbg", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* no writer: an open for reading would block for ever */
+	expect_refused(r, &(struct tfile_src){ .path = fifo }, "a FIFO, not read");
+	expect_refused(r, &(struct tfile_src){ .path = tmpdir }, "a directory");
+	expect_refused(r, &(struct tfile_src){ .path = "/dev/null" }, "a character device");
+	expect_refused(r, &(struct tfile_src){ .path = "/nonexistent/x" }, "cannot open");
+	struct diag_err err = { 0 };
+	assert_null(tfile_read_text(r, &(struct tfile_src){ .path = fifo }, 4096, NULL, NULL, &err));
+	assert_int_equal(err.code, TFILE_FAIL_FILE);
+	assert_null(tfile_reader_note(r)); /* the files' own fault: nothing stalled */
+	tfile_reader_free(r);
+}
+
+static void test_identity(void **state)
+{
+	(void)state;
+	const char *lib = fixture_path("libsymfix.so");
+	if (!lib) {
+		skip();
+		return;
+	}
+	struct stat st;
+	assert_int_equal(stat(lib, &st), 0);
+	struct tfile_reader *r = tfile_reader_new();
+	expect_refused(r, &(struct tfile_src){ .path = lib, .ino = (uint64_t)st.st_ino + 1 },
+		       "not the mapped file");
+	expect_refused(r,
+		       &(struct tfile_src){ .path = lib, .ino = (uint64_t)st.st_ino,
+					    .dev = ((uint64_t)major(st.st_dev) + 1) << 32 },
+		       "another device");
+	struct tfile_image *img;
+	struct diag_err err;
+	assert_int_equal(tfile_read_elf(r, &(struct tfile_src){ .path = lib, .ino = (uint64_t)st.st_ino },
+					TFILE_KEEP_FD | TFILE_CRC, &img, &err), 0);
+	assert_true(img->fd >= 0); /* kept: a uprobe goes on this very file */
+	struct stat kept;
+	assert_int_equal(fstat(img->fd, &kept), 0);
+	assert_int_equal(kept.st_ino, st.st_ino);
+	assert_int_equal(img->size, (size_t)st.st_size);
+	assert_true(img->crc != 0);
+	tfile_image_free(img);
+	tfile_reader_free(r);
+}
+
+/* The section named `name` of elf: its header. */
+static bool section(Elf *elf, const char *name, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, out)) {
+			const char *n = elf_strptr(elf, shstrndx, out->sh_name);
+			if (n && !strcmp(n, name))
+				return true;
+		}
+	return false;
+}
+
+static void check_image_elf(Elf *elf, const unsigned char *bytes)
+{
+	GElf_Shdr sh;
+	assert_non_null(elf);
+	assert_int_equal(elf_kind(elf), ELF_K_ELF);
+	assert_true(section(elf, ".symtab", &sh));
+	assert_int_equal(sh.sh_type, SHT_SYMTAB);
+	assert_true(section(elf, ".eh_frame", &sh));
+	assert_int_equal(sh.sh_type, SHT_PROGBITS);
+	assert_true(section(elf, ".text", &sh));
+	assert_int_equal(sh.sh_type, SHT_NOBITS); /* not read: marked so */
+	if (bytes) /* its bytes were never read */
+		for (uint64_t i = 0; i < sh.sh_size; i++)
+			assert_int_equal(bytes[sh.sh_offset + i], 0);
+	/* the symbol table reads as libelf reads it from the file */
+	assert_true(section(elf, ".symtab", &sh));
+	Elf_Scn *scn = NULL;
+	bool found = false;
+	while ((scn = elf_nextscn(elf, scn)) && !found) {
+		GElf_Shdr h;
+		if (!gelf_getshdr(scn, &h) || h.sh_type != SHT_SYMTAB)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < h.sh_size / h.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+			if (gelf_getsym(data, (int)i, &s) && (n = elf_strptr(elf, h.sh_link, s.st_name)) &&
+			    !strcmp(n, "lib_local"))
+				found = true;
+		}
+	}
+	assert_true(found);
+}
+
+static void test_elf_image(void **state)
+{
+	(void)state;
+	const char *lib = fixture_path("libsymfix.so");
+	if (!lib) {
+		skip();
+		return;
+	}
+	struct tfile_reader *r = tfile_reader_new();
+	struct tfile_image *img;
+	struct diag_err err;
+	assert_int_equal(tfile_read_elf(r, &(struct tfile_src){ .path = lib }, 0, &img, &err), 0);
+	assert_int_equal(img->fd, -1);
+	Elf *elf = tfile_image_elf(img);
+	check_image_elf(elf, img->bytes);
+	elf_end(elf);
+
+	int fd = tfile_image_memfd(img);
+	assert_true(fd >= 0);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	check_image_elf(elf, NULL);
+	elf_end(elf);
+	close(fd);
+	tfile_image_free(img);
+
+	/* text and memory */
+	size_t len;
+	char *maps = tfile_read_proc(r, getpid(), "maps", TFILE_MAX_TEXT_BYTES, &len, &err);
+	assert_non_null(maps);
+	assert_true(len > 0 && strlen(maps) == len);
+	assert_non_null(strstr(maps, "test_tfile"));
+	free(maps);
+	static const char probe[] = "memory read through /proc/PID/mem";
+	char buf[sizeof(probe)];
+	assert_int_equal(tfile_read_mem(r, getpid(), (uint64_t)(uintptr_t)probe, sizeof(probe), buf, &err), 0);
+	assert_string_equal(buf, probe);
+	char *cut = tfile_read_text(r, &(struct tfile_src){ .path = lib }, 10, &len, NULL, &err);
+	assert_non_null(cut); /* a longer file is read that far */
+	assert_int_equal(len, 10);
+	free(cut);
+	tfile_reader_free(r);
+}
+
+/* A read that does answer, on file system dev. */
+static int quick(struct tfile_reader *r, uint64_t dev, struct diag_err *err)
+{
+	size_t len;
+	char *t = tfile_read_text(r, &(struct tfile_src){ .path = "/proc/self/stat", .dev = dev, .proc = true },
+				  4096, &len, NULL, err);
+	free(t);
+	return t ? 0 : -1;
+}
+
+static void release(const char *fifo)
+{
+	int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* its blocked reader is there */
+	if (fd >= 0)
+		close(fd);
+}
+
+static void test_stalls(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	char fifos[TFILE_MAX_STALLED][PATH_MAX];
+	for (int i = 0; i < TFILE_MAX_STALLED; i++) {
+		snprintf(fifos[i], sizeof(fifos[i]), "%s/stall%d", tmpdir, i);
+		assert_int_equal(mkfifo(fifos[i], 0600), 0);
+	}
+	/* a file system that does not answer: the wait ends, the helper is left behind */
+	assert_int_equal(tfile_reader_test_block(r, 7, fifos[0], &err), -1);
+	assert_int_equal(err.code, TFILE_FAIL_WAIT);
+	assert_non_null(strstr(err.msg, "no answer within"));
+	/* the same file system: refused at once; another one: read */
+	assert_int_equal(quick(r, 7, &err), -1);
+	assert_non_null(strstr(err.msg, "stalled a read before"));
+	assert_int_equal(quick(r, 8, &err), 0);
+	/* more stalls, each on its own file system, up to the limit: then nothing is read */
+	for (int i = 1; i < TFILE_MAX_STALLED; i++)
+		assert_int_equal(tfile_reader_test_block(r, 100 + (uint64_t)i, fifos[i], &err), -1);
+	assert_int_equal(quick(r, 9, &err), -1);
+	assert_non_null(strstr(err.msg, "nothing more is read"));
+	char *note = tfile_reader_note(r);
+	assert_non_null(note);
+	char want[64];
+	snprintf(want, sizeof(want), "%d stalled", TFILE_MAX_STALLED);
+	if (!strstr(note, want))
+		fail_msg("note \"%s\" lacks \"%s\"", note, want);
+	free(note);
+	/* a helper that answers late frees its file system again */
+	release(fifos[0]);
+	for (int tries = 0; tries < 200 && quick(r, 7, &err); tries++)
+		usleep(10000);
+	assert_int_equal(quick(r, 7, &err), 0);
+	tfile_reader_free(r); /* the helpers still blocked are killed: a FIFO open is killable */
+	for (int i = 1; i < TFILE_MAX_STALLED; i++)
+		release(fifos[i]);
+}
+
+static void test_stop_and_deadline(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	char fifo[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/stop", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(stop >= 0);
+	tfile_reader_set_stop_fd(r, stop);
+	assert_int_equal(quick(r, 1, &err), 0);
+	uint64_t one = 1;
+	assert_int_equal(write(stop, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_int_equal(quick(r, 1, &err), -1);
+	assert_non_null(strstr(err.msg, "stop signal"));
+	tfile_reader_set_stop_fd(r, -1);
+	close(stop);
+	/* a deadline in the past: no read starts */
+	tfile_reader_set_deadline(r, mono_ns() - 1);
+	assert_int_equal(quick(r, 1, &err), -1);
+	assert_non_null(strstr(err.msg, "past the run's time"));
+	/* a deadline soon: a read that does not answer ends there */
+	tfile_reader_set_deadline(r, mono_ns() + 50000000ull);
+	assert_int_equal(tfile_reader_test_block(r, 2, fifo, &err), -1);
+	assert_non_null(strstr(err.msg, "not read by the end of the run's time"));
+	char *note = tfile_reader_note(r);
+	assert_non_null(note);
+	assert_non_null(strstr(note, "1 cut short by a stop signal"));
+	free(note);
+	tfile_reader_free(r);
+	release(fifo);
+}
+
+/* A helper holds nothing of ours: no descriptor but its socket and /dev/null. */
+static void test_helper_holds_nothing(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	char fifo[PATH_MAX], marker[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/hold", tmpdir);
+	snprintf(marker, sizeof(marker), "%s/marker", tmpdir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int ours = open(marker, O_WRONLY | O_CREAT, 0600); /* not close-on-exec: forked helpers would inherit it */
+	assert_true(ours >= 0);
+	assert_int_equal(tfile_reader_test_block(r, 3, fifo, &err), -1); /* left blocked */
+	/* the helper: our child blocked in the FIFO's open (no other child is alive); what it holds */
+	char path[128], out[4096] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	int child = 0;
+	for (int c; !out[0] && fscanf(f, "%d", &c) == 1;) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", c);
+		DIR *d = opendir(path);
+		for (struct dirent *e; d && (e = readdir(d));) {
+			char link[512], target[256];
+			snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+			ssize_t len = readlink(link, target, sizeof(target) - 1);
+			if (len > 0 && strlen(out) + (size_t)len + 2 < sizeof(out)) {
+				target[len] = '\0';
+				strcat(out, target);
+				strcat(out, "\n");
+			}
+		}
+		if (d)
+			closedir(d);
+		child = c;
+	}
+	fclose(f);
+	assert_true(child > 0);
+	assert_non_null(strstr(out, "socket:"));
+	if (strstr(out, "marker"))
+		fail_msg("the helper holds a descriptor of ours: %s", out);
+	close(ours);
+	tfile_reader_free(r);
+	release(fifo);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_elf_image),
+		cmocka_unit_test(test_stalls),
+		cmocka_unit_test(test_stop_and_deadline),
+		cmocka_unit_test(test_helper_holds_nothing),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
