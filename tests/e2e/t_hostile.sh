@@ -12,6 +12,7 @@
 # (c) in its own user + mount namespace, a FIFO bind-mounted over the target's own executable:
 #     latency still names the target's functions (read through /proc/PID/map_files). Before:
 #     blocked in libdwfl's open of /proc/PID/root/... for ever.
+#     The same as the waker of another process: latency aimed at its victim ends too.
 # (d) a chroot in its own mount namespace (its maps name /tmp/.../root/lib/...): latency, whose
 #     resolver probe places uprobes on the chroot's libc, runs and names the function. Before:
 #     "cannot open /proc/P/root/tmp/.../root/lib/...".
@@ -143,6 +144,31 @@ check "$TMP/fifo-over-exe.json" \
 	'any("worker" in f for s in res["offcpu"]["stacks"] for f in s.get("user", []))' \
 	"fifo-over-exe: the target's function worker() is not named (its file was not read through its mapping)"
 kill -9 "$PID"
+# the same process as the waker of another one: a run aimed at its victim unwinds its stacks
+cp "$(command -v yes)" "$HX/u/yes"
+mkfifo "$HX/u/yes.fifo"
+chown -R 65534:65534 "$HX/u"
+cat > "$HX/u/ns-waker.sh" <<'EOF'
+#!/bin/sh
+# in a namespace of its own: a writer that wakes its reader; a FIFO then covers the writer
+"$1" | cat > /dev/null &
+echo $! > "$2"
+sleep 0.3
+mount --bind "$3" "$1" && echo bound >> "$2.ok"
+wait
+EOF
+chmod 755 "$HX/u/ns-waker.sh"
+"${NOBODY[@]}" unshare -Urm --propagation private "$HX/u/ns-waker.sh" "$HX/u/yes" "$HX/u/cat.pid" \
+	"$HX/u/yes.fifo" >/dev/null 2>&1 &
+PIDS="$PIDS $!"
+for i in $(seq 50); do [ -s "$HX/u/cat.pid.ok" ] && break; sleep 0.1; done
+PID=$(cat "$HX/u/cat.pid" 2>/dev/null)
+[ -n "$PID" ] && [ -s "$HX/u/cat.pid.ok" ] || fail "waker: the namespace did not start"
+PIDS="$PIDS $PID"
+run waker 25 latency --pid "$PID" --duration 2
+check "$TMP/waker.json" 'res["wakers"]["stacks"]' "waker: no waker stacks (the writer was not seen waking its reader)"
+kill -9 "$PID"
+pkill -9 -f "$HX/u/yes"
 
 # --- (d) a chroot in its own mount namespace --------------------------------------------------
 CH="$HX/root"
