@@ -35,22 +35,10 @@
 #include "value.h"
 
 /* Text a recipe author or the target may have put in (names, a stage's error naming a symbol),
- * printed safely: control bytes, DEL and bytes that are not UTF-8 as \xNN. */
+ * printed as the text report prints such text (report_put_text); NULL as "?". */
 static void put_safe(FILE *out, const char *s)
 {
-	const char *p = s ? s : "?";
-	while (*p) {
-		size_t n = utf8_char_len(p);
-		unsigned char c = (unsigned char)*p;
-		if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f)) ||
-		    (n == 2 && c == 0xc2 && (unsigned char)p[1] < 0xa0)) { /* C1 controls */
-			fprintf(out, "\\x%02x", c);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n, out);
-		p += n;
-	}
+	report_put_text(out, s ? s : "?");
 }
 
 /* ---- the declared chain (`next:`) ------------------------------------------------------------ */
