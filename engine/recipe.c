@@ -671,10 +671,8 @@ static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schem
 				 "expected an unsigned integer, got %s (decimal digits only)",
 				 quote(q, sizeof(q), text));
 	if (v->type == CYAML_FLOAT && text) {
-		char *end;
-		errno = 0;
-		double d = strtod(text, &end);
-		if (end == text || *end || errno || !isfinite(d) || !isdigit((unsigned char)text[0]))
+		double d;
+		if (!decimal_number(text, false, &d))
 			return fail_line(L, node_line(node), path,
 					 "expected a number, got %s (decimal notation only)",
 					 quote(q, sizeof(q), text));
@@ -847,17 +845,10 @@ static bool is_pid(const char *s)
 
 /* ---- parameters --------------------------------------------------------------------------------- */
 
+/* Decimal, as every number of a recipe and of the command line (util.h). */
 static bool parse_int64(const char *s, int64_t *out)
 {
-	char *end;
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
+	return decimal_int(s, out);
 }
 
 const char *recipe_param_check(const struct recipe_param *p, const char *value)
