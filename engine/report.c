@@ -528,14 +528,38 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 	}
 }
 
+#define REPORT_MAX_BYTES (256u << 20)
+#define REPORT_MAX_VALUES (50u * 1000 * 1000)
+
 struct value *report_read(const char *path, struct diag_err *err)
 {
+	struct report_budget b = { REPORT_MAX_BYTES, REPORT_MAX_VALUES, NULL };
+	return report_read_within(path, &b, err);
+}
+
+struct value *report_read_within(const char *path, struct report_budget *b, struct diag_err *err)
+{
 	struct source_file f = { 0 };
-	if (source_read(path, false, 256u << 20, &f, err))
+	b->over = NULL;
+	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
 		return NULL;
-	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
-	struct value *r = json_parse(f.data, f.len, &lim, err);
+	if (f.len > b->bytes_left) {
+		source_free(&f);
+		b->over = "bytes";
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: over the bytes left to read", path);
+		return NULL;
+	}
+	b->bytes_left -= f.len;
+	size_t cap = b->values_left < REPORT_MAX_VALUES ? b->values_left : REPORT_MAX_VALUES, used = 0;
+	struct json_limits lim = { .max_nodes = cap ? cap : 1, .nodes_used = &used };
+	struct value *r = cap ? json_parse(f.data, f.len, &lim, err) : NULL;
 	source_free(&f);
+	if (!r && (!cap || (used >= cap && cap < REPORT_MAX_VALUES))) {
+		b->over = "values";
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: over the values left to read", path);
+		return NULL;
+	}
+	b->values_left -= used;
 	if (!r) {
 		diag_wrap(err, "%s", path);
 		return NULL;

@@ -41,6 +41,15 @@ void report_write_json(const struct value *report, FILE *out);
  * parsed with a node cap; an object with tool "diagnose" and objects "results" and "recipe".
  * NULL with err (DIAG_EXIT_USAGE, "PATH: why") otherwise. */
 struct value *report_read(const char *path, struct diag_err *err);
+/* What several reports read together may still take (merge): bytes of JSON and values, each
+ * report also within report_read's own limits. report_read_within takes what the report used
+ * from both; when the budget, not the file, ran out it fails with *over set to "bytes" or
+ * "values" (NULL otherwise) and err "PATH: ..." for the caller to name its limit. */
+struct report_budget {
+	size_t bytes_left, values_left;
+	const char *over;
+};
+struct value *report_read_within(const char *path, struct report_budget *b, struct diag_err *err);
 
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
