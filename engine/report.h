@@ -53,9 +53,10 @@ struct value *report_read_within(const char *path, struct report_budget *b, stru
 
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
-/* Text report. Every string of the report and sections is printed with control characters
- * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
- * only line breaks, and no terminal escape sequence gets through. report_put_text prints one
+/* Text report. Every string of the report and sections is printed with each byte of what
+ * utf8_char_unsafe names (C0, DEL, C1, the bidirectional controls, ...) and of what is not UTF-8
+ * shown as "\xNN": the report's own newlines are the only line breaks, no terminal escape
+ * sequence gets through, and nothing reorders the text around it. report_put_text prints one
  * string so, for the other text outputs (diff, merge). */
 void report_put_text(FILE *out, const char *s);
 /* "diagnose: MESSAGE" on stderr, escaped so: an error may quote a path or name the target, a
