@@ -1,5 +1,6 @@
 # Every way a run ends early still reports what it has and releases every link: SIGINT, SIGTERM,
-# the target exiting; and a dry run attaches nothing.
+# the target exiting; SIGKILL leaves no empty output file in the way of the next run; and a dry
+# run attaches nothing.
 . "$(dirname "$0")/lib.sh"
 start "$WL/cpu_burner"
 for sig in INT TERM; do
@@ -17,6 +18,25 @@ for sig in INT TERM; do
 	[ "$(json "$TMP/$sig.json" 'r["results"]["profile"]["samples"] > 0')" = True ] || fail "SIG$sig: no partial results"
 	assert_released "SIG$sig"
 done
+
+# SIGKILL (no cleanup can run) mid-collection leaves no empty output file under the names asked
+# for, so the same command runs again without --force; then the files are complete.
+outs=(--output "$TMP/k.json" --folded "$TMP/k.folded" --flamegraph "$TMP/k.svg" --pprof "$TMP/k.pb.gz")
+"$DIAG" high-cpu --pid "$PID" --duration 30 "${outs[@]}" > /dev/null 2>&1 &
+d=$!
+for i in $(seq 50); do [ "$(our_links)" -gt 0 ] && break; sleep 0.1; done
+kill -KILL "$d"
+wait "$d" 2>/dev/null
+for f in k.json k.folded k.svg k.pb.gz; do
+	[ ! -e "$TMP/$f" ] || fail "SIGKILL left $f behind ($(stat -c %s "$TMP/$f") bytes)"
+done
+assert_released "SIGKILL"
+"$DIAG" high-cpu --pid "$PID" --duration 1 "${outs[@]}" > /dev/null 2> "$TMP/again.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || [ "$rc" = 0 ] || fail "the run after SIGKILL: exit $rc: $(cat "$TMP/again.err")"
+[ "$(json "$TMP/k.json" 'r["stop_reason"]')" = duration ] || fail "after SIGKILL: --output incomplete"
+grep -q compute_checksum "$TMP/k.folded" || fail "after SIGKILL: --folded lacks the burner"
+grep -q '</svg>' "$TMP/k.svg" || fail "after SIGKILL: --flamegraph incomplete"
+gzip -t "$TMP/k.pb.gz" || fail "after SIGKILL: --pprof is not whole gzip"
 
 "$WL/cpu_burner" 5 >/dev/null &
 short=$!
