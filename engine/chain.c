@@ -479,6 +479,16 @@ int chain_run(const struct run_options *opts)
 			value_free(cap.next_decl);
 			break;
 		}
+		/* a stop signal after the stage's collection (its verdicts, its report) or between two
+		 * stages: the stage finished, no other starts */
+		int late = cap.signal ? cap.signal : stop_signals_take();
+		if (late) {
+			ended = ended_own = xasprintf("SIG%s arrived after stage %u's collection: nothing more "
+						      "runs", sigabbrev_np(late) ? sigabbrev_np(late) : "?",
+						      stage);
+			value_free(cap.next_decl);
+			break;
+		}
 		struct pick pk;
 		enum chain_target ct = opts->pid > 0 ? CHAIN_PID
 				       : opts->target.kind != TARGET_NONE ? CHAIN_SET : CHAIN_HOST;
@@ -559,6 +569,7 @@ int chain_run(const struct run_options *opts)
 	}
 	value_free(doc);
 	fflush(NULL);
+	stop_signals_take(); /* the chain has ended: a signal now has nothing left to stop */
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

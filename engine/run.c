@@ -222,7 +222,9 @@ static int production_recipe_path(const struct run_options *c, const struct poli
 }
 
 /* Signals that end a run are held from the start to the end record: the collection reads them
- * (session.c) and stops early, every later phase finishes, and the audit trail is complete. */
+ * (session.c) and stops early, every later phase finishes, and the audit trail is complete; one
+ * that arrives after the collection is taken at the end (stop_signals_take), never left to kill
+ * the process when the mask is restored. */
 static void hold_signals(sigset_t *old)
 {
 	sigset_t mask;
@@ -476,8 +478,19 @@ out:
 	value_free(sections);
 	session_out_free(&s);
 	bundle_free(&b);
+	/* A stop signal held since the collection ended (while the verdicts ran or the report was
+	 * written; one during the collection stopped it, stop_reason "signal") has nothing left to
+	 * stop: the run finished with what it had and keeps its documented exit code. Taken here, so
+	 * that restoring the mask does not kill the process (143 is no exit code of ours); a chain
+	 * starts no further stage. */
+	int late = stop_signals_take();
+	if (late) {
+		fprintf(stderr, "diagnose: SIG%s arrived after the collection: the run finished with what "
+			"it had\n", sigabbrev_np(late) ? sigabbrev_np(late) : "?");
+		if (c->capture)
+			c->capture->signal = late;
+	}
 	fflush(NULL);
-	/* The end record is written: a signal held since the start may now act. */
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	return code;
 }

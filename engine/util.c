@@ -248,6 +248,17 @@ bool decimal_number(const char *s, bool sign, double *out)
 	return true;
 }
 
+int stop_signals_take(void)
+{
+	sigset_t set;
+	stop_signals(&set);
+	const struct timespec now = { 0, 0 };
+	int sig, last = 0;
+	while ((sig = sigtimedwait(&set, NULL, &now)) > 0)
+		last = sig;
+	return last;
+}
+
 uint64_t mono_ns(void)
 {
 	struct timespec ts;

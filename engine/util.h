@@ -57,6 +57,9 @@ int cpu_list_read(const char *path, int **cpus);
 /* The signals that end a run early — Ctrl-C, kill, a closed terminal, Ctrl-\ —: a run holds them
  * (sigprocmask) and reads them (signalfd) instead of dying mid-way. Fills *set with them. */
 void stop_signals(sigset_t *set);
+/* Takes the stop signals pending while they are held (sigtimedwait, no wait), so that restoring
+ * the mask cannot kill the process with them; returns the last one taken, 0 when none. */
+int stop_signals_take(void);
 
 /* Numbers as recipes and the command line write them, one rule for both (strtol and strtod
  * alone take "0x10", " +5", "010" or "inf").
