@@ -401,7 +401,7 @@ int run_recipe(const struct run_options *c)
 		if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
 			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
 		else if (!pf_ok)
-			fprintf(stderr, "diagnose: %s\n", pf_err.msg);
+			report_put_error(pf_err.msg);
 		code = pf_ok ? DIAG_EXIT_OK : pf_err.code ? pf_err.code : DIAG_EXIT_RUNTIME;
 		goto out;
 	}
@@ -433,7 +433,7 @@ int run_recipe(const struct run_options *c)
 	if (!c->capture && write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
-		fprintf(stderr, "diagnose: %s\n", verr.msg);
+		report_put_error(verr.msg);
 		code = DIAG_EXIT_RUNTIME;
 	} else if (s.stop_reason == STOP_TARGET_EXITED && s.events == 0) {
 		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
@@ -460,7 +460,7 @@ out:
 	ev.exit_code = code;
 	ev.report = report;
 	if (audit_write(&au, &ev, &aerr)) {
-		fprintf(stderr, "diagnose: %s\n", aerr.msg);
+		report_put_error(aerr.msg);
 		if (production && code != DIAG_EXIT_REFUSED)
 			code = DIAG_EXIT_RUNTIME;
 	}
