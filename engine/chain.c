@@ -35,22 +35,10 @@
 #include "value.h"
 
 /* Text a recipe author or the target may have put in (names, a stage's error naming a symbol),
- * printed safely: control bytes, DEL and bytes that are not UTF-8 as \xNN. */
+ * printed as the text report prints such text (report_put_text); NULL as "?". */
 static void put_safe(FILE *out, const char *s)
 {
-	const char *p = s ? s : "?";
-	while (*p) {
-		size_t n = utf8_char_len(p);
-		unsigned char c = (unsigned char)*p;
-		if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f)) ||
-		    (n == 2 && c == 0xc2 && (unsigned char)p[1] < 0xa0)) { /* C1 controls */
-			fprintf(out, "\\x%02x", c);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n, out);
-		p += n;
-	}
+	report_put_text(out, s ? s : "?");
 }
 
 /* ---- the declared chain (`next:`) ------------------------------------------------------------ */
@@ -491,6 +479,16 @@ int chain_run(const struct run_options *opts)
 			value_free(cap.next_decl);
 			break;
 		}
+		/* a stop signal after the stage's collection (its verdicts, its report) or between two
+		 * stages: the stage finished, no other starts */
+		int late = cap.signal ? cap.signal : stop_signals_take();
+		if (late) {
+			ended = ended_own = xasprintf("SIG%s arrived after stage %u's collection: nothing more "
+						      "runs", sigabbrev_np(late) ? sigabbrev_np(late) : "?",
+						      stage);
+			value_free(cap.next_decl);
+			break;
+		}
 		struct pick pk;
 		enum chain_target ct = opts->pid > 0 ? CHAIN_PID
 				       : opts->target.kind != TARGET_NONE ? CHAIN_SET : CHAIN_HOST;
@@ -571,6 +569,7 @@ int chain_run(const struct run_options *opts)
 	}
 	value_free(doc);
 	fflush(NULL);
+	stop_signals_take(); /* the chain has ended: a signal now has nothing left to stop */
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

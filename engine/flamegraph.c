@@ -142,17 +142,15 @@ static struct fnode *tree_new(void)
 /* ---- XML text ------------------------------------------------------------------------------ */
 
 /* One character of a name at s as XML text: the markup characters as entities; every byte XML
- * 1.0 forbids or a reader could not see (below 0x20, DEL, C1 controls, U+FFFE/U+FFFF) and every
- * byte that is not UTF-8 as the four characters "\xNN". Writes it when out is not NULL; returns
- * the bytes of s consumed in *adv and the characters it shows. */
+ * 1.0 forbids or a reader could not see or would be misled by (what utf8_char_unsafe names:
+ * controls, DEL, C1 controls, bidirectional controls, U+FFFE/U+FFFF, ...) and every byte that is
+ * not UTF-8 as the four characters "\xNN". Writes it when out is not NULL; returns the bytes of
+ * s consumed in *adv and the characters it shows. */
 static size_t xml_char(FILE *out, const char *s, size_t *adv)
 {
 	unsigned char b = (unsigned char)*s;
 	size_t n = utf8_char_len(s);
-	bool bad = n == 0 || (n == 1 && (b < 0x20 || b == 0x7f)) ||
-		   (n == 2 && b == 0xc2 && (unsigned char)s[1] < 0xa0) ||
-		   (n == 3 && b == 0xef && (unsigned char)s[1] == 0xbf && (unsigned char)s[2] >= 0xbe);
-	if (bad) {
+	if (utf8_char_unsafe(s, n)) {
 		size_t k = n ? n : 1;
 		for (size_t i = 0; out && i < k; i++)
 			fprintf(out, "\\x%02x", (unsigned char)s[i]);

@@ -503,6 +503,8 @@ struct value *json_parse(const char *text, size_t len, const struct json_limits 
 		.max_nodes = lim ? lim->max_nodes : 0, .raw_bytes = lim && lim->raw_bytes,
 	};
 	struct value *v = parse_value(&p);
+	if (lim && lim->nodes_used)
+		*lim->nodes_used = p.nodes;
 	if (!v)
 		return NULL;
 	skip_ws(&p);

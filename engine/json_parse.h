@@ -29,6 +29,8 @@ struct json_limits {
 	size_t max_nodes; /* values in the tree (containers included); 0 = no cap but the text's length */
 	bool raw_bytes;   /* accept string bytes that are not valid UTF-8, kept as they are
 			   * (what json_write_bytes writes: the verdict child's pipe) */
+	size_t *nodes_used; /* out, when not NULL: the values counted, also on failure (max_nodes
+			     * when that cap is what stopped the parse): a budget over many texts */
 };
 
 /* Parses len bytes of text (need not end in NUL); lim NULL = the defaults above. Returns the tree

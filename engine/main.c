@@ -80,12 +80,14 @@ static int usage_error(const char *msg, const char *arg)
 	return DIAG_EXIT_USAGE;
 }
 
+/* Numbers are written as in recipes (util.h decimal_*): no hex, sign, blank or leading zero. */
+#define NOT_A_PID "not a pid (a positive decimal number)"
+#define NOT_A_DURATION "not a positive number of seconds (decimal, such as 5 or 2.5)"
+
 static int parse_pid(const char *s, int *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v <= 0 || v > INT_MAX)
+	uint64_t v;
+	if (!decimal_uint(s, INT_MAX, &v) || v == 0)
 		return -1;
 	*out = (int)v;
 	return 0;
@@ -93,10 +95,8 @@ static int parse_pid(const char *s, int *out)
 
 static int parse_duration(const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end || !(v > 0) || v > 86400)
+	double v;
+	if (!decimal_number(s, false, &v) || !(v > 0) || v > 86400)
 		return -1;
 	*out = v;
 	return 0;
@@ -110,10 +110,10 @@ static int apply_param(struct cli *c, const char *kv)
 		return usage_error("--param expects KEY=VALUE", kv);
 	size_t klen = (size_t)(eq - kv);
 	if (klen == 3 && strncmp(kv, "pid", 3) == 0)
-		return parse_pid(eq + 1, &c->run.pid) ? usage_error("--param pid: not a pid", eq + 1) : 0;
+		return parse_pid(eq + 1, &c->run.pid) ? usage_error("--param pid: " NOT_A_PID, eq + 1) : 0;
 	if (klen == 8 && strncmp(kv, "duration", 8) == 0)
 		return parse_duration(eq + 1, &c->run.duration_s)
-			       ? usage_error("--param duration: not a positive number of seconds", eq + 1)
+			       ? usage_error("--param duration: " NOT_A_DURATION, eq + 1)
 			       : 0;
 	if (c->run.n_params == ARRAY_LEN(c->params))
 		return usage_error("too many --param", kv);
@@ -462,7 +462,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'p':
 			if (parse_pid(optarg, &c.run.pid))
-				return usage_error("--pid: not a pid", optarg);
+				return usage_error("--pid: " NOT_A_PID, optarg);
 			break;
 		case OPT_COMM: case OPT_CGROUP: case OPT_UNIT: case OPT_CONTAINER: {
 			enum target_kind k = opt == OPT_COMM ? TARGET_COMM : opt == OPT_CGROUP ? TARGET_CGROUP
@@ -475,7 +475,7 @@ int main(int argc, char **argv)
 		}
 		case 'd':
 			if (parse_duration(optarg, &c.run.duration_s))
-				return usage_error("--duration: not a positive number of seconds", optarg);
+				return usage_error("--duration: " NOT_A_DURATION, optarg);
 			break;
 		case OPT_PARAM:
 			if (apply_param(&c, optarg))

@@ -293,17 +293,39 @@ void merge_write_text(const struct value *m, FILE *out)
 	}
 }
 
+int merge_read(const char *const *paths, size_t n, size_t max_bytes, size_t max_values,
+	       struct value **reports, struct diag_err *err)
+{
+	struct report_budget b = { max_bytes, max_values, NULL };
+	for (size_t i = 0; i < n; i++) {
+		if ((reports[i] = report_read_within(paths[i], &b, err)))
+			continue;
+		if (b.over && !strcmp(b.over, "bytes"))
+			diag_fail(err, DIAG_EXIT_USAGE, "merge: the reports together are over %zu bytes of "
+				  "JSON (merge's limit for all its inputs, not each file); reached in %s",
+				  max_bytes, paths[i]);
+		else if (b.over)
+			diag_fail(err, DIAG_EXIT_USAGE, "merge: the reports together hold more than %zu "
+				  "values (merge's limit for all its inputs, not each file); reached in %s",
+				  max_values, paths[i]);
+		for (size_t k = 0; k < i; k++) {
+			value_free(reports[k]);
+			reports[k] = NULL;
+		}
+		return -1;
+	}
+	return 0;
+}
+
 int merge_run(const char *const *paths, size_t n, bool json)
 {
 	struct diag_err err = { 0 };
 	struct value **reports = xcalloc(n ? n : 1, sizeof(*reports));
 	int code = DIAG_EXIT_OK;
-	for (size_t i = 0; i < n; i++)
-		if (!(reports[i] = report_read(paths[i], &err))) {
-			report_put_error(err.msg);
-			code = err.code ? err.code : DIAG_EXIT_USAGE;
-			break;
-		}
+	if (merge_read(paths, n, MERGE_MAX_BYTES, MERGE_MAX_VALUES, reports, &err)) {
+		report_put_error(err.msg);
+		code = err.code ? err.code : DIAG_EXIT_USAGE;
+	}
 	if (code == DIAG_EXIT_OK) {
 		struct value *m = merge_reports((const struct value *const *)reports, paths, n, 10.0);
 		if (json) {

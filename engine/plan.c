@@ -13,17 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Decimal, as recipes write numbers (util.h): "010" is not octal 8, "0x63" is refused. */
 static int parse_uint(const char *s, uint64_t *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -1;
-	*out = v;
-	return 0;
+	return decimal_uint(s, UINT64_MAX, out) ? 0 : -1;
 }
 
 static int parse_bool(const char *s, uint64_t *out)
@@ -267,9 +260,8 @@ static struct value *thresholds_value(const struct plan *p)
 	for (unsigned i = 0; i < r->n_thresholds; i++) {
 		const struct recipe_kv *kv = &r->thresholds[i];
 		const char *text = param_value(p, kv->value);
-		char *end;
-		double d = strtod(text, &end);
-		if (*text && !*end && isfinite(d))
+		double d;
+		if (decimal_number(text, true, &d)) /* a number as recipes write them, else text */
 			value_set_num(t, kv->key, d);
 		else
 			value_set_str(t, kv->key, text);

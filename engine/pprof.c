@@ -75,16 +75,17 @@ static int64_t intern(struct builder *b, const char *s)
 	return (int64_t)b->n_strs++;
 }
 
-/* s with every control byte, DEL and byte that is not UTF-8 as "\xNN", then suffix. */
+/* s with each byte of what utf8_char_unsafe names (controls, bidirectional controls, ...) and
+ * each byte that is not UTF-8 as "\xNN", then suffix. */
 static char *clean_name(const char *s, const char *suffix)
 {
 	char *out = xmalloc(4 * strlen(s) + strlen(suffix) + 1), *o = out;
 	while (*s) {
-		unsigned char c = (unsigned char)*s;
 		size_t n = utf8_char_len(s);
-		if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f))) {
-			o += sprintf(o, "\\x%02x", c);
-			s++;
+		if (utf8_char_unsafe(s, n)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				o += sprintf(o, "\\x%02x", (unsigned char)s[i]);
+			s += n ? n : 1;
 			continue;
 		}
 		memcpy(o, s, n);

@@ -1,8 +1,8 @@
 /* recipe.c — loads one recipe file (schemas/recipe.md) and finds recipes on disk.
  *
  * Owns: reading a recipe, in passes over the same bytes: (1) a libyaml event scan refuses
- * invalid YAML, anchors/aliases, complex keys, deep nesting, several documents and a top level
- * that is not a mapping; (2) the libyaml document (yaml_parser_load) refuses duplicate keys;
+ * invalid YAML, anchors/aliases, complex keys, deep nesting, several documents, a top level
+ * that is not a mapping and any key or value holding a NUL byte (a "\0" escape); (2) the libyaml document (yaml_parser_load) refuses duplicate keys;
  * (3) libcyaml loads the fixed schema into struct recipe, its errors rebuilt into one line from
  * its log backtrace plus the document's line numbers; (4) the document again gives entry lines,
  * the free-form `options`/`thresholds`, strict number text; then the semantic rules, including
@@ -411,8 +411,15 @@ static int scan_node(struct loader *L, struct frame *f, unsigned *depth, const y
 	} else if (d) {
 		f[d - 1].count++;
 	}
-	if (bad_key || anchor || ((map || seq) && d == RECIPE_MAX_DEPTH))
+	/* A "\0" escape puts a NUL inside a scalar: every C string after it would be cut silently
+	 * (a name, a filter, a threshold). One check here covers every key and value. */
+	bool nul = is_scalar && memchr(ev->data.scalar.value, '\0', ev->data.scalar.length);
+	if (nul && d && f[d - 1].map && !f[d - 1].want_key)
+		f[d - 1].key[0] = '\0'; /* the NUL is in a key: name the mapping it is in */
+	if (bad_key || nul || anchor || ((map || seq) && d == RECIPE_MAX_DEPTH))
 		frames_path(f, d, path, sizeof(path));
+	if (nul)
+		return fail_line(L, line, path, "contains a NUL byte (\\0)");
 	if (bad_key)
 		return fail_line(L, line, path, "mapping keys must be scalars");
 	if (anchor)
@@ -664,10 +671,8 @@ static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schem
 				 "expected an unsigned integer, got %s (decimal digits only)",
 				 quote(q, sizeof(q), text));
 	if (v->type == CYAML_FLOAT && text) {
-		char *end;
-		errno = 0;
-		double d = strtod(text, &end);
-		if (end == text || *end || errno || !isfinite(d) || !isdigit((unsigned char)text[0]))
+		double d;
+		if (!decimal_number(text, false, &d))
 			return fail_line(L, node_line(node), path,
 					 "expected a number, got %s (decimal notation only)",
 					 quote(q, sizeof(q), text));
@@ -845,17 +850,10 @@ static bool is_pid(const char *s)
 
 /* ---- parameters --------------------------------------------------------------------------------- */
 
+/* Decimal, as every number of a recipe and of the command line (util.h). */
 static bool parse_int64(const char *s, int64_t *out)
 {
-	char *end;
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
+	return decimal_int(s, out);
 }
 
 const char *recipe_param_check(const struct recipe_param *p, const char *value)

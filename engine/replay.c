@@ -60,9 +60,8 @@ static int override_thresholds(struct value *t, const struct recipe *r, const ch
 			return diag_fail(err, DIAG_EXIT_USAGE, "--threshold %s: recipe %s has no threshold "
 					 "%s (it has: %s)", kv[i], r->name, name, names[0] ? names : "none");
 		}
-		char *end;
-		double d = strtod(eq + 1, &end);
-		if (eq[1] && !*end && isfinite(d))
+		double d;
+		if (decimal_number(eq + 1, true, &d)) /* a number as recipes write them, else text */
 			value_set_num(t, name, d);
 		else
 			value_set_str(t, name, eq + 1);

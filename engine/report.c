@@ -80,17 +80,16 @@ void report_write_json(const struct value *report, FILE *out)
 #define TEXT_CHAR_MAX 17 /* 4 bytes as "\xNN" each, and a NUL */
 
 /* The next character of s as the text report shows it, into out (NUL-terminated): a printable
- * UTF-8 character as it is; each byte of a C0 control (below 0x20, newline and tab included),
- * DEL, a C1 control (U+0080..U+009F) or of anything that is not UTF-8 as "\xNN". So no terminal
- * escape sequence and no line break of the target reaches the terminal. Returns the bytes of s
- * consumed (at least 1; s must not be at its NUL). */
+ * UTF-8 character as it is; each byte of what utf8_char_unsafe names (C0 controls, newline and
+ * tab included, DEL, C1 controls, the bidirectional controls, ...) or of anything that is not
+ * UTF-8 as "\xNN". So no terminal escape sequence, no line break and no reordering of the
+ * target's reaches the terminal. Returns the bytes of s consumed (at least 1; s must not be at
+ * its NUL). */
 static size_t text_char(const char *s, char out[TEXT_CHAR_MAX])
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = utf8_char_len(s);
-	bool control = n == 0 || (n == 1 && (p[0] < 0x20 || p[0] == 0x7f)) ||
-		       (n == 2 && p[0] == 0xc2 && p[1] < 0xa0);
-	if (!control) {
+	if (!utf8_char_unsafe(s, n)) {
 		memcpy(out, s, n);
 		out[n] = '\0';
 		return n;
@@ -529,14 +528,38 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 	}
 }
 
+#define REPORT_MAX_BYTES (256u << 20)
+#define REPORT_MAX_VALUES (50u * 1000 * 1000)
+
 struct value *report_read(const char *path, struct diag_err *err)
 {
+	struct report_budget b = { REPORT_MAX_BYTES, REPORT_MAX_VALUES, NULL };
+	return report_read_within(path, &b, err);
+}
+
+struct value *report_read_within(const char *path, struct report_budget *b, struct diag_err *err)
+{
 	struct source_file f = { 0 };
-	if (source_read(path, false, 256u << 20, &f, err))
+	b->over = NULL;
+	if (source_read(path, false, REPORT_MAX_BYTES, &f, err))
 		return NULL;
-	struct json_limits lim = { .max_nodes = 50u * 1000 * 1000 };
-	struct value *r = json_parse(f.data, f.len, &lim, err);
+	if (f.len > b->bytes_left) {
+		source_free(&f);
+		b->over = "bytes";
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: over the bytes left to read", path);
+		return NULL;
+	}
+	b->bytes_left -= f.len;
+	size_t cap = b->values_left < REPORT_MAX_VALUES ? b->values_left : REPORT_MAX_VALUES, used = 0;
+	struct json_limits lim = { .max_nodes = cap ? cap : 1, .nodes_used = &used };
+	struct value *r = cap ? json_parse(f.data, f.len, &lim, err) : NULL;
 	source_free(&f);
+	if (!r && (!cap || (used >= cap && cap < REPORT_MAX_VALUES))) {
+		b->over = "values";
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: over the values left to read", path);
+		return NULL;
+	}
+	b->values_left -= used;
 	if (!r) {
 		diag_wrap(err, "%s", path);
 		return NULL;
@@ -674,25 +697,25 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 /* ---- folded stacks -------------------------------------------------------------------------- */
 
 /* A frame or comm as one field of a folded line: ';' (the frame separator) and ' ' (the count
- * separator) become '_' as flamegraph.pl users expect; every byte below 0x20, DEL, and each byte
- * that is not UTF-8 becomes "\xNN", so a name cannot start a new line or carry a raw control. */
+ * separator) become '_' as flamegraph.pl users expect; each byte of what utf8_char_unsafe names
+ * (controls, bidirectional controls, ...) and each byte that is not UTF-8 becomes "\xNN", so a
+ * name cannot start a new line, carry a raw control or reorder the line. */
 static void write_folded_name(const char *s, FILE *out)
 {
 	for (const char *c = s; *c;) {
 		unsigned char b = (unsigned char)*c;
 		size_t n = utf8_char_len(c);
-		if (n > 1) {
-			fwrite(c, 1, n, out);
-			c += n;
+		if (utf8_char_unsafe(c, n)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				fprintf(out, "\\x%02x", (unsigned char)c[i]);
+			c += n ? n : 1;
 			continue;
 		}
 		if (b == ';' || b == ' ')
 			fputc('_', out);
-		else if (n == 0 || b < 0x20 || b == 0x7f)
-			fprintf(out, "\\x%02x", b);
 		else
-			fputc(b, out);
-		c++;
+			fwrite(c, 1, n, out);
+		c += n;
 	}
 }
 

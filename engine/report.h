@@ -41,12 +41,22 @@ void report_write_json(const struct value *report, FILE *out);
  * parsed with a node cap; an object with tool "diagnose" and objects "results" and "recipe".
  * NULL with err (DIAG_EXIT_USAGE, "PATH: why") otherwise. */
 struct value *report_read(const char *path, struct diag_err *err);
+/* What several reports read together may still take (merge): bytes of JSON and values, each
+ * report also within report_read's own limits. report_read_within takes what the report used
+ * from both; when the budget, not the file, ran out it fails with *over set to "bytes" or
+ * "values" (NULL otherwise) and err "PATH: ..." for the caller to name its limit. */
+struct report_budget {
+	size_t bytes_left, values_left;
+	const char *over;
+};
+struct value *report_read_within(const char *path, struct report_budget *b, struct diag_err *err);
 
 /* Colour on out: a terminal, NO_COLOR unset or empty (no-color.org), TERM not "dumb". */
 bool report_use_color(FILE *out);
-/* Text report. Every string of the report and sections is printed with control characters
- * (C0, DEL, C1) and bytes that are not UTF-8 shown as "\xNN": the report's own newlines are the
- * only line breaks, and no terminal escape sequence gets through. report_put_text prints one
+/* Text report. Every string of the report and sections is printed with each byte of what
+ * utf8_char_unsafe names (C0, DEL, C1, the bidirectional controls, ...) and of what is not UTF-8
+ * shown as "\xNN": the report's own newlines are the only line breaks, no terminal escape
+ * sequence gets through, and nothing reorders the text around it. report_put_text prints one
  * string so, for the other text outputs (diff, merge). */
 void report_put_text(FILE *out, const char *s);
 /* "diagnose: MESSAGE" on stderr, escaped so: an error may quote a path or name the target, a

@@ -223,7 +223,9 @@ static int production_recipe_path(const struct run_options *c, const struct poli
 }
 
 /* Signals that end a run are held from the start to the end record: the collection reads them
- * (session.c) and stops early, every later phase finishes, and the audit trail is complete. */
+ * (session.c) and stops early, every later phase finishes, and the audit trail is complete; one
+ * that arrives after the collection is taken at the end (stop_signals_take), never left to kill
+ * the process when the mask is restored. */
 static void hold_signals(sigset_t *old)
 {
 	sigset_t mask;
@@ -420,7 +422,7 @@ int run_recipe(const struct run_options *c)
 		if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
 			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
 		else if (!pf_ok)
-			fprintf(stderr, "diagnose: %s\n", pf_err.msg);
+			report_put_error(pf_err.msg);
 		code = pf_ok ? DIAG_EXIT_OK : pf_err.code ? pf_err.code : DIAG_EXIT_RUNTIME;
 		goto out;
 	}
@@ -456,7 +458,7 @@ int run_recipe(const struct run_options *c)
 	if (!c->capture && write_outputs(c, &outs, report, s.results))
 		code = DIAG_EXIT_RUNTIME;
 	else if (!lua_ok) {
-		fprintf(stderr, "diagnose: %s\n", verr.msg);
+		report_put_error(verr.msg);
 		code = DIAG_EXIT_RUNTIME;
 	} else if (s.stop_reason == STOP_TARGET_EXITED && s.events == 0) {
 		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
@@ -483,7 +485,7 @@ out:
 	ev.exit_code = code;
 	ev.report = report;
 	if (audit_write(&au, &ev, &aerr)) {
-		fprintf(stderr, "diagnose: %s\n", aerr.msg);
+		report_put_error(aerr.msg);
 		if (production && code != DIAG_EXIT_REFUSED)
 			code = DIAG_EXIT_RUNTIME;
 	}
@@ -501,8 +503,19 @@ out:
 	value_free(sections);
 	session_out_free(&s);
 	bundle_free(&b);
+	/* A stop signal held since the collection ended (while the verdicts ran or the report was
+	 * written; one during the collection stopped it, stop_reason "signal") has nothing left to
+	 * stop: the run finished with what it had and keeps its documented exit code. Taken here, so
+	 * that restoring the mask does not kill the process (143 is no exit code of ours); a chain
+	 * starts no further stage. */
+	int late = stop_signals_take();
+	if (late) {
+		fprintf(stderr, "diagnose: SIG%s arrived after the collection: the run finished with what "
+			"it had\n", sigabbrev_np(late) ? sigabbrev_np(late) : "?");
+		if (c->capture)
+			c->capture->signal = late;
+	}
 	fflush(NULL);
-	/* The end record is written: a signal held since the start may now act. */
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	return code;
 }

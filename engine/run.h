@@ -28,6 +28,8 @@ struct run_capture {
 					* checks, and in production every stage approved) before
 					* anything runs */
 	struct value *chain;           /* out: with plan_chain, the chain it could take (caller frees) */
+	int signal;                    /* out: a stop signal that arrived after the collection (taken,
+					* not acted on: the run finished): no further stage starts */
 };
 
 #include "target.h"

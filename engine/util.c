@@ -1,10 +1,12 @@
-/* util.c — error records, fatal-on-failure allocation, small file and clock helpers.
+/* util.c — error records, fatal-on-failure allocation, small file and clock helpers, and the one
+ * rule for numbers written as text (decimal_*).
  * Must not: know about recipes, probes or reports.
  */
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +182,81 @@ int cpu_list_read(const char *path, int **cpus)
 	}
 	free(text);
 	return n;
+}
+
+static size_t digits(const char *s)
+{
+	size_t n = 0;
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	return n;
+}
+
+bool decimal_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	size_t n = s ? digits(s) : 0;
+	if (!n || s[n] || (s[0] == '0' && n > 1))
+		return false;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+bool decimal_int(const char *s, int64_t *out)
+{
+	bool neg = s && s[0] == '-';
+	uint64_t v;
+	if (!decimal_uint(s ? s + neg : NULL, neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &v))
+		return false;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+bool decimal_number(const char *s, bool sign, double *out)
+{
+	if (!s)
+		return false;
+	const char *p = s + (sign && s[0] == '-');
+	size_t n = digits(p);
+	if (!n)
+		return false;
+	p += n;
+	if (*p == '.') {
+		if (!(n = digits(p + 1)))
+			return false;
+		p += 1 + n;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p += 1 + (p[1] == '+' || p[1] == '-');
+		if (!(n = digits(p)))
+			return false;
+		p += n;
+	}
+	if (*p)
+		return false;
+	errno = 0;
+	double d = strtod(s, NULL);
+	if (errno || !isfinite(d))
+		return false;
+	*out = d;
+	return true;
+}
+
+int stop_signals_take(void)
+{
+	sigset_t set;
+	stop_signals(&set);
+	const struct timespec now = { 0, 0 };
+	int sig, last = 0;
+	while ((sig = sigtimedwait(&set, NULL, &now)) > 0)
+		last = sig;
+	return last;
 }
 
 uint64_t mono_ns(void)

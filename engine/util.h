@@ -1,7 +1,8 @@
 /* util.h — error reporting and allocation helpers shared by every engine file.
  *
  * Owns: the error record (struct diag_err) that functions fill and return instead of printing,
- * the process exit codes of the DESIGN contract, and the x*alloc wrappers.
+ * the process exit codes of the DESIGN contract, the x*alloc wrappers, and how a number is written
+ * (decimal_*: recipes and the command line alike).
  * Must not: print anything, or hold state. Allocation failure is fatal (as in Redis's zmalloc):
  * a diagnosis tool that cannot allocate a few kilobytes has nothing better to do than stop.
  */
@@ -10,6 +11,7 @@
 
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +57,21 @@ int cpu_list_read(const char *path, int **cpus);
 /* The signals that end a run early — Ctrl-C, kill, a closed terminal, Ctrl-\ —: a run holds them
  * (sigprocmask) and reads them (signalfd) instead of dying mid-way. Fills *set with them. */
 void stop_signals(sigset_t *set);
+/* Takes the stop signals pending while they are held (sigtimedwait, no wait), so that restoring
+ * the mask cannot kill the process with them; returns the last one taken, 0 when none. */
+int stop_signals_take(void);
+
+/* Numbers as recipes and the command line write them, one rule for both (strtol and strtod
+ * alone take "0x10", " +5", "010" or "inf").
+ * decimal_uint: decimal digits only — no sign, blank or leading zero ("0" itself is fine) — and
+ * at most max. */
+bool decimal_uint(const char *s, uint64_t max, uint64_t *out);
+/* decimal_int: decimal_uint's text, or '-' and decimal_uint's text, within int64. */
+bool decimal_int(const char *s, int64_t *out);
+/* decimal_number: digits, optionally '.' and digits, optionally an exponent (e or E, an optional
+ * sign, digits), finite: "5", "0.5", "1e1"; no sign, blank, hex, inf or nan. With sign, a
+ * leading '-' is allowed too (thresholds). */
+bool decimal_number(const char *s, bool sign, double *out);
 
 /* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
 uint64_t mono_ns(void);

@@ -215,6 +215,26 @@ size_t utf8_char_len(const char *s)
 	return n;
 }
 
+uint32_t utf8_code_point(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	static const unsigned char lead_mask[5] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
+	uint32_t cp = p[0] & lead_mask[n < 5 ? n : 0];
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	return cp;
+}
+
+bool utf8_char_unsafe(const char *s, size_t n)
+{
+	if (n == 0)
+		return true;
+	uint32_t cp = utf8_code_point(s, n);
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c || cp == 0x200e ||
+	       cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+	       cp == 0xfffe || cp == 0xffff;
+}
+
 /* raw: bytes that are not UTF-8 go out as they are (json_write_bytes), else as U+FFFD. */
 static void write_string(FILE *out, const char *s, bool raw)
 {
@@ -229,10 +249,8 @@ static void write_string(FILE *out, const char *s, bool raw)
 			p++;
 			continue;
 		}
-		if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* C1 controls U+0080..U+009F */
-			fprintf(out, "\\u%04x", p[1]);
-		} else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-			fprintf(out, "\\u%04x", 0x2000 + (p[2] - 0x80)); /* line/paragraph separator */
+		if (n > 1 && utf8_char_unsafe((const char *)p, n)) { /* C1, bidi, U+2028/9, U+FFFE/F */
+			fprintf(out, "\\u%04x", (unsigned)utf8_code_point((const char *)p, n));
 		} else if (n > 1) {
 			fwrite(p, 1, n, out);
 		} else {

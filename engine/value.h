@@ -67,8 +67,9 @@ double value_get_num(const struct value *obj, const char *key, double dflt);
 void value_write_json(const struct value *v, FILE *out, int indent);
 /* Writes s as a JSON string literal (with quotes), in ASCII plus valid UTF-8 only, whatever the
  * bytes of s (strings may come from the target: symbol names, comm, paths):
- * - '"', '\\', \n, \r, \t as two-character escapes; every other byte below 0x20 and 0x7f, the
- *   C1 controls U+0080..U+009F and U+2028/U+2029 as \uNNNN;
+ * - '"', '\\', \n, \r, \t as two-character escapes; every other character utf8_char_unsafe
+ *   names (controls, DEL, C1 controls, bidirectional controls, U+2028/U+2029, U+FFFE/U+FFFF) as
+ *   \uNNNN;
  * - each byte that does not begin a well-formed UTF-8 sequence (stray continuation byte, overlong
  *   form, surrogate, above U+10FFFF, truncated sequence) as \ufffd (U+FFFD REPLACEMENT
  *   CHARACTER), one per byte: the output is valid JSON, the original bytes are not recoverable. */
@@ -81,5 +82,16 @@ void json_write_bytes(FILE *out, const char *s);
 /* Length (1..4) of the well-formed UTF-8 character at s, 0 at the terminating NUL or when the
  * bytes there are not well-formed UTF-8 (never reads past a NUL). */
 size_t utf8_char_len(const char *s);
+/* The one rule of every output (text, JSON, folded, SVG, pprof, error lines) for text that the
+ * target, a report or a recipe may carry: whether the character at s, n = utf8_char_len(s), must
+ * not go out as it is. True when n is 0 (not UTF-8) and for the characters a reader does not see
+ * but that act on what is shown around them: C0 controls, DEL, C1 controls (U+0080..U+009F), the
+ * bidirectional formatting controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069:
+ * they reorder the text around them), the line and paragraph separators (U+2028, U+2029) and the
+ * noncharacters U+FFFE, U+FFFF. Each writer shows such a character its own way: "\xNN" per byte
+ * (text, folded, SVG, pprof), \uNNNN (JSON). */
+bool utf8_char_unsafe(const char *s, size_t n);
+/* The code point of the well-formed UTF-8 character at s of n = utf8_char_len(s) >= 1 bytes. */
+uint32_t utf8_code_point(const char *s, size_t n);
 
 #endif

@@ -13,10 +13,11 @@
  * Safety notes. Every Lua API call that can raise runs inside lua_pcall (sandbox_main), so an
  * error, the memory cap or the instruction limit always ends as a clean -1. The conversion back to
  * C runs outside it and therefore uses only raw accessors that neither raise, allocate nor run Lua
- * code (lua_next, lua_rawgeti, lua_checkstack). Lua runs __gc finalizers with hooks off, so
- * setmetatable refuses metatables with __gc. Time spent inside one C library call (a backtracking
- * string.find, string.rep, table.unpack over a proxy) is invisible to the instruction hook: only
- * the child's deadline bounds it, so verdict_run_inprocess is for tests and the fuzzer.
+ * code (lua_next, lua_rawgeti, lua_checkstack). A NUL byte inside a string (C strings end there)
+ * comes back as the visible "\x00", never as a cut string. Lua runs __gc finalizers with hooks off,
+ * so setmetatable refuses metatables with __gc. Time spent inside one C library call (a
+ * backtracking string.find, string.rep, table.unpack over a proxy) is invisible to the instruction
+ * hook: only the child's deadline bounds it, so verdict_run_inprocess is for tests and the fuzzer.
  */
 #include "verdict.h"
 
@@ -675,6 +676,31 @@ out:
 	return NULL;
 }
 
+/* A Lua string as a C string. A NUL byte inside (where a C string would end) comes back as the
+ * four characters "\x00", as the text report shows a control byte: nothing after it is lost,
+ * and every output shows where it was. */
+static struct value *string_value(struct conv *c, const char *s, size_t len)
+{
+	size_t nuls = 0;
+	for (size_t i = 0; i < len; i++)
+		nuls += s[i] == '\0';
+	if (!take(c, 1, len + 3 * nuls))
+		return NULL;
+	if (!nuls)
+		return value_strn(s, len);
+	char *out = xmalloc(len + 3 * nuls + 1), *o = out;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i]) {
+			*o++ = s[i];
+		} else {
+			memcpy(o, "\\x00", 4);
+			o += 4;
+		}
+	}
+	*o = '\0';
+	return value_str_take(out);
+}
+
 static struct value *to_value(struct conv *c, int idx, int depth)
 {
 	lua_State *L = c->L;
@@ -684,7 +710,7 @@ static struct value *to_value(struct conv *c, int idx, int depth)
 	if (type == LUA_TSTRING) {
 		size_t len;
 		const char *s = lua_tolstring(L, idx, &len);
-		return take(c, 1, len) ? value_strn(s, len) : NULL;
+		return string_value(c, s, len);
 	}
 	if (type != LUA_TBOOLEAN && type != LUA_TNUMBER) {
 		char what[64];

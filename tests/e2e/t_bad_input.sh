@@ -231,6 +231,34 @@ expect pid-huge 2 'not a pid' --pid 99999999999999999999 --duration 1
 expect pid-gone 2 'no process with pid 999999999' --pid 999999999 --duration 1
 expect duration-zero 2 'not a positive number' --pid "$TARGET" --duration 0
 expect duration-nan 2 'not a positive number' --pid "$TARGET" --duration nan
+# Numbers on the command line are what recipes accept: decimal, no hex, sign, blank or leading
+# zero (strtod took --duration 0x10 as 16 s; strtol took --pid " +12").
+expect duration-hex 2 '^diagnose: --duration: not a positive number of seconds \(decimal, such as 5 or 2\.5\): 0x10$' --pid "$TARGET" --duration 0x10
+expect duration-sign 2 '^diagnose: --duration: not a positive number of seconds \(decimal' --pid "$TARGET" --duration +1
+expect duration-blank 2 '^diagnose: --duration: not a positive number of seconds \(decimal' --pid "$TARGET" --duration ' 1'
+expect duration-inf 2 '^diagnose: --duration: not a positive number of seconds \(decimal' --pid "$TARGET" --duration infinity
+expect pid-hex 2 "^diagnose: --pid: not a pid \\(a positive decimal number\\): 0x$(printf %x "$TARGET")\$" --pid "0x$(printf %x "$TARGET")" --duration 1
+expect pid-sign 2 '^diagnose: --pid: not a pid' --pid "+$TARGET" --duration 1
+expect pid-blank 2 '^diagnose: --pid: not a pid' --pid " $TARGET" --duration 1
+expect pid-leading-zero 2 '^diagnose: --pid: not a pid' --pid "0$TARGET" --duration 1
+expect param-pid-hex 2 '^diagnose: --param pid: not a pid' --param "pid=0x$(printf %x "$TARGET")" --duration 1
+expect param-duration-hex 2 '^diagnose: --param duration: not a positive number of seconds \(decimal' --pid "$TARGET" --param duration=0x1
+# a typed parameter: checked by the same rule, and used as checked (010 was checked as 10 and
+# planned as octal 8)
+mkcase param-typed 's/frequency_hz: 99/frequency_hz: ${hz}/; $a\
+params:\
+  - name: hz\
+    type: integer\
+    default: 99\
+    min: 1\
+    max: 999'
+lua 'return { verdicts = {} }'
+"$DIAG" x --recipes "$C/recipes" --pid "$TARGET" --duration 1 --param hz=49 --json > "$C/ok.json" 2> "$C/stderr" ||
+	fail "param-typed control: exit $?: $(cat "$C/stderr")"
+[ "$(json "$C/ok.json" 'r["results"]["profile"]["frequency_hz"]')" = 49 ] || fail "param-typed control: hz=49 not used"
+for bad in 0x31 010 +49 ' 49' 4.9e1; do
+	expect "param-typed-'$bad'" 2 "^diagnose: --param hz=.*: expected an integer" --pid "$TARGET" --duration 1 --param "hz=$bad"
+done
 
 kill -0 "$TARGET" 2>/dev/null || fail "the workload died during the test"
 assert_released "bad input"

@@ -15,6 +15,19 @@ expect 2 'not a pid' "$DIAG" high-cpu --pid abc
 expect 2 'not a positive number' "$DIAG" high-cpu --pid 1 --duration -3
 expect 3 'max_duration_s' "$DIAG" high-cpu --pid 1 --duration 1000
 expect 3 'production mode runs approved recipes by name only' "$DIAG" "$ROOT/recipes/high-cpu.yaml" --pid 1 --production
+# merge caps what all its inputs hold together, not only each file: three reports of 3 million
+# values each (9 MB apiece, each within one report's limits) are refused at the 8 million values
+# merge reads in all, in one line naming the limit, before their trees take a gigabyte.
+python3 - "$TMP" <<'PY'
+import sys
+for i in range(3):
+    with open(f"{sys.argv[1]}/m{i}.json", "w") as f:
+        f.write('{"tool":"diagnose","recipe":{"name":"x"},"host":{"name":"h%d"},"verdicts":[],'
+                '"results":{"p":{"v":[%s0]}}}' % (i, "0," * 2999999))
+PY
+expect 2 "merge: the reports together hold more than 8000000 values (merge's limit for all its inputs, not each file); reached in $TMP/m2.json" \
+	"$DIAG" merge "$TMP/m0.json" "$TMP/m1.json" "$TMP/m2.json"
+"$DIAG" merge "$TMP/m0.json" "$TMP/m1.json" > /dev/null || fail "merge of two such reports (6 million values): exit $?"
 if command -v setpriv >/dev/null; then
 	expect 3 'CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" high-cpu --pid 1
 fi

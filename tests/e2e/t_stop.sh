@@ -1,5 +1,7 @@
 # Every way a run ends early still reports what it has and releases every link: SIGINT, SIGTERM,
-# the target exiting; and a dry run attaches nothing.
+# the target exiting; SIGTERM after the collection lets the run finish with its own exit code
+# (and a chain start no further stage); SIGKILL leaves no empty output file in the way of the next run; and a dry
+# run attaches nothing.
 . "$(dirname "$0")/lib.sh"
 start "$WL/cpu_burner"
 for sig in INT TERM; do
@@ -17,6 +19,90 @@ for sig in INT TERM; do
 	[ "$(json "$TMP/$sig.json" 'r["results"]["profile"]["samples"] > 0')" = True ] || fail "SIG$sig: no partial results"
 	assert_released "SIG$sig"
 done
+
+# SIGKILL (no cleanup can run) mid-collection leaves no empty output file under the names asked
+# for, so the same command runs again without --force; then the files are complete.
+outs=(--output "$TMP/k.json" --folded "$TMP/k.folded" --flamegraph "$TMP/k.svg" --pprof "$TMP/k.pb.gz")
+"$DIAG" high-cpu --pid "$PID" --duration 30 "${outs[@]}" > /dev/null 2>&1 &
+d=$!
+for i in $(seq 50); do [ "$(our_links)" -gt 0 ] && break; sleep 0.1; done
+kill -KILL "$d"
+wait "$d" 2>/dev/null
+for f in k.json k.folded k.svg k.pb.gz; do
+	[ ! -e "$TMP/$f" ] || fail "SIGKILL left $f behind ($(stat -c %s "$TMP/$f") bytes)"
+done
+assert_released "SIGKILL"
+"$DIAG" high-cpu --pid "$PID" --duration 1 "${outs[@]}" > /dev/null 2> "$TMP/again.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || [ "$rc" = 0 ] || fail "the run after SIGKILL: exit $rc: $(cat "$TMP/again.err")"
+[ "$(json "$TMP/k.json" 'r["stop_reason"]')" = duration ] || fail "after SIGKILL: --output incomplete"
+[ -f "$TMP/k.folded" ] || fail "after SIGKILL: no --folded file"
+grep -q '</svg>' "$TMP/k.svg" || fail "after SIGKILL: --flamegraph incomplete"
+gzip -t "$TMP/k.pb.gz" || fail "after SIGKILL: --pprof is not whole gzip"
+
+# A stop signal after the collection (here while the verdicts run: a slow Lua snippet) does not
+# kill the run with an undocumented 143: it completes with what it had and its own exit code;
+# with --follow, no further stage starts.
+S="$TMP/slow"
+mkdir -p "$S/recipes" "$S/lua"
+cp -r "$ROOT/lua/lib" "$S/lua/lib"
+for r in slow after; do
+	cat > "$S/recipes/$r.yaml" <<EOF
+name: $r
+symptom: testing a signal during the verdicts
+summary: A sampling probe, then a Lua snippet
+lua: $r.lua
+target: pid
+duration_s: 1
+budgets:
+  max_duration_s: 10
+  max_sample_hz: 999
+  max_cpu_pct: 50
+  max_map_bytes: 67108864
+  max_chain_depth: 1
+  max_chain_duration_s: 60
+probes:
+  - id: profile
+    kind: cpu_profile
+    filters:
+      pid: target
+EOF
+done
+printf 'next:\n  - { verdict: slow, recipe: after }\n' >> "$S/recipes/slow.yaml"
+# half a second or so inside one backtracking string.find (a loaded machine may make it several:
+# the verdict phase may take 10)
+cat > "$S/lua/slow.lua" <<'EOF'
+local found = ("a"):rep(38):find(("a-"):rep(6) .. "b")
+return { verdicts = { diag.verdict("slow", "warning", "took its time",
+  { "samples: " .. tostring(results.profile.samples), "found: " .. tostring(found) }, {}) } }
+EOF
+echo 'return { verdicts = {} }' > "$S/lua/after.lua"
+# term_in_lua ARGS...: runs `diagnose slow ARGS` in the background and sends SIGTERM once its
+# verdict child runs (the collection is over); sets rc.
+term_in_lua() {
+	"$DIAG" slow --recipes "$S/recipes" --pid "$PID" "$@" > "$TMP/lua-term.out" 2> "$TMP/lua-term.err" &
+	d=$!
+	local child=
+	for i in $(seq 1000); do
+		child=$(pgrep -P "$d" | head -1)
+		[ -n "$child" ] && break
+		sleep 0.02
+	done
+	[ -n "$child" ] || fail "SIGTERM in the Lua phase: no verdict child seen"
+	kill -TERM "$d"
+	wait "$d"
+	rc=$?
+}
+term_in_lua --json
+[ "$rc" = 4 ] || fail "SIGTERM in the Lua phase: exit $rc, want 4 (the run's own code): $(cat "$TMP/lua-term.err")"
+[ "$(json "$TMP/lua-term.out" 'r["stop_reason"]')" = duration ] || fail "SIGTERM in the Lua phase: stop_reason"
+[ "$(json "$TMP/lua-term.out" 'r["verdicts"][0]["id"]')" = slow ] || fail "SIGTERM in the Lua phase: verdicts"
+grep -q 'SIGTERM arrived after the collection' "$TMP/lua-term.err" || fail "SIGTERM in the Lua phase: not said: $(cat "$TMP/lua-term.err")"
+assert_released "SIGTERM in the Lua phase"
+term_in_lua --follow --json
+[ "$rc" = 4 ] || fail "SIGTERM in stage 1's Lua phase: exit $rc, want 4: $(cat "$TMP/lua-term.err")"
+[ "$(json "$TMP/lua-term.out" 'len(r["chain"]["stages"])')" = 1 ] || fail "SIGTERM in stage 1: stage 2 ran: $(json "$TMP/lua-term.out" '[s["recipe"] + ":" + s["stop_reason"] for s in r["chain"]["stages"]]')"
+json "$TMP/lua-term.out" 'r["chain"]["ended"]' | grep -q 'SIGTERM' || fail "SIGTERM in stage 1: chain ended: $(json "$TMP/lua-term.out" 'r["chain"]["ended"]')"
+assert_released "SIGTERM in stage 1 of a chain"
 
 "$WL/cpu_burner" 5 >/dev/null &
 short=$!

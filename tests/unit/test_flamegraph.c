@@ -233,9 +233,11 @@ static void test_hostile_names_escaped(void **state)
 			     STRS("ctl\x01\x1b[31m", "bad\xff\xfe utf8", "nonchar\xef\xbf\xbe"), 5,
 			     "blocked<&>"));
 	value_arr_push(stacks_of(p), stack("caf\xc3\xa9", STRS("\xc2\x85next-line"), NULL, 1, NULL));
+	/* a bidi override in a symbol would reverse what the reader sees */
+	value_arr_push(stacks_of(p), stack("bidi\xe2\x81\xa7", STRS("rlo\xe2\x80\xae" "exe.txt"), NULL, 1, NULL));
 	int rc;
 	char *doc = render(p, "title <b>&amp;", &rc);
-	assert_int_equal(rc, 2);
+	assert_int_equal(rc, 3);
 	assert_well_formed(doc);
 	/* the only script is ours, and it ends once */
 	assert_null(strstr(doc, "<script>"));
@@ -249,6 +251,10 @@ static void test_hostile_names_escaped(void **state)
 	assert_non_null(strstr(doc, "bad\\xff\\xfe utf8"));
 	assert_non_null(strstr(doc, "nonchar\\xef\\xbf\\xbe"));
 	assert_non_null(strstr(doc, "\\xc2\\x85next-line"));
+	assert_non_null(strstr(doc, "rlo\\xe2\\x80\\xaeexe.txt"));
+	assert_non_null(strstr(doc, "bidi\\xe2\\x81\\xa7"));
+	assert_null(strstr(doc, "\xe2\x80\xae"));
+	assert_null(strstr(doc, "\xe2\x81\xa7"));
 	assert_non_null(strstr(doc, "[blocked&lt;&amp;&gt;]"));
 	assert_non_null(strstr(doc, "caf\xc3\xa9"));
 	assert_non_null(strstr(doc, "title &lt;b&gt;&amp;amp;"));

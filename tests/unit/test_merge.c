@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json_parse.h"
 #include "merge.h"
@@ -114,10 +115,70 @@ static void test_merge(void **state)
 		value_free(r[i]);
 }
 
+/* merge_read's limits hold for all the files together: each file fits alone, the sum does not
+ * (in values, then in bytes); what was read is not kept; a file that is not a report is named. */
+static void test_merge_total_limits(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/test_merge.XXXXXX", paths[3][64];
+	assert_non_null(mkdtemp(dir));
+	size_t bytes = 0;
+	for (int i = 0; i < 3; i++) { /* 8 + 100 values, some 300 bytes each */
+		snprintf(paths[i], sizeof(paths[i]), "%s/h%d.json", dir, i);
+		FILE *f = fopen(paths[i], "w");
+		assert_non_null(f);
+		fprintf(f, "{\"tool\":\"diagnose\",\"recipe\":{\"name\":\"x\"},\"verdicts\":[],"
+			   "\"results\":{\"p\":{\"v\":[");
+		for (int k = 0; k < 100; k++)
+			fprintf(f, "%s%d", k ? "," : "", k);
+		fputs("]}}}", f);
+		bytes = (size_t)ftell(f);
+		assert_int_equal(fclose(f), 0);
+	}
+	const char *const p[3] = { paths[0], paths[1], paths[2] };
+	struct value *reports[3] = { 0 };
+	struct diag_err err = { 0 };
+	/* 108 values each: 324 fit, 323 do not, and the third file is the one named */
+	assert_int_equal(merge_read(p, 3, 1u << 20, 324, reports, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_non_null(reports[i]);
+		value_free(reports[i]);
+		reports[i] = NULL;
+	}
+	assert_int_equal(merge_read(p, 3, 1u << 20, 323, reports, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_USAGE);
+	char *want = xasprintf("merge: the reports together hold more than 323 values (merge's limit for "
+			       "all its inputs, not each file); reached in %s", paths[2]);
+	assert_string_equal(err.msg, want);
+	free(want);
+	for (int i = 0; i < 3; i++)
+		assert_null(reports[i]); /* nothing kept, nothing leaked */
+	/* bytes: two files and one byte short of the third */
+	assert_int_equal(merge_read(p, 3, 3 * bytes, 1000, reports, &err), 0);
+	for (int i = 0; i < 3; i++)
+		value_free(reports[i]);
+	memset(reports, 0, sizeof(reports));
+	assert_int_equal(merge_read(p, 3, 3 * bytes - 1, 1000, reports, &err), -1);
+	want = xasprintf("merge: the reports together are over %zu bytes of JSON (merge's limit for all "
+			 "its inputs, not each file); reached in %s", 3 * bytes - 1, paths[2]);
+	assert_string_equal(err.msg, want);
+	free(want);
+	/* one file's own problem is still its own message */
+	FILE *f = fopen(paths[1], "w");
+	fputs("{\"tool\":\"other\"}", f);
+	fclose(f);
+	assert_int_equal(merge_read(p, 3, 1u << 20, 1000, reports, &err), -1);
+	assert_non_null(strstr(err.msg, "h1.json: not a diagnose JSON report"));
+	for (int i = 0; i < 3; i++)
+		unlink(paths[i]);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_total_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
 /* test_outfile.c — output files written on the user's behalf (engine/outfile.c): no overwrite
  * without --force, a symlink at the path is never followed (its target keeps its content, in both
  * modes), --force replaces by rename (a hard link elsewhere keeps the old content), mode 0644
- * whatever the umask, directories and FIFOs refused, nothing left behind on discard, and under
+ * whatever the umask, directories and FIFOs refused, nothing left behind on discard, the path
+ * empty until the file is complete (a SIGKILL'ed writer leaves nothing in the next run's way;
+ * what appears there meanwhile is not replaced without --force), and under
  * sudo (root with SUDO_UID / SUDO_GID) the path is handled with the invoking user's rights and
  * the file belongs to them. No root needed; the sudo test runs fully only as root.
  */
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -235,6 +239,101 @@ static void test_discard(void **state)
 	assert_int_equal(outfile_close(NULL, &err), 0);
 }
 
+/* A run killed while it writes (SIGKILL: no cleanup runs) leaves nothing at the path: the file
+ * takes its name only once complete, so the next run is not refused for a 0-byte leftover. */
+static void test_killed_mid_write_leaves_no_file(void **state)
+{
+	(void)state;
+	char *path = in_tmp("report.json");
+	for (int force = 0; force < 2; force++) {
+		pid_t child = fork();
+		assert_true(child >= 0);
+		if (child == 0) {
+			struct diag_err e = { 0 };
+			struct outfile *of = outfile_create("--output", path, force, &e);
+			if (!of)
+				_exit(3);
+			fputs("{\"half\":", outfile_stream(of));
+			fflush(outfile_stream(of));
+			raise(SIGKILL);
+			_exit(4);
+		}
+		int status;
+		assert_int_equal(waitpid(child, &status, 0), child);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		if (access(path, F_OK) == 0)
+			fail_msg("force %d: a killed run left %s behind", force, path);
+	}
+	struct diag_err err = { 0 };
+	assert_int_equal(write_out(path, false, "whole", &err), 0); /* not "exists" */
+	assert_content(path, "whole");
+	unlink(path);
+	free(path);
+	/* what the killed runs left is hidden and named after the file: .report.json.XXXXXX */
+	DIR *d = opendir(tmpdir);
+	assert_non_null(d);
+	int left = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strncmp(e->d_name, ".report.json.", 13)) {
+			char *t = in_tmp(e->d_name);
+			unlink(t);
+			free(t);
+			left++;
+		}
+	}
+	closedir(d);
+	assert_int_equal(left, 2);
+	assert_int_equal(entries(), 0);
+}
+
+/* Between the check and the rename, something appears at the path: without --force it is never
+ * replaced (the run says so, its temporary file goes); with --force a symlink there is replaced,
+ * its target untouched. While the file is written, the path does not exist yet. */
+static void test_appeared_meanwhile(void **state)
+{
+	(void)state;
+	char *path = in_tmp("out.json"), *victim = in_tmp("victim");
+	write_text(victim, "precious");
+	struct diag_err err = { 0 };
+	struct outfile *of = outfile_create("--output", path, false, &err);
+	assert_non_null(of);
+	assert_int_equal(access(path, F_OK), -1); /* not there until complete */
+	fputs("ours", outfile_stream(of));
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(outfile_close(of, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+	if (!strstr(err.msg, "appeared while the file was written; not replaced (use --force"))
+		fail_msg("message: %s", err.msg);
+	assert_content(victim, "precious");
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(entries(), 2); /* the link and the victim: no temporary file */
+
+	unlink(path);
+	of = outfile_create("--output", path, true, &err);
+	assert_non_null(of);
+	fputs("forced", outfile_stream(of));
+	assert_int_equal(symlink(victim, path), 0);
+	assert_int_equal(outfile_close(of, &err), 0);
+	assert_content(path, "forced");
+	assert_content(victim, "precious");
+	assert_mode(path, 0644);
+	assert_int_equal(entries(), 2);
+
+	/* a regular file planted meanwhile keeps its content without --force */
+	unlink(path);
+	of = outfile_create("--output", path, false, &err);
+	assert_non_null(of);
+	fputs("ours", outfile_stream(of));
+	write_text(path, "theirs");
+	assert_int_equal(outfile_close(of, &err), -1);
+	assert_content(path, "theirs");
+	assert_int_equal(entries(), 2);
+	unlink(path), unlink(victim);
+	free(path), free(victim);
+}
+
 static void assert_owner(const char *path, uid_t uid, gid_t gid)
 {
 	struct stat st;
@@ -354,6 +453,8 @@ int main(void)
 		cmocka_unit_test(test_symlink_not_followed),
 		cmocka_unit_test(test_not_regular_refused),
 		cmocka_unit_test(test_discard),
+		cmocka_unit_test(test_killed_mid_write_leaves_no_file),
+		cmocka_unit_test(test_appeared_meanwhile),
 		cmocka_unit_test(test_sudo_user),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

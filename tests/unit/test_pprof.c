@@ -226,12 +226,12 @@ static void test_names_made_utf8(void **state)
 {
 	(void)state;
 	struct value *v = probe("samples");
-	add_stack(v, "bad\x01\xff", STRS("f\x1b[0m\xfe", "caf\xc3\xa9"), NULL, 1, 1, NULL);
+	add_stack(v, "bad\x01\xff\xc2\x9b", STRS("f\x1b[0m\xfe\xe2\x80\xae", "caf\xc3\xa9"), NULL, 1, 1, NULL);
 	int rc;
 	Profile *p = write_and_read(v, NULL, &rc);
-	assert_string_equal(frame(p, p->sample[0], 0), "f\\x1b[0m\\xfe");
+	assert_string_equal(frame(p, p->sample[0], 0), "f\\x1b[0m\\xfe\\xe2\\x80\\xae"); /* U+202E too */
 	assert_string_equal(frame(p, p->sample[0], 1), "caf\xc3\xa9");
-	assert_string_equal(label(p, p->sample[0], "comm"), "bad\\x01\\xff");
+	assert_string_equal(label(p, p->sample[0], "comm"), "bad\\x01\\xff\\xc2\\x9b"); /* C1 too */
 	perftools__profiles__profile__free_unpacked(p, NULL);
 	value_free(v);
 }

@@ -376,6 +376,15 @@ static void test_params(void **state)
 	assert_non_null(recipe_param_check(&hz, "0"));
 	assert_non_null(recipe_param_check(&hz, "1000"));
 	assert_non_null(recipe_param_check(&hz, "9x"));
+	/* decimal, as recipe numbers: not hex, signed, blank, octal-looking or in exponent form */
+	for (const char *const *t = (const char *const[]){ "0x63", "+99", " 99", "99 ", "099", "9.9e1",
+							   "", NULL }; *t; t++)
+		if (!recipe_param_check(&hz, *t))
+			fail_msg("hz=\"%s\" accepted", *t);
+	struct recipe_param delta = { .name = "delta", .type = PARAM_INTEGER, .min = "-5" };
+	assert_null(recipe_param_check(&delta, "-5"));
+	assert_non_null(recipe_param_check(&delta, "-6"));
+	assert_non_null(recipe_param_check(&delta, "--5"));
 	struct recipe_param fn = { .name = "fn", .type = PARAM_SYMBOL };
 	assert_null(recipe_param_check(&fn, "/usr/bin/app:handle_request"));
 	assert_non_null(recipe_param_check(&fn, "app:handle_request"));
@@ -388,11 +397,47 @@ static void test_params(void **state)
 	assert_null(recipe_param_ref("x${hz}", buf, sizeof(buf)));
 }
 
+/* The one number rule of recipes and the command line (util.h). */
+static void test_decimal_numbers(void **state)
+{
+	(void)state;
+	uint64_t u;
+	int64_t i;
+	double d;
+	assert_true(decimal_uint("0", 9, &u) && u == 0);
+	assert_true(decimal_uint("18446744073709551615", UINT64_MAX, &u) && u == UINT64_MAX);
+	assert_false(decimal_uint("18446744073709551616", UINT64_MAX, &u));
+	assert_true(decimal_uint("2147483647", INT32_MAX, &u));
+	assert_false(decimal_uint("2147483648", INT32_MAX, &u));
+	static const char *const bad_uint[] = { "", "0x10", "010", "+1", "-1", " 1", "1 ", "1.0", "1e1", NULL };
+	for (const char *const *t = bad_uint; *t; t++)
+		if (decimal_uint(*t, UINT64_MAX, &u))
+			fail_msg("decimal_uint(\"%s\") accepted", *t);
+	assert_true(decimal_int("-9223372036854775808", &i) && i == INT64_MIN);
+	assert_true(decimal_int("9223372036854775807", &i) && i == INT64_MAX);
+	assert_false(decimal_int("9223372036854775808", &i));
+	assert_false(decimal_int("-0x1", &i));
+	static const char *const good_num[] = { "5", "0.5", "2.5", "1e1", "1E+1", "5e-1", "05", NULL };
+	for (const char *const *t = good_num; *t; t++)
+		if (!decimal_number(*t, false, &d))
+			fail_msg("decimal_number(\"%s\") refused", *t);
+	assert_true(decimal_number("2.5", false, &d) && d == 2.5);
+	static const char *const bad_num[] = { "", "0x10", "0x1p3", "inf", "infinity", "nan", "+1", "-1",
+					       " 1", "1 ", ".5", "5.", "1e", "1e+", "1e999", "1,5", NULL };
+	for (const char *const *t = bad_num; *t; t++)
+		if (decimal_number(*t, false, &d))
+			fail_msg("decimal_number(\"%s\") accepted", *t);
+	assert_true(decimal_number("-0.5", true, &d) && d == -0.5);
+	assert_false(decimal_number("-0x1", true, &d));
+	assert_false(decimal_number("+1", true, &d));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_high_cpu),
 		cmocka_unit_test(test_params),
+		cmocka_unit_test(test_decimal_numbers),
 		cmocka_unit_test(test_valid_minimal),
 		cmocka_unit_test(test_valid_optional_pid),
 		cmocka_unit_test(test_valid_when),

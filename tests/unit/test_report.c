@@ -272,6 +272,76 @@ static void test_json_escapes(void **state)
 	value_free(v);
 }
 
+/* The bidirectional formatting controls (U+061C, U+200E, U+200F, U+202A..U+202E,
+ * U+2066..U+2069) reorder what a terminal, an editor or a browser shows ("Trojan Source"): a comm
+ * or symbol holding U+202E must not reach any output raw. One rule for all of them: text and
+ * folded as "\xNN" per byte, JSON as \uNNNN, like the C1 controls. */
+#define RLO "\xe2\x80\xae" /* U+202E RIGHT-TO-LEFT OVERRIDE */
+#define BIDI_ALL "\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad" \
+		 RLO "\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9"
+
+static void assert_no_bidi(const char *text)
+{
+	static const char *const bidi[] = { "\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+					    "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", RLO,
+					    "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9" };
+	for (size_t i = 0; i < ARRAY_LEN(bidi); i++)
+		if (strstr(text, bidi[i]))
+			fail_msg("bidi control %zu passes raw in:\n%s", i, text);
+}
+
+static void test_bidi_controls_escaped(void **state)
+{
+	(void)state;
+	/* every one of them is unsafe, their neighbours are not */
+	assert_true(utf8_char_unsafe(RLO, 3));
+	assert_true(utf8_char_unsafe("\xd8\x9c", 2));
+	assert_true(utf8_char_unsafe("\xe2\x81\xa9", 3));
+	assert_false(utf8_char_unsafe("\xe2\x80\xaf", 3)); /* U+202F narrow no-break space */
+	assert_false(utf8_char_unsafe("\xe2\x81\xaa", 3)); /* U+206A: deprecated, not bidi */
+	assert_false(utf8_char_unsafe("\xd8\x9b", 2));     /* U+061B Arabic semicolon */
+	assert_false(utf8_char_unsafe("\xc3\xa9", 2));
+
+	/* JSON: as \uNNNN, each */
+	assert_json_string("evil" BIDI_ALL "gpj.exe",
+			   "\"evil\\u061c\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067"
+			   "\\u2068\\u2069gpj.exe\"");
+
+	/* text: comm, verdict title and evidence as \xNN per byte */
+	struct value *r = value_obj();
+	value_set_str(value_obj_set(r, "recipe", value_obj()), "name", "high-cpu");
+	struct value *t = value_obj_set(r, "target", value_obj());
+	value_set_int(t, "pid", 42);
+	value_set_str(t, "comm", "svc" RLO "nimda");
+	struct value *v = value_arr_push(value_obj_set(r, "verdicts", value_arr()), value_obj());
+	value_set_str(v, "id", "user-cpu");
+	value_set_str(v, "severity", "warning");
+	value_set_str(v, "title", "Hot " RLO "cod_kcehc");
+	value_obj_set(v, "evidence", STRS("all" BIDI_ALL "of them"));
+	struct capture c;
+	capture_start(&c);
+	report_write_text(r, c.f);
+	char *out = capture_end(&c);
+	assert_no_bidi(out);
+	if (!strstr(out, "svc\\xe2\\x80\\xaenimda") || !strstr(out, "Hot \\xe2\\x80\\xaecod_kcehc") ||
+	    !strstr(out, "all\\xd8\\x9c\\xe2\\x80\\x8e") || !strstr(out, "\\xe2\\x81\\xa9of them"))
+		fail_msg("bidi controls not shown as \\xNN in:\n%s", out);
+	free(out);
+	value_free(r);
+
+	/* folded: comm and frames */
+	struct value *results = value_obj();
+	struct value *stacks = value_obj_set(value_obj_set(results, "profile", value_obj()), "stacks",
+					     value_arr());
+	value_arr_push(stacks, stack("w" RLO "x", STRS("leaf" RLO "fael"), STRS("k\xe2\x81\xa6"), 1));
+	capture_start(&c);
+	assert_int_equal(report_write_folded(results, NULL, c.f), 1);
+	out = capture_end(&c);
+	assert_string_equal(out, "w\\xe2\\x80\\xaex;leaf\\xe2\\x80\\xaefael;k\\xe2\\x81\\xa6_[k] 1\n");
+	free(out);
+	value_free(results);
+}
+
 static void test_utf8_char_len(void **state)
 {
 	(void)state;
@@ -431,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_stack_probe_selection),
 		cmocka_unit_test(test_text_escapes_controls),
 		cmocka_unit_test(test_json_escapes),
+		cmocka_unit_test(test_bidi_controls_escaped),
 		cmocka_unit_test(test_utf8_char_len),
 		cmocka_unit_test(test_text_fit_elides_middle),
 		cmocka_unit_test(test_table_sized_to_width),

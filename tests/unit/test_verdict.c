@@ -1247,7 +1247,8 @@ static void test_answer_through_child(void **state)
 	struct verdict_input in = { 0 };
 	struct outcome o;
 	run_text("return { verdicts = { { id = 'b', severity = 'info', title = 'x\\1y\\127z',\n"
-		 "  evidence = { '\\255\\254 not UTF-8', 'caf\\195\\169' }, next_steps = {} } },\n"
+		 "  evidence = { '\\255\\254 not UTF-8', 'caf\\195\\169', 'lock\\0at 0x10\\0' },\n"
+		 "  next_steps = {} } },\n"
 		 "  report = { { kind = 'text', third = 0.1 + 0.2, whole = 2.0, big = 1e300,\n"
 		 "    int = math.mininteger, inf = 1/0, s = 'a\\0b' } } }",
 		 NULL, &in, true, &o);
@@ -1257,6 +1258,8 @@ static void test_answer_through_child(void **state)
 	assert_string_equal(value_get_str(v, "title"), "x\001y\177z");
 	assert_string_equal(value_get(v, "evidence")->arr.items[0]->s, "\377\376 not UTF-8");
 	assert_string_equal(value_get(v, "evidence")->arr.items[1]->s, "caf\303\251");
+	/* a NUL does not cut the string: it comes back as the visible \x00, the rest kept */
+	assert_string_equal(value_get(v, "evidence")->arr.items[2]->s, "lock\\x00at 0x10\\x00");
 	const struct value *r = o.report->arr.items[0];
 	assert_int_equal(value_get(r, "third")->type, V_NUM);
 	assert_true(value_get(r, "third")->n == 0.1 + 0.2); /* exact, not %.6g */
@@ -1265,7 +1268,7 @@ static void test_answer_through_child(void **state)
 	assert_int_equal(value_get(r, "int")->type, V_INT);
 	assert_true(value_get(r, "int")->i == INT64_MIN);
 	assert_int_equal(value_get(r, "inf")->type, V_NULL); /* as the JSON report writes it */
-	assert_string_equal(value_get_str(r, "s"), "a"); /* C strings end at NUL, as in process */
+	assert_string_equal(value_get_str(r, "s"), "a\\x00b"); /* not cut at the NUL, as in process */
 	outcome_free(&o);
 	assert_no_child();
 
