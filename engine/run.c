@@ -237,12 +237,16 @@ static void hold_signals(sigset_t *old)
 struct abandoned_run {
 	struct audit *au;
 	struct audit_event *ev;
+	struct outputs *outs;
 };
 
+/* The watchdog's last words: the output files being made are removed (the run thread is stuck
+ * far from them: they are written after the session), the end record is written. */
 static void audit_abandoned(void *arg, const char *why)
 {
 	struct abandoned_run *a = arg;
 	struct diag_err ignore;
+	discard_outputs(a->outs);
 	a->ev->action = "failed";
 	a->ev->reason = why;
 	a->ev->exit_code = DIAG_EXIT_RUNTIME;
@@ -428,7 +432,7 @@ int run_recipe(const struct run_options *c)
 	}
 
 	/* The budget pre-flight is the first preflight_ms of the collection (session.c). */
-	struct abandoned_run abandoned = { &au, &ev };
+	struct abandoned_run abandoned = { &au, &ev, &outs };
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name,
 				   .preflight_ms = preflight_window_ms(plan),
 				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
