@@ -154,7 +154,12 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 
-e2e: all $(UNIT_FIXTURES) # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
+# The names the e2e release checks call ours (tests/e2e/lib.sh): every program of every BPF
+# object and the doctor's, derived so that a new probe's programs are checked without a line here.
+$(BUILD)/bpf/prog_names: $(BPF_OBJS) $(ENGINE_SRCS) tests/e2e/bpf_ours.py
+	@python3 tests/e2e/bpf_ours.py names $(CURDIR) $(BUILD) > $@.tmp && mv $@.tmp $@
+
+e2e: all $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
 	@BUILD=$(BUILD) tests/e2e/run.sh
 
 check: all unit lint fuzz-smoke e2e

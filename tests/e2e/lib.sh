@@ -29,69 +29,44 @@ start() { # start WORKLOAD ARGS... → sets $PID
 	kill -0 "$PID" 2>/dev/null || fail "workload $1 did not start"
 }
 
-# Names of our BPF programs (as the kernel truncates them, 15 chars).
-# one per line: each probe kind's programs (a new kind adds its own lines)
-OUR_PROG_NAMES=(
-	'on_cpu_sample'
-	'tp_btf_wakeup'
-	'tp_btf_wakeup_n'
-	'tp_btf_switch'
-	'raw_tp_wakeup'
-	'raw_tp_wakeup_n'
-	'raw_tp_switch'
-	'count_sys_enter'
-	'timed_sys_enter'
-	'timed_sys_exit'
-	'tracepoint_cnt'
-	'tp_btf_off_swit'
-	'raw_tp_off_swit'
-	'tp_btf_wake_swi'
-	'tp_btf_wake_wak'
-	'raw_tp_wake_swi'
-	'raw_tp_wake_wak'
-	'func_lat_entry'
-	'func_lat_return'
-	'lookup_entry'
-	'lookup_return'
-	'alloc_.*'
-	'tp_btf_page_fau'
-	'raw_tp_page_fau'
-	'tracepoint_page'
-	'(tp_btf|raw_tp)_(io_start|rq_inser|rq_issue|rq_compl|rq_merge|dirty_fo)'
-	'file_io_enter'
-	'file_io_exit'
-	'tcpe_.*'
-	'skbd_.*'
-	'doctor_.*'
-	'kalloc_.*'
-	'diag_set_.*' # engine/procset.c's fork follower (bpf/procset.bpf.c)
-)
-OUR_PROGS="^($(IFS='|'; echo "${OUR_PROG_NAMES[*]}"))\$"
-our_links() { # prints the number of attached links whose program is one of ours
-	bpftool -j link list 2>/dev/null | python3 -c '
-import json, re, subprocess, sys
-links = json.load(sys.stdin) or []
-progs = {p["id"]: p.get("name", "") for p in json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")}
-pat = re.compile(sys.argv[1])
-print(sum(1 for l in links if pat.match(progs.get(l.get("prog_id"), ""))))' "$OUR_PROGS"
+# What "ours" means to the release checks (tests/e2e/bpf_ours.py): a BPF program or link that
+# appeared since this test began and is held by a process of this test (every process it starts
+# carries DIAG_E2E_RUN in its environment, whoever its parent is now), or held by no process at
+# all while named as one of ours (pinned, or not freed yet). Other runs on the machine (another
+# terminal, a concurrent test, another checkout) hold theirs: they never fail this test.
+# Our names are every program of every $BUILD/bpf/*.bpf.o and the doctor's, derived by make
+# ($BUILD/bpf/prog_names); a test run without make derives them here.
+BPF_OURS="$ROOT/tests/e2e/bpf_ours.py"
+export DIAG_E2E_RUN="$TMP"
+OUR_PROG_NAMES="$ROOT/$BUILD/bpf/prog_names"
+if [ ! -s "$OUR_PROG_NAMES" ] ||
+	[ -n "$(find "$ROOT/$BUILD/bpf" "$ROOT/engine" "$BPF_OURS" -newer "$OUR_PROG_NAMES" \
+		\( -name '*.bpf.o' -o -name '*.c' -o -name bpf_ours.py \) 2>/dev/null)" ]; then
+	OUR_PROG_NAMES="$TMP/prog_names"
+	python3 "$BPF_OURS" names "$ROOT" "$BUILD" > "$OUR_PROG_NAMES" || fail "cannot list our BPF program names"
+fi
+python3 "$BPF_OURS" snapshot > "$TMP/bpf-before" || fail "bpftool cannot list BPF programs"
+bpf_left() { # one line per program or link of ours still there (bpf_ours.py left)
+	python3 "$BPF_OURS" left "$TMP/bpf-before" "$OUR_PROG_NAMES" "$DIAG_E2E_RUN"
+}
+our_links() { # prints the number of links of ours (attached by this test's runs)
+	bpf_left | grep -c '^link '
 }
 our_progs() { # loaded programs of ours, attached or not
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, re, sys
-pat = re.compile(sys.argv[1])
-print(sum(1 for p in (json.load(sys.stdin) or []) if pat.match(p.get("name", ""))))' "$OUR_PROGS"
+	bpf_left | grep -c '^prog '
 }
 assert_released() {
 	# The kernel frees a program after its last fd closes, asynchronously (RCU): allow it 5 s
 	# (it only costs time when something really is left).
-	local l p i
-	for i in $(seq 25); do
-		l=$(our_links); p=$(our_progs)
-		[ "$l" = 0 ] && [ "$p" = 0 ] && return 0
+	local left end=$(($(date +%s) + 5))
+	while :; do
+		left=$(bpf_left) || fail "cannot list the BPF programs and links of this test"
+		[ -z "$left" ] && return 0
+		[ "$(date +%s)" -le "$end" ] || break
 		sleep 0.2
 	done
-	[ "$l" = 0 ] || fail "$l BPF links of ours still attached after: $1"
-	fail "$p BPF programs of ours still loaded after: $1"
+	fail "BPF programs or links of ours still there after: $1
+$left"
 }
 
 # json FILE PYTHON-EXPR: evaluates the expression with `r` bound to the report; prints the result.

@@ -22,8 +22,6 @@
 # Nothing stays attached after any run.
 . "$(dirname "$0")/lib.sh"
 
-# Only our memory probes' programs: other tests' programs may be loaded by runs in parallel.
-OUR_PROGS='^(alloc_.*|tp_btf_page_fau|raw_tp_page_fau|tracepoint_page)$'
 CG=""
 cleanup() {
 	for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done
