@@ -21,6 +21,24 @@ skip() { echo "SKIP: $*" >&2; exit 77; }
 
 [ "$(id -u)" -eq 0 ] || skip "end-to-end tests load BPF programs: run as root"
 
+# as_nobody CMD...: runs CMD as nobody (uid and gid 65534, no groups, no capabilities). The
+# checkout may be where nobody cannot go (/root is 0700): run what nobody needs from the copies
+# that nobody_tree makes readable below $TMP ($NOBODY_DIAG, $NOBODY_RECIPES), never from $ROOT.
+as_nobody() {
+	nobody_tree
+	DIAGNOSE_RECIPES=$NOBODY_RECIPES setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$@"
+}
+NOBODY_DIAG="$TMP/as-nobody/diagnose"
+NOBODY_RECIPES="$TMP/as-nobody/recipes"
+nobody_tree() { # copies the binary, the recipes and their Lua for nobody (once per test)
+	[ -x "$NOBODY_DIAG" ] && return 0
+	chmod 711 "$TMP" # enter, not list: what nobody reads is under $TMP/as-nobody only
+	mkdir -p "$TMP/as-nobody" && cp "$DIAG" "$NOBODY_DIAG" && cp -r "$ROOT/recipes" "$ROOT/lua" "$TMP/as-nobody/" &&
+		chmod -R a+rX "$TMP/as-nobody" || fail "cannot copy the binary and recipes for nobody"
+	setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$NOBODY_RECIPES/high-cpu.yaml" ||
+		fail "nobody cannot read $NOBODY_RECIPES"
+}
+
 start() { # start WORKLOAD ARGS... → sets $PID
 	"$@" >/dev/null 2>&1 &
 	PID=$!

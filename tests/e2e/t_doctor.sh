@@ -44,12 +44,9 @@ fi
 
 assert_released "doctor" # its doctor_* programs are among ours (lib.sh)
 
-if command -v setpriv >/dev/null; then
-	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" doctor \
-		> "$TMP/out" 2>&1
-	rc=$?
-	[ "$rc" = 3 ] || fail "doctor as nobody: exit $rc, want 3"
-	grep -q '^missing privileges .*CAP_BPF' "$TMP/out" || fail "nobody: no missing CAP_BPF line"
-	tail -1 "$TMP/out" | grep -q '^doctor: .*(exit 3)' || fail "nobody: summary does not say exit 3"
-fi
+as_nobody "$NOBODY_DIAG" doctor > "$TMP/out" 2>&1
+rc=$?
+[ "$rc" = 3 ] || fail "doctor as nobody: exit $rc, want 3: $(cat "$TMP/out")"
+grep -q '^missing privileges .*CAP_BPF' "$TMP/out" || fail "nobody: no missing CAP_BPF line"
+tail -1 "$TMP/out" | grep -q '^doctor: .*(exit 3)' || fail "nobody: summary does not say exit 3"
 exit 0

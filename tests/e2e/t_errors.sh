@@ -15,9 +15,8 @@ expect 2 'not a pid' "$DIAG" high-cpu --pid abc
 expect 2 'not a positive number' "$DIAG" high-cpu --pid 1 --duration -3
 expect 3 'max_duration_s' "$DIAG" high-cpu --pid 1 --duration 1000
 expect 3 'production mode runs approved recipes by name only' "$DIAG" "$ROOT/recipes/high-cpu.yaml" --pid 1 --production
-if command -v setpriv >/dev/null; then
-	expect 3 'CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" high-cpu --pid 1
-fi
+nobody_tree
+expect 3 'CAP_BPF' as_nobody "$NOBODY_DIAG" high-cpu --pid 1
 # Hardware cycles where the recipe prefers them: used on a machine with a PMU, else a clear
 # fallback note and a working run on the cpu-clock software event.
 mkdir -p "$TMP/hw/recipes"
