@@ -8,12 +8,12 @@
 . "$(dirname "$0")/lib.sh"
 
 V2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-[ -n "$V2" ] || skip "no cgroup v2 hierarchy mounted"
+[ -n "$V2" ] || skip_unsupported "no cgroup v2 hierarchy mounted"
 OWN=$(sed -n 's/^0:://p' /proc/self/cgroup)
-[ -n "$OWN" ] || skip "this shell is in no cgroup v2 directory"
+[ -n "$OWN" ] || skip_unsupported "this shell is in no cgroup v2 directory"
 REL="${OWN%/}/diag-e2e-$$"
 CG="$V2$REL"
-mkdir "$CG" || skip "cannot create a cgroup below $V2$OWN"
+mkdir "$CG" || skip_unsupported "cannot create a cgroup below $V2$OWN"
 # The workloads are this shell's children: killed and reaped first, then the cgroup is empty.
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rmdir "$CG"; rm -rf "$TMP"' EXIT
 
