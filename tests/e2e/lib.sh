@@ -7,6 +7,10 @@ BUILD=${BUILD:-build}
 # them with a sudo caller's rights (diagnose does that for --output/--folded under sudo).
 unset SUDO_UID SUDO_GID
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# One interpreter for every helper: python3 as found on PATH, resolved once (a version manager's
+# shim, pyenv's for one, costs a few shell processes per call, and the suite makes thousands).
+PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || PYTHON3=python3
+python3() { "$PYTHON3" "$@"; }
 DIAG="$ROOT/$BUILD/diagnose"
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
@@ -139,14 +143,27 @@ EOF
 # check FILE PYTHON-CONDITION MESSAGE: the condition, with `r` the report, `res` its results and
 # whatever $CHECK_LET binds (e.g. CHECK_LET='c = res["ctx"]'), must hold; else fail with MESSAGE
 # and the results. Every check also asserts that no probe's results departed from its kind's
-# declared shape (the engine notes it: engine/session.c, engine/shape.h).
+# declared shape (the engine notes it: engine/session.c, engine/shape.h), as assert_shapes does,
+# in the same python3: one process per check.
 check() {
-	assert_shapes "$1"
-	python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); res = r["results"]
-exec(sys.argv[3])
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" "${CHECK_LET:-}" ||
-		fail "$3: $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]))' "$1")"
+	local out
+	out=$(python3 -c 'import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit("assert_shapes: %s is not a JSON report (%s)" % (sys.argv[1], e))
+_bad = "; ".join(n for n in r.get("notes", []) if "do not match the declared shape" in n)
+if _bad:
+    sys.exit("results unlike their declaration: " + _bad)
+res = r.get("results")
+_err = ""
+try:
+    exec(sys.argv[3])
+    _ok = eval(sys.argv[2])
+except Exception as e:
+    _ok, _err = False, " (%s: %s)" % (type(e).__name__, e)
+if not _ok:
+    sys.exit(sys.argv[4] + _err + ": " + json.dumps(res))' "$1" "$2" "${CHECK_LET:-}" "$3" 2>&1) || fail "$out"
 }
 
 # assert_shapes FILE: the report has no "results do not match the declared shape" note.
