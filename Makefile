@@ -181,11 +181,12 @@ endif
 e2e: all $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
 	@BUILD=$(BUILD) E2E_TESTS="$(filter-out all,$(E2E_TESTS))" tests/e2e/run.sh
 
-# Everything the stages of check run, built first (make -j check-build: .ci/run times the stages).
-check-build: all $(UNIT_BINS) $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names \
-	     $(if $(CHECK_FUZZ),$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS)))
-
-check: all unit lint $(CHECK_FUZZ) e2e
+# check builds everything its stages run first, on every CPU (check-build, below the fuzz
+# targets it needs), then runs the stages one at a time: the e2e tests measure CPU shares.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+check:
+	@$(MAKE) --no-print-directory -j$(NPROC) check-build
+	@$(MAKE) --no-print-directory -j1 unit lint $(CHECK_FUZZ) e2e
 
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
@@ -285,6 +286,10 @@ endef
 
 fuzz-smoke: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_smoke_one,$(t)))
+
+# Everything the stages of check run (.ci/run builds it with -j, then times each stage).
+check-build: all $(UNIT_BINS) $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names \
+	     $(if $(CHECK_FUZZ),$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS)))
 
 install: all
 	install -D -m 0755 $(BUILD)/diagnose $(DESTDIR)$(PREFIX)/bin/diagnose
