@@ -7,14 +7,16 @@ BUILD=${BUILD:-build}
 # them with a sudo caller's rights (diagnose does that for --output/--folded under sudo).
 unset SUDO_UID SUDO_GID
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-# One interpreter for every helper: python3 as found on PATH, resolved once (a version manager's
-# shim, pyenv's for one, costs a few shell processes per call, and the suite makes thousands).
-PYTHON3=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) || PYTHON3=python3
-python3() { "$PYTHON3" "$@"; }
 DIAG="$ROOT/$BUILD/diagnose"
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
 TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
+# One interpreter for every helper: python3 as found on PATH, resolved once and put first on
+# PATH (a version manager's shim, pyenv's for one, costs a few shell processes per call, and the
+# suite makes thousands). A command, not a function: `python3 ... &` must give the python's pid.
+if _py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$_py" ]; then
+	mkdir "$TMP/bin" && ln -s "$_py" "$TMP/bin/python3" && export PATH="$TMP/bin:$PATH"
+fi
 # Production mode needs an audit trail: these machines run no syslog daemon.
 export DIAGNOSE_AUDIT_FILE="$TMP/audit.jsonl"
 PIDS=""
