@@ -2,8 +2,10 @@
 # Nothing is compiled at run time; the BPF bytes are inside the binary.
 #
 #   make            build build/diagnose (installs missing Debian packages first when root)
-#   make check      build, then unit tests (cmocka), recipe lint, end-to-end tests on the kernel
-#   make check SAN=1  the same with ASan + UBSan, in build-san/
+#   make check      build, then unit tests (cmocka), recipe lint, fuzz smoke, end-to-end tests
+#                   on the kernel (E2E_TESTS="t_a t_b": those only)
+#   make check SAN=1  with ASan + UBSan, in build-san/: unit, lint and the e2e tests of SAN_E2E_TESTS
+#                   (E2E_TESTS=all: every e2e test)
 #   make demo       run `diagnose high-cpu` on the bundled CPU-burning workload
 #   make bench      benchmark against bpftrace and libbpf-tools, side by side
 #   make install PREFIX=/usr/local
@@ -65,7 +67,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all check unit lint e2e demo bench install clean deps fuzz fuzz-smoke
+.PHONY: all check check-build unit lint e2e demo bench install clean deps fuzz fuzz-smoke
 # Keep generated skeletons and objects: they are inputs of several targets.
 .SECONDARY:
 all: $(BUILD)/diagnose $(WORKLOADS)
@@ -159,10 +161,37 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 
-e2e: all $(UNIT_FIXTURES) # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
-	@BUILD=$(BUILD) tests/e2e/run.sh
+# The names the e2e release checks call ours (tests/e2e/lib.sh): every program of every BPF
+# object and the doctor's, derived so that a new probe's programs are checked without a line here.
+$(BUILD)/bpf/prog_names: $(BPF_OBJS) $(ENGINE_SRCS) tests/e2e/bpf_ours.py
+	@python3 tests/e2e/bpf_ours.py names $(CURDIR) $(BUILD) > $@.tmp && mv $@.tmp $@
 
-check: all unit lint fuzz-smoke e2e
+# E2E_TESTS="t_a t_b.sh": only those e2e tests; all: every tests/e2e/t_*.sh. The sanitizer pass
+# repeats the tests whose C code takes what users and targets give and where memory errors would
+# hide: recipes, Lua, arguments and budgets (t_bad_input, t_errors), reports read back (t_replay),
+# locks, policies and swapped files (t_trust), unwinding and symbolizing target binaries
+# (t_unwind, t_symbols), the outputs written from their names (t_outputs), every probe kind's
+# results (t_shapes), process sets that fork and exec (t_forks), and every way a run ends
+# (t_stop). Its fuzz smoke is not repeated: the fuzz targets are ASan + UBSan builds whatever
+# SAN says, and the first pass ran them.
+SAN_E2E_TESTS := t_bad_input t_errors t_replay t_trust t_unwind t_symbols t_outputs t_shapes t_forks t_stop
+ifeq ($(SAN),1)
+E2E_TESTS ?= $(SAN_E2E_TESTS)
+CHECK_FUZZ :=
+else
+E2E_TESTS ?= all
+CHECK_FUZZ := fuzz-smoke
+endif
+
+e2e: all $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names # t_unwind.sh runs the fixtures of tests/unit/unwind.mk
+	@BUILD=$(BUILD) E2E_TESTS="$(filter-out all,$(E2E_TESTS))" tests/e2e/run.sh
+
+# check builds everything its stages run first, on every CPU (check-build, below the fuzz
+# targets it needs), then runs the stages one at a time: the e2e tests measure CPU shares.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+check:
+	@$(MAKE) --no-print-directory -j$(NPROC) check-build
+	@$(MAKE) --no-print-directory -j1 unit lint $(CHECK_FUZZ) e2e
 
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
@@ -262,6 +291,10 @@ endef
 
 fuzz-smoke: $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_smoke_one,$(t)))
+
+# Everything the stages of check run (.ci/run builds it with -j, then times each stage).
+check-build: all $(UNIT_BINS) $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names \
+	     $(if $(CHECK_FUZZ),$(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS)))
 
 install: all
 	install -D -m 0755 $(BUILD)/diagnose $(DESTDIR)$(PREFIX)/bin/diagnose

@@ -3,17 +3,8 @@
 # exit 3 naming the missing capability as nobody, and no BPF program or link left behind.
 . "$(dirname "$0")/lib.sh"
 
-doctor_objs() { # prints "PROGRAMS LINKS": loaded doctor programs (doctor_*) and links to them
-	bpftool -j link list 2>/dev/null | python3 -c '
-import json, subprocess, sys
-progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")
-ours = {p["id"] for p in progs if p.get("name", "").startswith("doctor_")}
-links = json.load(sys.stdin) or []
-print(len(ours), sum(1 for l in links if l.get("prog_id") in ours))'
-}
 status_of() { awk -v n="$1" '$2 == n { print $1 }' "$TMP/out"; }
 
-before=$(doctor_objs)
 "$DIAG" doctor > "$TMP/out" 2> "$TMP/err"
 rc=$?
 cat "$TMP/out"
@@ -51,17 +42,11 @@ if [ ! -d /sys/bus/event_source/devices/kprobe ] && [ ! -d /sys/bus/event_source
 	grep -q '^missing kprobe .*without kprobes' "$TMP/out" || fail "kprobe line does not say why"
 fi
 
-# programs are freed after the last fd closes, asynchronously (RCU): allow it a few seconds
-for i in $(seq 30); do after=$(doctor_objs); [ "$after" = "0 0" ] && break; sleep 0.1; done
-[ "$before" = "0 0" ] || fail "doctor programs/links loaded before the run: $before"
-[ "$after" = "0 0" ] || fail "doctor left programs/links behind (programs links): $after"
+assert_released "doctor" # its doctor_* programs are among ours (lib.sh)
 
-if command -v setpriv >/dev/null; then
-	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" doctor \
-		> "$TMP/out" 2>&1
-	rc=$?
-	[ "$rc" = 3 ] || fail "doctor as nobody: exit $rc, want 3"
-	grep -q '^missing privileges .*CAP_BPF' "$TMP/out" || fail "nobody: no missing CAP_BPF line"
-	tail -1 "$TMP/out" | grep -q '^doctor: .*(exit 3)' || fail "nobody: summary does not say exit 3"
-fi
+as_nobody "$NOBODY_DIAG" doctor > "$TMP/out" 2>&1
+rc=$?
+[ "$rc" = 3 ] || fail "doctor as nobody: exit $rc, want 3: $(cat "$TMP/out")"
+grep -q '^missing privileges .*CAP_BPF' "$TMP/out" || fail "nobody: no missing CAP_BPF line"
+tail -1 "$TMP/out" | grep -q '^doctor: .*(exit 3)' || fail "nobody: summary does not say exit 3"
 exit 0

@@ -28,9 +28,8 @@ PY
 expect 2 "merge: the reports together hold more than 8000000 values (merge's limit for all its inputs, not each file); reached in $TMP/m2.json" \
 	"$DIAG" merge "$TMP/m0.json" "$TMP/m1.json" "$TMP/m2.json"
 "$DIAG" merge "$TMP/m0.json" "$TMP/m1.json" > /dev/null || fail "merge of two such reports (6 million values): exit $?"
-if command -v setpriv >/dev/null; then
-	expect 3 'CAP_BPF' setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$DIAG" high-cpu --pid 1
-fi
+nobody_tree
+expect 3 'CAP_BPF' as_nobody "$NOBODY_DIAG" high-cpu --pid 1
 # Hardware cycles where the recipe prefers them: used on a machine with a PMU, else a clear
 # fallback note and a working run on the cpu-clock software event.
 mkdir -p "$TMP/hw/recipes"

@@ -7,16 +7,13 @@
 #     exist are exit 2 with FILE:LINE. Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 
-PROGS='^(tracepoint_cnt|count_sys_enter|tp_btf_wakeup|tp_btf_wakeup_n|tp_btf_switch|raw_tp_wakeup|raw_tp_wakeup_n|raw_tp_switch)$'
-released() { OUR_PROGS=$PROGS assert_released "$1"; }
-
 V2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-[ -n "$V2" ] || skip "no cgroup v2 hierarchy mounted"
+[ -n "$V2" ] || skip_unsupported "no cgroup v2 hierarchy mounted"
 OWN=$(sed -n 's/^0:://p' /proc/self/cgroup)
-[ -n "$OWN" ] || skip "this shell is in no cgroup v2 directory"
+[ -n "$OWN" ] || skip_unsupported "this shell is in no cgroup v2 directory"
 REL="${OWN%/}/diag-e2e-$$"
 CG="$V2$REL"
-mkdir "$CG" || skip "cannot create a cgroup below $V2$OWN"
+mkdir "$CG" || skip_unsupported "cannot create a cgroup below $V2$OWN"
 # The workloads are this shell's children: killed and reaped first, then the cgroup is empty.
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rmdir "$CG"; rm -rf "$TMP"' EXIT
 
@@ -56,7 +53,7 @@ check "$TMP/cg.json" "res['runq']['count'] > 0" "runq_latency with a cgroup filt
 "$DIAG" "$R" --pid "$A" --dry-run --json > "$TMP/cg-dry.json" 2>/dev/null
 check "$TMP/cg-dry.json" "r['plan']['probes'][0]['cgroup_id'] == $(stat -c %i "$CG") and r['plan']['probes'][0]['cgroup_path'] == '$CG'" \
 	"dry run: cgroup id/path"
-released "a run with cgroup filters"
+assert_released "a run with cgroup filters"
 
 # ---- (b) tid, (c) comm -----------------------------------------------------------------------
 R=$(test_recipe filters-tid 1 <<EOF
@@ -73,7 +70,7 @@ EOF
 [ "$rc" = 0 ] || fail "tid/comm: exit $rc: $(cat "$TMP/tid.err")"
 check "$TMP/tid.json" "[k['pid'] for k in res['sw']['keys']] == [B]" "tid filter: other threads counted"
 check "$TMP/tid.json" "res['sc']['syscalls'][0]['name'] == 'getppid' and res['sc']['total'] > 1000" "comm filter on syscall_stats"
-released "a run with tid and comm filters"
+assert_released "a run with tid and comm filters"
 
 # ---- (d) refusals ----------------------------------------------------------------------------
 bad() { # bad NAME FILTERS GREP: exit 2 and the message
@@ -92,5 +89,5 @@ EOF
 bad unsupported '{device: vda}' "recipes/unsupported.yaml:[0-9]*: probes.sw (tracepoint_count): filters.device: this probe kind does not support this filter"
 bad nocgroup '{cgroup: /no/such/cgroup-x}' "recipes/nocgroup.yaml:[0-9]*: probes.sw (tracepoint_count): filters.cgroup: no cgroup $V2/no/such/cgroup-x"
 bad v1cgroup '{cgroup: /sys/fs/cgroup/memory}' "filters.cgroup: .* is not in the cgroup v2 hierarchy"
-released "refused filters"
+assert_released "refused filters"
 exit 0

@@ -8,9 +8,6 @@
 # recipes/../lua/); their Lua returns nothing: the JSON results are what is checked.
 . "$(dirname "$0")/lib.sh"
 
-GEN_PROGS='^(tracepoint_cnt|func_lat_entry|func_lat_return)$'
-released() { OUR_PROGS=$GEN_PROGS assert_released "$1"; }
-
 WORKLOAD="$WL/func_workload"
 [ -x "$WORKLOAD" ] || fail "$WORKLOAD missing: run make"
 
@@ -73,7 +70,7 @@ check "$J" 'all(b["lo"] >= 1 << 18 for b in res["rec"]["buckets"])' "rec: a nest
 check "$J" '0 <= res["rec"]["calls"] - res["rec"]["count"] <= 6' "rec: calls and timed calls differ by more than one nest"
 check "$J" '5 <= res["rec"]["calls"] / res["slow"]["calls"] <= 7' "rec: not ~6 nested calls per slow_op call"
 check "$J" 'res["rec"]["max_ns"] < 1000000000 and res["rec"]["total_ns"] >= 300000 * res["rec"]["count"]' "rec: garbage latencies"
-released "a run with tracepoint_count and func_latency"
+assert_released "a run with tracepoint_count and func_latency"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 # ---- (b) recursion deeper than the per-thread limit (16): the excess is lost, not mis-timed ---
@@ -93,7 +90,7 @@ check "$J" 'res["rec"]["lost_by_reason"]["too_deep"] > 0 and res["rec"]["lost"] 
 check "$J" 'abs(res["rec"]["lost"] / res["rec"]["calls"] - 5 / 21) < 0.05' "deep: not 5 of every 21 nested calls lost"
 check "$J" '0 <= res["rec"]["calls"] - res["rec"]["count"] - res["rec"]["lost"] <= 21' "deep: calls != timed + lost"
 check "$J" 'res["rec"]["count"] > 0 and all(b["lo"] >= 1 << 18 for b in res["rec"]["buckets"])' "deep: mis-timed calls"
-released "a run with deep recursion"
+assert_released "a run with deep recursion"
 
 # ---- (c) a misspelled symbol: exit 2 before anything attaches --------------------------------
 R=$(test_recipe generic-typo <<EOF
@@ -112,7 +109,7 @@ rc=$?
 [ "$rc" = 2 ] || fail "typo: exit code $rc, want 2: $(cat "$TMP/typo.err")"
 grep -q 'no function "slow_opp" in the symbol tables of .*func_workload: probably inlined, static and stripped, or misspelled: check with nm -D / readelf -s' "$TMP/typo.err" ||
 	fail "typo: unclear message: $(cat "$TMP/typo.err")"
-released "a misspelled symbol"
+assert_released "a misspelled symbol"
 
 # ---- (d) a tracepoint that does not exist, and one that is not "category:event" --------------
 R=$(test_recipe generic-notp <<EOF
@@ -136,5 +133,5 @@ EOF
 rc=$?
 [ "$rc" = 2 ] || fail "sched_switch: exit code $rc, want 2: $(cat "$TMP/badtp.err")"
 grep -q 'expected "category:event"' "$TMP/badtp.err" || fail "sched_switch: unclear message: $(cat "$TMP/badtp.err")"
-released "bad tracepoints"
+assert_released "bad tracepoints"
 exit 0

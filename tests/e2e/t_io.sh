@@ -33,8 +33,8 @@ dev_of() { # the block device name a path lives on, as /sys/dev/block names it
 	mm=$(stat -c '%Hd:%Ld' "$1" 2>/dev/null) || return 1
 	basename "$(readlink "/sys/dev/block/$mm")"
 }
-DISK=$(dev_of "$DATA") || skip "$DATA is not on a block device"
-[ -n "$DISK" ] || skip "$DATA is not on a block device"
+DISK=$(dev_of "$DATA") || skip_unsupported "$DATA is not on a block device"
+[ -n "$DISK" ] || skip_unsupported "$DATA is not on a block device"
 
 verdicts() { json "$1" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]'; }
 run_io() { # NAME ARGS...: runs io-saturation into $TMP/NAME.json, sets rc
@@ -99,7 +99,7 @@ rm -f "$L"
 # ---- (c) random O_DIRECT reads saturating a loop device --------------------------------------
 IMG="$DATA/diag-io-sat.$$"
 dd if=/dev/zero of="$IMG" bs=1M count=128 oflag=direct status=none || fail "cannot write $IMG"
-LOOP=$(losetup --find --show --direct-io=on "$IMG") || skip "cannot set up a loop device"
+LOOP=$(losetup --find --show --direct-io=on "$IMG") || skip_unsupported "cannot set up a loop device"
 LOOPS="$LOOPS $LOOP"
 LN=$(basename "$LOOP")
 start "$WL/io_load" randread "$LOOP" 16
@@ -144,7 +144,7 @@ rm -f "$IMG"
 OWN=$(awk -F: '$2 == "blkio" { print $3 }' /proc/self/cgroup)
 CG="/sys/fs/cgroup/blkio${OWN%/}/diag-io-test.$$"
 truncate -s 64M /dev/shm/diag-io-thr.$$
-LOOP=$(losetup --find --show /dev/shm/diag-io-thr.$$) || skip "cannot set up a loop device"
+LOOP=$(losetup --find --show /dev/shm/diag-io-thr.$$) || skip_unsupported "cannot set up a loop device"
 LOOPS="$LOOP"
 LN=$(basename "$LOOP")
 mkdir "$CG" || fail "cannot create $CG"

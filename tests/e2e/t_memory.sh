@@ -22,8 +22,6 @@
 # Nothing stays attached after any run.
 . "$(dirname "$0")/lib.sh"
 
-# Only our memory probes' programs: other tests' programs may be loaded by runs in parallel.
-OUR_PROGS='^(alloc_.*|tp_btf_page_fau|raw_tp_page_fau|tracepoint_page)$'
 CG=""
 cleanup() {
 	for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done
@@ -130,8 +128,8 @@ else
 	root=/sys/fs/cgroup; [ -f $root/cgroup.controllers ] || root=/sys/fs/cgroup/unified
 	CG="$root${own%/}/diag-mem-test-$$"; LIMIT_FILE=memory.max
 fi
-mkdir "$CG" 2>/dev/null || skip "cannot create a memory cgroup below $own"
-[ -f "$CG/$LIMIT_FILE" ] || skip "no $LIMIT_FILE in $CG (memory controller not enabled there)"
+mkdir "$CG" 2>/dev/null || skip_unsupported "cannot create a memory cgroup below $own"
+[ -f "$CG/$LIMIT_FILE" ] || skip_unsupported "no $LIMIT_FILE in $CG (memory controller not enabled there)"
 # 96 MiB at 4 MiB/s: ~20 s, time for the second run below to load and attach on a busy machine
 echo $((96 * 1024 * 1024)) > "$CG/$LIMIT_FILE" || fail "cannot set $CG/$LIMIT_FILE"
 start sh -c "echo \$\$ > '$CG/cgroup.procs' && exec '$WL/mem_leaker' leak 4096"

@@ -38,7 +38,7 @@ run_mem() { # NAME: memory-growth host-wide for 3-4 s into $TMP/NAME.json, sets 
 
 mkdir -p "$MNT/grow" "$MNT/churn"
 mount -t tmpfs -o size=16m,nr_inodes=400000,mode=0700 diagnose-e2e-slabs "$MNT" ||
-	skip "cannot mount a tmpfs"
+	skip_unsupported "cannot mount a tmpfs"
 mkdir -p "$MNT/grow" "$MNT/churn"
 
 # ---- (a) a slab cache that grows ------------------------------------------------------------
@@ -95,7 +95,7 @@ else
 	root=/sys/fs/cgroup; [ -f $root/cgroup.controllers ] || root=/sys/fs/cgroup/unified
 	CG="$root${own%/}/diag-refault-test-$$"; LIMIT_FILE=memory.max; REL="${own%/}/diag-refault-test-$$"
 fi
-mkdir "$CG" 2>/dev/null || skip "cannot create a memory cgroup below $own"
+mkdir "$CG" 2>/dev/null || skip_unsupported "cannot create a memory cgroup below $own"
 echo $((16 << 20)) > "$CG/$LIMIT_FILE" || fail "cannot set $CG/$LIMIT_FILE"
 # Files written here, on the disk (not the tmpfs: its pages cannot be evicted without swap), then
 # dropped from the page cache so that the reader's cgroup is charged for what it reads.

@@ -22,9 +22,6 @@
 # Every run leaves nothing attached; the namespaces, veths and nft tables go with the test.
 # KEEP_REPORTS=DIR keeps the JSON reports (tests/unit/fixtures/network/ were recorded so).
 . "$(dirname "$0")/lib.sh"
-# The programs network-errors loads (tcp_events, skb_drops): the release checks look for these
-# only, so that other tests' runs on a shared machine do not fail this one.
-OUR_PROGS='^(tcpe_.*|skbd_.*)$'
 
 command -v ip >/dev/null || skip "no ip (iproute2): scripts/install-deps.sh"
 command -v nft >/dev/null || skip "no nft (nftables): scripts/install-deps.sh"

@@ -8,9 +8,6 @@
 # `degrade: sample` counts 1 in N and its scaled total stays within a factor of 2 of the real
 # count; nothing stays attached after any of them.
 . "$(dirname "$0")/lib.sh"
-
-PROGS='^(tracepoint_cnt|func_lat_entry|func_lat_return)$'
-released() { OUR_PROGS=$PROGS assert_released "$1"; }
 RATE=5000
 STATUS="$TMP/paced.status"
 start "$WL/paced_calls" "$RATE" "$STATUS"
@@ -46,13 +43,13 @@ check "$TMP/ok.json" "pf['softirq']['rate'] == 'measured' and sirq / 2 <= pf['so
 check "$TMP/ok.json" "res['op']['calls'] > 0.5 * calls * r['duration_s'] and res['softirq']['total'] > 0.5 * sirq * r['duration_s']" \
 	"full mode after the pre-flight collected too little"
 check "$TMP/ok.json" "1.2 <= r['duration_s'] <= 1.9" "duration_s is not the 2 s minus the 500 ms pre-flight"
-released "a run with a uprobe and an interrupt-context tracepoint"
+assert_released "a run with a uprobe and an interrupt-context tracepoint"
 
 # The dry run runs the same pre-flight.
 "$DIAG" "$R" --pid "$PID" --dry-run --json > "$TMP/dry.json" 2> "$TMP/dry.err"; rc=$?
 [ "$rc" = 0 ] || fail "dry run: exit $rc: $(cat "$TMP/dry.err")"
 CHECK_LET="calls = $CALL_RATE" check "$TMP/dry.json" "calls / 2 <= r['plan']['preflight']['probes']['op']['events_per_s'] <= calls * 2" "dry run: uprobe rate"
-released "a dry run"
+assert_released "a dry run"
 
 # ---- (b) a uprobe over budget: refused, nothing left attached --------------------------------
 BUDGET='  max_events_per_s: 1000
@@ -62,7 +59,7 @@ R=$(echo "$UPROBE" | TEST_BUDGETS=$BUDGET test_recipe preflight-refuse 2)
 [ "$rc" = 3 ] || fail "uprobe over budget: exit $rc, want 3: $(cat "$TMP/refuse.err")"
 grep -q 'over budget: measured [0-9.]*k/s events in a 250 ms pre-flight (mostly probe op), max_events_per_s allows 1.0k/s.*the probes over it cannot sample' "$TMP/refuse.err" ||
 	fail "refusal message: $(cat "$TMP/refuse.err")"
-released "a refused uprobe probe"
+assert_released "a refused uprobe probe"
 
 # ---- (c) an interrupt-context tracepoint over budget, degrade: sample -------------------------
 R=$(echo "$SOFTIRQ" | TEST_BUDGETS=$BUDGET test_recipe preflight-sample 2)
@@ -76,5 +73,5 @@ check "$TMP/sample.json" "res['softirq']['sampled_1_in'] >= 3" "not sampled"
 check "$TMP/sample.json" "sirq / 2 <= res['softirq']['total'] / r['duration_s'] <= sirq * 2" \
 	"scaled total $(json "$TMP/sample.json" 'r["results"]["softirq"]["total"] / r["duration_s"]')/s not within 2x of $SOFTIRQ_RATE/s"
 json "$TMP/sample.json" '" ".join(r["notes"])' | grep -q 'counted 1 in [0-9]* at random (degrade: sample)' || fail "no degrade note"
-released "a degraded run"
+assert_released "a degraded run"
 exit 0

@@ -9,11 +9,10 @@
 RP=$(mktemp -d /tmp/diagnose-replay.XXXXXX)
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP" "$RP"' EXIT
 chmod 755 "$RP"
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
 replay_same() { # replay_same NAME: the replay of $RP/NAME.json gives its verdicts and exit code
 	local live_rc=$2
-	as_nobody "$DIAG" replay "$RP/$1.json" --recipes "$ROOT/recipes" --json > "$RP/$1.replay.json" 2> "$RP/$1.err"
+	as_nobody "$NOBODY_DIAG" replay "$RP/$1.json" --recipes "$NOBODY_RECIPES" --json > "$RP/$1.replay.json" 2> "$RP/$1.err"
 	local rc=$?
 	[ "$rc" = "$live_rc" ] || fail "$1: replay exit $rc, live $live_rc: $(cat "$RP/$1.err")"
 	[ "$(python3 -c 'import json, sys
@@ -33,12 +32,12 @@ start "$WL/cpu_burner"
 chmod 644 "$RP"/*.json
 replay_same lock "$lock_rc"
 replay_same cpu "$cpu_rc"
-as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" | grep -q "^replayed: verdicts of .*latency.lua on the results recorded in $RP/lock.json" ||
+as_nobody "$NOBODY_DIAG" replay "$RP/lock.json" --recipes "$NOBODY_RECIPES" | grep -q "^replayed: verdicts of .*latency.lua on the results recorded in $RP/lock.json" ||
 	fail "the text report does not say it is a replay"
 
-as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" --threshold cause_pct_warn=101 --threshold cause_pct_crit=101 --json > "$RP/t.json"
+as_nobody "$NOBODY_DIAG" replay "$RP/lock.json" --recipes "$NOBODY_RECIPES" --threshold cause_pct_warn=101 --threshold cause_pct_crit=101 --json > "$RP/t.json"
 check "$RP/t.json" "'lock-contention' not in [v['id'] for v in r['verdicts']] and r['thresholds']['cause_pct_warn'] == 101" "thresholds not applied"
-out=$(as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" --threshold cause_pct_wran=1 2>&1); rc=$?
+out=$(as_nobody "$NOBODY_DIAG" replay "$RP/lock.json" --recipes "$NOBODY_RECIPES" --threshold cause_pct_wran=1 2>&1); rc=$?
 [ "$rc" = 2 ] && echo "$out" | grep -q 'has no threshold cause_pct_wran (it has: cause_pct_warn' || fail "misspelt threshold: exit $rc: $out"
 
 cat > "$RP/other.lua" <<'LUA'
@@ -47,7 +46,7 @@ for _ in pairs(results.offcpu.stacks) do n = n + 1 end
 return { verdicts = { diag.verdict("replayed-lua", "warning", "stacks: " .. n, {}, {}) } }
 LUA
 chmod 644 "$RP/other.lua"
-as_nobody "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" --lua "$RP/other.lua" --json > "$RP/l.json"; rc=$?
+as_nobody "$NOBODY_DIAG" replay "$RP/lock.json" --recipes "$NOBODY_RECIPES" --lua "$RP/other.lua" --json > "$RP/l.json"; rc=$?
 [ "$rc" = 4 ] || fail "--lua: exit $rc"
 check "$RP/l.json" "[v['id'] for v in r['verdicts']] == ['replayed-lua'] and r['replayed']['lua'] == '$RP/other.lua'" "--lua not run"
 
@@ -61,19 +60,19 @@ fi
 "$DIAG" replay "$RP/lock.json" --recipes "$ROOT/recipes" | grep -q $'\033' && fail "colour in a pipe"
 
 # diff: the live report against its replay with the thresholds raised: lock-contention is gone
-out=$(as_nobody "$DIAG" diff "$RP/lock.json" "$RP/t.json"); rc=$?
+out=$(as_nobody "$NOBODY_DIAG" diff "$RP/lock.json" "$RP/t.json"); rc=$?
 [ "$rc" = 0 ] && echo "$out" | grep -q '^  gone    warning\|^  gone    critical' && echo "$out" | grep -q 'lock-contention' ||
 	fail "diff: exit $rc: $out"
-as_nobody "$DIAG" diff "$RP/lock.json" "$RP/lock.json" --json > "$RP/d.json"
+as_nobody "$NOBODY_DIAG" diff "$RP/lock.json" "$RP/lock.json" --json > "$RP/d.json"
 [ "$(json "$RP/d.json" 'all(v["change"] == "same" for v in r["verdicts"]) and r["functions"] == {}')" = True ] ||
 	fail "diff of a report with itself: $(cat "$RP/d.json")"
 
 # merge: three reports (two recipes) as one view; each report names this host
-as_nobody "$DIAG" merge "$RP/lock.json" "$RP/cpu.json" "$RP/t.json" --json > "$RP/m.json"; rc=$?
+as_nobody "$NOBODY_DIAG" merge "$RP/lock.json" "$RP/cpu.json" "$RP/t.json" --json > "$RP/m.json"; rc=$?
 [ "$rc" = 0 ] || fail "merge: exit $rc"
 [ "$(json "$RP/m.json" 'len(r["hosts"]) == 3 and r["hosts"][0]["host"] == "'"$(uname -n)"'" and [(g["recipe"], g["count"]) for g in r["verdicts"] if g["id"] == "lock-contention"] == [("latency", 1)]')" = True ] ||
 	fail "merge: $(cat "$RP/m.json")"
-as_nobody "$DIAG" merge "$RP/lock.json" "$RP/cpu.json" | grep -q '^  [A-Z]*  *1/2  latency/lock-contention' || fail "merge text"
+as_nobody "$NOBODY_DIAG" merge "$RP/lock.json" "$RP/cpu.json" | grep -q '^  [A-Z]*  *1/2  latency/lock-contention' || fail "merge text"
 
 echo '{"tool": "diagnose", "results": {}}' > "$RP/bad.json"
 out=$("$DIAG" replay "$RP/bad.json" 2>&1); rc=$?
