@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -682,6 +683,7 @@ static int helper_spawn(struct helper *h)
 		return -1;
 	}
 	if (pid == 0) {
+		prctl(PR_SET_NAME, "diagnose-read"); /* what ps and pgrep show of it */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
 		    dup2(sv[1], 3) < 0)

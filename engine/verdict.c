@@ -1191,6 +1191,7 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 {
 	/* Never outlive the parent's call: dies with it (checked once, in case it is already gone). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "diagnose-lua"); /* what ps and pgrep show of it */
 	if (getppid() != parent)
 		_exit(3);
 	if (wfd > 3)

@@ -83,7 +83,7 @@ term_in_lua() {
 	d=$!
 	local child=
 	for i in $(seq 1000); do
-		child=$(pgrep -P "$d" | head -1)
+		child=$(pgrep -P "$d" -x diagnose-lua | head -1) # not its file readers (diagnose-read)
 		[ -n "$child" ] && break
 		sleep 0.02
 	done
