@@ -2,12 +2,13 @@
  *
  * Choices: a condition variable on CLOCK_MONOTONIC (the clock of mono_ns()) that the thread waits
  * on until the armed deadline; arming again or disarming wakes it to wait anew. The descriptors
- * to close are found by what /proc/self/fd says they are ("anon_inode:bpf-link", "bpf-prog",
+ * to release are found by what /proc/self/fd says they are ("anon_inode:bpf_link", "bpf-prog",
  * "[perf_event]"): no registry that every attach path would have to keep.
  */
 #include "watchdog.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,33 +30,47 @@ struct watchdog {
 	void *arg;
 };
 
+/* Whether fd is a BPF link, program or perf event (as /proc/self/fd names them: links are
+ * "bpf_link", programs "bpf-prog"). */
+static bool is_bpf_attachment(int fd)
+{
+	char link[64], target[64];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t len = readlink(link, target, sizeof(target) - 1);
+	if (len <= 0)
+		return false;
+	target[len] = '\0';
+	return !strcmp(target, "anon_inode:bpf_link") || !strcmp(target, "anon_inode:bpf-link") ||
+	       !strcmp(target, "anon_inode:bpf-prog") || !strcmp(target, "anon_inode:[perf_event]");
+}
+
 int watchdog_detach_all(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	int closed = 0;
-	if (!d)
-		return 0;
-	int self = dirfd(d);
-	int fds[1024];
-	size_t n = 0;
-	for (struct dirent *e; (e = readdir(d)) && n < ARRAY_LEN(fds);) {
-		char link[64], target[64];
-		int fd = atoi(e->d_name);
-		if (e->d_name[0] == '.' || fd == self)
-			continue;
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-		ssize_t len = readlink(link, target, sizeof(target) - 1);
-		if (len <= 0)
-			continue;
-		target[len] = '\0';
-		if (!strcmp(target, "anon_inode:bpf-link") || !strcmp(target, "anon_inode:bpf-prog") ||
-		    !strcmp(target, "anon_inode:[perf_event]"))
-			fds[n++] = fd;
+	/* /dev/null over each, not close: the kernel drops the attachment all the same, and the
+	 * number stays taken, so a thread of ours still running cannot be handed it for a file of
+	 * its own and then see libbpf close it */
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int n = 0;
+	for (bool again = true; again;) { /* until a pass finds none (the list changes as we go) */
+		again = false;
+		DIR *d = opendir("/proc/self/fd");
+		if (!d)
+			break;
+		int self = dirfd(d);
+		for (struct dirent *e; (e = readdir(d));) {
+			int fd = atoi(e->d_name);
+			if (e->d_name[0] == '.' || fd == self || fd == null || !is_bpf_attachment(fd))
+				continue;
+			if (null >= 0 ? dup3(null, fd, O_CLOEXEC) == fd : close(fd) == 0) {
+				n++;
+				again = true;
+			}
+		}
+		closedir(d);
 	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		closed += close(fds[i]) == 0;
-	return closed;
+	if (null >= 0)
+		close(null);
+	return n;
 }
 
 static void fire(struct watchdog *w, const char *stage)
@@ -64,7 +79,7 @@ static void fire(struct watchdog *w, const char *stage)
 	char why[256], line[320];
 	snprintf(why, sizeof(why), "watchdog: %s had not ended by its limit (something the target "
 		 "controls stalled the run where no deadline held); %d BPF links, programs and events "
-		 "closed, run abandoned", stage, n);
+		 "released, run abandoned", stage, n);
 	int len = snprintf(line, sizeof(line), "diagnose: %s\n", why);
 	if (write(STDERR_FILENO, line, (size_t)len) < 0) { /* nothing better to do */
 	}

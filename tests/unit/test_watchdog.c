@@ -1,6 +1,6 @@
 /* test_watchdog.c — the last bound on a run (engine/watchdog.c), in child processes: one stuck
- * for ever in an open() of a FIFO with a perf event open is ended at its limit, the event's
- * descriptor closed before its last words run, exit code DIAG_EXIT_RUNTIME; one disarmed in time
+ * for ever in an open() of a FIFO with a perf event and (as root) a BPF link open is ended at its
+ * limit, both released before its last words run, exit code DIAG_EXIT_RUNTIME; one disarmed in time
  * is not; re-arming moves the limit.
  */
 #include <setjmp.h>
@@ -22,19 +22,47 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+
 #include "util.h"
 #include "watchdog.h"
 
-static int words_fd = -1, event_fd = -1;
+static int words_fd = -1, event_fd = -1, link_fd = -1;
+
+/* 1 when fd no longer holds what it held (it is /dev/null now, or closed), -1 when there was none. */
+static int released(int fd)
+{
+	if (fd < 0)
+		return -1;
+	char link[64], target[64] = "";
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	return n < 0 || (n > 0 && !strncmp(target, "/dev/null", (size_t)n));
+}
 
 static void last_words(void *arg, const char *why)
 {
 	(void)arg;
 	char line[400];
-	int closed = event_fd < 0 ? -1 : fcntl(event_fd, F_GETFD) < 0;
-	int n = snprintf(line, sizeof(line), "closed=%d %s", closed, why);
+	int n = snprintf(line, sizeof(line), "event=%d link=%d %s", released(event_fd), released(link_fd), why);
 	if (write(words_fd, line, (size_t)n) < 0)
 		_exit(9);
+}
+
+/* A BPF link (raw tracepoint sched_switch, a program that returns 0) when root may make one. */
+static int open_link(void)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int pfd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "wd_test", "GPL", prog, 2, NULL);
+	if (pfd < 0)
+		return -1;
+	int lfd = bpf_raw_tracepoint_open("sched_switch", pfd);
+	close(pfd); /* the link holds the program */
+	return lfd;
 }
 
 /* A perf event of this process (the watchdog must close it); -1 when the kernel refuses. */
@@ -84,6 +112,7 @@ static char fifo[64];
 static void stuck(void)
 {
 	event_fd = open_event();
+	link_fd = open_link();
 	struct watchdog *w = watchdog_start(last_words, NULL);
 	if (!w)
 		_exit(8);
@@ -104,9 +133,12 @@ static void test_fires(void **state)
 	assert_int_equal(rc, DIAG_EXIT_RUNTIME);
 	if (!strstr(words, "watchdog: the collection had not ended by its limit"))
 		fail_msg("last words: \"%s\"", words);
-	/* the event was closed before the last words (-1: perf events refused here) */
-	if (strncmp(words, "closed=1 ", 9) && strncmp(words, "closed=-1 ", 10))
-		fail_msg("the perf event was not closed: \"%s\"", words);
+	/* the event and the link were released before the last words (-1: not made here: not
+	 * root, or perf events refused); as root the link must have been made */
+	if (strncmp(words, "event=1 ", 8) && strncmp(words, "event=-1 ", 9))
+		fail_msg("the perf event was not released: \"%s\"", words);
+	if (!strstr(words, " link=1 ") && !(geteuid() != 0 && strstr(words, " link=-1 ")))
+		fail_msg("the BPF link was not released (or, as root, not made): \"%s\"", words);
 }
 
 static void disarmed(void)
