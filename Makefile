@@ -187,11 +187,11 @@ e2e: all $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names # t_unwind.sh runs the fixture
 	@BUILD=$(BUILD) E2E_TESTS="$(filter-out all,$(E2E_TESTS))" tests/e2e/run.sh
 
 # check builds everything its stages run first, on every CPU (check-build, below the fuzz
-# targets it needs), then runs the stages one at a time: the e2e tests measure CPU shares.
+# targets it needs), then runs the stages one at a time (the e2e tests measure CPU shares), each
+# timed (scripts/check.sh).
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 check:
-	@$(MAKE) --no-print-directory -j$(NPROC) check-build
-	@$(MAKE) --no-print-directory -j1 unit lint $(CHECK_FUZZ) e2e
+	@MAKE="$(MAKE)" scripts/check.sh "$(if $(filter 1,$(SAN)),SAN=1)" $(NPROC) unit lint $(CHECK_FUZZ) e2e
 
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
