@@ -88,12 +88,14 @@ static int elf_debuglink(Elf *elf, char *name, size_t len, uint32_t *crc)
 /* The candidate at p (in the root of pid) if it is the debug file: the same build-id when the
  * file has one, else the CRC its debuglink records. */
 static struct tfile_image *candidate(struct tfile_reader *r, int pid, const char *p,
-				     const unsigned char *id, size_t idlen, int check_crc, uint32_t crc)
+				     const unsigned char *id, size_t idlen, int check_crc, uint32_t crc,
+				     unsigned flags)
 {
-	struct tfile_src src = { .pid = pid, .path = p };
+	/* a stall here holds the debug files of this root, not every root's */
+	struct tfile_src src = { .pid = pid, .path = p, .dev = 1ull << 62 | (uint64_t)(unsigned)pid };
 	struct tfile_image *img = NULL;
 	struct diag_err ignore;
-	if (tfile_read_elf(r, &src, idlen ? 0 : TFILE_CRC, &img, &ignore))
+	if (tfile_read_elf(r, &src, flags | (idlen ? 0 : TFILE_CRC), &img, &ignore))
 		return NULL;
 	Elf *e = img->size <= DEBUGINFO_MAX_BYTES ? tfile_image_elf(img) : NULL;
 	unsigned char cid[64];
@@ -108,7 +110,8 @@ static struct tfile_image *candidate(struct tfile_reader *r, int pid, const char
 	return img;
 }
 
-struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, const char *path)
+struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, const char *path,
+				   unsigned flags)
 {
 	unsigned char id[64];
 	char link[NAME_MAX + 1], p[PATH_MAX + 64], hex[2 * sizeof(id) + 1];
@@ -125,14 +128,14 @@ struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, co
 	for (int k = 0; k < (pid > 0 ? 2 : 1) && !img; k++) {
 		if (idlen >= 2) {
 			snprintf(p, sizeof(p), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-			img = candidate(r, roots[k], p, id, idlen, 0, 0);
+			img = candidate(r, roots[k], p, id, idlen, 0, 0, flags);
 		}
 		if (!has_link || dirlen < 0)
 			continue;
 		for (int w = 0; w < 3 && !img; w++) { /* DIR/name, DIR/.debug/name, /usr/lib/debug/DIR/name */
 			snprintf(p, sizeof(p), "%s%.*s%s/%s", w == 2 ? "/usr/lib/debug" : "", dirlen, path,
 				 w == 1 ? "/.debug" : "", link);
-			img = candidate(r, roots[k], p, id, idlen, 1, crc);
+			img = candidate(r, roots[k], p, id, idlen, 1, crc, flags);
 		}
 	}
 	return img;

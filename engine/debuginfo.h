@@ -20,10 +20,12 @@
 size_t elf_build_id(Elf *elf, unsigned char *id, size_t max);
 
 /* The verified separate debug file of elf, the file mapped at `path` in process pid (pid <= 0:
- * a path of our own file system), read by r: an image (tfile_image_free it), or NULL. The
+ * a path of our own file system), read by r with flags (TFILE_*): an image (tfile_image_free
+ * it), or NULL. The
  * target's root is searched first, then ours. Candidates larger than DEBUGINFO_MAX_BYTES are not
  * used. */
 #define DEBUGINFO_MAX_BYTES ((uint64_t)1 << 30)
-struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, const char *path);
+struct tfile_image *debuginfo_find(struct tfile_reader *r, Elf *elf, int pid, const char *path,
+				   unsigned flags);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -454,6 +455,13 @@ int main(int argc, char **argv)
 	 * own callbacks); the environment loses them too, for any library that would. */
 	unsetenv("DEBUGINFOD_URLS");
 	unsetenv("DEBUGINFOD_CACHE_PATH");
+	/* Descriptors as many as allowed: a target's files, their images and the BPF objects of a
+	 * recipe with many probes must not run into the soft limit of 1024. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	const char *mode = getenv("DIAGNOSE_MODE");
 	if (mode && strcmp(mode, "production") == 0)
 		c.run.production = true;

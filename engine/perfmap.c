@@ -148,13 +148,15 @@ struct perfmap *perfmap_read(struct tfile_reader *r, int pid)
 	if (pid <= 0 || stat(p, &owner))
 		return NULL;
 	snprintf(p, sizeof(p), "/tmp/perf-%d.map", ns_pid(pid));
-	struct tfile_src src = { .pid = pid, .path = p, .resolve = RESOLVE_NO_SYMLINKS };
+	/* its owner is checked before anything is read; a stall holds this process's file only */
+	struct tfile_src src = { .pid = pid, .path = p, .resolve = RESOLVE_NO_SYMLINKS,
+				 .dev = 1ull << 61 | (uint64_t)(unsigned)pid, .check_owner = true,
+				 .owner = owner.st_uid };
 	struct diag_err ignore;
 	size_t len;
-	uid_t uid;
-	char *text = tfile_read_text(r, &src, PERFMAP_MAX_BYTES, &len, &uid, &ignore);
+	char *text = tfile_read_text(r, &src, PERFMAP_MAX_BYTES, &len, NULL, &ignore);
 	struct perfmap *pm = NULL;
-	if (text && (uid == 0 || uid == owner.st_uid))
+	if (text)
 		pm = perfmap_parse(text, len, PERFMAP_MAX_LINES);
 	free(text);
 	return pm;

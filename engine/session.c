@@ -33,9 +33,11 @@
 /* After the collection, the target's files are read (symbols) for at most this long. */
 #define SESSION_READ_AFTER_NS 4000000000ull
 #define SESSION_READ_LATE_NS 1000000000ull
-/* The watchdog's limits: attaching; the collection past its end (the loop checks its deadline at
+#define SESSION_READ_LOAD_NS 20000000000ull
+/* The watchdog's limits: loading (the verifier on a slow machine takes its time), attaching; the collection past its end (the loop checks its deadline at
  * every turn: later than this, it is stuck); reading the results (symbolizing is CPU work after
  * the reads, bounded by the sizes of the maps, not by time). */
+#define WATCHDOG_LOAD_NS 120000000000ull
 #define WATCHDOG_ATTACH_NS 60000000000ull
 #define WATCHDOG_COLLECT_LATE_NS 5000000000ull
 #define WATCHDOG_RESULTS_NS 60000000000ull
@@ -521,8 +523,13 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		else
 			plan->target->follows_forks = true;
 	}
+	/* Loading reads the files uprobes go on (a target's libc, its allocator): until then at most.
+	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
+	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_LOAD_NS);
+	watchdog_arm(opts->watchdog, "loading the probes", mono_ns() + WATCHDOG_LOAD_NS);
 	if (load_probes(plan, s.set.map_fd, s.files, &s.probes, &s.n_loaded, err))
 		goto done;
+	tfile_reader_set_deadline(s.files, 0); /* set again when the collection starts */
 	for (unsigned i = 0; i < s.n_loaded; i++)
 		if (s.probes[i].note[0])
 			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", s.probes[i].cfg.id,

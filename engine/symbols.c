@@ -420,7 +420,7 @@ static void elf_load(struct elf_file *f, Elf *elf, struct tfile_reader *r, int p
 	Elf *delf = NULL;
 	if (!full) {
 		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB);
-		if (r && (dimg = debuginfo_find(r, elf, pid, f->path)) && (delf = tfile_image_elf(dimg))) {
+		if (r && (dimg = debuginfo_find(r, elf, pid, f->path, 0)) && (delf = tfile_image_elf(dimg))) {
 			Elf_Scn *dsymtab, *ddynsym;
 			elf_symtabs(delf, &dsymtab, &ddynsym, NULL);
 			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO) > 0;

@@ -18,6 +18,7 @@
  */
 #include "tfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -41,6 +42,7 @@
 #include <zlib.h>
 
 #define OVERLAYFS_MAGIC 0x794c7630
+#define BTRFS_MAGIC 0x9123683e
 #define TFILE_BUSY_MAX_NS 30000000000ull /* a helper that keeps running is waited for this long */
 #define NOSHDR_LOAD_MAX ((uint64_t)64 << 20) /* a file without section headers: its CFI segment */
 
@@ -75,6 +77,22 @@ static const char *file_type(mode_t m)
 	       : S_ISBLK(m) ? "a block device" : S_ISDIR(m) ? "a directory" : "not a regular file";
 }
 
+#define PROC_MAGIC 0x9fa0
+/* File systems whose files are the kernel's own (a read may drain a log or a trace pipe). */
+static bool pseudo_fs(unsigned long type)
+{
+	static const unsigned long types[] = {
+		PROC_MAGIC, 0x62656572 /* sysfs */, 0x64626720 /* debugfs */, 0x74726163 /* tracefs */,
+		0x73636673 /* securityfs */, 0x27e0eb /* cgroup */, 0x63677270 /* cgroup2 */,
+		0xcafe4a11 /* bpf */, 0x62656570 /* configfs */, 0xde5e81e4 /* efivarfs */,
+		0x6165676c /* pstore */, 0x42494e4d /* binfmt_misc */,
+	};
+	for (size_t i = 0; i < ARRAY_LEN(types); i++)
+		if (type == types[i])
+			return true;
+	return false;
+}
+
 static uint64_t dev_key(dev_t d)
 {
 	return (uint64_t)major(d) << 32 | minor(d);
@@ -95,7 +113,8 @@ static int open_checked(const struct tfile_src *s, uint64_t max, struct stat *st
 		via_map = pfd >= 0;
 	}
 	if (pfd < 0 && s->path && s->path[0] == '/')
-		pfd = root_open(s->pid, s->path, O_PATH, s->resolve);
+		pfd = s->operator_path && s->pid <= 0 ? open(s->path, O_PATH | O_CLOEXEC)
+						      : root_open(s->pid, s->path, O_PATH, s->resolve);
 	if (pfd < 0) {
 		snprintf(why, wlen, "cannot open: %s", strerror(errno));
 		return -1;
@@ -116,13 +135,29 @@ static int open_checked(const struct tfile_src *s, uint64_t max, struct stat *st
 		close(pfd);
 		return -1;
 	}
-	if (s->ino && !via_map && s->dev && dev_key(st->st_dev) != s->dev) {
-		struct statfs fs; /* overlayfs shows its own device; the mapping, the layer's */
-		if (fstatfs(pfd, &fs) || fs.f_type != OVERLAYFS_MAGIC) {
-			snprintf(why, wlen, "not the mapped file (another device)");
-			close(pfd);
-			return -1;
-		}
+	struct statfs fs;
+	if (fstatfs(pfd, &fs)) {
+		snprintf(why, wlen, "cannot stat its file system: %s", strerror(errno));
+		close(pfd);
+		return -1;
+	}
+	if (pseudo_fs(fs.f_type) && !(s->proc && fs.f_type == PROC_MAGIC)) {
+		snprintf(why, wlen, "on a pseudo file system (type 0x%lx): not read", (unsigned long)fs.f_type);
+		close(pfd);
+		return -1;
+	}
+	/* overlayfs and btrfs show a device of their own; the mapping, the layer's or the volume's */
+	if (s->ino && !via_map && s->dev && dev_key(st->st_dev) != s->dev &&
+	    fs.f_type != OVERLAYFS_MAGIC && fs.f_type != BTRFS_MAGIC) {
+		snprintf(why, wlen, "not the mapped file (another device)");
+		close(pfd);
+		return -1;
+	}
+	if (s->check_owner && st->st_uid != 0 && st->st_uid != s->owner) {
+		snprintf(why, wlen, "owned by uid %u, neither root nor the process's owner",
+			 (unsigned)st->st_uid);
+		close(pfd);
+		return -1;
 	}
 	if (!s->proc && (uint64_t)st->st_size > max) {
 		snprintf(why, wlen, "%llu bytes, over the %llu read", (unsigned long long)st->st_size,
@@ -306,7 +341,8 @@ static bool read_ranges(int fd, unsigned char *img, const struct tfile_range *r,
 static bool wanted_name(const char *n)
 {
 	static const char *const names[] = { ".eh_frame", ".eh_frame_hdr", ".debug_frame",
-					     ".gnu_debuglink", ".gnu_debugdata", ".stapsdt.base" };
+					     ".zdebug_frame", ".gnu_debuglink", ".gnu_debugdata",
+					     ".stapsdt.base" };
 	for (size_t i = 0; i < ARRAY_LEN(names); i++)
 		if (!strcmp(n, names[i]))
 			return true;
@@ -376,7 +412,8 @@ static int image_sections(int fd, unsigned char *img, uint64_t size, const struc
 
 /* The image of the ELF file on fd (st: its status), built in a new memfd (see tfile.h): the
  * memfd, or -1 with why. */
-static int image_build(int fd, const struct stat *st, char *why, size_t wlen)
+static int image_build(int fd, const struct stat *st, uint64_t max_read, uint64_t *read, char *why,
+		       size_t wlen)
 {
 	uint64_t size = (uint64_t)st->st_size;
 	unsigned char head[64] = { 0 };
@@ -425,6 +462,17 @@ static int image_build(int fd, const struct stat *st, char *why, size_t wlen)
 	}
 	if (ok) {
 		ranges_merge(&rs);
+		uint64_t total = 0;
+		for (size_t i = 0; i < rs.n; i++)
+			total += rs.r[i].len;
+		*read = total;
+		if (total > max_read) {
+			snprintf(why, wlen, "its symbol tables and CFI are %llu bytes, over the %llu read",
+				 (unsigned long long)total, (unsigned long long)max_read);
+			ok = false;
+		}
+	}
+	if (ok) {
 		ok = read_ranges(fd, img, rs.r, rs.n);
 		if (!ok)
 			snprintf(why, wlen, "cut short while read (the file changed?)");
@@ -485,7 +533,7 @@ Elf *tfile_image_elf(struct tfile_image *img)
 
 int tfile_image_memfd(const struct tfile_image *img)
 {
-	return fcntl(img->memfd, F_DUPFD_CLOEXEC, 0);
+	return img->memfd >= 0 ? fcntl(img->memfd, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -505,6 +553,7 @@ struct response {
 	int32_t rc;
 	uint32_t nfds;        /* the memfd (content), then the O_PATH fd (TFILE_KEEP_FD) */
 	uint64_t size;        /* content bytes (an image: the file's size) */
+	uint64_t read;        /* bytes read of the file (an image's parts) */
 	uint64_t dev, ino, mtime_ns;
 	uint32_t crc, owner;
 	char why[256];
@@ -559,7 +608,7 @@ static void serve_text(const struct request *rq, struct response *rs, int *fds)
 		return;
 	}
 	rs->nfds = 1;
-	rs->size = len;
+	rs->size = rs->read = len;
 	rs->owner = st.st_uid;
 	rs->rc = 0;
 }
@@ -576,7 +625,19 @@ static void serve(const struct request *rq, struct response *rs, int *fds)
 				  rs->why, sizeof(rs->why));
 		if (fd < 0)
 			return;
-		fds[0] = image_build(fd, &st, rs->why, sizeof(rs->why));
+		if (st.st_size < 52) { /* not even an ELF header: nothing is read */
+			snprintf(rs->why, sizeof(rs->why), "not an ELF file");
+			close(fd);
+			if (fds[1] >= 0)
+				close(fds[1]);
+			fds[1] = -1;
+			return;
+		}
+		fds[0] = image_build(fd, &st, rq->max, &rs->read, rs->why, sizeof(rs->why));
+		if (fds[0] < 0 && fds[1] >= 0) {
+			close(fds[1]);
+			fds[1] = -1;
+		}
 		if (fds[0] >= 0) {
 			rs->size = (uint64_t)st.st_size;
 			rs->dev = dev_key(st.st_dev);
@@ -662,51 +723,151 @@ static void helper_main(int sock)
 	}
 }
 
-/* A new helper: a forked child that keeps nothing of ours but its socket (no BPF link, no
- * output file, no terminal: when it is left behind in a read that never returns, it holds
- * nothing the run or its caller waits for). */
+/* A helper, as its reader holds it. */
 struct helper {
 	pid_t pid;
 	int sock;
+	int pidfd;    /* -1 when the kernel has none (before 5.3) */
 	uint64_t dev; /* left behind: the file system it waits on */
 };
 
-static int helper_spawn(struct helper *h)
+/* Only the descriptors 0-2 (on /dev/null) and `keep` (moved to 3) stay open. */
+static void keep_only(int keep)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+	    (keep != 3 && dup2(keep, 3) < 0))
+		_exit(1);
+	if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
+		return;
+	DIR *d = opendir("/proc/self/fd"); /* kernels before 5.9 */
+	if (!d)
+		_exit(1);
+	int fds[4096], n = 0, self = dirfd(d);
+	for (struct dirent *e; (e = readdir(d)) && n < (int)ARRAY_LEN(fds);) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] != '.' && fd > 3 && fd != self)
+			fds[n++] = fd;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* The zygote: forked when the reader is made, before the run has a BPF object, a ring buffer or
+ * an image mapped, it forks the helpers (a fork of the run itself would map all of those into a
+ * helper, and one left behind in a read that never returns would keep them alive after we exit).
+ * Asked with one byte, it answers with the helper's pid and, as descriptors, the reader's end of
+ * its socket and a pidfd of it. Exits when the reader's end closes. */
+static void zygote_main(int sock)
+{
+	signal(SIGCHLD, SIG_IGN); /* the helpers are reaped as they exit */
+	for (;;) {
+		char c;
+		if (recv(sock, &c, 1, 0) != 1)
+			_exit(0);
+		int sv[2], fds[2] = { -1, -1 };
+		pid_t pid = -1;
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0) {
+			pid = fork();
+			if (pid == 0) {
+				close(sock);
+				close(sv[0]);
+				keep_only(sv[1]);
+				helper_main(3);
+			}
+			close(sv[1]);
+			fds[0] = sv[0];
+			fds[1] = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+		}
+		int32_t answer = pid;
+		char ctl[CMSG_SPACE(2 * sizeof(int))];
+		memset(ctl, 0, sizeof(ctl));
+		struct iovec iov = { &answer, sizeof(answer) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+		int nfds = pid > 0 ? (fds[1] >= 0 ? 2 : 1) : 0;
+		if (nfds) {
+			m.msg_control = ctl;
+			m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+			memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+		}
+		ssize_t sent = sendmsg(sock, &m, MSG_NOSIGNAL);
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (sent < 0)
+			_exit(0);
+	}
+}
+
+/* Starts the zygote: 0 with *pid and *sock, or -1. */
+static int zygote_start(pid_t *pid, int *sock)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -1;
-	pid_t pid = fork();
-	if (pid < 0) {
+	pid_t p = fork();
+	if (p < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		prctl(PR_SET_NAME, "diagnose-read"); /* what ps and pgrep show of it */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-		    dup2(sv[1], 3) < 0)
-			_exit(1);
-		if (syscall(SYS_close_range, 4u, ~0u, 0u)) /* kernels before 5.9 */
-			for (int fd = 4; fd < 65536; fd++)
-				close(fd);
-		helper_main(3);
+	if (p == 0) {
+		prctl(PR_SET_NAME, "diagnose-read"); /* what ps and pgrep show of it and its helpers */
+		close(sv[0]);
+		keep_only(sv[1]);
+		zygote_main(3);
 	}
 	close(sv[1]);
-	h->pid = pid;
-	h->sock = sv[0];
-	h->dev = 0;
+	*pid = p;
+	*sock = sv[0];
 	return 0;
 }
 
+/* A new helper from the zygote (zsock): 0, or -1. */
+static int helper_spawn(int zsock, struct helper *h)
+{
+	char c = 1;
+	if (zsock < 0 || send(zsock, &c, 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	int32_t answer = -1;
+	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { &answer, sizeof(answer) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl) };
+	int fds[2] = { -1, -1 };
+	ssize_t n = recvmsg(zsock, &m, MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); n > 0 && cm; cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(cm), (k > 2 ? 2 : k) * sizeof(int));
+		}
+	if (n != (ssize_t)sizeof(answer) || answer <= 0 || fds[0] < 0) {
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return -1;
+	}
+	*h = (struct helper){ .pid = answer, .sock = fds[0], .pidfd = fds[1] };
+	return 0;
+}
+
+/* Ends a helper: killed (through its pidfd: never another process that got its pid), then its
+ * socket closed. The zygote reaps it; one in an unkillable wait dies when its wait ends. */
 static void helper_end(struct helper *h)
 {
-	close(h->sock); /* it exits when it reads the end */
-	kill(h->pid, SIGKILL);
-	/* reaped if it dies within 20 ms; one still in an unkillable wait is left to init */
-	for (int i = 0; i < 20 && waitpid(h->pid, NULL, WNOHANG) == 0; i++)
-		usleep(1000);
+	if (h->pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+		close(h->pidfd);
+	} else {
+		kill(h->pid, SIGKILL);
+	}
+	close(h->sock);
+	h->pidfd = h->sock = -1;
 }
 
 /* Whether the helper is running or runnable (state R): still working, not waiting in the
@@ -737,12 +898,16 @@ struct tfile_reader {
 	pthread_mutex_t lock;
 	uint64_t deadline_ns;
 	int stop_fd;
+	pid_t zygote;
+	int zsock;                  /* to the zygote (-1: none could start) */
+	pthread_mutex_t spawn_lock; /* one request to the zygote at a time */
+	uint64_t bytes_left;        /* of TFILE_MAX_READER_BYTES, for every image and text read */
 	struct helper idle[TFILE_IDLE_HELPERS];
 	size_t n_idle;
 	struct helper behind[TFILE_MAX_STALLED]; /* left behind, still waiting */
 	size_t n_behind;
 	/* for the note */
-	uint64_t stalled, stopped, late, refused_fs, refused_all;
+	uint64_t stalled, stopped, late, refused_fs, refused_all, over_bytes;
 	char first_stalled[PATH_MAX + 32];
 };
 
@@ -750,7 +915,11 @@ struct tfile_reader *tfile_reader_new(void)
 {
 	struct tfile_reader *r = xcalloc(1, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->spawn_lock, NULL);
 	r->stop_fd = -1;
+	r->bytes_left = TFILE_MAX_READER_BYTES;
+	if (zygote_start(&r->zygote, &r->zsock))
+		r->zsock = -1;
 	return r;
 }
 
@@ -762,6 +931,12 @@ void tfile_reader_free(struct tfile_reader *r)
 		helper_end(&r->idle[i]);
 	for (size_t i = 0; i < r->n_behind; i++)
 		helper_end(&r->behind[i]);
+	if (r->zsock >= 0) {
+		close(r->zsock); /* it exits at the end of its socket */
+		for (int i = 0; i < 100 && waitpid(r->zygote, NULL, WNOHANG) == 0; i++)
+			usleep(1000);
+	}
+	pthread_mutex_destroy(&r->spawn_lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -783,7 +958,7 @@ void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd)
 char *tfile_reader_note(struct tfile_reader *r)
 {
 	pthread_mutex_lock(&r->lock);
-	char parts[5][320];
+	char parts[6][320];
 	size_t n = 0;
 	if (r->stalled)
 		snprintf(parts[n++], sizeof(parts[0]), "%llu stalled (no answer within %.1f s: a FUSE or "
@@ -801,6 +976,9 @@ char *tfile_reader_note(struct tfile_reader *r)
 	if (r->late)
 		snprintf(parts[n++], sizeof(parts[0]), "%llu past the run's time for reading files",
 			 (unsigned long long)r->late);
+	if (r->over_bytes)
+		snprintf(parts[n++], sizeof(parts[0]), "%llu after %llu MiB read in all",
+			 (unsigned long long)r->over_bytes, (unsigned long long)(TFILE_MAX_READER_BYTES >> 20));
 	pthread_mutex_unlock(&r->lock);
 	if (!n)
 		return NULL;
@@ -886,7 +1064,7 @@ static int recv_response(int sock, struct response *rs, int *fds)
 
 /* Sends rq to a helper and waits for its answer (see tfile.h): 0 with *rs and fds, or -1 with
  * err (code: enum tfile_fail). */
-static int ask(struct tfile_reader *r, const struct request *rq, struct response *rs, int *fds,
+static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, int *fds,
 	       struct diag_err *err)
 {
 	uint64_t dev = rq->src.dev;
@@ -897,6 +1075,20 @@ static int ask(struct tfile_reader *r, const struct request *rq, struct response
 	uint64_t now = mono_ns(), deadline = r->deadline_ns;
 	int stop_fd = r->stop_fd;
 	int rc = may_start(r, dev, now, err);
+	if (!rc && (rq->kind == REQ_ELF || rq->kind == REQ_TEXT || rq->kind == REQ_MEM)) {
+		uint64_t cap = rq->kind == REQ_ELF ? TFILE_MAX_IMAGE_BYTES : rq->kind == REQ_TEXT ? rq->max
+											: rq->mem_len;
+		if (!r->bytes_left) {
+			r->over_bytes++;
+			rc = diag_fail(err, TFILE_FAIL_WAIT, "%llu bytes read in all: nothing more is read",
+				       (unsigned long long)TFILE_MAX_READER_BYTES);
+		} else if (rq->kind == REQ_MEM && rq->mem_len > r->bytes_left) {
+			r->over_bytes++;
+			rc = diag_fail(err, TFILE_FAIL_WAIT, "over what is left to read");
+		} else {
+			rq->max = cap < r->bytes_left ? cap : r->bytes_left;
+		}
+	}
 	bool have = !rc && r->n_idle;
 	if (have)
 		h = r->idle[--r->n_idle];
@@ -904,8 +1096,13 @@ static int ask(struct tfile_reader *r, const struct request *rq, struct response
 	if (rc)
 		return -1;
 	for (int attempt = 0;; attempt++) {
-		if (!have && helper_spawn(&h))
-			return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader process: %s", strerror(errno));
+		if (!have) {
+			pthread_mutex_lock(&r->spawn_lock);
+			int spawned = helper_spawn(r->zsock, &h);
+			pthread_mutex_unlock(&r->spawn_lock);
+			if (spawned)
+				return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader process: %s", strerror(errno));
+		}
 		have = true;
 		if (send(h.sock, rq, sizeof(*rq), MSG_NOSIGNAL) == (ssize_t)sizeof(*rq))
 			break;
@@ -944,6 +1141,7 @@ static int ask(struct tfile_reader *r, const struct request *rq, struct response
 			return diag_fail(err, TFILE_FAIL_WAIT, "the reader process died");
 		}
 		pthread_mutex_lock(&r->lock);
+		r->bytes_left -= rs->read < r->bytes_left ? rs->read : r->bytes_left;
 		if (r->n_idle < TFILE_IDLE_HELPERS)
 			r->idle[r->n_idle++] = h;
 		else
@@ -965,7 +1163,9 @@ static int ask(struct tfile_reader *r, const struct request *rq, struct response
 		diag_fail(err, TFILE_FAIL_WAIT, "no answer within %.1f s (a stalled file system?)",
 			  TFILE_WAIT_NS / 1e9);
 	}
-	bool keep = how != STOPPED && r->n_behind < TFILE_MAX_STALLED;
+	/* only a helper waiting past its own limit blocks its file system: one cut by the deadline
+	 * (the collection ended) or a stop is merely ended */
+	bool keep = how == TIMED_OUT && !(deadline && until == deadline) && r->n_behind < TFILE_MAX_STALLED;
 	if (keep) { /* its file system waits for it */
 		h.dev = dev;
 		r->behind[r->n_behind++] = h;
@@ -1015,6 +1215,10 @@ int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned
 	struct tfile_image *img = xcalloc(1, sizeof(*img));
 	img->bytes = map;
 	img->size = (size_t)rs.size;
+	if (!(flags & TFILE_KEEP_MEMFD)) { /* the mapping holds the image: a descriptor less */
+		close(fds[0]);
+		fds[0] = -1;
+	}
 	img->memfd = fds[0];
 	img->fd = fds[1];
 	img->dev = rs.dev;

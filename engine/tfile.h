@@ -9,14 +9,17 @@
  *   path inside the target's root by openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) (its
  *   symlinks and ".." never leave that root); first as O_PATH, so that nothing but a regular file
  *   is ever opened for reading (a FIFO, socket or device is refused before any open of it runs),
- *   of at most a size cap, with the device and inode the mapping names; then reopened read-only
- *   and non-blocking through our own descriptor.
+ *   of at most a size cap, with the device and inode the mapping names, on no pseudo file system
+ *   (procfs, sysfs, debugfs, tracefs...: a read there has side effects) but for a process's own
+ *   /proc files; then reopened read-only and non-blocking through our own descriptor.
  * - Reading: into memory, by a helper process that holds nothing of ours (a FUSE server that has
  *   taken a request makes even SIGKILL wait: a thread of ours stuck there would hold our exit).
  *   An ELF file becomes an image of the parts the engine reads (headers, symbol and string
  *   tables, notes, call frame information), every other section marked SHT_NOBITS, so that
  *   parsing it (libelf, libdw, from memory) never touches the file again; a text file is read
- *   whole (up to a cap).
+ *   whole (up to a cap). At most TFILE_MAX_IMAGE_BYTES are read of one file, and
+ *   TFILE_MAX_READER_BYTES by one reader in all. The helpers are forked by a zygote made with
+ *   the reader, before a run maps anything of its own.
  * - Waiting: until the reader's deadline, at most TFILE_WAIT_NS per file while the helper waits in
  *   the kernel (one on a CPU or waiting for one, on a loaded machine, is waited for on), and never
  *   past a signal arriving on the reader's stop descriptor. A helper still waiting then (a FUSE
@@ -39,7 +42,9 @@
 
 #define TFILE_WAIT_NS 1000000000ull         /* the longest wait for one file */
 #define TFILE_MAX_STALLED 4                  /* helpers left behind before reading stops */
-#define TFILE_MAX_ELF_BYTES ((uint64_t)4 << 30)
+#define TFILE_MAX_ELF_BYTES ((uint64_t)64 << 30)   /* a file's size (most of it is not read) */
+#define TFILE_MAX_IMAGE_BYTES ((uint64_t)512 << 20) /* read of one file: its tables and CFI */
+#define TFILE_MAX_READER_BYTES ((uint64_t)2 << 30)  /* read by one reader in all */
 #define TFILE_MAX_TEXT_BYTES ((size_t)64 << 20)
 
 /* Which file. */
@@ -51,6 +56,10 @@ struct tfile_src {
 			      * not checked */
 	uint64_t resolve;    /* more RESOLVE_* flags for the path (RESOLVE_NO_SYMLINKS) */
 	bool proc;           /* a /proc file (tfile_read_proc): no size, read to its end */
+	bool operator_path;  /* a path the operator gave (a recipe's option), in our root: magic
+			      * links (/proc/PID/root/..., /proc/PID/exe) are followed */
+	bool check_owner;    /* the file must be root's or owner's (a perf map) */
+	uid_t owner;
 };
 
 /* Opens path inside the root of process pid (pid <= 0: ours) as if chrooted there (symlinks and
@@ -81,14 +90,15 @@ enum tfile_fail { TFILE_FAIL_FILE = 1, TFILE_FAIL_WAIT = 2 };
 struct tfile_image {
 	unsigned char *bytes;        /* a private mapping of memfd */
 	size_t size;                 /* the file's size */
-	int memfd;                   /* the image */
+	int memfd;                   /* the image, with TFILE_KEEP_MEMFD; else -1 */
 	uint64_t dev, ino, mtime_ns; /* of the file read (dev as in struct tfile_src) */
 	uint32_t crc;                /* zlib CRC-32 of the whole file, with TFILE_CRC */
 	int fd;                      /* with TFILE_KEEP_FD: an O_PATH descriptor of it, else -1 */
 };
 
-#define TFILE_CRC 1u     /* also the CRC of the whole file (a .gnu_debuglink check) */
-#define TFILE_KEEP_FD 2u /* keep an O_PATH descriptor (to attach a uprobe to this very file) */
+#define TFILE_CRC 1u        /* also the CRC of the whole file (a .gnu_debuglink check) */
+#define TFILE_KEEP_FD 2u    /* keep an O_PATH descriptor (to attach a uprobe to this very file) */
+#define TFILE_KEEP_MEMFD 4u /* keep the image's memfd (tfile_image_memfd; else it is closed) */
 
 /* Reads the ELF file src names. 0 and *out, or -1 with err (code: enum tfile_fail). */
 int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned flags,

@@ -495,7 +495,7 @@ static int dw_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		return -1;
 	if (!f->debug_tried) {
 		f->debug_tried = true;
-		f->debug = debuginfo_find(p->unw->reader, f->elf, p->pid, m->path);
+		f->debug = debuginfo_find(p->unw->reader, f->elf, p->pid, m->path, TFILE_KEEP_MEMFD);
 	}
 	int fd = f->debug ? tfile_image_memfd(f->debug) : -1;
 	if (fd >= 0)

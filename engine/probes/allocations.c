@@ -51,7 +51,8 @@ struct alloc_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct allocations_bpf *skel;
 	char path[PATH_MAX];      /* the allocator's file as the target maps it */
-	char attach_path[96];     /* its mapping's /proc/PID/map_files link */
+	int file_fd;              /* an O_PATH descriptor of the very file read (-1: none) */
+	char attach_path[64];     /* /proc/self/fd/N of it: where the uprobes go */
 	bool found[N_FUNCS];
 	uint64_t offset[N_FUNCS];
 	uint64_t detached_ns;
@@ -98,8 +99,8 @@ static bool has_control(const char *s)
 
 /* The file the target's malloc comes from: a mapped file other than libc that defines it, else
  * libc, each read through its mapping by the run's reader (tfile.h: the mapped file itself, never
- * a path the target could point elsewhere). Sets ap->path, ap->attach_path (the mapping's
- * /proc/PID/map_files link: the uprobe goes on that very file) and *img (the caller frees it). */
+ * a path the target could point elsewhere). Sets ap->path and *img (the caller frees it; its fd:
+ * an O_PATH descriptor of that very file, for the uprobes). */
 static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid,
 			  struct tfile_image **img, struct diag_err *err)
 {
@@ -111,7 +112,7 @@ static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid
 	uint64_t seen[MAX_MAPPED_FILES][2];
 	size_t n_seen = 0;
 	struct tfile_image *libc = NULL, *other = NULL;
-	char libc_path[PATH_MAX] = "", libc_attach[96] = "";
+	char libc_path[PATH_MAX] = "";
 	char *cursor = maps;
 	for (char *line; !other && (line = procfs_next_line(&cursor));) {
 		struct procfs_maps_line m;
@@ -131,21 +132,18 @@ static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid
 		struct tfile_image *f;
 		struct diag_err ignore;
 		uint64_t off;
-		if (tfile_read_elf(r, &src, 0, &f, &ignore))
+		if (tfile_read_elf(r, &src, TFILE_KEEP_FD, &f, &ignore))
 			continue;
 		if (elf_image_symbol_offset(f, m.path, "malloc", &off, &ignore)) {
 			tfile_image_free(f);
 			continue;
 		}
 		char *keep_path = is_libc(m.path) ? libc_path : ap->path;
-		char *keep_attach = is_libc(m.path) ? libc_attach : ap->attach_path;
 		if (is_libc(m.path) && libc) {
 			tfile_image_free(f);
 			continue;
 		}
 		snprintf(keep_path, PATH_MAX, "%s", m.path);
-		snprintf(keep_attach, sizeof(ap->attach_path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			 pid, m.start, m.end);
 		if (is_libc(m.path))
 			libc = f;
 		else
@@ -161,7 +159,6 @@ static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid
 		return diag_fail(err, DIAG_EXIT_USAGE, "process %d maps no file that defines malloc "
 				 "(a static binary without symbols, or an allocator this probe does not know)", pid);
 	snprintf(ap->path, sizeof(ap->path), "%s", libc_path);
-	snprintf(ap->attach_path, sizeof(ap->attach_path), "%s", libc_attach);
 	*img = libc;
 	return 0;
 }
@@ -170,12 +167,18 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 {
 	struct alloc_priv *ap = p->priv;
 	int pid = p->cfg.filter.pid;
+	ap->file_fd = -1;
 	if (pid <= 0)
 		return diag_fail(err, DIAG_EXIT_USAGE, "allocations needs the pid filter (filters: "
 				 "{ pid: target }): uprobes on a shared allocator must not trap every process");
 	struct tfile_image *img = NULL;
+	ap->file_fd = -1;
 	if (find_allocator(ap, p->files, pid, &img, err))
 		return -1;
+	/* the uprobes go on the very file read, not on a path the target could remap meanwhile */
+	ap->file_fd = img->fd;
+	img->fd = -1;
+	snprintf(ap->attach_path, sizeof(ap->attach_path), "/proc/self/fd/%d", ap->file_fd);
 	for (size_t i = 0; i < N_FUNCS; i++) {
 		struct diag_err e;
 		ap->found[i] = elf_image_symbol_offset(img, ap->path, alloc_funcs[i].name, &ap->offset[i], &e) == 0;
@@ -247,6 +250,15 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 			return -1;
 	}
 	return 0;
+}
+
+static void alloc_destroy(struct probe *p)
+{
+	struct alloc_priv *ap = p->priv;
+	if (ap->file_fd >= 0) /* load ran first: it sets -1 before anything can fail */
+		close(ap->file_fd);
+	ap->file_fd = -1;
+	probe_bpf_destroy(p);
 }
 
 static void alloc_detach(struct probe *p)
@@ -442,7 +454,7 @@ const struct probe_kind probe_kind_allocations = {
 	.attach = alloc_attach,
 	.detach = alloc_detach,
 	.collect = alloc_collect,
-	.destroy = probe_bpf_destroy,
+	.destroy = alloc_destroy,
 	.object = probe_bpf_object,
 	.bpf_bytes = allocations_bpf__elf_bytes,
 };

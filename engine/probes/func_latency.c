@@ -94,7 +94,7 @@ static int fl_load(struct probe *p, struct diag_err *err)
 	/* Before anything loads: a uprobe on a name the binary does not define never fires. The file
 	 * is read as a target's would be (another user may own it: a FIFO, a file on a stalled file
 	 * system, or one swapped after it was read cannot hold or steer us). */
-	struct tfile_src src = { .path = fp->binary };
+	struct tfile_src src = { .path = fp->binary, .operator_path = true };
 	struct tfile_image *img;
 	if (tfile_read_elf(p->files, &src, TFILE_KEEP_FD, &img, err)) {
 		err->code = DIAG_EXIT_USAGE;

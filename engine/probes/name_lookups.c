@@ -38,7 +38,8 @@ static const char *const fn_names[LOOKUP_NR_FNS] = {
 struct nl_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct name_lookups_bpf *skel;
-	char libc[96];                   /* as attached: the mapping's /proc/PID/map_files link */
+	int libc_fd;                     /* an O_PATH descriptor of the very file read (-1: none) */
+	char libc[64];                   /* as attached: /proc/self/fd/N of it */
 	char libc_shown[PATH_MAX];       /* as the target names it */
 	uint64_t offset[LOOKUP_NR_FNS];  /* 0: not in this libc */
 };
@@ -58,8 +59,8 @@ static const struct option_spec nl_options[] = {
 static const char *const nl_variants[] = { "uprobe", NULL };
 
 /* The libc that process pid maps (pid <= 0: this process's), read through its mapping by r
- * (tfile.h): sets np->libc_shown (its path as the target names it), np->libc (where the uprobes
- * go: the mapping's /proc/PID/map_files link, the very file read) and *img. */
+ * (tfile.h): sets np->libc_shown (its path as the target names it), np->libc_fd and np->libc
+ * (where the uprobes go: the very file read, not a path the target could remap) and *img. */
 static int find_libc(struct nl_priv *np, struct tfile_reader *r, int pid, struct tfile_image **img,
 		     struct diag_err *err)
 {
@@ -80,14 +81,15 @@ static int find_libc(struct nl_priv *np, struct tfile_reader *r, int pid, struct
 			continue;
 		struct tfile_src src = { .pid = self, .start = m.start, .end = m.end, .path = m.path,
 					 .dev = (uint64_t)m.major << 32 | m.minor, .ino = m.inode };
-		if (tfile_read_elf(r, &src, 0, img, err)) {
+		if (tfile_read_elf(r, &src, TFILE_KEEP_FD, img, err)) {
 			free(maps);
 			err->code = DIAG_EXIT_RUNTIME;
 			return diag_wrap(err, "reading the target's libc");
 		}
 		snprintf(np->libc_shown, sizeof(np->libc_shown), "%s", m.path);
-		snprintf(np->libc, sizeof(np->libc), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, self,
-			 m.start, m.end);
+		np->libc_fd = (*img)->fd;
+		(*img)->fd = -1;
+		snprintf(np->libc, sizeof(np->libc), "/proc/self/fd/%d", np->libc_fd);
 		found = 0;
 	}
 	free(maps);
@@ -102,6 +104,7 @@ static int nl_load(struct probe *p, struct diag_err *err)
 	struct nl_priv *np = p->priv;
 	int pid = p->cfg.filter.pid;
 	struct tfile_image *img = NULL;
+	np->libc_fd = -1;
 	if (find_libc(np, p->files, pid, &img, err))
 		return -1;
 	for (int f = 0; f < LOOKUP_NR_FNS; f++) {
@@ -123,6 +126,15 @@ static int nl_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
 	p->variant = "uprobe";
 	return 0;
+}
+
+static void nl_destroy(struct probe *p)
+{
+	struct nl_priv *np = p->priv;
+	if (np->libc_fd >= 0) /* load ran first: it sets -1 before anything can fail */
+		close(np->libc_fd);
+	np->libc_fd = -1;
+	probe_bpf_destroy(p);
 }
 
 static int nl_attach(struct probe *p, struct diag_err *err)
@@ -263,7 +275,7 @@ const struct probe_kind probe_kind_name_lookups = {
 	.attach = nl_attach,
 	.detach = probe_bpf_detach,
 	.collect = nl_collect,
-	.destroy = probe_bpf_destroy,
+	.destroy = nl_destroy,
 	.object = probe_bpf_object,
 	.bpf_bytes = name_lookups_bpf__elf_bytes,
 };

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -173,6 +174,10 @@ static void test_elf_image(void **state)
 	struct diag_err err;
 	assert_int_equal(tfile_read_elf(r, &(struct tfile_src){ .path = lib }, 0, &img, &err), 0);
 	assert_int_equal(img->fd, -1);
+	assert_int_equal(img->memfd, -1); /* not asked for: closed */
+	assert_int_equal(tfile_image_memfd(img), -1);
+	tfile_image_free(img);
+	assert_int_equal(tfile_read_elf(r, &(struct tfile_src){ .path = lib }, TFILE_KEEP_MEMFD, &img, &err), 0);
 	Elf *elf = tfile_image_elf(img);
 	check_image_elf(elf, img->bytes);
 	elf_end(elf);
@@ -295,6 +300,28 @@ static void test_stop_and_deadline(void **state)
 }
 
 /* A helper holds nothing of ours: no descriptor but its socket and /dev/null. */
+/* The helpers of process pid's zygotes: every grandchild (our children are the zygotes). */
+static size_t grandchildren(int *out, size_t max)
+{
+	char path[128];
+	size_t n = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
+	FILE *f = fopen(path, "r");
+	for (int z; f && fscanf(f, "%d", &z) == 1;) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", z, z);
+		FILE *g = fopen(path, "r");
+		for (int c; g && n < max && fscanf(g, "%d", &c) == 1;)
+			out[n++] = c;
+		if (g)
+			fclose(g);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* A helper holds nothing of ours: no descriptor but its socket and /dev/null, and no mapping made
+ * after its reader (a BPF ring buffer, an image) — the zygote forked it from what was before. */
 static void test_helper_holds_nothing(void **state)
 {
 	(void)state;
@@ -304,17 +331,19 @@ static void test_helper_holds_nothing(void **state)
 	snprintf(fifo, sizeof(fifo), "%s/hold", tmpdir);
 	snprintf(marker, sizeof(marker), "%s/marker", tmpdir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);
-	int ours = open(marker, O_WRONLY | O_CREAT, 0600); /* not close-on-exec: forked helpers would inherit it */
+	int ours = open(marker, O_RDWR | O_CREAT, 0600); /* not close-on-exec: a fork would inherit it */
 	assert_true(ours >= 0);
+	assert_int_equal(ftruncate(ours, 4096), 0);
+	void *mapped = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ours, 0); /* made after the reader */
+	assert_true(mapped != MAP_FAILED);
 	assert_int_equal(tfile_reader_test_block(r, 3, fifo, &err), -1); /* left blocked */
-	/* the helper: our child blocked in the FIFO's open (no other child is alive); what it holds */
-	char path[128], out[4096] = "";
-	snprintf(path, sizeof(path), "/proc/self/task/%d/children", getpid());
-	FILE *f = fopen(path, "r");
-	assert_non_null(f);
-	int child = 0;
-	for (int c; !out[0] && fscanf(f, "%d", &c) == 1;) {
-		snprintf(path, sizeof(path), "/proc/%d/fd", c);
+	int helpers[16];
+	size_t n = grandchildren(helpers, 16);
+	assert_true(n >= 1);
+	char out[8192] = "";
+	for (size_t i = 0; i < n; i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/proc/%d/fd", helpers[i]);
 		DIR *d = opendir(path);
 		for (struct dirent *e; d && (e = readdir(d));) {
 			char link[512], target[256];
@@ -328,16 +357,72 @@ static void test_helper_holds_nothing(void **state)
 		}
 		if (d)
 			closedir(d);
-		child = c;
+		snprintf(path, sizeof(path), "/proc/%d/maps", helpers[i]);
+		FILE *f = fopen(path, "r");
+		char line[1024];
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "marker"))
+				fail_msg("helper %d maps what its reader's process mapped later: %s", helpers[i], line);
+		if (f)
+			fclose(f);
 	}
-	fclose(f);
-	assert_true(child > 0);
 	assert_non_null(strstr(out, "socket:"));
 	if (strstr(out, "marker"))
-		fail_msg("the helper holds a descriptor of ours: %s", out);
+		fail_msg("a helper holds a descriptor of ours: %s", out);
+	munmap(mapped, 4096);
 	close(ours);
 	tfile_reader_free(r);
 	release(fifo);
+}
+
+/* Files no target may make us read: the kernel's own (a read drains a log), another user's perf
+ * map, and an image whose tables claim more than TFILE_MAX_IMAGE_BYTES (refused before reading). */
+static void test_refused_before_reading(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	expect_refused(r, &(struct tfile_src){ .path = "/proc/self/status" }, "pseudo file system");
+	expect_refused(r, &(struct tfile_src){ .path = "/sys/kernel/mm/transparent_hugepage/enabled" },
+		       "pseudo file system");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/owned", tmpdir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "1 2 f\n", 6), 6);
+	close(fd);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 1234, 1234), 0);
+		assert_null(tfile_read_text(r, &(struct tfile_src){ .path = path, .check_owner = true, .owner = 4321 },
+					    4096, NULL, NULL, &err));
+		assert_non_null(strstr(err.msg, "owned by uid 1234"));
+		char *t = tfile_read_text(r, &(struct tfile_src){ .path = path, .check_owner = true, .owner = 1234 },
+					  4096, NULL, NULL, &err);
+		assert_non_null(t);
+		free(t);
+	}
+	/* a sparse ELF whose one section is a 600 MiB symbol table */
+	snprintf(path, sizeof(path), "%s/huge.elf", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	unsigned char eh[64] = { 0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, 1 };
+	uint64_t shoff = 1ull << 30;
+	memcpy(eh + 40, &shoff, 8);           /* e_shoff */
+	eh[52] = 64;                          /* e_ehsize */
+	eh[58] = 64;                          /* e_shentsize */
+	eh[60] = 2;                           /* e_shnum */
+	unsigned char sh[128] = { 0 };
+	uint32_t type = SHT_SYMTAB;
+	uint64_t off = 4096, size = 600ull << 20, ent = 24;
+	memcpy(sh + 64 + 4, &type, 4);
+	memcpy(sh + 64 + 24, &off, 8);
+	memcpy(sh + 64 + 32, &size, 8);
+	memcpy(sh + 64 + 56, &ent, 8);
+	assert_int_equal(pwrite(fd, eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	assert_int_equal(pwrite(fd, sh, sizeof(sh), (off_t)shoff), (ssize_t)sizeof(sh));
+	close(fd);
+	expect_refused(r, &(struct tfile_src){ .path = path }, "over the");
+	tfile_reader_free(r);
 }
 
 int main(void)
@@ -349,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_stop_and_deadline),
 		cmocka_unit_test(test_helper_holds_nothing),
+		cmocka_unit_test(test_refused_before_reading),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
