@@ -38,6 +38,7 @@ mkdir -p "$HX/u/a/b"
 chmod 755 "$TMP" "$HX"
 chown -R 65534:65534 "$HX/u"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+stop_bg() { kill -9 "$@" 2>/dev/null; wait "$@" 2>/dev/null; }
 
 # run NAME TIMEOUT ARGS...: a run of diagnose ARGS --json into $TMP/NAME.json, killed after TIMEOUT
 # seconds (a hang); checks its exit code, its audit records and that nothing of it stays attached.
@@ -87,7 +88,7 @@ PIDS="$PIDS $PID"
 sleep 0.3
 run fifo-debuglink 20 high-cpu --pid "$PID" --duration 2 --param unwind=dwarf
 check "$TMP/fifo-debuglink.json" 'res["profile"]["samples"] > 0' "fifo-debuglink: no samples"
-kill -9 "$PID"
+stop_bg "$PID"
 
 # --- (b) a debuglink that climbs out of the binary's directory -------------------------------
 cp "$WL/cpu_burner" "$HX/canary"
@@ -129,7 +130,7 @@ run climb 20 high-cpu --pid "$PID" --duration 2 --param unwind=dwarf
 sleep 0.2
 ! grep -q "opened by .* $DIAG\$" "$TMP/canary.log" ||
 	fail "climb: a file outside the target's directory was opened: $(grep opened "$TMP/canary.log" | head -2)"
-kill -9 "$PID" "$WATCH"
+stop_bg "$PID" "$WATCH"
 
 # --- (c) a FIFO over its own executable, in its own user + mount namespace -------------------
 cp "$WL/lock_contention" "$HX/u/lc"
@@ -156,7 +157,7 @@ run fifo-over-exe 25 latency --pid "$PID" --duration 2
 check "$TMP/fifo-over-exe.json" \
 	'any("worker" in f for s in res["offcpu"]["stacks"] for f in s.get("user", []))' \
 	"fifo-over-exe: the target's function worker() is not named (its file was not read through its mapping)"
-kill -9 "$PID"
+stop_bg "$PID"
 # the same process as the waker of another one: a run aimed at its victim unwinds its stacks
 cp "$(command -v yes)" "$HX/u/yes"
 mkfifo "$HX/u/yes.fifo"
@@ -180,7 +181,7 @@ PID=$(cat "$HX/u/cat.pid" 2>/dev/null)
 PIDS="$PIDS $PID"
 run waker 25 latency --pid "$PID" --duration 2
 check "$TMP/waker.json" 'res["wakers"]["stacks"]' "waker: no waker stacks (the writer was not seen waking its reader)"
-kill -9 "$PID"
+stop_bg "$PID"
 pkill -9 -f "$HX/u/yes"
 
 # --- (d) a chroot in its own mount namespace --------------------------------------------------
@@ -201,7 +202,7 @@ check "$TMP/chroot.json" '"lookups" in res and not any("lookups" in n for n in r
 check "$TMP/chroot.json" \
 	'any("worker" in f for s in res["offcpu"]["stacks"] for f in s.get("user", []))' \
 	"chroot: the target's function worker() is not named"
-kill -9 "$PID"
+stop_bg "$PID"
 
 # --- (e) a FUSE file system that stops answering ----------------------------------------------
 mkdir -p "$HX/mnt"
@@ -231,7 +232,7 @@ rc=$?
 case $rc in 0 | 4 | 5) ;; *) fail "fuse: SIGINT: exit $rc: $(tail -3 "$TMP/fuse-int.err")" ;; esac
 check "$TMP/fuse-int.json" 'r["stop_reason"] == "signal"' "fuse: SIGINT: not stopped by the signal"
 assert_released "fuse: SIGINT"
-kill -9 "$PID" "$FS_PID"
+stop_bg "$PID" "$FS_PID"
 wait "$FS_PID" 2>/dev/null
 umount -l "$HX/mnt" 2>/dev/null
 FS_PID=""
