@@ -21,8 +21,13 @@ assert_released "high-cpu on a futex storm"
 collect "$TMP/chain.json" high-cpu --pid "$PID" --duration 3 --follow
 [ "$collected_rc" != 0 ] || fail "--follow: exit 0, want 4 or 5"
 got=$(json "$TMP/chain.json" '" ".join("%s:%s" % (s["recipe"], s["stop_reason"]) for s in r["chain"]["stages"])')
-[ "$got" = "high-cpu:duration latency:duration" ] ||
-	fail "--follow: stages $got, ended: $(json "$TMP/chain.json" 'r["chain"]["ended"]')"
+# latency's syscall table times each of the storm's ~900k futex() calls a second: on a VM its BPF
+# time can pass the recipe's 10% budget, and the governor then ends the stage after a second or
+# so (stop reason over-budget). That is the budget at work: what it collected must still name
+# the lock's taker (below).
+case $got in "high-cpu:duration latency:duration" | "high-cpu:duration latency:over-budget") ;; *)
+	fail "--follow: stages $got, ended: $(json "$TMP/chain.json" 'r["chain"]["ended"]')" ;;
+esac
 # latency times the waits: four threads on this machine's two CPUs wait for a CPU more than for
 # the lock (cpu-starved), or for the lock (lock-contention); either way its table of waits names
 # the lock's taker through glibc (update_counters → pthread_mutex_lock → __lll_lock_wait)
