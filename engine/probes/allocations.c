@@ -1,4 +1,4 @@
-/* allocations.c — catalog entry for bpf/allocations.bpf.c: the target's heap blocks still
+/* allocations.c — catalog entry for engine/probes/allocations.bpf.c: the target's heap blocks still
  * outstanding at the end of the window, by the user stack that allocated them, with what each
  * stack allocated and freed during the window and how old its outstanding blocks are.
  *

@@ -1,4 +1,4 @@
-/* block_io.c — catalog entry for bpf/block_io.bpf.c: block requests per disk (queue and service
+/* block_io.c — catalog entry for engine/probes/block_io.bpf.c: block requests per disk (queue and service
  * time, depth, sizes, read/write/flush mix, IOPS and bytes, busy time) and who submitted them.
  *
  * Owns: picking the tp_btf or raw_tp program set (by loading it), the device filter's rodata,

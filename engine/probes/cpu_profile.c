@@ -1,4 +1,4 @@
-/* cpu_profile.c — catalog entry for bpf/cpu_profile.bpf.c: on-CPU stack sampling.
+/* cpu_profile.c — catalog entry for engine/probes/cpu_profile.bpf.c: on-CPU stack sampling.
  *
  * Owns: choosing the sampling event (the first variant that opens, in the recipe's order —
  * default cpu_clock, the software event; hw_cycles where a recipe prefers it and a PMU exists),
@@ -6,7 +6,7 @@
  * (thread name, stack ids, count) goes to the shared stack table (stacks.h), weight = count =
  * samples (stack_unit "samples"). User-space unwinding (options user_unwind, leaf_fixup): the
  * `samples` ring buffer, sized from ring_buffer_kib, drained when a quarter full (the run loop
- * polls it), each tick and at collect into engine/stack_sampler.c, which fixes and counts the
+ * polls it), each tick and at collect into engine/symbolize/stack_sampler.c, which fixes and counts the
  * stacks (at most max_stack_counts distinct ones; more are counted in `dropped`).
  * Must not: read, symbolize, merge or order stacks itself (stacks.c does), unwind
  * (stack_sampler.c, unwind.c do), or interpret them (that is the recipe's Lua).

@@ -1,4 +1,4 @@
-/* file_io.c — catalog entry for bpf/file_io.bpf.c: the target's syscalls that wait on storage
+/* file_io.c — catalog entry for engine/probes/file_io.bpf.c: the target's syscalls that wait on storage
  * (fsync, fdatasync, sync_file_range, msync, syncfs, sync, read/write/pread/pwrite and their
  * vector forms), timed per process, syscall and fd, with the file each fd names and its device.
  *

@@ -1,4 +1,4 @@
-/* func_latency.c — catalog entry for bpf/func_latency.bpf.c: the latency of one user-space
+/* func_latency.c — catalog entry for engine/probes/func_latency.bpf.c: the latency of one user-space
  * function named "binary:symbol", as a log2 histogram in nanoseconds. The one-liner
  * `uprobe:BIN:SYM { @s[tid] = nsecs } uretprobe:BIN:SYM { @ = hist(nsecs - @s[tid]) }`, made
  * safe for recursion.

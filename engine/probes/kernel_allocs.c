@@ -1,4 +1,4 @@
-/* kernel_allocs.c — catalog entry for bpf/kernel_allocs.bpf.c: the kernel's slab allocations
+/* kernel_allocs.c — catalog entry for engine/probes/kernel_allocs.bpf.c: the kernel's slab allocations
  * (kmem:kmalloc, kmem:kmem_cache_alloc) by call site, 1 in N when sampled, and the blocks of each
  * site still held at the end of the window (kmem:kfree, kmem:kmem_cache_free forget a block).
  * What names the code that fills a slab cache that grows, on a host-wide memory-growth run.
@@ -25,7 +25,7 @@
 
 #define KA_CACHE_LEN 32
 
-/* Same layouts as in bpf/kernel_allocs.bpf.c (checked at load). */
+/* Same layouts as in engine/probes/kernel_allocs.bpf.c (checked at load). */
 struct ka_site {
 	uint64_t allocs, bytes;
 	uint64_t frees, freed_bytes;

@@ -1,4 +1,4 @@
-/* name_lookups.c — catalog entry for bpf/name_lookups.bpf.c: the target's host name lookups
+/* name_lookups.c — catalog entry for engine/probes/name_lookups.bpf.c: the target's host name lookups
  * (getaddrinfo, gethostbyname*), timed in the libc it maps, by name asked for.
  *
  * Owns: finding that libc (the target's /proc/PID/maps; the file read through its mapping by

@@ -1,11 +1,11 @@
-/* off_cpu.c — catalog entry for bpf/off_cpu.bpf.c: where and why the target's threads are off
+/* off_cpu.c — catalog entry for engine/probes/off_cpu.bpf.c: where and why the target's threads are off
  * the CPU, by call path, weighted by the time away (ns).
  *
  * Owns: picking the tp_btf or raw_tp program set (by loading it), sizing its maps, the time of
  * threads still away when the collection stops (added up to that moment, so a thread blocked for
  * the whole window is not missing), and turning (stacks, state) → time into results: stacks
  * tagged with the state, and totals per state. User-space unwinding (option user_unwind: dwarf):
- * the `samples` ring buffer, drained by the run loop into engine/stack_sampler.c, which unwinds
+ * the `samples` ring buffer, drained by the run loop into engine/symbolize/stack_sampler.c, which unwinds
  * each switch-out's stack copy and weighs it when its switch-in's record comes; threads still
  * away at the end are weighed here.
  * Must not: judge the time (the recipe's Lua does); the state says how a thread waited, not why.

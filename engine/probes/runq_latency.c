@@ -1,4 +1,4 @@
-/* runq_latency.c — catalog entry for bpf/runq_latency.bpf.c: run-queue wait of the target.
+/* runq_latency.c — catalog entry for engine/probes/runq_latency.bpf.c: run-queue wait of the target.
  *
  * Owns: picking the tp_btf or raw_tp program set (by loading it: the verifier is the feature
  * probe), attaching it, and reading the log2 histogram into results.

@@ -1,4 +1,4 @@
-/* syscall_stats.c — catalog entry for bpf/syscall_stats.bpf.c: count of the target's system
+/* syscall_stats.c — catalog entry for engine/probes/syscall_stats.bpf.c: count of the target's system
  * calls by syscall, and with `timing: true` also their time and errors.
  *
  * Owns: choosing the program set (count-only or timed), loading/attaching it, summing the

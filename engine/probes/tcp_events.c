@@ -1,9 +1,9 @@
-/* tcp_events.c — catalog entry for bpf/tcp_events.bpf.c: TCP retransmits, resets, failed
+/* tcp_events.c — catalog entry for engine/probes/tcp_events.bpf.c: TCP retransmits, resets, failed
  * connects and socket errors, per flow (local and peer address:port, IPv4 and IPv6).
  *
  * Owns: checking that the kernel has the five tracepoints and the BTF types the programs read
  * (a clear refusal, not a verifier log, when it does not), the port/address filters, seeding
- * the target's sockets from /proc at attach and at every tick (engine/netowner.c), and turning
+ * the target's sockets from /proc at attach and at every tick (engine/session/netowner.c), and turning
  * the flow counts into results: flows most troubled first, totals, a retransmit share of the
  * segments each socket sent, and the accept queues of listening sockets at the end.
  * Must not: judge the counts (the recipe's Lua does), or filter on the current task.

@@ -1,4 +1,4 @@
-/* tracepoint_count.c — catalog entry for bpf/tracepoint_count.bpf.c: how often one tracepoint
+/* tracepoint_count.c — catalog entry for engine/probes/tracepoint_count.bpf.c: how often one tracepoint
  * fires, per (process, thread name). The one-liner `tracepoint:CAT:EV { @[comm] = count(); }`.
  *
  * Owns: checking the "category:event" option (its form at plan time, that the tracepoint exists
@@ -21,7 +21,7 @@
 #define TP_NAME_MAX 128 /* per part; tracefs names are far shorter */
 #define COMM_LEN 16
 
-/* Same layout as struct tpc_key in bpf/tracepoint_count.bpf.c (checked at load). */
+/* Same layout as struct tpc_key in engine/probes/tracepoint_count.bpf.c (checked at load). */
 struct tpc_key {
 	uint32_t tgid;
 	char comm[COMM_LEN];

@@ -1,4 +1,4 @@
-/* wakeups.c — catalog entry for bpf/wakeups.bpf.c: who wakes the target's blocked threads, from
+/* wakeups.c — catalog entry for engine/probes/wakeups.bpf.c: who wakes the target's blocked threads, from
  * which call path, weighted by the part of their wait the waker accounts for (ns: the wait, less
  * any part during which the waker was blocked itself — that part is its own waker's: in a lock
  * convoy the holder, not the waiters that hand the lock on). The lock holder that releases a
@@ -7,7 +7,7 @@
  * Owns: picking the tp_btf or raw_tp program set (by loading it), sizing its maps, and turning
  * (waker, its stacks, kind) → time into results: stacks (comm and frames: the waker's) tagged with
  * the kind of waker, and totals per kind. User-space unwinding of the wakers' stacks (option
- * user_unwind: dwarf) through engine/stack_sampler.c, as off_cpu does.
+ * user_unwind: dwarf) through engine/symbolize/stack_sampler.c, as off_cpu does.
  * Must not: judge the wakeups (the recipe's Lua does), or claim to know an interrupt's waker:
  * a wakeup from an interrupt is charged to whatever ran (its kernel stack shows the interrupt).
  */

@@ -1,4 +1,4 @@
-/* symbench.c — times the engine's symbolization (engine/symbols.c, linked as diagnose links it)
+/* symbench.c — times the engine's symbolization (engine/symbolize/symbols.c, linked as diagnose links it)
  * of N unique user addresses of a live process: part 4 of tests/bench/bench.py. Benchmark helper
  * only.
  *

@@ -4,8 +4,8 @@
   bpf_ours.py names ROOT BUILD     every program name diagnose can load, as the kernel shows it
                                    (15 chars): each program of every BUILD/bpf/*.bpf.o (ELF
                                    symbols of functions outside .text, as libbpf finds programs),
-                                   and the programs engine/*.c loads by hand ("doctor_*" in
-                                   engine/doctor.c)
+                                   and the programs engine/*/*.c loads by hand ("doctor_*" in
+                                   engine/cli/doctor.c)
   bpf_ours.py snapshot             the ids of every loaded program and link, as JSON
   bpf_ours.py left BEFORE NAMES TAG
                                    what this test left: one line per program or link that is new
@@ -46,7 +46,7 @@ def names(root, build):
         if not found:
             sys.exit(f"bpf_ours.py: no programs found in {o}")
     # Programs the engine builds itself (doctor's feature probes): their names in its sources.
-    for src in glob.glob(os.path.join(root, "engine", "*.c")):
+    for src in glob.glob(os.path.join(root, "engine", "*", "*.c")):
         with open(src, encoding="utf-8", errors="replace") as f:
             for n in re.findall(r'"(doctor_[A-Za-z0-9_]+)"', f.read()):
                 out.add(n[:KERNEL_NAME_LEN])

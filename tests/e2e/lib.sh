@@ -8,6 +8,8 @@ BUILD=${BUILD:-build}
 unset SUDO_UID SUDO_GID
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIAG="$ROOT/$BUILD/diagnose"
+# The catalog's probe kinds, as the build generated them from engine/probes/ (Makefile).
+catalog_kinds() { sed -n 's/^PROBE_KIND(\(.*\))$/\1/p' "$ROOT/$BUILD/catalog_list.h"; }
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
 TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
@@ -165,7 +167,7 @@ EOF
 # check FILE PYTHON-CONDITION MESSAGE: the condition, with `r` the report, `res` its results and
 # whatever $CHECK_LET binds (e.g. CHECK_LET='c = res["ctx"]'), must hold; else fail with MESSAGE
 # and the results. Every check also asserts that no probe's results departed from its kind's
-# declared shape (the engine notes it: engine/session.c, engine/shape.h), as assert_shapes does,
+# declared shape (the engine notes it: engine/session/session.c, engine/plan/shape.h), as assert_shapes does,
 # in the same python3: one process per check.
 check() {
 	local out

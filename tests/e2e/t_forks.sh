@@ -1,5 +1,5 @@
 # A set of processes covers the children its members fork from the fork on, not from the next
-# rescan a second later (bpf/procset.bpf.c, engine/procset.c):
+# rescan a second later (engine/session/procset.bpf.c, engine/session/procset.c):
 # (a) --comm over a parent that runs its work in children of 20 ms each (fork_workers): nearly all
 #     of the CPU is in processes no rescan sees; high-cpu must name short_job() (the children's
 #     stacks symbolized with their parent's symbols), count their CPU time (cpu_pct, the

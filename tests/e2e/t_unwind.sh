@@ -1,4 +1,4 @@
-# t_unwind.sh — user-space unwinding of cpu_profile (engine/unwind.c) on the gcc-built fixtures
+# t_unwind.sh — user-space unwinding of cpu_profile (engine/symbolize/unwind.c) on the gcc-built fixtures
 # of tests/unit/unwind.mk (built by `make unit`):
 # - leaf: `high-cpu` on leaf_main, whose hot leaf crc32_slice_update (libleaf.so, gcc -O2
 #   -fno-omit-frame-pointer: checked with objdump to push no %rbp) hides its caller from the

@@ -1,5 +1,5 @@
 /* fuzz_lock.c — libFuzzer harness for the approvals lock parser (approval_lock_parse in
- * engine/approval.c; parse only: nothing is read from disk or hashed).
+ * engine/trust/approval.c; parse only: nothing is read from disk or hashed).
  *
  * Each input is a lock file's bytes (an exact-size heap copy: the parser is given a length).
  * Contract: no crash, leak or undefined behaviour; on failure *out is NULL, err.code is

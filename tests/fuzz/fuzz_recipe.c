@@ -1,4 +1,4 @@
-/* fuzz_recipe.c — libFuzzer harness for the recipe loader (engine/recipe.c).
+/* fuzz_recipe.c — libFuzzer harness for the recipe loader (engine/recipe/recipe.c).
  *
  * Each input is a recipe file's bytes, handed to recipe_load_buffer() as if read from disk. The
  * loader must never crash, leak, hang or read out of bounds (ASan + UBSan + libFuzzer's leak,

@@ -1,4 +1,4 @@
-/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict.c): the sandbox,
+/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict/verdict.c): the sandbox,
  * the read-only result proxies and, above all, the bounded Lua → struct value conversion.
  *
  * Each input is a Lua snippet's bytes, run by verdict_run_inprocess (no fork: the fuzzer needs

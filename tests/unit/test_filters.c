@@ -1,4 +1,4 @@
-/* test_filters.c — the filter parsers and checks of engine/filters.c: the cgroup v2 mount from
+/* test_filters.c — the filter parsers and checks of engine/plan/filters.c: the cgroup v2 mount from
  * mountinfo (pure v2 and hybrid hosts), a process's v2 path from /proc/PID/cgroup (v1 lines
  * ignored), dev_t from a sysfs dev file, device names, ports, addresses, and filters_resolve's
  * refusals: a filter the kind does not honour, bad values, "target" without --pid. Resolving a

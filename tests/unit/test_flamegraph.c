@@ -1,4 +1,4 @@
-/* test_flamegraph.c — the SVG flame graph writer (engine/flamegraph.c): the document is
+/* test_flamegraph.c — the SVG flame graph writer (engine/report/flamegraph.c): the document is
  * well-formed XML (checked here by a small checker: balanced elements, quoted attributes, no raw
  * '<' or stray '&' in text, valid UTF-8 without control bytes) whatever names the target gives
  * (comm, symbols, tag: markup, quotes, control bytes, bytes that are not UTF-8, "]]>"); names

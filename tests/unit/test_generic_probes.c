@@ -1,6 +1,6 @@
 /* test_generic_probes.c — the parts of the generic probe kinds that need no kernel: the option
  * checks of tracepoint_count ("category:event") and func_latency ("/binary:symbol"), and
- * elf_symbol_offset (engine/symbols.c), which places func_latency's uprobes.
+ * elf_symbol_offset (engine/symbolize/symbols.c), which places func_latency's uprobes.
  *
  * The expected file offset of a function is computed independently of symbols.c: from the
  * function's run-time address in this very test and the /proc/self/maps line that covers it.

@@ -1,4 +1,4 @@
-/* test_json.c — the strict JSON reader (engine/json_parse.c): what value_write_json writes reads
+/* test_json.c — the strict JSON reader (engine/results/json_parse.c): what value_write_json writes reads
  * back the same, numbers keep their type, escapes and surrogate pairs decode, and malformed text
  * is refused with the byte offset of the problem. No root, no files.
  */

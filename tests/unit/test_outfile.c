@@ -1,4 +1,4 @@
-/* test_outfile.c — output files written on the user's behalf (engine/outfile.c): no overwrite
+/* test_outfile.c — output files written on the user's behalf (engine/report/outfile.c): no overwrite
  * without --force, a symlink at the path is never followed (its target keeps its content, in both
  * modes), --force replaces by rename (a hard link elsewhere keeps the old content), mode 0644
  * whatever the umask, directories and FIFOs refused, nothing left behind on discard, the path

@@ -1,4 +1,4 @@
-/* test_pprof.c — the pprof writer (engine/pprof.c), read back as a reader would: the gzip stream
+/* test_pprof.c — the pprof writer (engine/report/pprof.c), read back as a reader would: the gzip stream
  * inflated with zlib, the profile decoded with protobuf-c from the same proto/profile.proto.
  * Asserts sample types and units per stack_unit, sample values, locations leaf first (kernel
  * frames, then user frames), functions and locations deduplicated, kernel frames told apart (own

@@ -1,4 +1,4 @@
-/* test_preflight.c — the budget decision on what the pre-flight counted (engine/preflight.c):
+/* test_preflight.c — the budget decision on what the pre-flight counted (engine/plan/preflight.c):
  * rates per second from the window's counts, under budget untouched, over budget sampled (only
  * probes whose kind can sample, only with `degrade: sample`) or refused with a message naming the
  * worst probe, unmeasured and not-event-driven probes never counted as 0 events, the window at

@@ -1,4 +1,4 @@
-/* test_shape.c — the shape checker (engine/shape.c) on small declarations, its exact messages,
+/* test_shape.c — the shape checker (engine/plan/shape.c) on small declarations, its exact messages,
  * and the catalog's own declarations: well-formed (every path's parent declared, as a container
  * of the right type; every feature a kind needs is one doctor checks) and mentioned in schemas/recipe.md (a declared field the reference does not
  * name fails here). Needs DIAG_SRCDIR (the repository root) for the documentation check; no root,

@@ -1,4 +1,4 @@
-/* test_source.c — files read once (engine/source.c): no symlink, no FIFO or device, a size cap,
+/* test_source.c — files read once (engine/recipe/source.c): no symlink, no FIFO or device, a size cap,
  * the hash of the bytes returned; production's ownership checks on the file and the directories
  * above it; a recipe's bundle (snippet and libraries) named as the approvals lock names them.
  * The ownership cases need root (chown) and are skipped otherwise.

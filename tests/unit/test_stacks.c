@@ -1,10 +1,10 @@
-/* test_stacks.c — the shared stack table (engine/stacks.c): rows that are equal once symbolized
+/* test_stacks.c — the shared stack table (engine/symbolize/stacks.c): rows that are equal once symbolized
  * merge whatever their raw ids, weight and count are summed apart, the order is by weight with a
  * fixed tie-break, tag and in_kernel keep rows apart, the table is bounded, every finished table
  * has the shape STACK_RESULT_FIELDS declares (user_from included: rows from fixed user addresses
  * carry it only when a frame is not from the frame-pointer walk). Exact values are
  * asserted. Reading stack ids needs a BPF map (root or CAP_BPF); that test is skipped without.
- * The folded writer (engine/report.c) takes one probe's stacks, never a mix of units.
+ * The folded writer (engine/report/report.c) takes one probe's stacks, never a mix of units.
  */
 #include <setjmp.h>
 #include <stdarg.h>

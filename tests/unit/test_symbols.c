@@ -1,4 +1,4 @@
-/* test_symbols.c — kernel and user symbolization (engine/symbols.c).
+/* test_symbols.c — kernel and user symbolization (engine/symbolize/symbols.c).
  *
  * Kernel: fake kallsyms files (boundaries, aliases, modules, hidden addresses) and, when readable,
  * the real /proc/kallsyms. User: the fixtures of symbols.mk run as real child processes that print

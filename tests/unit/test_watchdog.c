@@ -1,4 +1,4 @@
-/* test_watchdog.c — the last bound on a run (engine/watchdog.c), in child processes: one stuck
+/* test_watchdog.c — the last bound on a run (engine/session/watchdog.c), in child processes: one stuck
  * for ever in an open() of a FIFO with a perf event and (as root) a BPF link open is ended at its
  * limit, both released before its last words run, exit code DIAG_EXIT_RUNTIME; one disarmed in time
  * is not; re-arming moves the limit.

@@ -1,0 +1,146 @@
+/* stack_sampler.h — stacks of samples a probe streamed with their user registers and stack copy
+ * (engine/probes/common/diag_unwind.h, struct diag_user_sample): each sample's user stack fixed by engine/symbolize/unwind.c
+ * (a frameless leaf's caller inserted from CFI, or a DWARF unwind of the copy), counted per
+ * distinct (thread name, tag, user addresses and their origin, kernel stack id), and handed to
+ * the shared stack table. For every stack probe (on-CPU samples, off-CPU intervals, wakers): the
+ * probe's BPF object owns the ring buffer map; the sampler reads it (stack_sampler_open_ring) and
+ * the probe's drain/tick/wake_fd ops call stack_sampler_consume/tick/wake_fd.
+ *
+ * Owns: the ring buffer reader, the fixed stacks and their weights and counts (at most max_rows
+ * distinct ones; more are counted, not kept), samples waiting for their weight, the unwinder,
+ * the counts of what unwinding did, and the results fields that report them
+ * (STACK_SAMPLER_RESULT_FIELDS).
+ * Must not: symbolize (stacks.c), read the target's memory (only the copy), or drop a sample
+ * without counting it.
+ */
+#ifndef DIAG_STACK_SAMPLER_H
+#define DIAG_STACK_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacks.h"
+#include "value.h"
+
+struct stack_sampler;
+
+/* dwarf: unwind the copies with DWARF (falling back to the frame-pointer stack when not even one
+ * caller is found; continued by it where the copy ended first); else the frame-pointer stack of
+ * stacks_fd, its leaf's caller recovered by CFI when leaf_fixup. tags (n_tags names, or NULL):
+ * what a sample's tag means, passed to the stack table as the row's tag. max_pending: threads
+ * that may have a sample waiting for its weight at once (samples sent with a cookie). */
+struct tfile_reader;
+/* files: how the target's files are read for unwinding (tfile.h; shared, not owned; NULL: a reader
+ * of its own). */
+struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
+					const char *const *tags, size_t n_tags, size_t max_pending,
+					struct tfile_reader *files);
+void stack_sampler_free(struct stack_sampler *s);
+
+/* Feeds s from the BPF ring buffer map ring_fd (records as below). Returns 0, or -1 with errno. */
+int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd);
+/* What waits in the ring buffer, now (s NULL, or no ring: nothing): the run loop's drain. */
+void stack_sampler_consume(struct stack_sampler *s);
+/* The fd the run loop polls to know records wait (-1: none). */
+int stack_sampler_wake_fd(const struct stack_sampler *s);
+/* A session tick: consume, and start a new period (s NULL: nothing). */
+void stack_sampler_tick(struct stack_sampler *s);
+/* The ring buffer size for about want bytes: a power of 2, at least one page. */
+uint32_t stack_sampler_ring_size(uint64_t want);
+
+/* The check of a probe's user_unwind option: "fp" or "dwarf". */
+const char *stack_sampler_check_unwind(const char *value);
+/* True when a probe's user_unwind option asks for DWARF unwinding in user space. */
+bool stack_sampler_wants_dwarf(const char *user_unwind);
+
+/* Defines NAME_drain, NAME_wake_fd and NAME_tick, the run loop's hooks (struct probe_kind's
+ * drain, wake_fd, tick), for a probe kind whose private state PTYPE keeps its sampler in
+ * `sampler`: read the ring when it wakes, and once a second. */
+#define STACK_SAMPLER_PROBE_OPS(name, ptype)                                                      \
+	static void name##_drain(struct probe *p)                                                 \
+	{                                                                                         \
+		stack_sampler_consume(((ptype *)p->priv)->sampler);                                 \
+	}                                                                                         \
+	static int name##_wake_fd(struct probe *p)                                                \
+	{                                                                                         \
+		return stack_sampler_wake_fd(((ptype *)p->priv)->sampler);                          \
+	}                                                                                         \
+	static void name##_tick(struct probe *p)                                                  \
+	{                                                                                         \
+		stack_sampler_tick(((ptype *)p->priv)->sampler);                                    \
+	}
+
+/* The options of a probe whose events' stacks (an off-CPU interval, a wakeup) may be unwound in
+ * user space: user_unwind, stack_bytes (default stack_default), ring_buffer_kib. */
+#define STACK_SAMPLER_OPTIONS(what, stack_default)                                                \
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp",                            \
+	  .check = stack_sampler_check_unwind,                                                    \
+	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack at " \
+		  what " and unwind it in user space by CFI, continued by the frame-pointer walk " \
+		  "where the copy ends (callers hidden by frameless code such as glibc's)" },     \
+	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = stack_default, .min = 256,             \
+	  .max = DIAG_MAX_STACK_BYTES,                                                            \
+	  .help = "dwarf: bytes of user stack above sp copied at " what },                        \
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024, \
+	  .min = 4, .max = 262144, .bytes_per_entry = 1024,                                       \
+	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
+		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
+
+/* One record from the ring buffer (libbpf's ring_buffer_sample_fn: ctx is the sampler): a
+ * sample (struct diag_user_sample), or the weight of one sent earlier (struct diag_weight_rec). */
+int stack_sampler_add(void *ctx, void *data, size_t size);
+/* Gives the sample thread tid sent with cookie its weight (a probe does this itself for samples
+ * still waiting when it stops, e.g. threads still off the CPU). Returns 0, or -1 when no such
+ * sample waits (refused, or replaced by the thread's next one). */
+int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie, uint64_t weight);
+/* A new period (about once a second): mappings of the targets may be read again. */
+void stack_sampler_period(struct stack_sampler *s);
+
+/* Adds every distinct stack to t (in_kernel: kernel stack id other than -EFAULT, and
+ * kernel_stacks), weights and counts multiplied by scale (1-in-scale sampling); *weight and
+ * *count get the sums, *in_kernel_count the count in the kernel. Returns the distinct stacks t
+ * refused. */
+size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
+			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
+/* Adds the weight and count of the rows of each tag to weight[tag] and count[tag] (arrays of the
+ * n_tags given to stack_sampler_new; unscaled). */
+void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uint64_t *count);
+/* Distinct stacks not kept (over max_rows), and records too short to be samples. */
+uint64_t stack_sampler_refused(const struct stack_sampler *s);
+
+/* Sets res's "user_unwind" and "unwind" (STACK_SAMPLER_RESULT_FIELDS): copy_bytes asked per
+ * sample, sent and ring_full as the probe's BPF side counted them. */
+void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint64_t copy_bytes,
+			  uint64_t sent, uint64_t ring_full);
+
+#define STACK_SAMPLER_RESULT_FIELDS                                                               \
+	{ "user_unwind", RT_STRING, NULL, false, "the user unwinder: fp or dwarf" },              \
+	{ "unwind", RT_OBJECT, NULL, false, "user-space unwinding of the samples sent to it" },   \
+	{ "unwind.leaf_fixup", RT_BOOLEAN, NULL, false, "fp: leaf callers recovered by CFI" },    \
+	{ "unwind.copy_bytes", RT_INTEGER, "bytes", false, "user stack copied per sample (0: none)" }, \
+	{ "unwind.sent", RT_INTEGER, "samples", false, "samples sent to user space to unwind" },  \
+	{ "unwind.ring_full", RT_INTEGER, "samples", false,                                       \
+	  "samples the ring buffer refused: counted with their frame-pointer stack only" },        \
+	{ "unwind.unwound", RT_INTEGER, "samples", false, "samples unwound in user space" },      \
+	{ "unwind.copied_bytes_avg", RT_INTEGER, "bytes", false, "stack bytes copied per sample" }, \
+	{ "unwind.copies_cut", RT_INTEGER, "samples", false,                                      \
+	  "copies that ended before copy_bytes (top of the stack, or a page not present)" },      \
+	{ "unwind.fixed_leaves", RT_INTEGER, "samples", false,                                    \
+	  "fp: samples whose leaf's caller was missing and was inserted from CFI" },              \
+	{ "unwind.leaf_frame_ok", RT_INTEGER, "samples", false,                                   \
+	  "fp: samples whose frame-pointer stack already had the leaf's caller" },                \
+	{ "unwind.leaf_unknown", RT_INTEGER, "samples", false,                                    \
+	  "fp: samples whose leaf had no usable CFI (or the word was not copied)" },              \
+	{ "unwind.dwarf_complete", RT_INTEGER, "samples", false,                                  \
+	  "dwarf: unwound to the outermost frame" },                                              \
+	{ "unwind.dwarf_truncated", RT_INTEGER, "samples", false,                                 \
+	  "dwarf: unwinding stopped early (end of the copy, a frame without CFI)" },              \
+	{ "unwind.dwarf_failed", RT_INTEGER, "samples", false,                                    \
+	  "dwarf: not even one caller: counted with the frame-pointer stack" },                   \
+	{ "unwind.dwarf_spliced", RT_INTEGER, "samples", false,                                   \
+	  "dwarf: stopped at the end of the copy and continued by the frame-pointer walk" },      \
+	{ "unwind.unweighed", RT_INTEGER, "samples", false,                                       \
+	  "samples whose weight never came (e.g. off-CPU intervals under min_block_us)" }
+
+#endif
