@@ -1,5 +1,5 @@
 /* malloc_loop.c — the cost of one malloc + free pair, for measuring the allocations probe
- * against an empty uprobe floor and bpftrace (README, Performance).
+ * against an empty uprobe floor and bpftrace (docs/performance.md, "Allocation tracing").
  *
  * Usage: malloc_loop PAIRS [WAIT_FD]
  * With WAIT_FD, first reads one byte from that fd (a tracer attaches to its pid meanwhile: make
