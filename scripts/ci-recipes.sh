@@ -13,6 +13,10 @@
 # 3. The recorded incidents (tests/fixtures/reports/check.sh): every report there replayed with
 #    this tree's recipes and Lua must give the verdicts (ids, severities, order) and exit code
 #    its live run recorded — a Lua change that alters a verdict on a recorded incident fails.
+# 4. The documentation (scripts/check-docs.sh): README.md at most 250 lines, no relative link
+#    in README.md or docs/ to a missing file or heading, every probe kind of the catalog in
+#    docs/recipes.md's table, schemas/recipe.md and tests/e2e/t_shapes.sh, every recipe with its
+#    page in docs/symptoms/ and a line in README.md.
 #
 # Exit status: 0 all good, 1 a check failed. No root and no BPF needed: nothing is loaded.
 set -eu
@@ -48,4 +52,10 @@ if [ -f tests/fixtures/reports/EXPECTED ]; then
 		status=1
 	}
 fi
+
+echo "== documentation (scripts/check-docs.sh)"
+scripts/check-docs.sh "$DIAG" || {
+	echo "ci-recipes: the documentation is missing what the lines above name." >&2
+	status=1
+}
 exit "$status"
