@@ -266,7 +266,7 @@ $(BUILD)/fuzz/obj/%.o: %.c $(ENGINE_HDRS) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer results/json_parse results/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -lm
 
 $(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_parse results/value common/util)

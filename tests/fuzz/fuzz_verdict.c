@@ -1,5 +1,6 @@
-/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict/verdict.c): the sandbox,
- * the read-only result proxies and, above all, the bounded Lua → struct value conversion.
+/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict/): the sandbox,
+ * the read-only result proxies and, above all, the bounded Lua → struct value conversion
+ * (sandbox.c, snippet.c, lua_value.c, answer.c).
  *
  * Each input is a Lua snippet's bytes, run by verdict_run_inprocess (no fork: the fuzzer needs
  * the coverage) with small limits over a small results tree. Contract: no crash, leak or
