@@ -91,7 +91,8 @@ int replay_run(const struct replay_options *o)
 	struct diag_err err = { 0 };
 	struct bundle b = { 0 };
 	struct source_file lua = { 0 };
-	struct value *report = NULL, *thresholds = NULL, *run = NULL, *verdicts = NULL, *sections = NULL;
+	struct value *report = NULL, *thresholds = NULL, *run = NULL;
+	struct verdict_answer answer = { 0 };
 	int code = DIAG_EXIT_RUNTIME;
 
 	if (!(report = read_report(o->report_path, &err)))
@@ -124,13 +125,15 @@ int replay_run(const struct replay_options *o)
 				     .n_libs = b.src.n_libs, .results = value_get(report, "results"),
 				     .thresholds = thresholds, .run = run };
 	struct diag_err verr = { 0 };
-	if (verdict_run(&vin, &verdicts, &sections, &verr)) {
+	if (verdict_run(&vin, &answer, &verr)) {
 		err = verr;
 		goto failed;
 	}
-	value_obj_set(report, "verdicts", verdicts);
-	value_obj_set(report, "sections", sections);
-	verdicts = sections = NULL; /* owned by the report now */
+	/* A report recorded before ruled_out existed gets it now, as a live run would. */
+	value_obj_set(report, "verdicts", answer.verdicts);
+	value_obj_set(report, "ruled_out", answer.ruled_out);
+	value_obj_set(report, "sections", answer.report);
+	answer = (struct verdict_answer){ 0 }; /* owned by the report now */
 	value_obj_set(report, "thresholds", thresholds);
 	thresholds = NULL;
 	struct value *rp = value_obj_set(report, "replayed", value_obj());
@@ -153,8 +156,7 @@ out:
 	value_free(report);
 	value_free(thresholds);
 	value_free(run);
-	value_free(verdicts);
-	value_free(sections);
+	verdict_answer_free(&answer);
 	source_free(&lua);
 	bundle_free(&b);
 	fflush(NULL);

@@ -1,8 +1,9 @@
 /* answer.c — what a verdict snippet must return, checked.
  *
  * Owns: the contract of a verdict (id, severity, title, evidence, next_steps, optional next =
- * {recipe, params}), of the report (sections with a string kind), the one-line errors naming the
- * field that is wrong, severities by name, and the order of verdicts (worst first, stable).
+ * {recipe, params}), of the report (sections with a string kind), of ruled_out (what was checked
+ * and found fine: {id, text} items, kept in order), the one-line errors naming the field that is
+ * wrong, severities by name, and the order of verdicts (worst first, stable).
  * Must not: touch Lua (it sees struct value only), print, or interpret results.
  */
 #include "answer.h"
@@ -203,50 +204,135 @@ static void sort_worst_first(struct value *arr)
 	}
 }
 
-/* Checks the answer as converted (takes ownership of raw verdicts and report; report NULL when
- * the snippet gave none) and builds the final one. Run by the child on what Lua returned, and
- * again by the parent on what the child sent. */
-int answer_check(const char *chunk, struct value *raw, struct value *rep,
-		 struct value **verdicts, struct value **report, struct diag_err *err)
+/* One ruled-out item: { id = "cpu-throttling", text = "not throttled: 0 ms of 5.0 s" }, rebuilt
+ * with exactly those two keys (any other is an error: a misspelt key would hide the text). */
+static struct value *check_ruled_out_item(const struct value *it, size_t i, const char *chunk,
+					  struct diag_err *err)
 {
-	struct value *out = NULL;
+	char what[128];
+	if (it->type != V_OBJ) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out[%zu]: expected a table { id =, text = }, "
+			  "got a %s", chunk, i, type_word(it));
+		return NULL;
+	}
+	for (size_t k = 0; k < it->obj.len; k++)
+		if (strcmp(it->obj.keys[k], "id") != 0 && strcmp(it->obj.keys[k], "text") != 0) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out[%zu]: unknown key \"%.40s\" "
+				  "(expected id, text)", chunk, i, it->obj.keys[k]);
+			return NULL;
+		}
+	static const char *const fields[] = { "id", "text" };
+	for (size_t f = 0; f < ARRAY_LEN(fields); f++) {
+		const struct value *v = value_get(it, fields[f]);
+		const char *why = !v ? "missing" : v->type != V_STR ? NULL : !v->s[0] ? "empty" : "";
+		if (!why) {
+			snprintf(what, sizeof(what), "expected a string, got a %s", type_word(v));
+			why = what;
+		}
+		if (why[0]) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out[%zu].%s: %s", chunk, i, fields[f], why);
+			return NULL;
+		}
+	}
+	const char *id = value_get_str(it, "id"), *text = value_get_str(it, "text");
+	if (!name_ok(id, 64, true)) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out[%zu].id: \"%.40s\" is not an id "
+			  "([a-z0-9-]+, at most 64)", chunk, i, id);
+		return NULL;
+	}
+	if (strchr(text, '\n')) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out[%zu].text: must be one line (it holds a "
+			  "newline)", chunk, i);
+		return NULL;
+	}
+	struct value *out = value_obj();
+	value_set_str(out, "id", id);
+	value_set_str(out, "text", text);
+	return out;
+}
+
+/* The verdicts, checked, rebuilt and sorted worst first; NULL and err when one is wrong. */
+static struct value *check_verdicts(const char *chunk, const struct value *raw, struct diag_err *err)
+{
 	if (raw->type != V_ARR) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: expected an array of verdicts", chunk);
-		goto fail;
+		return NULL;
 	}
-	out = value_arr();
+	struct value *out = value_arr();
 	for (size_t i = 0; i < raw->arr.len; i++) {
 		struct value *v = check_verdict(raw->arr.items[i], i + 1, chunk, err);
-		if (!v)
-			goto fail;
+		if (!v) {
+			value_free(out);
+			return NULL;
+		}
 		value_arr_push(out, v);
 	}
 	sort_worst_first(out);
-
-	if (!rep)
-		rep = value_arr();
-	if (rep->type != V_ARR) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report: expected an array of sections", chunk);
-		goto fail;
-	}
-	for (size_t i = 0; i < rep->arr.len; i++) {
-		if (!value_get_str(rep->arr.items[i], "kind")) {
-			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report[%zu].kind: missing (a section is a "
-				  "table with a string kind)", chunk, i + 1);
-			goto fail;
-		}
-	}
-	value_free(raw);
-	*verdicts = out;
-	*report = rep;
-	return 0;
-fail:
-	value_free(raw);
-	value_free(out);
-	value_free(rep);
-	return -1;
+	return out;
 }
 
+/* The report's sections as given (NULL: none), each a table with a string kind. */
+static int check_report(const char *chunk, const struct value *rep, struct diag_err *err)
+{
+	if (rep->type != V_ARR)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report: expected an array of sections", chunk);
+	for (size_t i = 0; i < rep->arr.len; i++)
+		if (!value_get_str(rep->arr.items[i], "kind"))
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: report[%zu].kind: missing (a section "
+					 "is a table with a string kind)", chunk, i + 1);
+	return 0;
+}
+
+/* The ruled-out items, checked and rebuilt in the snippet's order (NULL raw: none). */
+static struct value *check_ruled_out(const char *chunk, const struct value *raw, struct diag_err *err)
+{
+	struct value *out = value_arr();
+	if (!raw)
+		return out;
+	if (raw->type != V_ARR) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out: expected an array of { id =, text = }, "
+			  "got a %s", chunk, raw->type == V_OBJ ? "table with named fields" : type_word(raw));
+		value_free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < raw->arr.len; i++) {
+		struct value *it = check_ruled_out_item(raw->arr.items[i], i + 1, chunk, err);
+		if (!it) {
+			value_free(out);
+			return NULL;
+		}
+		value_arr_push(out, it);
+	}
+	return out;
+}
+
+int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_answer *out,
+		 struct diag_err *err)
+{
+	*out = (struct verdict_answer){ 0 };
+	struct value *verdicts = check_verdicts(chunk, raw->verdicts, err);
+	struct value *ruled_out = verdicts ? check_ruled_out(chunk, raw->ruled_out, err) : NULL;
+	struct value *report = raw->report ? raw->report : value_arr();
+	raw->report = NULL;
+	if (!verdicts || !ruled_out || check_report(chunk, report, err)) {
+		value_free(verdicts);
+		value_free(ruled_out);
+		value_free(report);
+		verdict_answer_free(raw);
+		return -1;
+	}
+	verdict_answer_free(raw);
+	*out = (struct verdict_answer){ verdicts, report, ruled_out };
+	return 0;
+}
+
+void verdict_answer_free(struct verdict_answer *a)
+{
+	value_free(a->verdicts);
+	value_free(a->report);
+	value_free(a->ruled_out);
+	*a = (struct verdict_answer){ 0 };
+}
 
 static const char *const sev_names[] = { "ok", "info", "warning", "critical" };
 

@@ -9,12 +9,15 @@
 
 #include "util.h"
 #include "value.h"
+#include "verdict.h"
 
-/* Checks the answer as converted (takes ownership of raw verdicts and report; report NULL when
- * the snippet gave none) and builds the final one: verdicts rebuilt in contract order and sorted
- * worst first (stable), report sections each with a string kind. On failure returns -1, err a
- * one-line message "CHUNK: verdicts[I].FIELD: what", and frees both. */
-int answer_check(const char *chunk, struct value *raw, struct value *rep,
-		 struct value **verdicts, struct value **report, struct diag_err *err);
+/* Checks the answer as converted and builds the final one in *out: verdicts rebuilt in contract
+ * order and sorted worst first (stable), report sections each with a string kind, ruled_out
+ * items {id, text} in the snippet's order. raw->verdicts is required; raw->report and
+ * raw->ruled_out are NULL when the snippet gave none (then empty arrays). Takes everything in
+ * raw (left all NULL). On failure returns -1, *out all NULL, err a one-line message
+ * "CHUNK: verdicts[I].FIELD: what" (or ruled_out[I].FIELD, report[I].kind). */
+int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_answer *out,
+		 struct diag_err *err);
 
 #endif

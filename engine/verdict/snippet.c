@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,9 +127,24 @@ static struct value *typed_thresholds(const struct value *th)
 	}
 	return out;
 }
+/* The answer's optional field `name` of the table at t into *out (NULL when absent), within the
+ * budget. 0, or -1 with err. */
+static int read_field(struct conv *c, int t, const char *name, struct value **out)
+{
+	lua_State *L = c->L;
+	*out = NULL;
+	lua_raw_field(L, t, name);
+	snprintf(c->path, sizeof(c->path), "%s", name);
+	if (!lua_isnil(L, -1))
+		*out = lua_to_value(c, lua_gettop(L), 1);
+	bool failed = !lua_isnil(L, -1) && !*out;
+	lua_settop(L, t);
+	return failed ? -1 : 0;
+}
+
 /* The snippet's return value is at the top of the stack. */
-static int read_answer(lua_State *L, const struct verdict_input *in, struct value **verdicts,
-		       struct value **report, struct diag_err *err)
+static int read_answer(lua_State *L, const struct verdict_input *in, struct verdict_answer *out,
+		       struct diag_err *err)
 {
 	const char *chunk = in->lua->path;
 	int t = lua_gettop(L);
@@ -140,29 +157,18 @@ static int read_answer(lua_State *L, const struct verdict_input *in, struct valu
 	c.max_nodes = c.nodes_left = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
 	c.max_bytes = c.bytes_left = in->max_text_bytes ? in->max_text_bytes
 							: VERDICT_DEFAULT_MAX_TEXT_BYTES;
-	struct value *raw = NULL, *rep = NULL;
-
-	lua_raw_field(L, t, "verdicts");
-	strcpy(c.path, "verdicts");
-	if (lua_isnil(L, -1)) {
-		lua_settop(L, t);
+	struct verdict_answer raw = { 0 };
+	if (read_field(&c, t, "verdicts", &raw.verdicts))
+		return -1;
+	if (!raw.verdicts)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: missing", chunk);
-	}
-	raw = lua_to_value(&c, lua_gettop(L), 1);
-	lua_settop(L, t);
-	if (!raw)
-		return -1;
-
-	lua_raw_field(L, t, "report");
-	strcpy(c.path, "report");
-	if (!lua_isnil(L, -1) && !(rep = lua_to_value(&c, lua_gettop(L), 1))) {
-		lua_settop(L, t);
-		value_free(raw);
+	if (read_field(&c, t, "report", &raw.report) || read_field(&c, t, "ruled_out", &raw.ruled_out)) {
+		verdict_answer_free(&raw);
 		return -1;
 	}
-	lua_settop(L, t);
-	return answer_check(chunk, raw, rep, verdicts, report, err);
+	return answer_check(chunk, &raw, out, err);
 }
+
 /* ---- in this process ----------------------------------------------------------------------- */
 
 /* A Lua error as a message: the snippet chose its bytes, NULs included (kept as spaces, not as
@@ -184,10 +190,10 @@ static void lua_error_message(struct diag_err *err, const char *chunk, const cha
 
 static const struct value empty_obj = { .type = V_OBJ };
 
-int verdict_run_inprocess(const struct verdict_input *in, struct value **verdicts,
-			  struct value **report, struct diag_err *err)
+int verdict_run_inprocess(const struct verdict_input *in, struct verdict_answer *out,
+			  struct diag_err *err)
 {
-	*verdicts = *report = NULL;
+	*out = (struct verdict_answer){ 0 };
 	struct run_ctx ctx = { .in = in, .results = in->results ? in->results : &empty_obj,
 			       .run = in->run ? in->run : &empty_obj };
 	struct value *th = typed_thresholds(in->thresholds);
@@ -213,7 +219,7 @@ int verdict_run_inprocess(const struct verdict_input *in, struct value **verdict
 		const char *msg = lua_tolstring(L, -1, &len);
 		lua_error_message(err, in->lua->path, msg, len);
 	} else {
-		rc = read_answer(L, in, verdicts, report, err);
+		rc = read_answer(L, in, out, err);
 	}
 	lua_close(L);
 out:

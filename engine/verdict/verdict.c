@@ -36,7 +36,7 @@
  * killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit rounded up, plus one second),
  * RLIMIT_AS (its current size plus room for the Lua cap and the answer; not under ASan, whose
  * shadow memory is huge) and RLIMIT_CORE 0, runs verdict_run_inprocess, writes one JSON document
- * — {"verdicts":[...],"report":[...]} or {"error":"message"} — and leaves with _exit (no atexit
+ * — {"verdicts":[...],"report":[...],"ruled_out":[...]} or {"error":"message"} — and leaves with _exit (no atexit
  * handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
  * Ctrl-C is for the parent to answer, and SIGKILL needs no permission.
  * The parent reads with poll until end of file or the deadline, at most a size derived from the
@@ -169,12 +169,13 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
 	child_limits(in, max_ms, max_nodes, max_bytes);
 
-	struct value *verdicts, *report;
+	struct verdict_answer answer;
 	struct diag_err err = { 0 };
 	struct value *doc = value_obj();
-	if (verdict_run_inprocess(in, &verdicts, &report, &err) == 0) {
-		value_obj_set(doc, "verdicts", verdicts);
-		value_obj_set(doc, "report", report);
+	if (verdict_run_inprocess(in, &answer, &err) == 0) {
+		value_obj_set(doc, "verdicts", answer.verdicts);
+		value_obj_set(doc, "report", answer.report);
+		value_obj_set(doc, "ruled_out", answer.ruled_out);
 	} else {
 		value_set_str(doc, "error", err.msg);
 	}
@@ -307,8 +308,7 @@ static int reap(pid_t pid, uint64_t deadline, int *status)
 
 /* The child's document, parsed and checked. */
 static int read_document(const struct verdict_input *in, const char *text, size_t len,
-			 size_t max_nodes, struct value **verdicts, struct value **report,
-			 struct diag_err *err)
+			 size_t max_nodes, struct verdict_answer *out, struct diag_err *err)
 {
 	const char *chunk = in->lua->path;
 	struct json_limits lim = { .max_depth = VERDICT_MAX_DEPTH + 2,
@@ -323,6 +323,7 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 	const struct value *msg = value_get(doc, "error");
 	struct value *vs = (struct value *)value_get(doc, "verdicts");
 	struct value *rep = (struct value *)value_get(doc, "report");
+	struct value *ro = (struct value *)value_get(doc, "ruled_out");
 	if (doc->type != V_OBJ) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: not an object",
 			  chunk);
@@ -332,24 +333,24 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 		else
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase failed without a message",
 				  chunk);
-	} else if (!vs || !rep) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: no verdicts "
-			  "or report", chunk);
+	} else if (!vs || !rep || !ro) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: no verdicts, "
+			  "report or ruled_out", chunk);
 	} else {
-		/* Take both out of the document, then check them as the child did. */
+		/* Take the three out of the document, then check them as the child did. */
 		for (size_t i = 0; i < doc->obj.len; i++)
-			if (doc->obj.vals[i] == vs || doc->obj.vals[i] == rep)
+			if (doc->obj.vals[i] == vs || doc->obj.vals[i] == rep || doc->obj.vals[i] == ro)
 				doc->obj.vals[i] = NULL;
-		rc = answer_check(chunk, vs, rep, verdicts, report, err);
+		struct verdict_answer raw = { vs, rep, ro };
+		rc = answer_check(chunk, &raw, out, err);
 	}
 	value_free(doc);
 	return rc;
 }
 
-int verdict_run(const struct verdict_input *in, struct value **verdicts, struct value **report,
-		struct diag_err *err)
+int verdict_run(const struct verdict_input *in, struct verdict_answer *out, struct diag_err *err)
 {
-	*verdicts = *report = NULL;
+	*out = (struct verdict_answer){ 0 };
 	const char *chunk = in->lua->path;
 	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
 	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
@@ -397,7 +398,7 @@ int verdict_run(const struct verdict_input *in, struct value **verdicts, struct 
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		child_status_fail(chunk, status, err);
 	} else {
-		rc = read_document(in, buf, len, max_nodes, verdicts, report, err);
+		rc = read_document(in, buf, len, max_nodes, out, err);
 	}
 	close(fds[0]);
 	free(buf);

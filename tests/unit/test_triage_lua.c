@@ -214,11 +214,14 @@ static int run_next(const char *mode, struct value **verdicts, struct diag_err *
 	char *path = recorded_src("tests/unit/lua/next_field.lua");
 	if (source_read(path, false, 0, &lua, err))
 		fail_msg("%s", err->msg);
-	struct value *res = value_obj(), *th = value_obj(), *run = value_obj(), *report = NULL;
+	struct value *res = value_obj(), *th = value_obj(), *run = value_obj();
+	struct verdict_answer answer;
 	value_set_str(th, "mode", mode);
 	struct verdict_input in = { .lua = &lua, .results = res, .thresholds = th, .run = run };
-	int rc = verdict_run_inprocess(&in, verdicts, &report, err);
-	value_free(report);
+	int rc = verdict_run_inprocess(&in, &answer, err);
+	*verdicts = answer.verdicts;
+	answer.verdicts = NULL;
+	verdict_answer_free(&answer);
 	value_free(res);
 	value_free(th);
 	value_free(run);
