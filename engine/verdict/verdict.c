@@ -36,8 +36,8 @@
  * killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit rounded up, plus one second),
  * RLIMIT_AS (its current size plus room for the Lua cap and the answer; not under ASan, whose
  * shadow memory is huge) and RLIMIT_CORE 0, runs verdict_run_inprocess, writes one JSON document
- * — {"verdicts":[...],"report":[...],"ruled_out":[...]} or {"error":"message"} — and leaves with _exit (no atexit
- * handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
+ * — {"verdicts":[...],"report":[...],"ruled_out":[...]} or {"error":"message"} — and leaves
+ * with _exit (no atexit handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
  * Ctrl-C is for the parent to answer, and SIGKILL needs no permission.
  * The parent reads with poll until end of file or the deadline, at most a size derived from the
  * budget, then reaps the child; over the deadline or the size it kills it (SIGKILL) and reaps
