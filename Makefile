@@ -2,6 +2,7 @@
 # Nothing is compiled at run time; the BPF bytes are inside the binary.
 #
 #   make            build build/diagnose (installs missing Debian packages first when root)
+#   make test-recipes  replay the recorded incidents against their .expect files (diagnose test)
 #   make check      build, then unit tests (cmocka), recipe lint, fuzz smoke, end-to-end tests
 #                   on the kernel (E2E_TESTS="t_a t_b": those only)
 #   make check SAN=1  with ASan + UBSan, in build-san/: unit, lint and the e2e tests of SAN_E2E_TESTS
@@ -76,7 +77,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all check check-build unit lint e2e demo bench install clean deps fuzz fuzz-smoke
+.PHONY: all check check-build unit lint test-recipes e2e demo bench install clean deps fuzz fuzz-smoke
 # Keep generated skeletons and objects: they are inputs of several targets.
 .SECONDARY:
 all: $(BUILD)/diagnose $(WORKLOADS)
@@ -174,6 +175,11 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 
+# The recorded incidents replayed against their expectations (RECIPE/NAME.expect), for a recipe
+# author: no root, no BPF. `make lint` runs it too.
+test-recipes: $(BUILD)/diagnose
+	@DIAGNOSE_RECIPES=$(CURDIR)/recipes $(BUILD)/diagnose test --dir tests/fixtures/reports
+
 # The names the e2e release checks call ours (tests/e2e/lib.sh): every program of every BPF
 # object and the doctor's, derived so that a new probe's programs are checked without a line here.
 $(BUILD)/bpf/prog_names: $(BPF_OBJS) $(ENGINE_SRCS) tests/e2e/bpf_ours.py
@@ -266,7 +272,7 @@ $(BUILD)/fuzz/obj/%.o: %.c $(ENGINE_HDRS) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer results/json_parse results/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -lm
 
 $(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_parse results/value common/util)

@@ -1,7 +1,7 @@
 # diagnose(1) bash completion — commands, flags, recipe names (from `diagnose list`, so the same
 # search path as a run: --recipes DIR on the line, $DIAGNOSE_RECIPES, ./recipes), --param names
 # of the recipe on the line and replay's --threshold names of the recipe its report recorded
-# (from `diagnose show`), pids, files.
+# (from `diagnose show`), test's recipe names, pids, files.
 # Installed by `make install` to PREFIX/share/bash-completion/completions/diagnose.
 
 _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --recipes DIR
@@ -15,7 +15,7 @@ _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --
 
 _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="list show lint doctor approve verify replay diff merge"
+	local cmds="list show lint doctor approve verify replay diff merge test"
 	local run_flags="--pid --comm --cgroup --unit --container --duration --param --dry-run --json --output --folded --flamegraph
 		--pprof --stacks-probe --folded-probe --force --follow --recipes --production --verbose --help
 		--version"
@@ -25,7 +25,7 @@ _diagnose() {
 		case $word in
 		--pid | --comm | --cgroup | --unit | --container | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
 			--flamegraph | --pprof | --recipes | --lock | \
-			--by | --lua | --threshold | --thresholds) ((i++)) ;;
+			--by | --lua | --threshold | --thresholds | --dir) ((i++)) ;;
 		-p | -d) ((i++)) ;;
 		-*) ;;
 		*) cmd=$word; break ;;
@@ -45,7 +45,7 @@ _diagnose() {
 	--output | --folded | --flamegraph | --pprof | --lua | --lock)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	--recipes)
+	--recipes | --dir)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
 	--param | --threshold | --thresholds)
@@ -101,6 +101,12 @@ _diagnose() {
 			COMPREPLY=($(compgen -W "--json" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+		fi ;;
+	test)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--dir --recipes" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }')" -- "$cur"))
 		fi ;;
 	list | doctor) ;;
 	*) COMPREPLY=($(compgen -W "$run_flags" -- "$cur")) ;;

@@ -10,9 +10,11 @@
 #    with — a pull request that changes an approved recipe, its Lua, a shared Lua library or a BPF
 #    program must run `diagnose approve NAME` and commit the lock in the same pull request, so that
 #    reviewers see the recipe and its approval together.
-# 3. The recorded incidents (tests/fixtures/reports/check.sh): every report there replayed with
-#    this tree's recipes and Lua must give the verdicts (ids, severities, order) and exit code
-#    its live run recorded — a Lua change that alters a verdict on a recorded incident fails.
+# 3. The recorded incidents (`diagnose test`, tests/fixtures/reports/RECIPE/NAME.json with the
+#    expectations beside it, NAME.expect): every one replayed with this tree's recipes and Lua
+#    must give the exit code, verdicts (ids, severities, order) and the optional ruled_out and
+#    evidence lines its .expect states — a Lua change that alters a verdict on a recorded
+#    incident fails. And `diagnose test` itself must fail on a deliberately wrong expectation.
 # 4. The documentation (scripts/check-docs.sh): README.md at most 250 lines, no relative link
 #    in README.md or docs/ to a missing file or heading, every probe kind of the catalog in
 #    docs/recipes.md's table, schemas/recipe.md and tests/e2e/t_shapes.sh, every recipe with its
@@ -44,14 +46,31 @@ else
 	echo "no $LOCK: no recipe is approved for production mode"
 fi
 
-echo "== replay the recorded incidents (tests/fixtures/reports)"
-if [ -f tests/fixtures/reports/EXPECTED ]; then
-	tests/fixtures/reports/check.sh "$DIAG" || {
-		echo "ci-recipes: a recorded incident's verdicts changed. If that is intended, re-record it" >&2
-		echo "ci-recipes: (sudo tests/fixtures/reports/record.sh SYMPTOM/NAME) and say why." >&2
-		status=1
-	}
+echo "== diagnose test: the recorded incidents (tests/fixtures/reports)"
+"$DIAG" test --dir tests/fixtures/reports || {
+	echo "ci-recipes: a recorded incident's verdicts changed. If that is intended, re-record it" >&2
+	echo "ci-recipes: (sudo tests/fixtures/reports/record.sh RECIPE/NAME) and say why." >&2
+	status=1
+}
+
+echo "== diagnose test fails on a wrong expectation"
+WRONG=$(mktemp -d /tmp/diagnose-wrong.XXXXXX)
+mkdir "$WRONG/latency"
+cp tests/fixtures/reports/latency/lock.json "$WRONG/latency/"
+sed 's/^verdict lock-contention warning$/verdict lock-contention critical/' \
+	tests/fixtures/reports/latency/lock.expect > "$WRONG/latency/lock.expect"
+if "$DIAG" test --dir "$WRONG" latency > "$WRONG/out" 2>&1; then
+	echo "ci-recipes: diagnose test passed an expectation that does not hold:" >&2
+	cat "$WRONG/out" >&2
+	status=1
+elif ! grep -q '^FAIL  latency/lock$' "$WRONG/out" || ! grep -q -- '- verdict lock-contention critical' "$WRONG/out"; then
+	echo "ci-recipes: diagnose test failed a wrong expectation without saying what differed:" >&2
+	cat "$WRONG/out" >&2
+	status=1
+else
+	echo "ok: a wrong expectation fails, naming the verdict"
 fi
+rm -rf "$WRONG"
 
 echo "== documentation (scripts/check-docs.sh)"
 scripts/check-docs.sh "$DIAG" || {

@@ -30,6 +30,7 @@
 #include "preflight.h"
 #include "recipe.h"
 #include "report.h"
+#include "incidents.h"
 #include "replay.h"
 #include "run.h"
 #include "session.h"
@@ -43,6 +44,7 @@ struct cli {
 	const char *lock, *by;   /* approve / verify: --lock FILE, --by NAME */
 	const char *params[32];  /* --param NAME=VALUE for the recipe's own parameters */
 	const char *lua;         /* replay: --lua FILE */
+	const char *dir;         /* test: --dir DIR */
 	const char *thresholds[32]; /* replay: --threshold NAME=VALUE */
 	size_t n_thresholds;
 };
@@ -61,6 +63,7 @@ static void usage(FILE *out)
 	      "       diagnose diff BEFORE.json AFTER.json [--json] [--flamegraph FILE.svg]\n"
 	      "                     [--stacks-probe ID] [--force]\n"
 	      "       diagnose merge REPORT.json... [--json]\n"
+	      "       diagnose test [RECIPE...] [--dir DIR]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -413,7 +416,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
 	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD,
-	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER, OPT_FOLLOW };
+	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER, OPT_FOLLOW, OPT_DIR };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, OPT_COMM },
@@ -439,6 +442,7 @@ int main(int argc, char **argv)
 		{ "lua", required_argument, NULL, OPT_LUA },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "thresholds", required_argument, NULL, OPT_THRESHOLD },
+		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -503,6 +507,7 @@ int main(int argc, char **argv)
 		case OPT_LOCK: c.lock = optarg; break;
 		case OPT_BY: c.by = optarg; break;
 		case OPT_LUA: c.lua = optarg; break;
+		case OPT_DIR: c.dir = optarg; break;
 		case OPT_THRESHOLD:
 			if (c.n_thresholds == sizeof(c.thresholds) / sizeof(c.thresholds[0]))
 				return usage_error("--threshold: too many", optarg);
@@ -558,6 +563,14 @@ int main(int argc, char **argv)
 	}
 	if (c.lua || c.n_thresholds)
 		return usage_error("--lua and --threshold are options of replay", c.lua ? c.lua : c.thresholds[0]);
+	if (strcmp(cmd, "test") == 0) {
+		struct incidents_options io = { .dir = c.dir, .recipes_dir = c.run.recipes_dir,
+						.recipes = (const char *const *)argv + optind + 1,
+						.n_recipes = (size_t)(argc - optind - 1) };
+		return incidents_test(&io);
+	}
+	if (c.dir)
+		return usage_error("--dir is an option of test", c.dir);
 	if (strcmp(cmd, "show") == 0) {
 		if (optind + 1 >= argc)
 			return usage_error("show needs a SYMPTOM", NULL);

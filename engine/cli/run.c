@@ -271,7 +271,8 @@ int run_recipe(const struct run_options *c)
 	struct diag_err err = { 0 };
 	struct bundle b = { 0 };
 	struct session_out s = { 0 };
-	struct value *verdicts = NULL, *sections = NULL, *report = NULL, *run = NULL, *summary = NULL;
+	struct verdict_answer answer = { 0 };
+	struct value *report = NULL, *run = NULL, *summary = NULL;
 	char sha[SHA256_HEX_LEN] = "", run_id[33], real_path[PATH_MAX];
 	int code = DIAG_EXIT_RUNTIME;
 	bool tracefs_mounted;
@@ -453,10 +454,11 @@ int run_recipe(const struct run_options *c)
 	struct verdict_input vin = { .lua = &b.src.lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
 				     .results = s.results, .thresholds = plan->thresholds, .run = run };
 	struct diag_err verr = { 0 };
-	bool lua_ok = verdict_run(&vin, &verdicts, &sections, &verr) == 0;
+	bool lua_ok = verdict_run(&vin, &answer, &verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
-				   .verdicts = verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .sections = sections, .preflight = s.preflight, .run = run,
+				   .verdicts = answer.verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
+				   .sections = answer.report, .ruled_out = answer.ruled_out,
+				   .preflight = s.preflight, .run = run,
 				   .thresholds = plan->thresholds };
 	report = report_build(&in);
 	if (!c->capture && write_outputs(c, &outs, report, s.results))
@@ -468,7 +470,7 @@ int run_recipe(const struct run_options *c)
 		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
 		code = DIAG_EXIT_RUNTIME;
 	} else {
-		switch (verdicts_worst(verdicts)) {
+		switch (verdicts_worst(answer.verdicts)) {
 		case SEV_CRITICAL: code = DIAG_EXIT_CRITICAL; break;
 		case SEV_WARNING: code = DIAG_EXIT_WARNING; break;
 		default: code = DIAG_EXIT_OK; break;
@@ -503,8 +505,7 @@ out:
 	value_free(summary);
 	value_free(report);
 	value_free(run);
-	value_free(verdicts);
-	value_free(sections);
+	verdict_answer_free(&answer);
 	session_out_free(&s);
 	bundle_free(&b);
 	/* A stop signal held since the collection ended (while the verdicts ran or the report was

@@ -53,6 +53,7 @@ struct value *report_build(const struct report_input *in)
 	value_obj_set(r, "verdicts", in->verdicts ? value_copy(in->verdicts) : value_arr());
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);
+	value_obj_set(r, "ruled_out", in->ruled_out ? value_copy(in->ruled_out) : value_arr());
 	value_obj_set(r, "results", s && s->results ? value_copy(s->results) : value_obj());
 	/* what the verdicts were computed from, besides the results: replay runs the Lua on it */
 	if (in->run)
@@ -409,6 +410,23 @@ static void write_list(const struct value *list, const char *bullet, FILE *out)
 		}
 }
 
+/* What the snippet checked and found fine, one line each (a report recorded before ruled_out
+ * existed has none: no heading). */
+static void write_ruled_out(const struct value *items, FILE *out)
+{
+	if (!items || items->type != V_ARR || !items->arr.len)
+		return;
+	fputs("\nChecked and ruled out:\n", out);
+	for (size_t i = 0; i < items->arr.len; i++) {
+		const char *text = value_get_str(items->arr.items[i], "text");
+		if (!text)
+			continue;
+		fputs("  - ", out);
+		report_put_text(out, text);
+		fputc('\n', out);
+	}
+}
+
 static void human_bytes(char *buf, size_t len, double b)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB" };
@@ -685,6 +703,7 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 		write_list(value_get(v, "evidence"), "-", out);
 		write_list(value_get(v, "next_steps"), "->", out);
 	}
+	write_ruled_out(value_get(r, "ruled_out"), out);
 	for (size_t i = 0; sections && sections->type == V_ARR && i < sections->arr.len; i++)
 		write_section(sections->arr.items[i], out, width);
 	if (verr) {

@@ -2,7 +2,8 @@
  * folded stacks for flamegraph.pl, and which probe's stacks the stack outputs show (the SVG and
  * pprof writers are engine/report/flamegraph.c and engine/report/pprof.c).
  *
- * Owns: assembling the report tree (tool, recipe, target, timing, overhead, verdicts, results)
+ * Owns: assembling the report tree (tool, recipe, target, timing, overhead, verdicts, ruled_out,
+ * results)
  * and rendering it. Text rendering knows three generic section shapes that a recipe's Lua may
  * return (diag.table / diag.histogram / diag.text in lua/lib/diag.lua):
  *   {kind="table", title=, columns={...}, rows={{cell,...},...}}
@@ -27,6 +28,8 @@ struct report_input {
 	const struct value *verdicts;      /* array; may be NULL when Lua failed */
 	const char *verdict_error;         /* why there are no verdicts, or NULL */
 	const struct value *sections;      /* the Lua report sections (array), may be NULL */
+	const struct value *ruled_out;     /* what the Lua checked and found fine: [{id, text}],
+					    * may be NULL (the report then has an empty array) */
 	const struct value *plan_summary;  /* dry run: what would run */
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
 	const struct value *run;           /* what the Lua saw as `run`, may be NULL */

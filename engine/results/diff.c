@@ -57,6 +57,45 @@ static struct value *diff_verdicts(const struct value *before, const struct valu
 	return out;
 }
 
+/* ---- ruled out: what one run checked and found fine, by hypothesis id ------------------------- */
+
+/* The item with this id in a report's ruled_out (absent in reports recorded before it existed). */
+static const struct value *ruled_out_by_id(const struct value *items, const char *id)
+{
+	for (size_t i = 0; items && items->type == V_ARR && i < items->arr.len; i++) {
+		const char *rid = value_get_str(items->arr.items[i], "id");
+		if (rid && !strcmp(rid, id))
+			return items->arr.items[i];
+	}
+	return NULL;
+}
+
+/* Each id ruled out in one run and not the other (its text from the run that has it), after's
+ * first: an id no longer ruled out after a change is worth as much attention as a new verdict. */
+static void add_ruled_out_changes(struct value *out, const struct value *from, const struct value *other,
+				  const char *change)
+{
+	for (size_t i = 0; from && from->type == V_ARR && i < from->arr.len; i++) {
+		const struct value *it = from->arr.items[i];
+		const char *id = value_get_str(it, "id"), *text = value_get_str(it, "text");
+		if (!id || ruled_out_by_id(other, id) || ruled_out_by_id(from, id) != it)
+			continue; /* in both, or a repeated id */
+		struct value *o = value_arr_push(out, value_obj());
+		value_set_str(o, "id", id);
+		value_set_str(o, "change", change);
+		value_set_str(o, "text", text ? text : "");
+	}
+}
+
+static struct value *diff_ruled_out(const struct value *before, const struct value *after)
+{
+	const struct value *rb = value_get(before, "ruled_out"), *ra = value_get(after, "ruled_out");
+	struct value *out = value_arr();
+	add_ruled_out_changes(out, ra, rb, "new");
+	add_ruled_out_changes(out, rb, ra, "gone");
+	return out;
+}
+
 /* ---- functions: each stack's leaf (its first user frame, else its first kernel frame) -------- */
 
 struct share {
@@ -211,6 +250,7 @@ struct value *diff_reports(const struct value *before, const struct value *after
 	value_arr_push(rec, value_str(nb ? nb : ""));
 	value_arr_push(rec, value_str(na ? na : ""));
 	value_obj_set(d, "verdicts", diff_verdicts(before, after));
+	value_obj_set(d, "ruled_out", diff_ruled_out(before, after));
 	const struct value *rb = value_get(before, "results"), *ra = value_get(after, "results");
 	value_obj_set(d, "functions", diff_functions(rb, ra, min_pct, top));
 	value_obj_set(d, "histograms", diff_histograms(rb, ra));
@@ -235,6 +275,17 @@ void diff_write_text(const struct value *d, FILE *out)
 		fprintf(out, "  %-7s %-9s → %-9s %s: ", value_get_str(v, "change"), value_get_str(v, "before"),
 			value_get_str(v, "after"), value_get_str(v, "id"));
 		report_put_text(out, value_get_str(v, "title"));
+		fputc('\n', out);
+	}
+	const struct value *ro = value_get(d, "ruled_out");
+	if (ro && ro->arr.len)
+		fputs("\nChecked and ruled out (new: only after, gone: only before)\n", out);
+	for (size_t i = 0; ro && i < ro->arr.len; i++) {
+		const struct value *r = ro->arr.items[i];
+		fprintf(out, "  %-7s ", value_get_str(r, "change"));
+		report_put_text(out, value_get_str(r, "id"));
+		fputs(": ", out);
+		report_put_text(out, value_get_str(r, "text"));
 		fputc('\n', out);
 	}
 	const struct value *fs = value_get(d, "functions");

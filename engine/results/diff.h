@@ -1,7 +1,8 @@
 /* diff.h — `diagnose diff BEFORE.json AFTER.json`: what changed between two runs' reports (after a
  * fix, a deploy, a config change): verdicts that appeared, went away or changed severity; the
- * functions whose share of a stack probe's weight moved; the percentiles of each histogram that
- * moved. Text, or JSON with --json. With --flamegraph FILE.svg, also a differential flame graph of
+ * hypotheses one run ruled out and the other did not (by id; reports recorded before ruled_out
+ * existed have none); the functions whose share of a stack probe's weight moved; the
+ * percentiles of each histogram that moved. Text, or JSON with --json. With --flamegraph FILE.svg, also a differential flame graph of
  * one stack probe (--stacks-probe ID, default AFTER's first probe with stacks; flamegraph.h draws
  * it): both reports must have that probe's stacks, in the same unit.
  *
@@ -20,7 +21,9 @@
 
 /* The comparison of two report trees (caller frees):
  *   {recipes: [before, after], verdicts: [{id, before, after, change: "new"|"gone"|"worse"|
- *    "better"|"same", title}], functions: {PROBE: [{name, before_pct, after_pct, delta_pct}]}
+ *    "better"|"same", title}], ruled_out: [{id, change: "new"|"gone", text}] (after's new
+ *    ones first, each in its report's order), functions: {PROBE: [{name, before_pct,
+ *    after_pct, delta_pct}]}
  *    (leaf functions whose share moved by at least min_pct points, largest move first, at most
  *    top), histograms: {PROBE: {unit, before: {count, p50, p99}, after: {...}}}} */
 struct value *diff_reports(const struct value *before, const struct value *after, double min_pct,

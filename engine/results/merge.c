@@ -64,6 +64,52 @@ static int by_worst_then_count(const void *a, const void *b)
 	return c ? c : strcmp(value_get_str(x, "id"), value_get_str(y, "id"));
 }
 
+/* ---- ruled out across hosts: per recipe and hypothesis id, the hosts that checked it fine ----- */
+
+static struct value *find_ruled_group(struct value *groups, const char *recipe, const char *id)
+{
+	for (size_t i = 0; i < groups->arr.len; i++) {
+		struct value *g = groups->arr.items[i];
+		if (!strcmp(value_get_str(g, "recipe"), recipe) && !strcmp(value_get_str(g, "id"), id))
+			return g;
+	}
+	struct value *g = value_arr_push(groups, value_obj());
+	value_set_str(g, "recipe", recipe);
+	value_set_str(g, "id", id);
+	value_set_int(g, "count", 0);
+	value_obj_set(g, "hosts", value_arr());
+	return g;
+}
+
+/* One host's ruled-out ids, each counted once for it (a snippet may repeat an id); reports
+ * recorded before ruled_out existed have none. */
+static void add_ruled_out(struct value *groups, const struct value *report, const char *recipe,
+			  const char *host)
+{
+	const struct value *items = value_get(report, "ruled_out");
+	for (size_t k = 0; items && items->type == V_ARR && k < items->arr.len; k++) {
+		const char *id = value_get_str(items->arr.items[k], "id");
+		if (!id)
+			continue;
+		struct value *g = find_ruled_group(groups, recipe, id);
+		struct value *hosts = (struct value *)value_get(g, "hosts");
+		if (hosts->arr.len && !strcmp(hosts->arr.items[hosts->arr.len - 1]->s, host))
+			continue; /* this host's own repeat: hosts are added one report at a time */
+		value_arr_push(hosts, value_str(host));
+		value_set_int(g, "count", (int64_t)hosts->arr.len);
+	}
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct value *x = *(struct value *const *)a, *y = *(struct value *const *)b;
+	double cx = value_get_num(x, "count", 0), cy = value_get_num(y, "count", 0);
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	int c = strcmp(value_get_str(x, "recipe"), value_get_str(y, "recipe"));
+	return c ? c : strcmp(value_get_str(x, "id"), value_get_str(y, "id"));
+}
+
 /* ---- outliers: numbers at the top of a probe's results, and p99 of its log2 buckets ---------- */
 
 struct figure {
@@ -198,6 +244,7 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 	struct value *m = value_obj();
 	struct value *hosts = value_obj_set(m, "hosts", value_arr());
 	struct value *groups = value_obj_set(m, "verdicts", value_arr());
+	struct value *ruled = value_obj_set(m, "ruled_out", value_arr());
 	struct figures figs = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct value *r = reports[i], *vs = value_get(r, "verdicts");
@@ -235,10 +282,13 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 		value_set_str(h, "worst", severity_name(worst));
 		value_set_int(h, "exit", worst == SEV_CRITICAL ? DIAG_EXIT_CRITICAL
 				       : worst == SEV_WARNING ? DIAG_EXIT_WARNING : DIAG_EXIT_OK);
+		add_ruled_out(ruled, r, recipe, host);
 		figures_of(&figs, r, host);
 	}
 	if (groups->arr.len > 1)
 		qsort(groups->arr.items, groups->arr.len, sizeof(*groups->arr.items), by_worst_then_count);
+	if (ruled->arr.len > 1)
+		qsort(ruled->arr.items, ruled->arr.len, sizeof(*ruled->arr.items), by_count);
 	value_obj_set(m, "outliers", outliers(&figs, outlier_ratio));
 	return m;
 }
@@ -260,6 +310,24 @@ void merge_write_text(const struct value *m, FILE *out)
 			value_get_str(g, "recipe"), value_get_str(g, "id"));
 		report_put_text(out, value_get_str(g, "title"));
 		fputs("\n            on ", out);
+		for (size_t h = 0; h < hs->arr.len && h < 20; h++) {
+			fputs(h ? ", " : "", out);
+			report_put_text(out, hs->arr.items[h]->s);
+		}
+		if (hs->arr.len > 20)
+			fprintf(out, " and %zu more", hs->arr.len - 20);
+		fputc('\n', out);
+	}
+	const struct value *ruled = value_get(m, "ruled_out");
+	if (ruled && ruled->arr.len)
+		fputs("\nChecked and ruled out across hosts (most hosts first)\n", out);
+	for (size_t i = 0; ruled && i < ruled->arr.len; i++) {
+		const struct value *g = ruled->arr.items[i], *hs = value_get(g, "hosts");
+		fprintf(out, "  %3.0f/%zu  ", value_get_num(g, "count", 0), hosts->arr.len);
+		report_put_text(out, value_get_str(g, "recipe"));
+		fputc('/', out);
+		report_put_text(out, value_get_str(g, "id"));
+		fputs(" on ", out);
 		for (size_t h = 0; h < hs->arr.len && h < 20; h++) {
 			fputs(h ? ", " : "", out);
 			report_put_text(out, hs->arr.items[h]->s);

@@ -1,8 +1,8 @@
 /* merge.h — `diagnose merge REPORT.json...`: one fleet view from many hosts' reports (the same
  * approved recipe run on each host, e.g. by the Ansible playbook): per verdict, how many hosts
- * and which, worst first; outliers — a host whose figure is far from the fleet's median (the one
- * host with a run-queue p99 ten times the others'); and a table of the hosts. Text, or JSON with
- * --json.
+ * and which, worst first; per hypothesis checked and ruled out, how many hosts ruled it out;
+ * outliers — a host whose figure is far from the fleet's median (the one host with a run-queue
+ * p99 ten times the others'); and a table of the hosts. Text, or JSON with --json.
  *
  * Owns: reading the reports (report_read_within) within limits for all of them together,
  * grouping them (merge_reports: pure, on value trees, for tests), and printing the fleet view.
@@ -22,6 +22,8 @@
 /* reports[i] came from names[i] (its file, for messages and when it names no host). Returns
  *   {hosts: [{host, file, recipe, worst, verdicts: [id...], exit}],
  *    verdicts: [{recipe, id, worst, count, hosts: [...], title}] (worst first, then most hosts),
+ *    ruled_out: [{recipe, id, count, hosts: [...]}] (what hosts checked and found fine, each
+ *    host once per id; most hosts first; none from reports recorded before ruled_out existed),
  *    outliers: [{host, recipe, probe, figure, value, median, ratio}] (ratio >= outlier_ratio,
  *    at least 3 hosts with the figure, largest ratio first)} */
 struct value *merge_reports(const struct value *const *reports, const char *const *names, size_t n,

@@ -86,77 +86,94 @@ static struct value *run_of(const struct value *report)
 	return r;
 }
 
-int replay_run(const struct replay_options *o)
+int replay_report(const struct replay_options *o, struct value **out, struct diag_err *err)
 {
-	struct diag_err err = { 0 };
 	struct bundle b = { 0 };
 	struct source_file lua = { 0 };
-	struct value *report = NULL, *thresholds = NULL, *run = NULL, *verdicts = NULL, *sections = NULL;
-	int code = DIAG_EXIT_RUNTIME;
+	struct value *report = NULL, *thresholds = NULL, *run = NULL;
+	struct verdict_answer answer = { 0 };
+	int rc = -1;
 
-	if (!(report = read_report(o->report_path, &err)))
-		goto failed;
+	*out = NULL;
+	if (!(report = read_report(o->report_path, err)))
+		goto out;
 	/* A report is data: it names a recipe, looked up as a name on the command line is (--recipes,
 	 * the search path); a path in it is never opened. */
 	const char *name = value_get_str(value_get(report, "recipe"), "name");
 	if (!recipe_name_ok(name)) {
-		diag_fail(&err, DIAG_EXIT_USAGE, "%s: recipe.name \"%.64s\" is not a recipe name "
+		diag_fail(err, DIAG_EXIT_USAGE, "%s: recipe.name \"%.64s\" is not a recipe name "
 			  "([a-z0-9-]+): a report names its recipe, it does not give a file to run",
 			  o->report_path, name);
-		goto failed;
+		goto out;
 	}
 	char path[PATH_MAX];
 	struct plan_args args = { .check_target = false };
-	if (recipe_resolve(name, o->recipes_dir, path, sizeof(path), &err) ||
-	    bundle_load(path, false, &args, &b, &err)) {
-		diag_wrap(&err, "%s: recipe %s", o->report_path, name);
-		goto failed;
+	if (recipe_resolve(name, o->recipes_dir, path, sizeof(path), err) ||
+	    bundle_load(path, false, &args, &b, err)) {
+		diag_wrap(err, "%s: recipe %s", o->report_path, name);
+		goto out;
 	}
-	if (o->lua_path && source_read(o->lua_path, false, 0, &lua, &err))
-		goto failed;
+	if (o->lua_path && source_read(o->lua_path, false, 0, &lua, err))
+		goto out;
 	const struct value *recorded = value_get(report, "thresholds");
 	thresholds = recorded && recorded->type == V_OBJ ? value_copy(recorded) : value_copy(b.plan->thresholds);
-	if (override_thresholds(thresholds, b.recipe, o->thresholds, o->n_thresholds, &err))
-		goto failed;
+	if (override_thresholds(thresholds, b.recipe, o->thresholds, o->n_thresholds, err))
+		goto out;
 	run = run_of(report);
 
 	struct verdict_input vin = { .lua = o->lua_path ? &lua : &b.src.lua, .libs = b.src.libs,
 				     .n_libs = b.src.n_libs, .results = value_get(report, "results"),
 				     .thresholds = thresholds, .run = run };
-	struct diag_err verr = { 0 };
-	if (verdict_run(&vin, &verdicts, &sections, &verr)) {
-		err = verr;
-		goto failed;
-	}
-	value_obj_set(report, "verdicts", verdicts);
-	value_obj_set(report, "sections", sections);
-	verdicts = sections = NULL; /* owned by the report now */
+	if (verdict_run(&vin, &answer, err))
+		goto out;
+	/* A report recorded before ruled_out existed gets it now, as a live run would. */
+	value_obj_set(report, "verdicts", answer.verdicts);
+	value_obj_set(report, "ruled_out", answer.ruled_out);
+	value_obj_set(report, "sections", answer.report);
+	answer = (struct verdict_answer){ 0 }; /* owned by the report now */
 	value_obj_set(report, "thresholds", thresholds);
 	thresholds = NULL;
 	struct value *rp = value_obj_set(report, "replayed", value_obj());
 	value_set_str(rp, "from", o->report_path);
 	value_set_str(rp, "lua", vin.lua->path);
 	value_set_str(rp, "recipe", path);
-	if (o->json)
-		report_write_json(report, stdout);
-	else
-		report_write_text(report, stdout);
-	switch (verdicts_worst(value_get(report, "verdicts"))) {
-	case SEV_CRITICAL: code = DIAG_EXIT_CRITICAL; break;
-	case SEV_WARNING: code = DIAG_EXIT_WARNING; break;
-	default: code = DIAG_EXIT_OK; break;
-	}
-	goto out;
-failed:
-	code = fail(&err);
+	*out = report;
+	report = NULL;
+	rc = 0;
 out:
 	value_free(report);
 	value_free(thresholds);
 	value_free(run);
-	value_free(verdicts);
-	value_free(sections);
+	verdict_answer_free(&answer);
 	source_free(&lua);
 	bundle_free(&b);
+	return rc;
+}
+
+int replay_exit_code(const struct value *verdicts)
+{
+	switch (verdicts_worst(verdicts)) {
+	case SEV_CRITICAL: return DIAG_EXIT_CRITICAL;
+	case SEV_WARNING: return DIAG_EXIT_WARNING;
+	default: return DIAG_EXIT_OK;
+	}
+}
+
+int replay_run(const struct replay_options *o)
+{
+	struct diag_err err = { 0 };
+	struct value *report = NULL;
+	int code;
+	if (replay_report(o, &report, &err)) {
+		code = fail(&err);
+	} else {
+		if (o->json)
+			report_write_json(report, stdout);
+		else
+			report_write_text(report, stdout);
+		code = replay_exit_code(value_get(report, "verdicts"));
+	}
+	value_free(report);
 	fflush(NULL);
 	return code;
 }

@@ -17,6 +17,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util.h"
+#include "value.h"
+
 struct replay_options {
 	const char *report_path;
 	const char *lua_path;          /* --lua FILE: the snippet instead of the recipe's, or NULL */
@@ -29,5 +32,12 @@ struct replay_options {
 /* Returns the exit code: the worst verdict's (0, 4, 5), 1 when the Lua fails, 2 for a report or
  * an option that cannot be used (the message names the file, or the option). */
 int replay_run(const struct replay_options *o);
+
+/* What replay_run prints, as a tree (caller frees), printing nothing: 0, or -1 with err (code
+ * DIAG_EXIT_USAGE for a report or option that cannot be used, DIAG_EXIT_RUNTIME when the Lua
+ * failed). o->json is not used. */
+int replay_report(const struct replay_options *o, struct value **out, struct diag_err *err);
+/* The exit code a live run gives for these verdicts: the worst one's (0, 4 or 5). */
+int replay_exit_code(const struct value *verdicts);
 
 #endif

@@ -13,9 +13,11 @@
  *
  * The snippet is a Lua chunk that sees the globals `results`, `thresholds`, `run` (read-only
  * tables) and the libraries, and returns
- *     { verdicts = { {id=, severity="ok|info|warning|critical", title=, evidence={..},
- *                     next_steps={..}, next={recipe=, params={..}} -- optional}, ... },
- *       report   = { section, ... } }          -- optional, see report.h for section shapes
+ *     { verdicts  = { {id=, severity="ok|info|warning|critical", title=, evidence={..},
+ *                      next_steps={..}, next={recipe=, params={..}} -- optional}, ... },
+ *       report    = { section, ... },          -- optional, see report.h for section shapes
+ *       ruled_out = { {id=, text=}, ... } }    -- optional: what was checked and found fine,
+ *                                              -- id [a-z0-9-]+ (a hypothesis), text one line
  */
 #ifndef DIAG_VERDICT_H
 #define DIAG_VERDICT_H
@@ -39,8 +41,9 @@ struct verdict_input {
 	size_t max_memory_bytes;       /* Lua allocator cap; 0 = VERDICT_DEFAULT_MAX_MEMORY */
 	unsigned max_ms;               /* wall clock of the whole phase (child start to answer
 					* parsed); 0 = VERDICT_DEFAULT_MAX_MS */
-	size_t max_nodes;              /* values in the answer (verdicts + report, every table,
-					* string, number, copies of results included);
+	size_t max_nodes;              /* values in the answer (verdicts, report, ruled_out:
+					* every table, string, number, copies of results
+					* included);
 					* 0 = VERDICT_DEFAULT_MAX_NODES */
 	size_t max_text_bytes;         /* bytes of strings and keys in the answer;
 					* 0 = VERDICT_DEFAULT_MAX_TEXT_BYTES */
@@ -54,20 +57,28 @@ struct verdict_input {
 #define VERDICT_DEFAULT_MAX_NODES (200u * 1000)
 #define VERDICT_DEFAULT_MAX_TEXT_BYTES (16u << 20)
 
-/* Runs the snippet in a child process. On success *verdicts (array, worst first) and *report
- * (array, possibly empty) are set and owned by the caller. On failure returns -1, err->code
+/* What a snippet answered, checked; every member an array, owned by whoever holds the answer
+ * (verdict_answer_free). */
+struct verdict_answer {
+	struct value *verdicts;  /* worst first (stable: the snippet's order within a severity) */
+	struct value *report;    /* sections, possibly empty */
+	struct value *ruled_out; /* {id, text} objects in the snippet's order, possibly empty */
+};
+void verdict_answer_free(struct verdict_answer *a);
+
+/* Runs the snippet in a child process. On success *out is set (every member an array) and owned
+ * by the caller. On failure returns -1 with *out all NULL, err->code
  * DIAG_EXIT_RUNTIME, a one-line message starting with the Lua file's path: the Lua error (with
  * the line where Lua gives it), "...: report[1].rows: result too large (over N nodes)",
  * "...: verdict phase over its time limit of N ms (killed)", or the signal that ended the child.
  * The child is always reaped before this returns; blocked signals stay blocked in it (the parent
  * kills it with SIGKILL). */
-int verdict_run(const struct verdict_input *in, struct value **verdicts, struct value **report,
-		struct diag_err *err);
+int verdict_run(const struct verdict_input *in, struct verdict_answer *out, struct diag_err *err);
 
 /* The same in this process, for tests and the fuzzer: every limit holds but the wall clock, so
  * one pathological C library call can run for minutes. The engine calls verdict_run. */
-int verdict_run_inprocess(const struct verdict_input *in, struct value **verdicts,
-			  struct value **report, struct diag_err *err);
+int verdict_run_inprocess(const struct verdict_input *in, struct verdict_answer *out,
+			  struct diag_err *err);
 
 /* Checks that a Lua file compiles (text only), for lint. On failure returns -1, err->code
  * DIAG_EXIT_USAGE (an invalid recipe), message "FILE:LINE: what" as Lua gives it. */

@@ -1,7 +1,7 @@
 # bash completion (completion/diagnose.bash), run as bash runs it: commands and recipe names
 # (from `diagnose list` with the --recipes on the line), flags, --param and --threshold names of
 # the recipe on the line and replay's --threshold names of its report's recipe (from `diagnose
-# show`), the options of replay and diff.
+# show`), the options of replay, diff and test, test's recipe names.
 . "$(dirname "$0")/lib.sh"
 complete_line() { # complete_line WORD...: COMPREPLY for the last word, space-separated, sorted
 	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _diagnose
@@ -23,4 +23,10 @@ got=$(complete_line "$DIAG" diff a.json b.json --f)
 [ "$got" = "--flamegraph --force " ] || fail "diff options: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" latency --dry)
 [ "$got" = "--dry-run " ] || fail "run flags: got '$got'"
+got=$(complete_line "$DIAG" --recipes "$R" te)
+[ "$got" = "test " ] || fail "test command: got '$got'"
+got=$(complete_line "$DIAG" test --d)
+[ "$got" = "--dir " ] || fail "test options: got '$got'"
+got=$(complete_line "$DIAG" --recipes "$R" test --dir /tmp lat)
+[ "$got" = "latency " ] || fail "test recipe names: got '$got'"
 exit 0

@@ -1,7 +1,7 @@
 # zsh completion (completion/_diagnose), the cases t_completion.sh checks for bash: commands and
 # recipe names (from `diagnose list` with the --recipes on the line), flags, --param names of the
 # recipe on the line and replay's --threshold names of its report's recipe (from `diagnose
-# show`), the options of replay and diff, and what is left to zsh's own completers (pids, files,
+# show`), the options of replay, diff and test, and what is left to zsh's own completers (pids, files,
 # directories). zsh's completion widgets need a terminal, so the file runs in a plain `zsh -f`
 # with compadd, _files, _directories and _pids replaced by functions that print what they were
 # given — compadd keeping, as zsh does, only the candidates that start with the word typed.
@@ -54,6 +54,8 @@ got=$(complete_line "$DIAG" high-cpu --flamegraph "")
 [ "$got" = "_files " ] || fail "--flamegraph: got '$got'"
 got=$(complete_line "$DIAG" --recipes "")
 [ "$got" = "_directories " ] || fail "--recipes: got '$got'"
+got=$(complete_line "$DIAG" test --dir "")
+[ "$got" = "_directories " ] || fail "test --dir: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" show "")
 echo "$got" | grep -q 'memory-growth' || fail "show: got '$got'"
 # the same candidates as bash for the same lines (the two files must not drift apart)
@@ -61,7 +63,8 @@ bash_line() {
 	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _diagnose
 		printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' _ "$ROOT/completion/diagnose.bash" "$@"
 }
-for line in "--recipes $R ''" "--recipes $R latency --" "--recipes $R replay --" "diff x.json --" "merge --"; do
+for line in "--recipes $R ''" "--recipes $R latency --" "--recipes $R replay --" "diff x.json --" "merge --" \
+	"test --" "--recipes $R test --dir /tmp ''"; do
 	eval "set -- $line"
 	z=$(complete_line "$DIAG" "$@" | sed 's/(nospace)//g')
 	b=$(bash_line "$DIAG" "$@")

@@ -1,5 +1,6 @@
-/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict/verdict.c): the sandbox,
- * the read-only result proxies and, above all, the bounded Lua → struct value conversion.
+/* fuzz_verdict.c — libFuzzer harness for the Lua verdict layer (engine/verdict/): the sandbox,
+ * the read-only result proxies and, above all, the bounded Lua → struct value conversion
+ * (sandbox.c, snippet.c, lua_value.c, answer.c).
  *
  * Each input is a Lua snippet's bytes, run by verdict_run_inprocess (no fork: the fuzzer needs
  * the coverage) with small limits over a small results tree. Contract: no crash, leak or
@@ -125,10 +126,12 @@ static void check_json_round_trip(const struct value *v)
 	free(text);
 }
 
-static void check_answer(const struct value *verdicts, const struct value *report)
+static void check_answer(const struct verdict_answer *a)
 {
+	const struct value *verdicts = a->verdicts, *report = a->report, *ruled_out = a->ruled_out;
 	CHECK(verdicts && verdicts->type == V_ARR);
 	CHECK(report && report->type == V_ARR);
+	CHECK(ruled_out && ruled_out->type == V_ARR);
 	enum severity prev = SEV_CRITICAL;
 	for (size_t i = 0; i < verdicts->arr.len; i++) {
 		const struct value *v = verdicts->arr.items[i];
@@ -144,12 +147,20 @@ static void check_answer(const struct value *verdicts, const struct value *repor
 	}
 	for (size_t i = 0; i < report->arr.len; i++)
 		CHECK(value_get_str(report->arr.items[i], "kind") != NULL);
+	for (size_t i = 0; i < ruled_out->arr.len; i++) {
+		const struct value *r = ruled_out->arr.items[i];
+		CHECK(r->type == V_OBJ && r->obj.len == 2);
+		CHECK(value_get_str(r, "id") && value_get_str(r, "id")[0]);
+		CHECK(value_get_str(r, "text") && !strchr(value_get_str(r, "text"), '\n'));
+	}
 	size_t bytes = 0;
-	size_t nodes = count_nodes(verdicts, &bytes) + count_nodes(report, &bytes);
+	size_t nodes = count_nodes(verdicts, &bytes) + count_nodes(report, &bytes) +
+		       count_nodes(ruled_out, &bytes);
 	CHECK(nodes <= MAX_NODES);
 	CHECK(bytes <= MAX_TEXT);
 	check_json_round_trip(verdicts);
 	check_json_round_trip(report);
+	check_json_round_trip(ruled_out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -170,22 +181,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.thresholds = thresholds, .run = run, .max_instructions = 20000,
 		.max_memory_bytes = 256u << 10, .max_nodes = MAX_NODES, .max_text_bytes = MAX_TEXT,
 	};
-	struct value *verdicts = (struct value *)1, *report = (struct value *)1;
+	struct verdict_answer answer = { (struct value *)1, (struct value *)1, (struct value *)1 };
 	struct diag_err err = { 0 };
-	int rc = verdict_run_inprocess(&in, &verdicts, &report, &err);
+	int rc = verdict_run_inprocess(&in, &answer, &err);
 	if (rc == 0) {
-		check_answer(verdicts, report);
+		check_answer(&answer);
 	} else {
 		CHECK(rc == -1);
-		CHECK(verdicts == NULL && report == NULL);
+		CHECK(!answer.verdicts && !answer.report && !answer.ruled_out);
 		CHECK(err.code == DIAG_EXIT_RUNTIME);
 		CHECK(err.msg[0]);
 		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
 		for (const char *p = err.msg; *p; p++) /* one line, whatever error() was given */
 			CHECK((unsigned char)*p >= 0x20 && *p != 0x7f);
 	}
-	value_free(verdicts);
-	value_free(report);
+	verdict_answer_free(&answer);
 	free(lua.data);
 	return 0;
 }

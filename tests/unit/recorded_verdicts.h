@@ -55,17 +55,20 @@ static inline struct value *recorded_verdicts(const char *recipe, const struct v
 	char *lua_path = recorded_src(lua_rel), *lib_path = recorded_src("lua/lib/diag.lua");
 	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
 		fail_msg("%s", err.msg);
-	struct value *own = thresholds ? NULL : value_obj(), *verdicts = NULL, *report = NULL;
+	struct value *own = thresholds ? NULL : value_obj();
+	struct verdict_answer answer;
 	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
 				    .results = value_get(fixture, "results"),
 				    .thresholds = thresholds ? thresholds : own,
 				    .run = value_get(fixture, "run") };
 	assert_recorded_shape(yaml_rel, in.results);
-	if (verdict_run_inprocess(&in, &verdicts, &report, &err))
+	if (verdict_run_inprocess(&in, &answer, &err))
 		fail_msg("%s: %s", lua_rel, err.msg);
-	if (need_sections && (!report || report->type != V_ARR || report->arr.len == 0))
+	if (need_sections && answer.report->arr.len == 0)
 		fail_msg("%s: no report sections", lua_rel);
-	value_free(report);
+	struct value *verdicts = answer.verdicts;
+	answer.verdicts = NULL;
+	verdict_answer_free(&answer);
 	value_free(own);
 	source_free(&lua);
 	source_free(&lib);

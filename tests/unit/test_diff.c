@@ -2,7 +2,8 @@
  * the same; leaf functions whose share of a probe's weight moved (a stack without user frames
  * counted by its kernel leaf; small moves left out; largest move first); percentiles of log2
  * histograms before and after; probes in one report only are left out; and the text names a
- * hostile function name without its control bytes.
+ * hostile function name without its control bytes; ruled_out items new and gone by id, with and
+ * without ruled_out in the reports.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,10 +111,73 @@ static void test_diff(void **state)
 	value_free(b);
 }
 
+/* ruled_out compared by id: new (only after), gone (only before), the same id in both not
+ * listed whatever its text; a report recorded before ruled_out existed has none. */
+static const char *RO_BEFORE =
+	"{\"tool\":\"diagnose\",\"recipe\":{\"name\":\"latency\"},\"verdicts\":[],\"results\":{},"
+	"\"ruled_out\":[{\"id\":\"cpu-starvation\",\"text\":\"run queue p99 40 us\"},"
+	"{\"id\":\"disk-io\",\"text\":\"no I/O wait\"},{\"id\":\"disk-io\",\"text\":\"again\"}]}";
+static const char *RO_AFTER =
+	"{\"tool\":\"diagnose\",\"recipe\":{\"name\":\"latency\"},\"verdicts\":[],\"results\":{},"
+	"\"ruled_out\":[{\"id\":\"cpu-starvation\",\"text\":\"run queue p99 60 us\"},"
+	"{\"id\":\"lock-contention\",\"text\":\"no futex wait \\u001b[2Jover 1 ms\"}]}";
+static const char *RO_NONE =
+	"{\"tool\":\"diagnose\",\"recipe\":{\"name\":\"latency\"},\"verdicts\":[],\"results\":{}}";
+
+static void test_diff_ruled_out(void **state)
+{
+	(void)state;
+	struct value *b = parse(RO_BEFORE), *a = parse(RO_AFTER), *none = parse(RO_NONE);
+	struct value *d = diff_reports(b, a, 1.0, 10);
+	const struct value *ro = value_get(d, "ruled_out");
+	assert_int_equal(ro->arr.len, 2);
+	assert_string_equal(value_get_str(ro->arr.items[0], "id"), "lock-contention");
+	assert_string_equal(value_get_str(ro->arr.items[0], "change"), "new");
+	assert_string_equal(value_get_str(ro->arr.items[1], "id"), "disk-io");
+	assert_string_equal(value_get_str(ro->arr.items[1], "change"), "gone");
+	assert_string_equal(value_get_str(ro->arr.items[1], "text"), "no I/O wait");
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	diff_write_text(d, out);
+	fclose(out);
+	assert_non_null(strstr(text, "\nChecked and ruled out (new: only after, gone: only before)\n"
+				     "  new     lock-contention: no futex wait \\x1b[2Jover 1 ms\n"
+				     "  gone    disk-io: no I/O wait\n"));
+	assert_null(strchr(text, 0x1b));
+	free(text);
+	value_free(d);
+
+	/* against a report without ruled_out: everything new, or everything gone */
+	d = diff_reports(none, a, 1.0, 10);
+	ro = value_get(d, "ruled_out");
+	assert_int_equal(ro->arr.len, 2);
+	assert_string_equal(value_get_str(ro->arr.items[1], "change"), "new");
+	value_free(d);
+	d = diff_reports(b, none, 1.0, 10);
+	assert_int_equal(value_get(d, "ruled_out")->arr.len, 2);
+	value_free(d);
+	/* neither has any: an empty array, and no heading */
+	d = diff_reports(none, none, 1.0, 10);
+	assert_int_equal(value_get(d, "ruled_out")->arr.len, 0);
+	text = NULL;
+	out = open_memstream(&text, &len);
+	diff_write_text(d, out);
+	fclose(out);
+	assert_null(strstr(text, "ruled out"));
+	free(text);
+	value_free(d);
+	value_free(none);
+	value_free(a);
+	value_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_diff_ruled_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

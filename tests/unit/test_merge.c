@@ -3,7 +3,8 @@
  * and its title; each host's worst and exit code; a report without a host name known by its file;
  * outliers — a host whose run-queue p99 (from log2 buckets) or a number at the top of a probe's
  * results is ten times the fleet's median, none below that or with fewer than three hosts; and
- * the text without the control bytes a host name may carry; one host's two reports told apart.
+ * the text without the control bytes a host name may carry; one host's two reports told apart;
+ * ruled_out ids counted once per host, with and without ruled_out in the reports.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +118,68 @@ static void test_merge(void **state)
 
 /* merge_read's limits hold for all the files together: each file fits alone, the sum does not
  * (in values, then in bytes); what was read is not kept; a file that is not a report is named. */
+static struct value *parse(const char *text)
+{
+	struct diag_err err = { 0 };
+	struct value *v = json_parse(text, strlen(text), NULL, &err);
+	if (!v)
+		fail_msg("%s", err.msg);
+	return v;
+}
+
+#define RO_REPORT(host, items) \
+	"{\"tool\":\"diagnose\",\"host\":{\"name\":\"" host "\"},\"recipe\":{\"name\":\"latency\"}," \
+	"\"verdicts\":[],\"results\":{},\"ruled_out\":[" items "]}"
+#define RO(id) "{\"id\":\"" id "\",\"text\":\"checked\"}"
+
+/* Per (recipe, id), the hosts that ruled it out, each once, most hosts first; a report recorded
+ * before ruled_out existed counts for none. */
+static void test_merge_ruled_out(void **state)
+{
+	(void)state;
+	struct value *r[4] = {
+		parse(RO_REPORT("web1", RO("cpu-starvation") "," RO("disk-io"))),
+		parse(RO_REPORT("web2", RO("disk-io") "," RO("disk-io"))),
+		parse(RO_REPORT("web3\\u001b[2J", RO("disk-io"))),
+		report("\"host\":{\"name\":\"old\"},", OK, 0, 50), /* no ruled_out key */
+	};
+	const char *names[4] = { "a.json", "b.json", "c.json", "d.json" };
+	struct value *m = merge_reports((const struct value *const *)r, names, 4, 10.0);
+	const struct value *ro = value_get(m, "ruled_out");
+	assert_int_equal(ro->arr.len, 2);
+	assert_string_equal(value_get_str(ro->arr.items[0], "id"), "disk-io");
+	assert_string_equal(value_get_str(ro->arr.items[0], "recipe"), "latency");
+	assert_true(value_get_num(ro->arr.items[0], "count", 0) == 3);
+	assert_int_equal(value_get(ro->arr.items[0], "hosts")->arr.len, 3);
+	assert_string_equal(value_get_str(ro->arr.items[1], "id"), "cpu-starvation");
+	assert_true(value_get_num(ro->arr.items[1], "count", 0) == 1);
+
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	merge_write_text(m, out);
+	fclose(out);
+	assert_non_null(strstr(text, "\nChecked and ruled out across hosts (most hosts first)\n"
+				     "    3/4  latency/disk-io on web1, web2, web3\\x1b[2J\n"
+				     "    1/4  latency/cpu-starvation on web1\n"));
+	assert_null(strchr(text, 0x1b));
+	free(text);
+	value_free(m);
+
+	/* only old reports: an empty array, no heading */
+	m = merge_reports((const struct value *const *)&r[3], &names[3], 1, 10.0);
+	assert_int_equal(value_get(m, "ruled_out")->arr.len, 0);
+	text = NULL;
+	out = open_memstream(&text, &len);
+	merge_write_text(m, out);
+	fclose(out);
+	assert_null(strstr(text, "ruled out"));
+	free(text);
+	value_free(m);
+	for (size_t i = 0; i < 4; i++)
+		value_free(r[i]);
+}
+
 static void test_merge_total_limits(void **state)
 {
 	(void)state;
@@ -178,6 +241,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_ruled_out),
 		cmocka_unit_test(test_merge_total_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

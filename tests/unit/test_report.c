@@ -213,6 +213,90 @@ static void test_text_escapes_controls(void **state)
 	free(out);
 }
 
+/* What the snippet checked and found fine: its own heading after the verdicts, one line each,
+ * escaped like every string a target or snippet controls; none (no heading) when empty or absent
+ * (a report recorded before ruled_out existed). */
+static void test_ruled_out_text(void **state)
+{
+	(void)state;
+	struct value *r = hostile_report();
+	struct value *ro = value_obj_set(r, "ruled_out", value_arr());
+	struct value *a = value_arr_push(ro, value_obj());
+	value_set_str(a, "id", "cpu-throttling");
+	value_set_str(a, "text", "not throttled: 0 ms of 5.0 s");
+	struct value *b = value_arr_push(ro, value_obj());
+	value_set_str(b, "id", "cpu-starvation");
+	value_set_str(b, "text", "run queue \x1b[2Jp99 40 us\nCRITICAL  fake");
+	value_obj_set(r, "sections", hostile_sections());
+	struct capture c;
+	capture_start(&c);
+	report_write_text(r, c.f);
+	char *out = capture_end(&c);
+	assert_clean(out, true);
+	const char *want = "           -> del\\x7f\n\nChecked and ruled out:\n"
+			   "  - not throttled: 0 ms of 5.0 s\n"
+			   "  - run queue \\x1b[2Jp99 40 us\\x0aCRITICAL  fake\n\nHottest";
+	if (!strstr(out, want))
+		fail_msg("missing \"%s\" in:\n%s", want, out);
+	assert_null(strstr(out, "\nCRITICAL"));
+	free(out);
+
+	value_obj_set(r, "ruled_out", value_arr());
+	capture_start(&c);
+	report_write_text(r, c.f);
+	out = capture_end(&c);
+	assert_null(strstr(out, "ruled out"));
+	free(out);
+	/* recorded before ruled_out existed: no key at all */
+	struct value *old = hostile_report();
+	capture_start(&c);
+	report_write_text(old, c.f);
+	out = capture_end(&c);
+	assert_null(strstr(out, "ruled out"));
+	free(out);
+	value_free(old);
+	value_free(r);
+}
+
+/* The JSON report always has ruled_out, right after the verdicts: what the snippet gave, in its
+ * order, or an empty array (a dry run, a failed snippet). */
+static void test_ruled_out_json(void **state)
+{
+	(void)state;
+	struct recipe rec = { .path = "recipes/x.yaml", .name = "x" };
+	struct plan plan = { .recipe = &rec };
+	struct report_input in = { .plan = &plan };
+	struct value *r = report_build(&in);
+	const struct value *ro = value_get(r, "ruled_out");
+	assert_non_null(ro);
+	assert_int_equal(ro->type, V_ARR);
+	assert_int_equal(ro->arr.len, 0);
+	value_free(r);
+
+	struct value *given = value_arr();
+	struct value *a = value_arr_push(given, value_obj());
+	value_set_str(a, "id", "disk-saturation");
+	value_set_str(a, "text", "util 3% \"quoted\"");
+	in.ruled_out = given;
+	r = report_build(&in);
+	size_t k;
+	for (k = 0; k < r->obj.len && strcmp(r->obj.keys[k], "ruled_out"); k++)
+		;
+	assert_true(k > 0 && k < r->obj.len);
+	assert_string_equal(r->obj.keys[k - 1], "verdicts");
+	struct capture c;
+	capture_start(&c);
+	report_write_json(r, c.f);
+	char *out = capture_end(&c);
+	const char *want = "\"ruled_out\": [\n    {\n      \"id\": \"disk-saturation\",\n"
+			   "      \"text\": \"util 3% \\\"quoted\\\"\"\n    }\n  ]";
+	if (!strstr(out, want))
+		fail_msg("missing %s in:\n%s", want, out);
+	free(out);
+	value_free(r);
+	value_free(given);
+}
+
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
 static char *json_string(const char *s)
@@ -500,6 +584,8 @@ int main(void)
 		cmocka_unit_test(test_folded_one_line_per_stack),
 		cmocka_unit_test(test_stack_probe_selection),
 		cmocka_unit_test(test_text_escapes_controls),
+		cmocka_unit_test(test_ruled_out_text),
+		cmocka_unit_test(test_ruled_out_json),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_bidi_controls_escaped),
 		cmocka_unit_test(test_utf8_char_len),

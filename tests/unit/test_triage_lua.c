@@ -6,7 +6,7 @@
  * symptom recipe with the exact command and a `next` follow-up; and the same trees edited into
  * symptoms the live test does not produce (the lock's waits made disk waits, TCP retransmits,
  * host-wide) must name io-saturation, network-errors, and no follow-up where a pid is needed. Then the engine's
- * check of `next` (engine/verdict/verdict.c): names only, params as strings. No root, no BPF.
+ * check of `next` (engine/verdict/answer.c): names only, params as strings. No root, no BPF.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -207,18 +207,21 @@ static void test_host_wide_quiet(void **state)
 	value_free(fx);
 }
 
-/* engine/verdict/verdict.c's check of `next`, per mode of tests/unit/lua/next_field.lua. */
+/* engine/verdict/answer.c's check of `next`, per mode of tests/unit/lua/next_field.lua. */
 static int run_next(const char *mode, struct value **verdicts, struct diag_err *err)
 {
 	struct source_file lua;
 	char *path = recorded_src("tests/unit/lua/next_field.lua");
 	if (source_read(path, false, 0, &lua, err))
 		fail_msg("%s", err->msg);
-	struct value *res = value_obj(), *th = value_obj(), *run = value_obj(), *report = NULL;
+	struct value *res = value_obj(), *th = value_obj(), *run = value_obj();
+	struct verdict_answer answer;
 	value_set_str(th, "mode", mode);
 	struct verdict_input in = { .lua = &lua, .results = res, .thresholds = th, .run = run };
-	int rc = verdict_run_inprocess(&in, verdicts, &report, err);
-	value_free(report);
+	int rc = verdict_run_inprocess(&in, &answer, err);
+	*verdicts = answer.verdicts;
+	answer.verdicts = NULL;
+	verdict_answer_free(&answer);
 	value_free(res);
 	value_free(th);
 	value_free(run);

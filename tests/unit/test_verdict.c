@@ -269,7 +269,7 @@ static struct source_file *libs_of(const char *rel_dir, size_t *n)
 
 struct outcome {
 	int rc;
-	struct value *verdicts, *report;
+	struct value *verdicts, *report, *ruled_out;
 	struct diag_err err;
 };
 
@@ -277,6 +277,19 @@ static void outcome_free(struct outcome *o)
 {
 	value_free(o->verdicts);
 	value_free(o->report);
+	value_free(o->ruled_out);
+}
+
+static int run_into(int (*runner)(const struct verdict_input *, struct verdict_answer *,
+				  struct diag_err *),
+		    const struct verdict_input *in, struct outcome *o)
+{
+	struct verdict_answer a;
+	o->rc = runner(in, &a, &o->err);
+	o->verdicts = a.verdicts;
+	o->report = a.report;
+	o->ruled_out = a.ruled_out;
+	return o->rc;
 }
 
 static char *json_of(const struct value *v)
@@ -295,11 +308,11 @@ static char *json_of(const struct value *v)
 static void run_input(const struct verdict_input *in, bool only_child, struct outcome *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->rc = verdict_run(in, &o->verdicts, &o->report, &o->err);
+	run_into(verdict_run, in, o);
 	if (only_child)
 		return;
 	struct outcome p = { 0 };
-	p.rc = verdict_run_inprocess(in, &p.verdicts, &p.report, &p.err);
+	run_into(verdict_run_inprocess, in, &p);
 	if (p.rc != o->rc)
 		fail_msg("child: %d (%s), in process: %d (%s)", o->rc, o->err.msg, p.rc, p.err.msg);
 	if (o->rc) {
@@ -311,6 +324,11 @@ static void run_input(const struct verdict_input *in, bool only_child, struct ou
 		free(b);
 		a = json_of(o->report);
 		b = json_of(p.report);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+		a = json_of(o->ruled_out);
+		b = json_of(p.ruled_out);
 		assert_string_equal(a, b);
 		free(a);
 		free(b);
@@ -1087,6 +1105,7 @@ static void expect_text_error(const char *text, const struct value *results,
 	assert_int_equal(o.err.code, DIAG_EXIT_RUNTIME);
 	assert_null(o.verdicts);
 	assert_null(o.report);
+	assert_null(o.ruled_out);
 	assert_contains(o.err.msg, needle);
 	assert_null(strchr(o.err.msg, '\n'));
 	assert_no_child();
@@ -1155,6 +1174,87 @@ static void test_answer_budget(void **state)
 	in.max_text_bytes = 8;
 	expect_text_error("return { verdicts = {}, report = { { kind = 'text', s = '123456789' } } }",
 			  res, &in, false, "report[1].s: result too large (over 8 bytes of text)");
+	value_free(res);
+}
+
+/* ruled_out: what the snippet checked and found fine, {id, text} in its order; optional. */
+#define RO_VERDICT "verdicts = { { id = 'x', severity = 'ok', title = 't', evidence = {}, next_steps = {} } }"
+
+static void test_ruled_out(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct verdict_input in = { 0 };
+	struct outcome o;
+
+	/* kept, in the snippet's order, through the child and in this process alike */
+	run_text("return { " RO_VERDICT ", ruled_out = {\n"
+		 "  { id = 'cpu-throttling', text = 'not throttled: 0 ms of 5.0 s' },\n"
+		 "  { text = 'run queue p99 40 us', id = 'cpu-starvation' },\n"
+		 "  { id = 'a-1', text = 'x\\1y' } } }", res, &in, false, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	assert_int_equal(o.ruled_out->arr.len, 3);
+	const struct value *r0 = o.ruled_out->arr.items[0], *r1 = o.ruled_out->arr.items[1];
+	assert_string_equal(value_get_str(r0, "id"), "cpu-throttling");
+	assert_string_equal(value_get_str(r0, "text"), "not throttled: 0 ms of 5.0 s");
+	assert_string_equal(r1->obj.keys[0], "id"); /* rebuilt: id, then text */
+	assert_string_equal(value_get_str(r1, "id"), "cpu-starvation");
+	assert_string_equal(value_get_str(o.ruled_out->arr.items[2], "text"), "x\001y");
+	outcome_free(&o);
+
+	/* absent, or empty: an empty array */
+	run_text("return { " RO_VERDICT " }", res, &in, false, &o);
+	assert_int_equal(o.rc, 0);
+	assert_int_equal(o.ruled_out->type, V_ARR);
+	assert_int_equal(o.ruled_out->arr.len, 0);
+	outcome_free(&o);
+	run_text("return { " RO_VERDICT ", ruled_out = {} }", res, &in, false, &o);
+	assert_int_equal(o.rc, 0);
+	assert_int_equal(o.ruled_out->arr.len, 0);
+	outcome_free(&o);
+
+	/* wrong shapes: one line naming the item and the field */
+	expect_text_error("return { " RO_VERDICT ", ruled_out = 'none' }", res, &in, false,
+			  "inline.lua: ruled_out: expected an array of { id =, text = }, got a string");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { id = 'a', text = 'b' } }", res, &in,
+			  false, "inline.lua: ruled_out: expected an array of { id =, text = }, got a table "
+			  "with named fields");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { 'cpu' } }", res, &in, false,
+			  "inline.lua: ruled_out[1]: expected a table { id =, text = }, got a string");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', text = 'b' },\n"
+			  "  { id = 'b', text = 'c' }, { id = 'c', text = 4 } } }", res, &in, false,
+			  "inline.lua: ruled_out[3].text: expected a string, got a number");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { text = 'b' } } }", res, &in, false,
+			  "inline.lua: ruled_out[1].id: missing");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a' } } }", res, &in, false,
+			  "inline.lua: ruled_out[1].text: missing");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', text = '' } } }", res, &in,
+			  false, "inline.lua: ruled_out[1].text: empty");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'CPU throttling', text = 'b' } } }",
+			  res, &in, false, "inline.lua: ruled_out[1].id: \"CPU throttling\" is not an id "
+			  "([a-z0-9-]+, at most 64)");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = ('a'):rep(65), text = 'b' } } }",
+			  res, &in, false, "ruled_out[1].id:");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', text = 'b\\nc' } } }", res,
+			  &in, false, "inline.lua: ruled_out[1].text: must be one line");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', txt = 'b' } } }", res, &in,
+			  false, "inline.lua: ruled_out[1]: unknown key \"txt\" (expected id, text)");
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', text = string.len } } }", res,
+			  &in, false, "inline.lua: ruled_out[1].text: cannot use a function value");
+
+	/* within the answer's budget like the rest */
+	expect_text_error("local t = {}\n"
+			  "for i = 1, 100000 do t[i] = { id = 'a', text = 'b' } end\n"
+			  "return { " RO_VERDICT ", ruled_out = t }", res, &in, false,
+			  "inline.lua: ruled_out[");
+	expect_text_error("local t = {}\n"
+			  "for i = 1, 100000 do t[i] = { id = 'a', text = 'b' } end\n"
+			  "return { " RO_VERDICT ", ruled_out = t }", res, &in, false,
+			  "result too large (over 200000 nodes)");
+	in.max_text_bytes = 64;
+	expect_text_error("return { " RO_VERDICT ", ruled_out = { { id = 'a', text = ('x'):rep(100) } } }",
+			  res, &in, false, "ruled_out[1].text: result too large (over 64 bytes of text)");
 	value_free(res);
 }
 
@@ -1324,6 +1424,7 @@ int main(void)
 		cmocka_unit_test(test_sorted_and_values),
 		cmocka_unit_test(test_syntax_and_loading),
 		cmocka_unit_test(test_answer_budget),
+		cmocka_unit_test(test_ruled_out),
 		cmocka_unit_test(test_time_limits),
 		cmocka_unit_test(test_child_killed),
 		cmocka_unit_test(test_answer_through_child),

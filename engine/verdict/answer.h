@@ -1,0 +1,23 @@
+/* answer.h — checking a snippet's answer (internal to engine/verdict/).
+ *
+ * Owns: answer_check, run once by the child on what Lua returned and once by the parent on what
+ * the child sent.
+ * Must not: be included outside engine/verdict/.
+ */
+#ifndef DIAG_VERDICT_ANSWER_H
+#define DIAG_VERDICT_ANSWER_H
+
+#include "util.h"
+#include "value.h"
+#include "verdict.h"
+
+/* Checks the answer as converted and builds the final one in *out: verdicts rebuilt in contract
+ * order and sorted worst first (stable), report sections each with a string kind, ruled_out
+ * items {id, text} in the snippet's order. raw->verdicts is required; raw->report and
+ * raw->ruled_out are NULL when the snippet gave none (then empty arrays). Takes everything in
+ * raw (left all NULL). On failure returns -1, *out all NULL, err a one-line message
+ * "CHUNK: verdicts[I].FIELD: what" (or ruled_out[I].FIELD, report[I].kind). */
+int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_answer *out,
+		 struct diag_err *err);
+
+#endif
