@@ -21,7 +21,7 @@
 --   loop is then saturated) and the share >= DOMINANT_PCT; warning when cpu >= busy_cpu_pct;
 --   below busy_cpu_pct the verdict is busy (info) instead.
 --   cpu-starved: run-queue p99 >= runq_p99_warn_us (critical >= runq_p99_crit_us; at least
---   MIN_WAKEUPS waits), involuntary
+--   diag.MIN_RUNQ_WAITS waits), involuntary
 --   switches/s >= nonvoluntary_per_s_warn, CPU pressure "some" over the window (the delta of
 --   /proc/pressure/cpu total=, not avg10, which describes the 10 s before) >= psi_some_pct_warn, or cgroup
 --   throttling in >= THROTTLED_PCT of periods.

@@ -1,5 +1,6 @@
 /* test_diag_lua.c — the shared Lua libraries (lua/lib/diag.lua, lua/lib/waits.lua) as the snippets
- * use them: a threshold the recipe lacks is an error naming it, and every threshold a snippet
+ * use them.
+ * Owns the checks that: a threshold the recipe lacks is an error naming it, and every threshold a snippet
  * reads is declared in its recipe's YAML; the one set of formats; severities and lines; the one
  * wait classification and own-frame skipping latency and triage share; and the ruled-out items
  * the snippets return, only on data that was collected. No root, no BPF: small snippets run in
