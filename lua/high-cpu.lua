@@ -21,7 +21,7 @@
 --   loop is then saturated) and the share >= DOMINANT_PCT; warning when cpu >= busy_cpu_pct;
 --   below busy_cpu_pct the verdict is busy (info) instead.
 --   cpu-starved: run-queue p99 >= runq_p99_warn_us (critical >= runq_p99_crit_us; at least
---   MIN_WAKEUPS waits), involuntary
+--   diag.MIN_RUNQ_WAITS waits), involuntary
 --   switches/s >= nonvoluntary_per_s_warn, CPU pressure "some" over the window (the delta of
 --   /proc/pressure/cpu total=, not avg10, which describes the 10 s before) >= psi_some_pct_warn, or cgroup
 --   throttling in >= THROTTLED_PCT of periods.
@@ -35,47 +35,40 @@ local USER_SHARE_PCT = 70
 local DOMINANT_PCT = 80
 local SATURATED_PCT = 90
 local MIN_SAMPLES = 20
-local MIN_WAKEUPS = 20 -- fewer run-queue waits make too thin a p99 to judge by
 local THROTTLED_PCT = 10
 local SYSCALL_HOT_PER_S = 10000 -- a syscall rate worth naming as the cause
 local LOCK_SHARE_PCT = 40 -- of samples inside lock / condition wrappers: the CPU goes to locking
 local FUTEX_SAMPLES_PCT = 5 -- of samples inside futex(): the locks are contended, not just taken
 
-local function th(name, default) return diag.number(thresholds, name, default) end
-
 local T = {
-  busy = th("busy_cpu_pct", 50),
-  idle = th("idle_cpu_pct", 5),
-  kernel_share = th("kernel_share_pct", 50),
-  runq_warn = th("runq_p99_warn_us", 5000),
-  runq_crit = th("runq_p99_crit_us", 50000),
-  nonvol = th("nonvoluntary_per_s_warn", 200),
-  psi = th("psi_some_pct_warn", 20),
-  shallow_frames = th("shallow_stack_frames", 2),
-  shallow_pct = th("shallow_stack_pct", 70),
-  top_n = th("top_n", 10),
+  busy = diag.threshold("busy_cpu_pct"),
+  idle = diag.threshold("idle_cpu_pct"),
+  kernel_share = diag.threshold("kernel_share_pct"),
+  runq_warn = diag.threshold("runq_p99_warn_us"),
+  runq_crit = diag.threshold("runq_p99_crit_us"),
+  nonvol = diag.threshold("nonvoluntary_per_s_warn"),
+  psi = diag.threshold("psi_some_pct_warn"),
+  shallow_frames = diag.threshold("shallow_stack_frames"),
+  shallow_pct = diag.threshold("shallow_stack_pct"),
+  top_n = diag.threshold("top_n"),
 }
 
-local P, R, S, C = results.profile, results.runq, results.syscalls, results.context
-local target_arg, pids, pid, perf_procs = diag.target(run, C)
-local window = (C and C.wall_s) or run.duration_s or 0
-local ncpus = (C and C.ncpus) or run.ncpus
-local verdicts, report = {}, {}
-
-local function push(t, x) t[#t + 1] = x end
-local function sub(fmt, ...) return string.format(fmt, ...) end
+local profile, runq, syscalls, context = results.profile, results.runq, results.syscalls, results.context
+local target_arg, pids, pid, perf_procs = diag.target(run, context)
+local window = (context and context.wall_s) or run.duration_s or 0
+local ncpus = (context and context.ncpus) or run.ncpus
 
 -- ---- the profile, summarised once ---------------------------------------------------------
 
 local prof
-if P then
+if profile then
   prof = {
-    samples = P.samples or 0, user = P.user_samples or 0, kernel = P.kernel_samples or 0,
-    hz = P.frequency_hz or 99,
+    samples = profile.samples or 0, user = profile.user_samples or 0, kernel = profile.kernel_samples or 0,
+    hz = profile.frequency_hz or 99,
     self_user = {}, self_kernel = {}, self_all = {}, incl_user = {},
     user_mode = 0, shallow = 0, in_bpf = 0,
   }
-  for _, s in ipairs(P.stacks or {}) do
+  for _, s in ipairs(profile.stacks or {}) do
     local n, user = s.count, s.user or {}
     if s.in_kernel then
       local kernel = s.kernel or {}
@@ -110,7 +103,7 @@ end
 -- The most frequent path among stacks matching want(stack), as {path=, count=}.
 local function hottest_path(want, frames_of)
   local paths = {}
-  for _, s in ipairs(P.stacks or {}) do
+  for _, s in ipairs(profile.stacks or {}) do
     if want(s) then
       local frames = frames_of(s) or {}
       if #frames > 0 then diag.add(paths, diag.call_path(frames), s.count) end
@@ -121,9 +114,9 @@ local function hottest_path(want, frames_of)
 end
 
 local function share_list(ranked, n)
-  local parts = {}
+  local parts = diag.lines()
   for i = 1, math.min(n, #ranked) do
-    push(parts, sub("%s %s", diag.fn(ranked[i].name), diag.fmt_pct(diag.pct(ranked[i].count, prof.samples))))
+    parts:add("%s %s", diag.fn(ranked[i].name), diag.fmt_pct(diag.pct(ranked[i].count, prof.samples)))
   end
   return table.concat(parts, ", ")
 end
@@ -131,106 +124,130 @@ end
 -- ---- CPU use -------------------------------------------------------------------------------
 
 local cpu, cpu_source
-if C and C.cpu_pct then
-  cpu, cpu_source = C.cpu_pct, "measured"
+if context and context.cpu_pct then
+  cpu, cpu_source = context.cpu_pct, "measured"
 elseif prof and window > 0 then
   cpu, cpu_source = diag.pct(prof.samples, prof.hz * window), "estimated from samples"
 end
 
 local function cpu_line()
-  local s = sub("CPU use %s of one CPU over %.1f s", diag.fmt_pct(cpu), window)
-  if C then
-    s = s .. sub(" (%s); %d thread%s", diag.cpu_time(C), C.threads or 0, C.threads == 1 and "" or "s")
+  local s = string.format("CPU use %s of one CPU over %.1f s", diag.fmt_pct(cpu), window)
+  if context then
+    s = s .. string.format(" (%s); %d thread%s", diag.cpu_time(context), context.threads or 0, context.threads == 1 and "" or "s")
   else
     s = s .. " (" .. cpu_source .. ")"
   end
-  if ncpus then s = s .. sub(", %d CPUs", ncpus) end
+  if ncpus then s = s .. string.format(", %d CPUs", ncpus) end
   return s
 end
 
 local function split_line()
-  return sub("%d samples at %d Hz: %s in user code, %s in the kernel", prof.samples, prof.hz,
+  return string.format("%d samples at %d Hz: %s in user code, %s in the kernel", prof.samples, prof.hz,
     diag.fmt_pct(prof.user_share), diag.fmt_pct(prof.kernel_share))
 end
 
--- ---- run-queue / starvation ----------------------------------------------------------------
+-- ---- starved of CPU: four checks, one verdict -------------------------------------------------
 
-local runq
-if R and (R.count or 0) >= MIN_WAKEUPS then
-  runq = { p50 = diag.percentile(R.buckets, 50), p99 = diag.percentile(R.buckets, 99),
-    count = R.count, max = R.max_us, total = R.total_us }
-end
-local nonvol_rate = C and diag.rate(C.nonvoluntary_ctxt_switches, window)
+local runq_wait = diag.runq(runq)
+local nonvol_rate = context and diag.rate(context.nonvoluntary_ctxt_switches, window)
 -- Share of the window in which some task waited for a CPU: the stall counter's delta.
-local psi_total = diag.get(C, "psi", "some_total_us")
+local psi_total = diag.get(context, "psi", "some_total_us")
 local psi_pct = psi_total and window and window > 0 and psi_total / (window * 1e6) * 100 or nil
-local cg = C and C.cgroup
-local throttled_pct = cg and diag.pct(cg.nr_throttled or 0, cg.nr_periods or 0) or 0
+local cgroup = context and context.cgroup
+local throttled_pct = cgroup and diag.pct(cgroup.nr_throttled or 0, cgroup.nr_periods or 0) or 0
+local runq_line = runq_wait and string.format("Run-queue latency p99 %s, p50 %s, max %s over %s wake-ups",
+  diag.fmt_us(runq_wait.p99), diag.fmt_us(runq_wait.p50), diag.fmt_us(runq_wait.max), diag.fmt_count(runq_wait.count))
 
-local starved = { ev = {}, sev = nil }
-local function worse(a, b)
-  local rank = { info = 1, warning = 2, critical = 3 }
-  if not a then return b end
-  return rank[b] > rank[a] and b or a
-end
-if runq then
-  local line = sub("Run-queue latency p99 %s, p50 %s, max %s over %s wake-ups",
-    diag.fmt_us(runq.p99), diag.fmt_us(runq.p50), diag.fmt_us(runq.max), diag.fmt_count(runq.count))
-  if runq.p99 >= T.runq_crit then
-    starved.sev, starved.title = "critical", sub("Starved of CPU: run-queue p99 %s (critical above %s)",
-      diag.fmt_us(runq.p99), diag.fmt_us(T.runq_crit))
-    push(starved.ev, line)
-  elseif runq.p99 >= T.runq_warn then
-    starved.sev, starved.title = "warning", sub("Waiting for CPU: run-queue p99 %s (warning above %s)",
-      diag.fmt_us(runq.p99), diag.fmt_us(T.runq_warn))
-    push(starved.ev, line)
+-- Each check: {sev=, title=, line=} when it fires, a ruled-out line when its data says fine, or
+-- nil without data.
+local function run_queue_check()
+  if not runq_wait then return nil end
+  if runq_wait.p99 >= T.runq_crit then
+    return { sev = "critical", line = runq_line, title = string.format("Starved of CPU: run-queue p99 %s (critical above %s)",
+      diag.fmt_us(runq_wait.p99), diag.fmt_us(T.runq_crit)) }
+  elseif runq_wait.p99 >= T.runq_warn then
+    return { sev = "warning", line = runq_line, title = string.format("Waiting for CPU: run-queue p99 %s (warning above %s)",
+      diag.fmt_us(runq_wait.p99), diag.fmt_us(T.runq_warn)) }
   end
-  starved.runq_line = line
+  return diag.ruled_out("run-queue-wait", "no wait for a CPU: run-queue p99 %s over %s wake-ups",
+    diag.fmt_us(runq_wait.p99), diag.fmt_count(runq_wait.count))
 end
-if nonvol_rate and nonvol_rate >= T.nonvol then
-  starved.sev = worse(starved.sev, "warning")
-  starved.title = starved.title or sub("Waiting for CPU: %s involuntary context switches/s",
-    diag.fmt_count(nonvol_rate))
-  push(starved.ev, sub("%s involuntary context switches/s (threshold %s): it is preempted while runnable",
-    diag.fmt_count(nonvol_rate), diag.fmt_count(T.nonvol)))
-end
-if psi_pct and psi_pct >= T.psi then
-  starved.sev = worse(starved.sev, "warning")
-  starved.title = starved.title or sub("The machine is short of CPU: tasks waited for a CPU %s of the window",
-    diag.fmt_pct(psi_pct))
-  push(starved.ev, sub("CPU pressure (/proc/pressure/cpu) some: stalled %s of the %s window (threshold %s): tasks on this host wait for CPU",
-    diag.fmt_pct(psi_pct), sub("%.1f s", window), diag.fmt_pct(T.psi)))
-end
-if cg and throttled_pct >= THROTTLED_PCT then
-  starved.sev = worse(starved.sev, "warning")
-  starved.title = starved.title or sub("Throttled by its cgroup CPU quota in %s of periods",
-    diag.fmt_pct(throttled_pct))
-  push(starved.ev, sub("cgroup %s: cpu.max %s, throttled in %d of %d periods (%s), %s throttled",
-    cg.path or "?", cg.cpu_max or "?", cg.nr_throttled or 0, cg.nr_periods or 0,
-    diag.fmt_pct(throttled_pct), diag.fmt_us(cg.throttled_us or 0)))
-end
-if starved.sev then
-  if runq and runq.total and window > 0 then
-    push(starved.ev, sub("Waited %s in total for a CPU during the %.1f s window",
-      diag.fmt_us(runq.total), window))
+
+local function preemption_check()
+  if not nonvol_rate then return nil end
+  if nonvol_rate < T.nonvol then
+    return diag.ruled_out("preemption", "not preempted: %s involuntary context switches/s", diag.fmt_count(nonvol_rate))
   end
-  if C and ncpus then
-    push(starved.ev, sub("%d thread%s, %d CPUs", C.threads or 0, C.threads == 1 and "" or "s", ncpus))
+  return { sev = "warning",
+    title = string.format("Waiting for CPU: %s involuntary context switches/s", diag.fmt_count(nonvol_rate)),
+    line = string.format("%s involuntary context switches/s (threshold %s): it is preempted while runnable",
+      diag.fmt_count(nonvol_rate), diag.fmt_count(T.nonvol)) }
+end
+
+local function cpu_pressure_check()
+  if not psi_pct then return nil end
+  if psi_pct < T.psi then
+    return diag.ruled_out("cpu-pressure", "no CPU pressure on the host: tasks waited for a CPU %s of the window", diag.fmt_pct(psi_pct))
   end
-  local steps = {}
-  if cg and throttled_pct >= THROTTLED_PCT then
+  return { sev = "warning",
+    title = string.format("The machine is short of CPU: tasks waited for a CPU %s of the window", diag.fmt_pct(psi_pct)),
+    line = string.format("CPU pressure (/proc/pressure/cpu) some: stalled %s of the %.1f s window (threshold %s): tasks on this host wait for CPU",
+      diag.fmt_pct(psi_pct), window, diag.fmt_pct(T.psi)) }
+end
+
+local function throttling_check()
+  if not cgroup then return nil end
+  if throttled_pct < THROTTLED_PCT then
+    return diag.ruled_out("cpu-throttling", "not throttled: %s in %d of %d periods (%s) during %.1f s",
+      diag.fmt_us(cgroup.throttled_us or 0), cgroup.nr_throttled or 0, cgroup.nr_periods or 0, diag.fmt_pct(throttled_pct), window)
+  end
+  return { sev = "warning",
+    title = string.format("Throttled by its cgroup CPU quota in %s of periods", diag.fmt_pct(throttled_pct)),
+    line = string.format("cgroup %s: cpu.max %s, throttled in %d of %d periods (%s), %s throttled",
+      cgroup.path or "?", cgroup.cpu_max or "?", cgroup.nr_throttled or 0, cgroup.nr_periods or 0,
+      diag.fmt_pct(throttled_pct), diag.fmt_us(cgroup.throttled_us or 0)) }
+end
+
+local function starved_steps(throttled)
+  local steps = diag.lines()
+  if throttled then
     -- cgroup v2 has cpu.max; v1 (hybrid hosts) cpu.cfs_quota_us and cpu.cfs_period_us.
-    local quota = cg.version == 1 and "cpu.cfs_quota_us/cpu.cfs_period_us" or "cpu.max"
-    push(steps, sub("The cgroup quota caps it (%s %s): raise the container's CPU limit or cut the work; watch nr_throttled and the throttled time in %s/cpu.stat",
-      quota, cg.cpu_max or "?", cg.dir or "its cgroup"))
+    local quota = cgroup.version == 1 and "cpu.cfs_quota_us/cpu.cfs_period_us" or "cpu.max"
+    steps:add("The cgroup quota caps it (%s %s): raise the container's CPU limit or cut the work; watch nr_throttled and the throttled time in %s/cpu.stat",
+      quota, cgroup.cpu_max or "?", cgroup.dir or "its cgroup")
   else
-    push(steps, sub("Check CPU quota throttling: cat /proc/%s/cgroup, then cpu.max and cpu.stat (nr_throttled, throttled_usec) in that cgroup", pid))
+    steps:add("Check CPU quota throttling: cat /proc/%s/cgroup, then cpu.max and cpu.stat (nr_throttled, throttled_usec) in that cgroup", pid)
   end
-  push(steps, sub("Look for noisy neighbours: top -o %%CPU or pidstat -u 1 5; compare runnable tasks (vmstat 1, column r) with the CPU count (%s)",
-    ncpus and tostring(ncpus) or "nproc"))
-  push(steps, sub("Check CPU affinity: taskset -cp %s (pinned to fewer CPUs than it has busy threads?)", pid))
-  push(steps, "If the host is simply saturated: move load off it, add CPUs, or lower batch work's priority (nice, cgroup cpu.weight)")
-  starved.verdict = diag.verdict("cpu-starved", starved.sev, starved.title, starved.ev, steps)
+  steps:add("Look for noisy neighbours: top -o %%CPU or pidstat -u 1 5; compare runnable tasks (vmstat 1, column r) with the CPU count (%s)",
+    ncpus and tostring(ncpus) or "nproc")
+  steps:add("Check CPU affinity: taskset -cp %s (pinned to fewer CPUs than it has busy threads?)", pid)
+  steps:add("If the host is simply saturated: move load off it, add CPUs, or lower batch work's priority (nice, cgroup cpu.weight)")
+  return steps
+end
+
+-- cpu-starved: the worst of the checks that fire, titled by the first; the checks whose data
+-- says fine are ruled out. Returns the verdict (or nil) and the ruled-out lines.
+local function cpu_starved()
+  local sev, title, throttled = nil, nil, false
+  local ev, clear = diag.lines(), {}
+  for _, check in ipairs({ run_queue_check, preemption_check, cpu_pressure_check, throttling_check }) do
+    local r = check()
+    if r and r.sev then
+      sev, title = diag.worse(sev, r.sev), title or r.title
+      ev:add(r.line)
+      throttled = throttled or check == throttling_check
+    elseif r then
+      clear[#clear + 1] = r
+    end
+  end
+  if not sev then return nil, clear end
+  if runq_wait and runq_wait.total and window > 0 then
+    ev:add("Waited %s in total for a CPU during the %.1f s window", diag.fmt_us(runq_wait.total), window)
+  end
+  if context and ncpus then
+    ev:add("%d thread%s, %d CPUs", context.threads or 0, context.threads == 1 and "" or "s", ncpus)
+  end
+  return diag.verdict("cpu-starved", sev, title, ev, starved_steps(throttled)), clear
 end
 
 -- ---- where the CPU goes --------------------------------------------------------------------
@@ -250,28 +267,28 @@ local function cpu_user_verdict()
   local share = diag.pct(hot.count, prof.samples)
   local title
   if diag.symbolized(hot.name) then
-    title = sub("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), diag.fn(hot.name))
+    title = string.format("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), diag.fn(hot.name))
   else
-    title = sub("CPU-bound in user code: %s of samples in an unsymbolized function (%s)",
+    title = string.format("CPU-bound in user code: %s of samples in an unsymbolized function (%s)",
       diag.fmt_pct(share), hot.name)
   end
-  local ev = { cpu_line(), split_line(), "Top functions by self time: " .. share_list(top, 5) }
+  local ev = diag.lines(cpu_line(), split_line(), "Top functions by self time: " .. share_list(top, 5))
   local path = not fp_missing and
       hottest_path(function(s) return not s.in_kernel and (s.user or {})[1] == hot.name end,
         function(s) return s.user end)
   if path then
-    push(ev, sub("Hottest call path into %s (%s of samples): %s", diag.fn(hot.name),
-      diag.fmt_pct(diag.pct(path.count, prof.samples)), path.path))
+    ev:add("Hottest call path into %s (%s of samples): %s", diag.fn(hot.name),
+      diag.fmt_pct(diag.pct(path.count, prof.samples)), path.path)
   end
   if fp_missing then
-    push(ev, "Callers are unreliable: most user stacks are truncated (see missing-frame-pointers); self time is still right")
+    ev:add("Callers are unreliable: most user stacks are truncated (see missing-frame-pointers); self time is still right")
   end
   local steps = {
-    sub("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
+    string.format("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
       diag.fn(hot.name)),
-    sub("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
+    string.format("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
       diag.symbolized(hot.name) and hot.name or ""),
-    sub("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
+    string.format("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
     "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
   }
   if not diag.symbolized(hot.name) then
@@ -304,20 +321,20 @@ local function syscall_advice(name)
   for _, a in ipairs(SYSCALL_ADVICE) do
     if name:find(a[1]) then return a[2] end
   end
-  return sub("Find why %s() is called so often and batch or avoid the calls", name)
+  return string.format("Find why %s() is called so often and batch or avoid the calls", name)
 end
 
 local function top_syscalls(n)
-  if not S then return {} end
-  return diag.top_n(S.syscalls or {}, n, "count")
+  if not syscalls then return {} end
+  return diag.top_n(syscalls.syscalls or {}, n, "count")
 end
 
 -- On-CPU samples per syscall, from the syscall entry frame in each kernel stack
 -- (__x64_sys_write, __arm64_sys_write, ...): the CPU time a syscall costs, measured by the
 -- profile rather than by timing every call.
 local syscall_samples = {}
-if P then
-  for _, st in ipairs(P.stacks or {}) do
+if profile then
+  for _, st in ipairs(profile.stacks or {}) do
     for _, f in ipairs(st.kernel or {}) do
       local name = f:match("^__x64_sys_(.+)$") or f:match("^__arm64_sys_(.+)$")
         or f:match("^__ia32_sys_(.+)$") or f:match("^__se_sys_(.+)$") or f:match("^__do_sys_(.+)$")
@@ -332,22 +349,22 @@ end
 
 local function syscall_cpu_share(name)
   local n = syscall_samples[name]
-  if not n or not P or (P.samples or 0) == 0 then return nil end
-  return diag.pct(n, P.samples)
+  if not n or not profile or (profile.samples or 0) == 0 then return nil end
+  return diag.pct(n, profile.samples)
 end
 
 local function syscall_line(sc)
-  local parts = { diag.fmt_rate(diag.rate(sc.count, window)) }
+  local parts = diag.lines(diag.fmt_rate(diag.rate(sc.count, window)))
   if sc.total_ns then
-    push(parts, sub("avg %s, %s total", diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0),
-      diag.fmt_ns(sc.total_ns)))
+    parts:add("avg %s, %s total", diag.fmt_ns(sc.count > 0 and sc.total_ns / sc.count or 0),
+      diag.fmt_ns(sc.total_ns))
   end
   local share = syscall_cpu_share(sc.name)
-  if share then push(parts, sub("%s of CPU samples", diag.fmt_pct(share))) end
+  if share then parts:add("%s of CPU samples", diag.fmt_pct(share)) end
   if (sc.errors or 0) > 0 then
-    push(parts, sub("%s failing", diag.fmt_pct(diag.pct(sc.errors, sc.count))))
+    parts:add("%s failing", diag.fmt_pct(diag.pct(sc.errors, sc.count)))
   end
-  return sub("%s() %s calls (%s)", sc.name, diag.fmt_count(sc.count), table.concat(parts, ", "))
+  return string.format("%s() %s calls (%s)", sc.name, diag.fmt_count(sc.count), table.concat(parts, ", "))
 end
 
 -- Samples taken inside the lock and condition wrappers (pthread_mutex_lock / unlock,
@@ -362,18 +379,18 @@ local wrapper_memo = {}
 local function wrapper_kind(f)
   local k = wrapper_memo[f]
   if k == nil then
-    k = ((diag.any_frame({ f }, diag.USER_WAITS.lock) or diag.any_frame({ f }, LOCK_CALLS)) and "lock")
-      or ((diag.any_frame({ f }, diag.USER_WAITS.cond) or diag.any_frame({ f }, COND_CALLS)) and "cond")
+    k = ((diag.any_frame({ f }, waits.USER.lock) or diag.any_frame({ f }, LOCK_CALLS)) and "lock")
+      or ((diag.any_frame({ f }, waits.USER.cond) or diag.any_frame({ f }, COND_CALLS)) and "cond")
       or false
     wrapper_memo[f] = k
   end
   return k or nil
 end
 local locking
-if P then
+if profile then
   -- samples inside futex(): syscall_samples has them, by the syscall's entry frame
   locking = { n = 0, futex = syscall_samples.futex or 0, by = {}, kind_of = {} }
-  for _, s in ipairs(P.stacks or {}) do
+  for _, s in ipairs(profile.stacks or {}) do
     local user = s.user or {}
     for i = 1, math.min(#user, WRAPPER_DEPTH) do
       local kind = wrapper_kind(user[i])
@@ -397,33 +414,33 @@ local function futex_verdict(rate)
   local top = callers[1]
   local lock_pct = diag.pct(locking.n, prof.samples)
   local what = top and (kind_of[top.name] == "cond" and "a condition variable" or "a lock") or "locks"
-  local title = sub("CPU burnt handing %s over: %s of samples in locking%s", what, diag.fmt_pct(lock_pct),
+  local title = string.format("CPU burnt handing %s over: %s of samples in locking%s", what, diag.fmt_pct(lock_pct),
     top and (" from " .. diag.fn(top.name)) or "")
-  local ev = { cpu_line(), split_line(),
-    sub("%s of samples inside the lock and condition wrappers (user and kernel), %s inside futex()%s: the threads contend, and each hand-off is a syscall, a wake-up and a context switch",
+  local ev = diag.lines(cpu_line(), split_line(),
+    string.format("%s of samples inside the lock and condition wrappers (user and kernel), %s inside futex()%s: the threads contend, and each hand-off is a syscall, a wake-up and a context switch",
       diag.fmt_pct(lock_pct), diag.fmt_pct(diag.pct(locking.futex, prof.samples)),
-      rate and sub(", called %s", diag.fmt_rate(rate)) or "") }
+      rate and string.format(", called %s", diag.fmt_rate(rate)) or ""))
   if #callers > 0 then
-    local parts = {}
+    local parts = diag.lines()
     for _, c in ipairs(callers) do
-      push(parts, sub("%s %s (%s)", diag.fn(c.name), diag.fmt_pct(diag.pct(c.count, prof.samples)),
-        kind_of[c.name] == "cond" and "condition wait" or "lock"))
+      parts:add("%s %s (%s)", diag.fn(c.name), diag.fmt_pct(diag.pct(c.count, prof.samples)),
+        kind_of[c.name] == "cond" and "condition wait" or "lock")
     end
-    push(ev, "Taking the lock (past the wrappers in those stacks): " .. table.concat(parts, ", "))
+    ev:add("Taking the lock (past the wrappers in those stacks): " .. table.concat(parts, ", "))
   else
-    push(ev, "The user stacks do not reach past the lock wrappers: the caller is unknown")
+    ev:add("The user stacks do not reach past the lock wrappers: the caller is unknown")
   end
   local scs = top_syscalls(3)
   if #scs > 0 then
-    local lines = {}
-    for _, sc in ipairs(scs) do push(lines, syscall_line(sc)) end
-    push(ev, "Top syscalls: " .. table.concat(lines, "; "))
+    local lines = diag.lines()
+    for _, sc in ipairs(scs) do lines:add(syscall_line(sc)) end
+    ev:add("Top syscalls: " .. table.concat(lines, "; "))
   end
-  local steps = { sub("Run next: diagnose latency %s: it times the waits on the lock, names the holder and the waiters' call paths", target_arg) }
+  local steps = diag.lines(string.format("Run next: diagnose latency %s: it times the waits on the lock, names the holder and the waiters' call paths", target_arg))
   if top then
-    push(steps, sub("Shorten or split the critical section in %s (less work under the lock, per-thread or sharded state, a lock-free counter)", diag.fn(top.name)))
+    steps:add("Shorten or split the critical section in %s (less work under the lock, per-thread or sharded state, a lock-free counter)", diag.fn(top.name))
   end
-  push(steps, sub("Every futex() caller meanwhile: perf record -e syscalls:sys_enter_futex -g %s -- sleep 5; perf report --no-children", perf_procs))
+  steps:add("Every futex() caller meanwhile: perf record -e syscalls:sys_enter_futex -g %s -- sleep 5; perf report --no-children", perf_procs)
   local v = diag.verdict("futex-contention", bound_sev(lock_pct), title, ev, steps)
   v.next = { recipe = "latency", params = {} }
   return v
@@ -431,7 +448,7 @@ end
 
 -- futex() calls per second (the syscalls probe), or nil without it.
 local function futex_rate()
-  for _, sc in ipairs((S and S.syscalls) or {}) do
+  for _, sc in ipairs((syscalls and syscalls.syscalls) or {}) do
     if sc.name == "futex" then return diag.rate(sc.count, window) end
   end
   return nil
@@ -451,143 +468,143 @@ local function cpu_kernel_verdict()
   local hot_rate = hot_sc and diag.rate(hot_sc.count, window)
   local title
   if hot_sc and hot_rate and hot_rate >= SYSCALL_HOT_PER_S then
-    title = sub("CPU-bound in the kernel: %s of samples, mostly %s() at %s",
+    title = string.format("CPU-bound in the kernel: %s of samples, mostly %s() at %s",
       diag.fmt_pct(prof.kernel_share), hot_sc.name, diag.fmt_rate(hot_rate))
   elseif ktop[1] then
-    title = sub("CPU-bound in the kernel: %s of samples, hottest in %s",
+    title = string.format("CPU-bound in the kernel: %s of samples, hottest in %s",
       diag.fmt_pct(prof.kernel_share), ktop[1].name)
   else
-    title = sub("CPU-bound in the kernel: %s of samples", diag.fmt_pct(prof.kernel_share))
+    title = string.format("CPU-bound in the kernel: %s of samples", diag.fmt_pct(prof.kernel_share))
   end
-  local ev = { cpu_line(), split_line() }
+  local ev = diag.lines(cpu_line(), split_line())
   if #scs > 0 then
-    local lines = {}
-    for _, sc in ipairs(scs) do push(lines, syscall_line(sc)) end
-    push(ev, "Top syscalls: " .. table.concat(lines, "; "))
-  elseif not S then
-    push(ev, "Syscall counts are missing: kernel time cannot be tied to syscalls")
+    local lines = diag.lines()
+    for _, sc in ipairs(scs) do lines:add(syscall_line(sc)) end
+    ev:add("Top syscalls: " .. table.concat(lines, "; "))
+  elseif not syscalls then
+    ev:add("Syscall counts are missing: kernel time cannot be tied to syscalls")
   end
-  if ktop[1] then push(ev, "Hottest kernel functions (self): " .. share_list(ktop, 5)) end
+  if ktop[1] then ev:add("Hottest kernel functions (self): " .. share_list(ktop, 5)) end
   local kpath = hottest_path(function(s) return s.in_kernel end, function(s) return s.kernel end)
   if kpath then
-    push(ev, sub("Hottest kernel path (%s of samples): %s",
-      diag.fmt_pct(diag.pct(kpath.count, prof.samples)), kpath.path))
+    ev:add("Hottest kernel path (%s of samples): %s",
+      diag.fmt_pct(diag.pct(kpath.count, prof.samples)), kpath.path)
   end
   local bpf_share = diag.pct(prof.in_bpf, prof.samples)
   if bpf_share >= 5 then
-    push(ev, sub("%s of samples are inside the BPF tracing itself (this tool's syscall probe): at this call rate the measurement inflates kernel time; the untraced cost is lower",
-      diag.fmt_pct(bpf_share)))
+    ev:add("%s of samples are inside the BPF tracing itself (this tool's syscall probe): at this call rate the measurement inflates kernel time; the untraced cost is lower",
+      diag.fmt_pct(bpf_share))
   end
   local caller = hottest_path(function(s) return s.in_kernel end, function(s) return s.user end)
   if caller then
-    push(ev, sub("Entered from user code (%s of samples): %s",
-      diag.fmt_pct(diag.pct(caller.count, prof.samples)), caller.path))
+    ev:add("Entered from user code (%s of samples): %s",
+      diag.fmt_pct(diag.pct(caller.count, prof.samples)), caller.path)
   end
 
-  local steps = {}
+  local steps = diag.lines()
   if hot_sc and hot_rate and hot_rate >= SYSCALL_HOT_PER_S then
-    push(steps, sub("%s() at %s is a tight loop. %s", hot_sc.name, diag.fmt_rate(hot_rate),
-      syscall_advice(hot_sc.name)))
+    steps:add("%s() at %s is a tight loop. %s", hot_sc.name, diag.fmt_rate(hot_rate),
+      syscall_advice(hot_sc.name))
     if (hot_sc.errors or 0) * 2 >= hot_sc.count and hot_sc.count > 0 then
-      push(steps, sub("Most %s() calls fail: look for a retry loop (EAGAIN/EINTR busy-polling)", hot_sc.name))
+      steps:add("Most %s() calls fail: look for a retry loop (EAGAIN/EINTR busy-polling)", hot_sc.name)
     end
   end
   local faults = kpath and (kpath.path:find("page_fault") or kpath.path:find("handle_mm_fault"))
   if faults then
-    push(steps, sub("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pids))
+    steps:add("The kernel time is page faults: perf stat -e page-faults,major-faults -p %s; reuse memory instead of touching fresh pages, check transparent huge pages (/sys/kernel/mm/transparent_hugepage)", pids)
   end
-  push(steps, sub("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pids, pid))
-  push(steps, sub("Kernel flame graph: perf record -F 999 -g %s -- sleep 10; perf report --no-children", perf_procs))
+  steps:add("Per-syscall cost and callers: perf trace -s -p %s (strace -c -f -p %s only briefly: it slows the target a lot)", pids, pid)
+  steps:add("Kernel flame graph: perf record -F 999 -g %s -- sleep 10; perf report --no-children", perf_procs)
   return diag.verdict("cpu-bound-kernel", bound_sev(prof.kernel_share), title, ev, steps)
 end
 
 local function busy_verdict(reason)
-  local ev = { cpu_line() }
+  local ev = diag.lines(cpu_line())
   local title
   if prof and prof.samples > 0 then
-    push(ev, split_line())
+    ev:add(split_line())
   end
   if reason == "few-samples" then
-    title = sub("CPU use %s of one CPU, but too few samples (%d) to say where", diag.fmt_pct(cpu), prof.samples)
+    title = string.format("CPU use %s of one CPU, but too few samples (%d) to say where", diag.fmt_pct(cpu), prof.samples)
   elseif reason == "no-profile" then
-    title = sub("CPU use %s of one CPU, but no profile to say where", diag.fmt_pct(cpu))
+    title = string.format("CPU use %s of one CPU, but no profile to say where", diag.fmt_pct(cpu))
   else
     local utop = diag.ranked(prof.self_user, 3)
     local ktop = diag.ranked(prof.self_kernel, 3)
-    if utop[1] then push(ev, "Top user functions (self): " .. share_list(utop, 3)) end
-    if ktop[1] then push(ev, "Top kernel functions (self): " .. share_list(ktop, 3)) end
+    if utop[1] then ev:add("Top user functions (self): " .. share_list(utop, 3)) end
+    if ktop[1] then ev:add("Top kernel functions (self): " .. share_list(ktop, 3)) end
     local scs = top_syscalls(1)
-    if scs[1] then push(ev, "Top syscall: " .. syscall_line(scs[1])) end
+    if scs[1] then ev:add("Top syscall: " .. syscall_line(scs[1])) end
     local mode = prof.user_share >= USER_SHARE_PCT and "mostly in user code"
         or prof.kernel_share >= T.kernel_share and "mostly in the kernel"
-        or sub("split %s user / %s kernel", diag.fmt_pct(prof.user_share), diag.fmt_pct(prof.kernel_share))
-    title = sub("%s CPU use: %s of one CPU, %s", cpu >= T.busy and "High" or "Moderate",
+        or string.format("split %s user / %s kernel", diag.fmt_pct(prof.user_share), diag.fmt_pct(prof.kernel_share))
+    title = string.format("%s CPU use: %s of one CPU, %s", cpu >= T.busy and "High" or "Moderate",
       diag.fmt_pct(cpu), mode)
     local hot = diag.ranked(prof.self_all, 1)[1]
-    if hot then title = title .. sub("; top %s", diag.fn(hot.name:gsub(" %[k%]$", ""))) end
+    if hot then title = title .. string.format("; top %s", diag.fn(hot.name:gsub(" %[k%]$", ""))) end
   end
   local steps
   if reason == "no-profile" then
     steps = { "Fix the profile probe (its error is above this report) and re-run",
-      sub("Meanwhile: perf record -F 99 -g %s -- sleep 10; perf report --no-children", perf_procs) }
+      string.format("Meanwhile: perf record -F 99 -g %s -- sleep 10; perf report --no-children", perf_procs) }
   elseif reason == "few-samples" then
-    steps = { sub("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
+    steps = { string.format("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
   else
-    steps = { sub("Flame graph of where it goes: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg) }
+    steps = diag.lines(string.format("Flame graph of where it goes: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg))
     if cpu < T.busy then
-      push(steps, "Compare with its usual CPU use: this level may be normal for the service")
+      steps:add("Compare with its usual CPU use: this level may be normal for the service")
     else
-      push(steps, "Neither side dominates: look at the top user function and the top syscall together (a syscall-heavy loop in user code)")
+      steps:add("Neither side dominates: look at the top user function and the top syscall together (a syscall-heavy loop in user code)")
     end
   end
   return diag.verdict("busy", reason and cpu and cpu >= T.busy and "warning" or "info", title, ev, steps)
 end
 
-local function not_busy_verdict()
-  local ev = { cpu_line() }
+local function not_busy_verdict(starved)
+  local ev = diag.lines(cpu_line())
   if prof then
-    push(ev, sub("%d CPU sample%s at %d Hz (a thread busy the whole window would give about %d)",
-      prof.samples, prof.samples == 1 and "" or "s", prof.hz, math.floor(prof.hz * window + 0.5)))
+    ev:add("%d CPU sample%s at %d Hz (a thread busy the whole window would give about %d)",
+      prof.samples, prof.samples == 1 and "" or "s", prof.hz, math.floor(prof.hz * window + 0.5))
   end
-  local vol = C and diag.rate(C.voluntary_ctxt_switches, window)
+  local vol = context and diag.rate(context.voluntary_ctxt_switches, window)
   if vol and vol >= 1 then
-    push(ev, sub("%s voluntary context switches/s: it sleeps or blocks rather than computes", diag.fmt_count(vol)))
+    ev:add("%s voluntary context switches/s: it sleeps or blocks rather than computes", diag.fmt_count(vol))
   elseif vol then
-    push(ev, "It hardly woke up during the window (under one context switch per second)")
+    ev:add("It hardly woke up during the window (under one context switch per second)")
   end
-  if starved.runq_line then push(ev, starved.runq_line) end
-  local steps = {}
-  if starved.verdict then
-    push(steps, "It is runnable but waits for a CPU: see cpu-starved")
+  ev:add(runq_line)
+  local steps = diag.lines()
+  if starved then
+    steps:add("It is runnable but waits for a CPU: see cpu-starved")
   end
-  push(steps, sub("The time goes off-CPU: blocked on locks, disk, network or waiting for work; run an off-CPU or latency runbook on pid %s (diagnose list shows them)", pid))
-  push(steps, "Check whether the CPU is burnt elsewhere (another process or thread pool: top -H -o %CPU) or the spike was transient: re-run while the symptom is present")
+  steps:add("The time goes off-CPU: blocked on locks, disk, network or waiting for work; run an off-CPU or latency runbook on pid %s (diagnose list shows them)", pid)
+  steps:add("Check whether the CPU is burnt elsewhere (another process or thread pool: top -H -o %CPU) or the spike was transient: re-run while the symptom is present")
   return diag.verdict("not-busy", "info",
-    sub("Not CPU-bound: the process used %s of one CPU during the %.1f s window", diag.fmt_pct(cpu), window),
+    string.format("Not CPU-bound: the process used %s of one CPU during the %.1f s window", diag.fmt_pct(cpu), window),
     ev, steps)
 end
 
 local function frame_pointer_verdict()
   local pct = diag.pct(prof.shallow, prof.user_mode)
-  local exe = diag.get(run, "target", "exe") or (C and C.exe) or "the binary"
-  local dwarf = diag.get(P, "user_unwind") == "dwarf"
-  local ev = { sub("%s of %s user-mode samples have at most %d user frames", diag.fmt_count(prof.shallow),
-      diag.fmt_count(prof.user_mode), T.shallow_frames) }
+  local exe = diag.get(run, "target", "exe") or (context and context.exe) or "the binary"
+  local dwarf = diag.get(profile, "user_unwind") == "dwarf"
+  local ev = diag.lines(string.format("%s of %s user-mode samples have at most %d user frames", diag.fmt_count(prof.shallow),
+      diag.fmt_count(prof.user_mode), T.shallow_frames))
   if dwarf then
-    push(ev, sub("Unwound with DWARF: %s stacks truncated, %s not unwound (no CFI for the code: JIT, stripped .eh_frame?)",
-      diag.fmt_count(diag.get(P, "unwind", "dwarf_truncated") or 0), diag.fmt_count(diag.get(P, "unwind", "dwarf_failed") or 0)))
+    ev:add("Unwound with DWARF: %s stacks truncated, %s not unwound (no CFI for the code: JIT, stripped .eh_frame?)",
+      diag.fmt_count(diag.get(profile, "unwind", "dwarf_truncated") or 0), diag.fmt_count(diag.get(profile, "unwind", "dwarf_failed") or 0))
   else
-    push(ev, sub("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe))
+    ev:add("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe)
   end
-  local steps = { "Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
+  local steps = diag.lines("Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
       "For libraries, use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+) or rebuild the hot ones",
-      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof" }
+      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof")
   if not dwarf then
-    push(steps, sub("Meanwhile: diagnose high-cpu %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", target_arg))
+    steps:add("Meanwhile: diagnose high-cpu %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", target_arg)
   end
-  push(steps, sub("Or: perf record --call-graph dwarf %s -- sleep 10", perf_procs))
+  steps:add("Or: perf record --call-graph dwarf %s -- sleep 10", perf_procs)
   return diag.verdict("missing-frame-pointers", "warning",
-    sub("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (%s)",
+    string.format("User stacks are truncated: %s of user-mode samples have %d frame%s or fewer (%s)",
       diag.fmt_pct(pct), T.shallow_frames, T.shallow_frames == 1 and "" or "s",
       dwarf and "even with DWARF unwinding" or "missing frame pointers?"),
     ev, steps)
@@ -596,108 +613,131 @@ end
 local function incomplete_verdict()
   local partial = diag.partial()
   local note = partial.note
-  if not P then
+  if not profile then
     note("profile missing", "profile: no results (the probe failed): CPU time cannot be attributed to functions", "warning")
   end
-  if not R then note("runq missing", "runq: no results: CPU starvation was not assessed") end
-  if not S then note("syscalls missing", "syscalls: no results: kernel time cannot be tied to syscalls") end
-  if not C then note("context missing", "context: no results: CPU use is estimated from samples, no PSI or cgroup data") end
-  if P and (P.lost_stacks or 0) > 0 then
-    local pct = diag.pct(P.lost_stacks, P.samples)
-    note(sub("%s stacks lost", diag.fmt_count(P.lost_stacks)),
-      sub("profile: %s stack(s) could not be read (%s of %s samples)", diag.fmt_count(P.lost_stacks),
-        diag.fmt_pct(pct), diag.fmt_count(P.samples)), pct >= 10 and "warning" or "info")
+  if not runq then note("runq missing", "runq: no results: CPU starvation was not assessed") end
+  if not syscalls then note("syscalls missing", "syscalls: no results: kernel time cannot be tied to syscalls") end
+  if not context then note("context missing", "context: no results: CPU use is estimated from samples, no PSI or cgroup data") end
+  if profile and (profile.lost_stacks or 0) > 0 then
+    local pct = diag.pct(profile.lost_stacks, profile.samples)
+    note(string.format("%s stacks lost", diag.fmt_count(profile.lost_stacks)),
+      string.format("profile: %s stack(s) could not be read (%s of %s samples)", diag.fmt_count(profile.lost_stacks),
+        diag.fmt_pct(pct), diag.fmt_count(profile.samples)), pct >= 10 and "warning" or "info")
   end
-  for _, x in ipairs({ { "profile", P }, { "runq", R }, { "syscalls", S } }) do
+  for _, x in ipairs({ { "profile", profile }, { "runq", runq }, { "syscalls", syscalls } }) do
     if x[2] and (x[2].dropped or 0) > 0 then
-      note(sub("%s: %s dropped", x[1], diag.fmt_count(x[2].dropped)),
-        sub("%s: %s event(s) dropped (a map was full)", x[1], diag.fmt_count(x[2].dropped)))
+      note(string.format("%s: %s dropped", x[1], diag.fmt_count(x[2].dropped)),
+        string.format("%s: %s event(s) dropped (a map was full)", x[1], diag.fmt_count(x[2].dropped)))
     end
   end
-  partial.stop(run.stop_reason, window, (C and C.exited))
+  partial.stop(run.stop_reason, window, (context and context.exited))
   return partial.verdict({ "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",
     "Missing probes: see the errors above this report (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
 end
 
--- ---- the verdicts, primary first -----------------------------------------------------------
+-- ---- the hypotheses ------------------------------------------------------------------------
 
 local sample_cpu = prof and window > 0 and diag.pct(prof.samples, prof.hz * window)
 local idle = cpu and cpu < T.idle and (not sample_cpu or sample_cpu < 2 * T.idle)
 
-if idle then
-  push(verdicts, not_busy_verdict())
-elseif cpu then
-  if not prof then
-    push(verdicts, busy_verdict("no-profile"))
-  elseif prof.samples < MIN_SAMPLES then
-    push(verdicts, busy_verdict("few-samples"))
-  elseif cpu >= T.busy and futex_hot() then
-    push(verdicts, futex_verdict(futex_rate()))
-  elseif cpu >= T.busy and prof.kernel_share >= T.kernel_share then
-    push(verdicts, cpu_kernel_verdict())
-  elseif cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then
-    push(verdicts, cpu_user_verdict())
-  else
-    push(verdicts, busy_verdict(nil))
-  end
+-- Where the CPU goes: one verdict (not-busy, busy, futex-contention, cpu-bound-kernel,
+-- cpu-bound-user), and lock hand-offs ruled out when the profile could show them; nil without
+-- CPU data. starved: the cpu-starved verdict was given.
+local function where_cpu_goes(starved)
+  if idle then return not_busy_verdict(starved) end
+  if not cpu then return nil end
+  if not prof then return busy_verdict("no-profile") end
+  if prof.samples < MIN_SAMPLES then return busy_verdict("few-samples") end
+  if cpu >= T.busy and futex_hot() then return futex_verdict(futex_rate()) end
+  local handoffs = cpu >= T.busy and diag.ruled_out("futex-contention",
+    "not lock hand-offs: %s of samples in the lock and condition wrappers, %s inside futex()",
+    diag.fmt_pct(diag.pct(locking.n, prof.samples)), diag.fmt_pct(diag.pct(locking.futex, prof.samples))) or nil
+  if cpu >= T.busy and prof.kernel_share >= T.kernel_share then return { cpu_kernel_verdict(), handoffs } end
+  if cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then return { cpu_user_verdict(), handoffs } end
+  return { busy_verdict(nil), handoffs }
 end
-if starved.verdict then push(verdicts, starved.verdict) end
-if fp_missing and not idle then push(verdicts, frame_pointer_verdict()) end
-if not cpu then
-  push(verdicts, diag.verdict("inconclusive", "info", "Inconclusive: no CPU data was collected",
+
+-- Frame pointers: judged on enough user-mode samples (not when the process is idle).
+local function frame_pointers()
+  if idle or not prof or prof.user_mode < MIN_SAMPLES then return nil end
+  if fp_missing then return frame_pointer_verdict() end
+  return diag.ruled_out("missing-frame-pointers", "user stacks are deep: %s of %s user-mode samples have at most %d user frames",
+    diag.fmt_pct(diag.pct(prof.shallow, prof.user_mode)), diag.fmt_count(prof.user_mode), T.shallow_frames)
+end
+
+local function inconclusive()
+  if cpu then return nil end
+  return diag.verdict("inconclusive", "info", "Inconclusive: no CPU data was collected",
     { "Neither the profile nor the process context produced results" },
-    { "Check the errors above this report, then re-run" }))
+    { "Check the errors above this report, then re-run" })
 end
-local inc = incomplete_verdict()
-if inc then push(verdicts, inc) end
 
 -- ---- report sections -----------------------------------------------------------------------
 
-if prof and prof.samples > 0 then
-  local rows = {}
+local function function_tables()
+  local self_rows, incl_rows = diag.lines(), diag.lines()
   for _, f in ipairs(diag.ranked(prof.self_all, T.top_n)) do
-    push(rows, { f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
+    self_rows:add({ f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
   end
-  push(report, diag.table("Top functions (self)", { "function", "samples", "%" }, rows))
-  rows = {}
   for _, f in ipairs(diag.ranked(prof.incl_user, T.top_n)) do
-    push(rows, { f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
+    incl_rows:add({ f.name, f.count, diag.fmt_pct(diag.pct(f.count, prof.samples)) })
   end
-  push(report, diag.table("Top user functions (inclusive)", { "function", "samples", "%" }, rows))
-end
-local lines = {}
-if cpu then push(lines, cpu_line()) end
-if prof then
-  push(lines, sub("user: %s (%d samples)", diag.fmt_pct(prof.user_share), prof.user))
-  push(lines, sub("kernel: %s (%d samples)", diag.fmt_pct(prof.kernel_share), prof.kernel))
-end
-if C then
-  push(lines, sub("context switches/s: %s voluntary, %s involuntary",
-    diag.fmt_count(diag.rate(C.voluntary_ctxt_switches, window)), diag.fmt_count(nonvol_rate)))
-end
-if psi_pct then push(lines, sub("CPU pressure some over the window: %s", diag.fmt_pct(psi_pct))) end
-push(report, diag.text("User / kernel split", lines))
-if R then
-  push(report, diag.histogram("Run-queue latency", R.unit or "us", R.buckets))
-end
-if S then
-  local rows = {}
-  for _, sc in ipairs(top_syscalls(T.top_n)) do
-    local share = syscall_cpu_share(sc.name)
-    local row = { sc.name, sc.count, diag.fmt_rate(diag.rate(sc.count, window)),
-      share and diag.fmt_pct(share) or "-" }
-    if S.timed then
-      push(row, diag.fmt_ns(sc.total_ns or 0))
-      push(row, diag.fmt_ns(sc.count > 0 and (sc.total_ns or 0) / sc.count or 0))
-      push(row, sc.errors or 0)
-    end
-    push(rows, row)
-  end
-  local columns = { "syscall", "count", "rate/s", "CPU samples" }
-  if S.timed then
-    for _, c in ipairs({ "total time", "avg", "errors" }) do push(columns, c) end
-  end
-  push(report, diag.table("Syscalls", columns, rows))
+  return diag.table("Top functions (self)", { "function", "samples", "%" }, self_rows),
+    diag.table("Top user functions (inclusive)", { "function", "samples", "%" }, incl_rows)
 end
 
-return { verdicts = verdicts, report = report }
+local function split_text()
+  local lines = diag.lines()
+  if cpu then lines:add(cpu_line()) end
+  if prof then
+    lines:add("user: %s (%d samples)", diag.fmt_pct(prof.user_share), prof.user)
+    lines:add("kernel: %s (%d samples)", diag.fmt_pct(prof.kernel_share), prof.kernel)
+  end
+  if context then
+    lines:add("context switches/s: %s voluntary, %s involuntary",
+      diag.fmt_count(diag.rate(context.voluntary_ctxt_switches, window)), diag.fmt_count(nonvol_rate))
+  end
+  if psi_pct then lines:add("CPU pressure some over the window: %s", diag.fmt_pct(psi_pct)) end
+  return diag.text("User / kernel split", lines)
+end
+
+local function syscall_table()
+  local rows = diag.lines()
+  for _, sc in ipairs(top_syscalls(T.top_n)) do
+    local share = syscall_cpu_share(sc.name)
+    local row = diag.lines(sc.name, sc.count, diag.fmt_rate(diag.rate(sc.count, window)),
+      share and diag.fmt_pct(share) or "-")
+    if syscalls.timed then
+      row:add(diag.fmt_ns(sc.total_ns or 0))
+      row:add(diag.fmt_ns(sc.count > 0 and (sc.total_ns or 0) / sc.count or 0))
+      row:add(sc.errors or 0)
+    end
+    rows:add(row)
+  end
+  local columns = diag.lines("syscall", "count", "rate/s", "CPU samples")
+  if syscalls.timed then columns:extend({ "total time", "avg", "errors" }) end
+  return diag.table("Syscalls", columns, rows)
+end
+
+-- ---- main: the verdicts, primary first ---------------------------------------------------------
+
+local answer = diag.answer()
+local starved, starvation_ruled_out = cpu_starved()
+answer.add(where_cpu_goes(starved ~= nil))
+answer.add(starved)
+answer.add(frame_pointers())
+answer.add(inconclusive())
+answer.add(incomplete_verdict())
+answer.add(starvation_ruled_out)
+
+if prof and prof.samples > 0 then
+  local self_table, incl_table = function_tables()
+  answer.section(self_table)
+  answer.section(incl_table)
+end
+answer.section(split_text())
+if runq then answer.section(diag.histogram("Run-queue latency", runq.unit or "us", runq.buckets)) end
+if syscalls then answer.section(syscall_table()) end
+
+return answer.result()

@@ -57,56 +57,28 @@
 --                   page-fault stacks that stop in the allocator, an early stop; host-wide: slabinfo
 --                   unreadable, malformed slabinfo lines skipped.
 
-local function th(name, default) return diag.number(thresholds, name, default) end
-
 local T = {
-  kept = th("leak_kept_pct", 50),
-  min_old_bytes = th("leak_min_old_bytes", 65536),
-  min_old_count = th("leak_min_old_count", 16),
-  growth = th("growth_min_bytes_per_s", 65536),
-  explains = th("heap_explains_pct", 25),
-  limit_crit = th("limit_crit_s", 300),
-  limit_warn = th("limit_warn_s", 3600),
-  top_n = th("top_n", 8),
-  slab_min = th("slab_growth_min_bytes", 16777216),
-  slab_rate = th("slab_growth_min_bytes_per_s", 1048576),
-  refault = th("refault_warn_per_s", 1000),
-  spare = th("reclaimable_spare_pct", 10),
+  kept = diag.threshold("leak_kept_pct"),
+  min_old_bytes = diag.threshold("leak_min_old_bytes"),
+  min_old_count = diag.threshold("leak_min_old_count"),
+  growth = diag.threshold("growth_min_bytes_per_s"),
+  explains = diag.threshold("heap_explains_pct"),
+  limit_crit = diag.threshold("limit_crit_s"),
+  limit_warn = diag.threshold("limit_warn_s"),
+  top_n = diag.threshold("top_n"),
+  slab_min = diag.threshold("slab_growth_min_bytes"),
+  slab_rate = diag.threshold("slab_growth_min_bytes_per_s"),
+  refault = diag.threshold("refault_warn_per_s"),
+  spare = diag.threshold("reclaimable_spare_pct"),
 }
 
-local A, F, C, OO, K, KA = results.allocs, results.faults, results.context, results.ooms, results.kmem, results.kallocs
+local allocs, faults, context, ooms, kmem, kallocs = results.allocs, results.faults, results.context, results.ooms, results.kmem, results.kallocs
 local host = diag.get(run, "target", "pid") == nil
-local M = C and C.memory
-local CG = M and M.cgroup
-local pid = diag.get(run, "target", "pid") or (C and C.pid) or "PID"
-local window = (A and A.window_s) or (C and C.wall_s) or run.duration_s or 0
-local ctx_window = (C and C.wall_s) or window
-local verdicts, report = {}, {}
-
-local function push(t, x) t[#t + 1] = x end
-local function sub(fmt, ...) return string.format(fmt, ...) end
-
--- 512 → "512 B", 1536 → "1.5 KiB", 3.2e6 → "3.1 MiB".
-local function fmt_bytes(b)
-  if b == nil then return "n/a" end
-  local a, units = math.abs(b), { "KiB", "MiB", "GiB", "TiB" }
-  if a < 1024 then return string.format("%.0f B", b) end
-  local v, u = b, "B"
-  for _, name in ipairs(units) do
-    if math.abs(v) < 1024 then break end
-    v, u = v / 1024, name
-  end
-  if math.abs(v) >= 99.95 then return string.format("%.0f %s", v, u) end
-  return (string.format("%.1f", v):gsub("%.0$", "")) .. " " .. u
-end
-local function fmt_rate_b(bps) return bps and (fmt_bytes(bps) .. "/s") or "n/a" end
-local function fmt_dur(s)
-  if s == nil then return "n/a" end
-  if s < 120 then return sub("%.0f s", s) end
-  if s < 7200 then return sub("%.1f min", s / 60) end
-  return sub("%.1f h", s / 3600)
-end
-
+local memory = context and context.memory
+local cgroup = memory and memory.cgroup
+local pid = diag.get(run, "target", "pid") or (context and context.pid) or "PID"
+local window = (allocs and allocs.window_s) or (context and context.wall_s) or run.duration_s or 0
+local ctx_window = (context and context.wall_s) or window
 -- ---- call paths ---------------------------------------------------------------------------
 
 -- Frames of the allocator and of the C library's copying/initialising routines: the target's own
@@ -134,17 +106,13 @@ local function own_frame(user)
   return nil
 end
 
-local function path_of(s)
-  local p = diag.call_path(s.user or {}, 8)
-  if p == "" then p = "(no user stack)" end
-  return p
-end
+local function path_of_stack(s) return diag.user_path(s.user) end
 
 -- ---- the window's memory figures ------------------------------------------------------------
 
-local rss_delta = M and M.rss_delta_bytes
+local rss_delta = memory and memory.rss_delta_bytes
 local rss_rate = (rss_delta and ctx_window > 0) and rss_delta / ctx_window or nil
-local heap_rate = (A and window > 0) and (A.outstanding_bytes or 0) / window or nil
+local heap_rate = (allocs and window > 0) and (allocs.outstanding_bytes or 0) / window or nil
 
 -- Least-squares slope and R² of a series {t_s, bytes}.
 local function fit(series)
@@ -173,46 +141,46 @@ local function first_half_allocs(s)
   return math.min((s.allocs or 0) / 2, (s.old_count or 0) + (s.frees or 0))
 end
 
-local leaks = {}
-local churn = { allocs = 0, bytes = 0 }
-if A then
-  for _, s in ipairs(A.stacks or {}) do
+-- The call paths that leak, heaviest first: {s = the stack, kept = % of its first-half blocks
+-- still held, grown = bytes its reallocs grew (a buffer that only grows)}.
+local function find_leaks()
+  local leaks = diag.lines()
+  for _, s in ipairs((allocs and allocs.stacks) or {}) do
     local first_half = first_half_allocs(s)
     local kept = first_half > 0 and (s.old_count or 0) * 100 / first_half or 0
     if kept > 100 then kept = 100 end
     local grown = s.realloc_growth_bytes or 0
     if kept >= T.kept and (s.old_bytes or 0) >= T.min_old_bytes and (s.old_count or 0) >= T.min_old_count then
-      push(leaks, { s = s, kept = kept })
+      leaks:add({ s = s, kept = kept })
     elseif grown >= T.min_old_bytes and (s.weight or 0) * 2 >= grown then
-      push(leaks, { s = s, kept = kept, grown = grown })
-    else
-      churn.allocs = churn.allocs + (s.allocs or 0)
-      churn.bytes = churn.bytes + (s.alloc_bytes or 0)
+      leaks:add({ s = s, kept = kept, grown = grown })
     end
   end
   table.sort(leaks, function(a, b)
     if a.s.weight ~= b.s.weight then return a.s.weight > b.s.weight end
-    return path_of(a.s) < path_of(b.s)
+    return path_of_stack(a.s) < path_of_stack(b.s)
   end)
+  return leaks
 end
+local leaks = find_leaks()
 
 -- ---- time to the limit -------------------------------------------------------------------------
 
 local limit
-if CG and CG.limited and CG.max_bytes and CG.current_bytes then
-  local f = fit(CG.current_series)
-  local slope = CG.current_slope_bytes_per_s or (f and f.slope)
-  local left = CG.max_bytes - CG.current_bytes
-  limit = { max = CG.max_bytes, current = CG.current_bytes, left = left, slope = slope, fit = f }
+if cgroup and cgroup.limited and cgroup.max_bytes and cgroup.current_bytes then
+  local f = fit(cgroup.current_series)
+  local slope = cgroup.current_slope_bytes_per_s or (f and f.slope)
+  local left = cgroup.max_bytes - cgroup.current_bytes
+  limit = { max = cgroup.max_bytes, current = cgroup.current_bytes, left = left, slope = slope, fit = f }
   if slope and slope >= T.growth and left > 0 then limit.eta_s = left / slope end
 end
 
 local function limit_line()
   if not limit or not limit.eta_s then return nil end
   local f = limit.fit
-  return sub("At the measured slope (%s over %s, %s readings, R² %.2f) the memory cgroup reaches its limit of %s (now %s, %s left) in %s",
-    fmt_rate_b(limit.slope), f and sub("%.1f s", f.span) or sub("%.1f s", ctx_window), f and f.n or "?",
-    f and f.r2 or 0, fmt_bytes(limit.max), fmt_bytes(limit.current), fmt_bytes(limit.left), fmt_dur(limit.eta_s))
+  return string.format("At the measured slope (%s over %s, %s readings, R² %.2f) the memory cgroup reaches its limit of %s (now %s, %s left) in %s",
+    diag.fmt_byte_rate(limit.slope), f and string.format("%.1f s", f.span) or string.format("%.1f s", ctx_window), f and f.n or "?",
+    f and f.r2 or 0, diag.fmt_bytes(limit.max), diag.fmt_bytes(limit.current), diag.fmt_bytes(limit.left), diag.fmt_s(limit.eta_s))
 end
 
 local function limit_severity()
@@ -225,75 +193,92 @@ end
 -- ---- verdicts ----------------------------------------------------------------------------------
 
 local function rss_line()
-  if not M or not rss_delta then return nil end
-  local f = fit(M.rss_series)
-  return sub("RSS %s → %s over %.1f s (%s%s)", fmt_bytes((M.rss_bytes or 0) - rss_delta), fmt_bytes(M.rss_bytes),
-    ctx_window, fmt_rate_b(rss_rate), f and sub("; slope %s, R² %.2f over %d readings", fmt_rate_b(f.slope), f.r2, f.n) or "")
+  if not memory or not rss_delta then return nil end
+  local f = fit(memory.rss_series)
+  return string.format("RSS %s → %s over %.1f s (%s%s)", diag.fmt_bytes((memory.rss_bytes or 0) - rss_delta), diag.fmt_bytes(memory.rss_bytes),
+    ctx_window, diag.fmt_byte_rate(rss_rate), f and string.format("; slope %s, R² %.2f over %d readings", diag.fmt_byte_rate(f.slope), f.r2, f.n) or "")
 end
 
-for i = 1, math.min(#leaks, 3) do
-  local l, s = leaks[i], leaks[i].s
-  local own = own_frame(s.user)
-  local name = diag.fn(own or (s.user or {})[1] or "?")
-  local ev, title, rate
-  if l.grown then
-    rate = window > 0 and l.grown / window or 0
-    title = sub("Leak: %s grows a buffer with realloc, %s over the window (%s), now %s in %s block%s", name,
-      fmt_bytes(l.grown), fmt_rate_b(rate), fmt_bytes(s.weight), diag.fmt_count(s.count), s.count == 1 and "" or "s")
-    ev = {
-      sub("%s's reallocs grew its blocks by %s during the %.1f s window (%s calls) and it still holds %s: a buffer that only grows (each realloc moves it, so its block is always young)",
-        name, fmt_bytes(l.grown), window, diag.fmt_count(s.allocs or 0), fmt_bytes(s.weight)),
-      "Call path: " .. path_of(s),
-    }
-  else
-    rate = window > 0 and s.weight / window or 0
-    local recent = window > 0 and (s.weight - (s.old_bytes or 0)) / (window / 2) or 0
-    title = sub("Leak: %s keeps %s (%s blocks), growing %s", name, fmt_bytes(s.weight), diag.fmt_count(s.count), fmt_rate_b(rate))
-    ev = {
-      sub("%s holds %s in %s blocks allocated during the %.1f s window and not freed: %s of its %s allocations (%s) were freed",
-        name, fmt_bytes(s.weight), diag.fmt_count(s.count), window,
-        diag.fmt_count(s.frees or 0), diag.fmt_count(s.allocs or 0), fmt_bytes(s.alloc_bytes)),
-      sub("It kept %s of what it allocated in the window's first half: %s in %s blocks older than %.1f s; the oldest %.1f s old",
-        diag.fmt_pct(l.kept), fmt_bytes(s.old_bytes), diag.fmt_count(s.old_count), window / 2, (s.oldest_age_ms or 0) / 1000),
-      sub("Growing %s over the window, %s in its second half", fmt_rate_b(rate), fmt_rate_b(recent)),
-      "Call path: " .. path_of(s),
-    }
+-- The three heaviest leaking paths, each a verdict; no leak ruled out when allocations were traced.
+local function leak_verdicts()
+  if not allocs then return nil end
+  if #leaks == 0 then
+    return diag.ruled_out("leak", "no leak: no call path kept %s of what it allocated in the window's first half (%s allocations traced)",
+      diag.fmt_pct(T.kept), diag.fmt_count(allocs.allocs or 0))
   end
-  local rl = rss_line()
-  if rl then push(ev, rl) end
-  local ll = limit_line()
-  if ll then push(ev, ll) end
-  if A.sampled_1_in then push(ev, sub("Allocations recorded 1 in %d (budget): figures are scaled estimates", A.sampled_1_in)) end
-  local sev = limit_severity() == "critical" and "critical" or "warning"
-  push(verdicts, diag.verdict("leak", sev, title, ev,
-    { own and (l.grown and sub("Bound the buffer %s grows (rotate, flush or cap it), or free it when done", diag.fn(own))
-        or sub("Find where the blocks allocated in %s should be freed (its callers, the structure they are stored in), or bound that structure", diag.fn(own)))
-        or "Find where the blocks allocated on this path should be freed",
-      sub("Confirm over a longer window: diagnose memory-growth --pid %s --duration 60 (a cache filling to a bound stops being kept)", pid) }))
+  local found = diag.lines()
+  for i = 1, math.min(#leaks, 3) do
+    local l, s = leaks[i], leaks[i].s
+    local own = own_frame(s.user)
+    local name = diag.fn(own or (s.user or {})[1] or "?")
+    local ev, title, rate
+    if l.grown then
+      rate = window > 0 and l.grown / window or 0
+      title = string.format("Leak: %s grows a buffer with realloc, %s over the window (%s), now %s in %s block%s", name,
+        diag.fmt_bytes(l.grown), diag.fmt_byte_rate(rate), diag.fmt_bytes(s.weight), diag.fmt_count(s.count), s.count == 1 and "" or "s")
+      ev = diag.lines(
+        string.format("%s's reallocs grew its blocks by %s during the %.1f s window (%s calls) and it still holds %s: a buffer that only grows (each realloc moves it, so its block is always young)",
+          name, diag.fmt_bytes(l.grown), window, diag.fmt_count(s.allocs or 0), diag.fmt_bytes(s.weight)),
+        "Call path: " .. path_of_stack(s))
+    else
+      rate = window > 0 and s.weight / window or 0
+      local recent = window > 0 and (s.weight - (s.old_bytes or 0)) / (window / 2) or 0
+      title = string.format("Leak: %s keeps %s (%s blocks), growing %s", name, diag.fmt_bytes(s.weight), diag.fmt_count(s.count), diag.fmt_byte_rate(rate))
+      ev = diag.lines(
+        string.format("%s holds %s in %s blocks allocated during the %.1f s window and not freed: %s of its %s allocations (%s) were freed",
+          name, diag.fmt_bytes(s.weight), diag.fmt_count(s.count), window,
+          diag.fmt_count(s.frees or 0), diag.fmt_count(s.allocs or 0), diag.fmt_bytes(s.alloc_bytes)),
+        string.format("It kept %s of what it allocated in the window's first half: %s in %s blocks older than %.1f s; the oldest %.1f s old",
+          diag.fmt_pct(l.kept), diag.fmt_bytes(s.old_bytes), diag.fmt_count(s.old_count), window / 2, (s.oldest_age_ms or 0) / 1000),
+        string.format("Growing %s over the window, %s in its second half", diag.fmt_byte_rate(rate), diag.fmt_byte_rate(recent)),
+        "Call path: " .. path_of_stack(s))
+    end
+    local rl = rss_line()
+    if rl then ev:add(rl) end
+    local ll = limit_line()
+    if ll then ev:add(ll) end
+    if allocs.sampled_1_in then ev:add("Allocations recorded 1 in %d (budget): figures are scaled estimates", allocs.sampled_1_in) end
+    local sev = limit_severity() == "critical" and "critical" or "warning"
+    found:add(diag.verdict("leak", sev, title, ev,
+      { own and (l.grown and string.format("Bound the buffer %s grows (rotate, flush or cap it), or free it when done", diag.fn(own))
+          or string.format("Find where the blocks allocated in %s should be freed (its callers, the structure they are stored in), or bound that structure", diag.fn(own)))
+          or "Find where the blocks allocated on this path should be freed",
+        string.format("Confirm over a longer window: diagnose memory-growth --pid %s --duration 60 (a cache filling to a bound stops being kept)", pid) }))
+  end
+  return found
+end
+
+local growing = rss_rate and rss_rate >= T.growth
+
+-- RSS flat over the window: no growth to explain.
+local function rss_flat()
+  if not rss_rate or growing then return nil end
+  return diag.ruled_out("memory-growth", "memory not growing: RSS %s over %.1f s (%s, under %s)",
+    diag.fmt_bytes(rss_delta), ctx_window, diag.fmt_byte_rate(rss_rate), diag.fmt_byte_rate(T.growth))
 end
 
 -- Growth the heap does not explain.
-local growing = rss_rate and rss_rate >= T.growth
-if growing and A and heap_rate and heap_rate * 100 < T.explains * rss_rate then
-  local ev = { rss_line(), sub("The heap's outstanding blocks grew at most %s (%s of the RSS growth): the allocator does not explain it",
-    fmt_rate_b(heap_rate), diag.fmt_pct(diag.pct(heap_rate, rss_rate))) }
-  local anon, file, shmem = M.rss_anon_delta_bytes, M.rss_file_delta_bytes, M.rss_shmem_delta_bytes
+local function growth_outside_heap()
+  if not (growing and allocs and heap_rate and heap_rate * 100 < T.explains * rss_rate) then return nil end
+  local ev = diag.lines(rss_line(), string.format("The heap's outstanding blocks grew at most %s (%s of the RSS growth): the allocator does not explain it",
+    diag.fmt_byte_rate(heap_rate), diag.fmt_pct(diag.pct(heap_rate, rss_rate))))
+  local anon, file, shmem = memory.rss_anon_delta_bytes, memory.rss_file_delta_bytes, memory.rss_shmem_delta_bytes
   -- Anonymous growth: who touches the new pages says whether the program maps memory itself or
   -- the allocator grows without holding more blocks (fragmentation, freed memory kept).
   local in_alloc = 0
-  for _, st in ipairs(F and F.stacks or {}) do
+  for _, st in ipairs(faults and faults.stacks or {}) do
     local leaf = (st.user or {})[1]
     if leaf and is_allocator(leaf) and (leaf:find("^_int_") or leaf:find("^sysmalloc") or leaf:find("malloc") or leaf:find("^tcache_")) then
       in_alloc = in_alloc + (st.weight or 0)
     end
   end
   local what = "anonymous memory outside malloc (mmap or brk by the program itself)"
-  if F and (F.bytes or 0) > 0 and in_alloc * 2 >= F.bytes then
+  if faults and (faults.bytes or 0) > 0 and in_alloc * 2 >= faults.bytes then
     what = "anonymous memory the allocator grows without holding more blocks (fragmentation, freed memory not returned)"
-    push(ev, sub("%s of the page faults are inside the allocator while it holds no more blocks: its own growth", diag.fmt_pct(diag.pct(in_alloc, F.bytes))))
+    ev:add("%s of the page faults are inside the allocator while it holds no more blocks: its own growth", diag.fmt_pct(diag.pct(in_alloc, faults.bytes)))
   end
   if anon or file or shmem then
-    push(ev, sub("Of the RSS change: anonymous %s, file-backed %s, shared memory %s", fmt_bytes(anon), fmt_bytes(file), fmt_bytes(shmem)))
+    ev:add("Of the RSS change: anonymous %s, file-backed %s, shared memory %s", diag.fmt_bytes(anon), diag.fmt_bytes(file), diag.fmt_bytes(shmem))
     if (file or 0) > (anon or 0) and (file or 0) >= (shmem or 0) then
       what = "file mappings or page cache mapped into the process"
     elseif (shmem or 0) > (anon or 0) then
@@ -301,98 +286,113 @@ if growing and A and heap_rate and heap_rate * 100 < T.explains * rss_rate then
     end
   end
   local own
-  local top = F and (F.stacks or {})[1]
+  local top = faults and (faults.stacks or {})[1]
   if top then
     own = own_frame(top.user)
-    push(ev, sub("New pages are first touched in %s: %s of %s of page faults (%s)", diag.fn(own or (top.user or {})[1] or "?"),
-      fmt_bytes(top.weight), fmt_bytes(F.bytes), path_of(top)))
+    ev:add("New pages are first touched in %s: %s of %s of page faults (%s)", diag.fn(own or (top.user or {})[1] or "?"),
+      diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top))
   end
-  push(verdicts, diag.verdict("growth-outside-heap", "warning",
-    sub("Memory grows %s outside the allocator: %s%s", fmt_rate_b(rss_rate), what, own and (", touched in " .. diag.fn(own)) or ""),
+  return (diag.verdict("growth-outside-heap", "warning",
+    string.format("Memory grows %s outside the allocator: %s%s", diag.fmt_byte_rate(rss_rate), what, own and (", touched in " .. diag.fn(own)) or ""),
     ev,
-    { sub("Which mappings grow: compare two readings of /proc/%s/smaps (or pmap -x %s) a few seconds apart", pid, pid),
+    { string.format("Which mappings grow: compare two readings of /proc/%s/smaps (or pmap -x %s) a few seconds apart", pid, pid),
       "mmap'd files and page cache are reclaimable; anonymous mmap is not: check the code that maps it",
       "Fragmentation (freed blocks not returned): malloc_trim(0), MALLOC_ARENA_MAX, or a different allocator" }))
 end
 
 -- Growth the heap explains, but no path keeps it by the rules above.
-if growing and A and #leaks == 0 and heap_rate and heap_rate * 100 >= T.explains * rss_rate then
-  local ev = { rss_line(), sub("The heap holds %s allocated during the %.1f s window (%s); no call path kept most of what it allocated in the window's first half",
-    fmt_bytes(A.outstanding_bytes), window, fmt_rate_b(heap_rate)) }
-  for i = 1, math.min(3, #(A.stacks or {})) do
-    local s = A.stacks[i]
-    push(ev, sub("%s in %s blocks (%s allocated, %s freed): %s", fmt_bytes(s.weight), diag.fmt_count(s.count),
-      diag.fmt_count(s.allocs or 0), diag.fmt_count(s.frees or 0), path_of(s)))
+local function heap_growth()
+  if not (growing and allocs and #leaks == 0 and heap_rate and heap_rate * 100 >= T.explains * rss_rate) then return nil end
+  local ev = diag.lines(rss_line(), string.format("The heap holds %s allocated during the %.1f s window (%s); no call path kept most of what it allocated in the window's first half",
+    diag.fmt_bytes(allocs.outstanding_bytes), window, diag.fmt_byte_rate(heap_rate)))
+  for i = 1, math.min(3, #(allocs.stacks or {})) do
+    local s = allocs.stacks[i]
+    ev:add("%s in %s blocks (%s allocated, %s freed): %s", diag.fmt_bytes(s.weight), diag.fmt_count(s.count),
+      diag.fmt_count(s.allocs or 0), diag.fmt_count(s.frees or 0), path_of_stack(s))
   end
-  push(verdicts, diag.verdict("heap-growth", "warning",
-    sub("Memory grows %s in the heap, no single call path keeps it", fmt_rate_b(rss_rate)), ev,
-    { sub("A cache or queue filling, or many paths each keeping a little: measure longer (diagnose memory-growth --pid %s --duration 60) to see what is still kept", pid) }))
+  return (diag.verdict("heap-growth", "warning",
+    string.format("Memory grows %s in the heap, no single call path keeps it", diag.fmt_byte_rate(rss_rate)), ev,
+    { string.format("A cache or queue filling, or many paths each keeping a little: measure longer (diagnose memory-growth --pid %s --duration 60) to see what is still kept", pid) }))
 end
 
 -- Without allocations, the page faults are the only call path: growth by where pages are touched.
-if growing and not A and F and (F.stacks or {})[1] then
-  local top = F.stacks[1]
+local function growth_without_allocs()
+  if not (growing and not allocs and faults and (faults.stacks or {})[1]) then return nil end
+  local top = faults.stacks[1]
   local own = own_frame(top.user)
-  push(verdicts, diag.verdict("growth", "warning",
-    sub("Memory grows %s; new pages are first touched in %s", fmt_rate_b(rss_rate), diag.fn(own or (top.user or {})[1] or "?")),
-    { rss_line(), sub("%s of %s of page faults on %s", fmt_bytes(top.weight), fmt_bytes(F.bytes), path_of(top)),
+  return (diag.verdict("growth", "warning",
+    string.format("Memory grows %s; new pages are first touched in %s", diag.fmt_byte_rate(rss_rate), diag.fn(own or (top.user or {})[1] or "?")),
+    { rss_line(), string.format("%s of %s of page faults on %s", diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top)),
       "A page fault names the code that first touches a page, not the owner of every block on it: in a heap shared with other allocations it may be any caller of malloc" },
-    { sub("Record the allocations: diagnose memory-growth --pid %s (the allocations probe was missing here)", pid) }))
+    { string.format("Record the allocations: diagnose memory-growth --pid %s (the allocations probe was missing here)", pid) }))
 end
 
 -- Time to the limit, on its own when no leak verdict carried it.
-if limit and limit.eta_s and #leaks == 0 then
-  push(verdicts, diag.verdict("near-limit", limit_severity(),
-    sub("Memory cgroup reaches its limit (%s) in %s at the measured slope", fmt_bytes(limit.max), fmt_dur(limit.eta_s)),
+local function near_limit()
+  if not limit then return nil end
+  if not limit.eta_s then
+    return diag.ruled_out("near-limit", "not heading for the memory cgroup's limit: usage %s of %s, growing %s",
+      diag.fmt_bytes(limit.current), diag.fmt_bytes(limit.max), diag.fmt_byte_rate(limit.slope))
+  end
+  if #leaks > 0 then return nil end -- the leak verdict carries it
+  return (diag.verdict("near-limit", limit_severity(),
+    string.format("Memory cgroup reaches its limit (%s) in %s at the measured slope", diag.fmt_bytes(limit.max), diag.fmt_s(limit.eta_s)),
     { limit_line(), rss_line() },
     { "Find what grows (the verdicts above, or a longer window), or raise the limit if the working set is legitimately larger",
-      CG.dir and sub("Watch it: %s (memory.usage_in_bytes / memory.current)", CG.dir) or "Watch the cgroup's usage" }))
+      cgroup.dir and string.format("Watch it: %s (memory.usage_in_bytes / memory.current)", cgroup.dir) or "Watch the cgroup's usage" }))
 end
 
--- OOM kills in the window.
-local ooms = CG and diag.get(CG, "events", "oom_kill") or 0
-local machine_ooms = OO and OO.total or 0
-local by_target = 0
-for _, k in ipairs(OO and OO.keys or {}) do
-  if k.pid == pid then by_target = by_target + (k.count or 0) end
-end
-if ooms > 0 or machine_ooms > 0 then
-  local ev = {}
-  if ooms > 0 then
-    push(ev, sub("%d OOM kill%s in the memory cgroup %s during the %.1f s window", ooms, ooms == 1 and "" or "s", CG.path or "?", ctx_window))
+-- OOM kills in the window: in the target's memory cgroup, or on the machine; without a kill,
+-- the cgroup reaching its limit.
+local function oom_kill()
+  local cgroup_ooms = cgroup and diag.get(cgroup, "events", "oom_kill") or 0
+  local machine_ooms = ooms and ooms.total or 0
+  local by_target = 0
+  for _, k in ipairs(ooms and ooms.keys or {}) do
+    if k.pid == pid then by_target = by_target + (k.count or 0) end
   end
-  if machine_ooms > 0 then
-    local who = {}
-    for i, k in ipairs(OO.keys or {}) do
-      if i > 3 then break end
-      push(who, sub("%s (pid %d)%s", k.comm or "?", k.pid or 0, k.pid == pid and ", the target" or ""))
+  if cgroup_ooms > 0 or machine_ooms > 0 then
+    local ev = diag.lines()
+    if cgroup_ooms > 0 then
+      ev:add("%d OOM kill%s in the memory cgroup %s during the %.1f s window", cgroup_ooms, cgroup_ooms == 1 and "" or "s", cgroup.path or "?", ctx_window)
     end
-    push(ev, sub("%d OOM kill%s on the machine during the run (oom:mark_victim), triggered by %s", machine_ooms,
-      machine_ooms == 1 and "" or "s", #who > 0 and table.concat(who, ", ") or "?"))
+    if machine_ooms > 0 then
+      local who = diag.lines()
+      for i, k in ipairs(ooms.keys or {}) do
+        if i > 3 then break end
+        who:add("%s (pid %d)%s", k.comm or "?", k.pid or 0, k.pid == pid and ", the target" or "")
+      end
+      ev:add("%d OOM kill%s on the machine during the run (oom:mark_victim), triggered by %s", machine_ooms,
+        machine_ooms == 1 and "" or "s", #who > 0 and table.concat(who, ", ") or "?")
+    end
+    if cgroup and (cgroup.failcnt or 0) > 0 then ev:add("The cgroup hit its limit %s times (memory.failcnt)", diag.fmt_count(cgroup.failcnt)) end
+    if cgroup and cgroup.max_bytes then ev:add("Limit %s, usage %s", diag.fmt_bytes(cgroup.max_bytes), diag.fmt_bytes(cgroup.current_bytes)) end
+    local n = cgroup_ooms > 0 and cgroup_ooms or machine_ooms
+    local mine = cgroup_ooms > 0 or by_target > 0
+    return (diag.verdict("oom-kill", mine and "critical" or "warning",
+      mine and string.format("OOM killer: %d process%s killed%s", n, n == 1 and "" or "es",
+        cgroup_ooms > 0 and " in the target's memory cgroup" or ", the target triggering it")
+        or string.format("OOM killer: %d process%s killed elsewhere on the machine", n, n == 1 and "" or "es"), ev,
+      { "Which process: dmesg | grep -i 'killed process' (or journalctl -k)",
+        "The verdicts above say what grows; raise the limit only if the working set is legitimately larger" }))
   end
-  if CG and (CG.failcnt or 0) > 0 then push(ev, sub("The cgroup hit its limit %s times (memory.failcnt)", diag.fmt_count(CG.failcnt))) end
-  if CG and CG.max_bytes then push(ev, sub("Limit %s, usage %s", fmt_bytes(CG.max_bytes), fmt_bytes(CG.current_bytes))) end
-  local n = ooms > 0 and ooms or machine_ooms
-  local mine = ooms > 0 or by_target > 0
-  push(verdicts, diag.verdict("oom-kill", mine and "critical" or "warning",
-    mine and sub("OOM killer: %d process%s killed%s", n, n == 1 and "" or "es",
-      ooms > 0 and " in the target's memory cgroup" or ", the target triggering it")
-      or sub("OOM killer: %d process%s killed elsewhere on the machine", n, n == 1 and "" or "es"), ev,
-    { "Which process: dmesg | grep -i 'killed process' (or journalctl -k)",
-      "The verdicts above say what grows; raise the limit only if the working set is legitimately larger" }))
-elseif CG and (CG.failcnt or 0) > 0 then
-  -- reaching the limit without a kill: reclaim under the limit (page cache, swap)
-  push(verdicts, diag.verdict("at-limit", "warning",
-    sub("The memory cgroup hit its limit %s times in the window (reclaiming to stay under it)", diag.fmt_count(CG.failcnt)),
-    { sub("memory.failcnt +%s; limit %s, usage %s", diag.fmt_count(CG.failcnt), fmt_bytes(CG.max_bytes), fmt_bytes(CG.current_bytes)) },
-    { "Memory pressure slows the process (reclaim, refaults): check the memory pressure and what grows" }))
+  if cgroup and (cgroup.failcnt or 0) > 0 then
+    -- reaching the limit without a kill: reclaim under the limit (page cache, swap)
+    return (diag.verdict("at-limit", "warning",
+      string.format("The memory cgroup hit its limit %s times in the window (reclaiming to stay under it)", diag.fmt_count(cgroup.failcnt)),
+      { string.format("memory.failcnt +%s; limit %s, usage %s", diag.fmt_count(cgroup.failcnt), diag.fmt_bytes(cgroup.max_bytes), diag.fmt_bytes(cgroup.current_bytes)) },
+      { "Memory pressure slows the process (reclaim, refaults): check the memory pressure and what grows" }))
+  end
+  if not ooms and not cgroup then return nil end
+  return diag.ruled_out("oom-kill", "no OOM kill: %s in the memory cgroup, %s on the machine during the window",
+    cgroup and tostring(cgroup_ooms) or "n/a", ooms and tostring(machine_ooms) or "n/a")
 end
 
 -- ---- host-wide: the kernel's slab caches and the page cache ------------------------------------
 
-local kwin = (K and K.wall_s) or ctx_window
-local S = K and K.slab
-local VM, MI = K and K.vmstat, K and K.meminfo
+local kwin = (kmem and kmem.wall_s) or ctx_window
+local slab = kmem and kmem.slab
+local vmstat, meminfo = kmem and kmem.vmstat, kmem and kmem.meminfo
 
 local function slab_rate(c) return c.bytes_per_s or ((kwin > 0) and c.delta_bytes / kwin) or 0 end
 
@@ -408,7 +408,7 @@ local function slab_hint(name)
     return "Open file descriptors or processes accumulating: ls /proc/*/fd | wc -l per process, ps -e | wc -l"
   end
   if name:find("^kmalloc") or name:find("^dma%-kmalloc") then
-    return sub("A kernel allocation of that size class: by call site, bpftrace -e 'tracepoint:kmem:kmalloc /args->bytes_alloc <= %s/ { @[kstack(6)] = sum(args->bytes_alloc) }'",
+    return string.format("A kernel allocation of that size class: by call site, bpftrace -e 'tracepoint:kmem:kmalloc /args->bytes_alloc <= %s/ { @[kstack(6)] = sum(args->bytes_alloc) }'",
       name:match("(%d+)$") or "N")
   end
   return "A driver or kernel subsystem allocating objects of that cache: kmemleak, or kmem:kmem_cache_alloc by call site"
@@ -417,304 +417,320 @@ end
 -- The kernel_allocs sites that fill cache c: kmem_cache_alloc's cache by name, kmalloc's by size
 -- class (kmalloc-64, kmalloc-cg-64, kmalloc-rcl-64 ...: the object size). Most bytes held first.
 local function sites_of(c)
-  local out = {}
+  local out = diag.lines()
   local class = c.name:find("kmalloc") and tonumber(c.name:match("(%d+)$"))
-  for _, st in ipairs(KA and KA.sites or {}) do
+  for _, st in ipairs(kallocs and kallocs.sites or {}) do
     if (st.held_bytes or 0) > 0 and (st.cache == c.name or (not st.cache and class and st.object_size == class)) then
-      push(out, st)
+      out:add(st)
     end
   end
   return out
 end
 local function site_fn(st) return (st.site:gsub("%+0x%x+$", "")) end
 
-local slab_grown = {}
-for _, c in ipairs(S and S.grown or {}) do
-  if (c.delta_bytes or 0) >= T.slab_min and slab_rate(c) >= T.slab_rate then push(slab_grown, c) end
-end
-for i = 1, math.min(#slab_grown, 3) do
-  local c = slab_grown[i]
-  local ev = {
-    sub("%s: %s → %s over the %.1f s window (%s); %s objects of %s, %s%s in the window", c.name,
-      fmt_bytes(c.bytes - c.delta_bytes), fmt_bytes(c.bytes), kwin, fmt_rate_b(slab_rate(c)),
-      diag.fmt_count(c.objects), fmt_bytes(c.object_size), (c.objects_delta or 0) >= 0 and "+" or "",
-      diag.fmt_count(c.objects_delta or 0)),
-  }
-  if c.new then push(ev, "The cache appeared during the window (a module or subsystem created it)") end
-  local filled = sites_of(c)
-  for k = 1, math.min(3, #filled) do
-    local st = filled[k]
-    push(ev, sub("Allocated in the window by %s: %s objects (%s) still held of %s allocated%s", st.site, diag.fmt_count(st.held),
-      fmt_bytes(st.held_bytes), diag.fmt_count(st.allocs), KA.sampled_1_in and sub(" (1 in %d recorded, scaled)", KA.sampled_1_in) or ""))
+-- Slab caches that grew over the window (at most three verdicts); host-wide only.
+local function kernel_slab_growth()
+  if not slab then return nil end
+  local slab_grown, found = diag.lines(), diag.lines()
+  for _, c in ipairs(slab and slab.grown or {}) do
+    if (c.delta_bytes or 0) >= T.slab_min and slab_rate(c) >= T.slab_rate then slab_grown:add(c) end
   end
-  local by = filled[1] and filled[1].held_bytes * 4 >= c.delta_bytes and site_fn(filled[1])
-  if c.reclaimable == true then
-    push(ev, "The kernel may reclaim this cache under memory pressure (reclaim_account): it is given back when memory runs short, but growth that does not stop means objects created and kept")
-  elseif c.reclaimable == false then
-    push(ev, "Not reclaimable: its objects are freed only when whoever holds them releases them")
+  for i = 1, math.min(#slab_grown, 3) do
+    local c = slab_grown[i]
+    local ev = diag.lines(
+      string.format("%s: %s → %s over the %.1f s window (%s); %s objects of %s, %s%s in the window", c.name,
+        diag.fmt_bytes(c.bytes - c.delta_bytes), diag.fmt_bytes(c.bytes), kwin, diag.fmt_byte_rate(slab_rate(c)),
+        diag.fmt_count(c.objects), diag.fmt_bytes(c.object_size), (c.objects_delta or 0) >= 0 and "+" or "",
+        diag.fmt_count(c.objects_delta or 0)))
+    if c.new then ev:add("The cache appeared during the window (a module or subsystem created it)") end
+    local filled = sites_of(c)
+    for k = 1, math.min(3, #filled) do
+      local st = filled[k]
+      ev:add("Allocated in the window by %s: %s objects (%s) still held of %s allocated%s", st.site, diag.fmt_count(st.held),
+        diag.fmt_bytes(st.held_bytes), diag.fmt_count(st.allocs), kallocs.sampled_1_in and string.format(" (1 in %d recorded, scaled)", kallocs.sampled_1_in) or "")
+    end
+    local by = filled[1] and filled[1].held_bytes * 4 >= c.delta_bytes and site_fn(filled[1])
+    if c.reclaimable == true then
+      ev:add("The kernel may reclaim this cache under memory pressure (reclaim_account): it is given back when memory runs short, but growth that does not stop means objects created and kept")
+    elseif c.reclaimable == false then
+      ev:add("Not reclaimable: its objects are freed only when whoever holds them releases them")
+    end
+    if slab.total_delta_bytes then
+      ev:add("All slab caches: %s at the end, %s%s in the window", diag.fmt_bytes(slab.total_bytes),
+        slab.total_delta_bytes >= 0 and "+" or "", diag.fmt_bytes(slab.total_delta_bytes))
+    end
+    if meminfo and meminfo.sunreclaim_bytes then
+      ev:add("/proc/meminfo: SUnreclaim %s (%s), SReclaimable %s (%s), MemAvailable %s", diag.fmt_bytes(meminfo.sunreclaim_bytes),
+        diag.fmt_bytes(meminfo.sunreclaim_delta_bytes), diag.fmt_bytes(meminfo.sreclaimable_bytes), diag.fmt_bytes(meminfo.sreclaimable_delta_bytes),
+        diag.fmt_bytes(meminfo.mem_available_bytes))
+    end
+    -- A cache the kernel reclaims under pressure (dentries, inodes of a big directory walk) is no
+    -- alarm while the machine has memory to spare: information.
+    local spare = meminfo and meminfo.mem_total_bytes and meminfo.mem_total_bytes > 0 and meminfo.mem_available_bytes
+      and meminfo.mem_available_bytes * 100 >= T.spare * meminfo.mem_total_bytes
+    local sev = (c.reclaimable == true and spare) and "info" or "warning"
+    if sev == "info" then
+      ev:add("MemAvailable is %s of MemTotal (at least %s): the kernel gives this cache back when memory runs short, so it is no alarm yet",
+        diag.fmt_pct(diag.pct(meminfo.mem_available_bytes, meminfo.mem_total_bytes)), diag.fmt_pct(T.spare))
+    end
+    found:add(diag.verdict("kernel-slab-growth", sev,
+      string.format("Kernel slab cache %s grew %s in the window (%s)%s", c.name, diag.fmt_bytes(c.delta_bytes), diag.fmt_byte_rate(slab_rate(c)),
+        by and string.format(", allocated in %s()", by) or ""), ev,
+      { slab_hint(c.name),
+        string.format("Watch it: slabtop -s c, or grep '^%s ' /proc/slabinfo a few seconds apart", c.name),
+        "Confirm over a longer window: diagnose memory-growth --duration 60" }))
   end
-  if S.total_delta_bytes then
-    push(ev, sub("All slab caches: %s at the end, %s%s in the window", fmt_bytes(S.total_bytes),
-      S.total_delta_bytes >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes)))
-  end
-  if MI and MI.sunreclaim_bytes then
-    push(ev, sub("/proc/meminfo: SUnreclaim %s (%s), SReclaimable %s (%s), MemAvailable %s", fmt_bytes(MI.sunreclaim_bytes),
-      fmt_bytes(MI.sunreclaim_delta_bytes), fmt_bytes(MI.sreclaimable_bytes), fmt_bytes(MI.sreclaimable_delta_bytes),
-      fmt_bytes(MI.mem_available_bytes)))
-  end
-  -- A cache the kernel reclaims under pressure (dentries, inodes of a big directory walk) is no
-  -- alarm while the machine has memory to spare: information.
-  local spare = MI and MI.mem_total_bytes and MI.mem_total_bytes > 0 and MI.mem_available_bytes
-    and MI.mem_available_bytes * 100 >= T.spare * MI.mem_total_bytes
-  local sev = (c.reclaimable == true and spare) and "info" or "warning"
-  if sev == "info" then
-    push(ev, sub("MemAvailable is %s of MemTotal (at least %s): the kernel gives this cache back when memory runs short, so it is no alarm yet",
-      diag.fmt_pct(diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)), diag.fmt_pct(T.spare)))
-  end
-  push(verdicts, diag.verdict("kernel-slab-growth", sev,
-    sub("Kernel slab cache %s grew %s in the window (%s)%s", c.name, fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c)),
-      by and sub(", allocated in %s()", by) or ""), ev,
-    { slab_hint(c.name),
-      sub("Watch it: slabtop -s c, or grep '^%s ' /proc/slabinfo a few seconds apart", c.name),
-      "Confirm over a longer window: diagnose memory-growth --duration 60" }))
+  if #found > 0 then return found end
+  return diag.ruled_out("kernel-slab-growth", "no kernel slab growth: no cache grew %s at %s (all caches %s%s)",
+    diag.fmt_bytes(T.slab_min), diag.fmt_byte_rate(T.slab_rate), (slab.total_delta_bytes or 0) >= 0 and "+" or "",
+    diag.fmt_bytes(slab.total_delta_bytes))
 end
 
 -- Refaults: pages read back soon after eviction. The working set does not fit where it runs.
-local refaults = VM and ((VM.workingset_refault_file or 0) + (VM.workingset_refault_anon or 0)) or 0
+local refaults = vmstat and ((vmstat.workingset_refault_file or 0) + (vmstat.workingset_refault_anon or 0)) or 0
 local refault_rate = kwin > 0 and refaults / kwin or 0
-if VM and (VM.workingset_refault_file or VM.workingset_refault_anon) and refault_rate >= T.refault then
-  local ev = {
-    sub("%s refaults in the %.1f s window (%s): %s of file pages, %s of anonymous pages read back soon after they were evicted",
-      diag.fmt_count(refaults), kwin, diag.fmt_rate(refault_rate), diag.fmt_count(VM.workingset_refault_file or 0),
-      diag.fmt_count(VM.workingset_refault_anon or 0)),
-  }
-  if VM.pgmajfault or VM.pgpgin then
-    push(ev, sub("Major faults %s, pages read in %s (/proc/vmstat pgmajfault, pgpgin)", diag.fmt_rate(diag.rate(VM.pgmajfault or 0, kwin)),
-      fmt_rate_b(diag.rate((VM.pgpgin or 0) * 1024, kwin))))
+local function working_set()
+  if not (vmstat and (vmstat.workingset_refault_file or vmstat.workingset_refault_anon)) then return nil end
+  if refault_rate < T.refault then
+    return diag.ruled_out("working-set", "the working set fits: %s refaults in %.1f s (%s, under %s)", diag.fmt_count(refaults), kwin,
+      diag.fmt_rate(refault_rate), diag.fmt_rate(T.refault))
   end
-  if VM.pgscan or VM.pgsteal then
-    push(ev, sub("Reclaim scanned %s pages and reclaimed %s (kswapd and direct)%s", diag.fmt_count(VM.pgscan or 0),
-      diag.fmt_count(VM.pgsteal or 0), (VM.allocstall or 0) > 0 and sub("; %s allocations stalled in direct reclaim", diag.fmt_count(VM.allocstall)) or ""))
+  local ev = diag.lines(
+    string.format("%s refaults in the %.1f s window (%s): %s of file pages, %s of anonymous pages read back soon after they were evicted",
+      diag.fmt_count(refaults), kwin, diag.fmt_rate(refault_rate), diag.fmt_count(vmstat.workingset_refault_file or 0),
+      diag.fmt_count(vmstat.workingset_refault_anon or 0)))
+  if vmstat.pgmajfault or vmstat.pgpgin then
+    ev:add("Major faults %s, pages read in %s (/proc/vmstat pgmajfault, pgpgin)", diag.fmt_rate(diag.rate(vmstat.pgmajfault or 0, kwin)),
+      diag.fmt_byte_rate(diag.rate((vmstat.pgpgin or 0) * 1024, kwin)))
+  end
+  if vmstat.pgscan or vmstat.pgsteal then
+    ev:add("Reclaim scanned %s pages and reclaimed %s (kswapd and direct)%s", diag.fmt_count(vmstat.pgscan or 0),
+      diag.fmt_count(vmstat.pgsteal or 0), (vmstat.allocstall or 0) > 0 and string.format("; %s allocations stalled in direct reclaim", diag.fmt_count(vmstat.allocstall)) or "")
   end
   local where = "in memory"
   -- Whose: the memory cgroups whose refaults grew (v2 counts include descendants: the most specific
   -- cgroup holding at least half of the top one's refaults is named).
-  local RC, cg = K.refault_cgroups or {}, nil
+  local RC, cg = kmem.refault_cgroups or {}, nil
   for _, c in ipairs(RC) do
     if c.refaults * 2 >= RC[1].refaults and (not cg or #c.path > #cg.path) then cg = c end
   end
   if #RC > 0 then
-    local parts = {}
+    local parts = diag.lines()
     for i = 1, math.min(3, #RC) do
       local c = RC[i]
-      push(parts, sub("%s %s%s", c.path, diag.fmt_count(c.refaults), c.limit_bytes and sub(" (limit %s)", fmt_bytes(c.limit_bytes)) or ""))
+      parts:add("%s %s%s", c.path, diag.fmt_count(c.refaults), c.limit_bytes and string.format(" (limit %s)", diag.fmt_bytes(c.limit_bytes)) or "")
     end
-    push(ev, "Refaults by memory cgroup (memory.stat): " .. table.concat(parts, ", "))
+    ev:add("Refaults by memory cgroup (memory.stat): " .. table.concat(parts, ", "))
   end
-  if MI and MI.cached_bytes then
-    push(ev, sub("Page cache %s (%s%s in the window); file LRU active %s, inactive %s", fmt_bytes(MI.cached_bytes),
-      (MI.cached_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(MI.cached_delta_bytes),
-      fmt_bytes(MI.active_file_bytes), fmt_bytes(MI.inactive_file_bytes)))
+  if meminfo and meminfo.cached_bytes then
+    ev:add("Page cache %s (%s%s in the window); file LRU active %s, inactive %s", diag.fmt_bytes(meminfo.cached_bytes),
+      (meminfo.cached_delta_bytes or 0) >= 0 and "+" or "", diag.fmt_bytes(meminfo.cached_delta_bytes),
+      diag.fmt_bytes(meminfo.active_file_bytes), diag.fmt_bytes(meminfo.inactive_file_bytes))
   end
-  if MI and MI.mem_available_bytes and MI.mem_total_bytes and MI.mem_total_bytes > 0 then
-    local avail = diag.pct(MI.mem_available_bytes, MI.mem_total_bytes)
+  if meminfo and meminfo.mem_available_bytes and meminfo.mem_total_bytes and meminfo.mem_total_bytes > 0 then
+    local avail = diag.pct(meminfo.mem_available_bytes, meminfo.mem_total_bytes)
     if avail >= 25 then
       where = "in its memory cgroup's limit"
-      push(ev, sub("The machine still has %s available (%s of %s): the evictions come from a memory cgroup's limit smaller than what runs in it, not from the machine's memory",
-        fmt_bytes(MI.mem_available_bytes), diag.fmt_pct(avail), fmt_bytes(MI.mem_total_bytes)))
+      ev:add("The machine still has %s available (%s of %s): the evictions come from a memory cgroup's limit smaller than what runs in it, not from the machine's memory",
+        diag.fmt_bytes(meminfo.mem_available_bytes), diag.fmt_pct(avail), diag.fmt_bytes(meminfo.mem_total_bytes))
     else
-      push(ev, sub("The machine has %s available (%s of %s): it is short of memory", fmt_bytes(MI.mem_available_bytes),
-        diag.fmt_pct(avail), fmt_bytes(MI.mem_total_bytes)))
+      ev:add("The machine has %s available (%s of %s): it is short of memory", diag.fmt_bytes(meminfo.mem_available_bytes),
+        diag.fmt_pct(avail), diag.fmt_bytes(meminfo.mem_total_bytes))
     end
   end
   local title
   if where ~= "in memory" and cg and cg.path ~= "/" then
-    title = sub("Working set larger than the memory limit of cgroup %s%s: %s refaults/s", cg.path,
-      cg.limit_bytes and sub(" (%s)", fmt_bytes(cg.limit_bytes)) or "", diag.fmt_count(refault_rate))
+    title = string.format("Working set larger than the memory limit of cgroup %s%s: %s refaults/s", cg.path,
+      cg.limit_bytes and string.format(" (%s)", diag.fmt_bytes(cg.limit_bytes)) or "", diag.fmt_count(refault_rate))
   else
-    title = sub("Working set larger than %s: %s refaults/s, page cache %s", where == "in memory" and "memory" or "a memory cgroup's limit",
-      diag.fmt_count(refault_rate), MI and fmt_bytes(MI.cached_bytes) or "n/a")
+    title = string.format("Working set larger than %s: %s refaults/s, page cache %s", where == "in memory" and "memory" or "a memory cgroup's limit",
+      diag.fmt_count(refault_rate), meminfo and diag.fmt_bytes(meminfo.cached_bytes) or "n/a")
   end
-  push(verdicts, diag.verdict("working-set", refault_rate >= 10 * T.refault and "critical" or "warning", title, ev,
+  return (diag.verdict("working-set", refault_rate >= 10 * T.refault and "critical" or "warning", title, ev,
     { where == "in memory" and "Give the machine more memory or run less on it; what holds memory: the slab caches and processes (ps -eo rss,comm --sort=-rss | head)"
-        or (cg and cg.path ~= "/") and sub("Raise the memory limit of %s%s above its working set, or make what runs there read less", cg.path,
-          cg.limit_bytes and sub(" (now %s)", fmt_bytes(cg.limit_bytes)) or "")
+        or (cg and cg.path ~= "/") and string.format("Raise the memory limit of %s%s above its working set, or make what runs there read less", cg.path,
+          cg.limit_bytes and string.format(" (now %s)", diag.fmt_bytes(cg.limit_bytes)) or "")
         or "Which cgroup: grep workingset_refault /sys/fs/cgroup/*/memory.stat (v2, with descendants; v1: each cgroup's own); raise its limit or shrink its working set",
       "Which files: cachestat / fincore on the data files the service reads" }))
 end
 
--- Nothing found.
-local findings = #verdicts
-if findings == 0 and growing then
-  push(verdicts, diag.verdict("growth", "warning", sub("Memory grows %s; its cause is not attributed", fmt_rate_b(rss_rate)),
-    { rss_line() }, { sub("Measure longer: diagnose memory-growth --pid %s --duration 60", pid) }))
-elseif findings == 0 and host then
-  local ev = {}
-  if S then
-    push(ev, sub("Slab caches: %s at the end, %s%s over the %.1f s window; no cache grew %s or more", fmt_bytes(S.total_bytes),
-      (S.total_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes), kwin, fmt_bytes(T.slab_min)))
+-- Nothing found: growth no rule attributes, or no alarm (host-wide, or for the process).
+local function quiet_verdict()
+  if growing then
+    return (diag.verdict("growth", "warning", string.format("Memory grows %s; its cause is not attributed", diag.fmt_byte_rate(rss_rate)),
+      { rss_line() }, { string.format("Measure longer: diagnose memory-growth --pid %s --duration 60", pid) }))
+  elseif host then
+    local ev = diag.lines()
+    if slab then
+      ev:add("Slab caches: %s at the end, %s%s over the %.1f s window; no cache grew %s or more", diag.fmt_bytes(slab.total_bytes),
+        (slab.total_delta_bytes or 0) >= 0 and "+" or "", diag.fmt_bytes(slab.total_delta_bytes), kwin, diag.fmt_bytes(T.slab_min))
+    end
+    if vmstat then ev:add("Page-cache refaults %s (under %s)", diag.fmt_rate(refault_rate), diag.fmt_rate(T.refault)) end
+    if meminfo and meminfo.mem_available_bytes then
+      ev:add("MemAvailable %s of %s", diag.fmt_bytes(meminfo.mem_available_bytes), diag.fmt_bytes(meminfo.mem_total_bytes))
+    end
+    return (diag.verdict("ok", "ok", "No kernel slab growth and no page-cache thrashing in the window", ev,
+      { "For one process's memory: diagnose memory-growth --pid PID", "If it grows over hours, measure longer: diagnose memory-growth --duration 120" }))
+  else
+    local ev = diag.lines()
+    local rl = rss_line()
+    if rl then ev:add(rl) end
+    if allocs then
+      ev:add("%s allocations (%s, %s) and %s frees in %.1f s; %s outstanding at the end, none kept beyond the window's first half by any call path",
+        diag.fmt_count(allocs.allocs), diag.fmt_bytes(allocs.alloc_bytes), diag.fmt_rate(diag.rate(allocs.allocs, window)),
+        diag.fmt_count(allocs.free_calls), window, diag.fmt_bytes(allocs.outstanding_bytes))
+    end
+    local busy = allocs and window > 0 and allocs.allocs / window >= 1000
+    return (diag.verdict("ok", "ok",
+      busy and string.format("Bounded churn: %s allocations/s, all freed, memory flat — no leak", diag.fmt_count(allocs.allocs / window))
+        or "No memory growth and no leak in the window",
+      ev, { string.format("If memory grows over hours, measure longer: diagnose memory-growth --pid %s --duration 120", pid) }))
   end
-  if VM then push(ev, sub("Page-cache refaults %s (under %s)", diag.fmt_rate(refault_rate), diag.fmt_rate(T.refault))) end
-  if MI and MI.mem_available_bytes then
-    push(ev, sub("MemAvailable %s of %s", fmt_bytes(MI.mem_available_bytes), fmt_bytes(MI.mem_total_bytes)))
-  end
-  push(verdicts, diag.verdict("ok", "ok", "No kernel slab growth and no page-cache thrashing in the window", ev,
-    { "For one process's memory: diagnose memory-growth --pid PID", "If it grows over hours, measure longer: diagnose memory-growth --duration 120" }))
-elseif findings == 0 then
-  local ev = {}
-  local rl = rss_line()
-  if rl then push(ev, rl) end
-  if A then
-    push(ev, sub("%s allocations (%s, %s) and %s frees in %.1f s; %s outstanding at the end, none kept beyond the window's first half by any call path",
-      diag.fmt_count(A.allocs), fmt_bytes(A.alloc_bytes), diag.fmt_rate(diag.rate(A.allocs, window)),
-      diag.fmt_count(A.free_calls), window, fmt_bytes(A.outstanding_bytes)))
-  end
-  local busy = A and window > 0 and A.allocs / window >= 1000
-  push(verdicts, diag.verdict("ok", "ok",
-    busy and sub("Bounded churn: %s allocations/s, all freed, memory flat — no leak", diag.fmt_count(A.allocs / window))
-      or "No memory growth and no leak in the window",
-    ev, { sub("If memory grows over hours, measure longer: diagnose memory-growth --pid %s --duration 120", pid) }))
 end
 
 -- ---- incomplete data -------------------------------------------------------------------------
 
-do
+local function incomplete_data()
   local partial = diag.partial()
   local note = partial.note
-  if not A and not host then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
-  if not F and not host then note("faults missing", "faults: no results: where new pages are touched is unknown") end
-  if host and not K then note("kmem missing", "kmem: no results: the kernel's slab caches and the page cache not assessed", "warning") end
-  if host and not KA then note("kallocs missing", "kallocs: no results: the kernel code that fills a cache is not named") end
-  if KA and KA.sampled_1_in then
-    note(sub("kernel allocations 1 in %d", KA.sampled_1_in), sub("kallocs: 1 kernel allocation in %d recorded (the machine's allocation rate was over the budget): held objects and bytes by call site are estimates", KA.sampled_1_in))
+  if not allocs and not host then note("allocs missing", "allocs: no results: no call path holds the heap (the page faults are the only call paths)", "warning") end
+  if not faults and not host then note("faults missing", "faults: no results: where new pages are touched is unknown") end
+  if host and not kmem then note("kmem missing", "kmem: no results: the kernel's slab caches and the page cache not assessed", "warning") end
+  if host and not kallocs then note("kallocs missing", "kallocs: no results: the kernel code that fills a cache is not named") end
+  if kallocs and kallocs.sampled_1_in then
+    note(string.format("kernel allocations 1 in %d", kallocs.sampled_1_in), string.format("kallocs: 1 kernel allocation in %d recorded (the machine's allocation rate was over the budget): held objects and bytes by call site are estimates", kallocs.sampled_1_in))
   end
-  if KA and (KA.untracked or 0) > 0 then
-    note(sub("kallocs: %s untracked", diag.fmt_count(KA.untracked)), sub("kallocs: %s blocks not recorded (max_live %s reached): held bytes by call site are a lower bound", diag.fmt_count(KA.untracked), diag.fmt_count(KA.max_live)))
+  if kallocs and (kallocs.untracked or 0) > 0 then
+    note(string.format("kallocs: %s untracked", diag.fmt_count(kallocs.untracked)), string.format("kallocs: %s blocks not recorded (max_live %s reached): held bytes by call site are a lower bound", diag.fmt_count(kallocs.untracked), diag.fmt_count(kallocs.max_live)))
   end
-  if K and not S then
-    note("slab caches not read", sub("kmem: %s: slab growth not assessed (root reads /proc/slabinfo)", K.slab_error or "no slab results"), "warning")
+  if kmem and not slab then
+    note("slab caches not read", string.format("kmem: %s: slab growth not assessed (root reads /proc/slabinfo)", kmem.slab_error or "no slab results"), "warning")
   end
-  if S and (S.malformed_lines or 0) > 0 then
-    note(sub("slabinfo: %s lines skipped", diag.fmt_count(S.malformed_lines)), sub("kmem: %s lines of /proc/slabinfo were not cache lines and were skipped", diag.fmt_count(S.malformed_lines)))
+  if slab and (slab.malformed_lines or 0) > 0 then
+    note(string.format("slabinfo: %s lines skipped", diag.fmt_count(slab.malformed_lines)), string.format("kmem: %s lines of /proc/slabinfo were not cache lines and were skipped", diag.fmt_count(slab.malformed_lines)))
   end
-  if not C then note("context missing", "context: no results: RSS and the cgroup limit unknown", "warning") end
-  if not OO then note("ooms missing", "ooms: no results: OOM kills on the machine not counted") end
-  if A and A.sampled_1_in then
-    note(sub("allocations 1 in %d", A.sampled_1_in), sub("allocs: 1 allocation in %d recorded (the allocator's call rate was over the budget): bytes and counts are estimates", A.sampled_1_in))
+  if not context then note("context missing", "context: no results: RSS and the cgroup limit unknown", "warning") end
+  if not ooms then note("ooms missing", "ooms: no results: OOM kills on the machine not counted") end
+  if allocs and allocs.sampled_1_in then
+    note(string.format("allocations 1 in %d", allocs.sampled_1_in), string.format("allocs: 1 allocation in %d recorded (the allocator's call rate was over the budget): bytes and counts are estimates", allocs.sampled_1_in))
   end
-  if A and (A.untracked or 0) > 0 then
-    note(sub("allocs: %s untracked", diag.fmt_count(A.untracked)), sub("allocs: %s blocks not tracked (max_outstanding %s reached): outstanding bytes are a lower bound", diag.fmt_count(A.untracked), diag.fmt_count(A.max_outstanding)), "warning")
+  if allocs and (allocs.untracked or 0) > 0 then
+    note(string.format("allocs: %s untracked", diag.fmt_count(allocs.untracked)), string.format("allocs: %s blocks not tracked (max_outstanding %s reached): outstanding bytes are a lower bound", diag.fmt_count(allocs.untracked), diag.fmt_count(allocs.max_outstanding)), "warning")
   end
-  if A and (A.dropped or 0) > 0 then
-    note(sub("allocs: %s dropped", diag.fmt_count(A.dropped)), sub("allocs: %s blocks not counted by stack (a map was full)", diag.fmt_count(A.dropped)))
+  if allocs and (allocs.dropped or 0) > 0 then
+    note(string.format("allocs: %s dropped", diag.fmt_count(allocs.dropped)), string.format("allocs: %s blocks not counted by stack (a map was full)", diag.fmt_count(allocs.dropped)))
   end
-  if F and F.sampled_1_in then
-    note(sub("faults 1 in %d", F.sampled_1_in), sub("faults: 1 fault in %d recorded (budget)", F.sampled_1_in))
+  if faults and faults.sampled_1_in then
+    note(string.format("faults 1 in %d", faults.sampled_1_in), string.format("faults: 1 fault in %d recorded (budget)", faults.sampled_1_in))
   end
-  if F and (F.dropped or 0) > 0 then
-    note(sub("faults: %s dropped", diag.fmt_count(F.dropped)), sub("faults: %s faults not counted by stack", diag.fmt_count(F.dropped)))
+  if faults and (faults.dropped or 0) > 0 then
+    note(string.format("faults: %s dropped", diag.fmt_count(faults.dropped)), string.format("faults: %s faults not counted by stack", diag.fmt_count(faults.dropped)))
   end
   -- page-fault stacks that never leave the allocator: the caller of malloc is unknown
-  if F and (F.faults or 0) > 0 then
+  if faults and (faults.faults or 0) > 0 then
     local stuck = 0
-    for _, s in ipairs(F.stacks or {}) do
+    for _, s in ipairs(faults.stacks or {}) do
       if #(s.user or {}) > 0 and not own_frame(s.user) then stuck = stuck + (s.count or 0) end
     end
-    if stuck * 2 > F.faults then
-      note("fault stacks stop in the allocator", sub("faults: %s of page faults have no frame above the allocator (unwinding stopped in it): who called malloc is unknown there", diag.fmt_pct(diag.pct(stuck, F.faults))))
+    if stuck * 2 > faults.faults then
+      note("fault stacks stop in the allocator", string.format("faults: %s of page faults have no frame above the allocator (unwinding stopped in it): who called malloc is unknown there", diag.fmt_pct(diag.pct(stuck, faults.faults))))
     end
   end
-  partial.stop(run.stop_reason, ctx_window, C and C.exited)
-  push(verdicts, partial.verdict({ "Verdicts may be partial" }))
-end
-
--- Worst first; the order of equal ones is the order above.
-do
-  local rank = { critical = 4, warning = 3, info = 2, ok = 1 }
-  local tmp = {}
-  for i, v in ipairs(verdicts) do tmp[i] = { v = v, i = i } end
-  table.sort(tmp, function(a, b)
-    if rank[a.v.severity] ~= rank[b.v.severity] then return rank[a.v.severity] > rank[b.v.severity] end
-    return a.i < b.i
-  end)
-  verdicts = {}
-  for i, x in ipairs(tmp) do verdicts[i] = x.v end
+  partial.stop(run.stop_reason, ctx_window, context and context.exited)
+  return partial.verdict({ "Verdicts may be partial" })
 end
 
 -- ---- report sections -------------------------------------------------------------------------
 
-if M then
-  local rows = {}
-  local f = fit(M.rss_series)
-  if M.rss_bytes then
-    push(rows, { "RSS", fmt_bytes(M.rss_bytes), fmt_bytes(rss_delta), fmt_rate_b(rss_rate), f and sub("%.2f", f.r2) or "" })
+-- Memory over the window, the slab caches that grew, page cache and reclaim, the heap held and
+-- the page faults by call path.
+local function add_sections(answer)
+  if memory then
+    local rows = diag.lines()
+    local f = fit(memory.rss_series)
+    if memory.rss_bytes then
+      rows:add({ "RSS", diag.fmt_bytes(memory.rss_bytes), diag.fmt_bytes(rss_delta), diag.fmt_byte_rate(rss_rate), f and string.format("%.2f", f.r2) or "" })
+    end
+    if memory.rss_anon_bytes then rows:add({ "  anonymous", diag.fmt_bytes(memory.rss_anon_bytes), diag.fmt_bytes(memory.rss_anon_delta_bytes), "", "" }) end
+    if memory.rss_file_bytes then rows:add({ "  file-backed", diag.fmt_bytes(memory.rss_file_bytes), diag.fmt_bytes(memory.rss_file_delta_bytes), "", "" }) end
+    if memory.rss_shmem_bytes then rows:add({ "  shared memory", diag.fmt_bytes(memory.rss_shmem_bytes), diag.fmt_bytes(memory.rss_shmem_delta_bytes), "", "" }) end
+    if cgroup and cgroup.current_bytes then
+      local cf = fit(cgroup.current_series)
+      rows:add({ "cgroup usage", diag.fmt_bytes(cgroup.current_bytes), diag.fmt_bytes(cgroup.current_delta_bytes),
+        diag.fmt_byte_rate(cgroup.current_slope_bytes_per_s), cf and string.format("%.2f", cf.r2) or "" })
+      rows:add({ "cgroup limit", cgroup.limited and diag.fmt_bytes(cgroup.max_bytes) or "none", "", "", "" })
+    end
+    if allocs then rows:add({ "heap held (allocated in the window)", diag.fmt_bytes(allocs.outstanding_bytes), "", diag.fmt_byte_rate(heap_rate), "" }) end
+    if host and memory.pressure then
+      rows:add({ "memory pressure, some / full (share of the window)", string.format("%s / %s", diag.fmt_pct(memory.pressure.some_pct or 0),
+        diag.fmt_pct(memory.pressure.full_pct or 0)), "", "", "" })
+    end
+    if #rows > 0 then answer.section(diag.table(string.format("Memory over the window (%.1f s)", ctx_window), { "what", "at the end", "change", "per second", "R²" }, rows)) end
   end
-  if M.rss_anon_bytes then push(rows, { "  anonymous", fmt_bytes(M.rss_anon_bytes), fmt_bytes(M.rss_anon_delta_bytes), "", "" }) end
-  if M.rss_file_bytes then push(rows, { "  file-backed", fmt_bytes(M.rss_file_bytes), fmt_bytes(M.rss_file_delta_bytes), "", "" }) end
-  if M.rss_shmem_bytes then push(rows, { "  shared memory", fmt_bytes(M.rss_shmem_bytes), fmt_bytes(M.rss_shmem_delta_bytes), "", "" }) end
-  if CG and CG.current_bytes then
-    local cf = fit(CG.current_series)
-    push(rows, { "cgroup usage", fmt_bytes(CG.current_bytes), fmt_bytes(CG.current_delta_bytes),
-      fmt_rate_b(CG.current_slope_bytes_per_s), cf and sub("%.2f", cf.r2) or "" })
-    push(rows, { "cgroup limit", CG.limited and fmt_bytes(CG.max_bytes) or "none", "", "", "" })
+  if slab then
+    local rows = diag.lines()
+    for i = 1, math.min(T.top_n, #(slab.grown or {})) do
+      local c = slab.grown[i]
+      rows:add({ c.name, diag.fmt_bytes(c.bytes), "+" .. diag.fmt_bytes(c.delta_bytes), diag.fmt_byte_rate(slab_rate(c)),
+        ((c.objects_delta or 0) >= 0 and "+" or "") .. diag.fmt_count(c.objects_delta or 0), diag.fmt_bytes(c.object_size),
+        c.reclaimable == true and "yes" or c.reclaimable == false and "no" or "?" })
+    end
+    answer.section(diag.table(string.format("Slab caches that grew over the window (%.1f s; all caches %s, %s%s)", kwin, diag.fmt_bytes(slab.total_bytes),
+      (slab.total_delta_bytes or 0) >= 0 and "+" or "", diag.fmt_bytes(slab.total_delta_bytes)),
+      { "cache", "at the end", "change", "per second", "objects", "object", "reclaimable" }, rows))
   end
-  if A then push(rows, { "heap held (allocated in the window)", fmt_bytes(A.outstanding_bytes), "", fmt_rate_b(heap_rate), "" }) end
-  if host and M.pressure then
-    push(rows, { "memory pressure, some / full (share of the window)", sub("%s / %s", diag.fmt_pct(M.pressure.some_pct or 0),
-      diag.fmt_pct(M.pressure.full_pct or 0)), "", "", "" })
+  if vmstat and meminfo then
+    local function per_s(n) return diag.fmt_rate(diag.rate(n or 0, kwin)) end
+    answer.section(diag.table(string.format("Page cache and reclaim over the window (%.1f s)", kwin), { "what", "in the window", "per second / at the end" }, {
+      { "refaults (file + anonymous)", diag.fmt_count(refaults), diag.fmt_rate(refault_rate) },
+      { "major faults", diag.fmt_count(vmstat.pgmajfault or 0), per_s(vmstat.pgmajfault) },
+      { "paged in", diag.fmt_bytes((vmstat.pgpgin or 0) * 1024), diag.fmt_byte_rate(diag.rate((vmstat.pgpgin or 0) * 1024, kwin)) },
+      { "reclaim scanned / reclaimed (pages)", string.format("%s / %s", diag.fmt_count(vmstat.pgscan or 0), diag.fmt_count(vmstat.pgsteal or 0)), "" },
+      { "page cache (Cached)", diag.fmt_bytes(meminfo.cached_delta_bytes), diag.fmt_bytes(meminfo.cached_bytes) },
+      { "file LRU active / inactive", string.format("%s / %s", diag.fmt_bytes(meminfo.active_file_delta_bytes), diag.fmt_bytes(meminfo.inactive_file_delta_bytes)),
+        string.format("%s / %s", diag.fmt_bytes(meminfo.active_file_bytes), diag.fmt_bytes(meminfo.inactive_file_bytes)) },
+      { "MemAvailable", diag.fmt_bytes(meminfo.mem_available_delta_bytes), diag.fmt_bytes(meminfo.mem_available_bytes) },
+    }))
   end
-  if #rows > 0 then push(report, diag.table(sub("Memory over the window (%.1f s)", ctx_window), { "what", "at the end", "change", "per second", "R²" }, rows)) end
-end
-if S then
-  local rows = {}
-  for i = 1, math.min(T.top_n, #(S.grown or {})) do
-    local c = S.grown[i]
-    push(rows, { c.name, fmt_bytes(c.bytes), "+" .. fmt_bytes(c.delta_bytes), fmt_rate_b(slab_rate(c)),
-      ((c.objects_delta or 0) >= 0 and "+" or "") .. diag.fmt_count(c.objects_delta or 0), fmt_bytes(c.object_size),
-      c.reclaimable == true and "yes" or c.reclaimable == false and "no" or "?" })
+  if allocs then
+    local rows = diag.lines()
+    for i = 1, math.min(T.top_n, #(allocs.stacks or {})) do
+      local s = allocs.stacks[i]
+      local first_half = first_half_allocs(s)
+      rows:add({ diag.fmt_bytes(s.weight), diag.fmt_count(s.count), diag.fmt_count(s.allocs), diag.fmt_count(s.frees),
+        diag.fmt_pct(first_half > 0 and math.min(100, (s.old_count or 0) * 100 / first_half) or 0),
+        string.format("%.1f s", (s.oldest_age_ms or 0) / 1000), path_of_stack(s) })
+    end
+    if #rows > 0 then
+      answer.section(diag.table(string.format("Heap held at the end, by allocating call path (%s allocations/s, %s frees/s)",
+        diag.fmt_count(diag.rate(allocs.alloc_calls, window) or 0), diag.fmt_count(diag.rate(allocs.free_calls, window) or 0)),
+        { "held", "blocks", "allocated", "freed", "kept (1st half)", "oldest", "call path" }, rows))
+    end
   end
-  push(report, diag.table(sub("Slab caches that grew over the window (%.1f s; all caches %s, %s%s)", kwin, fmt_bytes(S.total_bytes),
-    (S.total_delta_bytes or 0) >= 0 and "+" or "", fmt_bytes(S.total_delta_bytes)),
-    { "cache", "at the end", "change", "per second", "objects", "object", "reclaimable" }, rows))
-end
-if VM and MI then
-  local function per_s(n) return diag.fmt_rate(diag.rate(n or 0, kwin)) end
-  push(report, diag.table(sub("Page cache and reclaim over the window (%.1f s)", kwin), { "what", "in the window", "per second / at the end" }, {
-    { "refaults (file + anonymous)", diag.fmt_count(refaults), diag.fmt_rate(refault_rate) },
-    { "major faults", diag.fmt_count(VM.pgmajfault or 0), per_s(VM.pgmajfault) },
-    { "paged in", fmt_bytes((VM.pgpgin or 0) * 1024), fmt_rate_b(diag.rate((VM.pgpgin or 0) * 1024, kwin)) },
-    { "reclaim scanned / reclaimed (pages)", sub("%s / %s", diag.fmt_count(VM.pgscan or 0), diag.fmt_count(VM.pgsteal or 0)), "" },
-    { "page cache (Cached)", fmt_bytes(MI.cached_delta_bytes), fmt_bytes(MI.cached_bytes) },
-    { "file LRU active / inactive", sub("%s / %s", fmt_bytes(MI.active_file_delta_bytes), fmt_bytes(MI.inactive_file_delta_bytes)),
-      sub("%s / %s", fmt_bytes(MI.active_file_bytes), fmt_bytes(MI.inactive_file_bytes)) },
-    { "MemAvailable", fmt_bytes(MI.mem_available_delta_bytes), fmt_bytes(MI.mem_available_bytes) },
-  }))
-end
-if A then
-  local rows = {}
-  for i = 1, math.min(T.top_n, #(A.stacks or {})) do
-    local s = A.stacks[i]
-    local first_half = first_half_allocs(s)
-    push(rows, { fmt_bytes(s.weight), diag.fmt_count(s.count), diag.fmt_count(s.allocs), diag.fmt_count(s.frees),
-      diag.fmt_pct(first_half > 0 and math.min(100, (s.old_count or 0) * 100 / first_half) or 0),
-      sub("%.1f s", (s.oldest_age_ms or 0) / 1000), path_of(s) })
-  end
-  if #rows > 0 then
-    push(report, diag.table(sub("Heap held at the end, by allocating call path (%s allocations/s, %s frees/s)",
-      diag.fmt_count(diag.rate(A.alloc_calls, window) or 0), diag.fmt_count(diag.rate(A.free_calls, window) or 0)),
-      { "held", "blocks", "allocated", "freed", "kept (1st half)", "oldest", "call path" }, rows))
-  end
-end
-if F then
-  local rows = {}
-  for i = 1, math.min(T.top_n, #(F.stacks or {})) do
-    local s = F.stacks[i]
-    push(rows, { fmt_bytes(s.weight), diag.fmt_count(s.count), path_of(s) })
-  end
-  if #rows > 0 then
-    push(report, diag.table(sub("Page faults by call path (%s faults, %s)", diag.fmt_count(F.faults), fmt_bytes(F.bytes)),
-      { "touched", "faults", "call path" }, rows))
+  if faults then
+    local rows = diag.lines()
+    for i = 1, math.min(T.top_n, #(faults.stacks or {})) do
+      local s = faults.stacks[i]
+      rows:add({ diag.fmt_bytes(s.weight), diag.fmt_count(s.count), path_of_stack(s) })
+    end
+    if #rows > 0 then
+      answer.section(diag.table(string.format("Page faults by call path (%s faults, %s)", diag.fmt_count(faults.faults), diag.fmt_bytes(faults.bytes)),
+        { "touched", "faults", "call path" }, rows))
+    end
   end
 end
 
-return { verdicts = verdicts, report = report }
+-- ---- main: the hypotheses in order, worst first -------------------------------------------------
+
+local answer = diag.answer()
+for _, hypothesis in ipairs({ leak_verdicts, rss_flat, growth_outside_heap, heap_growth, growth_without_allocs,
+  near_limit, oom_kill, kernel_slab_growth, working_set }) do
+  answer.add(hypothesis())
+end
+if #answer.verdicts == 0 then answer.add(quiet_verdict()) end
+answer.add(incomplete_data())
+-- worst first; the order of equal ones is the order above
+answer.verdicts = diag.worst_first(answer.verdicts)
+add_sections(answer)
+
+return answer.result()

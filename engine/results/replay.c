@@ -115,8 +115,13 @@ int replay_report(const struct replay_options *o, struct value **out, struct dia
 	}
 	if (o->lua_path && source_read(o->lua_path, false, 0, &lua, err))
 		goto out;
+	/* The recipe's thresholds, with the values the report recorded over them: a threshold the
+	 * recipe gained after the report was written takes the recipe's value (the Lua has no
+	 * defaults of its own). */
+	thresholds = value_copy(b.plan->thresholds);
 	const struct value *recorded = value_get(report, "thresholds");
-	thresholds = recorded && recorded->type == V_OBJ ? value_copy(recorded) : value_copy(b.plan->thresholds);
+	for (size_t i = 0; recorded && recorded->type == V_OBJ && i < recorded->obj.len; i++)
+		value_obj_set(thresholds, recorded->obj.keys[i], value_copy(recorded->obj.vals[i]));
 	if (override_thresholds(thresholds, b.recipe, o->thresholds, o->n_thresholds, err))
 		goto out;
 	run = run_of(report);

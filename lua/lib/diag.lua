@@ -1,25 +1,35 @@
 -- diag.lua — helpers shared by every recipe snippet; loaded before the snippet as global `diag`.
 --
--- Owns: totals and percentiles of log2 histograms, top-N, shares and rates, human formatting,
--- call paths from stacks, the verdict constructor, and the three report section shapes the
--- report writer knows: table, histogram, text.
--- Must not: know any recipe's thresholds or verdicts.
+-- Owns: the recipe's thresholds (diag.threshold: the YAML holds every one, there is no default
+-- here or in a snippet), totals and percentiles of log2 histograms, top-N, shares and rates, the
+-- one set of human formats (counts, rates, bytes, durations, percentages), call paths from
+-- stacks, severities, the verdict and ruled-out constructors, the answer a snippet returns
+-- (verdicts, ruled_out, report), and the three report section shapes the report writer knows:
+-- table, histogram, text.
+-- Must not: know any recipe's thresholds or verdicts, or what a wait in a stack means (waits.lua).
 --
 -- Results arrive as read-only tables: read them with `.`, `#`, ipairs and pairs (not next, which
 -- sees an empty proxy); copy before sorting. A missing value is nil: guard with `diag.get` or `or`.
 
 local diag = {}
 
-local SEVERITIES = { ok = true, info = true, warning = true, critical = true }
-
 -- ---- lookups -----------------------------------------------------------------------------
 
--- diag.number(t, name, default): t[name] when it is a number, else default (a threshold the
--- recipe may leave out or mistype).
-function diag.number(t, name, default)
-  local v = t and t[name]
-  if type(v) == "number" then return v end
-  return default
+-- diag.threshold(name): the recipe's threshold `name` (recipes/RECIPE.yaml, `thresholds:`), as
+-- the run was given it (a --param may have set it). A threshold the recipe does not declare, or
+-- that is not a number, is an error naming it: the snippet and its YAML disagree.
+function diag.threshold(name)
+  local v = thresholds[name]
+  local recipe = (run and run.recipe) or "RECIPE"
+  if v == nil then
+    error(string.format("threshold %q is missing: declare it under thresholds: in recipes/%s.yaml",
+      tostring(name), recipe), 2)
+  end
+  if type(v) ~= "number" then
+    error(string.format("threshold %q is %q, not a number (recipes/%s.yaml)", tostring(name),
+      tostring(v), recipe), 2)
+  end
+  return v
 end
 
 -- diag.stop_note(stop_reason, window_s, exited): why a run ended early, for an incomplete-data
@@ -102,7 +112,7 @@ function diag.get(t, ...)
   return t
 end
 
--- ---- off-CPU stacks: what a thread waits on, read from its frames ----------------------------
+-- ---- frames ------------------------------------------------------------------------------
 
 -- diag.any_frame(frames, patterns): whether a frame (a name) matches one of the Lua patterns.
 function diag.any_frame(frames, patterns)
@@ -113,33 +123,6 @@ function diag.any_frame(frames, patterns)
   end
   return false
 end
-
--- diag.KERNEL_WAITS: kernel frames, by what a blocked thread waits on: disk (the block layer,
--- writeback, a journal), fault (a page fault reading a page in), futex, poll (waiting for work:
--- epoll, poll, select, accept, pause, sigtimedwait), peer (a socket or pipe's data), sleep.
-diag.KERNEL_WAITS = {
-  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
-    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
-    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio" },
-  fault = { "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault",
-    "^do_swap_page", "^__do_fault" },
-  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
-  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
-    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept", "^__do_sys_pause",
-    "^do_sigtimedwait", "^sys_pause" },
-  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
-    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
-  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
-}
-
--- diag.USER_WAITS: the user frames of the wrapper that made a futex call: a lock (mutex,
--- rwlock, semaphore, spin lock) or a condition (a condition variable: waiting for work).
-diag.USER_WAITS = {
-  lock = { "pthread_mutex_lock", "pthread_mutex_timedlock", "lll_lock", "pthread_rwlock_",
-    "sem_wait", "sem_timedwait", "pthread_spin_lock", "std::mutex::lock" },
-  cond = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
-    "__pthread_cond_wait", "std::condition_variable", "futex_abstimed_wait" },
-}
 
 -- ---- histograms --------------------------------------------------------------------------
 -- A histogram is an array of buckets {lo=, hi=, count=} in ascending order, lo and hi inclusive
@@ -169,6 +152,18 @@ function diag.percentile(buckets, p)
     before = before + b.count
   end
   return buckets[#buckets].hi -- only reached through rounding at p100
+end
+
+-- Fewer run-queue waits than this make too thin a p99 to judge by.
+diag.MIN_RUNQ_WAITS = 20
+
+-- The run-queue latency (runq_latency results, microseconds) summarised: {p50=, p99=, max=,
+-- total=, count=}, or nil without results or with fewer than MIN_RUNQ_WAITS waits.
+function diag.runq(runq_results)
+  local r = runq_results
+  if not r or (r.count or 0) < diag.MIN_RUNQ_WAITS then return nil end
+  return { p50 = diag.percentile(r.buckets, 50), p99 = diag.percentile(r.buckets, 99), count = r.count,
+    max = r.max_us, total = r.total_us }
 end
 
 -- ---- ranking -----------------------------------------------------------------------------
@@ -286,6 +281,32 @@ function diag.fmt_pct(x)
   return string.format("%.1f%%", x)
 end
 
+-- Bytes, in binary units: 512 → "512 B", 1536 → "1.5 KiB", 3.2e6 → "3.1 MiB", 5e9 → "4.7 GiB".
+function diag.fmt_bytes(b)
+  if b == nil then return "n/a" end
+  if math.abs(b) < 1024 then return string.format("%.0f B", b) end
+  local v, unit = b, "B"
+  for _, name in ipairs({ "KiB", "MiB", "GiB", "TiB" }) do
+    if math.abs(v) < 1024 then break end
+    v, unit = v / 1024, name
+  end
+  return short(v) .. " " .. unit
+end
+
+-- A byte rate: "1.5 MiB/s"; "n/a" when unknown.
+function diag.fmt_byte_rate(per_s)
+  if per_s == nil then return "n/a" end
+  return diag.fmt_bytes(per_s) .. "/s"
+end
+
+-- A long span in seconds (a time left, an age): 90 → "90 s", 1500 → "25.0 min", 9000 → "2.5 h".
+function diag.fmt_s(s)
+  if s == nil then return "n/a" end
+  if s < 120 then return string.format("%.0f s", s) end
+  if s < 7200 then return string.format("%.1f min", s / 60) end
+  return string.format("%.1f h", s / 3600)
+end
+
 -- ---- stacks ------------------------------------------------------------------------------
 
 -- A resolved function name, as opposed to "[unknown]", "libfoo.so+0x1a2b" or a decorated
@@ -317,23 +338,140 @@ function diag.call_path(frames, max)
   return table.concat(parts, " → ")
 end
 
+-- The call path of a stack's user frames, or "(no user stack)".
+function diag.user_path(frames)
+  local p = diag.call_path(frames or {}, 8)
+  return p ~= "" and p or "(no user stack)"
+end
+
+-- ---- lines of evidence and steps ---------------------------------------------------------
+
+-- diag.lines(a, b, ...): an array of lines (nil arguments left out) that grows with
+-- lines:add(text) — taken as it is — or lines:add(fmt, ...) — string.format'ed; add(nil) adds
+-- nothing. Evidence, next steps, report rows and parts of a sentence are built with it.
+local Lines = {}
+Lines.__index = Lines
+
+function Lines:add(x, ...)
+  if x == nil then return self end
+  if select("#", ...) > 0 then x = string.format(x, ...) end
+  self[#self + 1] = x
+  return self
+end
+
+-- Adds every item of an array.
+function Lines:extend(items)
+  for _, x in ipairs(items or {}) do self[#self + 1] = x end
+  return self
+end
+
+function diag.lines(...)
+  local l = setmetatable({}, Lines)
+  for i = 1, select("#", ...) do
+    local x = select(i, ...)
+    if x ~= nil then l[#l + 1] = x end
+  end
+  return l
+end
+
+-- ---- severities --------------------------------------------------------------------------
+
+diag.SEVERITY_RANK = { ok = 0, info = 1, warning = 2, critical = 3 }
+
+-- "critical" when value >= crit, "warning" when >= warn, else nil.
+function diag.severity_at(value, warn, crit)
+  if crit and value >= crit then return "critical" end
+  if value >= warn then return "warning" end
+  return nil
+end
+
+-- The worse of two severities (either may be nil).
+function diag.worse(a, b)
+  if not a then return b end
+  if not b then return a end
+  return diag.SEVERITY_RANK[b] > diag.SEVERITY_RANK[a] and b or a
+end
+
+-- The verdicts worst first; verdicts of one severity keep their order. A new array.
+function diag.worst_first(verdicts)
+  local tmp = {}
+  for i, v in ipairs(verdicts) do tmp[i] = { v = v, i = i } end
+  table.sort(tmp, function(a, b)
+    local ra, rb = diag.SEVERITY_RANK[a.v.severity], diag.SEVERITY_RANK[b.v.severity]
+    if ra ~= rb then return ra > rb end
+    return a.i < b.i
+  end)
+  local out = {}
+  for i, x in ipairs(tmp) do out[i] = x.v end
+  return out
+end
+
 -- ---- verdicts and report sections ----------------------------------------------------------
 
+local function plain(list)
+  local out = {}
+  for i, x in ipairs(list or {}) do out[i] = x end
+  return out
+end
+
 -- diag.verdict(id, severity, title, evidence, next_steps): checks the severity here, so a typo
--- is reported at the snippet's line rather than after the run.
+-- is reported at the snippet's line rather than after the run. evidence and next_steps are
+-- arrays of lines (diag.lines or plain).
 function diag.verdict(id, severity, title, evidence, next_steps)
-  if not SEVERITIES[severity] then
+  if not diag.SEVERITY_RANK[severity] then
     error(string.format("diag.verdict(%q): severity %q is not ok|info|warning|critical",
       tostring(id), tostring(severity)), 2)
   end
-  return { id = id, severity = severity, title = title, evidence = evidence or {},
-    next_steps = next_steps or {} }
+  return { id = id, severity = severity, title = title, evidence = plain(evidence),
+    next_steps = plain(next_steps) }
+end
+
+-- diag.ruled_out(id, fmt, ...): a hypothesis checked on collected data and found fine — id a
+-- kebab-case hypothesis id ("cpu-throttling"), the text one line saying what was checked, with
+-- its figure ("not throttled: 0 ms of 5.0 s"). Only for data that was collected: a probe that
+-- is missing rules nothing out.
+function diag.ruled_out(id, fmt, ...)
+  if type(id) ~= "string" or not id:find("^[a-z0-9]+[a-z0-9%-]*$") or id:find("%-%-") or id:find("%-$") then
+    error(string.format("diag.ruled_out(%q): the id is not a kebab-case hypothesis id", tostring(id)), 2)
+  end
+  local text = select("#", ...) > 0 and string.format(fmt, ...) or fmt
+  if type(text) ~= "string" or text == "" then
+    error(string.format("diag.ruled_out(%q): no text", id), 2)
+  end
+  return { id = id, text = text }
+end
+
+-- diag.answer(): what a snippet returns, assembled as its hypotheses are checked.
+--   a.add(x)       x a verdict (diag.verdict), a ruled-out item (diag.ruled_out), an array of
+--                  those, or nil (nothing to say)
+--   a.section(s)   a report section (diag.table, diag.histogram, diag.text); nil is ignored
+--   a.verdicts     the verdicts so far (an array: a snippet may reorder it)
+--   a.result()     { verdicts = {...}, report = {...}, ruled_out = { {id=, text=}, ... } }
+function diag.answer()
+  local a = { verdicts = {}, ruled_out = {}, report = {} }
+  function a.add(x)
+    if x == nil then return end
+    if x.severity then
+      a.verdicts[#a.verdicts + 1] = x
+    elseif x.text and x.id then
+      a.ruled_out[#a.ruled_out + 1] = x
+    else
+      for _, y in ipairs(x) do a.add(y) end
+    end
+  end
+  function a.section(s)
+    if s then a.report[#a.report + 1] = s end
+  end
+  function a.result()
+    return { verdicts = a.verdicts, report = a.report, ruled_out = a.ruled_out }
+  end
+  return a
 end
 
 -- Report sections: these three shapes are the contract with the report writer.
 -- rows: array of rows, each an array of cells (strings or numbers) in column order.
 function diag.table(title, columns, rows)
-  return { kind = "table", title = title, columns = columns, rows = rows or {} }
+  return { kind = "table", title = title, columns = plain(columns), rows = plain(rows) }
 end
 
 -- buckets: {lo=, hi=, count=} as above (copied, so a read-only result can be passed).
@@ -344,7 +482,7 @@ function diag.histogram(title, unit, buckets)
 end
 
 function diag.text(title, lines)
-  return { kind = "text", title = title, lines = lines or {} }
+  return { kind = "text", title = title, lines = plain(lines) }
 end
 
 return diag

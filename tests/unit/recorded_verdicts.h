@@ -1,7 +1,8 @@
 /* recorded_verdicts.h — what the Lua verdict tests share (tests/unit/test_*_lua.c): fixtures
  * recorded from live reports (tests/unit/fixtures/SYMPTOM/NAME.json, made by record.py: results,
- * run, and the verdict ids the run gave), a recipe's snippet run in this process on them after the
- * shape check (recorded_shape.h), and lookups in the verdicts it returns.
+ * run, and the verdict ids the run gave), a recipe loaded as a real run loads it (its YAML
+ * thresholds, the libraries of lua/lib/) and its snippet run in this process on them after the shape check
+ * (recorded_shape.h), and lookups in the verdicts and ruled-out items it returns.
  * Must not: know any symptom's verdicts (the tests do).
  */
 #ifndef DIAG_TEST_RECORDED_VERDICTS_H
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "json_parse.h"
+#include "plan.h"
 #include "recorded_shape.h"
 #include "source.h"
 #include "verdict.h"
@@ -42,41 +44,75 @@ static inline struct value *recorded_fixture(const char *symptom, const char *na
 	return v;
 }
 
-/* lua/RECIPE.lua with lua/lib/diag.lua, run on the fixture's results and run with thresholds
- * (NULL: none, the snippet's defaults), after checking the results against recipes/RECIPE.yaml's
- * probe kinds; returns the verdicts (caller frees). need_sections: the snippet must also return
- * report sections. */
-static inline struct value *recorded_verdicts(const char *recipe, const struct value *fixture,
-					      const struct value *thresholds, bool need_sections)
+/* What a snippet answered: its verdicts and report sections, and the hypotheses it ruled out
+ * ({id, text} items), each owned by the caller. */
+struct recorded_answer {
+	struct value *verdicts, *report, *ruled_out;
+};
+
+static inline void recorded_answer_free(struct recorded_answer *a)
 {
-	struct source_file lua, lib;
-	struct diag_err err;
-	char *lua_rel = xasprintf("lua/%s.lua", recipe), *yaml_rel = xasprintf("recipes/%s.yaml", recipe);
-	char *lua_path = recorded_src(lua_rel), *lib_path = recorded_src("lua/lib/diag.lua");
-	if (source_read(lua_path, false, 0, &lua, &err) || source_read(lib_path, false, 0, &lib, &err))
+	value_free(a->verdicts);
+	value_free(a->report);
+	value_free(a->ruled_out);
+	memset(a, 0, sizeof(*a));
+}
+
+/* recipes/RECIPE.yaml as a real run loads it (bundle_load: the recipe through the recipe
+ * loader, its snippet and the libraries of lua/lib/ in name order, planned without a target), its snippet
+ * run on the fixture's results and run, after checking the results against the recipe's probe
+ * kinds, with the recipe's thresholds as the plan hands them to the Lua — overrides (NULL:
+ * none) set over them. need_sections: the snippet must also return report sections. */
+static inline struct recorded_answer recorded_answer(const char *recipe, const struct value *fixture,
+						      const struct value *overrides, bool need_sections)
+{
+	struct bundle b;
+	struct diag_err err = { 0 };
+	char *yaml_rel = xasprintf("recipes/%s.yaml", recipe), *yaml_path = recorded_src(yaml_rel);
+	struct plan_args args = { .check_target = false };
+	if (bundle_load(yaml_path, false, &args, &b, &err))
 		fail_msg("%s", err.msg);
-	struct value *own = thresholds ? NULL : value_obj();
-	struct verdict_answer answer;
-	struct verdict_input in = { .lua = &lua, .libs = &lib, .n_libs = 1,
-				    .results = value_get(fixture, "results"),
-				    .thresholds = thresholds ? thresholds : own,
+	struct value *th = value_copy(b.plan->thresholds);
+	for (size_t i = 0; overrides && i < overrides->obj.len; i++)
+		value_obj_set(th, overrides->obj.keys[i], value_copy(overrides->obj.vals[i]));
+	struct verdict_input in = { .lua = &b.src.lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
+				    .results = value_get(fixture, "results"), .thresholds = th,
 				    .run = value_get(fixture, "run") };
 	assert_recorded_shape(yaml_rel, in.results);
+	struct verdict_answer answer;
 	if (verdict_run_inprocess(&in, &answer, &err))
-		fail_msg("%s: %s", lua_rel, err.msg);
-	if (need_sections && answer.report->arr.len == 0)
-		fail_msg("%s: no report sections", lua_rel);
-	struct value *verdicts = answer.verdicts;
-	answer.verdicts = NULL;
-	verdict_answer_free(&answer);
-	value_free(own);
-	source_free(&lua);
-	source_free(&lib);
-	free(lua_path);
-	free(lib_path);
-	free(lua_rel);
+		fail_msg("%s: %s", b.src.lua.path, err.msg);
+	struct recorded_answer a = { .verdicts = answer.verdicts, .report = answer.report,
+				     .ruled_out = answer.ruled_out };
+	if (need_sections && a.report->arr.len == 0)
+		fail_msg("%s: no report sections", b.src.lua.path);
+	value_free(th);
+	bundle_free(&b);
+	free(yaml_path);
 	free(yaml_rel);
-	return verdicts;
+	return a;
+}
+
+/* The verdicts only (caller frees). */
+static inline struct value *recorded_verdicts(const char *recipe, const struct value *fixture,
+					      const struct value *overrides, bool need_sections)
+{
+	struct recorded_answer a = recorded_answer(recipe, fixture, overrides, need_sections);
+	struct value *v = a.verdicts;
+	a.verdicts = NULL;
+	recorded_answer_free(&a);
+	return v;
+}
+
+/* The ruled-out item with this id in an answer, or NULL. */
+static inline const struct value *ruled_out_find(const struct recorded_answer *a, const char *id)
+{
+	for (size_t i = 0; a->ruled_out && a->ruled_out->type == V_ARR && i < a->ruled_out->arr.len; i++) {
+		const char *got = value_get_str(a->ruled_out->arr.items[i], "id");
+		if (got && !strcmp(got, id))
+			return a->ruled_out->arr.items[i];
+	}
+	return NULL;
 }
 
 /* The i-th verdict, or a failure. */

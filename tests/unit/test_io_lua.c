@@ -27,7 +27,7 @@
 
 static struct value *load_fixture(const char *name) { return recorded_fixture("io", name); }
 
-/* lua/io-saturation.lua (its thresholds' defaults) on a fixture; the verdicts (caller frees). */
+/* lua/io-saturation.lua with recipes/io-saturation.yaml's thresholds on a fixture; the verdicts (caller frees). */
 static struct value *io_verdicts(const struct value *fixture)
 {
 	return recorded_verdicts("io-saturation", fixture, NULL, true);

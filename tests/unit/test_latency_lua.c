@@ -26,7 +26,7 @@
 
 static struct value *load_fixture(const char *name) { return recorded_fixture("latency", name); }
 
-/* lua/latency.lua (its thresholds' defaults) on a fixture; the verdicts (caller frees). */
+/* lua/latency.lua with recipes/latency.yaml's thresholds on a fixture; the verdicts (caller frees). */
 static struct value *latency(const struct value *fixture)
 {
 	return recorded_verdicts("latency", fixture, NULL, false);

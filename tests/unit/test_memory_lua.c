@@ -32,7 +32,7 @@
 
 static struct value *load_fixture(const char *name) { return recorded_fixture("memory", name); }
 
-/* lua/memory-growth.lua on a fixture with thresholds (NULL: the defaults); the verdicts. */
+/* lua/memory-growth.lua on a fixture with recipes/memory-growth.yaml's thresholds, overrides (NULL: none) set over them; the verdicts. */
 static struct value *memory_t(const struct value *fixture, struct value *thresholds)
 {
 	return recorded_verdicts("memory-growth", fixture, thresholds, false);

@@ -30,7 +30,7 @@
 
 static struct value *load_fixture(const char *name) { return recorded_fixture("network", name); }
 
-/* lua/network-errors.lua (its thresholds' defaults) on a fixture; the verdicts (caller frees). */
+/* lua/network-errors.lua with recipes/network-errors.yaml's thresholds on a fixture; the verdicts (caller frees). */
 static struct value *network(const struct value *fixture)
 {
 	return recorded_verdicts("network-errors", fixture, NULL, false);

@@ -1,0 +1,124 @@
+-- waits.lua — what a blocked thread waits on, read from an off-CPU stack; loaded after diag.lua
+-- as global `waits`, for every snippet that reads off_cpu stacks (latency, triage) or lock
+-- wrappers in on-CPU stacks (high-cpu).
+--
+-- Owns: the frame lists of kernel waits and of the C library's wait and lock wrappers, the one
+-- classification of an off-CPU stack (waits.classify), and the one list of frames that are not
+-- the target's own code (libc / libpthread / vDSO wrappers: waits.own_frame skips them).
+-- Must not: know any recipe's thresholds or verdicts, or how a snippet groups the classes.
+
+local waits = {}
+
+-- waits.KERNEL: kernel frames, by what a blocked thread waits on: disk (the block layer,
+-- writeback, a journal), fault (a page fault reading a page in), futex, poll (waiting for work:
+-- epoll, poll, select, accept, pause, sigtimedwait), peer (a socket or pipe's data), sleep.
+waits.KERNEL = {
+  disk = { "^io_schedule", "^blk_", "^bio_", "^submit_bio_wait", "^folio_wait", "^wait_on_page",
+    "^__filemap_fdatawait", "^filemap_write_and_wait", "^file_write_and_wait", "^jbd2", "^ext4_sync",
+    "^xfs_file_fsync", "^xfs_log_force", "^blkdev_", "^__blockdev_direct_IO", "^iomap_dio" },
+  fault = { "^handle_mm_fault", "^exc_page_fault", "^do_user_addr_fault", "^filemap_fault",
+    "^do_swap_page", "^__do_fault" },
+  futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
+  poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
+    "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept", "^__do_sys_pause",
+    "^do_sigtimedwait", "^sys_pause" },
+  peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
+    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
+  sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
+}
+
+-- waits.USER: the user frames of the wrapper that made a futex call: a lock (mutex, rwlock,
+-- semaphore, spin lock) or a condition (a condition variable: waiting for work).
+waits.USER = {
+  lock = { "pthread_mutex_lock", "pthread_mutex_timedlock", "lll_lock", "pthread_rwlock_",
+    "sem_wait", "sem_timedwait", "pthread_spin_lock", "std::mutex::lock" },
+  cond = { "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait",
+    "__pthread_cond_wait", "std::condition_variable", "futex_abstimed_wait" },
+}
+
+-- Host name lookups: whatever the resolver waits on (a socket to the DNS server, a lock), the
+-- caller waits for the name.
+waits.RESOLVE = { "^getaddrinfo$", "^gethostbyname", "^__libc_res_n", "^__res_n", "^res_n",
+  "^__nss_hosts", "^_nss_dns_" }
+
+-- A lock is released, and its waiters woken, from these user frames (kernel: futex_wake).
+waits.UNLOCK = { "pthread_mutex_unlock", "__lll_unlock_wake", "lll_unlock", "pthread_rwlock_unlock",
+  "sem_post", "std::mutex::unlock" }
+
+-- An unnamed futex waited on this long per interval (ns) is a parked thread: it waits for work;
+-- a contended lock is waited for briefly and often.
+waits.PARKED_NS = 50e6
+
+local any_frame = diag.any_frame
+
+-- waits.classify(stack, user_unwind): the class of one off-CPU stack ({tag=, kernel=, user=,
+-- count=, weight=, user_from=}); user_unwind is the off_cpu results' (nil, "fp" or "dwarf").
+-- First match wins:
+--   runnable   the state was runnable: preempted, waiting for a CPU
+--   resolve    a host name lookup (getaddrinfo, gethostbyname, the resolver) in the user frames
+--   fault      uninterruptible in a page fault (reading a mapped file, swap)
+--   disk       uninterruptible in the block layer, page cache writeback or a journal
+--   lock       a futex under pthread_mutex_lock / rwlock / sem_wait (the user frames say so)
+--   work-wait  waiting for work: a futex under pthread_cond_wait, a futex the user frames do not
+--              name waited on >= PARKED_NS per interval (a parked thread), epoll_wait, poll,
+--              select, accept
+--   other      a futex whose user frames were not unwound under DWARF (the ring buffer refused
+--              the copy; its frame-pointer stack, cut to one frame by glibc's futex wrappers,
+--              cannot tell a lock from a condition), or nothing below
+--   futex      a futex whose user frames do not say lock or condition, waited on briefly
+--   peer       a blocking read of a socket or pipe (recv, read on a socket), connect
+--   sleep      nanosleep / clock_nanosleep: sleeping on purpose
+--   disk, fault  the same frames in an interruptible wait
+function waits.classify(s, user_unwind)
+  if s.tag == "runnable" then return "runnable" end
+  local k, u = s.kernel or {}, s.user or {}
+  if any_frame(u, waits.RESOLVE) then return "resolve" end
+  if s.tag == "uninterruptible" then
+    if any_frame(k, waits.KERNEL.fault) then return "fault" end
+    if any_frame(k, waits.KERNEL.disk) then return "disk" end
+  end
+  if any_frame(k, waits.KERNEL.futex) then
+    if any_frame(u, waits.USER.lock) then return "lock" end
+    if any_frame(u, waits.USER.cond) then return "work-wait" end
+    if user_unwind == "dwarf" and not s.user_from then return "other" end
+    if (s.count or 0) > 0 and (s.weight or 0) / s.count >= waits.PARKED_NS then return "work-wait" end
+    return "futex"
+  end
+  if any_frame(k, waits.KERNEL.poll) then return "work-wait" end
+  if any_frame(k, waits.KERNEL.peer) then return "peer" end
+  if any_frame(k, waits.KERNEL.sleep) then return "sleep" end
+  if any_frame(k, waits.KERNEL.disk) then return "disk" end
+  if any_frame(k, waits.KERNEL.fault) then return "fault" end
+  return "other"
+end
+
+-- User frames that are the C library's, not the target's own code: its internals (a leading
+-- underscore), the pthread, semaphore and futex wrappers, and the wrappers of the calls that
+-- block (sleeps, polls, reads, syncs), the clock, and the thread start.
+local NOT_OWN = { "^_", "^pthread_", "^sem_", "^futex", "^syscall$", "nanosleep$", "^epoll_",
+  "^poll$", "^select$", "^accept", "^recv", "^read$", "^pread", "^fsync$", "^fdatasync$",
+  "^usleep$", "^sleep$", "^clock_gettime", "^start_thread$", "^clone" }
+
+-- A named frame of the target's own code.
+function waits.is_own(f)
+  if not diag.symbolized(f) then return false end
+  for _, p in ipairs(NOT_OWN) do
+    if f:find(p) then return false end
+  end
+  return true
+end
+
+-- waits.own_frame(user): the first frame of the target's own code (user frames, leaf first) and
+-- the own frame that called it (not main), or nil.
+function waits.own_frame(user)
+  local frames = user or {}
+  for i, f in ipairs(frames) do
+    if waits.is_own(f) then
+      local caller = frames[i + 1]
+      return f, caller and waits.is_own(caller) and caller ~= "main" and caller or nil
+    end
+  end
+  return nil
+end
+
+return waits
