@@ -47,8 +47,9 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $
 LDFLAGS += $(SANFLAGS)
 # libdw: .eh_frame function ranges (engine/symbolize/ehframe.c), CFI and DWARF unwinding
 # (engine/symbolize/unwind.c); libiberty (static, PIC in Debian): the
-# C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c).
-LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lm -lpthread
+# C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c);
+# nettle: SHA-256 (engine/trust/sha256.c).
+LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -lm -lpthread
 
 # A probe's BPF program sits beside its engine side (engine/probes/X.bpf.c, X.h, X.c); the
 # process-set tracker's beside its own (engine/session/procset.bpf.c).
