@@ -405,8 +405,8 @@ static char *string_of(const char *s, size_t len, bool raw_bytes)
 
 static struct value *value_of(json_t *j, bool raw_bytes);
 
-/* A container's children leave jansson's tree once converted, so the two trees are never both
- * whole in memory. */
+/* Each child leaves jansson's tree once converted (null in its place), so the two trees are
+ * never both whole in memory. */
 static struct value *object_of(json_t *j, bool raw_bytes)
 {
 	struct value *obj = value_obj();
@@ -418,14 +418,13 @@ static struct value *object_of(json_t *j, bool raw_bytes)
 	obj->obj.keys = xmalloc(n * sizeof(char *));
 	obj->obj.vals = xmalloc(n * sizeof(struct value *));
 	obj->obj.cap = n;
-	const char *key;
-	json_t *child;
-	json_object_foreach(j, key, child) {
+	for (void *it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+		const char *key = json_object_iter_key(it);
 		obj->obj.keys[obj->obj.len] = string_of(key, strlen(key), raw_bytes);
-		obj->obj.vals[obj->obj.len] = value_of(child, raw_bytes);
+		obj->obj.vals[obj->obj.len] = value_of(json_object_iter_value(it), raw_bytes);
 		obj->obj.len++;
+		json_object_iter_set_new(j, it, json_null());
 	}
-	json_object_clear(j);
 	return obj;
 }
 
@@ -437,9 +436,10 @@ static struct value *array_of(json_t *j, bool raw_bytes)
 		return arr;
 	arr->arr.items = xmalloc(n * sizeof(struct value *));
 	arr->arr.cap = n;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		arr->arr.items[arr->arr.len++] = value_of(json_array_get(j, i), raw_bytes);
-	json_array_clear(j);
+		json_array_set_new(j, i, json_null());
+	}
 	return arr;
 }
 
