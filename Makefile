@@ -48,8 +48,10 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $
 LDFLAGS += $(SANFLAGS)
 # libdw: .eh_frame function ranges (engine/symbolize/ehframe.c), CFI and DWARF unwinding
 # (engine/symbolize/unwind.c); libiberty (static, PIC in Debian): the
-# C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c).
-LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lm -lpthread
+# C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c);
+# nettle: SHA-256 (engine/trust/sha256.c); jansson: the JSON reader (engine/results/json_parse.c).
+LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -ljansson -lm \
+	  -lpthread
 
 # A probe's BPF program sits beside its engine side (engine/probes/X.bpf.c, X.h, X.c); the
 # process-set tracker's beside its own (engine/session/procset.bpf.c).
@@ -273,10 +275,10 @@ $(BUILD)/fuzz/obj/%.o: %.c $(ENGINE_HDRS) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer results/json_parse results/value common/util)
-	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -lm
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -ljansson -lm
 
 $(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_parse results/value common/util)
-	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -lm
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -ljansson -lm
 
 $(BUILD)/fuzz/fuzz_lock: tests/fuzz/fuzz_lock.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)

@@ -1,516 +1,493 @@
-/* json_parse.c — strict, bounded JSON reader. Contract and rules: json_parse.h.
- * Must not: print, read past len, or grow the C stack past max_depth levels.
+/* json_parse.c — the strict, bounded JSON reader of json_parse.h, on Debian's jansson.
  *
- * Numbers go through strtod in the C locale (diagnose never calls setlocale). Objects are built
- * directly (value_obj_set is linear per key) and checked for duplicate keys once, by sorting.
+ * jansson reads the grammar, escapes, surrogate pairs, UTF-8, numbers and duplicate keys, in
+ * strict mode: JSON_REJECT_DUPLICATES, neither JSON_ALLOW_NUL nor JSON_DISABLE_EOF_CHECK, and
+ * JSON_DECODE_ANY (a top-level scalar is a JSON text).
+ * Owns: what jansson cannot be asked for, done by the feed that hands it the caller's text
+ * (json_load_callback) in the same single pass (walked again only to place an error): the
+ * runtime caps on depth and on values (jansson's only bound is a compile-time depth,
+ * JSON_PARSER_MAX_DEPTH, and it has no cap on values: the feed ends where a cap is passed, so
+ * jansson never builds more than the caps allow); integers past int64_t read as doubles (jansson
+ * refuses them: each is handed over with ".0" after it); and raw_bytes (jansson refuses bytes
+ * that are not UTF-8: each such byte in a string is handed over as U+FFFF then U+0100 + the
+ * byte, a U+FFFF of the text as two U+FFFF, and turned back in the tree). Then jansson's tree
+ * into struct value (freed as it is converted), and the one-line error "at byte N: what", N
+ * counted in the caller's text.
+ * Must not: print, read past len, read JSON grammar itself (jansson's), copy the caller's text,
+ * or recurse past max_depth.
  */
 #include "json_parse.h"
 
-#include <math.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-struct parser {
-	const unsigned char *s;
-	size_t len, pos;
-	size_t depth, max_depth;
-	size_t nodes, max_nodes;
-	bool raw_bytes;
-	struct diag_err *err;
-	bool failed;
+_Static_assert(JSON_DEFAULT_MAX_DEPTH < JSON_PARSER_MAX_DEPTH,
+	       "jansson's own depth bound is below ours");
+
+#define JANSSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
+#define RAW_MARK "\\uffff" /* U+FFFF, a noncharacter: the first of a raw_bytes pair */
+#define RAW_MARK_UTF8 "\xef\xbf\xbf"
+
+/* What `consumed` bytes of the caller's text from `from` become for jansson: their first `copy`
+ * bytes as they are, then `extra` (an escape, or ".0"). */
+struct piece {
+	size_t from, copy, consumed;
+	char extra[2 * sizeof(RAW_MARK)];
+	size_t extra_len;
 };
 
-static struct value *fail_at(struct parser *p, size_t at, const char *what)
+struct feed {
+	const unsigned char *s;
+	size_t len, pos; /* the caller's text; the next byte not yet in a piece */
+	bool raw_bytes, in_string;
+	size_t max_depth, max_nodes, depth, nodes;
+	size_t pending_string; /* start of the last string, not yet known to be a key or a value */
+	size_t stop_at;        /* where a cap was passed (SIZE_MAX: not passed) */
+	char why[80];          /* which cap */
+	struct piece cur;      /* the piece being handed to jansson */
+	size_t cur_off;        /* how much of it has been */
+};
+
+static void feed_init(struct feed *f, const char *text, size_t len, const struct json_limits *lim)
 {
-	if (!p->failed)
-		diag_fail(p->err, DIAG_EXIT_USAGE, "at byte %zu: %s", at, what);
-	p->failed = true;
-	return NULL;
+	size_t depth = lim && lim->max_depth ? lim->max_depth : JSON_DEFAULT_MAX_DEPTH;
+	*f = (struct feed){
+		.s = (const unsigned char *)text,
+		.len = text ? len : 0,
+		.raw_bytes = lim && lim->raw_bytes,
+		.max_depth = depth < JSON_PARSER_MAX_DEPTH ? depth : JSON_PARSER_MAX_DEPTH - 1,
+		.max_nodes = lim ? lim->max_nodes : 0,
+		.pending_string = SIZE_MAX,
+		.stop_at = SIZE_MAX,
+	};
 }
 
-static void skip_ws(struct parser *p)
+/* ---- the caps ------------------------------------------------------------------------------ */
+
+static bool passed(const struct feed *f)
 {
-	while (p->pos < p->len) {
-		unsigned char c = p->s[p->pos];
-		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-			break;
-		p->pos++;
+	return f->stop_at != SIZE_MAX;
+}
+
+static void count_value(struct feed *f, size_t at)
+{
+	if (passed(f))
+		return;
+	if (f->max_nodes && f->nodes >= f->max_nodes) {
+		f->stop_at = at;
+		snprintf(f->why, sizeof(f->why), "more than %zu values", f->max_nodes);
+		return;
 	}
+	f->nodes++;
 }
 
-static bool count_node(struct parser *p)
+/* The string before the next byte that is not blank was a value unless that byte is ':'. */
+static void settle_string(struct feed *f, unsigned char next)
 {
-	if (p->max_nodes && p->nodes >= p->max_nodes) {
-		char what[80];
-		snprintf(what, sizeof(what), "more than %zu values", p->max_nodes);
-		fail_at(p, p->pos, what);
-		return false;
+	if (f->pending_string != SIZE_MAX && next != ':')
+		count_value(f, f->pending_string);
+	f->pending_string = SIZE_MAX;
+}
+
+static void open_container(struct feed *f, size_t at)
+{
+	count_value(f, at);
+	if (passed(f))
+		return;
+	if (f->depth >= f->max_depth) {
+		f->stop_at = at;
+		snprintf(f->why, sizeof(f->why), "nested deeper than %zu levels", f->max_depth);
+		return;
 	}
-	p->nodes++;
-	return true;
+	f->depth++;
 }
 
-/* Describes the byte at pos for a message: "'x'", "byte 0x1f" or "end of input". */
-static const char *found(struct parser *p, char *buf, size_t len)
+/* ---- the pieces ---------------------------------------------------------------------------- */
+
+#define PIECE_MAX 4096 /* the feed reads this far ahead of jansson at most (but for one run) */
+
+/* The n bytes at f->pos go to jansson as they are. */
+static void copy(struct feed *f, struct piece *p, size_t n)
 {
-	if (p->pos >= p->len)
-		return "end of input";
-	unsigned char c = p->s[p->pos];
-	if (c > 0x20 && c < 0x7f)
-		snprintf(buf, len, "'%c'", c);
-	else
-		snprintf(buf, len, "byte 0x%02x", c);
-	return buf;
+	p->copy += n;
+	p->consumed += n;
+	f->pos += n;
 }
 
-static struct value *unexpected(struct parser *p, const char *expected)
+/* The n bytes at f->pos go to jansson as text; the piece ends there. */
+static void replace(struct feed *f, struct piece *p, size_t n, const char *text)
 {
-	char what[96], b[16];
-	snprintf(what, sizeof(what), "expected %s, found %s", expected, found(p, b, sizeof(b)));
-	return fail_at(p, p->pos, what);
+	p->consumed += n;
+	p->extra_len = (size_t)snprintf(p->extra, sizeof(p->extra), "%s", text);
+	f->pos += n;
 }
 
-/* ---- literals and numbers ------------------------------------------------------------------ */
-
-static struct value *literal(struct parser *p, const char *word, struct value *(*make)(void))
+/* Length of the well-formed UTF-8 character at s (n bytes left), 0 if there is none. */
+static size_t utf8_len_within(const unsigned char *s, size_t n)
 {
-	size_t n = strlen(word);
-	if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0)
-		return unexpected(p, "a value");
-	p->pos += n;
-	return make();
+	char four[5] = { 0 };
+	memcpy(four, s, n < 4 ? n : 4);
+	return utf8_char_len(four);
 }
 
-static struct value *make_true(void) { return value_bool(true); }
-static struct value *make_false(void) { return value_bool(false); }
-
-static bool is_digit(struct parser *p)
+static bool plain_in_string(const struct feed *f, unsigned char c)
 {
-	return p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9';
+	return c != '"' && c != '\\' && (c < 0x80 || !f->raw_bytes);
 }
 
-static struct value *number(struct parser *p)
+/* Inside a string: a run of plain bytes, an escape, the closing quote, or (raw_bytes) a
+ * character that is not ASCII. */
+static void string_step(struct feed *f, struct piece *p)
 {
-	size_t start = p->pos;
-	bool neg = false, integral = true;
-
-	if (p->s[p->pos] == '-') {
-		neg = true;
-		p->pos++;
-	}
-	if (!is_digit(p))
-		return unexpected(p, "a digit");
-	if (p->s[p->pos] == '0') {
-		p->pos++;
-		if (is_digit(p))
-			return fail_at(p, p->pos - 1, "leading zero in a number");
+	const unsigned char *s = f->s + f->pos;
+	size_t left = f->len - f->pos;
+	if (s[0] == '"') {
+		f->in_string = false;
+		copy(f, p, 1);
+	} else if (s[0] == '\\') {
+		if (f->raw_bytes && left >= 6 && strncasecmp((const char *)s, RAW_MARK, 6) == 0)
+			replace(f, p, 6, RAW_MARK RAW_MARK);
+		else
+			copy(f, p, left >= 2 ? 2 : 1); /* jansson checks the escape */
+	} else if (!plain_in_string(f, s[0])) {
+		size_t k = utf8_len_within(s, left);
+		char escape[sizeof(p->extra)];
+		snprintf(escape, sizeof(escape), RAW_MARK "\\u%04x", 0x100u + s[0]);
+		if (k == 3 && memcmp(s, RAW_MARK_UTF8, 3) == 0)
+			replace(f, p, 3, RAW_MARK RAW_MARK);
+		else if (k)
+			copy(f, p, k);
+		else
+			replace(f, p, 1, escape);
 	} else {
-		while (is_digit(p))
-			p->pos++;
+		size_t i = 1;
+		while (i < left && plain_in_string(f, s[i]))
+			i++;
+		copy(f, p, i);
 	}
-	if (p->pos < p->len && p->s[p->pos] == '.') {
-		integral = false;
-		p->pos++;
-		if (!is_digit(p))
-			return unexpected(p, "a digit after '.'");
-		while (is_digit(p))
-			p->pos++;
-	}
-	if (p->pos < p->len && (p->s[p->pos] == 'e' || p->s[p->pos] == 'E')) {
-		integral = false;
-		p->pos++;
-		if (p->pos < p->len && (p->s[p->pos] == '+' || p->s[p->pos] == '-'))
-			p->pos++;
-		if (!is_digit(p))
-			return unexpected(p, "a digit in the exponent");
-		while (is_digit(p))
-			p->pos++;
-	}
-
-	if (integral) {
-		/* Accumulate as a negative number, so INT64_MIN fits. */
-		int64_t acc = 0;
-		bool fits = true;
-		for (size_t i = start + neg; i < p->pos && fits; i++) {
-			int d = p->s[i] - '0';
-			if (acc < (INT64_MIN + d) / 10)
-				fits = false;
-			else
-				acc = acc * 10 - d;
-		}
-		if (fits && (neg || acc != INT64_MIN))
-			return value_int(neg ? acc : -acc);
-	}
-
-	size_t n = p->pos - start;
-	char small[64];
-	char *tok = n < sizeof(small) ? small : xmalloc(n + 1);
-	memcpy(tok, p->s + start, n);
-	tok[n] = '\0';
-	double d = strtod(tok, NULL); /* underflow to 0 or a subnormal is fine */
-	if (tok != small)
-		free(tok);
-	if (!isfinite(d))
-		return fail_at(p, start, "number out of range");
-	return value_num(d);
 }
 
-/* ---- strings ------------------------------------------------------------------------------- */
-
-static int hexval(unsigned char c)
+static bool is_blank(unsigned char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* Reads the 4 hex digits of a \u escape whose backslash is at p->pos. Returns -1 on error. */
-static long read_u(struct parser *p)
+static bool is_token_byte(unsigned char c)
 {
-	long cp = 0;
-	for (size_t i = 2; i < 6; i++) {
-		int h = p->pos + i < p->len ? hexval(p->s[p->pos + i]) : -1;
-		if (h < 0) {
-			fail_at(p, p->pos, "\\u must be followed by 4 hex digits");
-			return -1;
-		}
-		cp = cp * 16 + h;
-	}
-	p->pos += 6;
-	return cp;
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '-' || c == '+' || c == '.';
 }
 
-static size_t put_utf8(char *out, long cp)
+/* Whether the n bytes at s are an integer (-?[0-9]+) too big for int64_t. */
+static bool is_integer_past_int64(const unsigned char *s, size_t n)
 {
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
+	bool neg = n && s[0] == '-';
+	size_t digits = n - neg;
+	if (digits < 19)
+		return false;
+	for (size_t i = neg; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return digits > 19 ||
+	       memcmp(s + neg, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes available): 2..4, or 0 when it is not one
- * (overlong forms, surrogates and code points past U+10FFFF included). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+/* A bare token (a number, true, false, null, or what jansson will refuse); an integer past
+ * int64_t gets ".0" after it, which ends the piece. */
+static void token_step(struct feed *f, struct piece *p)
 {
-	size_t need = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-		    : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-	if (!need || need > n)
-		return 0;
-	for (size_t i = 1; i < need; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-		return 0;
-	return need;
-}
-
-/* The string whose opening quote is at p->pos, decoded into a malloc'ed C string. */
-static char *string(struct parser *p)
-{
-	size_t open = p->pos++;
-	/* The decoded text is never longer than the quoted text: find the end first. */
-	size_t end = p->pos;
-	while (end < p->len && p->s[end] != '"')
-		end += p->s[end] == '\\' ? 2 : 1;
-	if (end >= p->len) {
-		fail_at(p, open, "unterminated string");
-		return NULL;
-	}
-	char *out = xmalloc(end - p->pos + 1);
 	size_t n = 0;
+	while (f->pos + n < f->len && is_token_byte(f->s[f->pos + n]))
+		n++;
+	count_value(f, f->pos);
+	if (passed(f))
+		return;
+	bool past = is_integer_past_int64(f->s + f->pos, n);
+	copy(f, p, n);
+	if (past)
+		replace(f, p, 0, ".0");
+}
 
-	while (p->s[p->pos] != '"') {
-		unsigned char c = p->s[p->pos];
-		if (c < 0x20) {
-			fail_at(p, p->pos, "control character in a string (must be escaped)");
-			goto bad;
-		}
-		if (c >= 0x80) {
-			size_t k = utf8_seq(p->s + p->pos, p->len - p->pos);
-			if (!k) {
-				if (!p->raw_bytes) {
-					fail_at(p, p->pos, "invalid UTF-8 in a string");
-					goto bad;
-				}
-				k = 1;
-			}
-			memcpy(out + n, p->s + p->pos, k);
-			n += k;
-			p->pos += k;
-			continue;
-		}
-		if (c != '\\') {
-			out[n++] = (char)c;
-			p->pos++;
-			continue;
-		}
-		unsigned char e = p->s[p->pos + 1]; /* in bounds: the end quote is further on */
-		static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-		const char *m = e ? strchr(from, e) : NULL;
-		if (m) {
-			out[n++] = to[m - from];
-			p->pos += 2;
-			continue;
-		}
-		if (e != 'u') {
-			fail_at(p, p->pos, "invalid escape (expected one of "
-				"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)");
-			goto bad;
-		}
-		size_t at = p->pos;
-		long cp = read_u(p);
-		if (cp < 0)
-			goto bad;
-		if (cp >= 0xdc00 && cp <= 0xdfff) {
-			fail_at(p, at, "lone low surrogate in a \\u escape");
-			goto bad;
-		}
-		if (cp >= 0xd800 && cp <= 0xdbff) {
-			if (p->len - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u') {
-				fail_at(p, at, "lone high surrogate in a \\u escape (a low one must follow)");
-				goto bad;
-			}
-			long lo = read_u(p);
-			if (lo < 0)
-				goto bad;
-			if (lo < 0xdc00 || lo > 0xdfff) {
-				fail_at(p, at, "high surrogate not followed by a low surrogate");
-				goto bad;
-			}
-			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-		}
-		if (cp == 0) {
-			fail_at(p, at, "\\u0000 is not allowed (strings cannot hold NUL)");
-			goto bad;
-		}
-		n += put_utf8(out + n, cp);
+/* Outside strings: blanks, a string's opening quote, a token, or one other byte. */
+static void outside_step(struct feed *f, struct piece *p)
+{
+	unsigned char c = f->s[f->pos];
+	if (is_blank(c)) {
+		copy(f, p, 1);
+		return;
 	}
-	p->pos++;
+	settle_string(f, c);
+	if (passed(f))
+		return;
+	if (c == '"') {
+		f->pending_string = f->pos;
+		f->in_string = true;
+	} else if (is_token_byte(c)) {
+		token_step(f, p);
+		return;
+	} else if (c == '[' || c == '{') {
+		open_container(f, f->pos);
+		if (passed(f))
+			return;
+	} else if ((c == ']' || c == '}') && f->depth) {
+		f->depth--;
+	}
+	copy(f, p, 1);
+}
+
+/* The next piece: bytes as they are up to PIECE_MAX (or the end of a run), then maybe an extra.
+ * False when there is nothing more for jansson: the end of the text, or a cap passed. */
+static bool next_piece(struct feed *f, struct piece *p)
+{
+	*p = (struct piece){ .from = f->pos };
+	size_t soft_end = f->len - f->pos > PIECE_MAX ? f->pos + PIECE_MAX : f->len;
+	while (f->pos < soft_end && !p->extra_len && !passed(f)) {
+		if (f->in_string)
+			string_step(f, p);
+		else
+			outside_step(f, p);
+	}
+	if (f->pos >= f->len && !passed(f))
+		settle_string(f, 0);
+	return p->consumed > 0 || p->extra_len > 0;
+}
+
+static size_t piece_len(const struct piece *p)
+{
+	return p->copy + p->extra_len;
+}
+
+/* jansson's json_load_callback_t: the next bytes of the edited text. */
+static size_t feed_jansson(void *buffer, size_t size, void *data)
+{
+	struct feed *f = data;
+	char *out = buffer;
+	size_t n = 0;
+	while (n < size) {
+		if (f->cur_off == piece_len(&f->cur)) {
+			struct piece next;
+			if (!next_piece(f, &next))
+				break;
+			f->cur = next;
+			f->cur_off = 0;
+		}
+		const struct piece *p = &f->cur;
+		if (f->cur_off < p->copy) {
+			size_t k = p->copy - f->cur_off < size - n ? p->copy - f->cur_off : size - n;
+			memcpy(out + n, f->s + p->from + f->cur_off, k);
+			n += k;
+			f->cur_off += k;
+		} else {
+			out[n++] = p->extra[f->cur_off++ - p->copy];
+		}
+	}
+	return n;
+}
+
+/* Where byte pos of the text handed to jansson came from in the caller's: walks the pieces
+ * again (only when there is an error to place). */
+static size_t caller_position(const struct feed *like, size_t pos)
+{
+	struct feed f = *like;
+	f.pos = 0, f.in_string = false, f.depth = f.nodes = 0;
+	f.pending_string = f.stop_at = SIZE_MAX;
+	struct piece p;
+	for (size_t out = 0; next_piece(&f, &p); out += piece_len(&p)) {
+		if (pos < out + p.copy)
+			return p.from + (pos - out);
+		if (pos < out + piece_len(&p))
+			return p.from + p.copy;
+	}
+	return f.pos;
+}
+
+/* The values that start before byte `at` (what a text refused there has spent of a budget). */
+static size_t values_before(const struct feed *like, size_t at)
+{
+	struct feed f = *like;
+	f.pos = 0, f.in_string = false, f.depth = f.nodes = 0;
+	f.pending_string = f.stop_at = SIZE_MAX;
+	f.len = at < f.len ? at : f.len;
+	struct piece p;
+	while (next_piece(&f, &p))
+		;
+	return f.nodes;
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+/* Copies n bytes of s to out (size > 0), each byte that is not printable ASCII as '?'. */
+static void printable(char *out, size_t size, const char *s, size_t n)
+{
+	size_t k = 0;
+	for (; k < n && k + 1 < size; k++) {
+		unsigned char c = (unsigned char)s[k];
+		out[k] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+	}
+	out[k] = '\0';
+}
+
+/* jansson's message is "what near 'token'", "what near end of file" or "what": copies the what
+ * (printable) and returns the token's length (0 when it quotes none). */
+static size_t jansson_what(const json_error_t *je, char *out, size_t size)
+{
+	const char *near = strstr(je->text, " near '");
+	size_t len = strlen(je->text);
+	if (!near || je->text[len - 1] != '\'') {
+		printable(out, size, je->text, len);
+		return 0;
+	}
+	printable(out, size, je->text, (size_t)(near - je->text));
+	return strlen(near + 7) - 1;
+}
+
+/* Fills err with jansson's error, at the byte of the caller's text where jansson saw its
+ * problem: the start of the token it quotes (jansson's position is just after it), shown as the
+ * caller's bytes; for bytes that are not UTF-8, the byte itself. A NUL byte outside strings,
+ * which jansson shows as "end of file", is named as the byte it is. Returns that position. */
+static size_t jansson_error(const struct feed *f, const json_error_t *je, struct diag_err *err)
+{
+	char what[sizeof(je->text)], token[sizeof(je->text)] = "";
+	size_t token_len = jansson_what(je, what, sizeof(what));
+	size_t pos = je->position > 0 ? (size_t)je->position : 0;
+	char *eof = strstr(what, " near end of file");
+	if (token_len && token_len <= pos) {
+		size_t from = caller_position(f, pos - token_len), to = caller_position(f, pos);
+		printable(token, sizeof(token), (const char *)f->s + from, to - from);
+		if (json_error_code(je) != json_error_invalid_utf8)
+			pos -= token_len;
+	} else if (eof && pos >= 1 && caller_position(f, pos - 1) < f->len &&
+		   f->s[caller_position(f, pos - 1)] == '\0') {
+		*eof = '\0';
+		pos--;
+	}
+	size_t at = caller_position(f, pos);
+	if (token[0])
+		diag_fail(err, DIAG_EXIT_USAGE, "at byte %zu: %s near '%s'", at, what, token);
+	else
+		diag_fail(err, DIAG_EXIT_USAGE, "at byte %zu: %s%s", at, what,
+			  eof && !eof[0] ? " near byte 0x00" : "");
+	return at;
+}
+
+/* ---- jansson's tree into struct value ------------------------------------------------------ */
+
+/* A jansson string as a C string: with raw_bytes, each U+FFFF pair turned back into what the
+ * text had (one byte that is not UTF-8, or U+FFFF). */
+static char *string_of(const char *s, size_t len, bool raw_bytes)
+{
+	char *out = xmalloc(len + 1);
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++) {
+		const unsigned char *u = (const unsigned char *)s + i;
+		if (raw_bytes && len - i >= 5 && memcmp(u, RAW_MARK_UTF8, 3) == 0) {
+			if (len - i >= 6 && memcmp(u + 3, RAW_MARK_UTF8, 3) == 0) {
+				memcpy(out + n, RAW_MARK_UTF8, 3);
+				n += 3;
+				i += 5;
+				continue;
+			}
+			if ((u[3] == 0xc6 || u[3] == 0xc7) && (u[4] & 0xc0) == 0x80) {
+				out[n++] = (char)(((u[3] & 0x1f) << 6 | (u[4] & 0x3f)) - 0x100);
+				i += 4;
+				continue;
+			}
+		}
+		out[n++] = s[i];
+	}
 	out[n] = '\0';
 	return out;
-bad:
-	free(out);
-	return NULL;
 }
 
-/* ---- containers ---------------------------------------------------------------------------- */
+static struct value *value_of(json_t *j, bool raw_bytes);
 
-static struct value *parse_value(struct parser *p);
-
-static bool enter(struct parser *p)
+/* Each child leaves jansson's tree once converted (null in its place), so the two trees are
+ * never both whole in memory. */
+static struct value *object_of(json_t *j, bool raw_bytes)
 {
-	if (p->depth >= p->max_depth) {
-		char what[80];
-		snprintf(what, sizeof(what), "nested deeper than %zu levels", p->max_depth);
-		fail_at(p, p->pos, what);
-		return false;
-	}
-	p->depth++;
-	p->pos++; /* the bracket */
-	return true;
-}
-
-static struct value *array(struct parser *p)
-{
-	if (!enter(p))
-		return NULL;
-	struct value *arr = value_arr();
-	skip_ws(p);
-	if (p->pos < p->len && p->s[p->pos] == ']') {
-		p->pos++;
-		p->depth--;
-		return arr;
-	}
-	for (;;) {
-		struct value *item = parse_value(p);
-		if (!item)
-			goto bad;
-		value_arr_push(arr, item);
-		skip_ws(p);
-		if (p->pos < p->len && p->s[p->pos] == ',') {
-			p->pos++;
-			continue;
-		}
-		if (p->pos < p->len && p->s[p->pos] == ']') {
-			p->pos++;
-			p->depth--;
-			return arr;
-		}
-		unexpected(p, "',' or ']'");
-		goto bad;
-	}
-bad:
-	value_free(arr);
-	return NULL;
-}
-
-struct keyref {
-	const char *key;
-	size_t at;
-};
-
-static int keyref_cmp(const void *a, const void *b)
-{
-	const struct keyref *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	return c ? c : (x->at > y->at) - (x->at < y->at);
-}
-
-/* Duplicate keys, found by sorting (n log n, whatever the keys). Returns false on one. */
-static bool keys_unique(struct parser *p, const struct value *obj, const size_t *offsets)
-{
-	size_t n = obj->obj.len;
-	if (n < 2)
-		return true;
-	struct keyref *r = xmalloc(n * sizeof(*r));
-	for (size_t i = 0; i < n; i++)
-		r[i] = (struct keyref){ obj->obj.keys[i], offsets[i] };
-	qsort(r, n, sizeof(*r), keyref_cmp);
-	bool ok = true;
-	for (size_t i = 1; i < n && ok; i++) {
-		if (strcmp(r[i - 1].key, r[i].key) == 0) {
-			fail_at(p, r[i].at, "duplicate key in an object");
-			ok = false;
-		}
-	}
-	free(r);
-	return ok;
-}
-
-static void obj_append(struct value *obj, size_t **offsets, char *key, size_t at, struct value *val)
-{
-	if (obj->obj.len == obj->obj.cap) {
-		obj->obj.cap = obj->obj.cap ? obj->obj.cap * 2 : 8;
-		obj->obj.keys = xrealloc(obj->obj.keys, obj->obj.cap * sizeof(char *));
-		obj->obj.vals = xrealloc(obj->obj.vals, obj->obj.cap * sizeof(struct value *));
-		*offsets = xrealloc(*offsets, obj->obj.cap * sizeof(size_t));
-	}
-	(*offsets)[obj->obj.len] = at;
-	obj->obj.keys[obj->obj.len] = key;
-	obj->obj.vals[obj->obj.len] = val;
-	obj->obj.len++;
-}
-
-static struct value *object(struct parser *p)
-{
-	if (!enter(p))
-		return NULL;
 	struct value *obj = value_obj();
-	size_t *offsets = NULL;
-	skip_ws(p);
-	if (p->pos < p->len && p->s[p->pos] == '}') {
-		p->pos++;
-		p->depth--;
+	size_t n = json_object_size(j);
+	if (!n)
 		return obj;
+	/* Filled directly: value_obj_set looks each key up, quadratic in the keys, and jansson has
+	 * refused duplicates already. */
+	obj->obj.keys = xmalloc(n * sizeof(char *));
+	obj->obj.vals = xmalloc(n * sizeof(struct value *));
+	obj->obj.cap = n;
+	for (void *it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+		const char *key = json_object_iter_key(it);
+		obj->obj.keys[obj->obj.len] = string_of(key, strlen(key), raw_bytes);
+		obj->obj.vals[obj->obj.len] = value_of(json_object_iter_value(it), raw_bytes);
+		obj->obj.len++;
+		json_object_iter_set_new(j, it, json_null());
 	}
-	for (;;) {
-		skip_ws(p);
-		if (p->pos >= p->len || p->s[p->pos] != '"') {
-			unexpected(p, "a string key");
-			goto bad;
-		}
-		size_t at = p->pos;
-		char *key = string(p);
-		if (!key)
-			goto bad;
-		skip_ws(p);
-		if (p->pos >= p->len || p->s[p->pos] != ':') {
-			free(key);
-			unexpected(p, "':'");
-			goto bad;
-		}
-		p->pos++;
-		struct value *val = parse_value(p);
-		if (!val) {
-			free(key);
-			goto bad;
-		}
-		obj_append(obj, &offsets, key, at, val);
-		skip_ws(p);
-		if (p->pos < p->len && p->s[p->pos] == ',') {
-			p->pos++;
-			continue;
-		}
-		if (p->pos < p->len && p->s[p->pos] == '}') {
-			p->pos++;
-			p->depth--;
-			if (!keys_unique(p, obj, offsets))
-				goto bad;
-			free(offsets);
-			return obj;
-		}
-		unexpected(p, "',' or '}'");
-		goto bad;
-	}
-bad:
-	free(offsets);
-	value_free(obj);
-	return NULL;
+	return obj;
 }
 
-static struct value *parse_value(struct parser *p)
+static struct value *array_of(json_t *j, bool raw_bytes)
 {
-	skip_ws(p);
-	if (p->pos >= p->len)
-		return unexpected(p, "a value");
-	if (!count_node(p))
-		return NULL;
-	switch (p->s[p->pos]) {
-	case '{': return object(p);
-	case '[': return array(p);
-	case '"': {
-		char *s = string(p);
-		return s ? value_str_take(s) : NULL;
+	struct value *arr = value_arr();
+	size_t n = json_array_size(j);
+	if (!n)
+		return arr;
+	arr->arr.items = xmalloc(n * sizeof(struct value *));
+	arr->arr.cap = n;
+	for (size_t i = 0; i < n; i++) {
+		arr->arr.items[arr->arr.len++] = value_of(json_array_get(j, i), raw_bytes);
+		json_array_set_new(j, i, json_null());
 	}
-	case 't': return literal(p, "true", make_true);
-	case 'f': return literal(p, "false", make_false);
-	case 'n': return literal(p, "null", value_null);
-	default:
-		if (p->s[p->pos] == '-' || (p->s[p->pos] >= '0' && p->s[p->pos] <= '9'))
-			return number(p);
-		return unexpected(p, "a value");
+	return arr;
+}
+
+/* Recursion: no deeper than the feed let jansson go (max_depth). */
+static struct value *value_of(json_t *j, bool raw_bytes)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT: return object_of(j, raw_bytes);
+	case JSON_ARRAY: return array_of(j, raw_bytes);
+	case JSON_STRING:
+		return value_str_take(string_of(json_string_value(j), json_string_length(j), raw_bytes));
+	case JSON_INTEGER: return value_int(json_integer_value(j));
+	case JSON_REAL: return value_num(json_real_value(j));
+	case JSON_TRUE: return value_bool(true);
+	case JSON_FALSE: return value_bool(false);
+	default: return value_null();
 	}
 }
+
+/* ---- the reader ---------------------------------------------------------------------------- */
 
 struct value *json_parse(const char *text, size_t len, const struct json_limits *lim,
 			 struct diag_err *err)
 {
-	struct parser p = {
-		.s = (const unsigned char *)text, .len = text ? len : 0, .err = err,
-		.max_depth = lim && lim->max_depth ? lim->max_depth : JSON_DEFAULT_MAX_DEPTH,
-		.max_nodes = lim ? lim->max_nodes : 0, .raw_bytes = lim && lim->raw_bytes,
-	};
-	struct value *v = parse_value(&p);
-	if (lim && lim->nodes_used)
-		*lim->nodes_used = p.nodes;
-	if (!v)
+	struct feed f;
+	feed_init(&f, text, len, lim);
+	if (f.len > INT_MAX) { /* jansson's error positions are ints */
+		diag_fail(err, DIAG_EXIT_USAGE, "at byte 0: over the %d bytes a JSON text may have", INT_MAX);
+		if (lim && lim->nodes_used)
+			*lim->nodes_used = 0;
 		return NULL;
-	skip_ws(&p);
-	if (p.pos < p.len) {
-		value_free(v);
-		return unexpected(&p, "end of input after the value");
 	}
+	json_error_t je;
+	json_t *j = json_load_callback(feed_jansson, &f, JANSSON_FLAGS, &je);
+	struct diag_err jansson_err = { 0 };
+	size_t at = j ? SIZE_MAX : jansson_error(&f, &je, &jansson_err), used = f.nodes;
+	struct value *v = NULL;
+	if (j && !passed(&f)) {
+		v = value_of(j, f.raw_bytes);
+	} else if (!j && (!passed(&f) || at < f.stop_at)) {
+		if (err)
+			*err = jansson_err;
+		used = values_before(&f, at);
+	} else {
+		diag_fail(err, DIAG_EXIT_USAGE, "at byte %zu: %s", f.stop_at, f.why);
+	}
+	json_decref(j);
+	if (lim && lim->nodes_used)
+		*lim->nodes_used = used;
 	return v;
 }

@@ -1,5 +1,5 @@
-/* sha256.h — SHA-256 (FIPS 180-4) of a buffer or a file, as lowercase hex.
- * Owns: only the digest; used for the recipe hash in reports (and approvals later).
+/* sha256.h — SHA-256 (FIPS 180-4) of a buffer or a file, as lowercase hex (computed by nettle).
+ * Owns: only the digest; used for the recipe hash in reports and for every approval.
  * Must not: allocate or keep state between calls.
  */
 #ifndef DIAG_SHA256_H

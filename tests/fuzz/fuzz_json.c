@@ -1,4 +1,4 @@
-/* fuzz_json.c — libFuzzer harness for the JSON reader (engine/results/json_parse.c).
+/* fuzz_json.c — libFuzzer harness for the JSON reader (engine/results/json_parse.c, on jansson).
  *
  * Each input is JSON text, parsed twice: strictly (UTF-8 checked) and with raw_bytes. Contract:
  * no crash, leak, undefined behaviour, deep recursion or read past the input's length (an
@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct diag_err err = { 0 };
 		struct value *back = json_parse(text, len, &strict, &err);
 		if (!back)
-			CHECK(strstr(err.msg, "duplicate key") != NULL);
+			CHECK(strstr(err.msg, "duplicate object key") != NULL);
 		value_free(back);
 		free(text);
 	}

@@ -1,6 +1,8 @@
-/* test_json.c — the strict JSON reader (engine/results/json_parse.c): what value_write_json writes reads
- * back the same, numbers keep their type, escapes and surrogate pairs decode, and malformed text
- * is refused with the byte offset of the problem. No root, no files.
+/* test_json.c — the strict JSON reader (engine/results/json_parse.c, on jansson): what
+ * value_write_json writes reads back the same, numbers keep their type, escapes and surrogate
+ * pairs decode, duplicate keys and nesting past max_depth are refused, raw_bytes brings back the
+ * bytes that are not UTF-8, and malformed text is refused with the byte offset of the problem
+ * (the start of the token jansson quotes). No root, no files.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,20 +129,20 @@ static void test_numbers(void **state)
 	assert_true(v->arr.items[1]->i == INT64_MIN);
 	value_free(v);
 
-	refuse("01", "at byte 0: leading zero");
-	refuse("-01", "at byte 1: leading zero");
-	refuse("-", "at byte 1: expected a digit, found end of input");
-	refuse("1.", "at byte 2: expected a digit after '.'");
-	refuse(".5", "at byte 0: expected a value, found '.'");
-	refuse("+1", "at byte 0: expected a value");
-	refuse("1e", "at byte 2: expected a digit in the exponent");
-	refuse("1e+", "at byte 3: expected a digit in the exponent");
-	refuse("NaN", "at byte 0: expected a value");
-	refuse("Infinity", "at byte 0: expected a value");
-	refuse("-Infinity", "at byte 1: expected a digit");
-	refuse("1e400", "at byte 0: number out of range");
-	refuse("[1, -1e999]", "at byte 4: number out of range");
-	refuse("0x10", "at byte 1: expected end of input");
+	refuse("01", "at byte 0: invalid token near '0'");
+	refuse("-01", "at byte 0: invalid token near '-0'");
+	refuse("-", "at byte 0: invalid token near '-'");
+	refuse("1.", "at byte 0: invalid token near '1.'");
+	refuse(".5", "at byte 0: invalid token near '.'");
+	refuse("+1", "at byte 0: invalid token near '+'");
+	refuse("1e", "at byte 0: invalid token near '1e'");
+	refuse("1e+", "at byte 0: invalid token near '1e+'");
+	refuse("NaN", "at byte 0: invalid token");
+	refuse("Infinity", "at byte 0: invalid token");
+	refuse("-Infinity", "at byte 0: invalid token near '-'");
+	refuse("1e400", "at byte 0: real number overflow");
+	refuse("[1, -1e999]", "at byte 4: real number overflow");
+	refuse("0x10", "at byte 1: end of file expected near 'x'");
 }
 
 static void test_strings(void **state)
@@ -152,32 +154,32 @@ static void test_strings(void **state)
 	assert_string_equal(v->arr.items[2]->s, "\xf0\x9f\x98\x80");
 	value_free(v);
 
-	refuse("\"abc", "at byte 0: unterminated string");
-	refuse("\"abc\\\"", "at byte 0: unterminated string");
-	refuse("\"a\\x\"", "at byte 2: invalid escape");
-	refuse("\"a\\'\"", "at byte 2: invalid escape");
-	refuse("\"\\u12\"", "at byte 1: \\u must be followed by 4 hex digits");
-	refuse("\"\\u12g4\"", "at byte 1: \\u must be followed by 4 hex digits");
-	refuse("\"\\u", "unterminated string");
+	refuse("\"abc", "at byte 0: premature end of input");
+	refuse("\"abc\\\"", "at byte 0: premature end of input");
+	refuse("\"a\\x\"", "at byte 0: invalid escape near '\"a\\x'");
+	refuse("\"a\\'\"", "at byte 0: invalid escape");
+	refuse("\"\\u12\"", "at byte 0: invalid escape");
+	refuse("\"\\u12g4\"", "at byte 0: invalid escape near '\"\\u12g'");
+	refuse("\"\\u", "at byte 0: invalid escape");
 	/* surrogates */
-	refuse("\"\\ud800\"", "at byte 1: lone high surrogate");
-	refuse("\"x\\ud800x\"", "at byte 2: lone high surrogate");
-	refuse("\"\\udc00\"", "at byte 1: lone low surrogate");
-	refuse("\"\\ud800\\u0041\"", "at byte 1: high surrogate not followed by a low surrogate");
-	refuse("\"\\ud800\\ud800\"", "at byte 1: high surrogate not followed by a low surrogate");
+	refuse("\"\\ud800\"", "at byte 0: invalid Unicode '\\uD800'");
+	refuse("\"x\\ud800x\"", "at byte 0: invalid Unicode '\\uD800'");
+	refuse("\"\\udc00\"", "at byte 0: invalid Unicode '\\uDC00'");
+	refuse("\"\\ud800\\u0041\"", "at byte 0: invalid Unicode '\\uD800\\u0041'");
+	refuse("\"\\ud800\\ud800\"", "at byte 0: invalid Unicode '\\uD800\\uD800'");
 	/* NUL: never silently cut */
-	refuse("\"a\\u0000b\"", "at byte 2: \\u0000 is not allowed");
-	refuse("{\"k\\u0000\":1}", "at byte 3: \\u0000 is not allowed");
-	refuse_n("\"a\0b\"", 5, NULL, "at byte 2: control character in a string");
-	refuse_n("[1]\0", 4, NULL, "at byte 3: expected end of input after the value, found byte 0x00");
-	refuse("\"tab\there\"", "at byte 4: control character");
-	refuse("\"nl\n\"", "at byte 3: control character");
+	refuse("\"a\\u0000b\"", "at byte 0: \\u0000 is not allowed");
+	refuse("{\"k\\u0000\":1}", "at byte 1: NUL byte in object key not supported");
+	refuse_n("\"a\0b\"", 5, NULL, "at byte 0: control character 0x0");
+	refuse_n("[1]\0", 4, NULL, "at byte 3: end of file expected near byte 0x00");
+	refuse("\"tab\there\"", "at byte 0: control character 0x9");
+	refuse("\"nl\n\"", "at byte 0: unexpected newline");
 	/* UTF-8: strict by default, bytes kept as they are with raw_bytes */
 	static const char *const bad[] = { "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
 					   "\"\xf4\x90\x80\x80\"", "\"\xe2\x86\"", "\"\x80\"" };
 	struct json_limits raw = { .raw_bytes = true };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		refuse(bad[i], "at byte 1: invalid UTF-8 in a string");
+		refuse(bad[i], "at byte 1: unable to decode byte 0x");
 		v = parse(bad[i], &raw);
 		assert_int_equal(strlen(v->s), strlen(bad[i]) - 2);
 		assert_memory_equal(v->s, bad[i] + 1, strlen(bad[i]) - 2);
@@ -199,33 +201,33 @@ static void test_structure(void **state)
 	v = parse("\"top-level scalar\"", NULL);
 	value_free(v);
 
-	refuse("", "at byte 0: expected a value, found end of input");
-	refuse("  ", "at byte 2: expected a value, found end of input");
-	refuse("{\"a\":1} x", "at byte 8: expected end of input after the value, found 'x'");
-	refuse("[1] [2]", "at byte 4: expected end of input");
-	refuse("[1,]", "at byte 3: expected a value, found ']'");
-	refuse("[1 2]", "at byte 3: expected ',' or ']', found '2'");
-	refuse("[", "at byte 1: expected a value, found end of input");
-	refuse("{\"a\":1,}", "at byte 7: expected a string key, found '}'");
-	refuse("{a:1}", "at byte 1: expected a string key, found 'a'");
-	refuse("{'a':1}", "at byte 1: expected a string key");
-	refuse("{\"a\" 1}", "at byte 5: expected ':', found '1'");
-	refuse("{\"a\":1 \"b\":2}", "at byte 7: expected ',' or '}'");
-	refuse("{\"a\":1,\"b\":2,\"a\":3}", "at byte 13: duplicate key");
-	refuse("tru", "at byte 0: expected a value");
-	refuse("nul", "at byte 0: expected a value");
-	refuse("True", "at byte 0: expected a value, found 'T'");
-	refuse("\xef\xbb\xbf{}", "at byte 0: expected a value, found byte 0xef"); /* no BOM */
-	refuse("[1] // comment", "at byte 4: expected end of input");
-	refuse("/* c */ 1", "at byte 0: expected a value, found '/'");
-	refuse("[\v1]", "at byte 1: expected a value, found byte 0x0b");
+	refuse("", "at byte 0: unexpected token near end of file");
+	refuse("  ", "at byte 2: unexpected token near end of file");
+	refuse("{\"a\":1} x", "at byte 8: end of file expected near 'x'");
+	refuse("[1] [2]", "at byte 4: end of file expected");
+	refuse("[1,]", "at byte 3: unexpected token near ']'");
+	refuse("[1 2]", "at byte 3: ']' expected near '2'");
+	refuse("[", "at byte 1: ']' expected near end of file");
+	refuse("{\"a\":1,}", "at byte 7: string or '}' expected near '}'");
+	refuse("{a:1}", "at byte 1: string or '}' expected near 'a'");
+	refuse("{'a':1}", "at byte 1: string or '}' expected");
+	refuse("{\"a\" 1}", "at byte 5: ':' expected near '1'");
+	refuse("{\"a\":1 \"b\":2}", "at byte 7: '}' expected near '\"b\"'");
+	refuse("{\"a\":1,\"b\":2,\"a\":3}", "at byte 13: duplicate object key near '\"a\"'");
+	refuse("tru", "at byte 0: invalid token near 'tru'");
+	refuse("nul", "at byte 0: invalid token near 'nul'");
+	refuse("True", "at byte 0: invalid token near 'True'");
+	refuse("\xef\xbb\xbf{}", "at byte 0: invalid token near '?\?\?'"); /* no BOM */
+	refuse("[1] // comment", "at byte 4: end of file expected near '/'");
+	refuse("/* c */ 1", "at byte 0: invalid token near '/'");
+	refuse("[\v1]", "at byte 1: invalid token near '?'");
 
 	/* the length given is the end, whatever follows in memory */
 	struct diag_err err = { 0 };
 	v = json_parse("[1]garbage", 3, NULL, &err);
 	assert_non_null(v);
 	value_free(v);
-	refuse_n("[1]", 2, NULL, "at byte 2: expected ',' or ']', found end of input");
+	refuse_n("[1]", 2, NULL, "at byte 2: ']' expected near end of file");
 	v = json_parse(NULL, 0, NULL, &err);
 	assert_null(v);
 }
@@ -254,7 +256,7 @@ static void test_limits(void **state)
 	memset(deep, '[', n);
 	refuse_n(deep, n, NULL, "nested deeper than 64 levels");
 	memset(deep, '{', n);
-	refuse_n(deep, n, NULL, "expected a string key");
+	refuse_n(deep, n, NULL, "at byte 1: string or '}' expected near '{'");
 	free(deep);
 	struct json_limits lim = { .max_depth = 2 };
 	refuse_n("[[[]]]", 6, &lim, "at byte 2: nested deeper than 2 levels");
@@ -297,8 +299,125 @@ static void test_many_keys(void **state)
 	fclose(f);
 	v = json_parse(buf, len, NULL, &err);
 	assert_null(v);
-	assert_non_null(strstr(err.msg, "duplicate key"));
+	assert_non_null(strstr(err.msg, "duplicate object key"));
 	free(buf);
+}
+
+/* Duplicate keys are refused wherever they are, compared after escapes are decoded; with
+ * raw_bytes, keys that differ only in bytes that are not UTF-8 stay different. */
+static void test_duplicate_keys(void **state)
+{
+	(void)state;
+	refuse("{\"a\":1,\"a\":1}", "at byte 7: duplicate object key");
+	refuse("[{}, {\"x\":{\"k\":1,\"k\":2}}]", "at byte 17: duplicate object key");
+	refuse("{\"a\":1,\"\\u0061\":2}", "at byte 7: duplicate object key");
+	refuse("{\"\xc3\xa9\":1,\"\\u00e9\":2}", "at byte 8: duplicate object key");
+	struct value *v = parse("{\"a\":{\"a\":{\"a\":1}}, \"b\":{\"a\":2}}", NULL);
+	assert_int_equal(v->obj.len, 2);
+	value_free(v);
+
+	struct json_limits raw = { .raw_bytes = true };
+	v = parse("{\"\xff\":1,\"\xfe\":2,\"\\uffff\":3,\"\xef\xbf\xbf\xff\":4}", &raw);
+	assert_int_equal(v->obj.len, 4);
+	assert_string_equal(v->obj.keys[0], "\xff");
+	assert_string_equal(v->obj.keys[1], "\xfe");
+	assert_string_equal(v->obj.keys[2], "\xef\xbf\xbf");
+	assert_string_equal(v->obj.keys[3], "\xef\xbf\xbf\xff");
+	value_free(v);
+	refuse_n("{\"\xff\":1,\"\xff\":2}", 15, &raw, "at byte 7: duplicate object key near '\"?\"'");
+	refuse_n("{\"\\uffff\":1,\"\xef\xbf\xbf\":2}", 23, &raw, "at byte 12: duplicate object key");
+}
+
+/* max_depth is ours, checked before jansson reads: jansson's own bound (JSON_PARSER_MAX_DEPTH,
+ * 2048 values deep) is never what refuses, and a larger max_depth is held below it. */
+static void test_depth_bounds(void **state)
+{
+	(void)state;
+	size_t n = 5000;
+	char *text = malloc(2 * n + 1);
+	struct json_limits lim = { .max_depth = 100000 };
+	for (size_t depth = 2046; depth <= 2048; depth++) {
+		memset(text, '[', depth);
+		text[depth] = '1';
+		memset(text + depth + 1, ']', depth);
+		struct diag_err err = { 0 };
+		struct value *v = json_parse(text, 2 * depth + 1, &lim, &err);
+		if (depth < 2048) {
+			assert_non_null(v);
+			value_free(v);
+		} else {
+			assert_null(v);
+			assert_string_equal(err.msg, "at byte 2047: nested deeper than 2047 levels");
+		}
+	}
+	free(text);
+	/* brackets in strings are not nesting */
+	lim = (struct json_limits){ .max_depth = 1 };
+	struct value *v = parse("[\"[[[{{{\", \"\\\"[[\"]", &lim);
+	value_free(v);
+	/* a syntax error before the level too deep is the one named */
+	refuse_n("[1 [[[", 6, &(struct json_limits){ .max_depth = 2 }, "at byte 3: ']' expected");
+	refuse_n("[[1],[[2]]]", 11, &(struct json_limits){ .max_depth = 2 },
+		 "at byte 6: nested deeper than 2 levels");
+}
+
+/* Integers past int64_t are read as doubles (jansson alone refuses them), and positions after
+ * one are still the caller's. */
+static void test_big_integers(void **state)
+{
+	(void)state;
+	struct value *v = parse("{\"a\":[18446744073709551616,-18446744073709551616,1]}", NULL);
+	const struct value *a = value_get(v, "a");
+	assert_int_equal(a->arr.items[0]->type, V_NUM);
+	assert_true(a->arr.items[0]->n == 18446744073709551616.0);
+	assert_true(a->arr.items[1]->n == -18446744073709551616.0);
+	assert_int_equal(a->arr.items[2]->type, V_INT);
+	value_free(v);
+	refuse("[99999999999999999999, x]", "at byte 23: invalid token near 'x'");
+	refuse("[99999999999999999999x]", "at byte 1: too big integer"); /* not a number */
+}
+
+/* raw_bytes, the verdict child's pipe: bytes that are not UTF-8 come back as they were, U+FFFF
+ * (the mark jansson is handed them with) too, and error positions are the caller's. */
+static void test_raw_bytes_wire(void **state)
+{
+	(void)state;
+	struct json_limits raw = { .raw_bytes = true };
+	const char *text = "[\"\xef\xbf\xbf\\uFFFF\xff\", \"\\uffff\\u0180\", "
+			   "\"a\x80\xc3\xa9\xed\xa0\x80z\"]";
+	struct value *v = parse(text, &raw);
+	assert_string_equal(v->arr.items[0]->s, "\xef\xbf\xbf\xef\xbf\xbf\xff");
+	assert_string_equal(v->arr.items[1]->s, "\xef\xbf\xbf\xc6\x80");
+	assert_string_equal(v->arr.items[2]->s, "a\x80\xc3\xa9\xed\xa0\x80z");
+	value_free(v);
+	/* what the strict reader accepts reads the same with raw_bytes */
+	v = parse("[\"\xef\xbf\xbf\\uffff\"]", NULL);
+	struct value *w = parse("[\"\xef\xbf\xbf\\uffff\"]", &raw);
+	assert_string_equal(v->arr.items[0]->s, w->arr.items[0]->s);
+	value_free(v);
+	value_free(w);
+	refuse_n("[\"\xff\xfe\", x]", 10, &raw, "at byte 7: invalid token near 'x'");
+	refuse_n("[\"\xff\\q\"]", 8, &raw, "at byte 1: invalid escape");
+	refuse_n("[\xff]", 3, &raw, "at byte 1: unable to decode byte 0xff");
+	refuse_n("\"\\u0000\"", 8, &raw, "at byte 0: \\u0000 is not allowed");
+}
+
+/* nodes_used: the values read, the cap when the cap stopped the read, and the values before the
+ * problem when the text is refused. */
+static void test_nodes_used(void **state)
+{
+	(void)state;
+	size_t used = 0;
+	struct json_limits lim = { .nodes_used = &used };
+	struct value *v = parse("{\"a\":[1,\"s\",{}],\"b\":null}", &lim);
+	assert_int_equal(used, 6);
+	value_free(v);
+	lim.max_nodes = 4;
+	refuse_n("{\"a\":[1,\"s\",{}],\"b\":null}", 25, &lim, "at byte 12: more than 4 values");
+	assert_int_equal(used, 4);
+	lim.max_nodes = 0;
+	refuse_n("[1,2,3,x]", 9, &lim, "at byte 7: invalid token");
+	assert_int_equal(used, 4);
 }
 
 int main(void)
@@ -310,6 +429,11 @@ int main(void)
 		cmocka_unit_test(test_structure),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_many_keys),
+		cmocka_unit_test(test_duplicate_keys),
+		cmocka_unit_test(test_depth_bounds),
+		cmocka_unit_test(test_big_integers),
+		cmocka_unit_test(test_raw_bytes_wire),
+		cmocka_unit_test(test_nodes_used),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
