@@ -29,6 +29,7 @@
 #include "pprof.h"
 #include "preflight.h"
 #include "recipe.h"
+#include "recipe_find.h"
 #include "report.h"
 #include "session.h"
 #include "sha256.h"

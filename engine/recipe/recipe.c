@@ -1,4 +1,4 @@
-/* recipe.c — loads one recipe file (schemas/recipe.md) and finds recipes on disk.
+/* recipe.c — loads one recipe file (schemas/recipe.md).
  *
  * Owns: reading a recipe, in passes over the same bytes: (1) a libyaml event scan refuses
  * invalid YAML, anchors/aliases, complex keys, deep nesting, several documents, a top level
@@ -6,7 +6,7 @@
  * (3) libcyaml loads the fixed schema into struct recipe, its errors rebuilt into one line from
  * its log backtrace plus the document's line numbers; (4) the document again gives entry lines,
  * the free-form `options`/`thresholds`, strict number text; then the semantic rules, including
- * typed parameters and that every "${NAME}" names one. Also where recipes are found.
+ * typed parameters and that every "${NAME}" names one. Finding recipes is recipe_find.c's.
  * Must not: print, keep global state, or know which probe kinds or options exist (plan.c does).
  * Every error is one line, "PATH:LINE: FIELD: message", with DIAG_EXIT_USAGE.
  */
@@ -25,10 +25,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <yaml.h>
-
-#ifndef DIAG_SHARE_DIR
-#define DIAG_SHARE_DIR "/usr/local/share/diagnose"
-#endif
 
 #define RECIPE_MAX_BYTES (1u << 20) /* recipes are a few KiB; refuse anything absurd */
 #define RECIPE_MAX_DEPTH 16         /* the schema needs 4 levels */
@@ -231,8 +227,7 @@ static int fail_line(struct loader *L, unsigned line, const char *field, const c
 	return -1;
 }
 
-/* "text" for messages, cut short when long. */
-static const char *quote(char *buf, size_t len, const char *text)
+const char *recipe_quote(char *buf, size_t len, const char *text)
 {
 	size_t n = strlen(text), cut = 37;
 	while (n > 40 && cut && ((unsigned char)text[cut] & 0xc0) == 0x80) /* not mid-character */
@@ -262,7 +257,7 @@ static const char *describe(const yaml_node_t *n, char *buf, size_t len)
 		return "a mapping";
 	if (n->type == YAML_SEQUENCE_NODE)
 		return "a sequence";
-	return n->data.scalar.length ? quote(buf, len, scalar(n)) : "an empty value";
+	return n->data.scalar.length ? recipe_quote(buf, len, scalar(n)) : "an empty value";
 }
 
 /* Follows steps from the document root (keys are unique: check_duplicates ran). Returns the node
@@ -426,7 +421,7 @@ static int scan_node(struct loader *L, struct frame *f, unsigned *depth, const y
 		return fail_line(L, line, path, "YAML %s are not allowed (found %c%s)",
 				 ev->type == YAML_ALIAS_EVENT ? "aliases" : "anchors",
 				 ev->type == YAML_ALIAS_EVENT ? '*' : '&',
-				 quote(q, sizeof(q), (const char *)anchor));
+				 recipe_quote(q, sizeof(q), (const char *)anchor));
 	if (map || seq) {
 		if (d == RECIPE_MAX_DEPTH)
 			return fail_line(L, line, path, "nested too deeply");
@@ -669,13 +664,13 @@ static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schem
 	    (!all_digits(text) || (text[0] == '0' && text[1])))
 		return fail_line(L, node_line(node), path,
 				 "expected an unsigned integer, got %s (decimal digits only)",
-				 quote(q, sizeof(q), text));
+				 recipe_quote(q, sizeof(q), text));
 	if (v->type == CYAML_FLOAT && text) {
 		double d;
 		if (!decimal_number(text, false, &d))
 			return fail_line(L, node_line(node), path,
 					 "expected a number, got %s (decimal notation only)",
-					 quote(q, sizeof(q), text));
+					 recipe_quote(q, sizeof(q), text));
 	}
 	if (v->type == CYAML_SEQUENCE && node->type == YAML_SEQUENCE_NODE) {
 		unsigned i = 0;
@@ -923,21 +918,21 @@ static int check_next(struct loader *L, const struct recipe *r)
 		snprintf(path, sizeof(path), "next[%u].verdict", i);
 		if (!chars_ok(n->verdict, strlen(n->verdict), "-_"))
 			return fail_path(L, path, "expected a verdict id ([a-z0-9_-]+), got %s",
-					 quote(q, sizeof(q), n->verdict));
+					 recipe_quote(q, sizeof(q), n->verdict));
 		for (unsigned k = 0; k < i; k++)
 			if (!strcmp(r->next[k].verdict, n->verdict))
 				return fail_path(L, path, "verdict %s has a follow-up already (next[%u])",
-						 quote(q, sizeof(q), n->verdict), k);
+						 recipe_quote(q, sizeof(q), n->verdict), k);
 		snprintf(path, sizeof(path), "next[%u].recipe", i);
 		if (!chars_ok(n->recipe, strlen(n->recipe), "-"))
 			return fail_path(L, path, "expected a recipe name ([a-z0-9-]+, never a path), got %s",
-					 quote(q, sizeof(q), n->recipe));
+					 recipe_quote(q, sizeof(q), n->recipe));
 		for (unsigned k = 0; k < n->n_params; k++) {
 			const char *p = n->params[k], *eq = strchr(p, '=');
 			snprintf(path, sizeof(path), "next[%u].params[%u]", i, k);
 			if (!eq || !chars_ok(p, (size_t)(eq - p), "_") || !eq[1])
 				return fail_path(L, path, "expected NAME=VALUE (NAME [a-z0-9_]+), got %s",
-						 quote(q, sizeof(q), p));
+						 recipe_quote(q, sizeof(q), p));
 			if ((eq - p == 3 && !strncmp(p, "pid", 3)) || (eq - p == 8 && !strncmp(p, "duration", 8)))
 				return fail_path(L, path, "%.*s: a chain keeps its target, and each stage its own "
 						 "duration", (int)(eq - p), p);
@@ -946,7 +941,7 @@ static int check_next(struct loader *L, const struct recipe *r)
 				    !chars_ok(ref + 10, (size_t)(strchr(ref, '}') - ref - 10), "_") ||
 				    ref != eq + 1 || strchr(ref, '}')[1]))
 				return fail_path(L, path, "a value is literal text or exactly ${verdict.KEY} "
-						 "(the verdict's next.params.KEY), got %s", quote(q, sizeof(q), eq + 1));
+						 "(the verdict's next.params.KEY), got %s", recipe_quote(q, sizeof(q), eq + 1));
 		}
 	}
 	return 0;
@@ -961,22 +956,22 @@ static int check_params(struct loader *L, const struct recipe *r)
 #define AT(field) (snprintf(path, sizeof(path), "params[%u].%s", i, field), path)
 		if (!matches(p->name, "_"))
 			return fail_path(L, AT("name"), "must match [a-z0-9_]+, got %s",
-					 quote(q, sizeof(q), p->name));
+					 recipe_quote(q, sizeof(q), p->name));
 		if (!strcmp(p->name, "pid") || !strcmp(p->name, "duration"))
 			return fail_path(L, AT("name"), "%s is built in (--pid, --duration)", p->name);
 		if (recipe_param_find(r, p->name) != p)
-			return fail_path(L, AT("name"), "duplicate parameter %s", quote(q, sizeof(q), p->name));
+			return fail_path(L, AT("name"), "duplicate parameter %s", recipe_quote(q, sizeof(q), p->name));
 		if (p->min && !parse_int64(p->min, &lo))
-			return fail_path(L, AT("min"), "expected an integer, got %s", quote(q, sizeof(q), p->min));
+			return fail_path(L, AT("min"), "expected an integer, got %s", recipe_quote(q, sizeof(q), p->min));
 		if (p->max && !parse_int64(p->max, &hi))
-			return fail_path(L, AT("max"), "expected an integer, got %s", quote(q, sizeof(q), p->max));
+			return fail_path(L, AT("max"), "expected an integer, got %s", recipe_quote(q, sizeof(q), p->max));
 		if ((p->min || p->max) && (p->type == PARAM_STRING || p->type == PARAM_SYMBOL))
 			return fail_path(L, AT("min"), "only integer, pid and duration parameters have bounds");
 		if (p->min && p->max && lo > hi)
 			return fail_path(L, AT("max"), "%s is below min %s", p->max, p->min);
 		const char *why = p->dflt ? recipe_param_check(p, p->dflt) : NULL;
 		if (why)
-			return fail_path(L, AT("default"), "%s: %s", quote(q, sizeof(q), p->dflt), why);
+			return fail_path(L, AT("default"), "%s: %s", recipe_quote(q, sizeof(q), p->dflt), why);
 #undef AT
 	}
 	return 0;
@@ -1027,7 +1022,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 #define AT(field) (snprintf(path, sizeof(path), "probes[%u].%s", i, field), path)
 	if (!matches(p->id, "_-"))
 		return fail_path(L, AT("id"), "must match [a-z0-9_-]+, got %s",
-				 quote(q, sizeof(q), p->id));
+				 recipe_quote(q, sizeof(q), p->id));
 	if (blank(p->kind))
 		return fail_path(L, AT("kind"), "must not be blank");
 	char ref[64];
@@ -1035,7 +1030,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 	    !recipe_param_ref(f->pid, ref, sizeof(ref)))
 		return fail_path(L, AT("filters.pid"),
 				 "expected \"target\" or a positive integer, got %s",
-				 quote(q, sizeof(q), f->pid));
+				 recipe_quote(q, sizeof(q), f->pid));
 	if (f->pid && !strcmp(f->pid, "target") && r->target == RECIPE_TARGET_NONE)
 		return fail_path(L, AT("filters.pid"),
 				 "\"target\" needs `target: pid` or `target: optional-pid` at the top level");
@@ -1045,7 +1040,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 				 "(only its runs may have a target or not)");
 	if (f->tid && !is_pid(f->tid))
 		return fail_path(L, AT("filters.tid"), "expected a positive integer, got %s",
-				 quote(q, sizeof(q), f->tid));
+				 recipe_quote(q, sizeof(q), f->tid));
 	for (unsigned a = 0; a < p->n_attach; a++)
 		if (blank(p->attach[a])) {
 			snprintf(path, sizeof(path), "probes[%u].attach[%u]", i, a);
@@ -1060,17 +1055,17 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 	char q[64];
 	if (!recipe_name_ok(r->name))
 		return fail_path(L, "name", "must match [a-z0-9-]+, got %s",
-				 quote(q, sizeof(q), r->name));
+				 recipe_quote(q, sizeof(q), r->name));
 	if (blank(r->symptom))
 		return fail_path(L, "symptom", "must not be blank");
 	if (blank(r->summary))
 		return fail_path(L, "summary", "must not be blank");
 	size_t n = strlen(r->lua);
 	if (n < 5 || strcmp(r->lua + n - 4, ".lua"))
-		return fail_path(L, "lua", "must name a .lua file, got %s", quote(q, sizeof(q), r->lua));
+		return fail_path(L, "lua", "must name a .lua file, got %s", recipe_quote(q, sizeof(q), r->lua));
 	if (r->lua[0] == '/' || !strncmp(r->lua, "../", 3) || strstr(r->lua, "/../"))
 		return fail_path(L, "lua", "must be a relative path inside the lua directory, got %s",
-				 quote(q, sizeof(q), r->lua));
+				 recipe_quote(q, sizeof(q), r->lua));
 	const struct recipe_budgets *b = &r->budgets;
 	if (b->max_duration_s < 1 || b->max_duration_s > DURATION_MAX_S)
 		return fail_path(L, "budgets.max_duration_s", "%" PRIu32 " is out of range (1..%u)",
@@ -1118,7 +1113,7 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 		char path[32];
 		snprintf(path, sizeof(path), "probes[%ld].id", d);
 		return fail_path(L, path, "duplicate probe id %s",
-				 quote(q, sizeof(q), r->probes[d].id));
+				 recipe_quote(q, sizeof(q), r->probes[d].id));
 	}
 	return 0;
 }
@@ -1280,193 +1275,4 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
 		if (!strcmp(kv[i].key, key))
 			return &kv[i];
 	return NULL;
-}
-
-/* ---- finding recipes --------------------------------------------------------------------------- */
-
-static bool is_dir(const char *path)
-{
-	struct stat st;
-	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int put(char *out, size_t out_len, const char *a, const char *b)
-{
-	int n = snprintf(out, out_len, "%s%s", a, b);
-	return n >= 0 && (size_t)n < out_len ? 0 : -1;
-}
-
-/* Installed as PREFIX/bin/diagnose, the recipes are in PREFIX/share/diagnose/recipes: found from
- * the binary's own path, so that `make install PREFIX=/x` works whatever prefix the objects were
- * compiled with. DIAG_SHARE_DIR, the default prefix's, is the fallback (a binary run from
- * build/); the Makefile compiles no prefix in, so a build never depends on the last install. */
-void recipe_installed_dir(char *out, size_t out_len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash && slash - exe >= 4 && strncmp(slash - 4, "/bin", 4) == 0) {
-			slash[-4] = '\0'; /* PREFIX */
-			int w = snprintf(out, out_len, "%s/share/diagnose/recipes", exe);
-			if (w > 0 && (size_t)w < out_len && is_dir(out))
-				return;
-		}
-	}
-	snprintf(out, out_len, "%s", DIAG_SHARE_DIR "/recipes");
-}
-
-int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
-{
-	if (explicit_dir) /* an explicit choice is not silently replaced by another directory */
-		return is_dir(explicit_dir) ? put(out, out_len, explicit_dir, "") : -1;
-	const char *env = getenv("DIAGNOSE_RECIPES");
-	if (is_dir(env))
-		return put(out, out_len, env, "");
-	/* As root (often through sudo) the current directory is anyone's: a recipes/ there is not
-	 * searched unless named with --recipes. */
-	if (geteuid() != 0 && is_dir("recipes"))
-		return put(out, out_len, "recipes", "");
-	char installed[PATH_MAX];
-	recipe_installed_dir(installed, sizeof(installed));
-	if (is_dir(installed))
-		return put(out, out_len, installed, "");
-	return -1;
-}
-
-/* As root the current directory's recipes/ is never searched: when there is one, say so, why,
- * and how to use it on purpose. "" when not root or there is none. */
-static const char *root_cwd_note(void)
-{
-	if (geteuid() != 0 || !is_dir("recipes"))
-		return "";
-	return "; ./recipes was not searched: as root, recipes are read only from --recipes, "
-	       "$DIAGNOSE_RECIPES or the installed directory, since a directory others can write would "
-	       "run their Lua as root; if you trust it, name it: --recipes ./recipes";
-}
-
-void recipe_dir_none(char *out, size_t out_len)
-{
-	char installed[PATH_MAX], env[160];
-	recipe_installed_dir(installed, sizeof(installed));
-	const char *e = getenv("DIAGNOSE_RECIPES");
-	if (e && *e)
-		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES=%.100s is not a directory", e);
-	else
-		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES is not set");
-	snprintf(out, out_len, "no recipes directory (--recipes not given, %s, %sno %.512s)%s", env,
-		 geteuid() != 0 ? "no ./recipes, " : "", installed, root_cwd_note());
-}
-
-/* Edit distance (insertions, deletions, substitutions, and swaps of neighbours) between two
- * short names; names longer than 63 bytes count as far from everything. */
-static size_t name_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 63 || lb > 63)
-		return SIZE_MAX;
-	size_t d[64][64];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < best)
-				best = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < best)
-				best = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < best)
-				best = d[i - 2][j - 2] + 1;
-			d[i][j] = best;
-		}
-	return d[la][lb];
-}
-
-int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
-		   struct diag_err *err)
-{
-	size_t n = strlen(symptom);
-	char dir[4096], q[64];
-	if (strchr(symptom, '/') || (n >= 5 && !strcmp(symptom + n - 5, ".yaml")))
-		return put(out, out_len, symptom, "")
-			       ? diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long")
-			       : 0;
-	if (!recipe_name_ok(symptom))
-		return diag_fail(err, DIAG_EXIT_USAGE,
-				 "%s is not a recipe name ([a-z0-9-]+) or a path to a .yaml file",
-				 quote(q, sizeof(q), symptom));
-	if (recipe_dir_find(explicit_dir, dir, sizeof(dir))) {
-		if (explicit_dir)
-			return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s is not a directory",
-					 symptom, explicit_dir);
-		char none[1024];
-		recipe_dir_none(none, sizeof(none));
-		return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s", symptom, none);
-	}
-	int w = snprintf(out, out_len, "%s/%s.yaml", dir, symptom);
-	if (w < 0 || (size_t)w >= out_len)
-		return diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long");
-	struct stat st;
-	if (stat(out, &st) == 0)
-		return 0;
-
-	char avail[512] = "", guess[80] = "";
-	size_t count = 0, o = 0, best = SIZE_MAX;
-	char **names = recipe_list_names(dir, &count);
-	for (size_t i = 0; i < count; i++) {
-		/* "did you mean": the nearest name, if a typo away (at most a third of the name) */
-		size_t dist = name_distance(symptom, names[i]);
-		if (dist < best && dist * 3 <= strlen(names[i]) && dist <= 3) {
-			best = dist;
-			snprintf(guess, sizeof(guess), "did you mean %.60s? ", names[i]);
-		}
-		if (o < sizeof(avail)) {
-			int k = snprintf(avail + o, sizeof(avail) - o, "%s%s", i ? ", " : "", names[i]);
-			o += k > 0 ? (size_t)k : 0;
-		}
-		free(names[i]);
-	}
-	free(names);
-	if (o >= sizeof(avail))
-		memcpy(avail + sizeof(avail) - 4, "...", 4);
-	/* Root skipped ./recipes: when the recipe is there, that is what the caller is missing. */
-	char here[PATH_MAX];
-	snprintf(here, sizeof(here), "recipes/%s.yaml", symptom);
-	bool in_cwd = !explicit_dir && stat(here, &st) == 0;
-	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s%s)%s", symptom, dir, guess,
-			 count ? "available: " : "none there", avail, in_cwd ? root_cwd_note() : "");
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-char **recipe_list_names(const char *dir, size_t *n_out)
-{
-	*n_out = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return NULL;
-	size_t n = 0, cap = 8;
-	char **names = xmalloc(cap * sizeof(*names));
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (e->d_name[0] == '.' || len <= 5 || strcmp(e->d_name + len - 5, ".yaml"))
-			continue;
-		if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
-			continue;
-		if (n == cap)
-			names = xrealloc(names, (cap *= 2) * sizeof(*names));
-		names[n++] = xasprintf("%.*s", (int)(len - 5), e->d_name);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	*n_out = n;
-	return names;
 }
