@@ -1,9 +1,10 @@
 /* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml).
  *
- * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it; libcyaml holds
- * the fixed part, libyaml the free-form key/value maps `options` and `thresholds`), typed
- * parameters and the "${NAME}" references to them (declared, typed, in range). Where recipes are
- * found is recipe_find.h's.
+ * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it): one libyaml
+ * pass into a document, its fixed part read by tables in libcyaml's schema format, the free-form
+ * key/value maps `options` and `thresholds` from the same document; typed parameters and the
+ * "${NAME}" references to them (declared, typed, in range). Where recipes are found is
+ * recipe_find.h's.
  * Must not: know which probe kinds exist or what their options mean (plan.c checks that against the
  * catalog), run anything, or print: errors come back as "FILE:LINE: field: message" in diag_err with
  * DIAG_EXIT_USAGE.
