@@ -255,12 +255,15 @@ FUZZ_SEEDS_verdict = $(wildcard tests/fuzz/seeds/lua/*.lua tests/unit/lua/*.lua)
 FUZZ_SEEDS_json = $(wildcard tests/fuzz/seeds/json/*.json)
 FUZZ_SEEDS_lock = $(wildcard recipes/approved.lock tests/fuzz/seeds/lock/*.lock)
 
-$(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c engine/recipe/recipe.c engine/common/util.c engine/recipe/recipe.h \
+# The recipe loader and what it links: recipe.c and util.c (recipe_find.c, the search path, is
+# not the loader's and is not linked), and libyaml (libcyaml's header only: its schema format).
+FUZZ_RECIPE_SRCS := engine/recipe/recipe.c engine/common/util.c
+$(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c $(FUZZ_RECIPE_SRCS) engine/recipe/recipe.h \
 			   engine/common/util.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(ENGINE_INCLUDES) \
-		-o $@ tests/fuzz/fuzz_recipe.c engine/recipe/recipe.c engine/common/util.c -lcyaml -lyaml
+		-o $@ tests/fuzz/fuzz_recipe.c $(FUZZ_RECIPE_SRCS) -lyaml
 
 # The other targets link engine objects built with clang and the fuzzer's coverage instrumentation.
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \

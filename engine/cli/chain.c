@@ -29,6 +29,7 @@
 #include "outfile.h"
 #include "plan.h"
 #include "recipe.h"
+#include "recipe_find.h"
 #include "report.h"
 #include "run.h"
 #include "util.h"

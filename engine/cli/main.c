@@ -29,6 +29,7 @@
 #include "plan.h"
 #include "preflight.h"
 #include "recipe.h"
+#include "recipe_find.h"
 #include "report.h"
 #include "incidents.h"
 #include "replay.h"

@@ -29,6 +29,7 @@
 #include "pprof.h"
 #include "preflight.h"
 #include "recipe.h"
+#include "recipe_find.h"
 #include "report.h"
 #include "session.h"
 #include "sha256.h"
@@ -266,248 +267,327 @@ static void make_run_id(char out[33])
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
-int run_recipe(const struct run_options *c)
-{
-	struct diag_err err = { 0 };
-	struct bundle b = { 0 };
-	struct session_out s = { 0 };
-	struct verdict_answer answer = { 0 };
-	struct value *report = NULL, *run = NULL, *summary = NULL;
-	char sha[SHA256_HEX_LEN] = "", run_id[33], real_path[PATH_MAX];
-	int code = DIAG_EXIT_RUNTIME;
-	bool tracefs_mounted;
-	sigset_t old_mask;
-	struct outputs outs = { 0 };
-
-	/* Without the privileges nothing else matters, and nothing could be recorded anyway. */
-	if (kernel_check_privileges(&err))
-		return fail(&err);
-	hold_signals(&old_mask);
-	make_run_id(run_id);
-	/* Production mode (--production, DIAGNOSE_MODE, or a policy file the command line cannot
-	 * override): approved recipes only, from the trust root, with an audit trail that must be
-	 * writable. Every outcome is audited at `out`. A policy that cannot be read fails closed. */
+/* One run, from the first check to the end record: what its stages hand each other. */
+struct run {
+	const struct run_options *c;
+	struct diag_err err;  /* why the run failed or was refused */
+	struct diag_err aerr; /* the audit trail's and the approval's messages */
 	struct policy pol;
 	struct audit au;
-	struct diag_err aerr = { 0 };
-	char unapproved[sizeof(aerr.msg)];
-	struct audit_event ev = { .action = c->dry_run ? "dry-run" : "run", .symptom = c->symptom,
-				  .recipe_sha256 = sha, .pid = c->pid, .duration_s = c->duration_s,
-				  .run_id = run_id };
-	int pol_rc = policy_load(&pol, &err);
-	bool production = c->production || pol.production || pol_rc;
-	bool audit_ok = audit_open(&au, &pol, production, &aerr) == 0;
-	if (au.env_ignored)
+	struct audit_event ev; /* the start and end records */
+	bool production, adhoc, trusted;
+	char sha[SHA256_HEX_LEN], run_id[33], path[PATH_MAX], real_path[PATH_MAX];
+	char unapproved[sizeof(((struct diag_err *)0)->msg)];
+	struct bundle b;
+	struct outputs outs;
+	struct session_out s;
+	struct diag_err verr; /* the verdict's error, when its Lua failed */
+	struct verdict_answer answer;
+	struct value *report, *info, *summary;
+	sigset_t old_mask;
+};
+
+/* Production mode (--production, DIAGNOSE_MODE, or a policy file the command line cannot
+ * override): approved recipes only, from the trust root, with an audit trail that must be
+ * writable. A policy that cannot be read fails closed. */
+static int open_trail(struct run *r)
+{
+	int pol_rc = policy_load(&r->pol, &r->err);
+	r->production = r->c->production || r->pol.production || pol_rc;
+	bool audit_ok = audit_open(&r->au, &r->pol, r->production, &r->aerr) == 0;
+	if (r->au.env_ignored)
 		fprintf(stderr, "diagnose: warning: $DIAGNOSE_AUDIT_FILE (%.200s) ignored: in production mode "
-			"the audit files are the policy's (audit_file)\n", au.env_ignored);
+			"the audit files are the policy's (audit_file)\n", r->au.env_ignored);
 	if (pol_rc)
-		goto failed;
-	if (!audit_ok && production) {
-		err = aerr;
-		diag_wrap(&err, "production mode refuses to run without its audit trail");
-		goto failed;
+		return -1;
+	if (!audit_ok && r->production) {
+		r->err = r->aerr;
+		return diag_wrap(&r->err, "production mode refuses to run without its audit trail");
 	}
 	if (!audit_ok)
-		fprintf(stderr, "diagnose: warning: %s\n", aerr.msg);
-	bool adhoc = approval_is_adhoc(c->symptom);
-	if (production && !c->dry_run && adhoc) {
-		diag_fail(&err, DIAG_EXIT_REFUSED, "production mode runs approved recipes by name only, not "
-			  "the file %s: put it in the recipes directory and get it approved with `diagnose "
-			  "approve NAME` in a pull request", c->symptom);
-		goto failed;
-	}
-	/* Read once: the recipe, its snippet and the libraries are hashed, checked against the lock,
-	 * parsed and run from the same bytes. */
-	char path[PATH_MAX];
-	bool trusted = production && !adhoc;
-	if (trusted ? production_recipe_path(c, &pol, path, sizeof(path), &err)
-		    : recipe_resolve(c->symptom, c->recipes_dir, path, sizeof(path), &err))
-		goto failed;
+		fprintf(stderr, "diagnose: warning: %s\n", r->aerr.msg);
+	return 0;
+}
+
+/* Read once: the recipe, its snippet and the libraries are hashed, checked against the lock,
+ * parsed and run from the same bytes. */
+static int load_recipe(struct run *r)
+{
+	const struct run_options *c = r->c;
+	r->adhoc = approval_is_adhoc(c->symptom);
+	if (r->production && !c->dry_run && r->adhoc)
+		return diag_fail(&r->err, DIAG_EXIT_REFUSED, "production mode runs approved recipes by "
+				 "name only, not the file %s: put it in the recipes directory and get it "
+				 "approved with `diagnose approve NAME` in a pull request", c->symptom);
+	r->trusted = r->production && !r->adhoc;
+	if (r->trusted ? production_recipe_path(c, &r->pol, r->path, sizeof(r->path), &r->err)
+		       : recipe_resolve(c->symptom, c->recipes_dir, r->path, sizeof(r->path), &r->err))
+		return -1;
 	struct plan_args args = { .pid = c->pid, .sel = c->target, .duration_s = c->duration_s,
 				  .check_target = true, .params = c->params, .n_params = c->n_params };
-	if (bundle_load(path, trusted, &args, &b, &err))
-		goto failed;
-	const struct plan *plan = b.plan;
+	if (bundle_load(r->path, r->trusted, &args, &r->b, &r->err))
+		return -1;
 	if (c->capture) {
-		c->capture->max_chain_depth = b.recipe->budgets.max_chain_depth;
-		c->capture->max_chain_duration_s = b.recipe->budgets.max_chain_duration_s;
+		c->capture->max_chain_depth = r->b.recipe->budgets.max_chain_depth;
+		c->capture->max_chain_duration_s = r->b.recipe->budgets.max_chain_duration_s;
 	}
-	memcpy(sha, b.src.recipe.sha256, sizeof(sha));
-	ev.recipe_name = b.recipe->name;
-	ev.recipe_path = realpath(path, real_path) ? real_path : path;
-	ev.sources = &b.src;
-	ev.plan = plan;
-	ev.approved = !adhoc && approval_check(&b, trusted, &aerr) == 0;
-	if (production && !ev.approved) {
-		if (!c->dry_run) {
-			err = aerr;
-			goto failed;
-		}
-		if (adhoc)
-			snprintf(aerr.msg, sizeof(aerr.msg), "%s is a file, not an approved recipe", c->symptom);
-		fprintf(stderr, "diagnose: dry run allowed; a real run would be refused: %s\n", aerr.msg);
-		snprintf(unapproved, sizeof(unapproved), "%s", aerr.msg);
-		ev.reason = unapproved;
-	}
-	/* A chain's first stage: the chain it could take is checked before anything runs, and in
-	 * production every recipe in it must be approved (the dry run only says which are not). */
-	if (c->capture) {
-		c->capture->next_decl = chain_decl_value(b.recipe);
-		if (c->capture->plan_chain) {
-			char dir[PATH_MAX];
-			const char *slash = strrchr(path, '/');
-			if (slash)
-				snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-			else
-				snprintf(dir, sizeof(dir), ".");
-			if (chain_plan(b.recipe, dir, trusted, production, c->dry_run, &c->capture->chain, &err))
-				goto failed;
-		}
-	}
-	if (check_stacks_probe(c, plan, &err))
-		goto failed;
-	if (c->max_duration_s > 0 && plan->duration_s > c->max_duration_s) {
-		diag_fail(&err, DIAG_EXIT_REFUSED, "%s: %.3g s is over the %.3g s left of the chain's "
-			  "max_chain_duration_s", b.recipe->name, plan->duration_s, c->max_duration_s);
-		goto failed;
-	}
-	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
-	if (verdict_check_sources(&b.src, &err))
-		goto failed;
-	if (kernel_check_btf(&err))
-		goto failed;
-	if (!c->dry_run && open_outputs(c, &outs, &err))
-		goto failed;
-	/* What is about to load is on record before it loads. */
+	memcpy(r->sha, r->b.src.recipe.sha256, sizeof(r->sha));
+	r->ev.recipe_name = r->b.recipe->name;
+	r->ev.recipe_path = realpath(r->path, r->real_path) ? r->real_path : r->path;
+	r->ev.sources = &r->b.src;
+	r->ev.plan = r->b.plan;
+	return 0;
+}
+
+/* In production a recipe that is not approved does not run; its dry run is allowed, and says
+ * that a real run would be refused. */
+static int check_approved(struct run *r)
+{
+	const struct run_options *c = r->c;
+	r->ev.approved = !r->adhoc && approval_check(&r->b, r->trusted, &r->aerr) == 0;
+	if (!r->production || r->ev.approved)
+		return 0;
 	if (!c->dry_run) {
-		ev.action = "start";
-		int arc = audit_write(&au, &ev, &aerr);
-		ev.action = "run";
-		if (arc && production) {
-			err = aerr;
-			diag_wrap(&err, "production mode refuses to run without its audit trail");
-			goto failed;
-		}
-		if (arc)
-			fprintf(stderr, "diagnose: warning: %s\n", aerr.msg);
+		r->err = r->aerr;
+		return -1;
 	}
-	if (kernel_ensure_tracefs(&tracefs_mounted, &err))
-		goto failed;
-	kernel_set_libbpf_verbose(c->verbose);
-	/* The live governor measures with BPF run-time statistics, which need CAP_SYS_ADMIN; a
-	 * production run does not go without its CPU budget enforced. */
-	if (production && !c->dry_run && !kernel_bpf_stats_available()) {
-		diag_fail(&err, DIAG_EXIT_REFUSED,
-			  "production mode cannot enforce max_cpu_pct: BPF run-time statistics are not "
-			  "available (they need CAP_SYS_ADMIN); refusing");
-		goto failed;
+	if (r->adhoc)
+		snprintf(r->aerr.msg, sizeof(r->aerr.msg), "%s is a file, not an approved recipe",
+			 c->symptom);
+	fprintf(stderr, "diagnose: dry run allowed; a real run would be refused: %s\n", r->aerr.msg);
+	snprintf(r->unapproved, sizeof(r->unapproved), "%s", r->aerr.msg);
+	r->ev.reason = r->unapproved;
+	return 0;
+}
+
+/* A chain's first stage: the chain it could take is checked before anything runs, and in
+ * production every recipe in it must be approved (the dry run only says which are not). */
+static int check_chain(struct run *r)
+{
+	struct run_capture *cap = r->c->capture;
+	if (!cap)
+		return 0;
+	cap->next_decl = chain_decl_value(r->b.recipe);
+	if (!cap->plan_chain)
+		return 0;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(r->path, '/');
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == r->path ? 1 : (int)(slash - r->path), r->path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	return chain_plan(r->b.recipe, dir, r->trusted, r->production, r->c->dry_run, &cap->chain,
+			  &r->err);
+}
+
+/* What the plan asks of the command line, the snippet and the kernel, before anything loads. */
+static int check_runnable(struct run *r)
+{
+	const struct run_options *c = r->c;
+	const struct plan *plan = r->b.plan;
+	if (check_stacks_probe(c, plan, &r->err))
+		return -1;
+	if (c->max_duration_s > 0 && plan->duration_s > c->max_duration_s)
+		return diag_fail(&r->err, DIAG_EXIT_REFUSED, "%s: %.3g s is over the %.3g s left of "
+				 "the chain's max_chain_duration_s", r->b.recipe->name, plan->duration_s,
+				 c->max_duration_s);
+	/* A snippet or library that cannot compile would only fail after the collection: say so now. */
+	if (verdict_check_sources(&r->b.src, &r->err) || kernel_check_btf(&r->err))
+		return -1;
+	return !c->dry_run && open_outputs(c, &r->outs, &r->err) ? -1 : 0;
+}
+
+/* What is about to load is on record before it loads (not for a dry run). */
+static int record_start(struct run *r)
+{
+	if (r->c->dry_run)
+		return 0;
+	r->ev.action = "start";
+	int arc = audit_write(&r->au, &r->ev, &r->aerr);
+	r->ev.action = "run";
+	if (arc && r->production) {
+		r->err = r->aerr;
+		return diag_wrap(&r->err, "production mode refuses to run without its audit trail");
 	}
+	if (arc)
+		fprintf(stderr, "diagnose: warning: %s\n", r->aerr.msg);
+	return 0;
+}
 
-	/* A dry run reports its verdict on the budget with the plan instead of stopping at it; in
-	 * production, a dry run of a recipe that is not approved attaches nothing at all (the
-	 * verifier still sees every program). */
-	if (c->dry_run) {
-		struct diag_err pf_err = { 0 };
-		bool measure = !(production && !ev.approved);
-		if (dry_run(plan, measure, &summary, &pf_err, &err))
-			goto failed;
-		bool pf_ok = pf_err.msg[0] == 0;
-		if (ev.reason) /* production, not approved: a real run would be refused */
-			value_set_str(summary, "refused", ev.reason);
-		if (c->capture && c->capture->chain) /* --follow: the chain it could take */
-			value_obj_set(summary, "chain", value_copy(c->capture->chain));
-		struct report_input in = { .plan = plan, .recipe_sha256 = sha, .plan_summary = summary };
-		report = report_build(&in);
-		if (c->json)
-			report_write_json(report, stdout);
-		else {
-			report_write_text(report, stdout);
-			report_write_plan_text(summary, stdout);
-		}
-		if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
-			fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
-		else if (!pf_ok)
-			report_put_error(pf_err.msg);
-		code = pf_ok ? DIAG_EXIT_OK : pf_err.code ? pf_err.code : DIAG_EXIT_RUNTIME;
-		goto out;
+/* tracefs, libbpf's verbosity, and in production the BPF run-time statistics the live governor
+ * measures with (they need CAP_SYS_ADMIN): a production run does not go without its CPU budget
+ * enforced. */
+static int prepare_kernel(struct run *r)
+{
+	bool tracefs_mounted;
+	if (kernel_ensure_tracefs(&tracefs_mounted, &r->err))
+		return -1;
+	kernel_set_libbpf_verbose(r->c->verbose);
+	if (r->production && !r->c->dry_run && !kernel_bpf_stats_available())
+		return diag_fail(&r->err, DIAG_EXIT_REFUSED,
+				 "production mode cannot enforce max_cpu_pct: BPF run-time statistics are "
+				 "not available (they need CAP_SYS_ADMIN); refusing");
+	return 0;
+}
+
+/* Everything a run must pass before it collects, in order; -1 with r->err set at the first that
+ * fails or refuses. */
+static int gate(struct run *r)
+{
+	return open_trail(r) || load_recipe(r) || check_approved(r) || check_chain(r) ||
+	       check_runnable(r) || record_start(r) || prepare_kernel(r) ? -1 : 0;
+}
+
+/* A dry run reports its verdict on the budget with the plan instead of stopping at it; in
+ * production, a dry run of a recipe that is not approved attaches nothing at all (the verifier
+ * still sees every program). *code: the dry run's exit code. */
+static int dry_run_report(struct run *r, int *code)
+{
+	const struct run_options *c = r->c;
+	struct diag_err pf_err = { 0 };
+	bool measure = !(r->production && !r->ev.approved);
+	if (dry_run(r->b.plan, measure, &r->summary, &pf_err, &r->err))
+		return -1;
+	bool pf_ok = pf_err.msg[0] == 0;
+	if (r->ev.reason) /* production, not approved: a real run would be refused */
+		value_set_str(r->summary, "refused", r->ev.reason);
+	if (c->capture && c->capture->chain) /* --follow: the chain it could take */
+		value_obj_set(r->summary, "chain", value_copy(c->capture->chain));
+	struct report_input in = { .plan = r->b.plan, .recipe_sha256 = r->sha,
+				   .plan_summary = r->summary };
+	r->report = report_build(&in);
+	if (c->json)
+		report_write_json(r->report, stdout);
+	else {
+		report_write_text(r->report, stdout);
+		report_write_plan_text(r->summary, stdout);
 	}
+	if (!pf_ok && pf_err.code == DIAG_EXIT_REFUSED)
+		fprintf(stderr, "diagnose: a real run would be refused: %s\n", pf_err.msg);
+	else if (!pf_ok)
+		report_put_error(pf_err.msg);
+	*code = pf_ok ? DIAG_EXIT_OK : pf_err.code ? pf_err.code : DIAG_EXIT_RUNTIME;
+	return 0;
+}
 
-	/* The budget pre-flight is the first preflight_ms of the collection (session.c). */
-	struct abandoned_run abandoned = { &au, &ev, &outs };
-	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose, .label = b.recipe->name,
-				   .preflight_ms = preflight_window_ms(plan),
-				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
-	int srun = session_run(plan, &so, &s, &err);
-	watchdog_stop(so.watchdog);
-	if (srun)
-		goto failed;
-
-	const struct preflight_rate *rates = s.rates;
+/* Probes sampled 1 in N (degrade: sample) are said in the report's notes. */
+static void note_degraded(struct run *r)
+{
+	const struct plan *plan = r->b.plan;
+	const struct preflight_rate *rates = r->s.rates;
 	for (unsigned i = 0; i < plan->n_probes; i++)
 		if (rates[i].degraded)
-			value_arr_push(s.notes, value_str_take(xasprintf(
+			value_arr_push(r->s.notes, value_str_take(xasprintf(
 				"%s: %.0f events/s in the pre-flight is over max_events_per_s (%llu): counted 1 in "
 				"%llu at random (degrade: sample); its counts are estimates", plan->probes[i].rp->id,
-				rates[i].events_per_s, (unsigned long long)b.recipe->budgets.max_events_per_s,
+				rates[i].events_per_s, (unsigned long long)r->b.recipe->budgets.max_events_per_s,
 				(unsigned long long)rates[i].sample_every)));
-	run = run_info(plan, &s);
-	struct verdict_input vin = { .lua = &b.src.lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
-				     .results = s.results, .thresholds = plan->thresholds, .run = run };
-	struct diag_err verr = { 0 };
-	bool lua_ok = verdict_run(&vin, &answer, &verr) == 0;
-	struct report_input in = { .plan = plan, .recipe_sha256 = sha, .session = &s,
-				   .verdicts = answer.verdicts, .verdict_error = lua_ok ? NULL : verr.msg,
-				   .sections = answer.report, .ruled_out = answer.ruled_out,
-				   .preflight = s.preflight, .run = run,
-				   .thresholds = plan->thresholds };
-	report = report_build(&in);
-	if (!c->capture && write_outputs(c, &outs, report, s.results))
-		code = DIAG_EXIT_RUNTIME;
-	else if (!lua_ok) {
-		report_put_error(verr.msg);
-		code = DIAG_EXIT_RUNTIME;
-	} else if (s.stop_reason == STOP_TARGET_EXITED && s.events == 0) {
-		fprintf(stderr, "diagnose: process %d exited before any data was collected\n", plan->target_pid);
-		code = DIAG_EXIT_RUNTIME;
-	} else {
-		switch (verdicts_worst(answer.verdicts)) {
-		case SEV_CRITICAL: code = DIAG_EXIT_CRITICAL; break;
-		case SEV_WARNING: code = DIAG_EXIT_WARNING; break;
-		default: code = DIAG_EXIT_OK; break;
-		}
+}
+
+/* The exit code of a run that collected: a verdict that could not run or a target that exited
+ * before any data is a runtime error, else the worst verdict's severity. */
+static int exit_code_of(const struct run *r, bool lua_ok)
+{
+	if (!lua_ok) {
+		report_put_error(r->verr.msg);
+		return DIAG_EXIT_RUNTIME;
 	}
+	if (r->s.stop_reason == STOP_TARGET_EXITED && r->s.events == 0) {
+		fprintf(stderr, "diagnose: process %d exited before any data was collected\n",
+			r->b.plan->target_pid);
+		return DIAG_EXIT_RUNTIME;
+	}
+	switch (verdicts_worst(r->answer.verdicts)) {
+	case SEV_CRITICAL: return DIAG_EXIT_CRITICAL;
+	case SEV_WARNING: return DIAG_EXIT_WARNING;
+	default: return DIAG_EXIT_OK;
+	}
+}
+
+/* The collection (its budget pre-flight is the first preflight_ms of it, session.c), then the
+ * verdicts, the report and the output files. *code: the run's exit code. */
+static int run_session(struct run *r, int *code)
+{
+	const struct run_options *c = r->c;
+	const struct plan *plan = r->b.plan;
+	struct abandoned_run abandoned = { &r->au, &r->ev, &r->outs };
+	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
+				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
+				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
+	int srun = session_run(plan, &so, &r->s, &r->err);
+	watchdog_stop(so.watchdog);
+	if (srun)
+		return -1;
+	note_degraded(r);
+	r->info = run_info(plan, &r->s);
+	struct verdict_input vin = { .lua = &r->b.src.lua, .libs = r->b.src.libs,
+				     .n_libs = r->b.src.n_libs, .results = r->s.results,
+				     .thresholds = plan->thresholds, .run = r->info };
+	bool lua_ok = verdict_run(&vin, &r->answer, &r->verr) == 0;
+	struct report_input in = { .plan = plan, .recipe_sha256 = r->sha, .session = &r->s,
+				   .verdicts = r->answer.verdicts,
+				   .verdict_error = lua_ok ? NULL : r->verr.msg,
+				   .sections = r->answer.report, .ruled_out = r->answer.ruled_out,
+				   .preflight = r->s.preflight, .run = r->info,
+				   .thresholds = plan->thresholds };
+	r->report = report_build(&in);
+	if (!c->capture && write_outputs(c, &r->outs, r->report, r->s.results))
+		*code = DIAG_EXIT_RUNTIME;
+	else
+		*code = exit_code_of(r, lua_ok);
 	if (!lua_ok)
-		ev.reason = verr.msg;
+		r->ev.reason = r->verr.msg;
 	if (!lua_ok && c->capture)
-		c->capture->err = verr;
-	goto out;
-failed:
-	code = fail(&err);
-	if (c->capture)
-		c->capture->err = err;
-	ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
-	ev.reason = err.msg;
-out:
-	ev.exit_code = code;
-	ev.report = report;
-	if (audit_write(&au, &ev, &aerr)) {
-		report_put_error(aerr.msg);
-		if (production && code != DIAG_EXIT_REFUSED)
+		c->capture->err = r->verr;
+	return 0;
+}
+
+/* A run that failed or was refused: said on stderr, handed to a chain, on record. */
+static int failed(struct run *r)
+{
+	int code = fail(&r->err);
+	if (r->c->capture)
+		r->c->capture->err = r->err;
+	r->ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
+	r->ev.reason = r->err.msg;
+	return code;
+}
+
+static void run_start(struct run *r, const struct run_options *c)
+{
+	r->c = c;
+	hold_signals(&r->old_mask);
+	make_run_id(r->run_id);
+	r->ev = (struct audit_event){ .action = c->dry_run ? "dry-run" : "run", .symptom = c->symptom,
+				      .recipe_sha256 = r->sha, .pid = c->pid,
+				      .duration_s = c->duration_s, .run_id = r->run_id };
+}
+
+/* The end record (every outcome is audited), what the run holds freed, and a late stop signal
+ * taken. Returns the run's exit code. */
+static int run_end(struct run *r, int code)
+{
+	const struct run_options *c = r->c;
+	r->ev.exit_code = code;
+	r->ev.report = r->report;
+	if (audit_write(&r->au, &r->ev, &r->aerr)) {
+		report_put_error(r->aerr.msg);
+		if (r->production && code != DIAG_EXIT_REFUSED)
 			code = DIAG_EXIT_RUNTIME;
 	}
-	discard_outputs(&outs); /* what was not written (a failed run) is not left behind empty */
+	discard_outputs(&r->outs); /* what was not written (a failed run) is not left behind empty */
 	if (c->capture && !c->dry_run) { /* a chain's stage: the report goes back to chain.c */
-		c->capture->report = report;
-		report = NULL;
+		c->capture->report = r->report;
+		r->report = NULL;
 	}
-	audit_close(&au);
-	policy_free(&pol);
-	value_free(summary);
-	value_free(report);
-	value_free(run);
-	verdict_answer_free(&answer);
-	session_out_free(&s);
-	bundle_free(&b);
+	audit_close(&r->au);
+	policy_free(&r->pol);
+	value_free(r->summary);
+	value_free(r->report);
+	value_free(r->info);
+	verdict_answer_free(&r->answer);
+	session_out_free(&r->s);
+	bundle_free(&r->b);
 	/* A stop signal held since the collection ended (while the verdicts ran or the report was
 	 * written; one during the collection stopped it, stop_reason "signal") has nothing left to
 	 * stop: the run finished with what it had and keeps its documented exit code. Taken here, so
@@ -521,6 +601,20 @@ out:
 			c->capture->signal = late;
 	}
 	fflush(NULL);
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
 	return code;
+}
+
+int run_recipe(const struct run_options *c)
+{
+	struct diag_err err = { 0 };
+	/* Without the privileges nothing else matters, and nothing could be recorded anyway. */
+	if (kernel_check_privileges(&err))
+		return fail(&err);
+	struct run r = { 0 };
+	int code = DIAG_EXIT_RUNTIME;
+	run_start(&r, c);
+	if (gate(&r) || (c->dry_run ? dry_run_report(&r, &code) : run_session(&r, &code)))
+		code = failed(&r);
+	return run_end(&r, code);
 }

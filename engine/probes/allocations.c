@@ -28,8 +28,8 @@
 #include "allocations.skel.h"
 #include "stacks.h"
 #include "procfs.h"
-#include "symbols.h"
 #include "tfile.h"
+#include "usyms.h"
 
 #define MAX_MAPPED_FILES 64
 

@@ -25,8 +25,8 @@
 #include "diag_bpf.h"
 #include "func_latency.h"
 #include "func_latency.skel.h"
-#include "symbols.h"
 #include "tfile.h"
+#include "usyms.h"
 
 #define SYMBOL_MAX 256
 

@@ -21,7 +21,7 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "kernel_allocs.skel.h"
-#include "symbols.h"
+#include "ksyms.h"
 
 #define KA_CACHE_LEN 32
 

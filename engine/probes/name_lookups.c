@@ -24,8 +24,8 @@
 #include "name_lookups.h"
 #include "name_lookups.skel.h"
 #include "procfs.h"
-#include "symbols.h"
 #include "tfile.h"
+#include "usyms.h"
 
 PROBE_BPF_SKELETON(name_lookups)
 

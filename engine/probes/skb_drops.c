@@ -20,12 +20,12 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "ksyms.h"
 #include "net_owner.h"
 #include "netowner.h"
 #include "skb_drops.h"
 #include "skb_drops.skel.h"
 #include "stacks.h"
-#include "symbols.h"
 
 struct reason_name {
 	uint32_t value;

@@ -1,12 +1,14 @@
-/* recipe.c — loads one recipe file (schemas/recipe.md) and finds recipes on disk.
+/* recipe.c — loads one recipe file (schemas/recipe.md).
  *
- * Owns: reading a recipe, in passes over the same bytes: (1) a libyaml event scan refuses
- * invalid YAML, anchors/aliases, complex keys, deep nesting, several documents, a top level
- * that is not a mapping and any key or value holding a NUL byte (a "\0" escape); (2) the libyaml document (yaml_parser_load) refuses duplicate keys;
- * (3) libcyaml loads the fixed schema into struct recipe, its errors rebuilt into one line from
- * its log backtrace plus the document's line numbers; (4) the document again gives entry lines,
- * the free-form `options`/`thresholds`, strict number text; then the semantic rules, including
- * typed parameters and that every "${NAME}" names one. Also where recipes are found.
+ * Owns: reading a recipe in one libyaml pass over its bytes: the events are checked as they come
+ * (invalid YAML, anchors/aliases, complex keys, deep nesting, several documents, a top level that
+ * is not a mapping and any key or value holding a NUL byte, a "\0" escape, are refused) and built
+ * into one libyaml document. Everything else reads that document: duplicate keys; the fixed
+ * schema (declared with libcyaml's schema macros, applied to the document here in libcyaml's
+ * order and with its number parsing, so that libcyaml never parses the text again) into struct
+ * recipe; strict number text, entry lines and the free-form `options`/`thresholds`; then the
+ * semantic rules, including typed parameters and that every "${NAME}" names one. Finding recipes
+ * is recipe_find.c's.
  * Must not: print, keep global state, or know which probe kinds or options exist (plan.c does).
  * Every error is one line, "PATH:LINE: FIELD: message", with DIAG_EXIT_USAGE.
  */
@@ -26,16 +28,12 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#ifndef DIAG_SHARE_DIR
-#define DIAG_SHARE_DIR "/usr/local/share/diagnose"
-#endif
-
 #define RECIPE_MAX_BYTES (1u << 20) /* recipes are a few KiB; refuse anything absurd */
 #define RECIPE_MAX_DEPTH 16         /* the schema needs 4 levels */
 #define DURATION_MAX_S 3600
 #define PROBES_MAX 32
 
-/* ---- fixed schema (libcyaml) ------------------------------------------------------------------ */
+/* ---- fixed schema (libcyaml's schema format; apply_schema below reads a document by it) --- */
 
 #define STR(key, flags, type, member, max) \
 	CYAML_FIELD_STRING_PTR(key, (flags) | CYAML_FLAG_POINTER, type, member, 1, max)
@@ -170,15 +168,11 @@ _Static_assert(sizeof(((struct recipe_probe *)0)->when) == 1, "when is written b
 
 /* ---- loader state and error formatting ------------------------------------------------------- */
 
-#define LOG_MAX 24 /* libcyaml messages kept: the error plus its backtrace (≤ 6 deep here) */
-
 struct loader {
 	const char *path;
 	struct diag_err *err;
-	yaml_document_t doc;
+	yaml_document_t doc; /* the recipe, as read_yaml built it */
 	bool have_doc;
-	char log[LOG_MAX][256];
-	unsigned n_log;
 };
 
 /* One step of a field path: a mapping key (key != NULL) or a sequence index. */
@@ -231,8 +225,7 @@ static int fail_line(struct loader *L, unsigned line, const char *field, const c
 	return -1;
 }
 
-/* "text" for messages, cut short when long. */
-static const char *quote(char *buf, size_t len, const char *text)
+const char *recipe_quote(char *buf, size_t len, const char *text)
 {
 	size_t n = strlen(text), cut = 37;
 	while (n > 40 && cut && ((unsigned char)text[cut] & 0xc0) == 0x80) /* not mid-character */
@@ -262,7 +255,7 @@ static const char *describe(const yaml_node_t *n, char *buf, size_t len)
 		return "a mapping";
 	if (n->type == YAML_SEQUENCE_NODE)
 		return "a sequence";
-	return n->data.scalar.length ? quote(buf, len, scalar(n)) : "an empty value";
+	return n->data.scalar.length ? recipe_quote(buf, len, scalar(n)) : "an empty value";
 }
 
 /* Follows steps from the document root (keys are unique: check_duplicates ran). Returns the node
@@ -345,12 +338,14 @@ static int fail_path(struct loader *L, const char *path, const char *fmt, ...)
 	return fail_line(L, line, path, "%s", msg);
 }
 
-/* ---- pass 1: libyaml event scan --------------------------------------------------------------- */
+/* ---- the one YAML pass: libyaml events, checked, into a document ----------------------------- */
 
 struct frame {
 	bool map, want_key;
 	unsigned count; /* entries started (sequence) */
 	char key[64];   /* current key (mapping) */
+	int node;       /* its node in L->doc */
+	int key_node;   /* the current key's node (mapping) */
 };
 
 static void frames_path(const struct frame *f, unsigned depth, char *buf, size_t len)
@@ -381,6 +376,34 @@ static int syntax_error(struct loader *L, const yaml_parser_t *p, const char *bu
 		return fail_line(L, (unsigned)m->line + 1, NULL, "invalid YAML: %s %s", why,
 				 p->context);
 	return fail_line(L, (unsigned)m->line + 1, NULL, "invalid YAML: %s", why);
+}
+
+/* The node of event ev added to the document, under its parent f[d - 1] (d = 0: the root), with
+ * the event's position. Returns its id, 0 when libyaml refused it. */
+static int add_node(struct loader *L, struct frame *f, unsigned d, const yaml_event_t *ev)
+{
+	yaml_document_t *doc = &L->doc;
+	int id = ev->type == YAML_SCALAR_EVENT
+			 ? yaml_document_add_scalar(doc, NULL, ev->data.scalar.value,
+						    (int)ev->data.scalar.length, ev->data.scalar.style)
+		 : ev->type == YAML_MAPPING_START_EVENT
+			 ? yaml_document_add_mapping(doc, NULL, ev->data.mapping_start.style)
+			 : yaml_document_add_sequence(doc, NULL, ev->data.sequence_start.style);
+	if (!id)
+		return 0;
+	yaml_node_t *node = yaml_document_get_node(doc, id);
+	node->start_mark = ev->start_mark;
+	node->end_mark = ev->end_mark;
+	if (!d)
+		return id;
+	struct frame *parent = &f[d - 1];
+	if (!parent->map)
+		return yaml_document_append_sequence_item(doc, parent->node, id) ? id : 0;
+	if (!parent->want_key) { /* toggled already: this node is a key */
+		parent->key_node = id;
+		return id;
+	}
+	return yaml_document_append_mapping_pair(doc, parent->node, parent->key_node, id) ? id : 0;
 }
 
 /* A node event (scalar, alias, start of a sequence or mapping) at the current position. */
@@ -426,16 +449,20 @@ static int scan_node(struct loader *L, struct frame *f, unsigned *depth, const y
 		return fail_line(L, line, path, "YAML %s are not allowed (found %c%s)",
 				 ev->type == YAML_ALIAS_EVENT ? "aliases" : "anchors",
 				 ev->type == YAML_ALIAS_EVENT ? '*' : '&',
-				 quote(q, sizeof(q), (const char *)anchor));
-	if (map || seq) {
-		if (d == RECIPE_MAX_DEPTH)
-			return fail_line(L, line, path, "nested too deeply");
-		f[(*depth)++] = (struct frame){ .map = map, .want_key = true };
-	}
+				 recipe_quote(q, sizeof(q), (const char *)anchor));
+	if ((map || seq) && d == RECIPE_MAX_DEPTH)
+		return fail_line(L, line, path, "nested too deeply");
+	int id = add_node(L, f, d, ev);
+	if (!id)
+		return fail_line(L, line, NULL, "cannot hold the YAML document");
+	if (map || seq)
+		f[(*depth)++] = (struct frame){ .map = map, .want_key = true, .node = id };
 	return 0;
 }
 
-static int scan_events(struct loader *L, const char *buf, size_t len)
+/* Reads buf, one libyaml event at a time, into L->doc: refuses what scan_node refuses, invalid
+ * YAML and more than one document. */
+static int read_yaml(struct loader *L, const char *buf, size_t len)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
@@ -459,6 +486,9 @@ static int scan_events(struct loader *L, const char *buf, size_t len)
 			if (++docs > 1)
 				rc = fail_line(L, (unsigned)ev.start_mark.line + 1, NULL,
 					       "only one YAML document is allowed");
+			else if (!(L->have_doc = yaml_document_initialize(&L->doc, NULL, NULL, NULL,
+									    1, 1)))
+				rc = fail_line(L, 0, NULL, "cannot hold the YAML document");
 			break;
 		case YAML_ALIAS_EVENT:
 		case YAML_SCALAR_EVENT:
@@ -482,29 +512,18 @@ static int scan_events(struct loader *L, const char *buf, size_t len)
 	return rc;
 }
 
-/* ---- pass 2: libcyaml, and its errors turned into one line ------------------------------------ */
+/* ---- the fixed schema applied to the document ---------------------------------------------- */
 
-static void cyaml_capture(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
-{
-	struct loader *L = ctx;
-	(void)level;
-	if (L->n_log < LOG_MAX) {
-		char *m = L->log[L->n_log++];
-		int n = vsnprintf(m, sizeof(L->log[0]), fmt, args);
-		if (n > 0 && (size_t)n < sizeof(L->log[0]) && m[n - 1] == '\n')
-			m[n - 1] = '\0'; /* only the final newline: a key may hold others */
-	}
-}
-
-static void *cyaml_alloc(void *ctx, void *ptr, size_t size)
-{
-	(void)ctx;
-	if (!size) {
-		free(ptr);
-		return NULL;
-	}
-	return xrealloc(ptr, size);
-}
+/* The fields are those of libcyaml's schema tables above, applied here in document order, as
+ * libcyaml would apply them to the same text: within a mapping each key in turn (unknown: an
+ * error) and its value, then the first required field missing (in schema order); within a
+ * sequence each entry in turn (one past the maximum: an error), then the minimum. The first
+ * error ends the load. */
+struct apply {
+	struct loader *L;
+	struct step s[PATH_MAX_STEPS]; /* where the value being read is */
+	unsigned n;
+};
 
 static const cyaml_schema_field_t *schema_field(const cyaml_schema_value_t *v, const char *key,
 						size_t key_len)
@@ -515,21 +534,6 @@ static const cyaml_schema_field_t *schema_field(const cyaml_schema_value_t *v, c
 		if (strlen(f->key) == key_len && !memcmp(f->key, key, key_len))
 			return f;
 	return NULL;
-}
-
-/* The schema of the value at a path; NULL when the path is not in the schema. */
-static const cyaml_schema_value_t *schema_at(const struct step *s, unsigned n)
-{
-	const cyaml_schema_value_t *v = &recipe_schema;
-	for (unsigned i = 0; i < n && v; i++) {
-		if (s[i].key) {
-			const cyaml_schema_field_t *f = schema_field(v, s[i].key, s[i].key_len);
-			v = f ? &f->value : NULL;
-		} else {
-			v = v->type == CYAML_SEQUENCE ? v->sequence.entry : NULL;
-		}
-	}
-	return v;
 }
 
 static const char *type_name(const cyaml_schema_value_t *v)
@@ -560,101 +564,204 @@ static bool all_digits(const char *s)
 	return true;
 }
 
-/* libcyaml 1.3.1 logs "Load: <error>", then "Load: Backtrace:", then one line per open state,
- * innermost first: "  in mapping field 'K' (line…)", "  in mapping (line…)" (no field yet) or
- * "  in sequence entry 'N' (line…)" (N entries begun, so the current one is N-1). The innermost
- * state is stale for errors raised between fields or entries (missing field, entry count), so
- * those drop it. The line is then looked up in the libyaml document. */
-static int cyaml_error(struct loader *L, cyaml_err_t e)
+static bool push_step(struct apply *A, struct step step)
 {
-	struct step s[PATH_MAX_STEPS] = { 0 };
-	unsigned n = 0, line = 0;
-	const char *what = NULL, *arg = "";
-	char path[256], q[64], allowed[256];
-	bool anon = false; /* innermost state is a mapping without a current field */
-
-	for (unsigned i = L->n_log; i-- > 0;) { /* outermost backtrace line first */
-		const char *m = L->log[i], *k;
-		unsigned idx;
-		anon = !strncmp(m, "  in mapping (", 14);
-		if (!strncmp(m, "  in mapping field '", 20) && n < PATH_MAX_STEPS) {
-			k = m + 20;
-			s[n++] = (struct step){ .key = k, .key_len = strcspn(k, "'") };
-		} else if (sscanf(m, "  in sequence entry '%u'", &idx) == 1 && n < PATH_MAX_STEPS) {
-			s[n++] = (struct step){ .idx = idx ? idx - 1 : 0 };
-		} else if (!strncmp(m, "Load: ", 6) && strcmp(m, "Load: Backtrace:")) {
-			what = m + 6;
-		}
-	}
-	/* The key named by "Unexpected key: K" / "Missing required mapping field: K". */
-	if (what && (arg = strstr(what, ": ")))
-		arg += 2;
-	else
-		arg = "";
-
-	switch (e) {
-	case CYAML_ERR_INVALID_KEY: { /* innermost is "in mapping": not a step */
-		const cyaml_schema_value_t *m = schema_at(s, n);
-		allowed[0] = '\0';
-		for (const cyaml_schema_field_t *f = m && m->type == CYAML_MAPPING
-							     ? m->mapping.fields
-							     : NULL;
-		     f && f->key; f++)
-			snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed),
-				 "%s%s", allowed[0] ? ", " : "", f->key);
-		if (n < PATH_MAX_STEPS)
-			s[n++] = (struct step){ .key = arg, .key_len = strlen(arg) };
-		resolve(L, s, n, &line);
-		path_text(s, n, path, sizeof(path));
-		return fail_line(L, line, path, "unknown key (expected one of: %s)", allowed);
-	}
-	case CYAML_ERR_MAPPING_FIELD_MISSING:
-		if (n && !anon) /* drop the stale field */
-			n--;
-		resolve(L, s, n, &line);
-		if (n < PATH_MAX_STEPS)
-			s[n++] = (struct step){ .key = arg, .key_len = strlen(arg) };
-		path_text(s, n, path, sizeof(path));
-		return fail_line(L, line, path, "required field is missing");
-	case CYAML_ERR_SEQUENCE_ENTRIES_MIN:
-	case CYAML_ERR_SEQUENCE_ENTRIES_MAX: {
-		if (n)
-			n--;
-		resolve(L, s, n, &line);
-		path_text(s, n, path, sizeof(path));
-		const cyaml_schema_value_t *v = schema_at(s, n);
-		if (e == CYAML_ERR_SEQUENCE_ENTRIES_MIN)
-			return fail_line(L, line, path, "needs at least %u entr%s",
-					 v ? v->sequence.min : 1, v && v->sequence.min > 1 ? "ies" : "y");
-		return fail_line(L, line, path, "at most %u entries are allowed",
-				 v ? v->sequence.max : 0);
-	}
-	default:
-		break;
-	}
-
-	yaml_node_t *node = resolve(L, s, n, &line);
-	const cyaml_schema_value_t *v = schema_at(s, n);
-	path_text(s, n, path, sizeof(path));
-	if (e == CYAML_ERR_UNEXPECTED_EVENT && what && strstr(what, "already seen"))
-		return fail_line(L, line, path, "duplicate key");
-	if ((e == CYAML_ERR_STRING_LENGTH_MIN || e == CYAML_ERR_STRING_LENGTH_MAX) && v &&
-	    v->type == CYAML_STRING)
-		return e == CYAML_ERR_STRING_LENGTH_MIN
-			       ? fail_line(L, line, path, "must not be empty")
-			       : fail_line(L, line, path, "too long (at most %u characters)",
-					   v->string.max);
-	if (e == CYAML_ERR_INVALID_VALUE && v) {
-		if (v->type == CYAML_UINT && scalar(node) && all_digits(scalar(node)))
-			return fail_line(L, line, path, "%s is too large", scalar(node));
-		return fail_line(L, line, path, "expected %s, got %s", type_name(v),
-				 describe(node, q, sizeof(q)));
-	}
-	return fail_line(L, line, path, "%s%s%s", cyaml_strerror(e), what ? ": " : "",
-			 what ? what : "");
+	if (A->n == PATH_MAX_STEPS)
+		return false;
+	A->s[A->n++] = step;
+	return true;
 }
 
-/* ---- pass 3: the libyaml document ------------------------------------------------------------- */
+/* An error at A's path: the line of its last step, the path as text. */
+static int fail_here(struct apply *A, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail_here(struct apply *A, const char *fmt, ...)
+{
+	char path[256], msg[512];
+	unsigned line;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	resolve(A->L, A->s, A->n, &line);
+	path_text(A->s, A->n, path, sizeof(path));
+	return fail_line(A->L, line, path, "%s", msg);
+}
+
+/* The value at A's path (node) is not what schema v takes. */
+static int fail_value(struct apply *A, const cyaml_schema_value_t *v, const yaml_node_t *node)
+{
+	char q[64];
+	if (v->type == CYAML_UINT && scalar(node) && all_digits(scalar(node)))
+		return fail_here(A, "%s is too large", scalar(node));
+	return fail_here(A, "expected %s, got %s", type_name(v), describe(node, q, sizeof(q)));
+}
+
+/* Writes value into the size-byte unsigned integer at data. */
+static void write_uint(uint8_t *data, uint32_t size, uint64_t value)
+{
+	uint8_t u8 = (uint8_t)value;
+	uint16_t u16 = (uint16_t)value;
+	uint32_t u32 = (uint32_t)value;
+	memcpy(data, size == 1 ? (void *)&u8 : size == 2 ? (void *)&u16 : size == 4 ? (void *)&u32
+									       : (void *)&value,
+	       size);
+}
+
+/* A scalar of type v (text; its node for messages) into data. Numbers as libcyaml takes them
+ * (strtoull base 0, strtod): strict_numbers refuses the text it should not have taken. */
+static int apply_scalar(struct apply *A, const cyaml_schema_value_t *v, const yaml_node_t *node,
+			uint8_t *data)
+{
+	const char *text = scalar(node);
+	char *end;
+	switch (v->type) {
+	case CYAML_STRING: {
+		size_t n = strlen(text);
+		if (n < v->string.min)
+			return fail_here(A, "must not be empty");
+		if (n > v->string.max)
+			return fail_here(A, "too long (at most %u characters)", v->string.max);
+		char *copy = xstrdup(text);
+		memcpy(data, &copy, sizeof(copy));
+		return 0;
+	}
+	case CYAML_UINT: {
+		errno = 0;
+		unsigned long long u = strtoull(text, &end, 0);
+		uint64_t max = UINT64_MAX >> ((8 - v->data_size) * 8);
+		if (end == text || errno == ERANGE || u > max)
+			return fail_value(A, v, node);
+		write_uint(data, v->data_size, u);
+		return 0;
+	}
+	case CYAML_FLOAT: { /* double only: the schema has no float */
+		double d = strtod(text, &end);
+		if (end == text || v->data_size != sizeof(d))
+			return fail_value(A, v, node);
+		memcpy(data, &d, sizeof(d));
+		return 0;
+	}
+	case CYAML_ENUM: /* CYAML_FLAG_STRICT, all of them: a listed name, exactly */
+		for (uint32_t i = 0; i < v->enumeration.count; i++)
+			if (!strcmp(text, v->enumeration.strings[i].str)) {
+				write_uint(data, v->data_size, (uint64_t)v->enumeration.strings[i].val);
+				return 0;
+			}
+		return fail_value(A, v, node);
+	default:
+		return fail_value(A, v, node);
+	}
+}
+
+static int apply_value(struct apply *A, const cyaml_schema_value_t *v, yaml_node_t *node,
+		       uint8_t *data, const cyaml_schema_field_t *field, uint8_t *parent);
+
+/* The entries of sequence node into the array at data (a pointer to it), their count into the
+ * count field of field in parent. */
+static int apply_sequence(struct apply *A, const cyaml_schema_value_t *v, yaml_node_t *node,
+			  uint8_t *data, const cyaml_schema_field_t *field, uint8_t *parent)
+{
+	yaml_node_item_t *items = node->data.sequence.items.start;
+	uint32_t count = (uint32_t)(node->data.sequence.items.top - items), size = v->data_size;
+	uint8_t *array = NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		if (i == v->sequence.max)
+			return fail_here(A, "at most %u entries are allowed", v->sequence.max);
+		array = xrealloc(array, (size_t)(i + 1) * size);
+		memset(array + (size_t)i * size, 0, size);
+		memcpy(data, &array, sizeof(array));
+		write_uint(parent + field->count_offset, field->count_size, i + 1);
+		if (!push_step(A, (struct step){ .idx = i }))
+			return fail_here(A, "nested too deeply");
+		int rc = apply_value(A, v->sequence.entry, yaml_document_get_node(&A->L->doc, items[i]),
+				     array + (size_t)i * size, NULL, NULL);
+		A->n--;
+		if (rc)
+			return -1;
+	}
+	if (count < v->sequence.min)
+		return fail_here(A, "needs at least %u entr%s", v->sequence.min,
+				 v->sequence.min > 1 ? "ies" : "y");
+	return 0;
+}
+
+/* The pairs of mapping node into the struct at data, by the fields of v. */
+static int apply_mapping(struct apply *A, const cyaml_schema_value_t *v, yaml_node_t *node,
+			 uint8_t *data)
+{
+	bool seen[32] = { false }; /* by field: the schema's mappings have at most 13 */
+	const cyaml_schema_field_t *fields = v->mapping.fields;
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&A->L->doc, p->key);
+		const char *key = scalar(k); /* keys are scalars: read_yaml refused the others */
+		const cyaml_schema_field_t *f = schema_field(v, key, strlen(key));
+		if (!push_step(A, (struct step){ .key = key, .key_len = strlen(key) }))
+			return fail_here(A, "nested too deeply");
+		if (!f) {
+			char allowed[256] = "";
+			for (const cyaml_schema_field_t *g = fields; g->key; g++)
+				snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed),
+					 "%s%s", allowed[0] ? ", " : "", g->key);
+			return fail_here(A, "unknown key (expected one of: %s)", allowed);
+		}
+		seen[f - fields] = true;
+		int rc = f->value.type == CYAML_IGNORE
+				 ? 0
+				 : apply_value(A, &f->value,
+					       yaml_document_get_node(&A->L->doc, p->value),
+					       data + f->data_offset, f, data);
+		A->n--;
+		if (rc)
+			return -1;
+	}
+	for (const cyaml_schema_field_t *f = fields; f->key; f++) {
+		if ((f->value.flags & CYAML_FLAG_OPTIONAL) || seen[f - fields])
+			continue;
+		char path[256];
+		unsigned line;
+		resolve(A->L, A->s, A->n, &line); /* the mapping's line: the field is not there */
+		bool pushed = push_step(A, (struct step){ .key = f->key, .key_len = strlen(f->key) });
+		path_text(A->s, A->n, path, sizeof(path));
+		A->n -= pushed;
+		return fail_line(A->L, line, path, "required field is missing");
+	}
+	return 0;
+}
+
+/* The value at node into data by schema v: a pointer (CYAML_FLAG_POINTER) gets its own
+ * allocation, written at data. field and parent: the field and struct holding a sequence, whose
+ * count the sequence sets. */
+static int apply_value(struct apply *A, const cyaml_schema_value_t *v, yaml_node_t *node,
+		       uint8_t *data, const cyaml_schema_field_t *field, uint8_t *parent)
+{
+	yaml_node_type_t want = v->type == CYAML_MAPPING    ? YAML_MAPPING_NODE
+				: v->type == CYAML_SEQUENCE ? YAML_SEQUENCE_NODE
+							    : YAML_SCALAR_NODE;
+	if (node->type != want)
+		return fail_value(A, v, node);
+	if (v->type == CYAML_SEQUENCE)
+		return apply_sequence(A, v, node, data, field, parent);
+	if (v->type != CYAML_MAPPING)
+		return apply_scalar(A, v, node, data);
+	if (v->flags & CYAML_FLAG_POINTER) {
+		uint8_t *own = xcalloc(1, v->data_size);
+		memcpy(data, &own, sizeof(own));
+		data = own;
+	}
+	return apply_mapping(A, v, node, data);
+}
+
+/* The document's fixed part into a new *out (freed by recipe_free, also after an error). */
+static int apply_schema(struct loader *L, struct recipe **out)
+{
+	struct apply A = { .L = L };
+	return apply_value(&A, &recipe_schema, yaml_document_get_root_node(&L->doc), (uint8_t *)out,
+			   NULL, NULL);
+}
+
+/* ---- the document: strict numbers, duplicate keys, free-form maps -------------------------- */
 
 /* Numbers are decimal text: libcyaml would also take "5s", "0x10", "010" (octal) or "-1". */
 static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schema_value_t *v,
@@ -669,13 +776,13 @@ static int strict_numbers(struct loader *L, yaml_node_t *node, const cyaml_schem
 	    (!all_digits(text) || (text[0] == '0' && text[1])))
 		return fail_line(L, node_line(node), path,
 				 "expected an unsigned integer, got %s (decimal digits only)",
-				 quote(q, sizeof(q), text));
+				 recipe_quote(q, sizeof(q), text));
 	if (v->type == CYAML_FLOAT && text) {
 		double d;
 		if (!decimal_number(text, false, &d))
 			return fail_line(L, node_line(node), path,
 					 "expected a number, got %s (decimal notation only)",
-					 quote(q, sizeof(q), text));
+					 recipe_quote(q, sizeof(q), text));
 	}
 	if (v->type == CYAML_SEQUENCE && node->type == YAML_SEQUENCE_NODE) {
 		unsigned i = 0;
@@ -749,8 +856,8 @@ static const char *key_text(struct loader *L, const yaml_node_pair_t *pair)
 	return k ? k : "";
 }
 
-/* Duplicate keys, in every mapping (libcyaml would miss repeats of the free-form keys, and the
- * line lookups assume one occurrence). Runs before libcyaml. Depth is bounded by pass 1. */
+/* Duplicate keys, in every mapping (the free-form maps would keep both, and the line lookups
+ * assume one occurrence). Runs before the schema. Depth is bounded by read_yaml. */
 static int check_duplicates(struct loader *L, yaml_node_t *node, char *path, size_t len)
 {
 	size_t o = strlen(path);
@@ -766,7 +873,7 @@ static int check_duplicates(struct loader *L, yaml_node_t *node, char *path, siz
 		yaml_node_pair_t *pairs = node->data.mapping.pairs.start;
 		unsigned n = (unsigned)(node->data.mapping.pairs.top - pairs);
 		struct keyref *k = xcalloc(n, sizeof(*k));
-		for (unsigned i = 0; i < n; i++) /* keys are scalars: pass 1 refused the others */
+		for (unsigned i = 0; i < n; i++) /* keys are scalars: read_yaml refused the others */
 			k[i] = (struct keyref){ key_text(L, &pairs[i]), i };
 		long d = find_dup(k, n);
 		free(k);
@@ -923,21 +1030,21 @@ static int check_next(struct loader *L, const struct recipe *r)
 		snprintf(path, sizeof(path), "next[%u].verdict", i);
 		if (!chars_ok(n->verdict, strlen(n->verdict), "-_"))
 			return fail_path(L, path, "expected a verdict id ([a-z0-9_-]+), got %s",
-					 quote(q, sizeof(q), n->verdict));
+					 recipe_quote(q, sizeof(q), n->verdict));
 		for (unsigned k = 0; k < i; k++)
 			if (!strcmp(r->next[k].verdict, n->verdict))
 				return fail_path(L, path, "verdict %s has a follow-up already (next[%u])",
-						 quote(q, sizeof(q), n->verdict), k);
+						 recipe_quote(q, sizeof(q), n->verdict), k);
 		snprintf(path, sizeof(path), "next[%u].recipe", i);
 		if (!chars_ok(n->recipe, strlen(n->recipe), "-"))
 			return fail_path(L, path, "expected a recipe name ([a-z0-9-]+, never a path), got %s",
-					 quote(q, sizeof(q), n->recipe));
+					 recipe_quote(q, sizeof(q), n->recipe));
 		for (unsigned k = 0; k < n->n_params; k++) {
 			const char *p = n->params[k], *eq = strchr(p, '=');
 			snprintf(path, sizeof(path), "next[%u].params[%u]", i, k);
 			if (!eq || !chars_ok(p, (size_t)(eq - p), "_") || !eq[1])
 				return fail_path(L, path, "expected NAME=VALUE (NAME [a-z0-9_]+), got %s",
-						 quote(q, sizeof(q), p));
+						 recipe_quote(q, sizeof(q), p));
 			if ((eq - p == 3 && !strncmp(p, "pid", 3)) || (eq - p == 8 && !strncmp(p, "duration", 8)))
 				return fail_path(L, path, "%.*s: a chain keeps its target, and each stage its own "
 						 "duration", (int)(eq - p), p);
@@ -946,7 +1053,7 @@ static int check_next(struct loader *L, const struct recipe *r)
 				    !chars_ok(ref + 10, (size_t)(strchr(ref, '}') - ref - 10), "_") ||
 				    ref != eq + 1 || strchr(ref, '}')[1]))
 				return fail_path(L, path, "a value is literal text or exactly ${verdict.KEY} "
-						 "(the verdict's next.params.KEY), got %s", quote(q, sizeof(q), eq + 1));
+						 "(the verdict's next.params.KEY), got %s", recipe_quote(q, sizeof(q), eq + 1));
 		}
 	}
 	return 0;
@@ -961,22 +1068,22 @@ static int check_params(struct loader *L, const struct recipe *r)
 #define AT(field) (snprintf(path, sizeof(path), "params[%u].%s", i, field), path)
 		if (!matches(p->name, "_"))
 			return fail_path(L, AT("name"), "must match [a-z0-9_]+, got %s",
-					 quote(q, sizeof(q), p->name));
+					 recipe_quote(q, sizeof(q), p->name));
 		if (!strcmp(p->name, "pid") || !strcmp(p->name, "duration"))
 			return fail_path(L, AT("name"), "%s is built in (--pid, --duration)", p->name);
 		if (recipe_param_find(r, p->name) != p)
-			return fail_path(L, AT("name"), "duplicate parameter %s", quote(q, sizeof(q), p->name));
+			return fail_path(L, AT("name"), "duplicate parameter %s", recipe_quote(q, sizeof(q), p->name));
 		if (p->min && !parse_int64(p->min, &lo))
-			return fail_path(L, AT("min"), "expected an integer, got %s", quote(q, sizeof(q), p->min));
+			return fail_path(L, AT("min"), "expected an integer, got %s", recipe_quote(q, sizeof(q), p->min));
 		if (p->max && !parse_int64(p->max, &hi))
-			return fail_path(L, AT("max"), "expected an integer, got %s", quote(q, sizeof(q), p->max));
+			return fail_path(L, AT("max"), "expected an integer, got %s", recipe_quote(q, sizeof(q), p->max));
 		if ((p->min || p->max) && (p->type == PARAM_STRING || p->type == PARAM_SYMBOL))
 			return fail_path(L, AT("min"), "only integer, pid and duration parameters have bounds");
 		if (p->min && p->max && lo > hi)
 			return fail_path(L, AT("max"), "%s is below min %s", p->max, p->min);
 		const char *why = p->dflt ? recipe_param_check(p, p->dflt) : NULL;
 		if (why)
-			return fail_path(L, AT("default"), "%s: %s", quote(q, sizeof(q), p->dflt), why);
+			return fail_path(L, AT("default"), "%s: %s", recipe_quote(q, sizeof(q), p->dflt), why);
 #undef AT
 	}
 	return 0;
@@ -1027,7 +1134,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 #define AT(field) (snprintf(path, sizeof(path), "probes[%u].%s", i, field), path)
 	if (!matches(p->id, "_-"))
 		return fail_path(L, AT("id"), "must match [a-z0-9_-]+, got %s",
-				 quote(q, sizeof(q), p->id));
+				 recipe_quote(q, sizeof(q), p->id));
 	if (blank(p->kind))
 		return fail_path(L, AT("kind"), "must not be blank");
 	char ref[64];
@@ -1035,7 +1142,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 	    !recipe_param_ref(f->pid, ref, sizeof(ref)))
 		return fail_path(L, AT("filters.pid"),
 				 "expected \"target\" or a positive integer, got %s",
-				 quote(q, sizeof(q), f->pid));
+				 recipe_quote(q, sizeof(q), f->pid));
 	if (f->pid && !strcmp(f->pid, "target") && r->target == RECIPE_TARGET_NONE)
 		return fail_path(L, AT("filters.pid"),
 				 "\"target\" needs `target: pid` or `target: optional-pid` at the top level");
@@ -1045,7 +1152,7 @@ static int check_probe(struct loader *L, const struct recipe *r, unsigned i)
 				 "(only its runs may have a target or not)");
 	if (f->tid && !is_pid(f->tid))
 		return fail_path(L, AT("filters.tid"), "expected a positive integer, got %s",
-				 quote(q, sizeof(q), f->tid));
+				 recipe_quote(q, sizeof(q), f->tid));
 	for (unsigned a = 0; a < p->n_attach; a++)
 		if (blank(p->attach[a])) {
 			snprintf(path, sizeof(path), "probes[%u].attach[%u]", i, a);
@@ -1060,17 +1167,17 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 	char q[64];
 	if (!recipe_name_ok(r->name))
 		return fail_path(L, "name", "must match [a-z0-9-]+, got %s",
-				 quote(q, sizeof(q), r->name));
+				 recipe_quote(q, sizeof(q), r->name));
 	if (blank(r->symptom))
 		return fail_path(L, "symptom", "must not be blank");
 	if (blank(r->summary))
 		return fail_path(L, "summary", "must not be blank");
 	size_t n = strlen(r->lua);
 	if (n < 5 || strcmp(r->lua + n - 4, ".lua"))
-		return fail_path(L, "lua", "must name a .lua file, got %s", quote(q, sizeof(q), r->lua));
+		return fail_path(L, "lua", "must name a .lua file, got %s", recipe_quote(q, sizeof(q), r->lua));
 	if (r->lua[0] == '/' || !strncmp(r->lua, "../", 3) || strstr(r->lua, "/../"))
 		return fail_path(L, "lua", "must be a relative path inside the lua directory, got %s",
-				 quote(q, sizeof(q), r->lua));
+				 recipe_quote(q, sizeof(q), r->lua));
 	const struct recipe_budgets *b = &r->budgets;
 	if (b->max_duration_s < 1 || b->max_duration_s > DURATION_MAX_S)
 		return fail_path(L, "budgets.max_duration_s", "%" PRIu32 " is out of range (1..%u)",
@@ -1118,12 +1225,12 @@ static int check_recipe(struct loader *L, const struct recipe *r)
 		char path[32];
 		snprintf(path, sizeof(path), "probes[%ld].id", d);
 		return fail_path(L, path, "duplicate probe id %s",
-				 quote(q, sizeof(q), r->probes[d].id));
+				 recipe_quote(q, sizeof(q), r->probes[d].id));
 	}
 	return 0;
 }
 
-/* Pass 3 proper: lines, free-form maps, strict numbers, then the semantic rules. */
+/* After the schema: strict numbers, lines, free-form maps, then the semantic rules. */
 static int read_document(struct loader *L, struct recipe *r)
 {
 	yaml_node_t *root = yaml_document_get_root_node(&L->doc), *k = NULL;
@@ -1168,42 +1275,11 @@ int recipe_load_buffer(const char *path, const char *buf, size_t len, struct rec
 	if (len > RECIPE_MAX_BYTES)
 		return diag_fail(err, DIAG_EXIT_USAGE, "%s: too large for a recipe (%zu bytes, limit %u)",
 				 path, len, RECIPE_MAX_BYTES);
-	if (scan_events(&L, buf, len))
-		goto out;
-
-	yaml_parser_t parser;
-	if (!yaml_parser_initialize(&parser)) {
-		fail_line(&L, 0, NULL, "cannot initialise the YAML parser");
-		goto out;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-	L.have_doc = yaml_parser_load(&parser, &L.doc);
-	if (!L.have_doc)
-		syntax_error(&L, &parser, buf, len);
-	yaml_parser_delete(&parser);
 	char where[256] = "";
-	if (!L.have_doc || check_duplicates(&L, yaml_document_get_root_node(&L.doc), where,
-					    sizeof(where)))
+	if (read_yaml(&L, buf, len) ||
+	    check_duplicates(&L, yaml_document_get_root_node(&L.doc), where, sizeof(where)) ||
+	    apply_schema(&L, &r))
 		goto out;
-
-	cyaml_config_t cfg = {
-		.log_fn = cyaml_capture,
-		.log_ctx = &L,
-		.mem_fn = cyaml_alloc,
-		.log_level = CYAML_LOG_ERROR,
-		.flags = CYAML_CFG_NO_ALIAS, /* unknown keys stay errors */
-	};
-	cyaml_err_t e = cyaml_load_data((const uint8_t *)buf, len, &cfg, &recipe_schema,
-					(cyaml_data_t **)&r, NULL);
-	if (e != CYAML_OK) {
-		r = NULL;
-		cyaml_error(&L, e);
-		goto out;
-	}
-	if (!r) { /* cannot happen: pass 1 saw a mapping and fields are required */
-		fail_line(&L, 1, NULL, "empty recipe: expected a mapping");
-		goto out;
-	}
 	r->path = xstrdup(path);
 	if (read_document(&L, r))
 		goto out;
@@ -1280,193 +1356,4 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
 		if (!strcmp(kv[i].key, key))
 			return &kv[i];
 	return NULL;
-}
-
-/* ---- finding recipes --------------------------------------------------------------------------- */
-
-static bool is_dir(const char *path)
-{
-	struct stat st;
-	return path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int put(char *out, size_t out_len, const char *a, const char *b)
-{
-	int n = snprintf(out, out_len, "%s%s", a, b);
-	return n >= 0 && (size_t)n < out_len ? 0 : -1;
-}
-
-/* Installed as PREFIX/bin/diagnose, the recipes are in PREFIX/share/diagnose/recipes: found from
- * the binary's own path, so that `make install PREFIX=/x` works whatever prefix the objects were
- * compiled with. DIAG_SHARE_DIR, the default prefix's, is the fallback (a binary run from
- * build/); the Makefile compiles no prefix in, so a build never depends on the last install. */
-void recipe_installed_dir(char *out, size_t out_len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash && slash - exe >= 4 && strncmp(slash - 4, "/bin", 4) == 0) {
-			slash[-4] = '\0'; /* PREFIX */
-			int w = snprintf(out, out_len, "%s/share/diagnose/recipes", exe);
-			if (w > 0 && (size_t)w < out_len && is_dir(out))
-				return;
-		}
-	}
-	snprintf(out, out_len, "%s", DIAG_SHARE_DIR "/recipes");
-}
-
-int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
-{
-	if (explicit_dir) /* an explicit choice is not silently replaced by another directory */
-		return is_dir(explicit_dir) ? put(out, out_len, explicit_dir, "") : -1;
-	const char *env = getenv("DIAGNOSE_RECIPES");
-	if (is_dir(env))
-		return put(out, out_len, env, "");
-	/* As root (often through sudo) the current directory is anyone's: a recipes/ there is not
-	 * searched unless named with --recipes. */
-	if (geteuid() != 0 && is_dir("recipes"))
-		return put(out, out_len, "recipes", "");
-	char installed[PATH_MAX];
-	recipe_installed_dir(installed, sizeof(installed));
-	if (is_dir(installed))
-		return put(out, out_len, installed, "");
-	return -1;
-}
-
-/* As root the current directory's recipes/ is never searched: when there is one, say so, why,
- * and how to use it on purpose. "" when not root or there is none. */
-static const char *root_cwd_note(void)
-{
-	if (geteuid() != 0 || !is_dir("recipes"))
-		return "";
-	return "; ./recipes was not searched: as root, recipes are read only from --recipes, "
-	       "$DIAGNOSE_RECIPES or the installed directory, since a directory others can write would "
-	       "run their Lua as root; if you trust it, name it: --recipes ./recipes";
-}
-
-void recipe_dir_none(char *out, size_t out_len)
-{
-	char installed[PATH_MAX], env[160];
-	recipe_installed_dir(installed, sizeof(installed));
-	const char *e = getenv("DIAGNOSE_RECIPES");
-	if (e && *e)
-		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES=%.100s is not a directory", e);
-	else
-		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES is not set");
-	snprintf(out, out_len, "no recipes directory (--recipes not given, %s, %sno %.512s)%s", env,
-		 geteuid() != 0 ? "no ./recipes, " : "", installed, root_cwd_note());
-}
-
-/* Edit distance (insertions, deletions, substitutions, and swaps of neighbours) between two
- * short names; names longer than 63 bytes count as far from everything. */
-static size_t name_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 63 || lb > 63)
-		return SIZE_MAX;
-	size_t d[64][64];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < best)
-				best = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < best)
-				best = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < best)
-				best = d[i - 2][j - 2] + 1;
-			d[i][j] = best;
-		}
-	return d[la][lb];
-}
-
-int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
-		   struct diag_err *err)
-{
-	size_t n = strlen(symptom);
-	char dir[4096], q[64];
-	if (strchr(symptom, '/') || (n >= 5 && !strcmp(symptom + n - 5, ".yaml")))
-		return put(out, out_len, symptom, "")
-			       ? diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long")
-			       : 0;
-	if (!recipe_name_ok(symptom))
-		return diag_fail(err, DIAG_EXIT_USAGE,
-				 "%s is not a recipe name ([a-z0-9-]+) or a path to a .yaml file",
-				 quote(q, sizeof(q), symptom));
-	if (recipe_dir_find(explicit_dir, dir, sizeof(dir))) {
-		if (explicit_dir)
-			return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s is not a directory",
-					 symptom, explicit_dir);
-		char none[1024];
-		recipe_dir_none(none, sizeof(none));
-		return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\": %s", symptom, none);
-	}
-	int w = snprintf(out, out_len, "%s/%s.yaml", dir, symptom);
-	if (w < 0 || (size_t)w >= out_len)
-		return diag_fail(err, DIAG_EXIT_USAGE, "recipe path too long");
-	struct stat st;
-	if (stat(out, &st) == 0)
-		return 0;
-
-	char avail[512] = "", guess[80] = "";
-	size_t count = 0, o = 0, best = SIZE_MAX;
-	char **names = recipe_list_names(dir, &count);
-	for (size_t i = 0; i < count; i++) {
-		/* "did you mean": the nearest name, if a typo away (at most a third of the name) */
-		size_t dist = name_distance(symptom, names[i]);
-		if (dist < best && dist * 3 <= strlen(names[i]) && dist <= 3) {
-			best = dist;
-			snprintf(guess, sizeof(guess), "did you mean %.60s? ", names[i]);
-		}
-		if (o < sizeof(avail)) {
-			int k = snprintf(avail + o, sizeof(avail) - o, "%s%s", i ? ", " : "", names[i]);
-			o += k > 0 ? (size_t)k : 0;
-		}
-		free(names[i]);
-	}
-	free(names);
-	if (o >= sizeof(avail))
-		memcpy(avail + sizeof(avail) - 4, "...", 4);
-	/* Root skipped ./recipes: when the recipe is there, that is what the caller is missing. */
-	char here[PATH_MAX];
-	snprintf(here, sizeof(here), "recipes/%s.yaml", symptom);
-	bool in_cwd = !explicit_dir && stat(here, &st) == 0;
-	return diag_fail(err, DIAG_EXIT_USAGE, "no recipe \"%s\" in %s/ (%s%s%s)%s", symptom, dir, guess,
-			 count ? "available: " : "none there", avail, in_cwd ? root_cwd_note() : "");
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-char **recipe_list_names(const char *dir, size_t *n_out)
-{
-	*n_out = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return NULL;
-	size_t n = 0, cap = 8;
-	char **names = xmalloc(cap * sizeof(*names));
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		size_t len = strlen(e->d_name);
-		if (e->d_name[0] == '.' || len <= 5 || strcmp(e->d_name + len - 5, ".yaml"))
-			continue;
-		if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
-			continue;
-		if (n == cap)
-			names = xrealloc(names, (cap *= 2) * sizeof(*names));
-		names[n++] = xasprintf("%.*s", (int)(len - 5), e->d_name);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	*n_out = n;
-	return names;
 }

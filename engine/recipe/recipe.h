@@ -1,9 +1,10 @@
-/* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml), and where recipes are found.
+/* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml).
  *
- * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it; libcyaml holds
- * the fixed part, libyaml the free-form key/value maps `options` and `thresholds`), typed
- * parameters and the "${NAME}" references to them (declared, typed, in range), and the recipe
- * search order of the DESIGN contract.
+ * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it): one libyaml
+ * pass into a document, its fixed part read by tables in libcyaml's schema format, the free-form
+ * key/value maps `options` and `thresholds` from the same document; typed parameters and the
+ * "${NAME}" references to them (declared, typed, in range). Where recipes are found is
+ * recipe_find.h's.
  * Must not: know which probe kinds exist or what their options mean (plan.c checks that against the
  * catalog), run anything, or print: errors come back as "FILE:LINE: field: message" in diag_err with
  * DIAG_EXIT_USAGE.
@@ -156,30 +157,13 @@ const char *recipe_param_ref(const char *value, char *buf, size_t len);
 /* Looks up a free-form entry; NULL when absent. */
 const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, const char *key);
 
-/* The directory recipes are searched in, in DESIGN order: explicit dir (may be NULL),
- * $DIAGNOSE_RECIPES, ./recipes (not when euid is 0: root does not trust the current directory),
- * then the installed recipes (recipe_installed_dir). Writes the first one that exists. Returns -1 when none exists. An explicit dir is the only candidate: when it does not exist the
- * answer is -1, not another directory. */
-int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len);
-/* Why recipe_dir_find found nothing, for a message: "no recipes directory (...)" naming each place
- * looked at, and, as root with a ./recipes here, that it was not searched, why, and the
- * `--recipes ./recipes` that would use it. */
-void recipe_dir_none(char *out, size_t out_len);
-/* The installed recipes directory, PREFIX/share/diagnose/recipes next to the running binary's
- * PREFIX/bin (else the compiled-in share directory): production's default trust root. */
-void recipe_installed_dir(char *out, size_t out_len);
-
 /* A recipe name: [a-z0-9-]+, at most RECIPE_NAME_MAX characters — never a path. The one rule
  * for the recipe's `name:`, the approvals lock's [recipe NAME] and a name read from a report. */
 #define RECIPE_NAME_MAX 64
 bool recipe_name_ok(const char *s);
 
-/* Resolves SYMPTOM (a recipe name, or a path containing '/' or ending in .yaml) to a file path.
- * When the name is not found, err says so and lists the recipes that exist. */
-int recipe_resolve(const char *symptom, const char *explicit_dir, char *out, size_t out_len,
-		   struct diag_err *err);
-
-/* Names of the *.yaml files in dir (without .yaml), sorted. Caller frees each and the array. */
-char **recipe_list_names(const char *dir, size_t *n_out);
+/* TEXT in double quotes for a message, cut short (at a character boundary) when over 40 bytes:
+ * buf (at least 64 bytes) receives it. Returns buf. */
+const char *recipe_quote(char *buf, size_t len, const char *text);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "plan.h"
 #include "recipe.h"
+#include "recipe_find.h"
 #include "report.h"
 #include "source.h"
 #include "util.h"

@@ -14,7 +14,7 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "procset.skel.h"
-#include "symbols.h"
+#include "usyms.h"
 
 static __u32 parent_of(const struct procset *ps, __u32 tgid);
 static struct procset_execd *execd_find(const struct procset *ps, __u32 tgid);

@@ -20,10 +20,11 @@
 
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "ksyms.h"
 #include "procset.h"
 #include "shape.h"
-#include "symbols.h"
 #include "tfile.h"
+#include "usyms.h"
 #include "watchdog.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */

@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "diag_bpf.h"
-#include "symbols.h"
+#include "ksyms.h"
 #include "unwind.h"
+#include "usyms.h"
 
 struct frames {
 	char **names; /* leaf first */

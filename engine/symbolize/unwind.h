@@ -4,12 +4,12 @@
  * files, through elfutils (libdw, libdwfl). x86-64.
  *
  * Owns: per process, a snapshot of its executable mappings and the ELF files and CFI they map
- * (read by tfile.c, like symbols.c's); leaf-frame recovery (where the return
+ * (read by tfile.c, like usyms.c's); leaf-frame recovery (where the return
  * address of the frame at ip is, when that frame has no frame pointer of its own); DWARF
  * unwinding of a copied stack (libdwfl over the copy, as perf's unwind-libdw.c).
- * Must not: symbolize (stacks.c and symbols.c do), read the target's live memory (only the copy
- * the probe took: the stack has moved on since), trust the copy or the ELF files (every read is
- * bounded by what was copied or what the file holds), or print.
+ * Must not: symbolize (stacks.c, ksyms.c and usyms.c do), read the target's live memory (only the
+ * copy the probe took: the stack has moved on since), trust the copy or the ELF files (every read
+ * is bounded by what was copied or what the file holds), or print.
  */
 #ifndef DIAG_UNWIND_H
 #define DIAG_UNWIND_H

@@ -1,6 +1,6 @@
-/* symbench.c — times the engine's symbolization (engine/symbolize/symbols.c, linked as diagnose links it)
- * of N unique user addresses of a live process: part 4 of tests/bench/bench.py. Benchmark helper
- * only.
+/* symbench.c — times the engine's symbolization (engine/symbolize/ksyms.c and usyms.c, linked
+ * as diagnose links it) of N unique user addresses of a live process: part 4 of
+ * tests/bench/bench.py. Benchmark helper only.
  *
  * The addresses are spread evenly over the process's file-backed executable mappings (every
  * r-xp line of /proc/PID/maps, in proportion to its size), so they fall in as many different
@@ -19,7 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "symbols.h"
+#include "ksyms.h"
+#include "usyms.h"
 
 static const char *volatile sink;
 

@@ -1,8 +1,8 @@
 /* test_generic_probes.c — the parts of the generic probe kinds that need no kernel: the option
  * checks of tracepoint_count ("category:event") and func_latency ("/binary:symbol"), and
- * elf_symbol_offset (engine/symbolize/symbols.c), which places func_latency's uprobes.
+ * elf_symbol_offset (engine/symbolize/usyms.c), which places func_latency's uprobes.
  *
- * The expected file offset of a function is computed independently of symbols.c: from the
+ * The expected file offset of a function is computed independently of usyms.c: from the
  * function's run-time address in this very test and the /proc/self/maps line that covers it.
  * The fixtures of symbols.mk (size-0 label, stripped files) are used when built (`make unit`).
  */
@@ -22,7 +22,7 @@
 
 #include "fixture_path.h"
 #include "catalog.h"
-#include "symbols.h"
+#include "usyms.h"
 #include "util.h"
 
 /* ---- option checks ----------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 
 #include "plan.h"
 #include "recipe.h"
+#include "recipe_find.h"
 
 static const char *srcdir(void)
 {

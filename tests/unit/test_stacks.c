@@ -20,11 +20,12 @@
 #include <unistd.h>
 
 #include "diag_bpf.h"
+#include "ksyms.h"
 #include "report.h"
 #include "shape.h"
 #include "stacks.h"
-#include "symbols.h"
 #include "unwind.h"
+#include "usyms.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,10 +1,10 @@
-/* test_symbols.c — kernel and user symbolization (engine/symbolize/symbols.c).
+/* test_symbols.c — kernel and user symbolization (engine/symbolize/ksyms.c, usyms.c).
  *
  * Kernel: fake kallsyms files (boundaries, aliases, modules, hidden addresses) and, when readable,
  * the real /proc/kallsyms. User: the fixtures of symbols.mk run as real child processes that print
  * the addresses of their functions; each is snapshotted alive and symbolized again after it exits.
  * Expected "file+0xOFF" strings are computed from the child's /proc/PID/maps, independently of
- * symbols.c. Needs no root (paths that need it accept only the exact fallback form).
+ * usyms.c. Needs no root (paths that need it accept only the exact fallback form).
  * Hostile inputs: copies of the library fixture with a symbol table's header falsified (entry
  * size 1, extent past the end of the file) are read as if that table were absent; a synthetic
  * maps text of 20,000 mappings, then an overlapping one, gives what a naive model of "newest
@@ -37,8 +37,9 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "fixture_path.h"
+#include "ksyms.h"
 #include "perfmap.h"
-#include "symbols.h"
+#include "usyms.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
