@@ -50,7 +50,7 @@ LDFLAGS += $(SANFLAGS)
 # (engine/symbolize/unwind.c); libiberty (static, PIC in Debian): the
 # C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c);
 # nettle: SHA-256 (engine/trust/sha256.c); jansson: the JSON reader (engine/results/json_parse.c).
-LDLIBS := -lbpf -ldw -lelf -lz -lcyaml -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -ljansson -lm \
+LDLIBS := -lbpf -ldw -lelf -lz -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -ljansson -lm \
 	  -lpthread
 
 # A probe's BPF program sits beside its engine side (engine/probes/X.bpf.c, X.h, X.c); the
