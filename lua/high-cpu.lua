@@ -169,8 +169,9 @@ local function run_queue_check()
     return { sev = "warning", line = runq_line, title = string.format("Waiting for CPU: run-queue p99 %s (warning above %s)",
       diag.fmt_us(runq_wait.p99), diag.fmt_us(T.runq_warn)) }
   end
-  return diag.ruled_out("run-queue-wait", "no wait for a CPU: run-queue p99 %s over %s wake-ups",
-    diag.fmt_us(runq_wait.p99), diag.fmt_count(runq_wait.count))
+  -- Below the warning, not "no wait": the host may still be short of CPU by its pressure.
+  return diag.ruled_out("run-queue-wait", "run-queue wait below its warning: p99 %s over %s wake-ups (warning at %s)",
+    diag.fmt_us(runq_wait.p99), diag.fmt_count(runq_wait.count), diag.fmt_us(T.runq_warn))
 end
 
 local function preemption_check()
