@@ -49,7 +49,7 @@ fi
 echo "== diagnose test: the recorded incidents (tests/fixtures/reports)"
 "$DIAG" test --dir tests/fixtures/reports || {
 	echo "ci-recipes: a recorded incident's verdicts changed. If that is intended, re-record it" >&2
-	echo "ci-recipes: (sudo tests/fixtures/reports/record.sh RECIPE/NAME) and say why." >&2
+	echo "ci-recipes: (sudo tests/fixtures/record.sh RECIPE/NAME) and say why." >&2
 	status=1
 }
 

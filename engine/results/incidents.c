@@ -121,7 +121,8 @@ static struct value *run_case(const char *recipe, const char *json, const char *
 	if (!is_file(expect)) {
 		struct value *d = value_arr();
 		value_arr_push(d, value_str_take(xasprintf("%s: missing (a recorded incident needs its "
-							   "expectations: record.sh writes them)", expect)));
+							   "expectations: tests/fixtures/record.sh writes them)",
+							   expect)));
 		return d;
 	}
 	if (expect_read(expect, &e, &err)) {

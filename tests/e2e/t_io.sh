@@ -40,7 +40,8 @@ verdicts() { json "$1" '[(x["id"], x["severity"], x["title"]) for x in r["verdic
 run_io() { # NAME ARGS...: runs io-saturation into $TMP/NAME.json, sets rc
 	"$DIAG" io-saturation --duration 3 --json "${@:2}" > "$TMP/$1.json" 2> "$TMP/$1.err"; rc=$?
 	[ -s "$TMP/$1.json" ] || fail "$1: no report (exit $rc): $(cat "$TMP/$1.err")"
-	# IO_KEEP_REPORTS=DIR keeps the reports (tests/unit/fixtures/io/ is recorded this way)
+	# IO_KEEP_REPORTS=DIR keeps the reports, NAME.json: tests/fixtures/trimmed/io-saturation/ is trimmed
+	# from them (tests/fixtures/record.sh --trim io-saturation/NAME --from DIR/NAME.json --what ...)
 	[ -z "${IO_KEEP_REPORTS:-}" ] || cp "$TMP/$1.json" "$IO_KEEP_REPORTS/$1.json"
 	echo "$(date +%T) $1: exit $rc" >&2
 }

@@ -31,7 +31,9 @@ stop() { { kill -9 "$1"; wait "$1"; } 2>/dev/null; }
 run_mem() { # NAME: memory-growth host-wide for 3-4 s into $TMP/NAME.json, sets rc
 	"$DIAG" memory-growth --duration "$2" --json > "$TMP/$1.json" 2> "$TMP/$1.err"; rc=$?
 	[ -s "$TMP/$1.json" ] || fail "$1: no report (exit $rc): $(cat "$TMP/$1.err")"
-	# MEM_KEEP_REPORTS=DIR keeps the reports (tests/unit/fixtures/memory/host-*.json are recorded this way)
+	# MEM_KEEP_REPORTS=DIR keeps the reports: tests/fixtures/trimmed/memory-growth/host-*.json are
+	# trimmed from them (tests/fixtures/record.sh --trim memory-growth/host-NAME --from DIR/NAME.json
+	# --replace OWN=/ci --replace diag-refault-test-PID=diag-refault-test, OWN: this test's cgroup)
 	[ -z "${MEM_KEEP_REPORTS:-}" ] || cp "$TMP/$1.json" "$MEM_KEEP_REPORTS/$1.json"
 	echo "$(date +%T) $1: exit $rc" >&2
 }

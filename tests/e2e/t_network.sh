@@ -20,7 +20,8 @@
 #     listener, `listen-overflow` names port 5004 (ListenOverflows of its namespace, connections
 #     waiting in its accept queue); host-wide, `connect-timeout` names 10.231.0.2:5004 (the SYNs).
 # Every run leaves nothing attached; the namespaces, veths and nft tables go with the test.
-# KEEP_REPORTS=DIR keeps the JSON reports (tests/unit/fixtures/network/ were recorded so).
+# KEEP_REPORTS=DIR keeps the JSON reports: tests/fixtures/trimmed/network-errors/ were trimmed from
+# them (tests/fixtures/record.sh --trim network-errors/NAME --from DIR/REPORT.json).
 . "$(dirname "$0")/lib.sh"
 
 command -v ip >/dev/null || skip "no ip (iproute2): scripts/install-deps.sh"

@@ -1,5 +1,7 @@
-/* fixture_path.h — where the unit tests find the binaries `make unit` builds for them
- * (BUILD/fixtures/NAME: tests/unit/symbols.mk), whatever directory the tests run from.
+/* fixture_path.h — where the unit tests find their fixtures, the programs and files that
+ * tests/unit/{symbols,unwind,memory}.mk build from tests/unit/fixtures/ (BUILD/fixtures/NAME),
+ * whatever directory the tests run from. Recorded and trimmed incidents are not fixtures (tests/fixtures/, read through
+ * recorded_verdicts.h).
  * Must not: build anything, or fail a test by itself (the caller decides whether a missing
  * fixture is a failure or a skip).
  */

@@ -1,8 +1,9 @@
-/* recorded_verdicts.h — what the Lua verdict tests share (tests/unit/test_*_lua.c): fixtures
- * recorded from live reports (tests/unit/fixtures/SYMPTOM/NAME.json, made by record.py: results,
- * run, and the verdict ids the run gave), a recipe loaded as a real run loads it (its YAML
- * thresholds, the libraries of lua/lib/) and its snippet run in this process on them after the shape check
- * (recorded_shape.h), and lookups in the verdicts and ruled-out items it returns.
+/* recorded_verdicts.h — what the Lua verdict tests share (tests/unit/test_*_lua.c): trimmed
+ * incidents, recorded reports cut down (tests/fixtures/trimmed/RECIPE/NAME.json, written by
+ * `tests/fixtures/record.sh --trim`: results, run, and the verdict ids the run gave), a recipe
+ * loaded as a real run loads it (its YAML thresholds, the libraries of lua/lib/) and its snippet
+ * run in this process on them after the shape check (recorded_shape.h), and lookups in the
+ * verdicts and ruled-out items it returns.
  * Must not: know any symptom's verdicts (the tests do).
  */
 #ifndef DIAG_TEST_RECORDED_VERDICTS_H
@@ -19,17 +20,18 @@
 #include "verdict.h"
 
 /* rel under $DIAG_SRCDIR (default "."); caller frees. */
-static inline char *recorded_src(const char *rel)
+static inline char *srcdir_path(const char *rel)
 {
 	const char *root = getenv("DIAG_SRCDIR");
 	return xasprintf("%s/%s", root ? root : ".", rel);
 }
 
-/* tests/unit/fixtures/SYMPTOM/NAME.json, parsed (caller frees); a failure when unreadable. */
-static inline struct value *recorded_fixture(const char *symptom, const char *name)
+/* The trimmed incident tests/fixtures/trimmed/RECIPE/NAME.json, parsed (caller frees); a failure
+ * when unreadable. */
+static inline struct value *trimmed_incident(const char *recipe, const char *name)
 {
-	char *rel = xasprintf("tests/unit/fixtures/%s/%s.json", symptom, name);
-	char *path = recorded_src(rel);
+	char *rel = xasprintf("tests/fixtures/trimmed/%s/%s.json", recipe, name);
+	char *path = srcdir_path(rel);
 	size_t len;
 	char *text = read_file(path, &len);
 	if (!text)
@@ -58,17 +60,18 @@ static inline void recorded_answer_free(struct recorded_answer *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* recipes/RECIPE.yaml as a real run loads it (bundle_load: the recipe through the recipe
- * loader, its snippet and the libraries of lua/lib/ in name order, planned without a target), its snippet
- * run on the fixture's results and run, after checking the results against the recipe's probe
- * kinds, with the recipe's thresholds as the plan hands them to the Lua — overrides (NULL:
+/* recipes/RECIPE.yaml as a real run loads it (bundle_load: the recipe through the recipe loader,
+ * its snippet and the libraries of lua/lib/ in name order, planned without a target), its snippet
+ * run on the trimmed incident's results and run, after checking the results against the recipe's
+ * probe kinds, with the recipe's thresholds as the plan hands them to the Lua — overrides (NULL:
  * none) set over them. need_sections: the snippet must also return report sections. */
-static inline struct recorded_answer recorded_answer(const char *recipe, const struct value *fixture,
+static inline struct recorded_answer recorded_answer(const char *recipe,
+						      const struct value *incident,
 						      const struct value *overrides, bool need_sections)
 {
 	struct bundle b;
 	struct diag_err err = { 0 };
-	char *yaml_rel = xasprintf("recipes/%s.yaml", recipe), *yaml_path = recorded_src(yaml_rel);
+	char *yaml_rel = xasprintf("recipes/%s.yaml", recipe), *yaml_path = srcdir_path(yaml_rel);
 	struct plan_args args = { .check_target = false };
 	if (bundle_load(yaml_path, false, &args, &b, &err))
 		fail_msg("%s", err.msg);
@@ -76,8 +79,8 @@ static inline struct recorded_answer recorded_answer(const char *recipe, const s
 	for (size_t i = 0; overrides && i < overrides->obj.len; i++)
 		value_obj_set(th, overrides->obj.keys[i], value_copy(overrides->obj.vals[i]));
 	struct verdict_input in = { .lua = &b.src.lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
-				    .results = value_get(fixture, "results"), .thresholds = th,
-				    .run = value_get(fixture, "run") };
+				    .results = value_get(incident, "results"), .thresholds = th,
+				    .run = value_get(incident, "run") };
 	assert_recorded_shape(yaml_rel, in.results);
 	struct verdict_answer answer;
 	if (verdict_run_inprocess(&in, &answer, &err))
@@ -94,10 +97,10 @@ static inline struct recorded_answer recorded_answer(const char *recipe, const s
 }
 
 /* The verdicts only (caller frees). */
-static inline struct value *recorded_verdicts(const char *recipe, const struct value *fixture,
+static inline struct value *recorded_verdicts(const char *recipe, const struct value *incident,
 					      const struct value *overrides, bool need_sections)
 {
-	struct recorded_answer a = recorded_answer(recipe, fixture, overrides, need_sections);
+	struct recorded_answer a = recorded_answer(recipe, incident, overrides, need_sections);
 	struct value *v = a.verdicts;
 	a.verdicts = NULL;
 	recorded_answer_free(&a);
@@ -142,10 +145,11 @@ static inline bool verdict_evidence_has(const struct value *v, const char *text)
 	return false;
 }
 
-/* The fixture's recorded verdict ids, in order, are what the recipe's snippet gives on it. */
-static inline void assert_recorded_verdicts(const char *recipe, const char *symptom, const char *name)
+/* The trimmed incident's recorded verdict ids, in order, are what the recipe's snippet gives on
+ * it. */
+static inline void assert_recorded_verdicts(const char *recipe, const char *name)
 {
-	struct value *fx = recorded_fixture(symptom, name);
+	struct value *fx = trimmed_incident(recipe, name);
 	struct value *v = recorded_verdicts(recipe, fx, NULL, false);
 	const struct value *want = value_get(fx, "verdicts");
 	if (v->arr.len != want->arr.len)

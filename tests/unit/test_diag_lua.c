@@ -31,7 +31,7 @@ static const char *const RECIPES[] = { "high-cpu", "io-saturation", "latency", "
 static int run_inline(const char *recipe, const char *text, struct value **section, struct diag_err *err)
 {
 	struct bundle b;
-	char *rel = xasprintf("recipes/%s.yaml", recipe), *path = recorded_src(rel);
+	char *rel = xasprintf("recipes/%s.yaml", recipe), *path = srcdir_path(rel);
 	struct plan_args args = { .check_target = false };
 	if (bundle_load(path, false, &args, &b, err))
 		fail_msg("%s", err->msg);
@@ -100,7 +100,7 @@ static void test_thresholds_declared(void **state)
 	for (size_t i = 0; i < sizeof(RECIPES) / sizeof(RECIPES[0]); i++) {
 		struct bundle b;
 		struct diag_err err = { 0 };
-		char *rel = xasprintf("recipes/%s.yaml", RECIPES[i]), *path = recorded_src(rel);
+		char *rel = xasprintf("recipes/%s.yaml", RECIPES[i]), *path = srcdir_path(rel);
 		if (bundle_load(path, false, NULL, &b, &err))
 			fail_msg("%s", err.msg);
 		const char *text = b.src.lua.data, *at = text;
@@ -258,9 +258,9 @@ static void assert_ruled_out_well_formed(const struct recorded_answer *a, const 
 	}
 }
 
-static struct recorded_answer answer_of(const char *recipe, const char *symptom, const char *name)
+static struct recorded_answer answer_of(const char *recipe, const char *name)
 {
-	struct value *fx = recorded_fixture(symptom, name);
+	struct value *fx = trimmed_incident(recipe, name);
 	struct recorded_answer a = recorded_answer(recipe, fx, NULL, false);
 	value_free(fx);
 	return a;
@@ -277,7 +277,7 @@ static void test_ruled_out_returned(void **state)
 {
 	(void)state;
 	/* latency on a lock: the lock is the verdict; the disk, peers and the CPU are ruled out */
-	struct recorded_answer a = answer_of("latency", "latency", "lock");
+	struct recorded_answer a = answer_of("latency", "lock");
 	assert_ruled_out_well_formed(&a, "latency lock");
 	assert_non_null(verdict_find(a.verdicts, "lock-contention"));
 	assert_null(ruled_out_find(&a, "lock-contention"));
@@ -286,19 +286,19 @@ static void test_ruled_out_returned(void **state)
 	assert_text_has(ruled_out_find(&a, "cpu-starved"), "not starved of CPU: runnable ");
 	recorded_answer_free(&a);
 
-	static const struct { const char *recipe, *symptom, *name, *id, *text; } cases[] = {
-		{ "triage", "triage", "idle", "cpu-bound", "not CPU-bound: CPU use " },
-		{ "triage", "triage", "leak", "network-errors", "no network errors: " },
-		{ "io-saturation", "io", "logger", "sync-bound", "no process sync-bound: " },
-		{ "io-saturation", "io", "logger", "device-saturated", "no device saturated or slow: busiest " },
-		{ "memory-growth", "memory", "churn", "leak", "no leak: " },
-		{ "memory-growth", "memory", "churn", "memory-growth", "memory not growing: RSS " },
-		{ "memory-growth", "memory", "host-fits", "working-set", "the working set fits: " },
-		{ "network-errors", "network", "clean-pid", "retransmits", "no loss: " },
-		{ "network-errors", "network", "clean-pid", "packet-drops", "no drop reason reached " },
+	static const struct { const char *recipe, *name, *id, *text; } cases[] = {
+		{ "triage", "idle", "cpu-bound", "not CPU-bound: CPU use " },
+		{ "triage", "leak", "network-errors", "no network errors: " },
+		{ "io-saturation", "logger", "sync-bound", "no process sync-bound: " },
+		{ "io-saturation", "logger", "device-saturated", "no device saturated or slow: busiest " },
+		{ "memory-growth", "churn", "leak", "no leak: " },
+		{ "memory-growth", "churn", "memory-growth", "memory not growing: RSS " },
+		{ "memory-growth", "host-fits", "working-set", "the working set fits: " },
+		{ "network-errors", "clean-pid", "retransmits", "no loss: " },
+		{ "network-errors", "clean-pid", "packet-drops", "no drop reason reached " },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		a = answer_of(cases[i].recipe, cases[i].symptom, cases[i].name);
+		a = answer_of(cases[i].recipe, cases[i].name);
 		assert_ruled_out_well_formed(&a, cases[i].name);
 		assert_text_has(ruled_out_find(&a, cases[i].id), cases[i].text);
 		recorded_answer_free(&a);
@@ -310,7 +310,7 @@ static void test_ruled_out_returned(void **state)
 static void test_ruled_out_needs_data(void **state)
 {
 	(void)state;
-	struct value *fx = recorded_fixture("latency", "lock");
+	struct value *fx = trimmed_incident("latency", "lock");
 	const struct value *res = value_get(fx, "results");
 	struct value *without = value_obj();
 	for (size_t i = 0; i < res->obj.len; i++)

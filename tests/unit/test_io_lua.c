@@ -1,10 +1,11 @@
-/* test_io_lua.c — lua/io-saturation.lua on recorded results: reports that `diagnose
- * io-saturation --json` wrote on the io_load workloads (tests/unit/fixtures/io/NAME.json, recorded
- * by tests/e2e/t_io.sh with IO_KEEP_REPORTS; submitter, syscall and stack lists trimmed), each
- * checked against the probes' declared shapes, must give the verdicts they gave live, naming
- * what the live test asserts; and the same trees edited into causes the live tests do not
- * produce (a slow device at low depth, io.max on cgroup v2, a sampled run, missing probes) must
- * be classified as such. No root, no BPF: the snippet runs in this process.
+/* test_io_lua.c — lua/io-saturation.lua on trimmed incidents: reports that `diagnose io-saturation
+ * --json` wrote on the io_load workloads (tests/fixtures/trimmed/io-saturation/NAME.json, recorded
+ * by tests/e2e/t_io.sh with IO_KEEP_REPORTS and trimmed by `tests/fixtures/record.sh --trim`:
+ * submitter, syscall and stack lists cut), each checked against the probes' declared shapes, must
+ * give the verdicts they gave live, naming what the live test asserts; and the same trees edited
+ * into causes the live tests do not produce (a slow device at low depth, io.max on cgroup v2, a
+ * sampled run, missing probes) must be classified as such. No root, no BPF: the snippet runs in
+ * this process.
  * Must not: depend on the machine it runs on.
  */
 #include <setjmp.h>
@@ -25,23 +26,27 @@
 #include "recorded_verdicts.h"
 #include "verdict.h"
 
-static struct value *load_fixture(const char *name) { return recorded_fixture("io", name); }
-
-/* lua/io-saturation.lua with recipes/io-saturation.yaml's thresholds on a fixture; the verdicts (caller frees). */
-static struct value *io_verdicts(const struct value *fixture)
+static struct value *load_incident(const char *name)
 {
-	return recorded_verdicts("io-saturation", fixture, NULL, true);
+	return trimmed_incident("io-saturation", name);
+}
+
+/* lua/io-saturation.lua with recipes/io-saturation.yaml's thresholds on a trimmed incident; the
+ * verdicts (caller frees). */
+static struct value *io_verdicts(const struct value *incident)
+{
+	return recorded_verdicts("io-saturation", incident, NULL, true);
 }
 
 #define verdict verdict_at
 #define find_verdict verdict_find
 #define evidence_has verdict_evidence_has
 
-/* The fixture's live verdict ids, in order, are what the snippet gives on its results; every
- * verdict but ok and incomplete-data says which rule fired. */
+/* The trimmed incident's live verdict ids, in order, are what the snippet gives on its results;
+ * every verdict but ok and incomplete-data says which rule fired. */
 static void assert_as_recorded(const char *name)
 {
-	struct value *fx = load_fixture(name);
+	struct value *fx = load_incident(name);
 	struct value *v = io_verdicts(fx);
 	const struct value *want = value_get(fx, "verdicts");
 	if (v->arr.len != want->arr.len)
@@ -58,11 +63,11 @@ static void assert_as_recorded(const char *name)
 }
 
 /* The recorded run's own text: file names and pids differ from run to run. */
-static const char *fixture_str(const struct value *fx, const char *key)
+static const char *expected_str(const struct value *fx, const char *key)
 {
 	const char *s = value_get_str(value_get(fx, "expect"), key);
 	if (!s)
-		fail_msg("fixture has no expect.%s", key);
+		fail_msg("trimmed incident has no expect.%s", key);
 	return s;
 }
 
@@ -70,13 +75,13 @@ static void test_journal(void **state)
 {
 	(void)state;
 	assert_as_recorded("journal");
-	struct value *fx = load_fixture("journal");
+	struct value *fx = load_incident("journal");
 	struct value *v = io_verdicts(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "sync-bound");
 	assert_non_null(strstr(title, "fsync"));
-	assert_non_null(strstr(title, fixture_str(fx, "file")));
-	assert_non_null(strstr(title, fixture_str(fx, "device")));
+	assert_non_null(strstr(title, expected_str(fx, "file")));
+	assert_non_null(strstr(title, expected_str(fx, "device")));
 	assert_true(evidence_has(verdict(v, 0), "journal_run"));
 	value_free(v);
 	value_free(fx);
@@ -86,11 +91,11 @@ static void test_journal_host(void **state)
 {
 	(void)state;
 	assert_as_recorded("journal-host");
-	struct value *fx = load_fixture("journal-host");
+	struct value *fx = load_incident("journal-host");
 	struct value *v = io_verdicts(fx);
 	const struct value *s = find_verdict(v, "sync-bound");
 	assert_non_null(s);
-	assert_non_null(strstr(value_get_str(s, "title"), fixture_str(fx, "file")));
+	assert_non_null(strstr(value_get_str(s, "title"), expected_str(fx, "file")));
 	/* host-wide the frames are not symbolized: the verdict says how to get them */
 	assert_true(evidence_has(s, "run with --pid"));
 	value_free(v);
@@ -101,7 +106,7 @@ static void test_logger_ok(void **state)
 {
 	(void)state;
 	assert_as_recorded("logger");
-	struct value *fx = load_fixture("logger");
+	struct value *fx = load_incident("logger");
 	struct value *v = io_verdicts(fx);
 	assert_int_equal(v->arr.len, 1);
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "ok");
@@ -115,11 +120,11 @@ static void test_randread_saturated(void **state)
 	(void)state;
 	assert_as_recorded("randread");
 	assert_as_recorded("randread-host");
-	struct value *fx = load_fixture("randread");
+	struct value *fx = load_incident("randread");
 	struct value *v = io_verdicts(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "device-saturated");
-	assert_non_null(strstr(title, fixture_str(fx, "device")));
+	assert_non_null(strstr(title, expected_str(fx, "device")));
 	assert_non_null(strstr(title, "io_load"));
 	assert_non_null(find_verdict(v, "small-random-io"));
 	value_free(v);
@@ -131,12 +136,12 @@ static void test_throttled(void **state)
 	(void)state;
 	assert_as_recorded("throttled");
 	assert_as_recorded("throttled-host");
-	struct value *fx = load_fixture("throttled");
+	struct value *fx = load_incident("throttled");
 	struct value *v = io_verdicts(fx);
 	const struct value *t = find_verdict(v, "cgroup-throttled");
 	assert_non_null(t);
 	assert_non_null(strstr(value_get_str(t, "title"), "read_bps_device"));
-	assert_non_null(strstr(value_get_str(t, "title"), fixture_str(fx, "device")));
+	assert_non_null(strstr(value_get_str(t, "title"), expected_str(fx, "device")));
 	assert_null(find_verdict(v, "held-above-device")); /* the cgroup rule says it already */
 	value_free(v);
 	value_free(fx);
@@ -146,7 +151,7 @@ static void test_throttled(void **state)
 static void test_throttled_v2_edited(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("throttled");
+	struct value *fx = load_incident("throttled");
 	struct value *cg = (struct value *)value_get(value_get(value_get(fx, "results"), "context"), "io");
 	cg = (struct value *)value_get(cg, "cgroup");
 	value_set_int(cg, "version", 2);
@@ -162,7 +167,7 @@ static void test_throttled_v2_edited(void **state)
 static void test_slow_device_edited(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("logger");
+	struct value *fx = load_incident("logger");
 	struct value *devs = (struct value *)value_get(value_get(value_get(fx, "results"), "blk"), "devices");
 	assert_true(devs->arr.len > 0);
 	struct value *d = devs->arr.items[0];
@@ -192,7 +197,7 @@ static void test_slow_device_edited(void **state)
 static void test_incomplete_edited(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("journal");
+	struct value *fx = load_incident("journal");
 	struct value *res = (struct value *)value_get(fx, "results");
 	value_set_int((struct value *)value_get(res, "blk"), "sampled_1_in", 4);
 	/* the same results without the sampler's */

@@ -1,6 +1,6 @@
-/* test_latency_lua.c — lua/latency.lua on recorded results: reports that `diagnose latency
- * --json` wrote on the latency workloads (tests/unit/fixtures/latency/NAME.json: a process sleeping
- * in slow_op, four threads contending for one mutex, an idle thread pool; stacks and syscalls
+/* test_latency_lua.c — lua/latency.lua on trimmed incidents: reports that `diagnose latency --json`
+ * wrote on the latency workloads (tests/fixtures/trimmed/latency/NAME.json: a process sleeping in
+ * slow_op, four threads contending for one mutex, an idle thread pool; stacks and syscalls
  * trimmed), each checked against the probes' declared shapes, must give the verdicts they gave
  * live; and the same trees edited into causes the live tests do not produce yet (blocked on the
  * disk, starved of CPU) must be classified as such. No root, no BPF: the snippet runs in this
@@ -24,23 +24,24 @@
 #include "recorded_verdicts.h"
 #include "verdict.h"
 
-static struct value *load_fixture(const char *name) { return recorded_fixture("latency", name); }
+static struct value *load_incident(const char *name) { return trimmed_incident("latency", name); }
 
-/* lua/latency.lua with recipes/latency.yaml's thresholds on a fixture; the verdicts (caller frees). */
-static struct value *latency(const struct value *fixture)
+/* lua/latency.lua with recipes/latency.yaml's thresholds on a trimmed incident; the verdicts
+ * (caller frees). */
+static struct value *latency(const struct value *incident)
 {
-	return recorded_verdicts("latency", fixture, NULL, false);
+	return recorded_verdicts("latency", incident, NULL, false);
 }
 
 #define verdict verdict_at
 
-static void assert_as_recorded(const char *name) { assert_recorded_verdicts("latency", "latency", name); }
+static void assert_as_recorded(const char *name) { assert_recorded_verdicts("latency", name); }
 
 static void test_sleep_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("sleep");
-	struct value *fx = load_fixture("sleep");
+	struct value *fx = load_incident("sleep");
 	struct value *v = latency(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "warning"); /* never critical */
 	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "slow_op()"));
@@ -52,7 +53,7 @@ static void test_lock_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("lock");
-	struct value *fx = load_fixture("lock");
+	struct value *fx = load_incident("lock");
 	struct value *v = latency(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_non_null(strstr(title, "Lock contention"));
@@ -68,7 +69,7 @@ static void test_lock_recorded(void **state)
 static void test_lock_without_wakers(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("lock");
+	struct value *fx = load_incident("lock");
 	struct value *wakers = (struct value *)value_get(value_get(fx, "results"), "wakers");
 	assert_non_null(wakers);
 	value_obj_set(wakers, "stacks", value_arr());
@@ -88,7 +89,7 @@ static void test_idle_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("idle");
-	struct value *fx = load_fixture("idle");
+	struct value *fx = load_incident("idle");
 	struct value *v = latency(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "info");
 	value_free(v);
@@ -99,7 +100,7 @@ static void test_idle_recorded(void **state)
 static void test_disk_from_edited_stacks(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("sleep");
+	struct value *fx = load_incident("sleep");
 	struct value *stacks = (struct value *)value_get(value_get(value_get(fx, "results"), "offcpu"), "stacks");
 	for (size_t i = 0; i < stacks->arr.len; i++) {
 		struct value *s = stacks->arr.items[i];
@@ -121,7 +122,7 @@ static void test_disk_from_edited_stacks(void **state)
 static void test_starved_from_edited_runq(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("idle");
+	struct value *fx = load_incident("idle");
 	struct value *runq = (struct value *)value_get(value_get(fx, "results"), "runq");
 	struct value *b = value_obj_set(runq, "buckets", value_arr());
 	struct value *slot = value_arr_push(b, value_obj());
@@ -144,7 +145,7 @@ static void test_starved_from_edited_runq(void **state)
 static void test_not_starved_by_one_slow_wait(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("idle");
+	struct value *fx = load_incident("idle");
 	struct value *runq = (struct value *)value_get(value_get(fx, "results"), "runq");
 	struct value *b = value_obj_set(runq, "buckets", value_arr());
 	struct value *slot = value_arr_push(b, value_obj());

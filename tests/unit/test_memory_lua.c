@@ -1,16 +1,17 @@
-/* test_memory_lua.c — lua/memory-growth.lua on recorded results: reports that `diagnose
- * memory-growth --json` wrote on the memory workloads (tests/unit/fixtures/memory/NAME.json: a
- * leak amid churn, a buffer grown by realloc, the churn alone, anonymous mmap growth, a leak in a
- * v1 memory cgroup limited to 64 MiB, the same OOM-killed during the window; stacks trimmed), each checked against the probes' declared shapes, must give the
- * verdicts they gave live; and the same trees edited into cases the live tests do not produce
- * (an OOM kill counted by the cgroup or elsewhere on the machine, a limit approached without a leak, sampled or missing allocations,
- * a leak too small to call) must be judged as such. Host-wide runs (no --pid, recorded by
- * tests/e2e/t_memory_host.sh as host-NAME.json, the machine's cgroup prefix replaced by /ci): a
- * slab cache grown by tmpfs files, its control, a reader over its cgroup's limit and one under it;
- * edited into a machine short of memory, refaults around the threshold, slabinfo unreadable or
- * with skipped lines, the kernel_memory probe missing, the kernel_allocs probe missing, a kmalloc
- * cache matched to its call sites by size class. No root, no BPF: the snippet runs in this
- * process (verdict_run_inprocess).
+/* test_memory_lua.c — lua/memory-growth.lua on trimmed incidents: reports that `diagnose
+ * memory-growth --json` wrote on the memory workloads
+ * (tests/fixtures/trimmed/memory-growth/NAME.json: a leak amid churn, a buffer grown by realloc,
+ * the churn alone, anonymous mmap growth, a leak in a v1 memory cgroup limited to 64 MiB, the same
+ * OOM-killed during the window; stacks trimmed), each checked against the probes' declared shapes,
+ * must give the verdicts they gave live; and the same trees edited into cases the live tests do not
+ * produce (an OOM kill counted by the cgroup or elsewhere on the machine, a limit approached
+ * without a leak, sampled or missing allocations, a leak too small to call) must be judged as such.
+ * Host-wide runs (no --pid, recorded by tests/e2e/t_memory_host.sh as host-NAME.json, the machine's
+ * cgroup prefix replaced by /ci): a slab cache grown by tmpfs files, its control, a reader over its
+ * cgroup's limit and one under it; edited into a machine short of memory, refaults around the
+ * threshold, slabinfo unreadable or with skipped lines, the kernel_memory probe missing, the
+ * kernel_allocs probe missing, a kmalloc cache matched to its call sites by size class. No root, no
+ * BPF: the snippet runs in this process (verdict_run_inprocess).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,17 +31,21 @@
 #include "recorded_verdicts.h"
 #include "verdict.h"
 
-static struct value *load_fixture(const char *name) { return recorded_fixture("memory", name); }
-
-/* lua/memory-growth.lua on a fixture with recipes/memory-growth.yaml's thresholds, overrides (NULL: none) set over them; the verdicts. */
-static struct value *memory_t(const struct value *fixture, struct value *thresholds)
+static struct value *load_incident(const char *name)
 {
-	return recorded_verdicts("memory-growth", fixture, thresholds, false);
+	return trimmed_incident("memory-growth", name);
 }
 
-static struct value *memory(const struct value *fixture)
+/* lua/memory-growth.lua on a trimmed incident with recipes/memory-growth.yaml's thresholds,
+ * overrides (NULL: none) set over them; the verdicts. */
+static struct value *memory_t(const struct value *incident, struct value *thresholds)
 {
-	return memory_t(fixture, NULL);
+	return recorded_verdicts("memory-growth", incident, thresholds, false);
+}
+
+static struct value *memory(const struct value *incident)
+{
+	return memory_t(incident, NULL);
 }
 
 #define verdict verdict_at
@@ -55,11 +60,11 @@ static struct value *mut(struct value *root, const char *a, const char *b, const
 	if (v && c)
 		v = value_get(v, c);
 	if (!v)
-		fail_msg("fixture has no %s.%s.%s", a, b ? b : "", c ? c : "");
+		fail_msg("trimmed incident has no %s.%s.%s", a, b ? b : "", c ? c : "");
 	return (struct value *)v;
 }
 
-/* The fixture with results.KEY left out (a probe that gave no results). */
+/* The trimmed incident with results.KEY left out (a probe that gave no results). */
 static void drop_probe(struct value *fx, const char *key)
 {
 	struct value *res = mut(fx, "results", NULL, NULL), *copy = value_obj();
@@ -69,10 +74,10 @@ static void drop_probe(struct value *fx, const char *key)
 	value_obj_set(fx, "results", copy);
 }
 
-/* The fixture's live verdict ids, in order, are what the snippet gives on its results. */
+/* The trimmed incident's live verdict ids, in order, are what the snippet gives on its results. */
 static void assert_as_recorded(const char *name)
 {
-	struct value *fx = load_fixture(name);
+	struct value *fx = load_incident(name);
 	struct value *v = memory(fx);
 	const struct value *want = value_get(fx, "verdicts");
 	assert_int_equal(v->arr.len, want->arr.len);
@@ -86,7 +91,7 @@ static void test_leak_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("leak");
-	struct value *fx = load_fixture("leak");
+	struct value *fx = load_incident("leak");
 	struct value *v = memory(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
@@ -105,7 +110,7 @@ static void test_churn_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("churn");
-	struct value *fx = load_fixture("churn");
+	struct value *fx = load_incident("churn");
 	struct value *v = memory(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "ok");
 	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "Bounded churn"));
@@ -117,7 +122,7 @@ static void test_grow_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("grow");
-	struct value *fx = load_fixture("grow");
+	struct value *fx = load_incident("grow");
 	struct value *v = memory(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_non_null(strstr(title, "outside the allocator"));
@@ -132,7 +137,7 @@ static void test_grow_recorded(void **state)
 static void test_fragmentation_from_edited_faults(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("grow");
+	struct value *fx = load_incident("grow");
 	struct value *stacks = mut(fx, "results", "faults", "stacks");
 	for (size_t i = 0; i < stacks->arr.len; i++) {
 		struct value *u = value_obj_set(stacks->arr.items[i], "user", value_arr());
@@ -158,7 +163,7 @@ static void test_realloc_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("realloc");
-	struct value *fx = load_fixture("realloc");
+	struct value *fx = load_incident("realloc");
 	struct value *v = memory(fx);
 	const char *title = value_get_str(verdict(v, 0), "title");
 	assert_non_null(strstr(title, "append_log()"));
@@ -173,7 +178,7 @@ static void test_realloc_recorded(void **state)
 static void test_heap_growth_unattributed(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("realloc");
+	struct value *fx = load_incident("realloc");
 	struct value *stacks = mut(fx, "results", "allocs", "stacks");
 	for (size_t i = 0; i < stacks->arr.len; i++)
 		value_set_int(stacks->arr.items[i], "realloc_growth_bytes", 0);
@@ -191,7 +196,7 @@ static void test_cgroup_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("cg");
-	struct value *fx = load_fixture("cg");
+	struct value *fx = load_incident("cg");
 	struct value *v = memory(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "critical");
@@ -207,7 +212,7 @@ static void test_oom_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("oom");
-	struct value *fx = load_fixture("oom");
+	struct value *fx = load_incident("oom");
 	struct value *v = memory(fx);
 	const struct value *oom = find(v, "oom-kill");
 	assert_non_null(oom);
@@ -223,7 +228,7 @@ static void test_oom_recorded(void **state)
 static void test_oom_kill_edited(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("cg");
+	struct value *fx = load_incident("cg");
 	struct value *ev = mut(fx, "results", "context", "memory");
 	ev = mut(ev, "cgroup", "events", NULL);
 	value_set_int(ev, "oom_kill", 2);
@@ -235,7 +240,7 @@ static void test_oom_kill_edited(void **state)
 	value_free(v);
 	value_free(fx);
 
-	fx = load_fixture("churn");
+	fx = load_incident("churn");
 	struct value *ooms = mut(fx, "results", "ooms", NULL);
 	value_set_int(ooms, "total", 1);
 	struct value *keys = value_obj_set(ooms, "keys", value_arr());
@@ -256,7 +261,7 @@ static void test_oom_kill_edited(void **state)
 static void test_near_limit_without_leak(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("grow");
+	struct value *fx = load_incident("grow");
 	struct value *cg = mut(mut(fx, "results", "context", "memory"), "cgroup", NULL, NULL);
 	int64_t cur = (int64_t)value_get_num(cg, "current_bytes", 0);
 	value_set_bool(cg, "limited", true);
@@ -284,7 +289,7 @@ static void test_near_limit_without_leak(void **state)
 static void test_sampled_allocations(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("leak");
+	struct value *fx = load_incident("leak");
 	value_set_int(mut(fx, "results", "allocs", NULL), "sampled_1_in", 8);
 	struct value *v = memory(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
@@ -300,7 +305,7 @@ static void test_sampled_allocations(void **state)
 static void test_allocations_missing(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("leak");
+	struct value *fx = load_incident("leak");
 	drop_probe(fx, "allocs");
 	struct value *v = memory(fx);
 	const struct value *g = find(v, "growth");
@@ -318,7 +323,7 @@ static void test_allocations_missing(void **state)
 static void test_small_leak_threshold(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("leak");
+	struct value *fx = load_incident("leak");
 	struct value *th = value_obj();
 	value_set_int(th, "leak_min_old_bytes", 1 << 30);
 	struct value *v = memory_t(fx, th);
@@ -347,7 +352,7 @@ static void test_host_slab_growth_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("host-grow");
-	struct value *fx = load_fixture("host-grow");
+	struct value *fx = load_incident("host-grow");
 	struct value *v = memory(fx);
 	assert_host_only(v);
 	const struct value *k = verdict(v, 0);
@@ -385,7 +390,7 @@ static void test_host_slab_growth_recorded(void **state)
 static void test_host_slab_sites(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("host-grow");
+	struct value *fx = load_incident("host-grow");
 	drop_probe(fx, "kallocs");
 	struct value *v = memory(fx);
 	const struct value *k = find(v, "kernel-slab-growth");
@@ -399,7 +404,7 @@ static void test_host_slab_sites(void **state)
 	value_free(v);
 	value_free(fx);
 
-	fx = load_fixture("host-grow");
+	fx = load_incident("host-grow");
 	struct value *grown = (struct value *)value_get(mut(fx, "results", "kmem", "slab"), "grown");
 	value_set_str(grown->arr.items[0], "name", "kmalloc-cg-64");
 	struct value *sites = (struct value *)value_get(mut(fx, "results", "kallocs", NULL), "sites");
@@ -427,7 +432,7 @@ static void test_host_slab_sites(void **state)
 static void test_host_reclaimable_slab(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("host-grow");
+	struct value *fx = load_incident("host-grow");
 	struct value *grown = mut(fx, "results", "kmem", "slab");
 	grown = (struct value *)value_get(grown, "grown");
 	value_set_bool(grown->arr.items[0], "reclaimable", true);
@@ -452,7 +457,7 @@ static void test_host_controls_recorded(void **state)
 	const char *names[] = { "host-churn", "host-fits" };
 	for (size_t i = 0; i < 2; i++) {
 		assert_as_recorded(names[i]);
-		struct value *fx = load_fixture(names[i]);
+		struct value *fx = load_incident(names[i]);
 		struct value *v = memory(fx);
 		assert_int_equal(v->arr.len, 1);
 		assert_string_equal(value_get_str(verdict(v, 0), "id"), "ok");
@@ -469,7 +474,7 @@ static void test_host_refaults_recorded(void **state)
 {
 	(void)state;
 	assert_as_recorded("host-refault");
-	struct value *fx = load_fixture("host-refault");
+	struct value *fx = load_incident("host-refault");
 	struct value *v = memory(fx);
 	assert_host_only(v);
 	const struct value *w = verdict(v, 0);
@@ -487,7 +492,7 @@ static void test_host_refaults_recorded(void **state)
 static void test_host_refaults_short_of_memory(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("host-refault");
+	struct value *fx = load_incident("host-refault");
 	struct value *mi = mut(fx, "results", "kmem", "meminfo");
 	value_set_int(mi, "mem_available_bytes", (int64_t)(value_get_num(mi, "mem_total_bytes", 0) / 50));
 	struct value *v = memory(fx);
@@ -503,7 +508,7 @@ static void test_host_refaults_short_of_memory(void **state)
 static void test_host_refault_threshold(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("host-refault");
+	struct value *fx = load_incident("host-refault");
 	struct value *vm = mut(fx, "results", "kmem", "vmstat");
 	double wall = value_get_num(mut(fx, "results", "kmem", NULL), "wall_s", 0);
 	assert_true(wall > 1);
@@ -525,7 +530,7 @@ static void test_host_refault_threshold(void **state)
 static void test_host_incomplete(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("host-grow");
+	struct value *fx = load_incident("host-grow");
 	struct value *k = mut(fx, "results", "kmem", NULL), *copy = value_obj();
 	for (size_t i = 0; i < k->obj.len; i++)
 		if (strcmp(k->obj.keys[i], "slab"))
@@ -542,7 +547,7 @@ static void test_host_incomplete(void **state)
 	value_free(v);
 	value_free(fx);
 
-	fx = load_fixture("host-grow");
+	fx = load_incident("host-grow");
 	value_set_int(mut(fx, "results", "kmem", "slab"), "malformed_lines", 3);
 	v = memory(fx);
 	assert_non_null(find(v, "kernel-slab-growth")); /* the lines read still count */
@@ -553,7 +558,7 @@ static void test_host_incomplete(void **state)
 	value_free(v);
 	value_free(fx);
 
-	fx = load_fixture("host-churn");
+	fx = load_incident("host-churn");
 	drop_probe(fx, "kmem");
 	v = memory(fx);
 	inc = find(v, "incomplete-data");

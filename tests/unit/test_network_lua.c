@@ -1,14 +1,14 @@
-/* test_network_lua.c — lua/network-errors.lua on recorded results: the reports `diagnose
- * network-errors --json` wrote in tests/e2e/t_network.sh (tests/unit/fixtures/network/NAME.json: a
- * stream losing 3% of its segments, with --pid of the sender, of the receiver and host-wide; the
- * same stream clean;
- * connects to a closed port over IPv6 (--pid) and IPv4 (host-wide); a server aborting its
- * connections (--pid of the client, IPv6); a listener that never accepts,
- * with --pid and host-wide; some flows and stacks trimmed), each checked against the probes'
- * declared shapes, must give the verdicts they gave live, naming the same peers and ports; and
- * the same trees edited into what the live tests do not produce (interface and softnet drops, a
- * share of retransmits under the threshold, drops that only follow other trouble, a missing
- * probe) must be judged as such. No root, no BPF: the snippet runs in this process.
+/* test_network_lua.c — lua/network-errors.lua on trimmed incidents: the reports `diagnose
+ * network-errors --json` wrote in tests/e2e/t_network.sh
+ * (tests/fixtures/trimmed/network-errors/NAME.json: a stream losing 3% of its segments, with --pid
+ * of the sender, of the receiver and host-wide; the same stream clean; connects to a closed port
+ * over IPv6 (--pid) and IPv4 (host-wide); a server aborting its connections (--pid of the client,
+ * IPv6); a listener that never accepts, with --pid and host-wide; some flows and stacks trimmed),
+ * each checked against the probes' declared shapes, must give the verdicts they gave live, naming
+ * the same peers and ports; and the same trees edited into what the live tests do not produce
+ * (interface and softnet drops, a share of retransmits under the threshold, drops that only follow
+ * other trouble, a missing probe) must be judged as such. No root, no BPF: the snippet runs in this
+ * process.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,19 +28,23 @@
 #include "recorded_verdicts.h"
 #include "verdict.h"
 
-static struct value *load_fixture(const char *name) { return recorded_fixture("network", name); }
-
-/* lua/network-errors.lua with recipes/network-errors.yaml's thresholds on a fixture; the verdicts (caller frees). */
-static struct value *network(const struct value *fixture)
+static struct value *load_incident(const char *name)
 {
-	return recorded_verdicts("network-errors", fixture, NULL, false);
+	return trimmed_incident("network-errors", name);
+}
+
+/* lua/network-errors.lua with recipes/network-errors.yaml's thresholds on a trimmed incident; the
+ * verdicts (caller frees). */
+static struct value *network(const struct value *incident)
+{
+	return recorded_verdicts("network-errors", incident, NULL, false);
 }
 
 #define verdict verdict_at
 
 static void assert_as_recorded(const char *name)
 {
-	assert_recorded_verdicts("network-errors", "network", name);
+	assert_recorded_verdicts("network-errors", name);
 }
 
 /* The verdict with this id (the first), or a failure. */
@@ -77,7 +81,7 @@ static void test_loss_pid(void **state)
 {
 	(void)state;
 	assert_as_recorded("loss-pid");
-	struct value *fx = load_fixture("loss-pid");
+	struct value *fx = load_incident("loss-pid");
 	struct value *v = network(fx);
 	assert_title_has(v, "retransmits", "10.231.0.2:5001");
 	assert_title_has(v, "retransmits", "% of segments sent");
@@ -91,7 +95,7 @@ static void test_loss_host(void **state)
 {
 	(void)state;
 	assert_as_recorded("loss-host");
-	struct value *fx = load_fixture("loss-host");
+	struct value *fx = load_incident("loss-host");
 	struct value *v = network(fx);
 	assert_title_has(v, "retransmits", "10.231.0.2:5001");
 	assert_title_has(v, "packet-drops", "NETFILTER_DROP");
@@ -107,7 +111,7 @@ static void test_loss_recv(void **state)
 {
 	(void)state;
 	assert_as_recorded("loss-recv");
-	struct value *fx = load_fixture("loss-recv");
+	struct value *fx = load_incident("loss-recv");
 	struct value *v = network(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "packet-drops");
 	assert_title_has(v, "packet-drops", "NETFILTER_DROP");
@@ -121,7 +125,7 @@ static void test_clean_pid(void **state)
 {
 	(void)state;
 	assert_as_recorded("clean-pid");
-	struct value *fx = load_fixture("clean-pid");
+	struct value *fx = load_incident("clean-pid");
 	struct value *v = network(fx);
 	assert_int_equal(v->arr.len, 1);
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "ok");
@@ -135,13 +139,13 @@ static void test_closed(void **state)
 	(void)state;
 	assert_as_recorded("closed6-pid");
 	assert_as_recorded("closed4-host");
-	struct value *fx = load_fixture("closed6-pid");
+	struct value *fx = load_incident("closed6-pid");
 	struct value *v = network(fx);
 	assert_title_has(v, "connection-refused", "[fd00:231::2]:5003");
 	assert_false(has_id(v, "connection-reset")); /* resets answering SYNs are refusals */
 	value_free(v);
 	value_free(fx);
-	fx = load_fixture("closed4-host");
+	fx = load_incident("closed4-host");
 	v = network(fx);
 	assert_title_has(v, "connection-refused", "10.231.0.2:5002");
 	assert_title_has(v, "resets-sent", "10.231.0.2:5002");
@@ -155,7 +159,7 @@ static void test_abort(void **state)
 {
 	(void)state;
 	assert_as_recorded("abort-pid");
-	struct value *fx = load_fixture("abort-pid");
+	struct value *fx = load_incident("abort-pid");
 	struct value *v = network(fx);
 	assert_title_has(v, "connection-reset", "[fd00:231::2]:5005");
 	assert_false(has_id(v, "connection-refused"));
@@ -168,12 +172,12 @@ static void test_backlog(void **state)
 	(void)state;
 	assert_as_recorded("backlog-pid");
 	assert_as_recorded("backlog-host");
-	struct value *fx = load_fixture("backlog-pid");
+	struct value *fx = load_incident("backlog-pid");
 	struct value *v = network(fx);
 	assert_title_has(v, "listen-overflow", "port 5004");
 	value_free(v);
 	value_free(fx);
-	fx = load_fixture("backlog-host");
+	fx = load_incident("backlog-host");
 	v = network(fx);
 	assert_title_has(v, "connect-timeout", "10.231.0.2:5004");
 	value_free(v);
@@ -184,7 +188,7 @@ static void test_backlog(void **state)
 static void test_interface_and_softnet_drops(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("clean-pid");
+	struct value *fx = load_incident("clean-pid");
 	struct value *net = (struct value *)value_get(results_of(fx, "context"), "net");
 	struct value *ifs = (struct value *)value_get(net, "interfaces");
 	assert_true(ifs->arr.len > 0);
@@ -205,7 +209,7 @@ static void test_interface_and_softnet_drops(void **state)
 static void test_retransmits_under_threshold(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("loss-pid");
+	struct value *fx = load_incident("loss-pid");
 	struct value *flows = (struct value *)value_get(results_of(fx, "tcp"), "flows");
 	for (size_t i = 0; i < flows->arr.len; i++) {
 		struct value *f = flows->arr.items[i];
@@ -226,7 +230,7 @@ static void test_retransmits_under_threshold(void **state)
 static void test_follower_drops_not_judged(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("clean-pid");
+	struct value *fx = load_incident("clean-pid");
 	struct value *d = results_of(fx, "drops");
 	struct value *reasons = value_obj_set(d, "reasons", value_arr());
 	struct value *r = value_arr_push(reasons, value_obj());
@@ -248,7 +252,7 @@ static void test_follower_drops_not_judged(void **state)
 static void test_missing_probe(void **state)
 {
 	(void)state;
-	struct value *fx = load_fixture("loss-pid");
+	struct value *fx = load_incident("loss-pid");
 	struct value *res = (struct value *)value_get(fx, "results");
 	struct value *tmp = value_obj();
 	for (size_t i = 0; i < res->obj.len; i++)

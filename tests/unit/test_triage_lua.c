@@ -1,5 +1,5 @@
-/* test_triage_lua.c — lua/triage.lua on recorded results: reports that `diagnose triage --json`
- * wrote on the workloads of tests/e2e/t_triage.sh (tests/unit/fixtures/triage/NAME.json: a CPU
+/* test_triage_lua.c — lua/triage.lua on trimmed incidents: reports that `diagnose triage --json`
+ * wrote on the workloads of tests/e2e/t_triage.sh (tests/fixtures/trimmed/triage/NAME.json: a CPU
  * burner, lock contention, a 1 MiB/s leak, an idle thread pool, an fsync-per-write journal;
  * stacks trimmed), each checked
  * against the probes' declared shapes, must give the verdicts they gave live, each naming its
@@ -23,7 +23,7 @@
 #include "source.h"
 #include "verdict.h"
 
-static struct value *fixture(const char *name) { return recorded_fixture("triage", name); }
+static struct value *incident(const char *name) { return trimmed_incident("triage", name); }
 static struct value *triage(const struct value *fx) { return recorded_verdicts("triage", fx, NULL, false); }
 
 static struct value *results_of(struct value *fx, const char *probe)
@@ -55,8 +55,8 @@ static void assert_names(const struct value *fx, const struct value *v, const ch
 static void test_cpu_recorded(void **state)
 {
 	(void)state;
-	assert_recorded_verdicts("triage", "triage", "cpu");
-	struct value *fx = fixture("cpu"), *v = triage(fx);
+	assert_recorded_verdicts("triage", "cpu");
+	struct value *fx = incident("cpu"), *v = triage(fx);
 	assert_names(fx, v, "cpu-bound", "high-cpu");
 	/* the evidence names the hot function from the on-CPU samples */
 	const struct value *ev = value_get(verdict_at(v, 0), "evidence");
@@ -71,8 +71,8 @@ static void test_cpu_recorded(void **state)
 static void test_lock_recorded(void **state)
 {
 	(void)state;
-	assert_recorded_verdicts("triage", "triage", "lock");
-	struct value *fx = fixture("lock"), *v = triage(fx);
+	assert_recorded_verdicts("triage", "lock");
+	struct value *fx = incident("lock"), *v = triage(fx);
 	assert_names(fx, v, "waiting", "latency");
 	assert_non_null(strstr(value_get_str(verdict_at(v, 0), "title"), "locks"));
 	value_free(v);
@@ -82,8 +82,8 @@ static void test_lock_recorded(void **state)
 static void test_leak_recorded(void **state)
 {
 	(void)state;
-	assert_recorded_verdicts("triage", "triage", "leak");
-	struct value *fx = fixture("leak"), *v = triage(fx);
+	assert_recorded_verdicts("triage", "leak");
+	struct value *fx = incident("leak"), *v = triage(fx);
 	assert_names(fx, v, "memory-growing", "memory-growth");
 	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "critical");
 	value_free(v);
@@ -93,8 +93,8 @@ static void test_leak_recorded(void **state)
 static void test_idle_recorded(void **state)
 {
 	(void)state;
-	assert_recorded_verdicts("triage", "triage", "idle");
-	struct value *fx = fixture("idle"), *v = triage(fx);
+	assert_recorded_verdicts("triage", "idle");
+	struct value *fx = incident("idle"), *v = triage(fx);
 	assert_int_equal(v->arr.len, 1);
 	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "info");
 	assert_null(value_get(verdict_at(v, 0), "next")); /* nothing to chase, nothing to follow */
@@ -105,8 +105,8 @@ static void test_idle_recorded(void **state)
 static void test_journal_recorded(void **state)
 {
 	(void)state;
-	assert_recorded_verdicts("triage", "triage", "journal");
-	struct value *fx = fixture("journal"), *v = triage(fx);
+	assert_recorded_verdicts("triage", "journal");
+	struct value *fx = incident("journal"), *v = triage(fx);
 	assert_names(fx, v, "io-wait", "io-saturation");
 	value_free(v);
 	value_free(fx);
@@ -116,7 +116,7 @@ static void test_journal_recorded(void **state)
 static void test_flat_rss(void **state)
 {
 	(void)state;
-	struct value *fx = fixture("leak");
+	struct value *fx = incident("leak");
 	struct value *mem = (struct value *)value_get(results_of(fx, "context"), "memory");
 	value_set_int(mem, "rss_delta_bytes", 0);
 	value_set_num(mem, "rss_slope_bytes_per_s", 0);
@@ -132,7 +132,7 @@ static void test_flat_rss(void **state)
 static void test_disk_from_edited_stacks(void **state)
 {
 	(void)state;
-	struct value *fx = fixture("lock");
+	struct value *fx = incident("lock");
 	struct value *stacks = (struct value *)value_get(results_of(fx, "offcpu"), "stacks");
 	for (size_t i = 0; i < stacks->arr.len; i++) {
 		struct value *s = stacks->arr.items[i];
@@ -153,7 +153,7 @@ static void test_disk_from_edited_stacks(void **state)
 static void test_retransmits_edited(void **state)
 {
 	(void)state;
-	struct value *fx = fixture("idle");
+	struct value *fx = incident("idle");
 	struct value *net = (struct value *)value_get(results_of(fx, "context"), "net");
 	struct value *tcp = (struct value *)value_get(value_get(net, "counters"), "Tcp");
 	value_set_int(tcp, "OutSegs", 10000);
@@ -169,7 +169,7 @@ static void test_retransmits_edited(void **state)
 static void test_host_wide_busy(void **state)
 {
 	(void)state;
-	struct value *fx = fixture("cpu");
+	struct value *fx = incident("cpu");
 	struct value *run = (struct value *)value_get(fx, "run");
 	value_obj_set(run, "target", value_null());
 	struct value *prof = results_of(fx, "profile");
@@ -188,7 +188,7 @@ static void test_host_wide_busy(void **state)
 static void test_host_wide_quiet(void **state)
 {
 	(void)state;
-	struct value *fx = fixture("idle");
+	struct value *fx = incident("idle");
 	value_obj_set((struct value *)value_get(fx, "run"), "target", value_null());
 	struct value *prof = results_of(fx, "profile");
 	value_set_int(prof, "samples", 0);
@@ -211,7 +211,7 @@ static void test_host_wide_quiet(void **state)
 static int run_next(const char *mode, struct value **verdicts, struct diag_err *err)
 {
 	struct source_file lua;
-	char *path = recorded_src("tests/unit/lua/next_field.lua");
+	char *path = srcdir_path("tests/unit/lua/next_field.lua");
 	if (source_read(path, false, 0, &lua, err))
 		fail_msg("%s", err->msg);
 	struct value *res = value_obj(), *th = value_obj(), *run = value_obj();
