@@ -8,15 +8,19 @@
 --
 -- How it decides. The threads' time is threads x window (context.threads, context.wall_s). Each
 -- off-CPU stack is put in one class by waits.classify (lua/lib/waits.lua: runnable, resolve,
--- fault, disk, lock, work-wait, futex, peer, sleep, other). One hypothesis per cause, each a
--- finding when its share of the threads' time is >= cause_pct_warn (critical at cause_pct_crit;
--- sleeping at most warning: it may be by design), else ruled out with its share:
+-- fault, disk, lock, work-wait, futex, peer, sleep, gil, park, latch, event-loop, other; a
+-- runtime's wait function, from lua/lib/wait_table.lua, names the class through the user
+-- frames, and then gives the verdict its words and next steps). One hypothesis per cause, each
+-- a finding when its share of the threads' time is >= cause_pct_warn (critical at
+-- cause_pct_crit; sleeping and latch waits at most warning), else ruled out with its share:
 --   lock-contention, disk-io, page-faults, waiting-on-peer, slow-name-resolution, sleeping,
---   futex-wait;
+--   gil-wait, park-wait, latch-wait, futex-wait;
 --   cpu-starved: runnable share >= runnable_pct_warn, or run-queue p99 >= 10 x runq_p99_warn_us.
 -- Findings worst first, the larger share first. With no finding: idle (info) when the threads
 -- are off the CPU at least half of their time and most of it work-wait or blocked throughout
--- the window (never seen switching: threads x window - on CPU - off CPU measured); else ok.
+-- the window (never seen switching: threads x window - on CPU - off CPU measured); event-loop
+-- (info) instead when the waiting for work is mostly an event loop parked in epoll/poll (whether
+-- requests wait on a peer meanwhile needs a peer-wait probe); else ok.
 -- Each verdict names the call path (root first) of its heaviest stack and the function in the
 -- target's own code nearest the wait (waits.own_frame skips libc / libpthread / the vDSO).
 
@@ -48,17 +52,21 @@ end
 
 -- ---- the off-CPU time, by class ----------------------------------------------------------------
 
-local CLASSES = { "runnable", "disk", "fault", "lock", "peer", "resolve", "sleep", "futex", "work-wait", "other" }
+local CLASSES = { "runnable", "disk", "fault", "lock", "peer", "resolve", "sleep", "gil", "park", "latch", "futex",
+  "work-wait", "event-loop", "other" }
 
--- {name = {ns=, count=, stacks = heaviest first}} over the off-CPU stacks.
+-- {name = {ns=, count=, stacks = heaviest first, matches = the wait table's match of each stack
+-- (false: none)}} over the off-CPU stacks.
 local function time_by_class()
   local class = {}
-  for _, name in ipairs(CLASSES) do class[name] = { ns = 0, count = 0, stacks = {} } end
+  for _, name in ipairs(CLASSES) do class[name] = { ns = 0, count = 0, stacks = {}, matches = {} } end
   for _, s in ipairs((offcpu and offcpu.stacks) or {}) do
-    local c = class[waits.classify(s, user_unwind)]
+    local name, m = waits.classify(s, user_unwind)
+    local c = class[name]
     c.ns = c.ns + (s.weight or 0)
     c.count = c.count + (s.count or 0)
     c.stacks[#c.stacks + 1] = s -- stacks come heaviest first
+    c.matches[#c.stacks] = m or false
   end
   return class
 end
@@ -104,11 +112,17 @@ end
 local function naming_stack(c)
   local top = c.stacks[1]
   if top and user_unwind == "dwarf" and not top.user_from then
-    for _, s in ipairs(c.stacks) do
-      if s.user_from and (s.weight or 0) >= c.ns * 0.05 then return s end
+    for i, s in ipairs(c.stacks) do
+      if s.user_from and (s.weight or 0) >= c.ns * 0.05 then return s, c.matches[i] or nil end
     end
   end
-  return top
+  return top, c.matches[1] or nil
+end
+
+-- The wait table's match for the stack naming c (a runtime's wait function), or nil.
+local function runtime_wait(c)
+  local _, m = naming_stack(c)
+  return m
 end
 
 -- " in caller() → own()" (root first, as call paths read) for the stack naming c, and own.
@@ -136,7 +150,9 @@ end
 
 -- cause{id=, class=, title = function(pct_text, at), steps = function(own), extra=, max_sev=,
 -- clear=}: the finding of one class (a verdict and its share), or, its share under
--- cause_pct_warn, the ruled-out line "CLEAR: TIME (SHARE of the threads' time)".
+-- cause_pct_warn, the ruled-out line "CLEAR: TIME (SHARE of the threads' time)". When a
+-- runtime's wait function names the class's heaviest wait, `at` is " for WORDS" (the wait
+-- table's words), its next steps come first, and the evidence says which entry named it.
 local function cause(spec)
   local c = class[spec.class]
   local pct = share(c.ns)
@@ -146,7 +162,14 @@ local function cause(spec)
     return diag.ruled_out(spec.id, "%s: %s, %s of the threads' time", spec.clear, diag.fmt_ns(c.ns), diag.fmt_pct(pct))
   end
   local at, own = where(c)
-  return diag.verdict(spec.id, sev, spec.title(diag.fmt_pct(pct), at), evidence_for(c, spec.extra), spec.steps(own)), pct
+  local m, steps, extra = runtime_wait(c), spec.steps(own), spec.extra
+  if m then
+    at = " for " .. waits.describe(m)
+    steps = diag.lines():extend(waits.steps(m, pid)):extend(steps)
+    extra = diag.lines(string.format("Named by the wait table (lua/lib/wait_table.lua): %s, %s()%s", m.entry.runtime,
+      m.frame, m.entry.under and (" under " .. m.at .. "()") or "")):extend(extra)
+  end
+  return diag.verdict(spec.id, sev, spec.title(diag.fmt_pct(pct), at), evidence_for(c, extra), steps), pct
 end
 
 -- ---- the hypotheses: each a finding (a verdict and its share) or a ruled-out line -------------
@@ -176,12 +199,17 @@ local function lock_contention()
   return cause {
     id = "lock-contention", class = "lock", clear = "no lock contention: waiting for a lock",
     title = function(pct, at)
+      if runtime_wait(class.lock) then
+        return string.format("Lock wait: threads wait %s of their time%s", pct, at)
+      end
       return string.format("Lock contention: threads wait %s of their time for a lock%s", pct, at) ..
         (holder_fn and (", held by " .. diag.fn(holder_fn)) or "")
     end,
     steps = function(own)
       local steps = diag.lines()
-      if holder_fn then
+      if runtime_wait(class.lock) then
+        return steps
+      elseif holder_fn then
         steps:add("Shorten what %s does while it holds the lock, split the lock, or move work out of it", diag.fn(holder_fn))
       else
         steps:add("Find who holds it: the threads that wake the waiters release the lock (offwaketime -p %s)", pid)
@@ -285,6 +313,34 @@ local function sleeping()
   }
 end
 
+-- The runtimes' own waits the wait table names: Python's GIL, a JVM park, a PostgreSQL latch.
+local function gil_wait()
+  return cause {
+    id = "gil-wait", class = "gil", clear = "no GIL contention: waiting for Python's GIL",
+    title = function(pct, at) return string.format("GIL contention: threads wait %s of their time%s", pct, at) end,
+    steps = function() return { "Only one thread runs Python code at a time: the waiters are ready to run and cannot" } end,
+  }
+end
+
+local function park_wait()
+  return cause {
+    id = "park-wait", class = "park", clear = "no brief parks: parked in LockSupport.park, briefly",
+    title = function(pct, at)
+      return string.format("Parked: threads wait %s of their time, briefly and often,%s", pct, at)
+    end,
+    steps = function() return { "Brief, frequent parks are a contended java.util.concurrent lock, or a pool handing work back and forth" } end,
+  }
+end
+
+local function latch_wait()
+  return cause {
+    id = "latch-wait", class = "latch", clear = "no latch waits: waiting to be signalled by another process",
+    max_sev = "warning", -- what for is the caller's: a wait the table does not name further
+    title = function(pct, at) return string.format("Waiting to be signalled %s of the threads' time%s", pct, at) end,
+    steps = function() return { "Another process's progress holds these threads: the wait event names which" } end,
+  }
+end
+
 local function futex_wait()
   return cause {
     id = "futex-wait", class = "futex", clear = "no unnamed futex waits: in futexes the stacks do not name",
@@ -342,15 +398,35 @@ end
 local HYPOTHESES = {
   from_offcpu(lock_contention), from_offcpu(disk_io), from_offcpu(page_faults), from_offcpu(waiting_on_peer),
   function() if offcpu or lookups then return slow_name_resolution() end end,
-  from_offcpu(sleeping), from_offcpu(futex_wait), cpu_starved,
+  from_offcpu(sleeping), from_offcpu(gil_wait), from_offcpu(park_wait), from_offcpu(latch_wait),
+  from_offcpu(futex_wait), cpu_starved,
 }
 
 -- ---- nothing found: idle, or ok ----------------------------------------------------------------
 
 -- Idle means the threads mostly wait: at least half of their time off the CPU.
+-- An event loop parked in epoll/poll: idle, or waiting on peers with requests outstanding; the
+-- off-CPU stacks cannot tell which.
+local function event_loop_verdict()
+  local loop = class["event-loop"]
+  local m = runtime_wait(loop)
+  local at = m and (" for " .. waits.describe(m)) or where(loop)
+  return diag.verdict("event-loop", "info",
+    string.format("Event loop parked: the threads wait %s of their time%s; whether requests wait on a peer meanwhile needs the peer-wait probe",
+      diag.fmt_pct(share(loop.ns)), at),
+    evidence_for(loop, { "An event loop waits in epoll_wait both when it has no work and when its requests wait on upstreams: the stacks alone cannot tell" }),
+    diag.lines():extend(waits.steps(m, pid)):extend({
+      string.format("Which peers it talks to: ss -tinp | grep 'pid=%s' (rtt, send/receive queues)", pid),
+      "If requests are slow, time the upstreams (their own latency, diagnose latency on them)" }))
+end
+
 local function quiet_verdict()
   local waiting = off_ns + unseen_ns >= thread_ns / 2
-  local work = class["work-wait"]
+  local work, loop = class["work-wait"], class["event-loop"]
+  if waiting and off_ns > 0 and loop.ns > 0 and loop.ns >= work.ns and work.ns + loop.ns >= off_ns / 2 and
+    not (unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2) then
+    return event_loop_verdict()
+  end
   if waiting and unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
     return diag.verdict("idle", "info",
       string.format("Idle: threads were blocked throughout the window %s of their time; nothing ran slowly", diag.fmt_pct(share(unseen_ns))),
@@ -361,12 +437,15 @@ local function quiet_verdict()
         "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
         "Threads stuck on a lock for the whole window (a deadlock) look the same here: if the service does not answer at all, check their stacks" })
   elseif waiting and off_ns > 0 and work.ns >= off_ns / 2 then
-    local at = where(work)
-    return diag.verdict("idle", "info",
-      string.format("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share(work.ns)), at),
+    local m = runtime_wait(work)
+    local title = m and string.format("Idle: the threads wait %s of their time for %s; nothing slows them down",
+        diag.fmt_pct(share(work.ns)), waits.describe(m))
+      or string.format("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share(work.ns)), where(work))
+    return diag.verdict("idle", "info", title,
       evidence_for(work, { "Waiting for work: epoll_wait, poll, accept or a condition variable (a parked thread pool), not a lock, the disk or a peer" }),
-      { "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
-        "Compare with the request rate it should see: ss -tn state established '( sport = :PORT )', its access logs" })
+      diag.lines():extend(waits.steps(m, pid)):extend({
+        "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
+        "Compare with the request rate it should see: ss -tn state established '( sport = :PORT )', its access logs" }))
   end
   return diag.verdict("ok", "ok",
     string.format("No waiting cause stands out: on CPU %s, off CPU %s of the threads' time",

@@ -16,8 +16,13 @@
 --   peer       a blocking socket or pipe read, connect; a host name lookup (it waits on the
 --              name server)
 --   sleep      nanosleep / clock_nanosleep
---   work-wait  a condition variable, epoll_wait, poll, select, accept, or a long futex: idle
+--   work-wait  a condition variable, epoll_wait, poll, select, accept, or a long futex: idle;
+--              an event loop parked in epoll/poll
 --   other
+-- (a runtime's wait function, from lua/lib/wait_table.lua, names the class through the user
+-- frames: a PostgreSQL lock or Python's GIL is a lock, a JVM park or a latch a futex, a
+-- backend waiting for its client's next command work-wait; the waiting verdict then names it
+-- in the runtime's words)
 -- Threads never seen switching were blocked all window: idle too.
 -- One hypothesis per symptom recipe, each at most one verdict, with `next` = { recipe, params }
 -- (what --follow runs) and the exact command first in next_steps, or a ruled-out line:
@@ -78,18 +83,19 @@ local pct = diag.fmt_pct
 
 local CLASSES = { "runnable", "disk", "lock", "futex", "peer", "sleep", "work-wait", "other" }
 -- waits.classify's classes that triage folds into another
-local FOLDED = { fault = "disk", resolve = "peer" }
+local FOLDED = { fault = "disk", resolve = "peer", gil = "lock", park = "futex", latch = "futex",
+  ["event-loop"] = "work-wait" }
 
--- {name = {ns=, count=, top = the heaviest stack}}.
+-- {name = {ns=, count=, top = the heaviest stack, match = the wait table's match of top}}.
 local function time_by_class()
   local class = {}
   for _, name in ipairs(CLASSES) do class[name] = { ns = 0, count = 0, top = nil } end
   for _, s in ipairs((offcpu and offcpu.stacks) or {}) do
-    local name = waits.classify(s, offcpu.user_unwind)
+    local name, m = waits.classify(s, offcpu.user_unwind)
     local c = class[FOLDED[name] or name]
     c.ns = c.ns + (s.weight or 0)
     c.count = c.count + (s.count or 0)
-    if not c.top then c.top = s end -- stacks come heaviest first
+    if not c.top then c.top, c.match = s, m end -- stacks come heaviest first
   end
   return class
 end
@@ -97,8 +103,10 @@ end
 local class = time_by_class()
 local function rate(name) return window > 0 and class[name].count / window or 0 end
 
--- ", in own()" for the class's heaviest stack, or "".
+-- ", in own()" for the class's heaviest stack, or "" — or, a runtime's wait function naming
+-- it, ": WORDS" (the wait table's).
 local function in_own(name)
+  if class[name].match then return ": " .. waits.describe(class[name].match) end
   local own = waits.own_frame(class[name].top and class[name].top.user)
   return own and (", in " .. diag.fn(own)) or ""
 end
@@ -231,7 +239,7 @@ local function waiting()
     if active_only and rate(name) < T.active then return end
     total = total + p
     if name ~= "sleep" then hard = hard + p end
-    parts[#parts + 1] = { pct = p, label = label, text = string.format("%s %s (%s waits/s%s)", label, pct(p),
+    parts[#parts + 1] = { pct = p, name = name, label = label, text = string.format("%s %s (%s waits/s%s)", label, pct(p),
       diag.fmt_count(rate(name)), in_own(name)) }
   end
   part("lock", "locks", false)
@@ -250,7 +258,10 @@ local function waiting()
   -- every other warning (score 0): a leak or retransmits beside it are the finding.
   local score = total
   if hard < T.warn then sev, score = "warning", 0 end
-  return candidate("waiting", "latency", true, sev, score, "Threads wait on " .. parts[1].label, ev,
+  local named = class[parts[1].name].match
+  local title = named and string.format("Threads wait on %s: %s", parts[1].label, waits.describe(named))
+    or ("Threads wait on " .. parts[1].label)
+  return candidate("waiting", "latency", true, sev, score, title, ev,
     { "latency names the lock and its holder, the peer, or the sleep, with the call path" })
 end
 

@@ -3,9 +3,13 @@
 -- wrappers in on-CPU stacks (high-cpu).
 --
 -- Owns: the frame lists of kernel waits and of the C library's wait and lock wrappers, the one
--- classification of an off-CPU stack (waits.classify), and the one list of frames that are not
--- the target's own code (libc / libpthread / vDSO wrappers: waits.own_frame skips them).
--- Must not: know any recipe's thresholds or verdicts, or how a snippet groups the classes.
+-- classification of an off-CPU stack (waits.classify: the kernel's frames, then the runtimes'
+-- wait functions of lua/lib/wait_table.lua matched through the user frames, then the C
+-- library's wrappers), the words of a runtime's wait (waits.describe), and the one list of
+-- frames that are not the target's own code (libc / libpthread / vDSO wrappers: waits.own_frame
+-- skips them).
+-- Must not: know any recipe's thresholds or verdicts, or how a snippet groups the classes; hold
+-- runtime function names (wait_table.lua holds them, as data).
 
 local waits = {}
 
@@ -51,13 +55,131 @@ waits.PARKED_NS = 50e6
 
 local any_frame = diag.any_frame
 
+-- ---- the runtimes' wait functions (lua/lib/wait_table.lua, and wait_table_NAME.lua) ------------
+
+-- What a table class is among waits.classify's classes.
+local CLASS_OF = { lock = "lock", latch = "latch", condition = "work-wait", ["event-loop"] = "event-loop",
+  idle = "work-wait", gil = "gil", park = "park", peer = "peer", sleep = "sleep" }
+
+-- Whether frame is the function name: equal, a demangled C++ frame with its parameters
+-- ("Parker::park(bool, long)"), or any frame it begins when the name ends in "*".
+function waits.frame_is(frame, name)
+  if frame == name then return true end
+  if name:sub(-1) == "*" then return frame:sub(1, #name - 1) == name:sub(1, -2) end
+  return frame:sub(1, #name + 1) == name .. "("
+end
+
+local function frame_in(frame, names)
+  for _, n in ipairs(names) do
+    if waits.frame_is(frame, n) then return true end
+  end
+  return false
+end
+
+-- A table entry as a one-line error ("wait_table_x entry 3: ..."): the author's file is named.
+local function check_entry(source, i, e)
+  local function bad(what) error(string.format("%s entry %d: %s", source, i, what), 0) end
+  if type(e) ~= "table" then bad("not a table") end
+  if type(e.fn) ~= "table" or #e.fn == 0 then bad("fn: a list of function names is required") end
+  if not CLASS_OF[e.class] then bad(string.format("class %q is not one of lock, latch, condition, event-loop, idle, gil, park, peer, sleep", tostring(e.class))) end
+  if type(e.what) ~= "string" or e.what == "" then bad("what: the words are required") end
+  if e.under ~= nil and (type(e.under) ~= "table" or #e.under == 0) then bad("under: a list of caller names") end
+  if e.within ~= nil and (math.type(e.within) ~= "integer" or e.within < 1) then bad("within: a whole number of frames >= 1") end
+  if e.steps ~= nil and type(e.steps) ~= "table" then bad("steps: a list of lines") end
+end
+
+-- The entries, once: the authors' (every global wait_table_NAME, by name) before wait_table's.
+-- Built on first use, when every library has been loaded whatever its name.
+local entries
+function waits.entries()
+  if entries then return entries end
+  local sources = {}
+  for name, t in pairs(_G) do
+    if type(name) == "string" and name:find("^wait_table_") and type(t) == "table" then sources[#sources + 1] = name end
+  end
+  table.sort(sources)
+  sources[#sources + 1] = "wait_table"
+  local list = {}
+  for _, name in ipairs(sources) do
+    for i, e in ipairs(_G[name] or {}) do
+      check_entry(name, i, e)
+      list[#list + 1] = e
+    end
+  end
+  entries = list
+  return list
+end
+
+-- The index of a caller of frames[i] named in e.under (within e.within frames), or nil; i
+-- itself when e has no under.
+local function under_at(e, frames, i)
+  if not e.under then return i end
+  local last = e.within and math.min(#frames, i + e.within) or #frames
+  for j = i + 1, last do
+    if frame_in(frames[j], e.under) then return j end
+  end
+  return nil
+end
+
+-- The first symbolized frame after index i (the caller that names the wait), or nil.
+local function named_caller(frames, i)
+  for j = i + 1, #frames do
+    if diag.symbolized(frames[j]) then return frames[j] end
+  end
+  return nil
+end
+
+-- waits.match(user): the table entry naming the wait of these user frames (leaf first): the
+-- innermost frame an entry names wins, the earlier entry at one frame; fallback entries only
+-- when no other matches. {entry=, frame= the fn frame, at= the frame naming it (the under
+-- frame, or fn's), caller= at's caller}, or nil.
+function waits.match(user)
+  local frames = user or {}
+  for _, fallback in ipairs({ false, true }) do
+    for i, f in ipairs(frames) do
+      for _, e in ipairs(waits.entries()) do
+        if (e.fallback == true) == fallback and frame_in(f, e.fn) then
+          local j = under_at(e, frames, i)
+          if j then return { entry = e, frame = f, at = frames[j], caller = named_caller(frames, j) } end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+-- The name of a frame as the words show it: a demangled C++ frame without its parameters.
+local function short_name(f)
+  return (f:gsub("%b()$", ""))
+end
+
+-- waits.describe(m): a match's words, "a heavyweight lock (row or transaction) in
+-- LockAcquireExtended ← XactLockTableWait".
+function waits.describe(m)
+  local e = m.entry
+  local detail = m.caller and e.detail_by_caller and e.detail_by_caller[short_name(m.caller)]
+  local what = e.what .. (detail and (" (" .. detail .. ")") or "")
+  return string.format("%s in %s%s", what, short_name(m.at), m.caller and (" ← " .. short_name(m.caller)) or "")
+end
+
+-- waits.steps(m, pid): a match's next steps, "{pid}" replaced.
+function waits.steps(m, pid)
+  local out = {}
+  for i, line in ipairs((m and m.entry.steps) or {}) do out[i] = (line:gsub("{pid}", tostring(pid or "PID"))) end
+  return out
+end
+
 -- waits.classify(stack, user_unwind): the class of one off-CPU stack ({tag=, kernel=, user=,
--- count=, weight=, user_from=}); user_unwind is the off_cpu results' (nil, "fp" or "dwarf").
--- First match wins:
+-- count=, weight=, user_from=}), and the wait table's match when an entry named it
+-- (waits.match); user_unwind is the off_cpu results' (nil, "fp" or "dwarf"). First match wins:
 --   runnable   the state was runnable: preempted, waiting for a CPU
 --   resolve    a host name lookup (getaddrinfo, gethostbyname, the resolver) in the user frames
 --   fault      uninterruptible in a page fault (reading a mapped file, swap)
 --   disk       uninterruptible in the block layer, page cache writeback or a journal
+--   a runtime's wait, named by the wait table through the user frames (whatever the kernel
+--   frame: epoll_wait, futex, select): its class as CLASS_OF maps it — lock, latch, gil, park
+--   (work-wait when the entry is parked_is_idle and its waits average >= PARKED_NS),
+--   event-loop, peer, sleep, or work-wait (idle, condition)
 --   lock       a futex under pthread_mutex_lock / rwlock / sem_wait (the user frames say so)
 --   work-wait  waiting for work: a futex under pthread_cond_wait, a futex the user frames do not
 --              name waited on >= PARKED_NS per interval (a parked thread), epoll_wait, poll,
@@ -69,6 +191,15 @@ local any_frame = diag.any_frame
 --   peer       a blocking read of a socket or pipe (recv, read on a socket), connect
 --   sleep      nanosleep / clock_nanosleep: sleeping on purpose
 --   disk, fault  the same frames in an interruptible wait
+local function parked(s) return (s.count or 0) > 0 and (s.weight or 0) / s.count >= waits.PARKED_NS end
+
+local function runtime_class(s)
+  local m = waits.match(s.user)
+  if not m then return nil end
+  if m.entry.parked_is_idle and parked(s) then return "work-wait", m end
+  return CLASS_OF[m.entry.class], m
+end
+
 function waits.classify(s, user_unwind)
   if s.tag == "runnable" then return "runnable" end
   local k, u = s.kernel or {}, s.user or {}
@@ -77,11 +208,13 @@ function waits.classify(s, user_unwind)
     if any_frame(k, waits.KERNEL.fault) then return "fault" end
     if any_frame(k, waits.KERNEL.disk) then return "disk" end
   end
+  local runtime, m = runtime_class(s)
+  if runtime then return runtime, m end
   if any_frame(k, waits.KERNEL.futex) then
     if any_frame(u, waits.USER.lock) then return "lock" end
     if any_frame(u, waits.USER.cond) then return "work-wait" end
     if user_unwind == "dwarf" and not s.user_from then return "other" end
-    if (s.count or 0) > 0 and (s.weight or 0) / s.count >= waits.PARKED_NS then return "work-wait" end
+    if parked(s) then return "work-wait" end
     return "futex"
   end
   if any_frame(k, waits.KERNEL.poll) then return "work-wait" end

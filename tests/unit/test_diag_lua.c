@@ -219,6 +219,88 @@ static void test_wait_classification(void **state)
 	value_free(v);
 }
 
+/* The wait table through the user frames, innermost runtime frame first: real Debian 12 stacks
+ * (the names of runtime_stacks.h, leaf first). */
+static void test_runtime_wait_classification(void **state)
+{
+	(void)state;
+	struct value *v = values_of("latency",
+		"local EPOLL, FUTEX = { 'ep_poll', 'do_epoll_wait' }, { 'futex_wait', 'do_futex' }\n"
+		"local function c(kernel, user, count, weight)\n"
+		"  local name, m = waits.classify({ tag = 'sleeping', kernel = kernel, user = user, count = count or 1,\n"
+		"    weight = weight or 1000, user_from = { 'dwarf' } }, 'dwarf')\n"
+		"  return name .. (m and (': ' .. waits.describe(m)) or '')\n"
+		"end\n"
+		"return { verdicts = {}, report = { { kind = 'values', classes = {\n"
+		"  c(EPOLL, { 'epoll_wait', 'WaitEventSetWait', 'WaitLatch', 'ProcSleep', 'postgres+0x45d8a0', 'LockAcquireExtended', 'XactLockTableWait', 'heap_update', 'PostgresMain' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'WaitEventSetWait', 'secure_read', 'postgres+0x34b3c0', 'pq_getbyte', 'PostgresMain' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'WaitEventSetWait', 'secure_read', 'pq_recvbuf', 'pq_getbyte', 'SocketBackend', 'ReadCommand', 'PostgresMain' }),\n"
+		"  c(FUTEX, { 'sem_wait', 'PGSemaphoreLock', 'LWLockAcquire', 'ProcSleep', 'postgres+0x45d8a0', 'LockAcquireExtended' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'WaitEventSetWait', 'WaitLatch', 'postgres+0x3e58ca', 'StartAutoVacLauncher' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'WaitEventSetWait', 'WaitLatch', 'postgres+0x454765' }),\n"
+		"  c({ 'do_select' }, { 'select', 'pg_usleep', 'vacuum_delay_point', 'heap_vacuum_rel' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'nginx+0x5a3e0', 'ngx_process_events_and_timers', 'nginx+0x5c1f0' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'aeProcessEvents', 'aeMain', 'main' }),\n"
+		"  c(FUTEX, { 'pthread_cond_wait', 'Parker::park(bool, long)', 'Unsafe_Park', '[unknown]' }, 1000, 1e8),\n"
+		"  c(FUTEX, { 'pthread_cond_wait', 'Parker::park(bool, long)', 'Unsafe_Park', '[unknown]' }, 10, 1e9),\n"
+		"  c(FUTEX, { 'pthread_cond_wait', 'ObjectMonitor::EnterI(JavaThread*)', 'ObjectMonitor::enter(JavaThread*)', 'ObjectSynchronizer::enter(Handle, BasicLock*, JavaThread*)' }),\n"
+		"  c(FUTEX, { 'pthread_cond_timedwait', 'python3.11+0xf92c0', 'PyEval_RestoreThread', '_PyEval_EvalFrameDefault' }),\n"
+		"  c(FUTEX, { 'pthread_cond_timedwait', 'take_gil', 'PyEval_RestoreThread' }),\n"
+		"  c(FUTEX, { 'pthread_cond_timedwait', 'python3.11+0x1', 'python3.11+0x2', 'python3.11+0x3', '_PyEval_EvalFrameDefault' }),\n"
+		"  c(EPOLL, { 'epoll_wait', 'uv__io_poll', 'uv_run', 'node::SpinEventLoop' }),\n"
+		"  c(FUTEX, { 'runtime.futex', 'runtime.futexsleep', 'runtime.notesleep', 'runtime.stopm', 'runtime.findRunnable' }),\n"
+		"  c(FUTEX, { '__lll_lock_wait', 'pthread_mutex_lock', 'handle_request', 'worker', 'start_thread' }),\n"
+		"  c(FUTEX, { 'pthread_cond_wait', 'worker', 'start_thread' }),\n"
+		"} } } }");
+	static const char *const classes[] = {
+		"lock: a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait",
+		"work-wait: the client's next command (the backend is idle in its session) in secure_read ← pq_getbyte",
+		"work-wait: the client's next command (the backend is idle in its session) in secure_read ← pq_recvbuf",
+		"lock: an LWLock (a shared-memory lock: buffer mapping, WAL insertion, a lock-manager partition) in LWLockAcquire ← ProcSleep",
+		"work-wait: work (a background process's main loop: its timer or a signal) in StartAutoVacLauncher",
+		"latch: its latch (a signal from another process, or a timeout) in WaitEventSetWait ← WaitLatch",
+		"sleep: the cost-based vacuum delay (vacuum_cost_delay, autovacuum_vacuum_cost_delay) in vacuum_delay_point ← heap_vacuum_rel",
+		"event-loop: events (the worker's event loop) in ngx_process_events_and_timers",
+		"event-loop: events (Redis's event loop) in aeProcessEvents ← aeMain",
+		"park: LockSupport.park (a java.util.concurrent lock or condition) in Parker::park ← Unsafe_Park",
+		"work-wait: LockSupport.park (a java.util.concurrent lock or condition) in Parker::park ← Unsafe_Park",
+		"lock: a Java monitor (synchronized) in ObjectMonitor::EnterI ← ObjectMonitor::enter",
+		"gil: the GIL (take_gil) in PyEval_RestoreThread ← _PyEval_EvalFrameDefault",
+		"gil: the GIL (take_gil) in PyEval_RestoreThread", /* the timed wait under it, innermost */
+		"work-wait", /* a condition wait four frames from the eval loop: not the GIL's */
+		"event-loop: events (libuv's event loop) in uv__io_poll ← uv_run",
+		"work-wait: goroutines to run (an idle M parked by the scheduler) in runtime.stopm ← runtime.findRunnable",
+		"lock", /* our own workloads: the C library's wrappers, as before */
+		"work-wait",
+	};
+	assert_list(v, "classes", classes, sizeof(classes) / sizeof(classes[0]));
+	value_free(v);
+}
+
+/* An author's lua/lib/wait_table_NAME.lua (here its global, as the loader makes it) is matched
+ * before the built-in entries; a bad entry is an error naming its file and index. */
+static void test_wait_table_extended(void **state)
+{
+	(void)state;
+	struct value *v = values_of("latency",
+		"wait_table_myapp = { { runtime = 'myapp', fn = { 'queue_pop' }, class = 'idle', what = 'a job' },\n"
+		"  { runtime = 'myapp', fn = { 'WaitLatch' }, under = { 'my_extension_wait' }, class = 'peer', what = 'the license server' } }\n"
+		"local function c(user) local n, m = waits.classify({ tag = 'sleeping', kernel = { 'futex_wait' }, user = user, count = 1, weight = 1 }, 'dwarf')\n"
+		"  return n .. (m and (': ' .. waits.describe(m)) or '') end\n"
+		"return { verdicts = {}, report = { { kind = 'values', classes = {\n"
+		"  c({ 'pthread_cond_wait', 'queue_pop', 'serve' }),\n"
+		"  c({ 'epoll_wait', 'WaitEventSetWait', 'WaitLatch', 'my_extension_wait', 'ExecutorRun' }),\n"
+		"} } } }");
+	static const char *const classes[] = { "work-wait: a job in queue_pop ← serve",
+					       "peer: the license server in my_extension_wait ← ExecutorRun" };
+	assert_list(v, "classes", classes, 2);
+	value_free(v);
+	assert_fails_with("latency",
+			  "wait_table_bad = { { runtime = 'x', fn = { 'f' }, class = 'slow', what = 'w' } }\n"
+			  "waits.classify({ tag = 'sleeping', kernel = {}, user = { 'f' } })\nreturn { verdicts = {} }",
+			  "wait_table_bad entry 1: class \"slow\" is not one of");
+}
+
 /* ---- ruled out ----------------------------------------------------------------------------------- */
 
 static void test_ruled_out_helper(void **state)
@@ -335,6 +417,8 @@ int main(void)
 		cmocka_unit_test(test_thresholds_declared),
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_wait_classification),
+		cmocka_unit_test(test_runtime_wait_classification),
+		cmocka_unit_test(test_wait_table_extended),
 		cmocka_unit_test(test_ruled_out_helper),
 		cmocka_unit_test(test_ruled_out_returned),
 		cmocka_unit_test(test_ruled_out_needs_data),

@@ -22,6 +22,7 @@
 #include "shape.h"
 #include "source.h"
 #include "recorded_verdicts.h"
+#include "runtime_stacks.h"
 #include "verdict.h"
 
 static struct value *load_incident(const char *name) { return trimmed_incident("latency", name); }
@@ -162,6 +163,129 @@ static void test_not_starved_by_one_slow_wait(void **state)
 	value_free(fx);
 }
 
+/* ---- real servers' waits, named by the wait table (synthetic stacks: runtime_stacks.h) -------- */
+
+/* The idle pool's fixture (1.8 s, no CPU) with these stacks; latency's verdicts. */
+static struct value *latency_on(int threads, const char *stacks)
+{
+	struct value *fx = fixture_with_stacks("latency", "idle", threads, stacks);
+	struct value *v = latency(fx);
+	value_free(fx);
+	return v;
+}
+
+static const struct value *find_verdict(const struct value *v, const char *id)
+{
+	for (size_t i = 0; i < v->arr.len; i++)
+		if (!strcmp(value_get_str(verdict(v, i), "id"), id))
+			return verdict(v, i);
+	return NULL;
+}
+
+/* No verdict above info. */
+static void assert_no_warning(const struct value *v)
+{
+	for (size_t i = 0; i < v->arr.len; i++) {
+		const char *sev = value_get_str(verdict(v, i), "severity");
+		if (!strcmp(sev, "warning") || !strcmp(sev, "critical"))
+			fail_msg("%s %s: %s", sev, value_get_str(verdict(v, i), "id"), value_get_str(verdict(v, i), "title"));
+	}
+}
+
+static void assert_title_has(const struct value *item, const char *text)
+{
+	assert_non_null(item);
+	if (!strstr(value_get_str(item, "title"), text))
+		fail_msg("%s: %s (want %s)", value_get_str(item, "id"), value_get_str(item, "title"), text);
+}
+
+/* Four backends: one waits 20% of the threads' time for a row lock (its UPDATE behind an open
+ * transaction), the others wait for their clients: a lock wait in PostgreSQL's words, warning
+ * (cause_pct_warn 10, crit 40), with the pg_blocking_pids query first. */
+static void test_postgres_row_lock(void **state)
+{
+	(void)state;
+	struct value *v = latency_on(4, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 3, 1500000000) ","
+				     STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 5400000000) "]");
+	const struct value *lock = verdict(v, 0);
+	assert_string_equal(value_get_str(lock, "id"), "lock-contention");
+	assert_string_equal(value_get_str(lock, "severity"), "warning");
+	assert_title_has(lock, "Lock wait: threads wait 20% of their time for a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait");
+	const struct value *steps = value_get(lock, "next_steps");
+	assert_non_null(strstr(steps->arr.items[0]->s, "pg_blocking_pids(pid)"));
+	assert_null(find_verdict(v, "idle")); /* a finding: not idle */
+	value_free(v);
+	/* under the threshold (5%): ruled out, the backends idle for their clients */
+	v = latency_on(4, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 1, 360000000) ","
+			  STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 6500000000) "]");
+	assert_no_warning(v);
+	assert_title_has(find_verdict(v, "idle"), "for the client's next command (the backend is idle in its session) in secure_read ← pq_getbyte");
+	value_free(v);
+}
+
+/* The control: the same backends, no holder: idle for their clients (info), whether the build
+ * keeps ReadCommand or inlines it; the background writer between rounds is idle too. */
+static void test_postgres_idle_control(void **state)
+{
+	(void)state;
+	struct value *v = latency_on(3, "[" STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 3000000000) ","
+				     STACK("postgres", K_EPOLL, PG_CLIENT_READ_FULL, 6, 1500000000) ","
+				     STACK("postgres", K_EPOLL, PG_BGWRITER, 9, 900000000) "]");
+	assert_no_warning(v);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "idle");
+	assert_title_has(verdict(v, 0), "for the client's next command");
+	value_free(v);
+}
+
+/* An nginx worker parked in its event loop: event-loop, info, never idle or a warning. */
+static void test_nginx_event_loop(void **state)
+{
+	(void)state;
+	struct value *v = latency_on(2, "[" STACK("nginx", K_EPOLL, NGINX_WORKER, 400, 3400000000) "]");
+	assert_no_warning(v);
+	const struct value *loop = verdict(v, 0);
+	assert_string_equal(value_get_str(loop, "id"), "event-loop");
+	assert_string_equal(value_get_str(loop, "severity"), "info");
+	assert_title_has(loop, "events (the worker's event loop) in ngx_process_events_and_timers");
+	assert_title_has(loop, "needs the peer-wait probe");
+	value_free(v);
+}
+
+/* Java threads parked briefly and often (a contended ReentrantLock): park-wait; the control, the
+ * same parks long (an idle pool): idle. */
+static void test_jvm_park(void **state)
+{
+	(void)state;
+	struct value *v = latency_on(4, "[" STACK("java", K_FUTEX, JVM_PARK, 20000, 2000000000) "]");
+	const struct value *park = verdict(v, 0);
+	assert_string_equal(value_get_str(park, "id"), "park-wait");
+	assert_string_equal(value_get_str(park, "severity"), "warning");
+	assert_title_has(park, "LockSupport.park (a java.util.concurrent lock or condition) in Parker::park ← Unsafe_Park");
+	assert_non_null(strstr(value_get(park, "next_steps")->arr.items[0]->s, "jstack -l "));
+	value_free(v);
+	v = latency_on(4, "[" STACK("java", K_FUTEX, JVM_PARK, 40, 6000000000) "]");
+	assert_no_warning(v);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "idle");
+	value_free(v);
+}
+
+/* CPython threads waiting for the GIL: gil-wait; the control, workers waiting on their queue
+ * (long lock waits): idle. */
+static void test_cpython_gil(void **state)
+{
+	(void)state;
+	struct value *v = latency_on(4, "[" STACK("python3", K_FUTEX, PY_GIL, 30000, 2200000000) "]");
+	const struct value *gil = verdict(v, 0);
+	assert_string_equal(value_get_str(gil, "id"), "gil-wait");
+	assert_string_equal(value_get_str(gil, "severity"), "warning");
+	assert_title_has(gil, "GIL contention: threads wait 30% of their time for the GIL (take_gil) in PyEval_RestoreThread ← _PyEval_EvalFrameDefault");
+	value_free(v);
+	v = latency_on(4, "[" STACK("python3", K_FUTEX, PY_QUEUE_WAIT, 60, 6500000000) "]");
+	assert_no_warning(v);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "idle");
+	value_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -172,6 +296,11 @@ int main(void)
 		cmocka_unit_test(test_disk_from_edited_stacks),
 		cmocka_unit_test(test_starved_from_edited_runq),
 		cmocka_unit_test(test_not_starved_by_one_slow_wait),
+		cmocka_unit_test(test_postgres_row_lock),
+		cmocka_unit_test(test_postgres_idle_control),
+		cmocka_unit_test(test_nginx_event_loop),
+		cmocka_unit_test(test_jvm_park),
+		cmocka_unit_test(test_cpython_gil),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

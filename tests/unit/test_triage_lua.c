@@ -20,6 +20,7 @@
 
 #include "json_parse.h"
 #include "recorded_verdicts.h"
+#include "runtime_stacks.h"
 #include "source.h"
 #include "verdict.h"
 
@@ -263,6 +264,31 @@ static void test_next_checked(void **state)
 	}
 }
 
+/* A PostgreSQL backend waiting for a row lock (synthetic stacks shaped as Debian 12's postgres
+ * gives them: runtime_stacks.h): the follow-up is latency, the lock named in the reason; the
+ * control, backends waiting for their clients, follows nothing. */
+static void test_postgres_lock_follows_latency(void **state)
+{
+	(void)state;
+	struct value *fx = fixture_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 3, 1500000000) ","
+					       STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 4000000000) "]");
+	struct value *v = triage(fx);
+	const struct value *w = verdict_at(v, 0);
+	assert_string_equal(value_get_str(w, "id"), "waiting");
+	assert_string_equal(value_get_str(w, "severity"), "warning");
+	assert_string_equal(value_get_str(value_get(w, "next"), "recipe"), "latency");
+	if (!strstr(value_get_str(w, "title"), "Threads wait on locks: a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait → latency"))
+		fail_msg("%s", value_get_str(w, "title"));
+	value_free(v);
+	value_free(fx);
+	fx = fixture_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 5500000000) "]");
+	v = triage(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "idle");
+	assert_int_equal(v->arr.len, 1);
+	value_free(v);
+	value_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_host_wide_busy),
 		cmocka_unit_test(test_host_wide_quiet),
 		cmocka_unit_test(test_next_checked),
+		cmocka_unit_test(test_postgres_lock_follows_latency),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
