@@ -110,7 +110,9 @@ add_mod() {
 	echo "$(basename "$path")" >> "$RFS/lib/modules/load"
 }
 : > "$RFS/lib/modules/load"
-for m in loop ext4 veth nf_tables nft_numgen; do add_mod "$m"; done
+# crc32c_generic first: libcrc32c and ext4 ask the crypto API for "crc32c" at run time (no
+# depends= names it), and where it is a module (the rt kernel) nothing else would load it.
+for m in crc32c_generic loop ext4 veth nf_tables nft_numgen; do add_mod "$m"; done
 
 INITRD="$WORK/initrd.cpio.gz"
 (cd "$RFS" && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD"

@@ -66,10 +66,16 @@ expect() {
 	elif [ "$2" = any ] && ! echo ",$got," | grep -q ",$3,"; then failc "$1" "want $3"
 	else pass "$1"; fi
 }
-# quiet NAME: a healthy control: exit 0, no warning or critical verdict
+# quiet NAME: a healthy control: exit 0, no warning or critical verdict. One exception, said on
+# its line: `cpu-starved` alone (exit 4), for under TCG the guest's vCPUs take turns on one host
+# thread, and on the rt kernel its threaded interrupts and rcuc threads too: a runnable thread
+# waits for a CPU there whatever the workload.
 quiet() {
+	w=$(warned "$LOGS/$1.json")
 	if ! released "$1"; then failc "$1" "BPF programs left loaded"
-	elif [ "$rc" != 0 ] || [ -n "$(warned "$LOGS/$1.json")" ]; then failc "$1" "a control must stay quiet (exit 0, no warning)"
+	elif [ "$rc" = 4 ] && [ "$w" = cpu-starved ]; then
+		passed=$((passed + 1)); say "ok    $1 (cpu-starved only: the emulated CPUs are shared): $(verdict_line "$1")"
+	elif [ "$rc" != 0 ] || [ -n "$w" ]; then failc "$1" "a control must stay quiet (exit 0, no warning)"
 	else pass "$1"; fi
 }
 
