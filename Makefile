@@ -79,7 +79,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all check check-build unit lint test-recipes e2e demo bench install clean deps fuzz fuzz-smoke
+.PHONY: all check check-build check-kernel unit lint test-recipes e2e demo bench install clean deps fuzz fuzz-smoke
 # Keep generated skeletons and objects: they are inputs of several targets.
 .SECONDARY:
 all: $(BUILD)/diagnose $(WORKLOADS)
@@ -213,6 +213,13 @@ e2e: all $(UNIT_FIXTURES) $(BUILD)/bpf/prog_names # t_unwind.sh runs the fixture
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 check:
 	@MAKE="$(MAKE)" scripts/check.sh "$(if $(filter 1,$(SAN)),SAN=1)" $(NPROC) unit lint $(CHECK_FUZZ) e2e
+
+# check-kernel boots Debian 12's own kernel (KERNEL=6.1: linux-image-cloud-amd64's; 6.1-rt:
+# linux-image-rt-amd64's) in a QEMU guest and runs the smoke set of every recipe there
+# (scripts/kernel-guest/run.sh, tests/kernel/smoke.sh; logs in build/kernels/KERNEL/logs/).
+KERNEL ?= 6.1
+check-kernel: all
+	@BUILD=$(BUILD) scripts/kernel-guest/run.sh $(KERNEL)
 
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh

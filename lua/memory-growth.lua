@@ -415,16 +415,21 @@ local function slab_hint(name)
 end
 
 -- The kernel_allocs sites that fill cache c: kmem_cache_alloc's cache by name, kmalloc's by size
--- class (kmalloc-64, kmalloc-cg-64, kmalloc-rcl-64 ...: the object size). Most bytes held first.
+-- class (kmalloc-64, kmalloc-cg-64, kmalloc-rcl-64 ...: the object size). Kernels before 6.2 name
+-- no cache in kmem_cache_alloc: such a site (unnamed_cache) is matched by the cache's object size,
+-- and the second value says so. Most bytes held first.
 local function sites_of(c)
-  local out = diag.lines()
+  local out, by_size = diag.lines(), false
   local class = c.name:find("kmalloc") and tonumber(c.name:match("(%d+)$"))
   for _, st in ipairs(kallocs and kallocs.sites or {}) do
-    if (st.held_bytes or 0) > 0 and (st.cache == c.name or (not st.cache and class and st.object_size == class)) then
+    local named = st.cache == c.name or (not st.cache and not st.unnamed_cache and class and st.object_size == class)
+    local sized = st.unnamed_cache and not class and st.object_size == c.object_size
+    if (st.held_bytes or 0) > 0 and (named or sized) then
       out:add(st)
+      by_size = by_size or sized
     end
   end
-  return out
+  return out, by_size
 end
 local function site_fn(st) return (st.site:gsub("%+0x%x+$", "")) end
 
@@ -443,7 +448,10 @@ local function kernel_slab_growth()
         diag.fmt_count(c.objects), diag.fmt_bytes(c.object_size), (c.objects_delta or 0) >= 0 and "+" or "",
         diag.fmt_count(c.objects_delta or 0)))
     if c.new then ev:add("The cache appeared during the window (a module or subsystem created it)") end
-    local filled = sites_of(c)
+    local filled, by_size = sites_of(c)
+    if by_size then
+      ev:add("This kernel's kmem:kmem_cache_alloc names no cache (before 6.2): its call sites below are those allocating objects of this cache's size")
+    end
     for k = 1, math.min(3, #filled) do
       local st = filled[k]
       ev:add("Allocated in the window by %s: %s objects (%s) still held of %s allocated%s", st.site, diag.fmt_count(st.held),

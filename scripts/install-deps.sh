@@ -22,9 +22,13 @@ PEER_PKGS="bpftrace libbpf-tools time"
 # completion in tests/e2e/t_completion_zsh.sh. libfuse3: tests/e2e/t_hostile.sh's file system
 # that stops answering (tests/workloads/stallfs.c).
 TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3"
+# `make check-kernel` (scripts/kernel-guest/run.sh) boots Debian's 6.1 kernels in QEMU: the
+# emulator, busybox-static and cpio for the guest's initramfs, jq to read reports there, and
+# e2fsprogs (mkfs.ext4) for the file system its io-saturation case writes through.
+KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 
 missing=""
-for p in $PKGS $PEER_PKGS $TEST_PKGS; do
+for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

@@ -4,7 +4,8 @@
  * types are probed by loading a two-instruction program, `r0 = 0; exit`, and attaching it to a
  * real hook), the one line per check that says what it found and what that means for recipes,
  * and one line per probe kind of the catalog: the features it declares it needs and which of
- * them are missing (a new kind shows up here with no edit to this file).
+ * them are missing, and whether its real object loads here (doctor_load.c: so that "works" means
+ * its relocations resolve and the verifier takes it; a new kind shows up with no edit here).
  * Must not: leave anything behind (every fd is closed on every path, so no program or link
  * survives a check; the perf events are opened disabled) or change the machine beyond mounting
  * tracefs when it is missing. Checks return their result; only doctor_run prints.
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "doctor_load.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -501,10 +503,13 @@ static void append_need(char *buf, size_t size, const char *need)
 	}
 }
 
-/* One line per probe kind: the features it declares, and those of them that are missing. */
-static void print_kinds(FILE *out, const enum status *results)
+/* One line per probe kind: the features it declares, and those of them that are missing; when
+ * none is (and doctor is privileged), whether the kind's real object loads here. Returns how
+ * many kinds' objects did not load. */
+static int print_kinds(FILE *out, const enum status *results, bool privileged)
 {
 	size_t n;
+	int failed = 0;
 	const struct probe_kind *const *kinds = catalog_all(&n);
 	for (size_t k = 0; k < n; k++) {
 		char needs[256] = "", missing[256] = "";
@@ -513,16 +518,31 @@ static void print_kinds(FILE *out, const enum status *results)
 			if (!need_met(*f, results))
 				append_need(missing, sizeof(missing), *f);
 		}
-		if (missing[0])
+		if (missing[0]) {
 			fprintf(out, "%-8skind %-17s needs %s: missing %s, recipes using it cannot run\n",
 				status_word[ST_MISSING], kinds[k]->name, needs, missing);
-		else if (needs[0])
-			fprintf(out, "%-8skind %-17s needs %s: every one works\n", status_word[ST_OK],
-				kinds[k]->name, needs);
-		else
+			continue;
+		}
+		if (!needs[0]) {
 			fprintf(out, "%-8skind %-17s needs no kernel feature: nothing to check\n",
 				status_word[ST_OK], kinds[k]->name);
+			continue;
+		}
+		char variant[64], why[512] = "not loaded: needs root";
+		enum kind_load l = privileged ? doctor_load_kind(kinds[k], variant, sizeof(variant), why, sizeof(why))
+					      : KIND_NOT_TRIED;
+		if (l == KIND_LOADED)
+			fprintf(out, "%-8skind %-17s needs %s: every one works; its object loads (%s)\n",
+				status_word[ST_OK], kinds[k]->name, needs, variant);
+		else if (l == KIND_NOT_TRIED)
+			fprintf(out, "%-8skind %-17s needs %s: every one works; %s\n", status_word[ST_OK],
+				kinds[k]->name, needs, why);
+		else
+			fprintf(out, "%-8skind %-17s needs %s: every one works, but its object does not load: %s; "
+				"recipes using it cannot run\n", status_word[ST_MISSING], kinds[k]->name, needs, why);
+		failed += l == KIND_FAILED;
 	}
+	return failed;
 }
 
 int doctor_run(FILE *out)
@@ -545,9 +565,12 @@ int doctor_run(FILE *out)
 			st == ST_OK ? checks[i].if_ok : checks[i].if_not);
 	}
 	btf__free(c.vmlinux);
-	print_kinds(out, results);
-	fprintf(out, "doctor: %d ok, %d missing, %d warn; %s\n", counts[ST_OK], counts[ST_MISSING],
-		counts[ST_WARN],
+	int unloadable = print_kinds(out, results, c.privileged);
+	char kinds_note[64] = "";
+	if (unloadable)
+		snprintf(kinds_note, sizeof(kinds_note), "; %d probe kinds' objects do not load", unloadable);
+	fprintf(out, "doctor: %d ok, %d missing, %d warn%s; %s\n", counts[ST_OK], counts[ST_MISSING],
+		counts[ST_WARN], kinds_note,
 		essentials_ok ? "BTF, privileges, perf_event and raw_tp work (exit 0)"
 			      : "BTF, privileges, perf_event or raw_tp missing (exit 3)");
 	return essentials_ok ? DIAG_EXIT_OK : DIAG_EXIT_REFUSED;

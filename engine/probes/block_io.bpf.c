@@ -316,12 +316,27 @@ int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(rq); }
 SEC("raw_tp/block_rq_merge")
 int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge(rq); }
 
+/* struct folio before 6.16 (6.1 ... 6.15): `flags` a plain unsigned long. Our vmlinux.h (6.18) has
+ * it as memdesc_flags_t, a one-member struct, and CO-RE does not match a struct field to an integer
+ * one (6.1: "failed to resolve CO-RE relocation ... struct folio.flags"), so each layout is its own
+ * flavour and bpf_core_field_exists() (which checks the field's kind too) says which this kernel
+ * has; the other branch's relocation is left unresolved in dead code. (bpf_core_type_matches()
+ * would say it directly, but clang 14 cannot emit it.) */
+struct folio___ulong_flags {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
 /* Bytes of a folio: a page, or 2^order pages for a large folio (PG_head set, the order in the low
- * byte of _flags_1). `flags` is an unsigned long, or 6.18's one-member memdesc_flags_t. */
+ * byte of _flags_1). `flags` is an unsigned long, or 6.18's one-member memdesc_flags_t: either
+ * way one word at the field's offset. */
 static __always_inline __u64 folio_bytes(struct folio *folio)
 {
 	unsigned long flags = 0, flags1 = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), __builtin_preserve_access_index(&folio->flags));
+	struct folio___ulong_flags *old = (void *)folio;
+	if (bpf_core_field_exists(old->flags))
+		bpf_probe_read_kernel(&flags, sizeof(flags), __builtin_preserve_access_index(&old->flags));
+	else
+		bpf_probe_read_kernel(&flags, sizeof(flags), __builtin_preserve_access_index(&folio->flags));
 	if (!(flags & (1ul << bpf_core_enum_value(enum pageflags, PG_head))))
 		return 4096;
 	bpf_probe_read_kernel(&flags1, sizeof(flags1), __builtin_preserve_access_index(&folio->_flags_1));

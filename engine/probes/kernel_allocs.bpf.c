@@ -5,7 +5,8 @@
  *
  * Owns: per call site the allocations recorded and their bytes, the cache they came from (its
  * name for kmem_cache_alloc; kmalloc's size class is told by the object size), the frees of
- * recorded blocks; the blocks still recorded (address → site, bytes).
+ * recorded blocks; the blocks still recorded (address → site, bytes). On kernels whose
+ * kmem_cache_alloc names no cache (6.1), such a site is marked unnamed instead.
  * Must not: filter by process (kernel memory is the machine's: the task allocating is incidental),
  * or lose a block silently: a full `live` map is counted (DIAG_STAT_PROBE_3), a full `sites` map
  * too (DIAG_STAT_MAP_FULL).
@@ -23,6 +24,7 @@ struct ka_site {
 	__u64 frees, freed_bytes; /* frees of recorded blocks */
 	__u32 object_size;        /* bytes_alloc of the first one */
 	char cache[KA_CACHE_LEN]; /* kmem_cache_alloc's cache; "" for kmalloc */
+	__u8 unnamed_cache;       /* kmem_cache_alloc on a kernel whose tracepoint names no cache */
 };
 
 struct ka_block {
@@ -44,7 +46,10 @@ struct {
 	__type(value, struct ka_block);
 } live SEC(".maps");
 
-static __always_inline int on_alloc(__u64 site, __u64 ptr, __u64 bytes, void *ctx, __u32 name_loc)
+/* name_loc: kmem_cache_alloc's __data_loc of the cache name, 0 for kmalloc; unnamed: a
+ * kmem_cache_alloc whose kernel records no name (before 6.2). */
+static __always_inline int on_alloc(__u64 site, __u64 ptr, __u64 bytes, void *ctx, __u32 name_loc,
+				    __u8 unnamed)
 {
 	if (diag_count_only()) {
 		diag_passed();
@@ -55,7 +60,7 @@ static __always_inline int on_alloc(__u64 site, __u64 ptr, __u64 bytes, void *ct
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	struct ka_site *s = bpf_map_lookup_elem(&sites, &site);
 	if (!s) {
-		struct ka_site init = { .object_size = (__u32)bytes };
+		struct ka_site init = { .object_size = (__u32)bytes, .unnamed_cache = unnamed };
 		if (name_loc)
 			bpf_probe_read_kernel_str(init.cache, sizeof(init.cache),
 						  (char *)ctx + (name_loc & 0xFFFF));
@@ -93,13 +98,17 @@ static __always_inline int on_free(__u64 ptr)
 SEC("tracepoint/kmem/kmalloc")
 int kalloc_kmalloc(struct trace_event_raw_kmalloc *ctx)
 {
-	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0);
+	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0, 0);
 }
 
+/* The cache's name is in the event since 6.2; 6.1's has none (and no kmem_cache pointer either): the
+ * site is marked unnamed and the recipe matches it to a cache by object size. */
 SEC("tracepoint/kmem/kmem_cache_alloc")
 int kalloc_cache(struct trace_event_raw_kmem_cache_alloc *ctx)
 {
-	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, ctx->__data_loc_name);
+	if (!bpf_core_field_exists(ctx->__data_loc_name))
+		return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0, 1);
+	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, ctx->__data_loc_name, 0);
 }
 
 SEC("tracepoint/kmem/kfree")

@@ -5,8 +5,9 @@
  *
  * Owns: sizing and loading the object, attaching its four tracepoint programs, and turning the
  * maps into per-site results: the site's function (kernel symbols), its cache (kmem_cache_alloc's
- * name; kmalloc's size class from the object size), allocations and frees recorded in the window,
- * blocks and bytes still held, all scaled by N when sampled.
+ * name, or before 6.2 only that it came from one: `unnamed_cache`; kmalloc's size class from the
+ * object size), allocations and frees recorded in the window, blocks and bytes still held, all
+ * scaled by N when sampled.
  * Must not: filter by process (kernel memory is the machine's), judge what it counts (the recipe's
  * Lua does), or drop a block silently (a full map is counted: `untracked`, `dropped`).
  * Blocks allocated before the window are not recorded: their frees are not seen either.
@@ -31,6 +32,7 @@ struct ka_site {
 	uint64_t frees, freed_bytes;
 	uint32_t object_size;
 	char cache[KA_CACHE_LEN];
+	uint8_t unnamed_cache;
 };
 struct ka_block {
 	uint64_t site;
@@ -170,6 +172,8 @@ static int ka_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 		snprintf(cache, sizeof(cache), "%.*s", KA_CACHE_LEN, r->s.cache);
 		if (cache[0])
 			value_set_str(o, "cache", cache);
+		if (r->s.unnamed_cache)
+			value_set_bool(o, "unnamed_cache", true);
 		value_set_int(o, "object_size", r->s.object_size);
 		value_set_int(o, "allocs", (int64_t)(r->s.allocs * scale));
 		value_set_int(o, "alloc_bytes", (int64_t)(r->s.bytes * scale));
@@ -194,6 +198,7 @@ static const struct result_field ka_results[] = {
 	{ "sites[]", RT_OBJECT, NULL, false, "one call site" },
 	{ "sites[].site", RT_STRING, NULL, false, "the allocating kernel function and offset (\"shmem_alloc_inode+0x1a\"), or its address" },
 	{ "sites[].cache", RT_STRING, NULL, true, "the cache kmem_cache_alloc took it from (absent for kmalloc: see object_size)" },
+	{ "sites[].unnamed_cache", RT_BOOLEAN, NULL, true, "only before 6.2, whose kmem_cache_alloc names no cache: a cache's site with no name (tell it by object_size)" },
 	{ "sites[].object_size", RT_INTEGER, "bytes", false, "bytes_alloc of its first allocation (kmalloc: the size class)" },
 	{ "sites[].allocs", RT_INTEGER, "count", false, "allocations in the window" },
 	{ "sites[].alloc_bytes", RT_INTEGER, "bytes", false, "their bytes" },

@@ -36,11 +36,14 @@
 #define SESSION_READ_LATE_NS 1000000000ull
 #define SESSION_READ_LOAD_NS 20000000000ull
 /* The watchdog's limits: loading (the verifier on a slow machine takes its time), attaching; the collection past its end (the loop checks its deadline at
- * every turn: later than this, it is stuck); reading the results (symbolizing is CPU work after
+ * every turn: later than this, it is stuck); detaching (the kernel waits out an RCU grace period
+ * per uprobe or perf event it releases: on a slow machine, PREEMPT_RT under emulation, tens of
+ * them took more than the collection's 5 s); reading the results (symbolizing is CPU work after
  * the reads, bounded by the sizes of the maps, not by time). */
 #define WATCHDOG_LOAD_NS 120000000000ull
 #define WATCHDOG_ATTACH_NS 60000000000ull
 #define WATCHDOG_COLLECT_LATE_NS 5000000000ull
+#define WATCHDOG_DETACH_NS 60000000000ull
 #define WATCHDOG_RESULTS_NS 60000000000ull
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
@@ -569,6 +572,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * symbols read the target's files until then at the latest. */
 	tfile_reader_set_deadline(s.files, end_ns + SESSION_READ_AFTER_NS);
 	governor_close_window(&s, end_ns);
+	watchdog_arm(opts->watchdog, "detaching the probes", mono_ns() + WATCHDOG_DETACH_NS);
 	detach_all(&s);
 	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)

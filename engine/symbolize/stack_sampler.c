@@ -50,7 +50,14 @@ struct stack_sampler {
 	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
 	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed, dwarf_spliced;
 	uint64_t unweighed; /* samples whose weight never came (replaced by the thread's next) */
+	uint64_t drain_until; /* a bounded drain stops reading records at this mono_ns(); 0: none */
 };
+
+/* How long one drain of the run loop may read the ring: a producer faster than the unwinding (an
+ * emulated machine, 6.1-rt under QEMU: threads switching thousands of times a second, each
+ * record unwound) would otherwise keep ring_buffer__consume going past the run's deadline, and
+ * the watchdog abandons the run. What is left is read at the loop's next turn. */
+#define DRAIN_SLICE_NS 200000000ull
 
 struct stack_sampler *stack_sampler_new(int stacks_fd, bool dwarf, bool leaf_fixup, size_t max_rows,
 					const char *const *tags, size_t n_tags, size_t max_pending,
@@ -99,16 +106,36 @@ bool stack_sampler_wants_dwarf(const char *user_unwind)
 	return user_unwind && !strcmp(user_unwind, "dwarf");
 }
 
+/* The ring's callback: one record, then -EAGAIN (the record is kept: libbpf stops after it) once
+ * a bounded drain's time is up. */
+static int ring_record(void *ctx, void *data, size_t size)
+{
+	struct stack_sampler *s = ctx;
+	stack_sampler_add(ctx, data, size);
+	return s->drain_until && mono_ns() >= s->drain_until ? -EAGAIN : 0;
+}
+
 int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd)
 {
-	s->ring = ring_buffer__new(ring_fd, stack_sampler_add, s, NULL);
+	s->ring = ring_buffer__new(ring_fd, ring_record, s, NULL);
 	return s->ring ? 0 : -1;
 }
 
 void stack_sampler_consume(struct stack_sampler *s)
 {
-	if (s && s->ring)
+	if (s && s->ring) {
+		s->drain_until = 0;
 		ring_buffer__consume(s->ring);
+	}
+}
+
+void stack_sampler_drain(struct stack_sampler *s)
+{
+	if (s && s->ring) {
+		s->drain_until = mono_ns() + DRAIN_SLICE_NS;
+		ring_buffer__consume(s->ring);
+		s->drain_until = 0;
+	}
 }
 
 int stack_sampler_wake_fd(const struct stack_sampler *s)
@@ -120,7 +147,7 @@ void stack_sampler_tick(struct stack_sampler *s)
 {
 	if (!s)
 		return;
-	stack_sampler_consume(s); /* what did not reach the probe's wake threshold */
+	stack_sampler_drain(s); /* what did not reach the probe's wake threshold */
 	stack_sampler_period(s);
 }
 

@@ -4,7 +4,8 @@
  * distinct (thread name, tag, user addresses and their origin, kernel stack id), and handed to
  * the shared stack table. For every stack probe (on-CPU samples, off-CPU intervals, wakers): the
  * probe's BPF object owns the ring buffer map; the sampler reads it (stack_sampler_open_ring) and
- * the probe's drain/tick/wake_fd ops call stack_sampler_consume/tick/wake_fd.
+ * the probe's drain/tick/wake_fd ops call stack_sampler_drain/tick/wake_fd, and the probe's
+ * detach stack_sampler_consume.
  *
  * Owns: the ring buffer reader, the fixed stacks and their weights and counts (at most max_rows
  * distinct ones; more are counted, not kept), samples waiting for their weight, the unwinder,
@@ -40,11 +41,15 @@ void stack_sampler_free(struct stack_sampler *s);
 
 /* Feeds s from the BPF ring buffer map ring_fd (records as below). Returns 0, or -1 with errno. */
 int stack_sampler_open_ring(struct stack_sampler *s, int ring_fd);
-/* What waits in the ring buffer, now (s NULL, or no ring: nothing): the run loop's drain. */
+/* Everything that waits in the ring buffer (s NULL, or no ring: nothing): after the probe is
+ * detached, when nothing more comes. */
 void stack_sampler_consume(struct stack_sampler *s);
+/* What waits in the ring buffer, for at most 200 ms (the rest at the next call): the run loop's
+ * drain, while the probe still produces. */
+void stack_sampler_drain(struct stack_sampler *s);
 /* The fd the run loop polls to know records wait (-1: none). */
 int stack_sampler_wake_fd(const struct stack_sampler *s);
-/* A session tick: consume, and start a new period (s NULL: nothing). */
+/* A session tick: drain, and start a new period (s NULL: nothing). */
 void stack_sampler_tick(struct stack_sampler *s);
 /* The ring buffer size for about want bytes: a power of 2, at least one page. */
 uint32_t stack_sampler_ring_size(uint64_t want);
@@ -60,7 +65,7 @@ bool stack_sampler_wants_dwarf(const char *user_unwind);
 #define STACK_SAMPLER_PROBE_OPS(name, ptype)                                                      \
 	static void name##_drain(struct probe *p)                                                 \
 	{                                                                                         \
-		stack_sampler_consume(((ptype *)p->priv)->sampler);                                 \
+		stack_sampler_drain(((ptype *)p->priv)->sampler);                                   \
 	}                                                                                         \
 	static int name##_wake_fd(struct probe *p)                                                \
 	{                                                                                         \

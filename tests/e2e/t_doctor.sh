@@ -24,12 +24,17 @@ for c in kprobe fentry hw_counters; do
 	case $(status_of $c) in ok|missing) ;; *) fail "$c: '$(status_of $c)', want ok or missing" ;; esac
 done
 # One line per probe kind of the catalog (engine/probes/, as $BUILD/catalog_list.h lists it), from the features it declares; here,
-# as root, every kind's features work.
+# as root, every kind's features work, and its real object loads (doctor_load.c: relocated and
+# verified on this kernel, with its attach variant) unless it needs a recipe's option to load.
 [ -n "$(catalog_kinds)" ] || fail "no probe kinds in $BUILD/catalog_list.h"
 for k in $(catalog_kinds); do
 	[ "$(grep -Ec "^[a-z]+ +kind $k +needs " "$TMP/out")" = 1 ] || fail "not exactly one line for probe kind $k"
-	grep -Eq "^ok +kind $k +needs .*: (every one works|nothing to check)$" "$TMP/out" ||
+	grep -Eq "^ok +kind $k +needs .*: (every one works; (its object loads \([a-z_]+\)|its object loads only with a recipe's .[a-z_]+.: not tried)|nothing to check)$" "$TMP/out" ||
 		fail "probe kind $k: $(grep -E " kind $k " "$TMP/out")"
+done
+for k in block_io kernel_allocs off_cpu; do
+	grep -Eq "^ok +kind $k +needs .*; its object loads \((tp_btf|tracepoint)\)$" "$TMP/out" ||
+		fail "probe kind $k: its object's load not reported: $(grep -E " kind $k " "$TMP/out")"
 done
 # The kprobe line follows the kprobe PMU; hardware counters follow the CPU PMU.
 [ -d /sys/bus/event_source/devices/kprobe ] || [ "$(status_of kprobe)" = missing ] ||

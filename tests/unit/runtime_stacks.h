@@ -69,12 +69,12 @@
 	"[\"__futex_abstimed_wait_common\",\"sem_clockwait\",\"PyThread_acquire_lock_timed\","          \
 	"\"python3.11+0x2a1b40\",\"python3.11+0x1d0e20\",\"_PyEval_EvalFrameDefault\"]"
 
-/* The recorded fixture SYMPTOM/NAME with `threads` threads, every process alive, and its
+/* The trimmed incident RECIPE/NAME with `threads` threads, every process alive, and its
  * off-CPU stacks replaced by stacks_json (an array of STACK(...)). */
-static inline struct value *fixture_with_stacks(const char *symptom, const char *name, int threads,
+static inline struct value *incident_with_stacks(const char *recipe, const char *name, int threads,
 						const char *stacks_json)
 {
-	struct value *fx = recorded_fixture(symptom, name);
+	struct value *fx = trimmed_incident(recipe, name);
 	struct value *res = (struct value *)value_get(fx, "results");
 	struct value *offcpu = (struct value *)value_get(res, "offcpu");
 	struct value *ctx = (struct value *)value_get(res, "context");

@@ -168,7 +168,7 @@ static void test_not_starved_by_one_slow_wait(void **state)
 /* The idle pool's fixture (1.8 s, no CPU) with these stacks; latency's verdicts. */
 static struct value *latency_on(int threads, const char *stacks)
 {
-	struct value *fx = fixture_with_stacks("latency", "idle", threads, stacks);
+	struct value *fx = incident_with_stacks("latency", "idle", threads, stacks);
 	struct value *v = latency(fx);
 	value_free(fx);
 	return v;

@@ -270,7 +270,7 @@ static void test_next_checked(void **state)
 static void test_postgres_lock_follows_latency(void **state)
 {
 	(void)state;
-	struct value *fx = fixture_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 3, 1500000000) ","
+	struct value *fx = incident_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 3, 1500000000) ","
 					       STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 4000000000) "]");
 	struct value *v = triage(fx);
 	const struct value *w = verdict_at(v, 0);
@@ -281,7 +281,7 @@ static void test_postgres_lock_follows_latency(void **state)
 		fail_msg("%s", value_get_str(w, "title"));
 	value_free(v);
 	value_free(fx);
-	fx = fixture_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 5500000000) "]");
+	fx = incident_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_CLIENT_READ, 9, 5500000000) "]");
 	v = triage(fx);
 	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "idle");
 	assert_int_equal(v->arr.len, 1);
