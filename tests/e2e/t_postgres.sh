@@ -1,0 +1,92 @@
+# t_postgres.sh — diagnose latency and triage on a real PostgreSQL (Debian 12's postgresql-15),
+# a temporary cluster of the postgres user on a Unix socket in this test's directory (no TCP):
+# (a) a backend whose UPDATE waits for a row lock another open transaction holds → latency's
+#     first verdict is `lock-contention`, a warning or worse, naming the heavyweight lock in
+#     PostgreSQL's own functions (LockAcquireExtended ← XactLockTableWait, through the wait table
+#     of lua/lib/wait_table.lua) with the pg_blocking_pids() query as a next step; never `idle`;
+#     triage names latency as the follow-up, the lock in its reason;
+# (b) its healthy control: the same updates on the same row from one session with no holder →
+#     no warning (the backend waits for its client's next command: idle).
+# Nothing stays attached; the cluster is stopped and removed on every exit.
+. "$(dirname "$0")/lib.sh"
+
+PGBIN=/usr/lib/postgresql/15/bin
+[ -x "$PGBIN/postgres" ] && command -v psql >/dev/null || skip "postgresql-15 is not installed (make deps)"
+id postgres >/dev/null 2>&1 || skip "no postgres user (make deps installs postgresql)"
+
+PGDIR="$TMP/pg"
+mkdir -p "$PGDIR/data" "$PGDIR/sock"
+chmod 755 "$TMP"
+chown -R postgres: "$PGDIR"
+as_pg() { runuser -u postgres -- "$@"; }
+pg_stop() { [ -f "$PGDIR/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1; }
+trap 'pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres > "$PGDIR/initdb.log" 2>&1 ||
+	fail "initdb: $(tail -3 "$PGDIR/initdb.log")"
+as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
+	-o "-c listen_addresses='' -k $PGDIR/sock -c shared_buffers=32MB" start > /dev/null ||
+	fail "postgres did not start: $(tail -5 "$PGDIR/log")"
+sql() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -XAtq -v ON_ERROR_STOP=1 "$@"; }
+sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint); INSERT INTO accounts VALUES (1, 0);" ||
+	fail "cannot create the table"
+
+# backend_where SQL-CONDITION: the pid of a client backend of pg_stat_activity matching it
+backend_where() {
+	local pid="" i
+	for i in $(seq 1 50); do
+		pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND $1 LIMIT 1")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}
+
+# (a) the holder updates the row and keeps its transaction open; the waiter's UPDATE blocks
+{ echo "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 1; SELECT pg_sleep(60);"; } |
+	as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -Xq > /dev/null 2>&1 &
+PIDS="$PIDS $!"
+[ -n "$(backend_where "query LIKE '%pg_sleep(60)%'")" ] || fail "the holder's session did not start"
+# The waiter gives up after lock_timeout and tries again, as applications that set one do: each
+# wait ends inside the window. (A backend blocked for the whole window, from before the probes
+# attached, switches neither out nor in while they are there, and is not seen yet.)
+{ echo "SET lock_timeout = '400ms';"
+  for i in $(seq 1 100); do echo "UPDATE accounts SET balance = balance - 1 WHERE id = 1;"; done; } |
+	as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -Xq > /dev/null 2>&1 &
+PIDS="$PIDS $!"
+WAITER=$(backend_where "wait_event_type = 'Lock'")
+[ -n "$WAITER" ] || fail "no backend waits for the row lock: $(sql -c 'SELECT pid, state, wait_event_type, wait_event, query FROM pg_stat_activity')"
+
+"$DIAG" latency --pid "$WAITER" --duration 3 --json > "$TMP/lock.json" 2> "$TMP/lock.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] ||
+	fail "row lock: exit $rc, want 4 or 5: $(json "$TMP/lock.json" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]' 2>/dev/null) $(tail -3 "$TMP/lock.err")"
+check "$TMP/lock.json" "r['verdicts'][0]['id'] == 'lock-contention' and 'heavyweight lock' in r['verdicts'][0]['title'] and 'XactLockTableWait' in r['verdicts'][0]['title']" \
+	"row lock: verdicts $(json "$TMP/lock.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
+check "$TMP/lock.json" "any('pg_blocking_pids' in s for s in r['verdicts'][0]['next_steps'])" \
+	"row lock: no pg_blocking_pids() step: $(json "$TMP/lock.json" 'r["verdicts"][0]["next_steps"]')"
+check "$TMP/lock.json" "'idle' not in [x['id'] for x in r['verdicts']]" "row lock: called idle"
+assert_released "latency on a PostgreSQL backend waiting for a row lock"
+
+"$DIAG" triage --pid "$WAITER" --duration 3 --json > "$TMP/triage.json" 2> "$TMP/triage.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] ||
+	fail "triage on the row lock: exit $rc, want 4 or 5: $(json "$TMP/triage.json" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]' 2>/dev/null) $(tail -3 "$TMP/triage.err")"
+check "$TMP/triage.json" "any(x['id'] == 'waiting' and (x.get('next') or {}).get('recipe') == 'latency' and 'XactLockTableWait' in x['title'] for x in r['verdicts'])" \
+	"triage on the row lock: verdicts $(json "$TMP/triage.json" '[(x["id"], x["title"], x.get("next")) for x in r["verdicts"]]')"
+assert_released "triage on a PostgreSQL backend waiting for a row lock"
+
+# release the lock: end the holder's session, and the waiter's
+sql -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" > /dev/null
+sleep 0.5
+[ -z "$(sql -c "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'")" ] || fail "the waiter still waits"
+kill -9 $PIDS 2>/dev/null
+
+# (b) control: one session updating the same row 20 times a second, nothing holding it
+{ for i in $(seq 1 400); do echo "UPDATE accounts SET balance = balance + 1 WHERE id = 1;"; sleep 0.05; done; } |
+	as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -Xq > /dev/null 2>&1 &
+PIDS="$PIDS $!"
+CONTROL=$(backend_where "query LIKE 'UPDATE accounts%'")
+[ -n "$CONTROL" ] || fail "the control's session did not start"
+"$DIAG" latency --pid "$CONTROL" --duration 3 --json > "$TMP/control.json" 2> "$TMP/control.err"; rc=$?
+[ "$rc" = 0 ] || fail "control: exit $rc, want 0: $(json "$TMP/control.json" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]')"
+check "$TMP/control.json" "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])" "control: a warning"
+assert_released "latency on an uncontended PostgreSQL backend"
+exit 0
