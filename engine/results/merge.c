@@ -31,9 +31,11 @@ static enum severity sev_of(const struct value *v)
 	return ok ? e : SEV_OK;
 }
 
-/* ---- verdicts across hosts --------------------------------------------------------------------- */
+/* ---- groups: per recipe and id (a verdict's or a ruled-out hypothesis's), the hosts --------- */
 
-static struct value *find_group(struct value *groups, const char *recipe, const char *id)
+/* The group of (recipe, id) in groups, made when missing: {recipe, id, [worst,] count, hosts};
+ * worst (NULL: none) is the severity a new verdict group starts from. */
+static struct value *find_group(struct value *groups, const char *recipe, const char *id, const char *worst)
 {
 	for (size_t i = 0; i < groups->arr.len; i++) {
 		struct value *g = groups->arr.items[i];
@@ -43,11 +45,25 @@ static struct value *find_group(struct value *groups, const char *recipe, const 
 	struct value *g = value_arr_push(groups, value_obj());
 	value_set_str(g, "recipe", recipe);
 	value_set_str(g, "id", id);
-	value_set_str(g, "worst", "ok");
+	if (worst)
+		value_set_str(g, "worst", worst);
 	value_set_int(g, "count", 0);
 	value_obj_set(g, "hosts", value_arr());
 	return g;
 }
+
+/* Most hosts first, then by recipe and id. */
+static int by_count(const void *a, const void *b)
+{
+	const struct value *x = *(struct value *const *)a, *y = *(struct value *const *)b;
+	double cx = value_get_num(x, "count", 0), cy = value_get_num(y, "count", 0);
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	int c = strcmp(value_get_str(x, "recipe"), value_get_str(y, "recipe"));
+	return c ? c : strcmp(value_get_str(x, "id"), value_get_str(y, "id"));
+}
+
+/* ---- verdicts across hosts --------------------------------------------------------------------- */
 
 static int by_worst_then_count(const void *a, const void *b)
 {
@@ -57,29 +73,10 @@ static int by_worst_then_count(const void *a, const void *b)
 	enum severity sy = severity_parse(value_get_str(y, "worst"), &ok);
 	if (sx != sy)
 		return sx < sy ? 1 : -1;
-	double cx = value_get_num(x, "count", 0), cy = value_get_num(y, "count", 0);
-	if (cx != cy)
-		return cx < cy ? 1 : -1;
-	int c = strcmp(value_get_str(x, "recipe"), value_get_str(y, "recipe"));
-	return c ? c : strcmp(value_get_str(x, "id"), value_get_str(y, "id"));
+	return by_count(a, b);
 }
 
 /* ---- ruled out across hosts: per recipe and hypothesis id, the hosts that checked it fine ----- */
-
-static struct value *find_ruled_group(struct value *groups, const char *recipe, const char *id)
-{
-	for (size_t i = 0; i < groups->arr.len; i++) {
-		struct value *g = groups->arr.items[i];
-		if (!strcmp(value_get_str(g, "recipe"), recipe) && !strcmp(value_get_str(g, "id"), id))
-			return g;
-	}
-	struct value *g = value_arr_push(groups, value_obj());
-	value_set_str(g, "recipe", recipe);
-	value_set_str(g, "id", id);
-	value_set_int(g, "count", 0);
-	value_obj_set(g, "hosts", value_arr());
-	return g;
-}
 
 /* One host's ruled-out ids, each counted once for it (a snippet may repeat an id); reports
  * recorded before ruled_out existed have none. */
@@ -91,7 +88,7 @@ static void add_ruled_out(struct value *groups, const struct value *report, cons
 		const char *id = value_get_str(items->arr.items[k], "id");
 		if (!id)
 			continue;
-		struct value *g = find_ruled_group(groups, recipe, id);
+		struct value *g = find_group(groups, recipe, id, NULL);
 		struct value *hosts = (struct value *)value_get(g, "hosts");
 		if (hosts->arr.len && !strcmp(hosts->arr.items[hosts->arr.len - 1]->s, host))
 			continue; /* this host's own repeat: hosts are added one report at a time */
@@ -100,15 +97,6 @@ static void add_ruled_out(struct value *groups, const struct value *report, cons
 	}
 }
 
-static int by_count(const void *a, const void *b)
-{
-	const struct value *x = *(struct value *const *)a, *y = *(struct value *const *)b;
-	double cx = value_get_num(x, "count", 0), cy = value_get_num(y, "count", 0);
-	if (cx != cy)
-		return cx < cy ? 1 : -1;
-	int c = strcmp(value_get_str(x, "recipe"), value_get_str(y, "recipe"));
-	return c ? c : strcmp(value_get_str(x, "id"), value_get_str(y, "id"));
-}
 
 /* ---- outliers: numbers at the top of a probe's results, and p99 of its log2 buckets ---------- */
 
@@ -270,7 +258,7 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 			enum severity s = sev_of(v);
 			worst = s > worst ? s : worst;
 			value_arr_push(ids, value_str(id));
-			struct value *g = find_group(groups, recipe, id);
+			struct value *g = find_group(groups, recipe, id, "ok");
 			int ok;
 			if (s > severity_parse(value_get_str(g, "worst"), &ok) || !value_get_str(g, "title")) {
 				value_set_str(g, "worst", severity_name(s));
@@ -295,6 +283,17 @@ struct value *merge_reports(const struct value *const *reports, const char *cons
 
 /* ---- text --------------------------------------------------------------------------------- */
 
+/* A group's hosts, escaped: the first 20, then how many more. */
+static void put_hosts(FILE *out, const struct value *hosts)
+{
+	for (size_t h = 0; h < hosts->arr.len && h < 20; h++) {
+		fputs(h ? ", " : "", out);
+		report_put_text(out, hosts->arr.items[h]->s);
+	}
+	if (hosts->arr.len > 20)
+		fprintf(out, " and %zu more", hosts->arr.len - 20);
+}
+
 void merge_write_text(const struct value *m, FILE *out)
 {
 	const struct value *hosts = value_get(m, "hosts"), *groups = value_get(m, "verdicts");
@@ -310,12 +309,7 @@ void merge_write_text(const struct value *m, FILE *out)
 			value_get_str(g, "recipe"), value_get_str(g, "id"));
 		report_put_text(out, value_get_str(g, "title"));
 		fputs("\n            on ", out);
-		for (size_t h = 0; h < hs->arr.len && h < 20; h++) {
-			fputs(h ? ", " : "", out);
-			report_put_text(out, hs->arr.items[h]->s);
-		}
-		if (hs->arr.len > 20)
-			fprintf(out, " and %zu more", hs->arr.len - 20);
+		put_hosts(out, hs);
 		fputc('\n', out);
 	}
 	const struct value *ruled = value_get(m, "ruled_out");
@@ -328,12 +322,7 @@ void merge_write_text(const struct value *m, FILE *out)
 		fputc('/', out);
 		report_put_text(out, value_get_str(g, "id"));
 		fputs(" on ", out);
-		for (size_t h = 0; h < hs->arr.len && h < 20; h++) {
-			fputs(h ? ", " : "", out);
-			report_put_text(out, hs->arr.items[h]->s);
-		}
-		if (hs->arr.len > 20)
-			fprintf(out, " and %zu more", hs->arr.len - 20);
+		put_hosts(out, hs);
 		fputc('\n', out);
 	}
 	const struct value *outl = value_get(m, "outliers");
