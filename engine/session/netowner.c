@@ -1,4 +1,4 @@
-/* netowner.c — the TCP sockets a process holds, from /proc (see netowner.h).
+/* netowner.c — the TCP and Unix stream sockets a process holds, from /proc (see netowner.h).
  * Must not: load BPF, or know a probe kind.
  */
 #include "netowner.h"
@@ -262,5 +262,77 @@ size_t netowner_target_listeners(const struct probe_filters *f, struct netowner_
 				out[k++] = sock; /* k <= base + j: nothing unread is overwritten */
 		}
 	}
+	return k;
+}
+
+size_t netowner_parse_unix(const char *text, struct netowner_role *out, size_t max)
+{
+	size_t n = 0;
+	for (const char *line = text, *next; line && *line && n < max; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			next++;
+		unsigned long refs, proto, flags, type, st;
+		unsigned long long inode;
+		char num[32];
+		int used = 0;
+		if (sscanf(line, "%31s %lx %lx %lx %lx %lx %llu%n", num, &refs, &proto, &flags, &type, &st,
+			   &inode, &used) != 7 || !strchr(num, ':'))
+			continue;
+		if (type != 1 || st != 3 || (flags & 0x10000)) /* SOCK_STREAM, SS_CONNECTED, not listening */
+			continue;
+		const char *rest = line + used;
+		while (*rest == ' ' || *rest == '\t')
+			rest++;
+		bool has_path = *rest && *rest != '\n';
+		out[n].inode = inode;
+		out[n].role = has_path ? 2 : 1;
+		n++;
+	}
+	return n;
+}
+
+/* The roles of pid's connected stream sockets, appended to out from *n. */
+static void roles_of(int pid, struct netowner_role *out, size_t *n, size_t max)
+{
+	size_t ni = 0, ns = 0;
+	uint64_t *inodes = socket_inodes(pid, &ni);
+	if (!inodes)
+		return;
+	struct netowner_sock *socks = ni ? read_tables(pid, &ns) : NULL;
+	for (size_t i = 0; i < ns && *n < max; i++) {
+		const struct netowner_sock *s = &socks[i];
+		if ((s->state != 1 && s->state != 8) || !has_inode(inodes, ni, s->inode))
+			continue;
+		bool server = false;
+		for (size_t j = 0; j < ns && !server; j++)
+			server = socks[j].state == 10 && socks[j].lport == s->lport;
+		out[*n].inode = s->inode;
+		out[*n].role = server ? 2 : 1;
+		(*n)++;
+	}
+	free(socks);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/net/unix", pid);
+	char *text = ni ? read_file(path, NULL) : NULL;
+	if (text) {
+		size_t cap = MAX_SOCKS, got;
+		struct netowner_role *all = xmalloc(cap * sizeof(*all));
+		got = netowner_parse_unix(text, all, cap);
+		for (size_t i = 0; i < got && *n < max; i++)
+			if (has_inode(inodes, ni, all[i].inode))
+				out[(*n)++] = all[i];
+		free(all);
+		free(text);
+	}
+	free(inodes);
+}
+
+size_t netowner_target_roles(const struct probe_filters *f, struct netowner_role *out, size_t max)
+{
+	int pids[TARGET_MAX_PROCS];
+	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), k = 0;
+	for (size_t i = 0; i < n && k < max; i++)
+		roles_of(pids[i], out, &k, max);
 	return k;
 }

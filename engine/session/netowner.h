@@ -2,7 +2,8 @@
  * attribute softirq-context events to a target (engine/probes/common/net_owner.h keeps the sets in the kernel).
  *
  * Owns: reading /proc/PID/fd (socket inodes), /proc/PID/net/tcp and tcp6 (the target's network
- * namespace: inode → addresses, ports, state) and /proc/PID/ns/net; writing the target's
+ * namespace: inode → addresses, ports, state), /proc/PID/net/unix (roles on connected Unix
+ * sockets) and /proc/PID/ns/net; writing the target's
  * connections into an owned-flows map and its listening ports into an owned-ports map. The
  * parser of the tcp/tcp6 text is pure (unit-tested).
  * Must not: load BPF, or know a probe kind; it only sizes (before load) and updates the maps it
@@ -55,5 +56,24 @@ int netowner_seed(int pid, int flows_fd, int ports_fd, size_t *n_flows, size_t *
  * namespace) into out, or with pid 0 those of the host's namespace (pid 1's) whose accept queue
  * is not empty; returns how many (0 when the process is gone). */
 size_t netowner_listeners(int pid, struct netowner_sock *out, size_t max);
+
+/* A connected stream socket of a process and the target's role on it, for probes that time a
+ * conversation (engine/probes/peer_wait.c): 1 client (it connected), 2 server (accepted on a
+ * listening port or Unix socket path). TCP: established (or close-wait) sockets, a server's when
+ * its local port is one a socket of its namespace listens on; Unix: connected stream sockets, a
+ * server's when it has the path of the listener it was accepted on. */
+struct netowner_role {
+	uint64_t inode;
+	int role;
+};
+
+/* Parses /proc/net/unix into out (connected stream sockets only, listening ones skipped):
+ * returns the rows. A connected socket with a path was accepted (role 2), without one it
+ * connected (role 1). Malformed lines are skipped. */
+size_t netowner_parse_unix(const char *text, struct netowner_role *out, size_t max);
+
+/* The roles of the connected stream sockets among the descriptors of the target's processes
+ * (each process's network namespace), at most max; 0 when they are gone. */
+size_t netowner_target_roles(const struct probe_filters *f, struct netowner_role *out, size_t max);
 
 #endif

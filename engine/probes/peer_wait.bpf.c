@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/* peer_wait.bpf.c — how long the target waits for the other end of its stream sockets (TCP,
+ * Unix), per peer: as a client, from sending on a connection to the first bytes of the answer;
+ * as a server, from a request arriving to the first bytes of its response.
+ *
+ * Two raw tracepoints: sys_enter notes which transfer (read, recv*, write, send*, sendfile),
+ * connect or accept a target thread enters, on which descriptor, in task local storage; sys_exit
+ * resolves the descriptor to its socket (the task's file table: file → inode → socket → sock),
+ * keeps one record per socket (by inode: its role and the start of the wait open on it), and
+ * ends a wait by adding it to its peer's log-linear histogram. close() forgets the socket. The
+ * role comes from connect (client), accept (server), user space's reading of /proc before attach
+ * (seeded in socks), or else the direction of the first transfer seen (counted as inferred).
+ * Sampling is per socket (1 in N by inode), so every wait measured is whole.
+ * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "peer_wait.h"
+
+enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE };
+
+#if defined(__TARGET_ARCH_arm64)
+#define NR_READ 63
+#define NR_WRITE 64
+#define NR_READV 65
+#define NR_WRITEV 66
+#define NR_SENDFILE 71
+#define NR_CLOSE 57
+#define NR_CONNECT 203
+#define NR_ACCEPT 202
+#define NR_ACCEPT4 242
+#define NR_SENDTO 206
+#define NR_RECVFROM 207
+#define NR_SENDMSG 211
+#define NR_RECVMSG 212
+#define NR_RECVMMSG 243
+#define NR_SENDMMSG 269
+#else /* x86-64 */
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_SENDFILE 40
+#define NR_CLOSE 3
+#define NR_CONNECT 42
+#define NR_ACCEPT 43
+#define NR_ACCEPT4 288
+#define NR_SENDTO 44
+#define NR_RECVFROM 45
+#define NR_SENDMSG 46
+#define NR_RECVMSG 47
+#define NR_RECVMMSG 299
+#define NR_SENDMMSG 307
+#endif
+
+#define EINPROGRESS_ 115
+#define S_IFMT_ 0170000
+#define S_IFSOCK_ 0140000
+#define SOCK_STREAM_ 1
+#define IPPROTO_TCP_ 6
+
+struct peer_call {
+	__u32 op; /* enum peer_op; PW_NONE: not in a call we follow */
+	__s32 fd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct peer_call);
+} in_call SEC(".maps");
+
+/* The target's sockets by inode number. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* set from the recipe before load (max_sockets) */
+	__type(key, __u64);
+	__type(value, struct peer_sock);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256); /* set from the recipe before load (max_peers) */
+	__type(key, struct peer_key);
+	__type(value, struct peer_hist);
+} peers SEC(".maps");
+
+/* One zeroed histogram to insert new peers from (the stack is too small for one). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct peer_hist);
+} zero_hist SEC(".maps");
+
+static __always_inline __u32 op_of(long nr)
+{
+	switch (nr) {
+	case NR_READ: case NR_READV: case NR_RECVFROM: case NR_RECVMSG: case NR_RECVMMSG:
+		return PW_READ;
+	case NR_WRITE: case NR_WRITEV: case NR_SENDTO: case NR_SENDMSG: case NR_SENDMMSG:
+	case NR_SENDFILE:
+		return PW_WRITE;
+	case NR_CONNECT:
+		return PW_CONNECT;
+	case NR_ACCEPT: case NR_ACCEPT4:
+		return PW_ACCEPT;
+	case NR_CLOSE:
+		return PW_CLOSE;
+	}
+	return PW_NONE;
+}
+
+/* The stream socket behind descriptor fd of the current task, and its inode number; NULL for
+ * anything else. */
+static __always_inline struct sock *stream_sock_of(int fd, __u64 *ino)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds, *f = NULL;
+
+	if (fd < 0 || !fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return NULL;
+	struct inode *in = BPF_CORE_READ(f, f_inode);
+	if (!in || (BPF_CORE_READ(in, i_mode) & S_IFMT_) != S_IFSOCK_)
+		return NULL;
+	struct socket *so = BPF_CORE_READ(f, private_data);
+	struct sock *sk = BPF_CORE_READ(so, sk);
+	if (!sk || BPF_CORE_READ(sk, sk_type) != SOCK_STREAM_)
+		return NULL;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family == PEER_AF_INET || family == PEER_AF_INET6) {
+		if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP_)
+			return NULL;
+	} else if (family != PEER_AF_UNIX) {
+		return NULL;
+	}
+	*ino = BPF_CORE_READ(in, i_ino);
+	return sk;
+}
+
+static __always_inline void unix_path(struct sock *usk, char *path)
+{
+	struct unix_address *a = BPF_CORE_READ((struct unix_sock *)usk, addr);
+	if (!a)
+		return;
+	const char *p = (const char *)&a->name[0].sun_path[0];
+	char first = 0;
+	bpf_probe_read_kernel(&first, 1, p);
+	if (first) {
+		bpf_probe_read_kernel_str(path, PEER_PATH_LEN, p);
+	} else { /* abstract: "@name" */
+		path[0] = '@';
+		bpf_probe_read_kernel_str(path + 1, PEER_PATH_LEN - 1, p + 1);
+	}
+}
+
+/* The key of a socket's waits: the peer (client) or the service (server). */
+static __always_inline void name_sock(struct sock *sk, struct peer_sock *s)
+{
+	struct peer_key *k = &s->key;
+	k->role = s->role;
+	k->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	k->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	if (k->family == PEER_AF_UNIX) {
+		struct sock *end = sk;
+		if (s->role == PEER_ROLE_CLIENT)
+			end = BPF_CORE_READ((struct unix_sock *)sk, peer);
+		if (end)
+			unix_path(end, k->path);
+	} else if (s->role == PEER_ROLE_CLIENT) {
+		k->port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		if (k->family == PEER_AF_INET) {
+			__u32 a = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+			__builtin_memcpy(k->addr, &a, 4);
+		} else {
+			BPF_CORE_READ_INTO(&k->addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		}
+	} else {
+		k->port = BPF_CORE_READ(sk, __sk_common.skc_num);
+		if (k->family == PEER_AF_INET) {
+			__u32 a = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+			__builtin_memcpy(k->addr, &a, 4);
+		} else {
+			BPF_CORE_READ_INTO(&k->addr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		}
+	}
+	s->named = 1;
+}
+
+/* 0..3 ns: slots 0..3; then 4 slots per power of two. */
+static __always_inline __u32 hist_slot(__u64 v)
+{
+	if (v < 4)
+		return (__u32)v;
+	__u32 l = diag_log2(v);
+	__u32 s = (l - 1) * PEER_HIST_SUB + (__u32)((v >> (l - 2)) & 3);
+	return s < PEER_HIST_SLOTS ? s : PEER_HIST_SLOTS - 1;
+}
+
+static __always_inline void record_wait(const struct peer_key *k, __u64 ns)
+{
+	struct peer_hist *h = bpf_map_lookup_elem(&peers, k);
+	if (!h) {
+		__u32 zero = 0;
+		struct peer_hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
+		if (!z)
+			return;
+		bpf_map_update_elem(&peers, k, z, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&peers, k);
+		if (!h) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return;
+		}
+	}
+	__u32 slot = hist_slot(ns);
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+	if (ns > h->max_ns)
+		h->max_ns = ns; /* racy max: good enough for "longest" */
+	if (slot < PEER_HIST_SLOTS)
+		__sync_fetch_and_add(&h->slots[slot], 1);
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+}
+
+static __always_inline bool socket_sampled_in(__u64 ino)
+{
+	__u32 n = diag_ctl.sample_every;
+	return n <= 1 || (ino * 0x9E3779B97F4A7C15ull >> 32) % n == 0;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
+{
+	bool count_only = diag_count_only();
+	__u32 op = op_of(nr);
+
+	if (op == PW_NONE || !diag_current_wanted())
+		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	int fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	if (op == PW_CLOSE) {
+		__u64 ino = 0;
+		if (stream_sock_of(fd, &ino))
+			bpf_map_delete_elem(&socks, &ino);
+		return 0;
+	}
+	struct peer_call *c = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		return 0;
+	}
+	c->op = op;
+	c->fd = fd;
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (diag_count_only() || !diag_current_wanted())
+		return 0;
+	struct peer_call *c = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0, 0);
+	if (!c || c->op == PW_NONE)
+		return 0;
+	__u32 op = c->op;
+	int fd = c->fd;
+	c->op = PW_NONE;
+
+	if (op == PW_ACCEPT) {
+		if (ret < 0)
+			return 0;
+		fd = (int)ret;
+	} else if (op == PW_CONNECT) {
+		if (ret != 0 && ret != -EINPROGRESS_)
+			return 0;
+	} else if (ret <= 0) {
+		return 0;
+	}
+	__u64 ino = 0;
+	struct sock *sk = stream_sock_of(fd, &ino);
+	if (!sk) {
+		if (op == PW_READ || op == PW_WRITE)
+			diag_stat_inc(&stats, PEER_STAT_NOT_SOCKET);
+		return 0;
+	}
+	if (!socket_sampled_in(ino))
+		return 0;
+
+	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
+	if (op == PW_CONNECT || op == PW_ACCEPT || !s) {
+		struct peer_sock fresh = {};
+		if (op == PW_CONNECT)
+			fresh.role = PEER_ROLE_CLIENT;
+		else if (op == PW_ACCEPT)
+			fresh.role = PEER_ROLE_SERVER;
+		if (bpf_map_update_elem(&socks, &ino, &fresh, BPF_ANY)) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return 0;
+		}
+		s = bpf_map_lookup_elem(&socks, &ino);
+		if (!s || op == PW_CONNECT || op == PW_ACCEPT)
+			return 0;
+	}
+	if (s->role == PEER_ROLE_UNKNOWN) {
+		s->role = op == PW_WRITE ? PEER_ROLE_CLIENT : PEER_ROLE_SERVER;
+		s->inferred = 1;
+		diag_stat_inc(&stats, PEER_STAT_INFERRED);
+	}
+	if (!s->named)
+		name_sock(sk, s);
+
+	__u64 now = bpf_ktime_get_ns();
+	/* The wait opens on what the target sends (client) or receives (server), and closes on the
+	 * first transfer the other way. */
+	bool opens = (s->role == PEER_ROLE_CLIENT) == (op == PW_WRITE);
+	if (opens) {
+		if (!s->since_ns)
+			s->since_ns = now;
+	} else if (s->since_ns) {
+		__u64 since = s->since_ns;
+		s->since_ns = 0;
+		if (now > since)
+			record_wait(&s->key, now - since);
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
