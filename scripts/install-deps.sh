@@ -26,9 +26,12 @@ TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3"
 # emulator, busybox-static and cpio for the guest's initramfs, jq to read reports there, and
 # e2fsprogs (mkfs.ext4) for the file system its io-saturation case writes through.
 KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
-# Real servers the e2e tests diagnose as a user would (tests/e2e/t_postgres.sh: a temporary
-# cluster of its own). The package starts its default cluster on install: stopped below.
-SERVER_PKGS="postgresql-15 postgresql-client-15"
+# Real servers the e2e tests diagnose as a user would, each test starting its own instance from
+# the package's binary (tests/e2e/t_postgres.sh: a temporary cluster; t_nginx.sh: a reverse proxy
+# on a private config). nginx: bookworm's full server (nginx-light and nginx-core only add
+# modules to it), the proxy module built in. Each package starts its default instance on install
+# (postgresql its cluster, nginx its port-80 site unless that port is taken): stopped below.
+SERVER_PKGS="postgresql-15 postgresql-client-15 nginx"
 
 missing=""
 for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS; do
@@ -47,3 +50,4 @@ apt-get update -qq >&2
 apt-get install -y -qq --no-install-recommends $missing >&2
 # the tests start the servers they need, each its own instance: none is left running by the install
 case " $missing " in *" postgresql-15 "*) service postgresql stop >/dev/null 2>&1 || true ;; esac
+case " $missing " in *" nginx "*) service nginx stop >/dev/null 2>&1 || true ;; esac
