@@ -27,8 +27,10 @@ TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3"
 # e2fsprogs (mkfs.ext4) for the file system its io-saturation case writes through.
 KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 # Real servers the e2e tests diagnose as a user would (tests/e2e/t_postgres.sh: a temporary
-# cluster of its own). The package starts its default cluster on install: stopped below.
-SERVER_PKGS="postgresql-15 postgresql-client-15"
+# cluster of its own; tests/e2e/t_redis.sh: redis-server on a private config, its clients driven
+# with redis-tools' redis-cli). Each package starts its default instance on install where
+# invoke-rc.d lets it: stopped below.
+SERVER_PKGS="postgresql-15 postgresql-client-15 redis-server"
 
 missing=""
 for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS; do
@@ -47,3 +49,4 @@ apt-get update -qq >&2
 apt-get install -y -qq --no-install-recommends $missing >&2
 # the tests start the servers they need, each its own instance: none is left running by the install
 case " $missing " in *" postgresql-15 "*) service postgresql stop >/dev/null 2>&1 || true ;; esac
+case " $missing " in *" redis-server "*) service redis-server stop >/dev/null 2>&1 || true ;; esac
