@@ -28,10 +28,11 @@ TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3"
 KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 # Real servers the e2e tests diagnose as a user would, each test starting its own instance from
 # the package's binary (tests/e2e/t_postgres.sh: a temporary cluster; t_nginx.sh: a reverse proxy
-# on a private config). nginx: bookworm's full server (nginx-light and nginx-core only add
+# on a private config; t_redis.sh: redis-server on a private config, its clients driven with
+# redis-tools' redis-cli). nginx: bookworm's full server (nginx-light and nginx-core only add
 # modules to it), the proxy module built in. Each package starts its default instance on install
-# (postgresql its cluster, nginx its port-80 site unless that port is taken): stopped below.
-SERVER_PKGS="postgresql-15 postgresql-client-15 nginx"
+# where invoke-rc.d lets it: stopped below.
+SERVER_PKGS="postgresql-15 postgresql-client-15 nginx redis-server"
 
 missing=""
 for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS; do
@@ -51,3 +52,4 @@ apt-get install -y -qq --no-install-recommends $missing >&2
 # the tests start the servers they need, each its own instance: none is left running by the install
 case " $missing " in *" postgresql-15 "*) service postgresql stop >/dev/null 2>&1 || true ;; esac
 case " $missing " in *" nginx "*) service nginx stop >/dev/null 2>&1 || true ;; esac
+case " $missing " in *" redis-server "*) service redis-server stop >/dev/null 2>&1 || true ;; esac
