@@ -3,7 +3,8 @@
 --
 -- Reads results.offcpu (off_cpu), results.runq (runq_latency), results.syscalls (syscall_stats,
 -- timed), results.wakers (wakeups), results.lookups (name_lookups), results.context
--- (proc_context), run and thresholds. Any probe may be missing: the verdicts then say what could
+-- (proc_context), results.peers (peer_wait: the waits on each connection's other end, through
+-- lua/lib/peers.lua), run and thresholds. Any probe may be missing: the verdicts then say what could
 -- not be assessed, and nothing is ruled out on its data.
 --
 -- How it decides. The threads' time is threads x window (context.threads, context.wall_s). Each
@@ -15,12 +16,18 @@
 -- cause_pct_crit; sleeping and latch waits at most warning), else ruled out with its share:
 --   lock-contention, disk-io, page-faults, waiting-on-peer, slow-name-resolution, sleeping,
 --   gil-wait, park-wait, latch-wait, futex-wait;
---   cpu-starved: runnable share >= runnable_pct_warn, or run-queue p99 >= 10 x runq_p99_warn_us.
+--   cpu-starved: runnable share >= runnable_pct_warn, or run-queue p99 >= 10 x runq_p99_warn_us;
+--   slow-upstream: an upstream (a peer the target sends to and waits for) answering in p50 >=
+--     peer_p50_warn_ms whose waits are >= cause_pct_warn of the time the target spends serving
+--     requests (of its threads' time when it serves none), for event loops, whose threads park
+--     in epoll_wait meanwhile; a blocking client's wait is waiting-on-peer, which then names the
+--     peer, and is ruled out when every peer answers faster than peer_p50_warn_ms.
 -- Findings worst first, the larger share first. With no finding: idle (info) when the threads
 -- are off the CPU at least half of their time and most of it work-wait or blocked throughout
 -- the window (never seen switching: threads x window - on CPU - off CPU measured); event-loop
--- (info) instead when the waiting for work is mostly an event loop parked in epoll/poll (whether
--- requests wait on a peer meanwhile needs a peer-wait probe); else ok.
+-- (info) instead when the waiting for work is mostly an event loop parked in epoll/poll (its
+-- upstreams answering fast, by the peers probe); neither when a thread was busy on CPU (the
+-- process used >= half a CPU: a busy main thread among parked helpers); else ok.
 -- Each verdict names the call path (root first) of its heaviest stack and the function in the
 -- target's own code nearest the wait (waits.own_frame skips libc / libpthread / the vDSO).
 
@@ -30,6 +37,7 @@ local T = {
   runq_warn = diag.threshold("runq_p99_warn_us"),
   runnable = diag.threshold("runnable_pct_warn"),
   top_n = diag.threshold("top_n"),
+  peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
 }
 
 local offcpu, runq, syscalls = results.offcpu, results.runq, results.syscalls
@@ -43,6 +51,7 @@ local threads = (context and context.threads) or 1
 local thread_ns = threads * window * 1e9
 local user_unwind = offcpu and offcpu.user_unwind
 local MIN_LOOKUPS = 20 -- fewer timed lookups make too thin a p99 to quote
+local peer_list = peers.summaries(results.peers, window) -- peer_wait: each connection's other end
 
 local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
 local function plural(n) return n == 1 and "" or "s" end
@@ -252,17 +261,68 @@ local function page_faults()
 end
 
 local function waiting_on_peer()
+  local slow = results.peers and peers.slowest(peer_list, T.peer_slow_ns)
+  local fast = results.peers and not slow and peers.busiest(peer_list)
+  if fast and share(class.peer.ns) >= T.warn then
+    -- the waits are round trips to a peer that answers fast: many calls, not a slow peer
+    return diag.ruled_out("waiting-on-peer", "not waiting on a slow peer: %s of the threads' time on sockets, %s answers in p50 %s (%s waits/s)",
+      diag.fmt_pct(share(class.peer.ns)), fast.name, diag.fmt_ns(fast.p50), diag.fmt_count(fast.rate))
+  end
+  local extra = diag.lines(top_syscall({ "recvfrom", "recvmsg", "read", "connect" }))
+  if slow then extra:add("Waits on %s", peers.describe(slow)) end
   return cause {
     id = "waiting-on-peer", class = "peer", clear = "not waiting on a peer: blocked on sockets and pipes",
-    title = function(pct, at) return string.format("Waiting on the network or a peer %s of the threads' time%s", pct, at) end,
+    title = function(pct, at)
+      if slow then
+        return string.format("Waiting on %s %s of the threads' time%s", peers.describe(slow), pct, at)
+      end
+      return string.format("Waiting on the network or a peer %s of the threads' time%s", pct, at)
+    end,
     steps = function(own)
       return { string.format("Which connections: ss -tinp | grep 'pid=%s' (rtt, retransmits, send/receive queues)", pid),
         "Check the peer's own latency (its logs, its diagnose latency) and the network (diagnose network-errors)",
         own and string.format("Add a timeout, or make the call in %s asynchronous if it is on the request path", diag.fn(own)) or
           "Add timeouts on the blocking calls" }
     end,
-    extra = diag.lines(top_syscall({ "recvfrom", "recvmsg", "read", "connect" })),
+    extra = extra,
   }
+end
+
+-- An event loop's requests waiting on an upstream: its threads park in epoll_wait meanwhile, so
+-- the off-CPU classes call it waiting for work; the peers probe times the upstream itself. A
+-- blocking client's waits are waiting-on-peer's (nil here).
+local function slow_upstream()
+  if not results.peers or share(class.peer.ns) >= T.warn then return nil end
+  local p = peers.slowest(peer_list, T.peer_slow_ns)
+  if not p then
+    local b = peers.busiest(peer_list)
+    return diag.ruled_out("slow-upstream", "no slow upstream: %s", b and string.format("%s answers in p50 %s", b.name, diag.fmt_ns(b.p50))
+      or "no request waited on a peer")
+  end
+  local pct = peers.share(p, peer_list, thread_ns)
+  local served = peers.served_ns(peer_list)
+  local of = served and "of the time its requests take" or "of the threads' time"
+  local sev = diag.severity_at(pct, T.warn, T.crit)
+  if not sev then
+    return diag.ruled_out("slow-upstream", "no upstream holds the requests up: %s, %s %s", peers.describe(p), diag.fmt_pct(pct), of)
+  end
+  local ev = diag.lines(string.format("Waits on %s", peers.describe(p)),
+    string.format("%s waited on it in the window, %s %s", diag.fmt_ns(p.total_ns + p.open * p.open_oldest), diag.fmt_pct(pct), of))
+  for _, q in ipairs(peer_list) do
+    if q.role == "server" and q.count > 0 then
+      ev:add("Serves %s: requests answered in p50 %s, p99 %s, %s/s", q.name, diag.fmt_ns(q.p50), diag.fmt_ns(q.p99), diag.fmt_count(q.rate))
+    end
+  end
+  local loop = class["event-loop"]
+  if loop.ns > 0 then
+    ev:add("Meanwhile its threads park in the event loop %s of their time%s", diag.fmt_pct(share(loop.ns)), where(loop))
+  end
+  return diag.verdict("slow-upstream", sev,
+    string.format("Requests wait on upstream %s (%s %s)", peers.describe(p), diag.fmt_pct(pct), of), ev,
+    { string.format("What the upstream does meanwhile: its own logs and latency (diagnose latency on the process behind %s)", p.name),
+      p.family ~= "unix" and string.format("The connections to it: ss -tinp dst %s (rtt, queues)", p.name)
+        or string.format("The connections to it: ss -xp | grep '%s'", p.name),
+      "Bound the wait: the client's timeouts to it, a concurrency limit, or a cache in front" }), pct
 end
 
 -- Slow name resolution: the off-CPU time under the resolver, with the lookups' own figures
@@ -399,7 +459,7 @@ local HYPOTHESES = {
   from_offcpu(lock_contention), from_offcpu(disk_io), from_offcpu(page_faults), from_offcpu(waiting_on_peer),
   function() if offcpu or lookups then return slow_name_resolution() end end,
   from_offcpu(sleeping), from_offcpu(gil_wait), from_offcpu(park_wait), from_offcpu(latch_wait),
-  from_offcpu(futex_wait), cpu_starved,
+  from_offcpu(futex_wait), cpu_starved, from_offcpu(slow_upstream),
 }
 
 -- ---- nothing found: idle, or ok ----------------------------------------------------------------
@@ -411,9 +471,12 @@ local function event_loop_verdict()
   local loop = class["event-loop"]
   local m = runtime_wait(loop)
   local at = m and (" for " .. waits.describe(m)) or where(loop)
+  local fast = peers.busiest(peer_list)
+  local meanwhile = not results.peers and "whether requests wait on a peer meanwhile needs the peers probe (peer_wait)"
+    or fast and string.format("waiting for work: its upstreams answer fast (%s in p50 %s)", fast.name, diag.fmt_ns(fast.p50))
+    or "waiting for work: no request waited on an upstream"
   return diag.verdict("event-loop", "info",
-    string.format("Event loop parked: the threads wait %s of their time%s; whether requests wait on a peer meanwhile needs the peer-wait probe",
-      diag.fmt_pct(share(loop.ns)), at),
+    string.format("Event loop parked: the threads wait %s of their time%s; %s", diag.fmt_pct(share(loop.ns)), at, meanwhile),
     evidence_for(loop, { "An event loop waits in epoll_wait both when it has no work and when its requests wait on upstreams: the stacks alone cannot tell" }),
     diag.lines():extend(waits.steps(m, pid)):extend({
       string.format("Which peers it talks to: ss -tinp | grep 'pid=%s' (rtt, send/receive queues)", pid),
@@ -421,7 +484,9 @@ local function event_loop_verdict()
 end
 
 local function quiet_verdict()
-  local waiting = off_ns + unseen_ns >= thread_ns / 2
+  -- a thread busy on CPU among parked ones (a single-threaded server's main thread) is not idle
+  local busy = cpu_pct and cpu_pct >= 50
+  local waiting = not busy and off_ns + unseen_ns >= thread_ns / 2
   local work, loop = class["work-wait"], class["event-loop"]
   if waiting and off_ns > 0 and loop.ns > 0 and loop.ns >= work.ns and work.ns + loop.ns >= off_ns / 2 and
     not (unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2) then
@@ -451,7 +516,9 @@ local function quiet_verdict()
     string.format("No waiting cause stands out: on CPU %s, off CPU %s of the threads' time",
       cpu_pct and diag.fmt_pct(cpu_pct / threads) or "?", diag.fmt_pct(share(off_ns))),
     { string.format("No cause reached %s of the threads' time", diag.fmt_pct(T.warn)) },
-    { "Measure longer, or when the latency is high: diagnose latency --duration 30" })
+    busy and { string.format("A thread is busy on CPU (%s of one CPU): what it runs, diagnose high-cpu %s", diag.fmt_pct(cpu_pct), target_arg),
+        "Measure longer, or when the latency is high: diagnose latency --duration 30" }
+      or { "Measure longer, or when the latency is high: diagnose latency --duration 30" })
 end
 
 -- ---- incomplete data ---------------------------------------------------------------------------
@@ -524,5 +591,6 @@ if offcpu then
   answer.section(heaviest_waits_table())
 end
 if diag.runq(runq) then answer.section(diag.histogram("Run-queue latency", "us", runq.buckets)) end
+answer.section(peers.table(peer_list, T.top_n))
 
 return answer.result()

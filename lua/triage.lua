@@ -1,7 +1,8 @@
 -- triage.lua — verdicts for recipes/triage.yaml: which symptom recipe to run next, and why.
 --
 -- Reads results.profile (cpu_profile), results.offcpu (off_cpu), results.runq (runq_latency),
--- results.context (proc_context: cpu, memory, io, net), run and thresholds. Every figure is a
+-- results.context (proc_context: cpu, memory, io, net), results.peers (peer_wait, through
+-- lua/lib/peers.lua), run and thresholds. Every figure is a
 -- delta over the window (never a pressure avg10 or a rolling average). Any probe may be missing:
 -- nothing is then ruled out on its data.
 --
@@ -28,7 +29,9 @@
 -- (what --follow runs) and the exact command first in next_steps, or a ruled-out line:
 --   high-cpu       the target uses >= busy_cpu_pct of a CPU (cpu-bound), or its threads wait
 --                  for a CPU (runnable share, run-queue p99, host CPU pressure: cpu-starved)
---   latency        lock + futex + peer + sleep waits >= share_pct_warn of the threads' time;
+--   latency        lock + futex + peer + sleep waits >= share_pct_warn of the threads' time,
+--                  or an upstream answering in p50 >= peer_p50_warn_ms whose waits are >=
+--                  share_pct_warn of the time the target's requests take (an event loop);
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
 --                  sleep is an idle process); sleeps alone are at most a warning, ranked after
 --                  every other warning
@@ -58,6 +61,7 @@ local T = {
   retrans_min = diag.threshold("retrans_min_segs"),
   net_min = diag.threshold("net_errors_min"),
   host_busy = diag.threshold("host_busy_pct"),
+  peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
 }
 
 local profile, offcpu, runq, context = results.profile, results.offcpu, results.runq, results.context
@@ -246,6 +250,15 @@ local function waiting()
   part("futex", "futexes", false)
   part("peer", "peers (sockets, pipes)", true)
   part("sleep", "sleeps", true)
+  -- an event loop's requests waiting on an upstream: its threads park (work-wait) meanwhile
+  local peer_list = peers.summaries(results.peers, window)
+  local up = peers.slowest(peer_list, T.peer_slow_ns)
+  local up_pct = up and peers.share(up, peer_list, thread_ns) or 0
+  if up and share(class.peer.ns) < T.warn and up_pct >= T.warn then
+    total, hard = total + up_pct, hard + up_pct
+    parts[#parts + 1] = { pct = up_pct, name = "upstream", label = "upstream " .. up.name,
+      text = string.format("upstream %s (%s of the time its requests take)", peers.describe(up), pct(up_pct)) }
+  end
   if total < T.warn then
     if not offcpu then return nil end
     return diag.ruled_out("waiting", "not blocked: locks, futexes, active peer and sleep waits %s of the threads' time", pct(total))
@@ -258,9 +271,11 @@ local function waiting()
   -- every other warning (score 0): a leak or retransmits beside it are the finding.
   local score = total
   if hard < T.warn then sev, score = "warning", 0 end
-  local named = class[parts[1].name].match
+  local named = class[parts[1].name] and class[parts[1].name].match
   local title = named and string.format("Threads wait on %s: %s", parts[1].label, waits.describe(named))
     or ("Threads wait on " .. parts[1].label)
+  if parts[1].name == "upstream" then title = "Requests wait on upstream " .. peers.describe(up) end
+  if parts[1].name == "peer" and up then title = title .. ": " .. peers.describe(up) end
   return candidate("waiting", "latency", true, sev, score, title, ev,
     { "latency names the lock and its holder, the peer, or the sleep, with the call path" })
 end

@@ -226,6 +226,9 @@ static __always_inline void record_wait(const struct peer_key *k, __u64 ns)
 	__sync_fetch_and_add(&h->sum_ns, ns);
 	if (ns > h->max_ns)
 		h->max_ns = ns; /* racy max: good enough for "longest" */
+	/* the compiler folds the clamp in hist_slot into this check unless told not to, and the
+	 * verifier then sees an unbounded index */
+	asm volatile("" : "+r"(slot));
 	if (slot < PEER_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

@@ -6,9 +6,11 @@
 #     single thread busy on CPU for 100 ms: the first client waits for its answers → its first
 #     verdict is `waiting-on-peer`, a warning or worse, naming the peer 127.0.0.1:PORT (the
 #     peer_wait probe's address; its p50/p99 in the title). redis-server itself is diagnosed
-#     too: only a run that judges (exit 0, 4 or 5) is required of it;
-# (b) its healthy control: the same client at the same rate, nothing slow → exit 0, no warning
-#     (the client sleeps between its ops).
+#     too: its main thread is busy on CPU, so it must not be called idle (its four background
+#     threads park all window);
+# (b) its healthy control: the same client at the same rate, nothing slow → exit 0, no warning.
+# The client waits for its next op in select(), as a client waiting for work does, in both
+# cases (a loop paced by nanosleep is latency's `sleeping`, by design).
 # Nothing stays attached; Redis and its clients are killed on every exit (lib.sh's trap: $PIDS).
 . "$(dirname "$0")/lib.sh"
 
@@ -53,7 +55,7 @@ done
 
 # client NAME: starts resp_client.py at 200 GETs a second, waits until it is answered; sets $CPID
 client() {
-	python3 "$CLIENT" --port "$PORT" --ops-per-s 200 > "$TMP/client-$1.out" 2> "$TMP/client-$1.err" &
+	python3 "$CLIENT" --port "$PORT" --ops-per-s 200 --pace select > "$TMP/client-$1.out" 2> "$TMP/client-$1.err" &
 	CPID=$!
 	PIDS="$PIDS $CPID"
 	for i in $(seq 1 50); do
@@ -92,6 +94,7 @@ check "$TMP/waiting.json" "'127.0.0.1:$PORT' in r['verdicts'][0]['title']" \
 assert_released "latency on a Redis client waiting for a busy server"
 case $src in 0 | 4 | 5) ;; *) fail "redis-server: exit $src: $(tail -3 "$TMP/server.err")" ;; esac
 assert_shapes "$TMP/server.json"
+check "$TMP/server.json" "'idle' not in [x['id'] for x in r['verdicts']]" "redis-server, busy on CPU, called idle: $(verdicts "$TMP/server.json")"
 echo "redis-server busy on the script: exit $src, $(verdicts "$TMP/server.json")" >&2
 assert_released "latency on a busy redis-server"
 kill "$SLOW" 2>/dev/null

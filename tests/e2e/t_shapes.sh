@@ -66,6 +66,9 @@ R=$(test_recipe shapes-all <<EOF
   - id: tcp
     kind: tcp_events
     filters: {pid: target}
+  - id: peers
+    kind: peer_wait
+    filters: {pid: target}
   - id: drops
     kind: skb_drops
     filters: {pid: target}

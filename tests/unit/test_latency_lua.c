@@ -247,7 +247,58 @@ static void test_nginx_event_loop(void **state)
 	assert_string_equal(value_get_str(loop, "id"), "event-loop");
 	assert_string_equal(value_get_str(loop, "severity"), "info");
 	assert_title_has(loop, "events (the worker's event loop) in ngx_process_events_and_timers");
-	assert_title_has(loop, "needs the peer-wait probe");
+	assert_title_has(loop, "needs the peers probe (peer_wait)");
+	value_free(v);
+}
+
+/* The worker of test_nginx_event_loop with the peers probe's results (as peer_wait reports them,
+ * trimmed): it serves 127.0.0.1:8080 and waits on an upstream at 127.0.0.1:9000 answering in
+ * UP_LO..UP_HI ns. */
+#define NGINX_PEERS(UP_LO, UP_HI)                                                                  \
+	"{\"unit\":\"ns\",\"waits\":1200,\"sockets\":20,\"seeded\":9,\"inferred\":0,\"dropped\":0,"  \
+	"\"peers\":[{\"role\":\"server\",\"family\":\"tcp\",\"peer\":\"127.0.0.1:8080\",\"port\":8080," \
+	"\"count\":600,\"total_ns\":31000000000,\"max_ns\":60000000,\"open\":6,\"open_oldest_ns\":20000000," \
+	"\"buckets\":[{\"lo\":" #UP_LO ",\"hi\":" #UP_HI ",\"count\":600}]},"                        \
+	"{\"role\":\"client\",\"family\":\"tcp\",\"peer\":\"127.0.0.1:9000\",\"port\":9000,"       \
+	"\"count\":600,\"total_ns\":30000000000,\"max_ns\":58000000,\"open\":6,\"open_oldest_ns\":20000000," \
+	"\"buckets\":[{\"lo\":" #UP_LO ",\"hi\":" #UP_HI ",\"count\":600}]}]}"
+
+static struct value *latency_with_peers(int threads, const char *stacks, const char *peers_json)
+{
+	struct value *fx = incident_with_stacks("latency", "idle", threads, stacks);
+	struct value *res = (struct value *)value_get(fx, "results");
+	struct diag_err err;
+	struct value *peers = json_parse(peers_json, strlen(peers_json), NULL, &err);
+	if (!peers)
+		fail_msg("peers: %s", err.msg);
+	value_obj_set(res, "peers", peers);
+	struct value *v = latency(fx);
+	value_free(fx);
+	return v;
+}
+
+/* With the peers probe, the parked worker whose requests wait 48-56 ms on its upstream is
+ * slow-upstream, naming the peer and its p50; the control, the upstream answering in 0.2-0.3
+ * ms, stays an event loop waiting for work, the upstream named as fast. */
+static void test_nginx_slow_upstream(void **state)
+{
+	(void)state;
+	struct value *v = latency_with_peers(2, "[" STACK("nginx", K_EPOLL, NGINX_WORKER, 400, 3400000000) "]",
+					     NGINX_PEERS(48000000, 56000000));
+	const struct value *up = find_verdict(v, "slow-upstream");
+	assert_non_null(up);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "slow-upstream");
+	assert_string_not_equal(value_get_str(up, "severity"), "info");
+	assert_title_has(up, "Requests wait on upstream 127.0.0.1:9000: p50 52");
+	assert_null(find_verdict(v, "idle"));
+	assert_null(find_verdict(v, "event-loop"));
+	value_free(v);
+
+	v = latency_with_peers(2, "[" STACK("nginx", K_EPOLL, NGINX_WORKER, 400, 3400000000) "]",
+			       NGINX_PEERS(200000, 300000));
+	assert_no_warning(v);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "event-loop");
+	assert_title_has(verdict(v, 0), "its upstreams answer fast (127.0.0.1:9000 in p50 250");
 	value_free(v);
 }
 
@@ -299,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_postgres_row_lock),
 		cmocka_unit_test(test_postgres_idle_control),
 		cmocka_unit_test(test_nginx_event_loop),
+		cmocka_unit_test(test_nginx_slow_upstream),
 		cmocka_unit_test(test_jvm_park),
 		cmocka_unit_test(test_cpython_gil),
 	};

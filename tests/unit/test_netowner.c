@@ -15,8 +15,10 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "filters.h"
 #include "netowner.h"
 
 static const char TCP4[] =
@@ -90,12 +92,75 @@ static void test_own_listener(void **state)
 	close(fd);
 }
 
+/* /proc/net/unix as 6.18 prints it: a listener, a socket it accepted (its path), the client
+ * that connected to it (no path), an unconnected datagram socket, a socketpair end, garbage. */
+static const char UNIX_TEXT[] =
+	"Num       RefCount Protocol Flags    Type St Inode Path\n"
+	"0000000000000000: 00000002 00000000 00010000 0001 01 1001 /run/pg/.s.PGSQL.5432\n"
+	"0000000000000000: 00000003 00000000 00000000 0001 03 1002 /run/pg/.s.PGSQL.5432\n"
+	"0000000000000000: 00000003 00000000 00000000 0001 03 1003\n"
+	"0000000000000000: 00000002 00000000 00000000 0002 01 1004 /dev/log\n"
+	"0000000000000000: 00000003 00000000 00000000 0001 03 1005 @abstract\n"
+	"not a socket line\n";
+
+static void test_parse_unix(void **state)
+{
+	(void)state;
+	struct netowner_role r[8];
+	assert_int_equal(netowner_parse_unix(UNIX_TEXT, r, 8), 3);
+	assert_int_equal(r[0].inode, 1002);
+	assert_int_equal(r[0].role, 2); /* accepted: the listener's path */
+	assert_int_equal(r[1].inode, 1003);
+	assert_int_equal(r[1].role, 1); /* connected: no path */
+	assert_int_equal(r[2].inode, 1005);
+	assert_int_equal(r[2].role, 2);
+	assert_int_equal(netowner_parse_unix(UNIX_TEXT, r, 1), 1); /* bounded */
+}
+
+static int role_of(const struct netowner_role *r, size_t n, int fd)
+{
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	for (size_t i = 0; i < n; i++)
+		if (r[i].inode == (uint64_t)st.st_ino)
+			return r[i].role;
+	return 0;
+}
+
+/* This process connects to its own listener: the connecting end is a client, the accepted end
+ * a server, the listener neither. */
+static void test_own_roles(void **state)
+{
+	(void)state;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), cfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	assert_true(lfd >= 0 && cfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 3), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	int afd = accept(lfd, NULL, NULL);
+	assert_true(afd >= 0);
+	struct probe_filters f = { .pid = getpid() };
+	struct netowner_role r[256];
+	size_t n = netowner_target_roles(&f, r, 256);
+	assert_int_equal(role_of(r, n, cfd), 1);
+	assert_int_equal(role_of(r, n, afd), 2);
+	assert_int_equal(role_of(r, n, lfd), 0);
+	close(afd);
+	close(cfd);
+	close(lfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_tcp4),
 		cmocka_unit_test(test_parse_tcp6),
 		cmocka_unit_test(test_own_listener),
+		cmocka_unit_test(test_parse_unix),
+		cmocka_unit_test(test_own_roles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
