@@ -10,6 +10,8 @@
  * ends a wait by adding it to its peer's log-linear histogram. close() forgets the socket. The
  * role comes from connect (client), accept (server), user space's reading of /proc before attach
  * (seeded in socks), or else the direction of the first transfer seen (counted as inferred).
+ * Descriptors found not to be stream sockets are remembered per process (nonsock), so that a
+ * process writing files costs a lookup per write, not a walk of its file table.
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
  * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
  */
@@ -21,7 +23,7 @@
 #include "diag_bpf.h"
 #include "peer_wait.h"
 
-enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE };
+enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, PW_DUP, PW_FORGET_ALL };
 
 #if defined(__TARGET_ARCH_arm64)
 #define NR_READ 63
@@ -39,6 +41,11 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE }
 #define NR_RECVMSG 212
 #define NR_RECVMMSG 243
 #define NR_SENDMMSG 269
+#define NR_DUP2 (-1) /* arm64 has dup3 only */
+#define NR_DUP3 24
+#define NR_CLOSE_RANGE 436
+#define NR_EXECVE 221
+#define NR_EXECVEAT 281
 #else /* x86-64 */
 #define NR_READ 0
 #define NR_WRITE 1
@@ -55,6 +62,11 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE }
 #define NR_RECVMSG 47
 #define NR_RECVMMSG 299
 #define NR_SENDMMSG 307
+#define NR_DUP2 33
+#define NR_DUP3 292
+#define NR_CLOSE_RANGE 436
+#define NR_EXECVE 59
+#define NR_EXECVEAT 322
 #endif
 
 #define EINPROGRESS_ 115
@@ -90,6 +102,22 @@ struct {
 	__type(value, struct peer_hist);
 } peers SEC(".maps");
 
+/* Per process, the descriptors below NONSOCK_FDS found not to be stream sockets (a file, a pipe,
+ * a datagram socket): their transfers then cost one lookup, not the file-table walk. A bit is
+ * cleared when the descriptor is closed or replaced (close, dup2/dup3 onto it), and all of them
+ * at close_range and exec (close-on-exec descriptors close without a close call). */
+#define NONSOCK_FDS 256
+struct nonsock_fds {
+	__u64 bits[NONSOCK_FDS / 64];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct nonsock_fds);
+} nonsock SEC(".maps");
+
 /* One zeroed histogram to insert new peers from (the stack is too small for one). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -112,6 +140,10 @@ static __always_inline __u32 op_of(long nr)
 		return PW_ACCEPT;
 	case NR_CLOSE:
 		return PW_CLOSE;
+	case NR_DUP2: case NR_DUP3:
+		return PW_DUP;
+	case NR_CLOSE_RANGE: case NR_EXECVE: case NR_EXECVEAT:
+		return PW_FORGET_ALL;
 	}
 	return PW_NONE;
 }
@@ -145,6 +177,38 @@ static __always_inline struct sock *stream_sock_of(int fd, __u64 *ino)
 	}
 	*ino = BPF_CORE_READ(in, i_ino);
 	return sk;
+}
+
+static __always_inline bool known_nonsock(__u32 tgid, int fd)
+{
+	if (fd < 0 || fd >= NONSOCK_FDS)
+		return false;
+	struct nonsock_fds *n = bpf_map_lookup_elem(&nonsock, &tgid);
+	__u32 u = (__u32)fd;
+	return n && (n->bits[(u / 64) & (NONSOCK_FDS / 64 - 1)] >> (u % 64)) & 1;
+}
+
+static __always_inline void mark_nonsock(__u32 tgid, int fd, bool set)
+{
+	if (fd < 0 || fd >= NONSOCK_FDS)
+		return;
+	struct nonsock_fds *n = bpf_map_lookup_elem(&nonsock, &tgid);
+	if (!n) {
+		if (!set)
+			return;
+		struct nonsock_fds zero = {};
+		bpf_map_update_elem(&nonsock, &tgid, &zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&nonsock, &tgid);
+		if (!n)
+			return;
+	}
+	__u32 u = (__u32)fd;
+	__u64 bit = 1ull << (u % 64);
+	__u32 word = (u / 64) & (NONSOCK_FDS / 64 - 1);
+	if (set)
+		__sync_fetch_and_or(&n->bits[word], bit);
+	else
+		__sync_fetch_and_and(&n->bits[word], ~bit);
 }
 
 static __always_inline void unix_path(struct sock *usk, char *path)
@@ -246,19 +310,32 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	bool count_only = diag_count_only();
 	__u32 op = op_of(nr);
 
+	/* the syscall first: most of the host's calls are none of these, and cost only this test */
 	if (op == PW_NONE || !diag_current_wanted())
 		return 0;
 	if (count_only) {
 		diag_passed();
 		return 0;
 	}
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	int fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
 	if (op == PW_CLOSE) {
 		__u64 ino = 0;
+		mark_nonsock(tgid, fd, false);
 		if (stream_sock_of(fd, &ino))
 			bpf_map_delete_elem(&socks, &ino);
 		return 0;
 	}
+	if (op == PW_DUP) {
+		mark_nonsock(tgid, (int)PT_REGS_PARM2_CORE_SYSCALL(regs), false);
+		return 0;
+	}
+	if (op == PW_FORGET_ALL) {
+		bpf_map_delete_elem(&nonsock, &tgid);
+		return 0;
+	}
+	if ((op == PW_READ || op == PW_WRITE) && known_nonsock(tgid, fd))
+		return 0;
 	struct peer_call *c = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
 						   BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c) {
@@ -295,8 +372,10 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 	__u64 ino = 0;
 	struct sock *sk = stream_sock_of(fd, &ino);
 	if (!sk) {
-		if (op == PW_READ || op == PW_WRITE)
+		if (op == PW_READ || op == PW_WRITE) {
 			diag_stat_inc(&stats, PEER_STAT_NOT_SOCKET);
+			mark_nonsock(bpf_get_current_pid_tgid() >> 32, fd, true);
+		}
 		return 0;
 	}
 	if (!socket_sampled_in(ino))

@@ -39,12 +39,13 @@ function peers.served_ns(list)
 end
 
 -- The upstream (client role) the target waits on longest whose p50 is at least slow_ns, with
--- at least MIN_WAITS waits or one open for longer than slow_ns; nil when none is.
+-- at least MIN_WAITS answered waits; nil when none is. Waits that were never answered do not
+-- make a peer slow by themselves: a one-way stream (a sender that never reads) opens one wait
+-- at its first write and keeps it open.
 function peers.slowest(list, slow_ns)
   local best
   for _, p in ipairs(list) do
-    if p.role == "client" and p.name ~= "(unnamed)" and p.p50 >= slow_ns and
-      (p.count + p.open >= peers.MIN_WAITS or p.open_oldest >= slow_ns) and
+    if p.role == "client" and p.name ~= "(unnamed)" and p.count >= peers.MIN_WAITS and p.p50 >= slow_ns and
       (not best or p.total_ns + p.open * p.open_oldest > best.total_ns + best.open * best.open_oldest) then
       best = p
     end
