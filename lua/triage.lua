@@ -33,7 +33,8 @@
 --                  or an upstream answering in p50 >= peer_p50_warn_ms whose waits are >=
 --                  share_pct_warn of the time the target's requests take (an event loop);
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
---                  sleep is an idle process); sleeps alone are at most a warning, ranked after
+--                  sleep is an idle process), peer waits at any rate when the peers probe finds
+--                  the peer slow; sleeps alone are at most a warning, ranked after
 --                  every other warning
 --   memory-growth  RSS grew >= rss_growth_min_kib and its slope >= rss_slope_warn_kib_per_s
 --                  (critical: >= rss_growth_crit_pct of its size in the window); memory pressure
@@ -248,11 +249,13 @@ local function waiting()
   end
   part("lock", "locks", false)
   part("futex", "futexes", false)
-  part("peer", "peers (sockets, pipes)", true)
-  part("sleep", "sleeps", true)
-  -- an event loop's requests waiting on an upstream: its threads park (work-wait) meanwhile
+  -- a peer the peers probe finds slow counts however rarely it is waited on (one slow call a
+  -- second is a slow peer, not an idle process)
   local peer_list = peers.summaries(results.peers, window)
   local up = peers.slowest(peer_list, T.peer_slow_ns)
+  part("peer", "peers (sockets, pipes)", not up)
+  part("sleep", "sleeps", true)
+  -- an event loop's requests waiting on an upstream: its threads park (work-wait) meanwhile
   local up_pct = up and peers.share(up, peer_list, thread_ns) or 0
   if up and share(class.peer.ns) < T.warn and up_pct >= T.warn then
     total, hard = total + up_pct, hard + up_pct

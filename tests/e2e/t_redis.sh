@@ -5,9 +5,9 @@
 #     while a second client (redis-cli -r -1) sends back to back a Lua script that keeps Redis's
 #     single thread busy on CPU for 100 ms: the first client waits for its answers → its first
 #     verdict is `waiting-on-peer`, a warning or worse, naming the peer 127.0.0.1:PORT (the
-#     peer_wait probe's address; its p50/p99 in the title). redis-server itself is diagnosed
-#     too: its main thread is busy on CPU, so it must not be called idle (its four background
-#     threads park all window);
+#     peer_wait probe's address; its p50/p99 in the title); triage on the client names latency,
+#     the peer in its `waiting` title. redis-server itself is diagnosed too: its main thread is
+#     busy on CPU, so it must not be called idle (its four background threads park all window);
 # (b) its healthy control: the same client at the same rate, nothing slow → exit 0, no warning.
 # The client waits for its next op in select(), as a client waiting for work does, in both
 # cases (a loop paced by nanosleep is latency's `sleeping`, by design).
@@ -83,6 +83,7 @@ sleep 1 # past its first ops: each one now waits behind a script
 
 "$DIAG" latency --pid "$CPID" --duration 3 --json > "$TMP/waiting.json" 2> "$TMP/waiting.err"; rc=$?
 "$DIAG" latency --pid "$SERVER" --duration 3 --json > "$TMP/server.json" 2> "$TMP/server.err"; src=$?
+"$DIAG" triage --pid "$CPID" --duration 3 --json > "$TMP/triage.json" 2> "$TMP/triage.err"; trc=$?
 stop_client
 seen=$(cat "$TMP/client-waiting.err")
 [ "$rc" = 4 ] || [ "$rc" = 5 ] ||
@@ -92,6 +93,9 @@ check "$TMP/waiting.json" "r['verdicts'][0]['id'] == 'waiting-on-peer' and r['ve
 check "$TMP/waiting.json" "'127.0.0.1:$PORT' in r['verdicts'][0]['title']" \
 	"waiting client: the peer 127.0.0.1:$PORT not named: $(verdicts "$TMP/waiting.json") ($seen)"
 assert_released "latency on a Redis client waiting for a busy server"
+[ "$trc" = 4 ] || [ "$trc" = 5 ] || fail "triage on the waiting client: exit $trc: $(verdicts "$TMP/triage.json") $(tail -3 "$TMP/triage.err")"
+check "$TMP/triage.json" "any(x['id'] == 'waiting' and (x.get('next') or {}).get('recipe') == 'latency' and '127.0.0.1:$PORT' in x['title'] for x in r['verdicts'])" \
+	"triage on the waiting client: verdicts $(verdicts "$TMP/triage.json")"
 case $src in 0 | 4 | 5) ;; *) fail "redis-server: exit $src: $(tail -3 "$TMP/server.err")" ;; esac
 assert_shapes "$TMP/server.json"
 check "$TMP/server.json" "'idle' not in [x['id'] for x in r['verdicts']]" "redis-server, busy on CPU, called idle: $(verdicts "$TMP/server.json")"
