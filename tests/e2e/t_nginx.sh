@@ -41,7 +41,8 @@ upstream() {
 	python3 "$ROOT/tests/workloads/slow_upstream.py" --port "${2:-0}" --delay-ms "$1" > "$TMP/upstream.out" 2>&1 &
 	UPSTREAM=$!
 	PIDS="$PIDS $UPSTREAM"
-	for _ in $(seq 50); do [ -s "$TMP/upstream.out" ] && break; sleep 0.1; done
+	# up to 20 s: a loaded CI machine has taken more than 5 s to start Python here
+	for _ in $(seq 200); do [ -s "$TMP/upstream.out" ] && break; kill -0 "$UPSTREAM" 2>/dev/null || break; sleep 0.1; done
 	UPPORT=$(head -1 "$TMP/upstream.out")
 	case $UPPORT in '' | *[!0-9]*) fail "the upstream did not start: $(cat "$TMP/upstream.out")" ;; esac
 }
