@@ -47,7 +47,14 @@
    `uprobe:LIBC:malloc { @[ustack] = sum(arg0); }` (one trap per pair); microseconds added per pair
    and the ratios to the floor and to bpftrace.
 
-BENCH_PARTS selects parts by number (default 12345678: all; BENCH_PARTS=3 runs part 3 only).
+9. Cost per socket round trip of the peers probe (peer_wait): a loopback TCP ping-pong (64 bytes
+   each way, one blocking client process and one echo server process, BENCH_ROUND_TRIPS round
+   trips), the client the target; the BPF run time of each configuration's programs (run-time
+   statistics on for this part) per round trip: latency's peer_wait alone, and the cheapest
+   bpftrace one-liner timing the same process's syscalls (raw_syscalls sys_enter/sys_exit with a
+   pid filter, a per-tid start map and a histogram per syscall).
+
+BENCH_PARTS selects parts by number (default 123456789: all; BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -928,6 +935,142 @@ def part8_allocations(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+ROUND_TRIPS = int(os.environ.get("BENCH_ROUND_TRIPS", "20000"))
+
+PINGPONG = r"""
+import socket, sys, os
+role, port = sys.argv[1], int(sys.argv[2])
+if role == "server":
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port)); l.listen(1); print(l.getsockname()[1], flush=True)
+    c, _ = l.accept()
+    while True:
+        d = c.recv(64)
+        if not d: break
+        c.sendall(d)
+else:
+    n = int(sys.argv[3])
+    s = socket.create_connection(("127.0.0.1", port)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for _ in range(n):
+        s.sendall(b"x" * 64); s.recv(64)
+    print("done", flush=True)
+"""
+
+
+def peer_recipe(tmp):
+    """latency's peers probe alone on the target, latency's thresholds (its Lua reads them)."""
+    d = os.path.join(tmp, "recipes")
+    os.makedirs(d, exist_ok=True)
+    if not os.path.exists(os.path.join(tmp, "lua")):
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    src = open(os.path.join(ROOT, "recipes", "latency.yaml")).read()
+    thresholds = src[src.index("\nthresholds:"):]
+    with open(os.path.join(d, "bench-peers.yaml"), "w") as f:
+        f.write("""name: bench-peers
+symptom: benchmark
+summary: latency's peers probe alone
+lua: latency.lua
+target: processes
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 0
+  max_events_per_s: 100000000
+  max_cpu_pct: 100
+  max_map_bytes: 67108864
+probes:
+  - id: peers
+    kind: peer_wait
+    filters:
+      pid: target
+""" + thresholds)
+    return d
+
+
+def pingpong_once(argv_of_pid):
+    """One ping-pong of ROUND_TRIPS under the tool argv_of_pid(pid) gives (None: untraced):
+    (BPF run time of the programs that appeared, ns; their runs)."""
+    srv = subprocess.Popen([sys.executable, "-c", PINGPONG, "server", "0"], stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline())
+    cli = subprocess.Popen([sys.executable, "-c", PINGPONG, "client", str(port), str(ROUND_TRIPS)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    tool = None
+    try:
+        assert cli.stdout.readline().strip() == "ready"
+        before = prog_stats()
+        if argv_of_pid:
+            tool = subprocess.Popen(argv_of_pid(cli.pid), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(2.5)  # loaded, attached, past the pre-flight
+        mid = prog_stats()
+        cli.stdin.write("go\n")
+        cli.stdin.flush()
+        assert cli.stdout.readline().strip() == "done"
+        after = prog_stats()
+        ns = runs = 0
+        for pid_, (name, cnt, rt) in after.items():
+            if pid_ in before:
+                continue  # not this tool's
+            c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
+            ns += rt - r0
+            runs += cnt - c0
+        return ns, runs
+    finally:
+        if tool:
+            tool.send_signal(signal.SIGINT)
+            try:
+                tool.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                tool.kill()
+        cli.kill()
+        srv.kill()
+        cli.wait()
+        srv.wait()
+
+
+def part9_peer_wait(say):
+    """9. Cost per socket round trip of peer_wait against a bpftrace one-liner."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    try:
+        recipes = peer_recipe(tmp)
+        configs = [("diagnose peer_wait (latency's peers probe)",
+                    lambda pid: [DIAG, "bench-peers", "--recipes", recipes, "--pid", str(pid), "--duration", "60"])]
+        bt_name = "bpftrace raw_syscalls enter/exit, pid filter, @start[tid], hist per syscall"
+        if shutil.which("bpftrace"):
+            configs.append((bt_name, lambda pid: [
+                "bpftrace", "-e",
+                f"tracepoint:raw_syscalls:sys_enter /pid == {pid}/ {{ @s[tid] = nsecs; }} "
+                f"tracepoint:raw_syscalls:sys_exit /@s[tid]/ {{ @h[args->id] = hist(nsecs - @s[tid]); delete(@s[tid]); }}"]))
+        per_rt, runs_rt = {}, {}
+        stats_fd = bpf_enable_stats()
+        try:
+            for _ in range(RUNS):  # interleaved
+                for name, argv in configs:
+                    try:
+                        ns, runs = pingpong_once(argv)
+                    except (AssertionError, OSError, ValueError) as e:
+                        say(f"(part 9: {name}: {e})")
+                        ns, runs = float("nan"), float("nan")
+                    per_rt.setdefault(name, []).append(ns / ROUND_TRIPS)
+                    runs_rt.setdefault(name, []).append(runs / ROUND_TRIPS)
+        finally:
+            os.close(stats_fd)
+        ref = median(per_rt.get(bt_name, [float("nan")]))
+        say(f"\n## Cost per socket round trip: loopback TCP ping-pong, {ROUND_TRIPS} round trips of 64 bytes "
+            "(BPF run time of each tool's programs, run-time statistics on)\n")
+        say("| configuration | BPF run time per round trip (ns) | program runs per round trip | × bpftrace |")
+        say("|---|---:|---:|---:|")
+        for name, _ in configs:
+            m = median(per_rt[name])
+            ratio = f"{m / ref:.2f}" if ref == ref and ref > 0 else "n/a"
+            say(f"| {name} | {m:.0f} | {median(runs_rt[name]):.1f} | {ratio} |")
+        say("\nEvery syscall on the host runs both tools' programs (their pid tests); the figures are "
+            "the time of all their runs during the ping-pong, divided by its round trips.")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -947,10 +1090,11 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "12345678")
+    parts = os.environ.get("BENCH_PARTS", "123456789")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
-                    ("7", part7_network), ("8", part8_allocations)):
+                    ("7", part7_network), ("8", part8_allocations),
+                    ("9", part9_peer_wait)):
         if n in parts:
             part(say)
 
