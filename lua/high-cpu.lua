@@ -24,7 +24,9 @@
 --   diag.MIN_RUNQ_WAITS waits), involuntary
 --   switches/s >= nonvoluntary_per_s_warn, CPU pressure "some" over the window (the delta of
 --   /proc/pressure/cpu total=, not avg10, which describes the 10 s before) >= psi_some_pct_warn, or cgroup
---   throttling in >= THROTTLED_PCT of periods.
+--   throttling in >= THROTTLED_PCT of periods, or the hypervisor's steal (the machine's, from
+--   /proc/stat) >= steal_pct_warn of all CPUs' time; under steal, cpu is the on-CPU samples' share
+--   (the kernel does not charge stolen time to the task that wanted the CPU).
 --   missing-frame-pointers: >= shallow_stack_pct % of user-mode samples with at most
 --   shallow_stack_frames user frames (and at least MIN_SAMPLES of them); with
 --   profile.user_unwind == "dwarf" it says the stacks are truncated even so (no CFI), and stops
@@ -48,6 +50,7 @@ local T = {
   runq_crit = diag.threshold("runq_p99_crit_us"),
   nonvol = diag.threshold("nonvoluntary_per_s_warn"),
   psi = diag.threshold("psi_some_pct_warn"),
+  steal = diag.threshold("steal_pct_warn"),
   shallow_frames = diag.threshold("shallow_stack_frames"),
   shallow_pct = diag.threshold("shallow_stack_pct"),
   top_n = diag.threshold("top_n"),
@@ -123,19 +126,34 @@ end
 
 -- ---- CPU use -------------------------------------------------------------------------------
 
-local cpu, cpu_source
+local sample_cpu = prof and window > 0 and diag.pct(prof.samples, prof.hz * window)
+-- Steal: the kernel does not charge a task for the time the hypervisor takes its vCPU away, but
+-- the profile's clock runs on through it, so a thread that wanted a CPU all along has fewer
+-- seconds of CPU time than samples say. Over steal_pct_warn, the samples measure what it wanted.
+local steal = context and context.steal_pct
+local stolen = steal and steal >= T.steal
+local cpu, cpu_source, cpu_charged
 if context and context.cpu_pct then
   cpu, cpu_source = context.cpu_pct, "measured"
-elseif prof and window > 0 then
-  cpu, cpu_source = diag.pct(prof.samples, prof.hz * window), "estimated from samples"
+  if stolen and sample_cpu and sample_cpu > cpu then
+    cpu, cpu_source, cpu_charged = sample_cpu, "on-CPU samples", context.cpu_pct
+  end
+elseif sample_cpu then
+  cpu, cpu_source = sample_cpu, "estimated from samples"
 end
 
 local function cpu_line()
   local s = string.format("CPU use %s of one CPU over %.1f s", diag.fmt_pct(cpu), window)
-  if context then
-    s = s .. string.format(" (%s); %d thread%s", diag.cpu_time(context), context.threads or 0, context.threads == 1 and "" or "s")
+  if cpu_charged then
+    s = s .. string.format(" by on-CPU samples; the kernel charged %s (%s): the hypervisor stole %s of the machine's CPU time",
+      diag.fmt_pct(cpu_charged), diag.cpu_time(context), diag.fmt_pct(steal))
+  elseif context then
+    s = s .. string.format(" (%s)", diag.cpu_time(context))
   else
     s = s .. " (" .. cpu_source .. ")"
+  end
+  if context then
+    s = s .. string.format("; %d thread%s", context.threads or 0, context.threads == 1 and "" or "s")
   end
   if ncpus then s = s .. string.format(", %d CPUs", ncpus) end
   return s
@@ -196,6 +214,18 @@ local function cpu_pressure_check()
       diag.fmt_pct(psi_pct), window, diag.fmt_pct(T.psi)) }
 end
 
+local function steal_check()
+  if not steal then return nil end
+  if not stolen then
+    return diag.ruled_out("cpu-steal", "no CPU time stolen by a hypervisor to speak of: %s of the machine's CPU time (warning at %s)",
+      diag.fmt_pct(steal), diag.fmt_pct(T.steal))
+  end
+  return { sev = "warning", steal = true,
+    title = string.format("The hypervisor took %s of this machine's CPU time (steal)", diag.fmt_pct(steal)),
+    line = string.format("CPU steal (/proc/stat) %s of all %s CPUs' time over the %.1f s window (threshold %s): this VM's vCPUs wanted to run while the hypervisor ran something else",
+      diag.fmt_pct(steal), ncpus and tostring(ncpus) or "the", window, diag.fmt_pct(T.steal)) }
+end
+
 local function throttling_check()
   if not cgroup then return nil end
   if throttled_pct < THROTTLED_PCT then
@@ -209,8 +239,11 @@ local function throttling_check()
       diag.fmt_pct(throttled_pct), diag.fmt_us(cgroup.throttled_us or 0)) }
 end
 
-local function starved_steps(throttled)
+local function starved_steps(throttled, stolen_cpu)
   local steps = diag.lines()
+  if stolen_cpu then
+    steps:add("Steal is the hypervisor giving this VM's CPUs to other guests, or a burstable instance out of CPU credits: check the provider's CPU credit balance (AWS T-family: CPUCreditBalance), move to a dedicated or non-burstable instance type, or migrate the VM; watch the st column of vmstat 1 or %%st in top")
+  end
   if throttled then
     -- cgroup v2 has cpu.max; v1 (hybrid hosts) cpu.cfs_quota_us and cpu.cfs_period_us.
     local quota = cgroup.version == 1 and "cpu.cfs_quota_us/cpu.cfs_period_us" or "cpu.max"
@@ -229,14 +262,15 @@ end
 -- cpu-starved: the worst of the checks that fire, titled by the first; the checks whose data
 -- says fine are ruled out. Returns the verdict (or nil) and the ruled-out lines.
 local function cpu_starved()
-  local sev, title, throttled = nil, nil, false
+  local sev, title, throttled, stolen_cpu = nil, nil, false, false
   local ev, clear = diag.lines(), {}
-  for _, check in ipairs({ run_queue_check, preemption_check, cpu_pressure_check, throttling_check }) do
+  for _, check in ipairs({ steal_check, run_queue_check, preemption_check, cpu_pressure_check, throttling_check }) do
     local r = check()
     if r and r.sev then
       sev, title = diag.worse(sev, r.sev), title or r.title
       ev:add(r.line)
       throttled = throttled or check == throttling_check
+      stolen_cpu = stolen_cpu or r.steal
     elseif r then
       clear[#clear + 1] = r
     end
@@ -248,7 +282,7 @@ local function cpu_starved()
   if context and ncpus then
     ev:add("%d thread%s, %d CPUs", context.threads or 0, context.threads == 1 and "" or "s", ncpus)
   end
-  return diag.verdict("cpu-starved", sev, title, ev, starved_steps(throttled)), clear
+  return diag.verdict("cpu-starved", sev, title, ev, starved_steps(throttled, stolen_cpu)), clear
 end
 
 -- ---- where the CPU goes --------------------------------------------------------------------
@@ -639,7 +673,6 @@ end
 
 -- ---- the hypotheses ------------------------------------------------------------------------
 
-local sample_cpu = prof and window > 0 and diag.pct(prof.samples, prof.hz * window)
 local idle = cpu and cpu < T.idle and (not sample_cpu or sample_cpu < 2 * T.idle)
 
 -- Where the CPU goes: one verdict (not-busy, busy, futex-contention, cpu-bound-kernel,

@@ -63,6 +63,7 @@ local T = {
   net_min = diag.threshold("net_errors_min"),
   host_busy = diag.threshold("host_busy_pct"),
   peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
+  steal = diag.threshold("steal_pct_warn"),
 }
 
 local profile, offcpu, runq, context = results.profile, results.offcpu, results.runq, results.context
@@ -80,6 +81,16 @@ local threads = (context and context.threads) or 1
 local thread_ns = threads * window * 1e9
 local cpu_pct = context and context.cpu_pct
 local samples = (profile and profile.samples) or 0
+-- Steal (as in high-cpu.lua): the kernel charges no task for the time the hypervisor takes its
+-- vCPU away, while the profile's clock samples it; over steal_pct_warn the samples say how much
+-- CPU the target wanted.
+local steal = context and context.steal_pct
+local stolen = steal and steal >= T.steal
+local cpu_charged
+if stolen and cpu_pct and profile and profile.frequency_hz and window > 0 then
+  local sampled = samples * 100 / (profile.frequency_hz * window)
+  if sampled > cpu_pct then cpu_pct, cpu_charged = sampled, cpu_pct end
+end
 
 local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
 local pct = diag.fmt_pct
@@ -183,7 +194,11 @@ local function cpu_bound()
         pct(cpu_pct), pct(want))
     end
     local ev = diag.lines(string.format("CPU use %s of one CPU over %.1f s (%s): on the CPU %s of the threads' time (%d threads)",
-      pct(cpu_pct), window, diag.cpu_time(context), pct(on_share), threads))
+      pct(cpu_pct), window, cpu_charged and string.format("by on-CPU samples; the kernel charged %s", pct(cpu_charged))
+      or diag.cpu_time(context), pct(on_share), threads))
+    if stolen then
+      ev:add("The hypervisor stole %s of the machine's CPU time (/proc/stat steal): the VM itself is short of CPU", pct(steal))
+    end
     if runnable_share >= 1 then
       ev:add("Runnable, waiting for a CPU, %s more of their time: the machine's CPUs are contended", pct(runnable_share))
     end

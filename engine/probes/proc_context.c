@@ -29,6 +29,8 @@
  *            unscanned_processes, unscanned_cpu_s (a set: processes too short-lived for any
  *            reading, their CPU time, included in cpu_pct but not in utime_s / stime_s),
  *            nonvoluntary_ctxt_switches (summed over threads),
+ *            steal_pct (the machine's: share of all CPUs' time the hypervisor ran something
+ *            else, from /proc/stat; host-wide too),
  *            psi {some_pct, full_pct (share of the window stalled, from total=), some_total_us,
  *                 full_total_us, some_avg10, some_avg60, full_avg10 (context only)},
  *            cgroup {version 1|2, path, dir, cpu_max ("QUOTA PERIOD" or "max PERIOD"),
@@ -67,6 +69,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +104,9 @@ struct reading {
 	struct procfs_stat stat;
 	/* cpu */
 	uint64_t vol_switches, invol_switches;
-	bool has_psi_cpu, has_cpu_stat;
+	bool has_psi_cpu, has_cpu_stat, has_cpu_times;
 	struct procfs_psi psi_cpu;
+	struct procfs_cpu_times cpu_times; /* the machine's (/proc/stat), for steal */
 	uint64_t nr_periods, nr_throttled, throttled_us;
 	/* memory */
 	bool has_status, has_smaps, has_psi_mem;
@@ -214,6 +218,26 @@ static bool read_psi(const char *path, struct procfs_psi *out)
 	bool ok = text && procfs_parse_psi(text, out) == 0;
 	free(text);
 	return ok;
+}
+
+/* /proc/stat's first line only: the rest (a line per CPU, the interrupt counts) can be tens of
+ * kilobytes on a large machine, read every second for nothing. */
+static bool read_cpu_times(struct procfs_cpu_times *out)
+{
+	char buf[512];
+	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n');
+	if (!nl) /* a first line longer than the buffer: not the format we know */
+		return false;
+	*nl = '\0';
+	return procfs_parse_cpu_times(buf, out) == 0;
 }
 
 static void read_switches(int pid, struct reading *r)
@@ -352,8 +376,10 @@ static void read_io_cgroup(const struct proc_priv *pp, struct reading *r)
 static int take_host_reading(const struct proc_priv *pp, struct reading *r)
 {
 	char *text;
-	if (pp->sections & SEC_CPU)
+	if (pp->sections & SEC_CPU) {
 		r->has_psi_cpu = read_psi("/proc/pressure/cpu", &r->psi_cpu);
+		r->has_cpu_times = read_cpu_times(&r->cpu_times);
+	}
 	if (pp->sections & SEC_MEMORY)
 		r->has_psi_mem = read_psi("/proc/pressure/memory", &r->psi_mem);
 	if (pp->sections & SEC_IO) {
@@ -535,6 +561,7 @@ static int take_reading(struct probe *p, struct reading *r, bool full)
 	if (pp->sections & SEC_CPU) {
 		read_switches(pid, r);
 		r->has_psi_cpu = read_psi("/proc/pressure/cpu", &r->psi_cpu);
+		r->has_cpu_times = read_cpu_times(&r->cpu_times);
 		read_cpu_cgroup(pp, r);
 	}
 	if (pp->sections & SEC_MEMORY) {
@@ -752,6 +779,14 @@ static void cgroup_where(struct value *obj, const struct procfs_cgroup *cg)
 	value_set_str(obj, "dir", cg->dir);
 }
 
+/* The machine's CPU time stolen by the hypervisor over the window, when /proc/stat tells. */
+static void steal_result(const struct reading *a, const struct reading *b, struct value *res)
+{
+	double steal = a->has_cpu_times && b->has_cpu_times ? procfs_steal_pct(&a->cpu_times, &b->cpu_times) : -1;
+	if (steal >= 0)
+		value_set_num(res, "steal_pct", steal);
+}
+
 static void cpu_results(struct proc_priv *pp, const struct collect_ctx *ctx, const struct reading *a,
 			const struct reading *b, double wall, struct value *res)
 {
@@ -772,6 +807,7 @@ static void cpu_results(struct proc_priv *pp, const struct collect_ctx *ctx, con
 		      gauge_delta(a->invol_switches, b->invol_switches));
 	if (a->has_psi_cpu && b->has_psi_cpu)
 		value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
+	steal_result(a, b, res);
 	if (a->has_cpu_stat && b->has_cpu_stat) {
 		struct value *cg = value_obj_set(res, "cgroup", value_obj());
 		cgroup_where(cg, &pp->cpu_cg);
@@ -1088,8 +1124,11 @@ static int proc_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_int(res, "readings", pp->readings);
 	if ((pp->sections & SEC_CPU) && !pp->host)
 		cpu_results(pp, ctx, a, b, wall, res);
-	else if ((pp->sections & SEC_CPU) && a->has_psi_cpu && b->has_psi_cpu)
-		value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
+	else if (pp->sections & SEC_CPU) {
+		if (a->has_psi_cpu && b->has_psi_cpu)
+			value_obj_set(res, "psi", pressure_value(&a->psi_cpu, &b->psi_cpu, wall));
+		steal_result(a, b, res);
+	}
 	if (pp->sections & SEC_MEMORY)
 		memory_results(pp, a, b, wall, res);
 	if (pp->sections & SEC_IO)
@@ -1147,6 +1186,8 @@ static const struct result_field proc_results[] = {
 	{ "voluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
 	{ "nonvoluntary_ctxt_switches", RT_INTEGER, "count", true, "cpu: summed over threads" },
 	PRESSURE_FIELDS("psi"),
+	{ "steal_pct", RT_NUMBER, "pct", true,
+	  "cpu: share of all CPUs' time the hypervisor stole over the window (/proc/stat steal; 0 on bare metal)" },
 	{ "cgroup", RT_OBJECT, NULL, true, "cpu: the target's cpu cgroup (not the root one)" },
 	CGROUP_WHERE_FIELDS("cgroup"),
 	{ "cgroup.cpu_max", RT_STRING, NULL, false, "\"QUOTA PERIOD\" or \"max PERIOD\"" },

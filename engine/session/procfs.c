@@ -6,6 +6,7 @@
  * Must not: open files, allocate, print, or know about probes and results.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,48 @@ void procfs_psi_window(const struct procfs_psi *a, const struct procfs_psi *b, d
 		*some_pct = clamp_pct((double)(b->some_total_us - a->some_total_us) / (wall_s * 1e6) * 100);
 	if (a->has_full && b->has_full && b->full_total_us >= a->full_total_us)
 		*full_pct = clamp_pct((double)(b->full_total_us - a->full_total_us) / (wall_s * 1e6) * 100);
+}
+
+/* ---- /proc/stat: the machine's CPU time, steal included -------------------------------------- */
+
+int procfs_parse_cpu_times(const char *text, struct procfs_cpu_times *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (strncmp(text, "cpu ", 4) != 0)
+		return -1;
+	const char *p = text + 4;
+	uint64_t v[8];
+	int n = 0;
+	while (n < 8) {
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(p, &end, 10);
+		if (errno || end == p)
+			return -1;
+		v[n++] = x;
+		p = end;
+	}
+	if (n < 4) /* user nice system idle: every kernel has them */
+		return -1;
+	for (int i = 0; i < n; i++)
+		out->total_ticks += v[i];
+	out->idle_ticks = v[3] + (n > 4 ? v[4] : 0); /* idle + iowait */
+	out->has_steal = n >= 8;
+	out->steal_ticks = out->has_steal ? v[7] : 0;
+	return 0;
+}
+
+double procfs_steal_pct(const struct procfs_cpu_times *a, const struct procfs_cpu_times *b)
+{
+	if (!a->has_steal || !b->has_steal || b->total_ticks <= a->total_ticks ||
+	    b->steal_ticks < a->steal_ticks)
+		return -1;
+	return clamp_pct((double)(b->steal_ticks - a->steal_ticks) /
+			 (double)(b->total_ticks - a->total_ticks) * 100);
 }
 
 /* ---- /proc/diskstats and iostat -x --------------------------------------------------------- */

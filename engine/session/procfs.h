@@ -1,7 +1,8 @@
 /* procfs.h — pure parsers of /proc and cgroupfs text, and the arithmetic done on two readings
  * (iostat -x figures, pressure over a window, a bounded time series and its least-squares slope).
  *
- * Owns: turning the text of /proc/PID/{stat,status,smaps_rollup,io,cgroup}, /proc/pressure/{cpu,memory,io},
+ * Owns: turning the text of /proc/PID/{stat,status,smaps_rollup,io,cgroup}, /proc/stat's cpu line,
+ * /proc/pressure/{cpu,memory,io},
  * /proc/diskstats, /proc/net/{snmp,netstat,dev,softnet_stat}, /proc/slabinfo, /proc/vmstat, /proc/meminfo
  * and cgroup v1/v2 control files into numbers.
  * Must not: open files, allocate, or know about probes, results or recipes: every function takes
@@ -87,6 +88,20 @@ int procfs_parse_psi(const char *text, struct procfs_psi *out);
  * counters over wall_s. Clamped to 0..100. */
 void procfs_psi_window(const struct procfs_psi *a, const struct procfs_psi *b, double wall_s,
 		       double *some_pct, double *full_pct);
+
+/* /proc/stat's first line, "cpu  user nice system idle iowait irq softirq steal guest
+ * guest_nice", all CPUs summed, in clock ticks. total is the sum of the first eight (guest time is
+ * already in user and nice); steal is the time the hypervisor ran something else while a vCPU
+ * of this machine wanted to run (0 on bare metal, absent before Linux 2.6.11: has_steal false).
+ * Returns -1 when the text does not start with a "cpu " line of at least four numbers. */
+struct procfs_cpu_times {
+	uint64_t total_ticks, idle_ticks, steal_ticks;
+	bool has_steal;
+};
+int procfs_parse_cpu_times(const char *text, struct procfs_cpu_times *out);
+/* Share (percent, 0..100) of all CPUs' time between two readings that the hypervisor stole;
+ * -1 when it cannot be told (no steal column, no ticks elapsed, counters went back). */
+double procfs_steal_pct(const struct procfs_cpu_times *a, const struct procfs_cpu_times *b);
 
 /* /proc/diskstats: one line per device. */
 struct procfs_disk {

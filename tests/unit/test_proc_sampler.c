@@ -262,6 +262,32 @@ static void test_psi(void **state)
 	assert_int_equal(procfs_parse_psi("full avg10=0 avg60=0 avg300=0 total=1\n", &old), -1);
 }
 
+/* /proc/stat's cpu line: two readings 1 s apart on a 2-CPU VM whose hypervisor took half of it. */
+static void test_cpu_times_steal(void **state)
+{
+	(void)state;
+	struct procfs_cpu_times a, b, old;
+	assert_int_equal(procfs_parse_cpu_times("cpu  17086 0 5117 68352 600 0 1190 381 0 0\n"
+						"cpu0 8000 0 2500 34000 300 0 600 190 0 0\n", &a), 0);
+	assert_true(a.has_steal);
+	assert_int_equal(a.steal_ticks, 381);
+	assert_int_equal(a.total_ticks, 17086 + 5117 + 68352 + 600 + 1190 + 381); /* guest not again */
+	assert_int_equal(a.idle_ticks, 68352 + 600);
+	/* +200 ticks of two CPUs: 60 user, 40 idle, 100 stolen */
+	assert_int_equal(procfs_parse_cpu_times("cpu  17146 0 5117 68392 600 0 1190 481 0 0", &b), 0);
+	assert_true(fabs(procfs_steal_pct(&a, &b) - 50.0) < 1e-9);
+	assert_true(procfs_steal_pct(&b, &a) < 0); /* backwards: cannot be told */
+	assert_true(procfs_steal_pct(&a, &a) < 0); /* no time passed */
+	/* a kernel older than the steal column: parsed, steal unknown */
+	assert_int_equal(procfs_parse_cpu_times("cpu 10 0 5 100 2 0 1\n", &old), 0);
+	assert_false(old.has_steal);
+	assert_true(procfs_steal_pct(&old, &old) < 0);
+	assert_int_equal(procfs_parse_cpu_times("cpu0 1 2 3 4 5 6 7 8\n", &old), -1);
+	assert_int_equal(procfs_parse_cpu_times("cpu  1 2 3\n", &old), -1);
+	assert_int_equal(procfs_parse_cpu_times("cpu  1 2 x 4 5\n", &old), -1);
+	assert_int_equal(procfs_parse_cpu_times("", &old), -1);
+}
+
 static void test_diskstats_iostat(void **state)
 {
 	(void)state;
@@ -726,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_smaps_rollup),
 		cmocka_unit_test(test_pid_io),
 		cmocka_unit_test(test_psi),
+		cmocka_unit_test(test_cpu_times_steal),
 		cmocka_unit_test(test_diskstats_iostat),
 		cmocka_unit_test(test_snmp_netstat),
 		cmocka_unit_test(test_netdev),
