@@ -6,13 +6,14 @@ set -eu
 PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev libyaml-dev
       libcyaml-dev liblua5.4-dev lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc g++
       binutils python3 libc6-dbg util-linux libjemalloc2 iproute2 nftables ethtool \
-      protobuf-c-compiler libprotobuf-c-dev nettle-dev libjansson-dev"
+      protobuf-c-compiler libprotobuf-c-dev nettle-dev libjansson-dev systemtap-sdt-dev"
 # libjemalloc2: tests/e2e/t_memory.sh probes an allocator other than glibc's. iproute2 (ip netns,
 # veth), nftables (numgen drop rules) and ethtool (segmentation offloads off, so that a dropped
 # packet is one segment): the network-errors tests build a private lossy network.
 # protobuf-c: the pprof writer's code is generated from proto/profile.proto at build time.
 # nettle-dev: SHA-256 of recipes, snippets and BPF objects (engine/trust/sha256.c). libjansson-dev:
 # the JSON reader of reports and of the verdict child's answer (engine/results/json_parse.c).
+# systemtap-sdt-dev: sys/sdt.h, for the USDT fixture (tests/unit/fixtures/usdt_app.c).
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools time"

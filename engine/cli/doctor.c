@@ -365,6 +365,19 @@ static enum status check_uprobe(const struct ctx *c, char *detail, size_t n)
 			    "a function of our own executable", detail, n);
 }
 
+/* USDT probes guarded by a semaphore (PostgreSQL's, Python's) run only while it is raised: the
+ * kernel raises it when a uprobe is attached with a reference counter (Linux 4.20+). */
+static enum status check_uprobe_semaphore(const struct ctx *c, char *detail, size_t n)
+{
+	(void)c;
+	if (access("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", F_OK) != 0) {
+		snprintf(detail, n, "the uprobe PMU has no ref_ctr_offset (Linux before 4.20)");
+		return ST_MISSING;
+	}
+	snprintf(detail, n, "uprobes raise USDT semaphores (ref_ctr_offset)");
+	return ST_OK;
+}
+
 static enum status check_cpu_clock(const struct ctx *c, char *detail, size_t n)
 {
 	(void)c;
@@ -459,6 +472,8 @@ static const struct check checks[] = {
 	  "probes fall back to tracepoints; kprobe-only probes unavailable" },
 	{ "uprobe", check_uprobe, false, "user-space function probes can attach",
 	  "user-space function probes unavailable" },
+	{ "uprobe_semaphore", check_uprobe_semaphore, false, "USDT probes with a semaphore can be enabled",
+	  "USDT probes guarded by a semaphore (PostgreSQL's, Python's) never fire: pg_statements and usdt on them cannot run" },
 	{ "perf_event", check_cpu_clock, true, "stacks can be sampled with the cpu-clock event",
 	  "no probe can sample stacks on a timer, so CPU profiling recipes cannot run" },
 	{ "hw_counters", check_hw, false, "sampling can use hardware cycles",

@@ -36,6 +36,7 @@
 #include "run.h"
 #include "session.h"
 #include "shape.h"
+#include "show_usdt.h"
 #include "source.h"
 #include "sha256.h"
 #include "verdict.h"
@@ -46,6 +47,7 @@ struct cli {
 	const char *params[32];  /* --param NAME=VALUE for the recipe's own parameters */
 	const char *lua;         /* replay: --lua FILE */
 	const char *dir;         /* test: --dir DIR */
+	const char *usdt;        /* show: --usdt BINARY */
 	const char *thresholds[32]; /* replay: --threshold NAME=VALUE */
 	size_t n_thresholds;
 };
@@ -59,6 +61,7 @@ static void usage(FILE *out)
 	      "                        [--stacks-probe ID] [--force] [--follow]\n"
 	      "                        [--recipes DIR] [--production] [--verbose]\n"
 	      "       diagnose list | show SYMPTOM | lint [PATH...] | doctor\n"
+	      "       diagnose show --usdt BINARY [--pid PID] [--json]\n"
 	      "       diagnose approve RECIPE... [--by NAME] [--lock FILE] | verify [--lock FILE]\n"
 	      "       diagnose replay REPORT.json [--lua FILE] [--threshold NAME=VALUE]... [--json]\n"
 	      "       diagnose diff BEFORE.json AFTER.json [--json] [--flamegraph FILE.svg]\n"
@@ -417,7 +420,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_DRY = 256, OPT_JSON, OPT_OUTPUT, OPT_FOLDED, OPT_STACKS_PROBE, OPT_FLAMEGRAPH, OPT_PPROF, OPT_RECIPES, OPT_PROD,
 	       OPT_PARAM, OPT_VERSION, OPT_LOCK, OPT_BY, OPT_FORCE, OPT_LUA, OPT_THRESHOLD,
-	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER, OPT_FOLLOW, OPT_DIR };
+	       OPT_COMM, OPT_CGROUP, OPT_UNIT, OPT_CONTAINER, OPT_FOLLOW, OPT_DIR, OPT_USDT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, OPT_COMM },
@@ -444,6 +447,7 @@ int main(int argc, char **argv)
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "thresholds", required_argument, NULL, OPT_THRESHOLD },
 		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "usdt", required_argument, NULL, OPT_USDT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -509,6 +513,7 @@ int main(int argc, char **argv)
 		case OPT_BY: c.by = optarg; break;
 		case OPT_LUA: c.lua = optarg; break;
 		case OPT_DIR: c.dir = optarg; break;
+		case OPT_USDT: c.usdt = optarg; break;
 		case OPT_THRESHOLD:
 			if (c.n_thresholds == sizeof(c.thresholds) / sizeof(c.thresholds[0]))
 				return usage_error("--threshold: too many", optarg);
@@ -572,6 +577,14 @@ int main(int argc, char **argv)
 	}
 	if (c.dir)
 		return usage_error("--dir is an option of test", c.dir);
+	if (c.usdt && strcmp(cmd, "show") != 0)
+		return usage_error("--usdt is an option of show", c.usdt);
+	if (strcmp(cmd, "show") == 0 && c.usdt) {
+		if (optind + 1 < argc)
+			return usage_error("show --usdt BINARY takes no SYMPTOM", argv[optind + 1]);
+		struct diag_err err;
+		return show_usdt(c.usdt, c.run.pid, c.run.json, &err) ? fail(&err) : DIAG_EXIT_OK;
+	}
 	if (strcmp(cmd, "show") == 0) {
 		if (optind + 1 >= argc)
 			return usage_error("show needs a SYMPTOM", NULL);

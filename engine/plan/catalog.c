@@ -122,6 +122,20 @@ struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uin
 	return buckets;
 }
 
+struct value *probe_log2_slots_value(const uint64_t *slots, unsigned n)
+{
+	struct value *buckets = value_arr();
+	for (unsigned slot = 0; slot < n && slot < 64; slot++) {
+		if (!slots[slot])
+			continue;
+		struct value *b = value_arr_push(buckets, value_obj());
+		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)((uint64_t)1 << slot));
+		value_set_int(b, "hi", slot >= 63 || slot == n - 1 ? INT64_MAX : ((int64_t)1 << (slot + 1)) - 1);
+		value_set_int(b, "count", (int64_t)slots[slot]);
+	}
+	return buckets;
+}
+
 void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj)
 {
 	struct probe_bpf *b = p->priv;

@@ -14,6 +14,11 @@ for k in $(catalog_kinds); do
 	grep -q "kind: $k\$" "$0" || fail "probe kind $k is not in $0's recipe"
 done
 
+# the USDT kinds on files the workload does not map: attached, limited to it, never fired
+USDT_APP="$ROOT/$BUILD/fixtures/usdt_app"
+PG_BIN=/usr/lib/postgresql/15/bin/postgres
+[ -x "$USDT_APP" ] || fail "$USDT_APP missing: run make check-build"
+[ -x "$PG_BIN" ] || skip "postgresql-15 is not installed (make deps): pg_statements needs its binary"
 start "$WORKLOAD" 5
 R=$(test_recipe shapes-all <<EOF
   - id: profile
@@ -72,6 +77,14 @@ R=$(test_recipe shapes-all <<EOF
   - id: drops
     kind: skb_drops
     filters: {pid: target}
+  - id: usdt
+    kind: usdt
+    filters: {pid: target}
+    options: {binary: "$USDT_APP", probe: "app:request__start", done: request__done, key: arg0}
+  - id: pg
+    kind: pg_statements
+    filters: {pid: target}
+    options: {binary: "$PG_BIN"}
   - id: kmem
     kind: kernel_memory
   - id: kallocs

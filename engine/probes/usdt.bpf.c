@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/* usdt.bpf.c — one USDT probe of an application (SystemTap SDT: PostgreSQL, Python, the JVM, ...),
+ * counted per value of one of its arguments, or timed from it to a "done" probe on the same
+ * thread: `usdt:BIN:provider:name { @[arg0] = count() }`, or the start/done pair
+ * `@s[tid] = nsecs` ... `@[key] = hist(nsecs - @s[tid])`.
+ *
+ * Owns: reading the key argument through the site's fetch plan (diag_usdt.h; the uprobe's cookie
+ * names it), the per-thread open start, and the per-key count, total, maximum and log2 histogram.
+ * Must not: guess a time: a done without its start, or a start that replaces an open one, is
+ * counted, never timed.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "diag_bpf.h"
+#include "diag_usdt.h"
+#include "usdt.h"
+
+/* 0: no key; N: argument N-1 */
+const volatile __u32 key_arg = 0;
+/* the key argument points to a string (str:argN) */
+const volatile bool key_is_string = false;
+/* a done probe was named: pairs are timed */
+const volatile bool timed = false;
+
+DIAG_USDT_SPECS_MAP(USDT_MAX_SPECS);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024); /* max_keys, set before load */
+	__type(key, struct usdt_key);
+	__type(value, struct usdt_stat);
+} keys SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* max_threads, set before load */
+	__type(key, __u32);
+	__type(value, struct usdt_open);
+} open_starts SEC(".maps");
+
+/* Zeroed values built off the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct usdt_open);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct usdt_stat);
+} zero_stat SEC(".maps");
+
+static __always_inline void record(const struct usdt_key *key, __u64 ns, bool with_time)
+{
+	struct usdt_stat *st = bpf_map_lookup_elem(&keys, key);
+	if (!st) {
+		__u32 z = 0;
+		struct usdt_stat *zero = bpf_map_lookup_elem(&zero_stat, &z);
+		if (!zero)
+			return;
+		bpf_map_update_elem(&keys, key, zero, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&keys, key);
+		if (!st) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&st->count, 1);
+	if (!with_time)
+		return;
+	__sync_fetch_and_add(&st->total_ns, ns);
+	if (ns > st->max_ns)
+		st->max_ns = ns; /* racy max: good enough for "longest" */
+	__u32 slot = diag_log2(ns);
+	if (slot >= USDT_HIST_SLOTS)
+		slot = USDT_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&st->slots[slot], 1);
+	diag_stat_inc(&stats, USDT_STAT_TIMED);
+}
+
+SEC("uprobe")
+int usdt_fire(struct pt_regs *ctx)
+{
+	bool count_only = diag_count_only();
+	if (!diag_current_wanted())
+		return 0;
+	if (count_only) {
+		diag_passed();
+		return 0;
+	}
+	const struct diag_usdt_spec *spec = diag_usdt_spec(ctx, &usdt_specs);
+	if (!spec)
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 idx = 0;
+	if (spec->probe == USDT_SITE_DONE) {
+		struct usdt_open *o = bpf_map_lookup_elem(&open_starts, &tid);
+		if (!o || !o->start_ns) { /* under 1-in-N sampling, most are starts not kept */
+			if (diag_ctl.sample_every <= 1)
+				diag_stat_inc(&stats, USDT_STAT_UNMATCHED);
+			return 0;
+		}
+		__u64 now = bpf_ktime_get_ns(), start = o->start_ns;
+		o->start_ns = 0;
+		if (now > start)
+			record(&o->key, now - start, true);
+		bpf_map_delete_elem(&open_starts, &tid);
+		return 0;
+	}
+	if (!diag_sampled_in())
+		return 0;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	struct usdt_open *o = bpf_map_lookup_elem(&scratch, &idx);
+	if (!o)
+		return 0;
+	__builtin_memset(o, 0, sizeof(*o));
+	if (key_arg) {
+		__s64 v = 0;
+		if (diag_usdt_arg(ctx, spec, key_arg - 1, &v)) {
+			diag_stat_inc(&stats, DIAG_STAT_LOST);
+			return 0;
+		}
+		if (key_is_string) {
+			if (v && bpf_probe_read_user_str(o->key.str, sizeof(o->key.str), (void *)v) < 0)
+				o->key.str[0] = '\0';
+		} else {
+			o->key.num = v;
+		}
+	}
+	if (!timed) {
+		record(&o->key, 0, false);
+		return 0;
+	}
+	struct usdt_open *prev = bpf_map_lookup_elem(&open_starts, &tid);
+	if (prev && prev->start_ns)
+		diag_stat_inc(&stats, USDT_STAT_RESTARTED);
+	o->start_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&open_starts, &tid, o, BPF_ANY))
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,412 @@
+/* test_usdt.c — USDT notes and their arguments (engine/symbolize/usdt_notes.c), and the SQL
+ * normalization of the PostgreSQL probe (engine/probes/pg_normalize.c).
+ *
+ * Arguments: every operand form the compilers emit (registers and their 8/16/32-bit names, memory
+ * at a register with and without an offset, an indexed element, constants, a variable through
+ * %rip with and without an offset) and the forms refused, each with its reason. Notes: the
+ * fixture usdt_app (tests/unit/usdt.mk: gcc -O2, two probes behind semaphores, one argument read
+ * through %rip) checked against nm's addresses; Debian's PostgreSQL 15 and Python 3.11 binaries
+ * when installed (every site's arguments readable, the counts readelf -n gives); and hostile
+ * copies of the fixture: a note whose strings run past its end, one whose size runs past its
+ * section, one whose site lies outside the code: each skipped and counted, never trusted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <gelf.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture_path.h"
+#include "pg_normalize.h"
+#include "tfile.h"
+#include "usdt_notes.h"
+
+/* ---- arguments ----------------------------------------------------------------------------- */
+
+static bool fake_lookup(void *arg, const char *name, uint64_t *addr)
+{
+	(void)arg;
+	if (!strcmp(name, "CheckpointStats")) {
+		*addr = 0x885000;
+		return true;
+	}
+	if (!strcmp(name, "NBuffers")) {
+		*addr = 0x886010;
+		return true;
+	}
+	return false;
+}
+
+static void parse_ok(const char *text, struct diag_usdt_spec *spec)
+{
+	char why[128] = "";
+	if (usdt_parse_args(text, 0x1000, fake_lookup, NULL, spec, why, sizeof(why)))
+		fail_msg("\"%s\": %s", text, why);
+}
+
+static void test_args_forms(void **state)
+{
+	(void)state;
+	struct diag_usdt_spec s;
+	parse_ok("-4@%ebx 8@-144(%rbp) 4@(%r12) 1@$0 -4@$8192 2@12(%r12) 1@%dil 8@%rax", &s);
+	assert_int_equal(s.nargs, 8);
+	assert_int_equal(s.args[0].kind, DIAG_USDT_ARG_REG);
+	assert_int_equal(s.args[0].reg_off, 40); /* pt_regs.bx */
+	assert_int_equal(s.args[0].size, 4);
+	assert_true(s.args[0].is_signed);
+	assert_int_equal(s.args[1].kind, DIAG_USDT_ARG_REG_DEREF);
+	assert_int_equal(s.args[1].reg_off, 32); /* bp */
+	assert_int_equal(s.args[1].val_off, -144);
+	assert_int_equal(s.args[1].size, 8);
+	assert_false(s.args[1].is_signed);
+	assert_int_equal(s.args[2].kind, DIAG_USDT_ARG_REG_DEREF);
+	assert_int_equal(s.args[2].reg_off, 24); /* r12 */
+	assert_int_equal(s.args[2].val_off, 0);
+	assert_int_equal(s.args[3].kind, DIAG_USDT_ARG_CONST);
+	assert_int_equal(s.args[3].val_off, 0);
+	assert_int_equal(s.args[3].size, 1);
+	assert_int_equal(s.args[4].kind, DIAG_USDT_ARG_CONST);
+	assert_int_equal(s.args[4].val_off, 8192);
+	assert_int_equal(s.args[5].val_off, 12);
+	assert_int_equal(s.args[5].size, 2);
+	assert_int_equal(s.args[6].reg_off, 112); /* di */
+	assert_int_equal(s.args[7].reg_off, 80);  /* ax */
+
+	/* a variable through %rip: its distance from the site (0x1000), the load address cancels */
+	parse_ok("-4@40+CheckpointStats(%rip) -4@NBuffers(%rip) 8@-8(%rip) 4@CheckpointStats+4(%rip)", &s);
+	assert_int_equal(s.nargs, 4);
+	assert_int_equal(s.args[0].kind, DIAG_USDT_ARG_IP_DEREF);
+	assert_int_equal(s.args[0].val_off, 0x885000 + 40 - 0x1000);
+	assert_int_equal(s.args[1].val_off, 0x886010 - 0x1000);
+	assert_int_equal(s.args[2].val_off, -8 - 0x1000);
+	assert_int_equal(s.args[3].val_off, 0x885000 + 4 - 0x1000);
+
+	/* an array element: base + index * scale + offset */
+	parse_ok("8@(%rax,%rdx,8) -4@16(%rbx,%rcx,4)", &s);
+	assert_int_equal(s.args[0].kind, DIAG_USDT_ARG_INDEX_DEREF);
+	assert_int_equal(s.args[0].reg_off, 80);
+	assert_int_equal(s.args[0].index_off, 96); /* dx */
+	assert_int_equal(s.args[0].scale, 8);
+	assert_int_equal(s.args[1].val_off, 16);
+	assert_int_equal(s.args[1].index_off, 88); /* cx */
+	assert_int_equal(s.args[1].scale, 4);
+
+	/* no arguments; old notes without SIZE@: a long */
+	parse_ok("", &s);
+	assert_int_equal(s.nargs, 0);
+	parse_ok("  %rdi  ", &s);
+	assert_int_equal(s.nargs, 1);
+	assert_int_equal(s.args[0].size, 8);
+}
+
+static void parse_bad(const char *text, const char *why_part)
+{
+	struct diag_usdt_spec s;
+	char why[128] = "";
+	if (usdt_parse_args(text, 0x1000, fake_lookup, NULL, &s, why, sizeof(why)) == 0)
+		fail_msg("\"%s\" was accepted", text);
+	if (!strstr(why, why_part))
+		fail_msg("\"%s\": \"%s\" does not say \"%s\"", text, why, why_part);
+}
+
+static void test_args_refused(void **state)
+{
+	(void)state;
+	parse_bad("3@%eax", "argument 0 \"3@%eax\": its size is not 1, 2, 4 or 8");
+	parse_bad("4@%ebx 1@%ah", "argument 1 \"1@%ah\": an unknown register");
+	parse_bad("8@%xmm0", "an unknown register");
+	parse_bad("8@8(,%rdx,8)", "not a register");
+	parse_bad("8@(%rax,%rdx,3)", "scale is not 1, 2, 4 or 8");
+	parse_bad("8@foo(%rbx)", "a symbol relative to a register other than %rip");
+	parse_bad("8@Missing(%rip)", "symbol tables do not define");
+	parse_bad("8@$x", "a constant that is not an integer");
+	parse_bad("8@5", "neither a constant, a register nor memory");
+	parse_bad("8@(%rax", "neither a constant");
+	char many[256] = "";
+	for (int i = 0; i < 13; i++)
+		strcat(many, "8@%rax ");
+	parse_bad(many, "more than 12 arguments");
+	char longarg[200];
+	memset(longarg, '1', sizeof(longarg) - 1);
+	longarg[sizeof(longarg) - 1] = '\0';
+	parse_bad(longarg, "too long");
+}
+
+/* ---- notes --------------------------------------------------------------------------------- */
+
+static int read_notes(const char *path, struct usdt_notes *n)
+{
+	struct tfile_reader *r = tfile_reader_new();
+	struct tfile_src src = { .path = path, .operator_path = true };
+	struct tfile_image *img;
+	struct diag_err err;
+	int rc = tfile_read_elf(r, &src, 0, &img, &err);
+	if (rc == 0) {
+		rc = usdt_read_notes(img, path, n, &err);
+		tfile_image_free(img);
+	}
+	if (rc)
+		print_message("%s: %s\n", path, err.msg);
+	tfile_reader_free(r);
+	return rc;
+}
+
+static const struct usdt_site *site(const struct usdt_notes *n, const char *name)
+{
+	size_t idx[4];
+	size_t k = usdt_find(n, NULL, name, idx, 4);
+	return k == 1 ? &n->sites[idx[0]] : NULL;
+}
+
+/* The address nm gives a symbol of the file (an independent reading). */
+static uint64_t nm_address(const char *path, const char *sym)
+{
+	char cmd[PATH_MAX + 64], line[512];
+	snprintf(cmd, sizeof(cmd), "nm -P '%s' 2>/dev/null", path);
+	FILE *f = popen(cmd, "r");
+	uint64_t addr = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char name[256], type[8];
+		unsigned long long a;
+		if (sscanf(line, "%255s %7s %llx", name, type, &a) == 3 && !strcmp(name, sym))
+			addr = a;
+	}
+	if (f)
+		pclose(f);
+	return addr;
+}
+
+static void test_fixture_notes(void **state)
+{
+	(void)state;
+	const char *p = fixture_path("usdt_app");
+	if (!p)
+		skip();
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s", p);
+	struct usdt_notes n;
+	assert_int_equal(read_notes(path, &n), 0);
+	assert_int_equal(n.n, 4);
+	assert_int_equal(n.skipped, 0);
+	const struct usdt_site *start = site(&n, "request__start"), *done = site(&n, "request__done"),
+			       *tick = site(&n, "tick"), *config = site(&n, "config");
+	assert_non_null(start);
+	assert_non_null(done);
+	assert_non_null(tick);
+	assert_non_null(config);
+	assert_string_equal(start->provider, "app");
+	/* semaphores where the program has them, at nm's addresses */
+	assert_int_equal(start->sema_vaddr, nm_address(path, "app_request__start_semaphore"));
+	assert_int_equal(done->sema_vaddr, nm_address(path, "app_request__done_semaphore"));
+	assert_true(start->sema_offset != 0);
+	assert_int_equal(tick->sema_vaddr, 0);
+	assert_int_equal(tick->sema_offset, 0);
+	/* the sites are in app_tick(), as nm places it; file offsets in the code segment */
+	uint64_t app_tick = nm_address(path, "app_tick");
+	assert_true(app_tick != 0);
+	assert_true(tick->vaddr >= app_tick && tick->vaddr < app_tick + 64);
+	assert_true(tick->offset != 0);
+	/* every argument readable; config's through %rip, relative to its site */
+	for (size_t i = 0; i < n.n; i++)
+		if (!n.sites[i].args_ok)
+			fail_msg("%s: %s", n.sites[i].name, n.sites[i].args_error);
+	assert_int_equal(config->spec.nargs, 1);
+	assert_int_equal(config->spec.args[0].kind, DIAG_USDT_ARG_IP_DEREF);
+	assert_int_equal(config->spec.args[0].val_off,
+			 (int64_t)(nm_address(path, "app_limit") - config->vaddr));
+	assert_int_equal(start->spec.nargs, 2);
+	assert_int_equal(start->spec.args[1].kind, DIAG_USDT_ARG_INDEX_DEREF);
+	usdt_notes_free(&n);
+}
+
+/* Debian's binaries, as the recipes probe them. */
+static void test_real_binaries(void **state)
+{
+	(void)state;
+	const char *pg = "/usr/lib/postgresql/15/bin/postgres";
+	bool any = false;
+	struct usdt_notes n;
+	if (access(pg, R_OK) == 0) {
+		any = true;
+		assert_int_equal(read_notes(pg, &n), 0);
+		assert_int_equal(n.n, 71); /* readelf -n: 71 stapsdt notes */
+		for (size_t i = 0; i < n.n; i++)
+			if (!n.sites[i].args_ok)
+				fail_msg("postgres %s: %s", n.sites[i].name, n.sites[i].args_error);
+		size_t idx[8];
+		assert_int_equal(usdt_find(&n, "postgresql", "lwlock__wait__start", idx, 8), 3);
+		assert_int_equal(usdt_find(&n, "postgresql", "sort__start", idx, 8), 4);
+		assert_int_equal(usdt_find(&n, "other", "sort__start", idx, 8), 0);
+		const struct usdt_site *ck = site(&n, "checkpoint__done");
+		assert_non_null(ck);
+		assert_int_equal(ck->spec.nargs, 5);
+		assert_int_equal(ck->spec.args[1].kind, DIAG_USDT_ARG_IP_DEREF); /* NBuffers */
+		const struct usdt_site *q = site(&n, "query__start");
+		assert_true(q->sema_offset != 0);
+		assert_int_equal(q->spec.args[0].kind, DIAG_USDT_ARG_REG);
+		usdt_notes_free(&n);
+	}
+	const char *py = "/usr/bin/python3.11";
+	if (access(py, R_OK) == 0) {
+		any = true;
+		assert_int_equal(read_notes(py, &n), 0);
+		const struct usdt_site *gc = site(&n, "gc__start");
+		assert_non_null(gc);
+		assert_true(gc->args_ok);
+		assert_int_equal(gc->spec.args[0].reg_off, 152); /* 112(%rsp) */
+		usdt_notes_free(&n);
+	}
+	if (!any)
+		skip();
+}
+
+/* A copy of the fixture with its first note changed by edit(note bytes, section size). */
+static int hostile_copy(const char *from, const char *to, void (*edit)(unsigned char *note, size_t size))
+{
+	int in = open(from, O_RDONLY);
+	if (in < 0)
+		return -1;
+	off_t size = lseek(in, 0, SEEK_END);
+	unsigned char *buf = malloc((size_t)size);
+	if (pread(in, buf, (size_t)size, 0) != size) {
+		close(in);
+		free(buf);
+		return -1;
+	}
+	close(in);
+	elf_version(EV_CURRENT);
+	Elf *e = elf_memory((char *)buf, (size_t)size);
+	size_t shstrndx;
+	elf_getshdrstrndx(e, &shstrndx);
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		gelf_getshdr(scn, &sh);
+		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".note.stapsdt"))
+			edit(buf + sh.sh_offset, sh.sh_size);
+	}
+	elf_end(e);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int rc = out >= 0 && write(out, buf, (size_t)size) == size ? 0 : -1;
+	if (out >= 0)
+		close(out);
+	free(buf);
+	return rc;
+}
+
+/* The first note: 12 bytes of header, "stapsdt\0", then 24 bytes of addresses and the strings. */
+static void strings_unterminated(unsigned char *note, size_t size)
+{
+	uint32_t descsz;
+	memcpy(&descsz, note + 4, 4);
+	(void)size;
+	for (uint32_t i = 24; i < descsz; i++) /* no NUL anywhere in its strings */
+		if (note[20 + i] == 0)
+			note[20 + i] = 'A';
+}
+
+static void size_past_section(unsigned char *note, size_t size)
+{
+	uint32_t huge = (uint32_t)size * 4;
+	memcpy(note + 4, &huge, 4);
+}
+
+static void site_outside_code(unsigned char *note, size_t size)
+{
+	(void)size;
+	uint64_t nowhere = 0x7fffffff0000ull;
+	memcpy(note + 20, &nowhere, 8);
+}
+
+static void test_hostile_notes(void **state)
+{
+	(void)state;
+	const char *p = fixture_path("usdt_app");
+	if (!p)
+		skip();
+	char from[PATH_MAX], to[PATH_MAX];
+	snprintf(from, sizeof(from), "%s", p);
+	snprintf(to, sizeof(to), "/tmp/diag-test-usdt.%d", (int)getpid());
+	struct usdt_notes n;
+
+	assert_int_equal(hostile_copy(from, to, strings_unterminated), 0);
+	assert_int_equal(read_notes(to, &n), 0);
+	assert_int_equal(n.n, 3); /* the first skipped, the others read */
+	assert_int_equal(n.skipped, 1);
+	usdt_notes_free(&n);
+
+	assert_int_equal(hostile_copy(from, to, site_outside_code), 0);
+	assert_int_equal(read_notes(to, &n), 0);
+	assert_int_equal(n.n, 3);
+	assert_int_equal(n.skipped, 1);
+	usdt_notes_free(&n);
+
+	/* a size past the section: libelf stops there; nothing is read beyond it */
+	assert_int_equal(hostile_copy(from, to, size_past_section), 0);
+	assert_int_equal(read_notes(to, &n), 0);
+	assert_true(n.n < 4);
+	usdt_notes_free(&n);
+	unlink(to);
+
+	/* not ELF at all */
+	FILE *f = fopen(to, "w");
+	fputs("#!/bin/sh\necho not an ELF file\n", f);
+	fclose(f);
+	assert_int_equal(read_notes(to, &n), -1);
+	unlink(to);
+}
+
+/* ---- SQL normalization ---------------------------------------------------------------------- */
+
+static void norm_is(const char *in, const char *want)
+{
+	char out[512];
+	pg_normalize(in, out, sizeof(out));
+	if (strcmp(out, want))
+		fail_msg("normalize(\"%s\") = \"%s\", want \"%s\"", in, out, want);
+}
+
+static void test_normalize(void **state)
+{
+	(void)state;
+	norm_is("UPDATE accounts SET balance = balance - 1 WHERE id = 42;",
+		"UPDATE accounts SET balance = balance - ? WHERE id = ?;");
+	norm_is("select * from t where name = 'O''Brien' and x > 1.5e-3",
+		"select * from t where name = ? and x > ?");
+	norm_is("SELECT * FROM t WHERE id IN (1, 2, 3, 4) AND k = E'a\\'b'",
+		"SELECT * FROM t WHERE id IN (?, ...) AND k = ?");
+	norm_is("INSERT INTO t VALUES (1, 'a'), (2, 'b')", "INSERT INTO t VALUES (?, ...), (?, ...)");
+	norm_is("SELECT $1, col2, t2.x3 FROM tab1 t2", "SELECT $1, col2, t2.x3 FROM tab1 t2");
+	norm_is("SELECT $$it's$$ || $tag$a$b$tag$", "SELECT ? || ?");
+	norm_is("  SELECT\n\t1 -- the answer\n  /* c */ FROM \"My 42\"  ", "SELECT ? FROM \"My 42\"");
+	norm_is("SELECT md5(g::text) FROM generate_series(1, 200000) g ORDER BY 1",
+		"SELECT md5(g::text) FROM generate_series(?, ...) g ORDER BY ?");
+	norm_is("SELECT 'unterminated", "SELECT ?");
+	norm_is("", "");
+	char small[8];
+	pg_normalize("SELECT 12345 FROM long_table_name", small, sizeof(small));
+	assert_string_equal(small, "SELECT"); /* cut, its trailing blank trimmed */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_args_forms),
+		cmocka_unit_test(test_args_refused),
+		cmocka_unit_test(test_fixture_notes),
+		cmocka_unit_test(test_real_binaries),
+		cmocka_unit_test(test_hostile_notes),
+		cmocka_unit_test(test_normalize),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
