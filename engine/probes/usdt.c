@@ -300,7 +300,11 @@ static const struct result_field usdt_results[] = {
 	{ "keys[].count", RT_INTEGER, "count", false, "hits, or pairs timed" },
 	{ "keys[].total_ns", RT_INTEGER, "ns", true, "timed: summed" },
 	{ "keys[].max_ns", RT_INTEGER, "ns", true, "timed: longest" },
-	LOG2_BUCKET_FIELDS("keys[].buckets", "ns"),
+	{ "keys[].buckets", RT_ARRAY, NULL, true, "timed: non-empty log2 slots, shortest first" },
+	{ "keys[].buckets[]", RT_OBJECT, NULL, false, "one slot: values in [lo, hi]" },
+	{ "keys[].buckets[].lo", RT_INTEGER, "ns", false, "lowest value of the slot (0 or a power of 2)" },
+	{ "keys[].buckets[].hi", RT_INTEGER, "ns", false, "highest value of the slot" },
+	{ "keys[].buckets[].count", RT_INTEGER, "count", false, "values that fell in the slot" },
 };
 static const char *const usdt_features[] = { "btf", "uprobe", "uprobe_semaphore", NULL };
 
