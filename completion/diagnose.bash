@@ -25,7 +25,7 @@ _diagnose() {
 		case $word in
 		--pid | --comm | --cgroup | --unit | --container | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
 			--flamegraph | --pprof | --recipes | --lock | \
-			--by | --lua | --threshold | --thresholds | --dir) ((i++)) ;;
+			--by | --lua | --threshold | --thresholds | --dir | --usdt) ((i++)) ;;
 		-p | -d) ((i++)) ;;
 		-*) ;;
 		*) cmd=$word; break ;;
@@ -42,7 +42,7 @@ _diagnose() {
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
 	--duration | -d | --by | --folded-probe | --stacks-probe | --unit | --container) return ;;
-	--output | --folded | --flamegraph | --pprof | --lua | --lock)
+	--output | --folded | --flamegraph | --pprof | --lua | --lock | --usdt)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--recipes | --dir)
@@ -81,7 +81,7 @@ _diagnose() {
 	fi
 	case $cmd in
 	show | approve)
-		COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }') --recipes --by --lock" -- "$cur")) ;;
+		COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }') --recipes --by --lock $([[ $cmd == show ]] && echo --usdt)" -- "$cur")) ;;
 	lint) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	verify) COMPREPLY=($(compgen -W "--lock" -- "$cur")) ;;
 	replay)

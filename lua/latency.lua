@@ -22,6 +22,8 @@
 --     requests (of its threads' time when it serves none), for event loops, whose threads park
 --     in epoll_wait meanwhile; a blocking client's wait is waiting-on-peer, which then names the
 --     peer, and is ruled out when every peer answers faster than peer_p50_warn_ms.
+--   gc-pauses: Python's garbage collector (CPython's USDT probes, results.pygc) ran >=
+--     gc_pct_warn of the window.
 -- Findings worst first, the larger share first. With no finding: idle (info) when the threads
 -- are off the CPU at least half of their time and most of it work-wait or blocked throughout
 -- the window (never seen switching: threads x window - on CPU - off CPU measured); event-loop
@@ -38,6 +40,7 @@ local T = {
   runnable = diag.threshold("runnable_pct_warn"),
   top_n = diag.threshold("top_n"),
   peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
+  gc_pct = diag.threshold("gc_pct_warn"),
 }
 
 local offcpu, runq, syscalls = results.offcpu, results.runq, results.syscalls
@@ -172,13 +175,20 @@ local function cause(spec)
   end
   local at, own = where(c)
   local m, steps, extra = runtime_wait(c), spec.steps(own), spec.extra
+  local follow = waits.follow(m)
   if m then
     at = " for " .. waits.describe(m)
     steps = diag.lines():extend(waits.steps(m, pid)):extend(steps)
     extra = diag.lines(string.format("Named by the wait table (lua/lib/wait_table.lua): %s, %s()%s", m.entry.runtime,
       m.frame, m.entry.under and (" under " .. m.at .. "()") or "")):extend(extra)
   end
-  return diag.verdict(spec.id, sev, spec.title(diag.fmt_pct(pct), at), evidence_for(c, extra), steps), pct
+  if follow then -- the runtime's own recipe says which of its requests wait, and on what
+    table.insert(steps, 1, string.format("Run next: diagnose %s %s (in %s's own terms: what waits, on which lock)",
+      follow, target_arg, m.entry.runtime))
+  end
+  local v = diag.verdict(spec.id, sev, spec.title(diag.fmt_pct(pct), at), evidence_for(c, extra), steps)
+  if follow then v.next = { recipe = follow, params = {} } end
+  return v, pct
 end
 
 -- ---- the hypotheses: each a finding (a verdict and its share) or a ruled-out line -------------
@@ -455,11 +465,46 @@ local function from_offcpu(hypothesis)
   end
 end
 
+-- Python's garbage collector (the usdt probe pygc: CPython's gc__start → gc__done, by
+-- generation): the interpreter stops while it runs, whichever thread triggered it. A finding when
+-- its pauses add up to >= gc_pct_warn of the window; ruled out with its share when CPython's
+-- probes were there; nothing to say on another runtime.
+local function gc_pauses()
+  local g = results.pygc
+  if not g or not g.available then return nil end
+  local total, count, longest, worst = 0, 0, 0, nil
+  for _, k in ipairs(g.keys or {}) do
+    total, count = total + (k.total_ns or 0), count + (k.count or 0)
+    if (k.max_ns or 0) > longest then longest, worst = k.max_ns, k end
+  end
+  local pct = window > 0 and total * 100 / (window * 1e9) or 0
+  if pct < T.gc_pct or count == 0 then
+    return diag.ruled_out("gc-pauses", "Python's garbage collector: %s collections, %s in all (%s of the window)",
+      diag.fmt_count(count), diag.fmt_ns(total), diag.fmt_pct(pct))
+  end
+  local ev = diag.lines(string.format("%s collections in %.1f s, %s in all (%s of the window): CPython's gc__start → gc__done probes in %s",
+    diag.fmt_count(count), window, diag.fmt_ns(total), diag.fmt_pct(pct), g.binary or "the interpreter"))
+  for _, k in ipairs(g.keys or {}) do
+    ev:add("Generation %s: %s collections, %s in all, p50 %s, p99 %s, longest %s", math.tointeger(k.key) or k.key,
+      diag.fmt_count(k.count), diag.fmt_ns(k.total_ns or 0),
+      diag.fmt_ns(math.min(diag.percentile(k.buckets, 50) or 0, k.max_ns or 0)),
+      diag.fmt_ns(math.min(diag.percentile(k.buckets, 99) or 0, k.max_ns or 0)), diag.fmt_ns(k.max_ns or 0))
+  end
+  local gen = worst and (math.tointeger(worst.key) or worst.key) or "?"
+  return diag.verdict("gc-pauses", diag.severity_at(pct, T.gc_pct, T.crit) or "warning",
+    string.format("Python's garbage collector stops the interpreter %s of the time: %s collections, the longest %s (generation %s)",
+      diag.fmt_pct(pct), diag.fmt_count(count), diag.fmt_ns(longest), gen), ev,
+    { "Generation 2 collections walk every tracked object: after start-up, gc.freeze() moves what exists to a permanent generation they skip (Python 3.7+)",
+      "Fewer collections: gc.set_threshold(...) higher for generation 0 (each collection then takes longer, but far fewer run)",
+      "What keeps creating cycles: gc.set_debug(gc.DEBUG_SAVEALL) in a test, then the types in gc.garbage (objgraph shows them)",
+      "Where the time goes inside: diagnose high-cpu " .. target_arg .. " (collections show as gc_collect_main / deduce_unreachable)" }), pct
+end
+
 local HYPOTHESES = {
   from_offcpu(lock_contention), from_offcpu(disk_io), from_offcpu(page_faults), from_offcpu(waiting_on_peer),
   function() if offcpu or lookups then return slow_name_resolution() end end,
   from_offcpu(sleeping), from_offcpu(gil_wait), from_offcpu(park_wait), from_offcpu(latch_wait),
-  from_offcpu(futex_wait), cpu_starved, from_offcpu(slow_upstream),
+  from_offcpu(futex_wait), cpu_starved, from_offcpu(slow_upstream), gc_pauses,
 }
 
 -- ---- nothing found: idle, or ok ----------------------------------------------------------------

@@ -35,7 +35,9 @@
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
 --                  sleep is an idle process), peer waits at any rate when the peers probe finds
 --                  the peer slow; sleeps alone are at most a warning, ranked after
---                  every other warning
+--                  every other warning; the heaviest wait named by a wait table entry with a
+--                  recipe of its own (`follow`: PostgreSQL's locks → postgres-slow) names that
+--                  recipe instead
 --   memory-growth  RSS grew >= rss_growth_min_kib and its slope >= rss_slope_warn_kib_per_s
 --                  (critical: >= rss_growth_crit_pct of its size in the window); memory pressure
 --   io-saturation  disk waits >= share_pct_warn of the threads' time; io pressure on the host
@@ -294,6 +296,13 @@ local function waiting()
     or ("Threads wait on " .. parts[1].label)
   if parts[1].name == "upstream" then title = "Requests wait on upstream " .. peers.describe(up) end
   if parts[1].name == "peer" and up then title = title .. ": " .. peers.describe(up) end
+  -- a runtime's wait the wait table names with its own recipe (PostgreSQL's locks: postgres-slow)
+  local follow = waits.follow(named)
+  if follow then
+    return candidate("waiting", follow, true, sev, score, title, ev,
+      { string.format("%s says which of %s's requests wait and on what, in its own terms; latency shows the call paths",
+        follow, named.entry.runtime) })
+  end
   return candidate("waiting", "latency", true, sev, score, title, ev,
     { "latency names the lock and its holder, the peer, or the sleep, with the call path" })
 end

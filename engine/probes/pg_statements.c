@@ -97,7 +97,7 @@ static const struct option_spec pg_options[] = {
 	  .help = "distinct locks waited for" },
 	{ .name = "max_statements", .type = OPT_UINT, .dflt = 2048, .min = 16, .max = 1u << 16,
 	  .help = "distinct statements (after normalization) kept; the others are counted" },
-	{ .name = "ring_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
+	{ .name = "ring_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 64, .max = 65536, .bytes_per_entry = 1024,
 	  .help = "the ring of finished statements (a power of two of KiB)" },
 };
@@ -138,6 +138,7 @@ static int pg_load(struct probe *p, struct diag_err *err)
 	while (pow < kib)
 		pow <<= 1;
 	bpf_map__set_max_entries(pp->skel->maps.statements, (__u32)(pow * 1024));
+	pp->skel->rodata->ring_wakeup_bytes = pow * 1024 / 4;
 	int rc = pg_statements_bpf__load(pp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the PostgreSQL USDT program: %s",
@@ -598,6 +599,7 @@ const struct probe_kind probe_kind_pg_statements = {
 	.load = pg_load,
 	.attach = pg_attach,
 	.detach = probe_bpf_detach,
+	.tick = pg_drain, /* the ring wakes us only when a quarter full */
 	.wake_fd = pg_wake_fd,
 	.drain = pg_drain,
 	.collect = pg_collect,

@@ -102,6 +102,7 @@ static const struct option_spec usdt_options[] = {
 		  "error (a recipe for any process that uses the probe where it exists)" },
 	{ .name = "max_keys", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
 	  .min = 1, .max = 1u << 20, .bytes_per_entry = sizeof(struct usdt_key) + sizeof(struct usdt_stat) + 64,
+	  /* the larger of the two key maps' entries: one of them is sized to 1 */
 	  .help = "distinct keys kept; hits of others are counted as map_full" },
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct usdt_open) + 64,
@@ -154,7 +155,9 @@ static int usdt_load(struct probe *p, struct diag_err *err)
 	up->skel->rodata->key_arg = up->key_arg;
 	up->skel->rodata->key_is_string = up->key_is_string;
 	up->skel->rodata->timed = up->done != NULL;
-	bpf_map__set_max_entries(up->skel->maps.keys, (__u32)probe_opt(p, "max_keys"));
+	__u32 max_keys = (__u32)probe_opt(p, "max_keys");
+	bpf_map__set_max_entries(up->skel->maps.keys, up->key_is_string ? max_keys : 1);
+	bpf_map__set_max_entries(up->skel->maps.num_keys, up->key_is_string ? 1 : max_keys);
 	bpf_map__set_max_entries(up->skel->maps.open_starts, (__u32)probe_opt(p, "max_threads"));
 	int rc = usdt_bpf__load(up->skel);
 	if (rc)
@@ -190,6 +193,30 @@ static void usdt_destroy(struct probe *p)
 		usdt_binary_close(&up->bin);
 	up->bin_open = false;
 	probe_bpf_destroy(p);
+}
+
+/* The per-CPU count of hits without a key (they are not in the stats map's events). */
+static uint64_t hit_count_sum(struct usdt_priv *up)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t sum = 0;
+	if (ncpus <= 0 || !up->skel)
+		return 0;
+	uint64_t *per = xcalloc((size_t)ncpus, sizeof(*per));
+	__u32 z = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(up->skel->maps.hit_count), &z, per) == 0)
+		for (int c = 0; c < ncpus; c++)
+			sum += per[c];
+	free(per);
+	return sum;
+}
+
+static uint64_t usdt_events(struct probe *p)
+{
+	struct usdt_priv *up = p->priv;
+	if (!up->skel)
+		return 0;
+	return probe_stat_sum(up->skel->obj, DIAG_STAT_EVENTS) + hit_count_sum(up);
 }
 
 struct usdt_line {
@@ -231,7 +258,7 @@ static int usdt_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		value_set_int(res, "done_sites", up->done_sites);
 	value_set_int(res, "sites_unreadable", up->bin.sites_unreadable);
 	value_set_str(res, "unit", up->done ? "ns" : "hits");
-	value_set_int(res, "hits", (int64_t)probe_stat_sum(obj, DIAG_STAT_EVENTS));
+	value_set_int(res, "hits", (int64_t)usdt_events(p));
 	if (up->done) {
 		value_set_int(res, "timed", (int64_t)probe_stat_sum(obj, USDT_STAT_TIMED));
 		value_set_int(res, "unmatched_done", (int64_t)probe_stat_sum(obj, USDT_STAT_UNMATCHED));
@@ -242,18 +269,32 @@ static int usdt_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	if (up->key_arg)
 		value_set_str(res, "key", probe_opt_str(p, "key"));
 
-	int fd = bpf_map__fd(up->skel->maps.keys);
-	size_t cap = bpf_map__max_entries(up->skel->maps.keys), n = 0;
-	struct usdt_line *lines = xcalloc(cap ? cap : 1, sizeof(*lines));
-	struct usdt_key k, next;
+	size_t cap = bpf_map__max_entries(up->key_is_string ? up->skel->maps.keys : up->skel->maps.num_keys), n = 0;
+	struct usdt_line *lines = xcalloc(cap + 1, sizeof(*lines));
 	bool first = true;
-	while (n < cap && bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
-		first = false;
-		k = next;
-		if (bpf_map_lookup_elem(fd, &k, &lines[n].st) == 0) {
-			lines[n].key = k;
-			lines[n].key.str[USDT_KEY_STR - 1] = '\0';
-			n++;
+	if (!up->key_arg && !up->done) { /* the per-CPU count */
+		lines[0].st.count = hit_count_sum(up);
+		n = 1;
+	} else if (up->key_is_string) {
+		int fd = bpf_map__fd(up->skel->maps.keys);
+		struct usdt_key k, next;
+		while (n < cap && bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+			first = false;
+			k = next;
+			if (bpf_map_lookup_elem(fd, &k, &lines[n].st) == 0) {
+				lines[n].key = k;
+				lines[n].key.str[USDT_KEY_STR - 1] = '\0';
+				n++;
+			}
+		}
+	} else {
+		int fd = bpf_map__fd(up->skel->maps.num_keys);
+		__s64 k, next;
+		while (n < cap && bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+			first = false;
+			k = next;
+			if (bpf_map_lookup_elem(fd, &k, &lines[n].st) == 0)
+				lines[n++].key.num = k;
 		}
 	}
 	qsort(lines, n, sizeof(*lines), by_weight);
@@ -325,6 +366,7 @@ const struct probe_kind probe_kind_usdt = {
 	.detach = probe_bpf_detach,
 	.collect = usdt_collect,
 	.destroy = usdt_destroy,
+	.events = usdt_events,
 	.object = probe_bpf_object,
 	.bpf_bytes = usdt_bpf__elf_bytes,
 };

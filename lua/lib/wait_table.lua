@@ -33,6 +33,8 @@
 --   fallback optional: matched only when no other entry matches any frame (a generic wait
 --            whose callers say more)
 --   steps    next steps, "{pid}" replaced by the target's pid
+--   follow   optional: the recipe that diagnoses this wait in the runtime's own terms (latency
+--            and triage name it as their verdict's follow-up, `next`, for --follow)
 -- Entries are tried frame by frame from the leaf (the innermost frame that an entry names wins),
 -- and in this order at one frame: a specific entry before a general one.
 
@@ -46,10 +48,12 @@ return {
   -- ---- PostgreSQL 15 (postgres: .dynsym only; static functions such as WaitOnLock, pq_recvbuf,
   -- AutoVacLauncherMain show as postgres+0x...) -------------------------------------------------
   { runtime = "postgresql", fn = { "LWLockAcquire", "LWLockWaitForVar", "LWLockAcquireOrWait" }, class = "lock",
+    follow = "postgres-slow",
     what = "an LWLock (a shared-memory lock: buffer mapping, WAL insertion, a lock-manager partition)",
     steps = { "Which LWLock: " .. PG_WAIT_EVENT .. " (wait_event_type = 'LWLock' names it)",
       "Many backends on one LWLock is contention inside PostgreSQL: fewer active connections (a pooler), larger shared_buffers or wal_buffers, depending on the lock" } },
   { runtime = "postgresql", fn = { "ProcSleep" }, under = { "LockAcquireExtended" }, class = "lock",
+    follow = "postgres-slow",
     what = "a heavyweight lock",
     detail_by_caller = { XactLockTableWait = "row or transaction", ConditionalXactLockTableWait = "row or transaction",
       LockTuple = "tuple", LockRelationOid = "relation", LockRelation = "relation", LockRelationForExtension = "relation extension",

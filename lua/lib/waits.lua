@@ -86,6 +86,9 @@ local function check_entry(source, i, e)
   if e.under ~= nil and (type(e.under) ~= "table" or #e.under == 0) then bad("under: a list of caller names") end
   if e.within ~= nil and (math.type(e.within) ~= "integer" or e.within < 1) then bad("within: a whole number of frames >= 1") end
   if e.steps ~= nil and type(e.steps) ~= "table" then bad("steps: a list of lines") end
+  if e.follow ~= nil and (type(e.follow) ~= "string" or not e.follow:find("^[a-z0-9][a-z0-9-]*$")) then
+    bad("follow: a recipe name (lowercase letters, digits and -)")
+  end
 end
 
 -- The entries, once: the authors' (every global wait_table_NAME, by name) before wait_table's.
@@ -160,6 +163,11 @@ function waits.describe(m)
   local detail = m.caller and e.detail_by_caller and e.detail_by_caller[short_name(m.caller)]
   local what = e.what .. (detail and (" (" .. detail .. ")") or "")
   return string.format("%s in %s%s", what, short_name(m.at), m.caller and (" ← " .. short_name(m.caller)) or "")
+end
+
+-- waits.follow(m): the recipe its wait table entry names to follow this wait with, or nil.
+function waits.follow(m)
+  return m and m.entry.follow or nil
 end
 
 -- waits.steps(m, pid): a match's next steps, "{pid}" replaced.

@@ -54,7 +54,14 @@
    bpftrace one-liner timing the same process's syscalls (raw_syscalls sys_enter/sys_exit with a
    pid filter, a per-tid start map and a histogram per syscall).
 
-BENCH_PARTS selects parts by number (default 123456789: all; BENCH_PARTS=3 runs part 3 only).
+10. USDT (part A): the BPF run time per hit of a usdt probe counting app:tick of the fixture
+    usdt_app (tests/unit/usdt.mk) against bpftrace's `usdt:LIB:app:tick { @ = count(); }`; and
+    postgres-slow's cost on pgbench (a temporary PostgreSQL 15 cluster, scale 2, 2 clients,
+    select-only and TPC-B-like): transactions per second without it, with it, and with
+    buffer_hits=false.
+
+BENCH_PARTS selects parts by number, A for 10 (default 123456789A: all; BENCH_PARTS=3 runs part 3
+only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -1070,6 +1077,160 @@ def part9_peer_wait(say):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+FIXTURES = os.path.join(BUILD, "fixtures")
+PGBIN = "/usr/lib/postgresql/15/bin"
+
+
+def usdt_recipe(tmp, binary):
+    """A recipe of one usdt probe counting app:tick of the fixture's library."""
+    d = os.path.join(tmp, "usdt-recipes")
+    os.makedirs(d, exist_ok=True)
+    lua = os.path.join(tmp, "lua")
+    os.makedirs(lua, exist_ok=True)
+    with open(os.path.join(lua, "bench-usdt.lua"), "w") as f:
+        f.write("return { verdicts = {}, report = {} }\n")
+    with open(os.path.join(d, "bench-usdt.yaml"), "w") as f:
+        f.write(f"""name: bench-usdt
+symptom: benchmark
+summary: one usdt probe counted
+lua: bench-usdt.lua
+target: pid
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 0
+  max_events_per_s: 100000000
+  max_cpu_pct: 100
+  max_map_bytes: 67108864
+probes:
+  - id: tick
+    kind: usdt
+    filters: {{pid: target}}
+    options: {{binary: "{binary}", probe: "app:tick"}}
+thresholds:
+  unused: 1
+""")
+    return d
+
+
+def usdt_hits(argv_of_pid, seconds, pause_us):
+    """(BPF ns per hit, hits) of app:tick in usdt_app with 0 ms requests and pause_us between
+    them, under argv_of_pid(pid)."""
+    app = subprocess.Popen([os.path.join(FIXTURES, "usdt_app"), "0", str(pause_us)], stdout=subprocess.DEVNULL)
+    tool = None
+    try:
+        time.sleep(0.3)
+        before = prog_stats()
+        tool = subprocess.Popen(argv_of_pid(app.pid), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2.0)  # loaded, attached, past the pre-flight
+        mid = prog_stats()
+        time.sleep(seconds)
+        after = prog_stats()
+        ns = runs = 0
+        for pid_, (name, cnt, rt) in after.items():
+            if pid_ in before:
+                continue
+            c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
+            ns += rt - r0
+            runs += cnt - c0
+        return (ns / runs if runs else float("nan")), runs
+    finally:
+        if tool:
+            tool.send_signal(signal.SIGINT)
+            try:
+                tool.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                tool.kill()
+        app.kill()
+        app.wait()
+
+
+def pgbench_tps(sock, seconds, select_only):
+    out = subprocess.run(["runuser", "-u", "postgres", "--", "pgbench", "-h", sock, "-U", "postgres",
+                          "-n", "-c", "2", "-j", "2", "-T", str(seconds)] + (["-S"] if select_only else []) +
+                         ["postgres"], capture_output=True, text=True).stdout
+    m = re.search(r"tps = ([0-9.]+) \(without initial", out)
+    return float(m.group(1)) if m else float("nan")
+
+
+def part10_usdt(say):
+    """10. USDT: BPF cost per hit against bpftrace's usdt: probe; postgres-slow on pgbench."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    os.chmod(tmp, 0o755)
+    try:
+        lib = os.path.join(FIXTURES, "libusdtapp.so")
+        if not os.path.exists(lib):
+            say("\n## USDT: skipped (build/fixtures/usdt_app missing: make check-build)")
+            return
+        recipes = usdt_recipe(tmp, lib)
+        configs = [("diagnose usdt (count)", lambda pid: [DIAG, "bench-usdt", "--recipes", recipes, "--pid", str(pid), "--duration", "60"])]
+        bt = "bpftrace usdt:LIB:app:tick { @ = count(); }"
+        if shutil.which("bpftrace"):
+            configs.append((bt, lambda pid: ["bpftrace", "-p", str(pid), "-e", f"usdt:{lib}:app:tick {{ @ = count(); }}"]))
+        stats_fd = bpf_enable_stats()
+        try:
+            for pause_us, what in ((1000, "~1000 hits/s, 1 ms apart: each hit on cold caches"),
+                                   (0, "a hot loop: hits back to back")):
+                per, rate = {}, {}
+                for _ in range(RUNS):
+                    for name, argv in configs:
+                        ns, hits = usdt_hits(argv, 3, pause_us)
+                        per.setdefault(name, []).append(ns)
+                        rate.setdefault(name, []).append(hits / 3)
+                ref = median(per.get(bt, [float("nan")]))
+                say(f"\n## USDT: BPF run time per hit (usdt_app's app:tick, {what}; run-time statistics on)\n")
+                say("| configuration | hits/s | BPF ns per hit | × bpftrace |")
+                say("|---|---:|---:|---:|")
+                for name, _ in configs:
+                    m = median(per[name])
+                    ratio = f"{m / ref:.2f}" if ref == ref else "n/a"
+                    say(f"| {name} | {median(rate[name]):.0f} | {m:.0f} | {ratio} |")
+        finally:
+            os.close(stats_fd)
+        say("\nThe uprobe trap itself (entering the kernel at the site's int3) is not BPF run time: "
+            "both tools pay it alike.")
+
+        if not (os.path.exists(os.path.join(PGBIN, "postgres")) and shutil.which("pgbench")):
+            say("\n## postgres-slow on pgbench: skipped (postgresql-15 or pgbench missing)")
+            return
+        data, sock = os.path.join(tmp, "pg"), os.path.join(tmp, "sock")
+        os.makedirs(sock)
+        subprocess.run(["chown", "-R", "postgres:", tmp], check=True)
+        pg = lambda *a: subprocess.run(["runuser", "-u", "postgres", "--"] + list(a), check=True,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pg(os.path.join(PGBIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres")
+        pg(os.path.join(PGBIN, "pg_ctl"), "-D", data, "-l", os.path.join(tmp, "log"), "-w", "-o",
+           f"-c listen_addresses='' -k {sock} -c shared_buffers=128MB", "start")
+        try:
+            pg("pgbench", "-h", sock, "-U", "postgres", "-i", "-s", "2", "postgres")
+            rows = []
+            for select_only, label in ((True, "select-only (-S)"), (False, "TPC-B-like (default)")):
+                base, with_all, with_nobuf = [], [], []
+                for _ in range(RUNS):
+                    base.append(pgbench_tps(sock, 5, select_only))
+                    for params, acc in ((["--param", "buffer_hits=true"], with_all),
+                                        (["--param", "buffer_hits=false"], with_nobuf)):
+                        tool = subprocess.Popen([DIAG, "postgres-slow", "--recipes", os.path.join(ROOT, "recipes"),
+                                                 "--comm", "postgres", "--duration", "30"] + params,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        time.sleep(2.5)
+                        acc.append(pgbench_tps(sock, 5, select_only))
+                        tool.send_signal(signal.SIGINT)
+                        tool.wait(timeout=30)
+                b = median(base)
+                rows.append((label, b, median(with_all), median(with_nobuf)))
+            say("\n## postgres-slow: cost on a pgbench load (scale 2, 2 clients, 5 s each; transactions per second)\n")
+            say("| load | without | with postgres-slow | ratio | with buffer_hits=false | ratio |")
+            say("|---|---:|---:|---:|---:|---:|")
+            for label, b, a, n in rows:
+                say(f"| {label} | {b:.0f} | {a:.0f} | {a / b:.2f} | {n:.0f} | {n / b:.2f} |")
+        finally:
+            subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(PGBIN, "pg_ctl"), "-D", data,
+                            "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 
 def main():
     if os.geteuid() != 0:
@@ -1090,11 +1251,11 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456789")
+    parts = os.environ.get("BENCH_PARTS", "123456789A")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
-                    ("9", part9_peer_wait)):
+                    ("9", part9_peer_wait), ("A", part10_usdt)):
         if n in parts:
             part(say)
 

@@ -4,7 +4,8 @@
 #     first verdict is `lock-contention`, a warning or worse, naming the heavyweight lock in
 #     PostgreSQL's own functions (LockAcquireExtended ← XactLockTableWait, through the wait table
 #     of lua/lib/wait_table.lua) with the pg_blocking_pids() query as a next step; never `idle`;
-#     triage names latency as the follow-up, the lock in its reason;
+#     triage names postgres-slow (the wait table's recipe for PostgreSQL's locks) as the
+#     follow-up, the lock in its reason;
 # (b) its healthy control: the same updates on the same row from one session with no holder →
 #     no warning (the backend waits for its client's next command: idle).
 # Nothing stays attached; the cluster is stopped and removed on every exit.
@@ -69,7 +70,7 @@ assert_released "latency on a PostgreSQL backend waiting for a row lock"
 "$DIAG" triage --pid "$WAITER" --duration 3 --json > "$TMP/triage.json" 2> "$TMP/triage.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] ||
 	fail "triage on the row lock: exit $rc, want 4 or 5: $(json "$TMP/triage.json" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]' 2>/dev/null) $(tail -3 "$TMP/triage.err")"
-check "$TMP/triage.json" "any(x['id'] == 'waiting' and (x.get('next') or {}).get('recipe') == 'latency' and 'XactLockTableWait' in x['title'] for x in r['verdicts'])" \
+check "$TMP/triage.json" "any(x['id'] == 'waiting' and (x.get('next') or {}).get('recipe') == 'postgres-slow' and 'XactLockTableWait' in x['title'] for x in r['verdicts'])" \
 	"triage on the row lock: verdicts $(json "$TMP/triage.json" '[(x["id"], x["title"], x.get("next")) for x in r["verdicts"]]')"
 assert_released "triage on a PostgreSQL backend waiting for a row lock"
 

@@ -212,7 +212,10 @@ static void test_postgres_row_lock(void **state)
 	assert_string_equal(value_get_str(lock, "severity"), "warning");
 	assert_title_has(lock, "Lock wait: threads wait 20% of their time for a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait");
 	const struct value *steps = value_get(lock, "next_steps");
-	assert_non_null(strstr(steps->arr.items[0]->s, "pg_blocking_pids(pid)"));
+	/* PostgreSQL's own recipe first, and as the follow-up; then pg_stat_activity's blockers */
+	assert_non_null(strstr(steps->arr.items[0]->s, "Run next: diagnose postgres-slow --pid"));
+	assert_string_equal(value_get_str(value_get(lock, "next"), "recipe"), "postgres-slow");
+	assert_non_null(strstr(steps->arr.items[1]->s, "pg_blocking_pids(pid)"));
 	assert_null(find_verdict(v, "idle")); /* a finding: not idle */
 	value_free(v);
 	/* under the threshold (5%): ruled out, the backends idle for their clients */

@@ -265,9 +265,10 @@ static void test_next_checked(void **state)
 }
 
 /* A PostgreSQL backend waiting for a row lock (synthetic stacks shaped as Debian 12's postgres
- * gives them: runtime_stacks.h): the follow-up is latency, the lock named in the reason; the
- * control, backends waiting for their clients, follows nothing. */
-static void test_postgres_lock_follows_latency(void **state)
+ * gives them: runtime_stacks.h): the follow-up is postgres-slow, the recipe the wait table names
+ * for PostgreSQL's locks, the lock named in the reason; the control, backends waiting for their
+ * clients, follows nothing. */
+static void test_postgres_lock_follows_postgres_slow(void **state)
 {
 	(void)state;
 	struct value *fx = incident_with_stacks("triage", "idle", 2, "[" STACK("postgres", K_EPOLL, PG_ROW_LOCK, 3, 1500000000) ","
@@ -276,8 +277,8 @@ static void test_postgres_lock_follows_latency(void **state)
 	const struct value *w = verdict_at(v, 0);
 	assert_string_equal(value_get_str(w, "id"), "waiting");
 	assert_string_equal(value_get_str(w, "severity"), "warning");
-	assert_string_equal(value_get_str(value_get(w, "next"), "recipe"), "latency");
-	if (!strstr(value_get_str(w, "title"), "Threads wait on locks: a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait → latency"))
+	assert_string_equal(value_get_str(value_get(w, "next"), "recipe"), "postgres-slow");
+	if (!strstr(value_get_str(w, "title"), "Threads wait on locks: a heavyweight lock (row or transaction) in LockAcquireExtended ← XactLockTableWait → postgres-slow"))
 		fail_msg("%s", value_get_str(w, "title"));
 	value_free(v);
 	value_free(fx);
@@ -303,7 +304,7 @@ int main(void)
 		cmocka_unit_test(test_host_wide_busy),
 		cmocka_unit_test(test_host_wide_quiet),
 		cmocka_unit_test(test_next_checked),
-		cmocka_unit_test(test_postgres_lock_follows_latency),
+		cmocka_unit_test(test_postgres_lock_follows_postgres_slow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
