@@ -300,6 +300,14 @@ static int lint_file(const char *path)
 		printf("%s\n", err.msg);
 		problems++;
 	}
+	/* what only this machine's files can tell (a USDT probe missing from a binary named here) */
+	for (unsigned i = 0; plan && i < plan->n_probes; i++) {
+		const struct plan_probe *pp = &plan->probes[i];
+		if (pp->kind->lint && pp->kind->lint(&pp->cfg, pp->kind, &err)) {
+			printf("%s:%u: probes.%s.options: %s\n", path, pp->rp->line, pp->rp->id, err.msg);
+			problems++;
+		}
+	}
 	/* next: the follow-ups exist beside it, their parameters typed, no cycle within the depth */
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');

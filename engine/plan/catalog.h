@@ -125,6 +125,10 @@ struct probe_kind {
 	 * "tp_btf", "tracefs", "tracepoint", "uprobe", "task_storage", "bpf_stats", ... */
 	const char *const *features;
 
+	/* Optional, for `lint`: what only the files on this machine can tell about the probe as
+	 * configured (a USDT probe named in a binary given by its absolute path, when that file is
+	 * here). 0, or -1 with err (the message without file and line). Must not load anything. */
+	int (*lint)(const struct probe_config *cfg, const struct probe_kind *kind, struct diag_err *err);
 	/* Open, configure (rodata, map sizes) and load for the first variant that works. Sets
 	 * p->variant and, when it fell back, p->note. Nothing is attached. */
 	int (*load)(struct probe *p, struct diag_err *err);

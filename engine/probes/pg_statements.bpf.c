@@ -5,7 +5,9 @@
  * the lock's tag and mode), LWLock waits (by tranche), and reads from the kernel
  * (smgr__md__read__start/done: shared-buffer misses); its buffer hits and misses, sorts and those
  * that spilled to disk; and, for the server, lock waits by lock, LWLock waits by tranche, and
- * checkpoints (count, time, buffers written).
+ * checkpoints (count, time, buffers written). A statement an error ends fires no query__done:
+ * transaction__abort marks it, and the next query__start on its backend (or user space, reading
+ * the backends at the end) closes it as failed, timed to the abort.
  *
  * One program on every site: the uprobe's cookie names the site's fetch plan (diag_usdt.h), whose
  * `probe` says which of PostgreSQL's probes fired. A backend runs one statement at a time: its
@@ -76,16 +78,10 @@ static __always_inline void count(__u32 idx, __u64 n)
 
 static __always_inline void wait_add(void *map, const void *key, __u64 ns)
 {
-	struct pg_wait_stat *w = bpf_map_lookup_elem(map, key);
-	if (!w) {
-		struct pg_wait_stat zero = {};
-		bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
-		w = bpf_map_lookup_elem(map, key);
-		if (!w) {
-			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-			return;
-		}
-	}
+	struct pg_wait_stat zero = {};
+	struct pg_wait_stat *w = diag_lookup_or_init(map, key, &zero);
+	if (!w)
+		return;
 	__sync_fetch_and_add(&w->count, 1);
 	__sync_fetch_and_add(&w->total_ns, ns);
 	if (ns > w->max_ns)
@@ -112,11 +108,7 @@ static __always_inline struct pg_backend *backend_of(__u32 tid, bool create)
 		return NULL;
 	__builtin_memset(zero, 0, sizeof(*zero) - PG_QUERY_MAX);
 	zero->query[0] = '\0';
-	bpf_map_update_elem(&backends, &tid, zero, BPF_NOEXIST);
-	b = bpf_map_lookup_elem(&backends, &tid);
-	if (!b)
-		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-	return b;
+	return diag_lookup_or_init(&backends, &tid, zero);
 }
 
 /* A backend with nothing open is forgotten: backends come and go (a connection per request), and
@@ -124,7 +116,7 @@ static __always_inline struct pg_backend *backend_of(__u32 tid, bool create)
 static __always_inline void maybe_forget(struct pg_backend *b, __u32 tid)
 {
 	if (!b->query_start_ns && !b->lock_start_ns && !b->lwlock_start_ns && !b->read_start_ns &&
-	    !b->ckpt_start_ns)
+	    !b->ckpt_start_ns && !b->aborted_ns)
 		bpf_map_delete_elem(&backends, &tid);
 }
 
@@ -147,7 +139,8 @@ static __always_inline void lock_done(struct pg_backend *b, __u64 now, bool fail
 	}
 }
 
-static __always_inline void query_done(struct pg_backend *b, __u32 tid, __u64 now, bool failed)
+/* The statement ends at `end` (its done probe, or the error that aborted it). */
+static __always_inline void query_done(struct pg_backend *b, __u32 tid, __u64 end, bool failed)
 {
 	count(PG_C_STATEMENTS, 1);
 	if (failed)
@@ -156,9 +149,10 @@ static __always_inline void query_done(struct pg_backend *b, __u32 tid, __u64 no
 	if (!r) {
 		diag_stat_inc(&stats, PG_STAT_RING_FULL);
 		b->query_start_ns = 0;
+		b->aborted_ns = 0;
 		return;
 	}
-	r->duration_ns = now - b->query_start_ns;
+	r->duration_ns = end > b->query_start_ns ? end - b->query_start_ns : 0;
 	r->lock_ns = b->lock_ns;
 	r->lwlock_ns = b->lwlock_ns;
 	r->read_ns = b->read_ns;
@@ -182,6 +176,7 @@ static __always_inline void query_done(struct pg_backend *b, __u32 tid, __u64 no
 		      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(r, flags);
 	b->query_start_ns = 0;
+	b->aborted_ns = 0;
 }
 
 SEC("uprobe")
@@ -207,6 +202,8 @@ int pg_fire(struct pt_regs *ctx)
 	case PG_QUERY_START: {
 		if (!(b = backend_of(tid, true)))
 			return 0;
+		if (b->query_start_ns && b->aborted_ns) /* the last one ended in an error */
+			query_done(b, tid, b->aborted_ns, true);
 		__s64 text = arg(ctx, spec, 0);
 		__builtin_memset(b, 0, sizeof(*b) - PG_QUERY_MAX);
 		if (!text || bpf_probe_read_user_str(b->query, sizeof(b->query), (void *)text) < 0)
@@ -220,12 +217,14 @@ int pg_fire(struct pt_regs *ctx)
 			diag_stat_inc(&stats, PG_STAT_UNMATCHED);
 			return 0;
 		}
-		query_done(b, tid, now, false);
+		query_done(b, tid, now, false); /* a ROLLBACK's abort before it was no error */
 		maybe_forget(b, tid);
 		return 0;
 	case PG_XACT_ABORT:
-		/* an error: what the backend was in ended here (PostgreSQL fires no done probe when
-		 * it longjmps out of a wait or a statement) */
+		/* An error longjmps out of a wait or a statement with no done probe: the wait ends
+		 * here, and so does the statement unless its query__done follows (a ROLLBACK aborts
+		 * its transaction, then finishes); the next query__start (or user space, at the end)
+		 * closes it as failed. */
 		b = backend_of(tid, false);
 		if (!b)
 			return 0;
@@ -233,8 +232,8 @@ int pg_fire(struct pt_regs *ctx)
 			lock_done(b, now, true);
 		b->lwlock_start_ns = 0;
 		b->read_start_ns = 0;
-		if (b->query_start_ns)
-			query_done(b, tid, now, true);
+		if (b->query_start_ns && !b->aborted_ns)
+			b->aborted_ns = now;
 		maybe_forget(b, tid);
 		return 0;
 	case PG_LOCK_START:
@@ -342,7 +341,9 @@ int pg_fire(struct pt_regs *ctx)
 		return 0;
 	}
 	case PG_BUF_DONE: {
-		bool found = arg(ctx, spec, 7) != 0;
+		/* its last argument: the 8th until PostgreSQL 16, the 7th from 17 (every argument of
+		 * the site is fetchable: user space attached it so) */
+		bool found = arg(ctx, spec, spec->nargs - 1) != 0;
 		count(found ? PG_C_BUF_HITS : PG_C_BUF_MISSES, 1);
 		b = backend_of(tid, false);
 		if (b && b->query_start_ns) {

@@ -29,7 +29,8 @@ PROBE_BPF_SKELETON(pg_statements)
 
 #define PG_HIST_SLOTS 48
 
-/* PostgreSQL's probes, by enum pg_probe; the done probes first (attach order). */
+/* PostgreSQL's probes, by enum pg_probe, in attach order: the required ones, then each done
+ * probe before its start. */
 static const struct pg_probe_name {
 	const char *name;
 	enum pg_probe id;
@@ -38,15 +39,16 @@ static const struct pg_probe_name {
 	const char *option; /* a bool option that turns it off, or NULL */
 } pg_probes[] = {
 	{ "query__done", PG_QUERY_DONE, 0, true, NULL },
+	{ "query__start", PG_QUERY_START, 1, true, NULL }, /* the required ones first: spec slots */
+	{ "transaction__abort", PG_XACT_ABORT, 0, false, NULL },
 	{ "lock__wait__done", PG_LOCK_DONE, 0, false, NULL },
 	{ "lwlock__wait__done", PG_LWLOCK_DONE, 1, false, NULL },
 	{ "smgr__md__read__done", PG_READ_DONE, 0, false, NULL },
 	{ "checkpoint__done", PG_CKPT_DONE, 1, false, NULL },
 	{ "sort__done", PG_SORT_DONE, 2, false, NULL },
-	{ "buffer__read__done", PG_BUF_DONE, 8, false, "buffer_hits" },
+	/* found is its last argument: the 8th until PostgreSQL 16, the 7th from 17 (no isExtend) */
+	{ "buffer__read__done", PG_BUF_DONE, USDT_ALL_ARGS, false, "buffer_hits" },
 	{ "deadlock__found", PG_DEADLOCK, 0, false, NULL },
-	{ "transaction__abort", PG_XACT_ABORT, 0, false, NULL },
-	{ "query__start", PG_QUERY_START, 1, true, NULL },
 	{ "lock__wait__start", PG_LOCK_START, 6, false, NULL },
 	{ "lwlock__wait__start", PG_LWLOCK_START, 0, false, NULL },
 	{ "smgr__md__read__start", PG_READ_START, 0, false, NULL },
@@ -79,6 +81,7 @@ struct pg_priv {
 	size_t n_stmts, max_stmts;
 	size_t *index, index_size; /* open addressing over stmts: i + 1, 0 = empty */
 	uint64_t records, dropped_texts;
+	uint64_t aborted_left; /* statements an error ended, read from the backends at the end */
 };
 
 static const struct option_spec pg_options[] = {
@@ -103,6 +106,13 @@ static const struct option_spec pg_options[] = {
 };
 
 static const char *const pg_variants[] = { "uprobe", NULL };
+
+/* lint: PostgreSQL's statement probes in a server binary named by a path this machine has */
+static int pg_lint(const struct probe_config *cfg, const struct probe_kind *kind, struct diag_err *err)
+{
+	int i = catalog_option_index(kind, "binary");
+	return usdt_lint_probe(i >= 0 ? cfg->str[i] : NULL, "postgresql", "query__start", "query__done", err);
+}
 
 /* The major version in a Debian/PGDG path (/usr/lib/postgresql/15/bin/postgres), else 0. */
 static int major_of_path(const char *path)
@@ -205,13 +215,9 @@ static struct stmt *stmt_of(struct pg_priv *pp, const char *text)
 	}
 }
 
-static int pg_ring_record(void *ctx, void *data, size_t size)
+/* One finished statement into the table of normalized texts. */
+static void add_record(struct pg_priv *pp, const struct pg_stmt_record *r)
 {
-	struct pg_priv *pp = ctx;
-	const struct pg_stmt_record *r = data;
-	if (size < sizeof(*r))
-		return 0;
-	pp->records++;
 	char raw[PG_QUERY_MAX], text[PG_QUERY_MAX + 8];
 	memcpy(raw, r->query, sizeof(raw));
 	raw[PG_QUERY_MAX - 1] = '\0';
@@ -219,7 +225,7 @@ static int pg_ring_record(void *ctx, void *data, size_t size)
 	struct stmt *s = stmt_of(pp, text[0] ? text : "(no text)");
 	if (!s) {
 		pp->dropped_texts++;
-		return 0;
+		return;
 	}
 	s->cut |= strlen(raw) == PG_QUERY_MAX - 1;
 	s->count++;
@@ -246,9 +252,46 @@ static int pg_ring_record(void *ctx, void *data, size_t size)
 	for (uint64_t v = r->duration_ns; v > 1 && slot < PG_HIST_SLOTS - 1; v >>= 1)
 		slot++;
 	s->slots[slot]++;
+}
+
+static int pg_ring_record(void *ctx, void *data, size_t size)
+{
+	struct pg_priv *pp = ctx;
+	const struct pg_stmt_record *r = data;
+	if (size < sizeof(*r))
+		return 0;
+	pp->records++;
+	add_record(pp, r);
 	return 0;
 }
 
+/* Statements an error ended whose backend ran no statement since: still open in the backends
+ * map at the end, timed to their abort, counted as failed. */
+static void add_aborted_left(struct pg_priv *pp)
+{
+	int fd = bpf_map__fd(pp->skel->maps.backends);
+	__u32 k, next;
+	bool first = true;
+	struct pg_backend b;
+	size_t guard = bpf_map__max_entries(pp->skel->maps.backends);
+	while (guard-- && bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (bpf_map_lookup_elem(fd, &k, &b) || !b.query_start_ns || !b.aborted_ns)
+			continue;
+		struct pg_stmt_record r = {
+			.duration_ns = b.aborted_ns > b.query_start_ns ? b.aborted_ns - b.query_start_ns : 0,
+			.lock_ns = b.lock_ns, .lwlock_ns = b.lwlock_ns, .read_ns = b.read_ns,
+			.worst_lock_ns = b.worst_lock_ns, .pid = k, .reads = b.reads, .hits = b.hits,
+			.misses = b.misses, .sorts = b.sorts, .sorts_disk = b.sorts_disk,
+			.lock_waits = b.lock_waits, .lwlock_waits = b.lwlock_waits, .failed = 1,
+			.lock_waits_failed = b.lock_waits_failed, .worst_lock = b.worst_lock,
+		};
+		memcpy(r.query, b.query, sizeof(r.query));
+		add_record(pp, &r);
+		pp->aborted_left++;
+	}
+}
 static int pg_wake_fd(struct probe *p)
 {
 	struct pg_priv *pp = p->priv;
@@ -459,6 +502,7 @@ static int pg_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	(void)err;
 	if (pp->ring)
 		ring_buffer__consume(pp->ring); /* detached: what is left */
+	add_aborted_left(pp);
 	struct bpf_object *obj = pp->skel->obj;
 	struct value *res = value_obj();
 	value_set_str(res, "binary", pp->bin.path);
@@ -467,16 +511,16 @@ static int pg_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	struct value *probes = value_obj_set(res, "probes", value_obj());
 	for (size_t i = 0; i < N_PG_PROBES; i++)
 		value_set_int(probes, pg_probes[i].name, pp->sites[i]);
-	value_set_int(res, "sites_unreadable", pp->bin.sites_unreadable);
+	value_set_int(res, "sites_unreadable", pp->bin.sites_unreadable + pp->bin.sites_over_slots);
 
 	uint64_t c[PG_NCOUNTERS] = { 0 };
 	int cfd = bpf_map__fd(pp->skel->maps.counters);
 	for (__u32 i = 0; i < PG_NCOUNTERS; i++)
 		bpf_map_lookup_elem(cfd, &i, &c[i]);
-	value_set_int(res, "statements_finished", (int64_t)c[PG_C_STATEMENTS]);
-	value_set_int(res, "statements_failed", (int64_t)c[PG_C_FAILED]);
+	value_set_int(res, "statements_finished", (int64_t)(c[PG_C_STATEMENTS] + pp->aborted_left));
+	value_set_int(res, "statements_failed", (int64_t)(c[PG_C_FAILED] + pp->aborted_left));
 	value_set_int(res, "lock_waits_failed", (int64_t)c[PG_C_LOCK_FAILED]);
-	value_set_int(res, "statements_read", (int64_t)pp->records);
+	value_set_int(res, "statements_read", (int64_t)(pp->records + pp->aborted_left));
 	value_set_int(res, "ring_full", (int64_t)probe_stat_sum(obj, PG_STAT_RING_FULL));
 	value_set_int(res, "statements_over_limit", (int64_t)pp->dropped_texts);
 	value_set_int(res, "unmatched", (int64_t)probe_stat_sum(obj, PG_STAT_UNMATCHED));
@@ -596,6 +640,7 @@ const struct probe_kind probe_kind_pg_statements = {
 	.results = pg_results,
 	.n_results = ARRAY_LEN(pg_results),
 	.features = pg_features,
+	.lint = pg_lint,
 	.load = pg_load,
 	.attach = pg_attach,
 	.detach = probe_bpf_detach,

@@ -23,7 +23,8 @@ enum pg_probe {
 	PG_CKPT_DONE,        /* checkpoint__done(buffers written, total buffers, segments ...) */
 	PG_READ_START,       /* smgr__md__read__start(fork, block, spc, db, rel, backend) */
 	PG_READ_DONE,        /* smgr__md__read__done(..., bytes read, bytes wanted) */
-	PG_BUF_DONE,         /* buffer__read__done(fork, block, spc, db, rel, backend, extend, found) */
+	PG_BUF_DONE,         /* buffer__read__done(fork, block, spc, db, rel, backend, [extend,] found):
+			      * isExtend until PostgreSQL 16 */
 	PG_DEADLOCK,         /* deadlock__found() */
 	PG_XACT_ABORT,       /* transaction__abort(local xid): an error ended the statement (and
 			      * the wait it was in: a lock_timeout, a statement_timeout, a cancel) */
@@ -70,6 +71,9 @@ enum pg_counter {
 /* One backend's statement in progress (and its waits outside one). */
 struct pg_backend {
 	__u64 query_start_ns;
+	__u64 aborted_ns; /* transaction__abort while the statement was open: an error ended it
+			   * there, unless its query__done follows (a ROLLBACK aborts a transaction
+			   * and finishes) */
 	__u64 lock_start_ns, lwlock_start_ns, read_start_ns, ckpt_start_ns;
 	__u64 lock_ns, lwlock_ns, read_ns;
 	__u32 reads, hits, misses, sorts, sorts_disk, lock_waits, lwlock_waits, lock_waits_failed;

@@ -78,13 +78,7 @@ static __always_inline struct usdt_stat *stat_of(void *map, const void *key)
 		return st;
 	__u32 z = 0;
 	struct usdt_stat *zero = bpf_map_lookup_elem(&zero_stat, &z);
-	if (!zero)
-		return NULL;
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	st = bpf_map_lookup_elem(map, key);
-	if (!st)
-		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-	return st;
+	return zero ? diag_lookup_or_init(map, key, zero) : NULL;
 }
 
 static __always_inline void record(struct usdt_stat *st, __u64 ns, bool with_time)

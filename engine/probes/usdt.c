@@ -113,6 +113,26 @@ static const struct option_spec usdt_options[] = {
 
 static const char *const usdt_variants[] = { "uprobe", NULL };
 
+static const char *cfg_str(const struct probe_config *cfg, const struct probe_kind *kind, const char *name)
+{
+	int i = catalog_option_index(kind, name);
+	return i >= 0 ? cfg->str[i] : NULL;
+}
+
+/* lint: the probe (and its done probe) in a binary named by a path this machine has */
+static int usdt_lint(const struct probe_config *cfg, const struct probe_kind *kind, struct diag_err *err)
+{
+	const char *probe = cfg_str(cfg, kind, "probe");
+	if (!probe || usdt_check_probe_name(probe))
+		return 0; /* the option's own check says so */
+	if (cfg->opt[catalog_option_index(kind, "missing_ok")])
+		return 0; /* a binary without it is allowed */
+	char provider[USDT_NAME_MAX];
+	const char *colon = strchr(probe, ':');
+	snprintf(provider, sizeof(provider), "%.*s", (int)(colon - probe), probe);
+	return usdt_lint_probe(cfg_str(cfg, kind, "binary"), provider, colon + 1, cfg_str(cfg, kind, "done"), err);
+}
+
 static int usdt_load(struct probe *p, struct diag_err *err)
 {
 	struct usdt_priv *up = p->priv;
@@ -256,7 +276,7 @@ static int usdt_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_int(res, "sites", up->start_sites);
 	if (up->done)
 		value_set_int(res, "done_sites", up->done_sites);
-	value_set_int(res, "sites_unreadable", up->bin.sites_unreadable);
+	value_set_int(res, "sites_unreadable", up->bin.sites_unreadable + up->bin.sites_over_slots);
 	value_set_str(res, "unit", up->done ? "ns" : "hits");
 	value_set_int(res, "hits", (int64_t)usdt_events(p));
 	if (up->done) {
@@ -361,6 +381,7 @@ const struct probe_kind probe_kind_usdt = {
 	.results = usdt_results,
 	.n_results = ARRAY_LEN(usdt_results),
 	.features = usdt_features,
+	.lint = usdt_lint,
 	.load = usdt_load,
 	.attach = usdt_attach,
 	.detach = probe_bpf_detach,

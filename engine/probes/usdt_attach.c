@@ -181,13 +181,15 @@ int usdt_attach_probe(struct probe *p, struct usdt_binary *b, struct bpf_program
 		const struct usdt_site *s = &b->notes.sites[i];
 		if (strcmp(s->name, name) != 0 || strcmp(s->provider, provider) != 0)
 			continue;
-		if (!s->args_ok || s->spec.nargs < need_args) {
+		if (need_args == USDT_ALL_ARGS ? !s->args_ok : s->spec.nargs < need_args) {
+			/* an argument it reads cannot be fetched */
 			b->sites_unreadable++;
 			continue;
 		}
-		if (b->next_spec >= b->max_specs)
-			return diag_fail(err, DIAG_EXIT_USAGE, "%s has more USDT sites than the probe's "
-					 "%u slots (%s:%s)", b->path, b->max_specs, provider, name);
+		if (b->next_spec >= b->max_specs) { /* the caller decides whether what is left matters */
+			b->sites_over_slots++;
+			continue;
+		}
 		struct diag_usdt_spec spec = s->spec;
 		spec.probe = probe_id;
 		uint32_t slot = b->next_spec;
@@ -213,4 +215,26 @@ int usdt_attach_probe(struct probe *p, struct usdt_binary *b, struct bpf_program
 		(*sites)++;
 	}
 	return 0;
+}
+
+int usdt_lint_probe(const char *binary, const char *provider, const char *name, const char *done,
+		    struct diag_err *err)
+{
+	if (!binary || binary[0] != '/' || access(binary, F_OK) != 0)
+		return 0; /* not known here: the run checks it */
+	struct tfile_reader *r = tfile_reader_new();
+	struct usdt_binary b;
+	int rc = 0;
+	if (usdt_binary_open(&b, r, binary, 0, -1, 0, err)) {
+		tfile_reader_free(r);
+		return -1;
+	}
+	const char *missing = !usdt_binary_sites(&b, provider, name) ? name
+			      : done && *done && !usdt_binary_sites(&b, provider, done) ? done : NULL;
+	if (missing)
+		rc = diag_fail(err, DIAG_EXIT_USAGE, "%s has no USDT probe %s:%s (diagnose show --usdt %s "
+			       "lists those it has)", binary, provider, missing, binary);
+	usdt_binary_close(&b);
+	tfile_reader_free(r);
+	return rc;
 }

@@ -31,6 +31,7 @@ struct usdt_binary {
 	uint32_t next_spec;   /* the next free slot of the kind's usdt_specs map */
 	uint32_t max_specs;
 	uint32_t sites_attached, sites_unreadable; /* unreadable: arguments we cannot fetch */
+	uint32_t sites_over_slots;                 /* not attached: the spec slots ran out */
 };
 
 /* NULL when `binary` is one of the forms: "target" (the target's executable), "lib:NAME" (the
@@ -56,12 +57,19 @@ void usdt_binary_close(struct usdt_binary *b);
 /* How many sites provider:name has in the file (0: the file lacks the probe). */
 size_t usdt_binary_sites(const struct usdt_binary *b, const char *provider, const char *name);
 
-/* Attaches prog to every site of provider:name whose arguments can be fetched (need_args: how
- * many the program reads; a site with fewer, or unreadable ones, is skipped and counted), with
- * spec.probe = probe_id. Sites: the count attached (0 is not an error here: the caller decides).
- * -1 with err when an attach fails or the spec slots run out. */
+/* Attaches prog to every site of provider:name whose first need_args arguments (the ones the
+ * program reads) can be fetched, with spec.probe = probe_id; the others are skipped and counted
+ * (sites_unreadable), and so are sites beyond the spec slots (sites_over_slots). Sites: the count
+ * attached (0 is not an error here: the caller decides). -1 with err when an attach fails. */
+#define USDT_ALL_ARGS UINT32_MAX /* need_args: every argument of the site (their count varies) */
 int usdt_attach_probe(struct probe *p, struct usdt_binary *b, struct bpf_program *prog,
 		      int specs_fd, const char *provider, const char *name, uint32_t probe_id,
 		      uint32_t need_args, uint32_t *sites, struct diag_err *err);
+
+/* For a kind's `lint` op: when `binary` is an absolute path to a file on this machine, whether it
+ * has provider:name (and provider:done when done is not NULL or ""). 0 when it does or the binary
+ * is not known here (a path of another machine, "target", "lib:"); -1 with err otherwise. */
+int usdt_lint_probe(const char *binary, const char *provider, const char *name, const char *done,
+		    struct diag_err *err);
 
 #endif

@@ -153,7 +153,8 @@ static const char *parse_one(const char *text, size_t len, uint64_t site_vaddr,
 		if (isdigit((unsigned char)*q) || *q == '-' || *q == '+') {
 			if (!parse_int(&q, &more))
 				return "a memory offset that is not an integer";
-			off += more;
+			if (__builtin_add_overflow(off, more, &off))
+				return "a memory offset out of range";
 		} else if (is_sym_char(*q) && !sym[0]) {
 			size_t n = 0;
 			while (q < open && is_sym_char(*q) && n < sizeof(sym) - 1)
@@ -168,11 +169,14 @@ static const char *parse_one(const char *text, size_t len, uint64_t site_vaddr,
 	if (strcmp(reg, "rip") == 0) {
 		if (index_off >= 0)
 			return "an indexed memory operand relative to %rip";
+		/* a bare offset is relative to the next instruction, which the note does not give */
+		if (!sym[0])
+			return "memory at %rip without a symbol";
 		uint64_t addr = 0;
-		if (sym[0] && (!lookup || !lookup(arg, sym, &addr)))
+		if (!lookup || !lookup(arg, sym, &addr))
 			return "a variable the file's symbol tables do not define (or define twice)";
 		a->kind = DIAG_USDT_ARG_IP_DEREF;
-		a->val_off = (int64_t)(addr + (uint64_t)off - site_vaddr);
+		a->val_off = (int64_t)(addr + (uint64_t)off - site_vaddr); /* wraps: an address */
 		return NULL;
 	}
 	if (sym[0])
@@ -240,38 +244,80 @@ static int vaddr_offset(const struct segs *s, uint64_t vaddr, unsigned flag, uin
 	return -1;
 }
 
+/* The defined symbols of .symtab and .dynsym, sorted by name, built on the first %rip operand
+ * (once per file: a note with twelve such arguments, many notes, must not scan the tables each
+ * time). Counts come from the section's size and the ELF symbol size, never from its sh_entsize. */
+struct sym_entry {
+	const char *name;
+	uint64_t addr;
+};
+
 struct sym_tables {
 	Elf *elf;
 	Elf_Scn *scn[2]; /* .symtab, .dynsym */
+	struct sym_entry *sorted;
+	size_t n;
+	bool built;
 };
 
-/* A defined data or function symbol named `name`, one address (several equal ones: one). */
+#define SYM_INDEX_MAX (4u << 20) /* symbols indexed per file; a larger table is not believed */
+
+static int by_name(const void *a, const void *b)
+{
+	const struct sym_entry *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->addr < y->addr ? -1 : x->addr > y->addr);
+}
+
+static void build_index(struct sym_tables *t)
+{
+	t->built = true;
+	size_t cap = 0, symsz = gelf_fsize(t->elf, ELF_T_SYM, 1, EV_CURRENT);
+	for (int k = 0; k < 2 && symsz; k++) {
+		GElf_Shdr sh;
+		Elf_Data *d = t->scn[k] ? elf_getdata(t->scn[k], NULL) : NULL;
+		if (!d || !gelf_getshdr(t->scn[k], &sh))
+			continue;
+		size_t n = d->d_size / symsz;
+		for (size_t i = 0; i < n && t->n < SYM_INDEX_MAX; i++) {
+			GElf_Sym sym;
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_name)
+				continue;
+			const char *name = elf_strptr(t->elf, sh.sh_link, sym.st_name);
+			if (!name || !*name)
+				continue;
+			if (t->n == cap) {
+				cap = cap ? cap * 2 : 1024;
+				t->sorted = xrealloc(t->sorted, cap * sizeof(*t->sorted));
+			}
+			t->sorted[t->n++] = (struct sym_entry){ name, sym.st_value };
+		}
+	}
+	if (t->n)
+		qsort(t->sorted, t->n, sizeof(*t->sorted), by_name);
+}
+
+/* A defined symbol named `name`, one address (several equal ones: one; different ones: none). */
 static bool lookup_symbol(void *arg, const char *name, uint64_t *addr)
 {
 	struct sym_tables *t = arg;
-	bool found = false;
-	for (int k = 0; k < 2; k++) {
-		if (!t->scn[k])
-			continue;
-		GElf_Shdr sh;
-		Elf_Data *d = elf_getdata(t->scn[k], NULL);
-		if (!gelf_getshdr(t->scn[k], &sh) || !d || !sh.sh_entsize)
-			continue;
-		size_t n = d->d_size / sh.sh_entsize;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
-				continue;
-			const char *s = elf_strptr(t->elf, sh.sh_link, sym.st_name);
-			if (!s || strcmp(s, name) != 0)
-				continue;
-			if (found && *addr != sym.st_value)
-				return false; /* two different variables of that name */
-			*addr = sym.st_value;
-			found = true;
-		}
+	if (!t->built)
+		build_index(t);
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) { /* the first entry >= name */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(t->sorted[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return found;
+	if (lo == t->n || strcmp(t->sorted[lo].name, name))
+		return false;
+	*addr = t->sorted[lo].addr;
+	for (size_t i = lo + 1; i < t->n && !strcmp(t->sorted[i].name, name); i++)
+		if (t->sorted[i].addr != *addr)
+			return false; /* two different variables of that name */
+	return true;
 }
 
 /* Copies the NUL-terminated string at desc[*pos..size) into out; false when it does not end
@@ -370,11 +416,23 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 			memcpy(addrs, desc, sizeof(addrs));
 			if (!take_string(desc, size, &at, site.provider, sizeof(site.provider)) ||
 			    !take_string(desc, size, &at, site.name, sizeof(site.name)) ||
-			    !take_string(desc, size, &at, site.args_text, sizeof(site.args_text)) ||
 			    !site.provider[0] || !site.name[0] || !printable(site.provider) ||
-			    !printable(site.name) || !printable(site.args_text)) {
+			    !printable(site.name)) {
 				out->skipped++;
 				continue;
+			}
+			if (out->n == USDT_MAX_SITES) { /* before any parsing: a file of a million notes */
+				out->skipped++;
+				continue;
+			}
+			/* arguments too long to keep: the site is there, its arguments not fetched */
+			const char *why_args = NULL;
+			if (!take_string(desc, size, &at, site.args_text, sizeof(site.args_text))) {
+				site.args_text[0] = '\0';
+				why_args = "its arguments' text is too long (or not terminated) to read";
+			} else if (!printable(site.args_text)) {
+				site.args_text[0] = '\0';
+				why_args = "its arguments' text is not printable";
 			}
 			site.vaddr = addrs[0];
 			site.sema_vaddr = addrs[2];
@@ -389,12 +447,13 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 				out->skipped++;
 				continue;
 			}
-			site.args_ok = usdt_parse_args(site.args_text, site.vaddr, lookup_symbol, &syms,
-						       &site.spec, site.args_error,
-						       sizeof(site.args_error)) == 0;
-			if (out->n == USDT_MAX_SITES) {
-				out->skipped++;
-				continue;
+			if (why_args) {
+				site.args_ok = false;
+				snprintf(site.args_error, sizeof(site.args_error), "%s", why_args);
+			} else {
+				site.args_ok = usdt_parse_args(site.args_text, site.vaddr, lookup_symbol, &syms,
+							       &site.spec, site.args_error,
+							       sizeof(site.args_error)) == 0;
 			}
 			if (out->n == cap) {
 				cap = cap ? cap * 2 : 64;
@@ -403,6 +462,7 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 			out->sites[out->n++] = site;
 		}
 	}
+	free(syms.sorted);
 	elf_end(elf);
 	return 0;
 }

@@ -32,7 +32,7 @@ struct usdt_site {
 	uint64_t sema_offset; /* the semaphore's file offset: the uprobe's reference counter */
 	char args_text[USDT_ARGS_TEXT_MAX]; /* as the note gives it ("" for none) */
 	struct diag_usdt_spec spec;         /* the fetch plan, when args_ok */
-	bool args_ok;
+	bool args_ok;         /* every argument can be fetched; else spec.nargs are, those first */
 	char args_error[128]; /* why the arguments cannot be fetched, when !args_ok */
 };
 
@@ -61,7 +61,8 @@ size_t usdt_find(const struct usdt_notes *n, const char *provider, const char *n
 typedef bool (*usdt_sym_lookup)(void *arg, const char *name, uint64_t *addr);
 
 /* Parses one site's argument text (space-separated "[-]SIZE@OPERAND") into spec; site_vaddr
- * makes %rip operands relative to the site. 0, or -1 with why (the offending argument named). */
+ * makes %rip operands relative to the site. 0, or -1 with why (the offending argument named);
+ * on -1, spec->nargs counts the arguments before it, which can still be fetched. */
 int usdt_parse_args(const char *text, uint64_t site_vaddr, usdt_sym_lookup lookup, void *arg,
 		    struct diag_usdt_spec *spec, char *why, size_t why_len);
 

@@ -944,6 +944,30 @@ def part8_allocations(say):
 
 ROUND_TRIPS = int(os.environ.get("BENCH_ROUND_TRIPS", "20000"))
 
+
+def stop_tool(tool):
+    """Ends a tool started for a measurement as an operator would (SIGINT), then for good."""
+    if not tool:
+        return
+    tool.send_signal(signal.SIGINT)
+    try:
+        tool.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        tool.kill()
+
+
+def tool_delta(before, mid, after):
+    """(BPF run time in ns, runs) of the programs a tool loaded (in `after`, not in `before`: the
+    prog_stats() of before it started) between `mid` and `after`."""
+    ns = runs = 0
+    for pid_, (name, cnt, rt) in after.items():
+        if pid_ in before:
+            continue  # not this tool's
+        c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
+        ns += rt - r0
+        runs += cnt - c0
+    return ns, runs
+
 PINGPONG = r"""
 import socket, sys, os
 role, port = sys.argv[1], int(sys.argv[2])
@@ -1014,22 +1038,9 @@ def pingpong_once(argv_of_pid):
         cli.stdin.write("go\n")
         cli.stdin.flush()
         assert cli.stdout.readline().strip() == "done"
-        after = prog_stats()
-        ns = runs = 0
-        for pid_, (name, cnt, rt) in after.items():
-            if pid_ in before:
-                continue  # not this tool's
-            c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
-            ns += rt - r0
-            runs += cnt - c0
-        return ns, runs
+        return tool_delta(before, mid, prog_stats())
     finally:
-        if tool:
-            tool.send_signal(signal.SIGINT)
-            try:
-                tool.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                tool.kill()
+        stop_tool(tool)
         cli.kill()
         srv.kill()
         cli.wait()
@@ -1125,22 +1136,10 @@ def usdt_hits(argv_of_pid, seconds, pause_us):
         time.sleep(2.0)  # loaded, attached, past the pre-flight
         mid = prog_stats()
         time.sleep(seconds)
-        after = prog_stats()
-        ns = runs = 0
-        for pid_, (name, cnt, rt) in after.items():
-            if pid_ in before:
-                continue
-            c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
-            ns += rt - r0
-            runs += cnt - c0
+        ns, runs = tool_delta(before, mid, prog_stats())
         return (ns / runs if runs else float("nan")), runs
     finally:
-        if tool:
-            tool.send_signal(signal.SIGINT)
-            try:
-                tool.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                tool.kill()
+        stop_tool(tool)
         app.kill()
         app.wait()
 

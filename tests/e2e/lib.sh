@@ -199,3 +199,38 @@ print("; ".join(n for n in r.get("notes", []) if "do not match the declared shap
 		fail "assert_shapes: $1 is not a JSON report"
 	[ -z "$bad" ] || fail "results unlike their declaration: $bad"
 }
+
+# pg_cluster SHARED_BUFFERS: a temporary PostgreSQL 15 cluster of the postgres user in $TMP/pg,
+# on a Unix socket there (no TCP), started as its package starts it; skips without postgresql-15.
+# Defines PGBIN, PGDIR, as_pg, sql (psql -XAtq on it, stopping at the first error), session (psql
+# reading its statements from stdin, output dropped), backend_where SQL-CONDITION (the pid of a
+# client backend matching it, waited for up to 5 s), and pg_stop; sets the EXIT trap that stops
+# it, kills $PIDS and removes $TMP.
+pg_cluster() {
+	PGBIN=/usr/lib/postgresql/15/bin
+	[ -x "$PGBIN/postgres" ] && command -v psql >/dev/null || skip "postgresql-15 is not installed (make deps)"
+	id postgres >/dev/null 2>&1 || skip "no postgres user (make deps installs postgresql)"
+	PGDIR="$TMP/pg"
+	mkdir -p "$PGDIR/data" "$PGDIR/sock"
+	chmod 755 "$TMP"
+	chown -R postgres: "$PGDIR"
+	trap 'pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+	as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres > "$PGDIR/initdb.log" 2>&1 ||
+		fail "initdb: $(tail -3 "$PGDIR/initdb.log")"
+	as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
+		-o "-c listen_addresses='' -k $PGDIR/sock -c shared_buffers=$1" start > /dev/null ||
+		fail "postgres did not start: $(tail -5 "$PGDIR/log")"
+}
+as_pg() { runuser -u postgres -- "$@"; }
+pg_stop() { [ -f "$PGDIR/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1; }
+sql() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -XAtq -v ON_ERROR_STOP=1 "$@"; }
+session() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -Xq > /dev/null 2>&1; }
+backend_where() {
+	local pid="" i
+	for i in $(seq 1 50); do
+		pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND $1 LIMIT 1")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	echo "$pid"
+}

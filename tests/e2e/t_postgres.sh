@@ -11,36 +11,9 @@
 # Nothing stays attached; the cluster is stopped and removed on every exit.
 . "$(dirname "$0")/lib.sh"
 
-PGBIN=/usr/lib/postgresql/15/bin
-[ -x "$PGBIN/postgres" ] && command -v psql >/dev/null || skip "postgresql-15 is not installed (make deps)"
-id postgres >/dev/null 2>&1 || skip "no postgres user (make deps installs postgresql)"
-
-PGDIR="$TMP/pg"
-mkdir -p "$PGDIR/data" "$PGDIR/sock"
-chmod 755 "$TMP"
-chown -R postgres: "$PGDIR"
-as_pg() { runuser -u postgres -- "$@"; }
-pg_stop() { [ -f "$PGDIR/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1; }
-trap 'pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres > "$PGDIR/initdb.log" 2>&1 ||
-	fail "initdb: $(tail -3 "$PGDIR/initdb.log")"
-as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
-	-o "-c listen_addresses='' -k $PGDIR/sock -c shared_buffers=32MB" start > /dev/null ||
-	fail "postgres did not start: $(tail -5 "$PGDIR/log")"
-sql() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -XAtq -v ON_ERROR_STOP=1 "$@"; }
+pg_cluster 32MB
 sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint); INSERT INTO accounts VALUES (1, 0);" ||
 	fail "cannot create the table"
-
-# backend_where SQL-CONDITION: the pid of a client backend of pg_stat_activity matching it
-backend_where() {
-	local pid="" i
-	for i in $(seq 1 50); do
-		pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND $1 LIMIT 1")
-		[ -n "$pid" ] && break
-		sleep 0.1
-	done
-	echo "$pid"
-}
 
 # (a) the holder updates the row and keeps its transaction open; the waiter's UPDATE blocks
 { echo "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 1; SELECT pg_sleep(60);"; } |

@@ -15,24 +15,7 @@
 # Nothing stays attached; the cluster is stopped and removed on every exit.
 . "$(dirname "$0")/lib.sh"
 
-PGBIN=/usr/lib/postgresql/15/bin
-[ -x "$PGBIN/postgres" ] && command -v psql >/dev/null || skip "postgresql-15 is not installed (make deps)"
-id postgres >/dev/null 2>&1 || skip "no postgres user (make deps installs postgresql)"
-
-PGDIR="$TMP/pg"
-mkdir -p "$PGDIR/data" "$PGDIR/sock"
-chmod 755 "$TMP"
-chown -R postgres: "$PGDIR"
-as_pg() { runuser -u postgres -- "$@"; }
-pg_stop() { [ -f "$PGDIR/data/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1; }
-trap 'pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres > "$PGDIR/initdb.log" 2>&1 ||
-	fail "initdb: $(tail -3 "$PGDIR/initdb.log")"
-as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \
-	-o "-c listen_addresses='' -k $PGDIR/sock -c shared_buffers=1MB" start > /dev/null ||
-	fail "postgres did not start: $(tail -5 "$PGDIR/log")"
-sql() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -XAtq -v ON_ERROR_STOP=1 "$@"; }
-session() { as_pg psql -h "$PGDIR/sock" -U postgres -d postgres -Xq > /dev/null 2>&1; }
+pg_cluster 1MB
 sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint);
 	INSERT INTO accounts SELECT g, 0 FROM generate_series(1, 1000) g;
 	CREATE TABLE big AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 300000) g;" ||
@@ -44,16 +27,10 @@ end_sessions() {
 	PIDS=""
 	sleep 0.3
 }
-backend_where() {
-	local pid="" i
-	for i in $(seq 1 50); do
-		pid=$(sql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND $1 LIMIT 1")
-		[ -n "$pid" ] && break
-		sleep 0.1
-	done
-	echo "$pid"
-}
 verdicts() { json "$1" '[(x["id"], x["severity"], x["title"][:150]) for x in r["verdicts"]]'; }
+# KEEP_REPORTS=DIR keeps the reports as DIR/NAME.json: tests/fixtures/trimmed/postgres-slow/ was
+# trimmed from them (tests/fixtures/record.sh --trim postgres-slow/NAME --from DIR/NAME.json)
+keep() { [ -z "${KEEP_REPORTS:-}" ] || cp "$TMP/$1.json" "$KEEP_REPORTS/$2.json"; }
 
 # ---- (a) a row lock ---------------------------------------------------------------------------
 { echo "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 7; SELECT pg_sleep(120);"; } | session &
@@ -74,6 +51,7 @@ check "$TMP/a.json" "'pg_blocking_pids' in v['next_steps'][0] and pg['lock_waits
 check "$TMP/a.json" "pg['lock_waits'][0]['locktype'] in ('tuple', 'transactionid') and (pg['lock_waits'][0].get('relation', $ACCOUNTS_OID) == $ACCOUNTS_OID) and pg['major_version'] == 15" \
 	"(a) lock_waits: $(json "$TMP/a.json" 'r["results"]["pg"]["lock_waits"]')"
 assert_released "postgres-slow on a row lock"
+keep a lock
 collect "$TMP/a2.json" postgres-slow --pid "$WAITER" --duration 2
 check "$TMP/a2.json" "v['id'] == 'lock-wait' and 'UPDATE accounts' in v['title']" "(a) --pid on the waiter: $(verdicts "$TMP/a2.json")"
 
@@ -98,6 +76,7 @@ collect "$TMP/b.json" postgres-slow --comm postgres --duration 3
 check "$TMP/b.json" "v['id'] == 'slow-statement' and 'ORDER BY' in v['title'] and 'sorts spill to disk' in v['title'] and v['next_steps'][0].startswith('Its plan, with buffers: EXPLAIN (ANALYZE, BUFFERS)')" \
 	"(b) the slow sort is not named: $(verdicts "$TMP/b.json")"
 check "$TMP/b.json" "res['pg']['sorts']['disk'] > 0 and not any(x['id'] == 'lock-wait' for x in r['verdicts'])" "(b) sorts or a lock wait"
+keep b sort
 end_sessions
 
 # ---- (c) reads that miss the buffer cache ------------------------------------------------------
@@ -107,6 +86,7 @@ sleep 0.5
 collect "$TMP/c.json" postgres-slow --comm postgres --duration 3
 check "$TMP/c.json" "any(x['id'] == 'cache-misses' and x['severity'] == 'warning' for x in r['verdicts']) and res['pg']['buffers']['misses'] > res['pg']['buffers']['hits']" \
 	"(c) the misses are not named: $(verdicts "$TMP/c.json") $(json "$TMP/c.json" 'r["results"]["pg"]["buffers"]')"
+keep c misses
 end_sessions
 
 # ---- (d) the healthy control -----------------------------------------------------------------------
@@ -118,5 +98,6 @@ sleep 0.5
 check "$TMP/d.json" "v['id'] == 'ok' and res['pg']['statements_finished'] > 100 and any(x['id'] == 'cache-misses' for x in r['ruled_out'])" \
 	"(d) the control: $(verdicts "$TMP/d.json") $(json "$TMP/d.json" 'r.get("ruled_out")')"
 assert_released "postgres-slow's control"
+keep d control
 end_sessions
 exit 0

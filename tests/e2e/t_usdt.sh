@@ -10,7 +10,8 @@
 #     it: lib:libusdtapp): 4242; app:tick counted (the library named by its path);
 # (d) missing_ok on a probe the binary lacks: available false, its reason; without missing_ok, exit 2
 #     naming show --usdt; lib:NAME of a library the target does not map: exit 2;
-# (e) show --usdt lists the probes, their semaphores and arguments.
+# (e) show --usdt lists the probes, their semaphores and arguments; lint refuses a recipe naming a
+#     probe its binary (an absolute path here) lacks, with the file, line and probe.
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 
@@ -132,4 +133,16 @@ grep -Eq "app:config +1 +no +-8@app_limit\(%rip\)" "$TMP/show2.txt" || fail "(e)
 check "$TMP/show.json" "len(r['probes']) == 2 and all(s['readable'] and s['semaphore'] for p in r['probes'] for s in p['sites'])" "(e) JSON"
 "$DIAG" show --usdt /nonexistent/binary > /dev/null 2> "$TMP/show.err"; rc=$?
 [ "$rc" = 2 ] || fail "(e) a missing binary: exit $rc, want 2: $(cat "$TMP/show.err")"
+# lint: the binary is on this machine, the probe is not in it
+R=$(test_recipe usdt-lint 1 <<EOF
+  - id: bad
+    kind: usdt
+    filters: {pid: target}
+    options: {binary: "$APP", probe: "app:request__begin", done: request__done}
+EOF
+)
+"$DIAG" lint "$R" > "$TMP/lint.txt" 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "(e) lint of a missing probe: exit $rc, want 2: $(cat "$TMP/lint.txt")"
+grep -q "usdt-lint.yaml:[0-9]*: probes.bad.options: .*usdt_app has no USDT probe app:request__begin" "$TMP/lint.txt" ||
+	fail "(e) lint does not name the file, line and probe: $(cat "$TMP/lint.txt")"
 exit 0

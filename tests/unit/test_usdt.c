@@ -82,13 +82,12 @@ static void test_args_forms(void **state)
 	assert_int_equal(s.args[7].reg_off, 80);  /* ax */
 
 	/* a variable through %rip: its distance from the site (0x1000), the load address cancels */
-	parse_ok("-4@40+CheckpointStats(%rip) -4@NBuffers(%rip) 8@-8(%rip) 4@CheckpointStats+4(%rip)", &s);
-	assert_int_equal(s.nargs, 4);
+	parse_ok("-4@40+CheckpointStats(%rip) -4@NBuffers(%rip) 4@CheckpointStats+4(%rip)", &s);
+	assert_int_equal(s.nargs, 3);
 	assert_int_equal(s.args[0].kind, DIAG_USDT_ARG_IP_DEREF);
 	assert_int_equal(s.args[0].val_off, 0x885000 + 40 - 0x1000);
 	assert_int_equal(s.args[1].val_off, 0x886010 - 0x1000);
-	assert_int_equal(s.args[2].val_off, -8 - 0x1000);
-	assert_int_equal(s.args[3].val_off, 0x885000 + 4 - 0x1000);
+	assert_int_equal(s.args[2].val_off, 0x885000 + 4 - 0x1000);
 
 	/* an array element: base + index * scale + offset */
 	parse_ok("8@(%rax,%rdx,8) -4@16(%rbx,%rcx,4)", &s);
@@ -128,6 +127,14 @@ static void test_args_refused(void **state)
 	parse_bad("8@(%rax,%rdx,3)", "scale is not 1, 2, 4 or 8");
 	parse_bad("8@foo(%rbx)", "a symbol relative to a register other than %rip");
 	parse_bad("8@Missing(%rip)", "symbol tables do not define");
+	/* a bare offset from %rip is from the next instruction, which the note does not give */
+	parse_bad("8@-8(%rip)", "memory at %rip without a symbol");
+	parse_bad("8@9223372036854775807+1(%rax)", "a memory offset out of range");
+	/* what could be fetched before the bad one still counts */
+	struct diag_usdt_spec part;
+	char why[128];
+	assert_int_equal(usdt_parse_args("4@%ebx 8@%rdi 1@%ah", 0x1000, fake_lookup, NULL, &part, why, sizeof(why)), -1);
+	assert_int_equal(part.nargs, 2);
 	parse_bad("8@$x", "a constant that is not an integer");
 	parse_bad("8@5", "neither a constant, a register nor memory");
 	parse_bad("8@(%rax", "neither a constant");

@@ -244,6 +244,21 @@ static __always_inline void diag_count_key(void *counts_map, const void *key, vo
 		diag_stat_inc(stats_map, DIAG_STAT_MAP_FULL);
 }
 
+/* The value of key in a hash map, inserted as *zero when absent (another CPU may insert it
+ * meanwhile: either way, the one in the map); NULL when the map is full, counted in the stats
+ * map as DIAG_STAT_MAP_FULL. */
+static __always_inline void *diag_lookup_or_init(void *map, const void *key, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (!v)
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return v;
+}
+
 /* totals maps hold [0] a sum and [1] a maximum of what a probe measures. */
 static __always_inline void diag_add_total(void *totals_map, __u64 v)
 {
