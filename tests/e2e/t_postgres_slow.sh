@@ -9,8 +9,8 @@
 # (b) a slow statement: a sort of 100,000 md5 strings with work_mem 1 MB, repeated → slow-statement
 #     naming it, its sorts spilled to disk, EXPLAIN (ANALYZE, BUFFERS) first;
 # (c) reads that miss the cache: a 20 MB table scanned again and again → cache-misses;
-# (d) the healthy control: point lookups and updates by primary key, no holder → ok, no warning,
-#     the buffer cache hit (ruled out);
+# (d) the healthy control: point lookups and updates by primary key, no holder, one transaction in
+#     ten rolled back → ok, no warning, no failed statement, the buffer cache hit (ruled out);
 # (e) latency and triage on (a)'s waiting backend name postgres-slow as the follow-up.
 # Nothing stays attached; the cluster is stopped and removed on every exit.
 . "$(dirname "$0")/lib.sh"
@@ -90,12 +90,14 @@ keep c misses
 end_sessions
 
 # ---- (d) the healthy control -----------------------------------------------------------------------
-{ for i in $(seq 1 3000); do k=$((i % 1000 + 1)); echo "SELECT balance FROM accounts WHERE id = $k; UPDATE accounts SET balance = balance + 1 WHERE id = $k;"; done; } | session &
+# (one transaction in ten rolled back, as pools and ORMs do: a ROLLBACK is no failed statement)
+{ for i in $(seq 1 3000); do k=$((i % 1000 + 1)); echo "SELECT balance FROM accounts WHERE id = $k; UPDATE accounts SET balance = balance + 1 WHERE id = $k;"
+    [ $((i % 10)) = 0 ] && echo "BEGIN; UPDATE accounts SET balance = 0 WHERE id = $k; ROLLBACK;"; done; } | session &
 PIDS="$PIDS $!"
 sleep 0.5
 "$DIAG" postgres-slow --comm postgres --duration 3 --json > "$TMP/d.json" 2> "$TMP/d.err"; rc=$?
 [ "$rc" = 0 ] || fail "(d) the control: exit $rc, want 0: $(verdicts "$TMP/d.json" 2>/dev/null) $(tail -2 "$TMP/d.err")"
-check "$TMP/d.json" "v['id'] == 'ok' and res['pg']['statements_finished'] > 100 and any(x['id'] == 'cache-misses' for x in r['ruled_out'])" \
+check "$TMP/d.json" "v['id'] == 'ok' and res['pg']['statements_finished'] > 100 and res['pg']['statements_failed'] == 0 and any(x['id'] == 'cache-misses' for x in r['ruled_out'])" \
 	"(d) the control: $(verdicts "$TMP/d.json") $(json "$TMP/d.json" 'r.get("ruled_out")')"
 assert_released "postgres-slow's control"
 keep d control
