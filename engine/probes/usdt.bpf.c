@@ -92,7 +92,11 @@ static __always_inline void record(struct usdt_stat *st, __u64 ns, bool with_tim
 	__u32 slot = diag_log2(ns);
 	if (slot >= USDT_HIST_SLOTS)
 		slot = USDT_HIST_SLOTS - 1;
-	__sync_fetch_and_add(&st->slots[slot], 1);
+	/* the compiler folds the clamp into the check below unless told not to, and the 6.1
+	 * verifier then sees an unbounded index (6.18's does not) */
+	asm volatile("" : "+r"(slot));
+	if (slot < USDT_HIST_SLOTS)
+		__sync_fetch_and_add(&st->slots[slot], 1);
 	diag_stat_inc(&stats, USDT_STAT_TIMED);
 }
 
