@@ -309,12 +309,27 @@ if pg then
       pct(diag.pct(s.lwlock_ns, s.total_ns)), pct(diag.pct(s.read_ns, s.total_ns)), s.errors or 0 })
   end
   answer.section(diag.table("Statements by total time", { "statement", "count", "total", "mean", "p99", "lock", "LWLock", "read", "errors" }, rows))
+  -- the statements whose longest wait was on this lock (and mode)
+  local function same_lock(a, b)
+    if not a or not b then return false end
+    for _, k in ipairs({ "locktype", "mode", "database", "relation", "page", "tuple", "transactionid", "virtualxid", "objid" }) do
+      if a[k] ~= b[k] then return false end
+    end
+    return true
+  end
   local locks = diag.lines()
   for i, l in ipairs(pg.lock_waits or {}) do
     if i > T.top_n then break end
-    locks:add({ lock_words(l), l.count, diag.fmt_ns(l.total_ns), diag.fmt_ns(l.max_ns) })
+    local waiting = {}
+    for _, s in ipairs(pg.statements or {}) do
+      if same_lock(s.worst_lock, l) and #waiting < 2 then waiting[#waiting + 1] = short_query(s.query) end
+    end
+    locks:add({ lock_words(l), l.count, diag.fmt_ns(l.total_ns), diag.fmt_ns(l.max_ns),
+      #waiting > 0 and table.concat(waiting, " | ") or "-" })
   end
-  if #locks > 0 then answer.section(diag.table("Locks waited for", { "lock, mode", "waits", "total", "longest" }, locks)) end
+  if #locks > 0 then
+    answer.section(diag.table("Locks waited for", { "lock, mode", "waits", "total", "longest", "waiting statements" }, locks))
+  end
   local lw = diag.lines()
   for _, t in ipairs(pg.lwlock_waits or {}) do lw:add({ t.tranche, t.count, diag.fmt_ns(t.total_ns), diag.fmt_ns(t.max_ns) }) end
   if #lw > 0 then answer.section(diag.table("LWLock waits by tranche", { "tranche", "waits", "total", "longest" }, lw)) end

@@ -70,6 +70,16 @@ static void test_lock(void **state)
 	const struct value *steps = value_get(w, "next_steps");
 	assert_non_null(strstr(steps->arr.items[0]->s, "pg_blocking_pids(pid)"));
 	value_free(v);
+	/* the report: the lock, with the statements that waited on it */
+	struct recorded_answer a = recorded_answer("postgres-slow", fx, NULL, true);
+	const struct value *locks = NULL;
+	for (size_t i = 0; i < a.report->arr.len; i++)
+		if (!strcmp(value_get_str(a.report->arr.items[i], "title"), "Locks waited for"))
+			locks = a.report->arr.items[i];
+	assert_non_null(locks);
+	const struct value *row = value_get(locks, "rows")->arr.items[0];
+	assert_non_null(strstr(row->arr.items[4]->s, "UPDATE accounts SET balance = balance - ? WHERE id = ?"));
+	recorded_answer_free(&a);
 	value_free(fx);
 }
 
