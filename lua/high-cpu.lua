@@ -127,18 +127,10 @@ end
 -- ---- CPU use -------------------------------------------------------------------------------
 
 local sample_cpu = prof and window > 0 and diag.pct(prof.samples, prof.hz * window)
--- Steal: the kernel does not charge a task for the time the hypervisor takes its vCPU away, but
--- the profile's clock runs on through it, so a thread that wanted a CPU all along has fewer
--- seconds of CPU time than samples say. Over steal_pct_warn, the samples measure what it wanted.
-local steal = context and context.steal_pct
-local stolen = steal and steal >= T.steal
-local cpu, cpu_source, cpu_charged
-if context and context.cpu_pct then
-  cpu, cpu_source = context.cpu_pct, "measured"
-  if stolen and sample_cpu and sample_cpu > cpu then
-    cpu, cpu_source, cpu_charged = sample_cpu, "on-CPU samples", context.cpu_pct
-  end
-elseif sample_cpu then
+-- Under the hypervisor's steal the on-CPU samples say what the target wanted (diag.cpu_demand).
+local cpu, cpu_charged, steal, stolen = diag.cpu_demand(context, profile, window, T.steal)
+local cpu_source = cpu and "measured"
+if not cpu and sample_cpu then
   cpu, cpu_source = sample_cpu, "estimated from samples"
 end
 

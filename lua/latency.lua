@@ -487,8 +487,8 @@ local function gc_pauses()
   for _, k in ipairs(g.keys or {}) do
     ev:add("Generation %s: %s collections, %s in all, p50 %s, p99 %s, longest %s", math.tointeger(k.key) or k.key,
       diag.fmt_count(k.count), diag.fmt_ns(k.total_ns or 0),
-      diag.fmt_ns(math.min(diag.percentile(k.buckets, 50) or 0, k.max_ns or 0)),
-      diag.fmt_ns(math.min(diag.percentile(k.buckets, 99) or 0, k.max_ns or 0)), diag.fmt_ns(k.max_ns or 0))
+      diag.fmt_ns(diag.percentile_upto(k.buckets, 50, k.max_ns)),
+      diag.fmt_ns(diag.percentile_upto(k.buckets, 99, k.max_ns)), diag.fmt_ns(k.max_ns or 0))
   end
   local gen = worst and (math.tointeger(worst.key) or worst.key) or "?"
   return diag.verdict("gc-pauses", diag.severity_at(pct, T.gc_pct, T.crit) or "warning",

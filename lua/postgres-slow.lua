@@ -48,8 +48,7 @@ local WAL_TRANCHES = { WALWrite = true, WALInsert = true, WALBufMapping = true, 
   BufferIO = true, BufferMapping = true, CheckpointerComm = true }
 
 local function mean(s) return s.count > 0 and s.total_ns / s.count or 0 end
--- A percentile of its durations, never past the longest (log2 slots are a factor of 2 wide).
-local function pctl(s, p) return math.min(diag.percentile(s.buckets, p) or 0, s.max_ns or 0) end
+local function pctl(s, p) return diag.percentile_upto(s.buckets, p, s.max_ns) end
 local function pct(x) return diag.fmt_pct(x) end
 
 -- The statement's text for a title: one line, at most 120 characters.

@@ -81,18 +81,9 @@ local window = run.duration_s or (context and context.wall_s) or 0
 local ncpus = run.ncpus or (context and context.ncpus) or 1
 local threads = (context and context.threads) or 1
 local thread_ns = threads * window * 1e9
-local cpu_pct = context and context.cpu_pct
 local samples = (profile and profile.samples) or 0
--- Steal (as in high-cpu.lua): the kernel charges no task for the time the hypervisor takes its
--- vCPU away, while the profile's clock samples it; over steal_pct_warn the samples say how much
--- CPU the target wanted.
-local steal = context and context.steal_pct
-local stolen = steal and steal >= T.steal
-local cpu_charged
-if stolen and cpu_pct and profile and profile.frequency_hz and window > 0 then
-  local sampled = samples * 100 / (profile.frequency_hz * window)
-  if sampled > cpu_pct then cpu_pct, cpu_charged = sampled, cpu_pct end
-end
+-- Under the hypervisor's steal the on-CPU samples say what the target wanted (diag.cpu_demand).
+local cpu_pct, cpu_charged, steal, stolen = diag.cpu_demand(context, profile, window, T.steal)
 
 local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
 local pct = diag.fmt_pct

@@ -259,6 +259,13 @@ int stop_signals_take(void)
 	return last;
 }
 
+uint64_t fnv1a_str(uint64_t h, const char *s)
+{
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		h = (h ^ *c) * FNV1A_PRIME;
+	return h;
+}
+
 uint64_t mono_ns(void)
 {
 	struct timespec ts;

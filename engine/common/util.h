@@ -76,6 +76,12 @@ bool decimal_number(const char *s, bool sign, double *out);
 /* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
 uint64_t mono_ns(void);
 
+/* FNV-1a over a NUL-terminated string, continuing from h (FNV1A_INIT to start): the hash of the
+ * engine's open-addressing tables. */
+#define FNV1A_INIT 0xcbf29ce484222325ull
+#define FNV1A_PRIME 0x100000001b3ull
+uint64_t fnv1a_str(uint64_t h, const char *s);
+
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -101,25 +101,22 @@ uint64_t probe_events(struct probe *p)
 struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uint64_t *count,
 				 uint64_t *sum, uint64_t *max)
 {
-	struct value *buckets = value_arr();
+	uint64_t counts[64] = { 0 };
 	__u32 k0 = 0, k1 = 1;
 	__u64 total = 0, longest = 0;
 	*count = 0;
 	for (__u32 slot = 0; slot < slots && slot < 64; slot++) {
 		__u64 c = 0;
-		if (bpf_map_lookup_elem(hist_fd, &slot, &c) || c == 0)
-			continue;
-		struct value *b = value_arr_push(buckets, value_obj());
-		value_set_int(b, "lo", slot == 0 ? 0 : (int64_t)((uint64_t)1 << slot));
-		value_set_int(b, "hi", slot >= 63 ? INT64_MAX : ((int64_t)1 << (slot + 1)) - 1);
-		value_set_int(b, "count", (int64_t)c);
-		*count += c;
+		if (bpf_map_lookup_elem(hist_fd, &slot, &c) == 0)
+			counts[slot] = c;
+		*count += counts[slot];
 	}
 	bpf_map_lookup_elem(totals_fd, &k0, &total);
 	bpf_map_lookup_elem(totals_fd, &k1, &longest);
 	*sum = total;
 	*max = longest;
-	return buckets;
+	/* every slot as it is (its last one is not a catch-all: the slots given are all there are) */
+	return probe_log2_slots_value(counts, 64);
 }
 
 struct value *probe_log2_slots_value(const uint64_t *slots, unsigned n)

@@ -129,12 +129,12 @@ static __always_inline void lock_done(struct pg_backend *b, __u64 now, bool fail
 	if (failed)
 		count(PG_C_LOCK_FAILED, 1);
 	if (b->query_start_ns) {
-		b->lock_ns += ns;
-		b->lock_waits++;
-		b->lock_waits_failed += failed;
-		if (ns > b->worst_lock_ns) {
-			b->worst_lock_ns = ns;
-			b->worst_lock = key;
+		b->fig.lock_ns += ns;
+		b->fig.lock_waits++;
+		b->fig.lock_waits_failed += failed;
+		if (ns > b->fig.worst_lock_ns) {
+			b->fig.worst_lock_ns = ns;
+			b->fig.worst_lock = key;
 		}
 	}
 }
@@ -153,21 +153,9 @@ static __always_inline void query_done(struct pg_backend *b, __u32 tid, __u64 en
 		return;
 	}
 	r->duration_ns = end > b->query_start_ns ? end - b->query_start_ns : 0;
-	r->lock_ns = b->lock_ns;
-	r->lwlock_ns = b->lwlock_ns;
-	r->read_ns = b->read_ns;
-	r->worst_lock_ns = b->worst_lock_ns;
 	r->pid = tid;
-	r->reads = b->reads;
-	r->hits = b->hits;
-	r->misses = b->misses;
-	r->sorts = b->sorts;
-	r->sorts_disk = b->sorts_disk;
-	r->lock_waits = b->lock_waits;
-	r->lwlock_waits = b->lwlock_waits;
 	r->failed = failed;
-	r->lock_waits_failed = b->lock_waits_failed;
-	r->worst_lock = b->worst_lock;
+	r->fig = b->fig;
 	__builtin_memcpy(r->query, b->query, PG_QUERY_MAX);
 	r->query[PG_QUERY_MAX - 1] = '\0';
 	/* user space is woken once a quarter of the ring waits (and reads it every second anyway):
@@ -275,8 +263,8 @@ int pg_fire(struct pt_regs *ctx)
 			tranche[0] = '\0';
 		wait_add(&lwlock_waits, tranche, ns);
 		if (b->query_start_ns) {
-			b->lwlock_ns += ns;
-			b->lwlock_waits++;
+			b->fig.lwlock_ns += ns;
+			b->fig.lwlock_waits++;
 		}
 		maybe_forget(b, tid);
 		return 0;
@@ -291,8 +279,8 @@ int pg_fire(struct pt_regs *ctx)
 		}
 		b = backend_of(tid, false);
 		if (b && b->query_start_ns) {
-			b->sorts++;
-			b->sorts_disk += disk;
+			b->fig.sorts++;
+			b->fig.sorts_disk += disk;
 		}
 		return 0;
 	}
@@ -334,8 +322,8 @@ int pg_fire(struct pt_regs *ctx)
 		count(PG_C_READS, 1);
 		count(PG_C_READ_NS, ns);
 		if (b->query_start_ns) {
-			b->read_ns += ns;
-			b->reads++;
+			b->fig.read_ns += ns;
+			b->fig.reads++;
 		}
 		maybe_forget(b, tid);
 		return 0;
@@ -348,9 +336,9 @@ int pg_fire(struct pt_regs *ctx)
 		b = backend_of(tid, false);
 		if (b && b->query_start_ns) {
 			if (found)
-				b->hits++;
+				b->fig.hits++;
 			else
-				b->misses++;
+				b->fig.misses++;
 		}
 		return 0;
 	}

@@ -185,18 +185,10 @@ static int pg_attach(struct probe *p, struct diag_err *err)
 	return 0;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* The statement of this text, created when there is room; NULL when the table is full. */
 static struct stmt *stmt_of(struct pg_priv *pp, const char *text)
 {
-	uint64_t h = fnv1a(text);
+	uint64_t h = fnv1a_str(FNV1A_INIT, text);
 	size_t mask = pp->index_size - 1;
 	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
 		size_t at = pp->index[i];
@@ -232,21 +224,21 @@ static void add_record(struct pg_priv *pp, const struct pg_stmt_record *r)
 	s->total_ns += r->duration_ns;
 	if (r->duration_ns > s->max_ns)
 		s->max_ns = r->duration_ns;
-	s->lock_ns += r->lock_ns;
-	s->lwlock_ns += r->lwlock_ns;
-	s->read_ns += r->read_ns;
-	s->reads += r->reads;
-	s->hits += r->hits;
-	s->misses += r->misses;
-	s->sorts += r->sorts;
-	s->sorts_disk += r->sorts_disk;
-	s->lock_waits += r->lock_waits;
-	s->lwlock_waits += r->lwlock_waits;
+	s->lock_ns += r->fig.lock_ns;
+	s->lwlock_ns += r->fig.lwlock_ns;
+	s->read_ns += r->fig.read_ns;
+	s->reads += r->fig.reads;
+	s->hits += r->fig.hits;
+	s->misses += r->fig.misses;
+	s->sorts += r->fig.sorts;
+	s->sorts_disk += r->fig.sorts_disk;
+	s->lock_waits += r->fig.lock_waits;
+	s->lwlock_waits += r->fig.lwlock_waits;
 	s->failed += r->failed != 0;
-	s->lock_waits_failed += r->lock_waits_failed;
-	if (r->worst_lock_ns > s->worst_lock_ns) {
-		s->worst_lock_ns = r->worst_lock_ns;
-		s->worst_lock = r->worst_lock;
+	s->lock_waits_failed += r->fig.lock_waits_failed;
+	if (r->fig.worst_lock_ns > s->worst_lock_ns) {
+		s->worst_lock_ns = r->fig.worst_lock_ns;
+		s->worst_lock = r->fig.worst_lock;
 	}
 	unsigned slot = 0;
 	for (uint64_t v = r->duration_ns; v > 1 && slot < PG_HIST_SLOTS - 1; v >>= 1)
@@ -281,11 +273,7 @@ static void add_aborted_left(struct pg_priv *pp)
 			continue;
 		struct pg_stmt_record r = {
 			.duration_ns = b.aborted_ns > b.query_start_ns ? b.aborted_ns - b.query_start_ns : 0,
-			.lock_ns = b.lock_ns, .lwlock_ns = b.lwlock_ns, .read_ns = b.read_ns,
-			.worst_lock_ns = b.worst_lock_ns, .pid = k, .reads = b.reads, .hits = b.hits,
-			.misses = b.misses, .sorts = b.sorts, .sorts_disk = b.sorts_disk,
-			.lock_waits = b.lock_waits, .lwlock_waits = b.lwlock_waits, .failed = 1,
-			.lock_waits_failed = b.lock_waits_failed, .worst_lock = b.worst_lock,
+			.pid = k, .failed = 1, .fig = b.fig,
 		};
 		memcpy(r.query, b.query, sizeof(r.query));
 		add_record(pp, &r);

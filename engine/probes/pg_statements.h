@@ -68,6 +68,15 @@ enum pg_counter {
 	PG_NCOUNTERS,
 };
 
+/* What a statement did while it ran: its waits, reads and buffer accesses (summed in its
+ * backend's state while it runs, then sent in its record). */
+struct pg_stmt_figures {
+	__u64 lock_ns, lwlock_ns, read_ns, worst_lock_ns;
+	__u32 reads, hits, misses, sorts, sorts_disk, lock_waits, lwlock_waits;
+	__u32 lock_waits_failed; /* lock waits an error ended (lock_timeout, deadlock, cancel) */
+	struct pg_lock_key worst_lock;
+};
+
 /* One backend's statement in progress (and its waits outside one). */
 struct pg_backend {
 	__u64 query_start_ns;
@@ -75,20 +84,17 @@ struct pg_backend {
 			   * there, unless its query__done follows (a ROLLBACK aborts a transaction
 			   * and finishes) */
 	__u64 lock_start_ns, lwlock_start_ns, read_start_ns, ckpt_start_ns;
-	__u64 lock_ns, lwlock_ns, read_ns;
-	__u32 reads, hits, misses, sorts, sorts_disk, lock_waits, lwlock_waits, lock_waits_failed;
-	struct pg_lock_key lock_now, worst_lock;
-	__u64 worst_lock_ns;
-	char query[PG_QUERY_MAX];
+	struct pg_lock_key lock_now;
+	struct pg_stmt_figures fig;
+	char query[PG_QUERY_MAX]; /* last: what is zeroed at a statement's start comes before it */
 };
 
 /* One statement finished, streamed to user space (which normalizes and aggregates them). */
 struct pg_stmt_record {
-	__u64 duration_ns, lock_ns, lwlock_ns, read_ns, worst_lock_ns;
-	__u32 pid, reads, hits, misses, sorts, sorts_disk, lock_waits, lwlock_waits;
-	__u32 failed;            /* ended by an error (transaction__abort), not query__done */
-	__u32 lock_waits_failed; /* lock waits an error ended (lock_timeout, deadlock, cancel) */
-	struct pg_lock_key worst_lock;
+	__u64 duration_ns;
+	__u32 pid;
+	__u32 failed; /* ended by an error (transaction__abort), not query__done */
+	struct pg_stmt_figures fig;
 	char query[PG_QUERY_MAX];
 };
 

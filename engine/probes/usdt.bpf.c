@@ -59,7 +59,7 @@ struct {
 /* Zeroed values built off the 512-byte stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct usdt_open);
 } scratch SEC(".maps");
@@ -90,10 +90,8 @@ static __always_inline void record(struct usdt_stat *st, __u64 ns, bool with_tim
 	if (ns > st->max_ns)
 		st->max_ns = ns; /* racy max: good enough for "longest" */
 	__u32 slot = diag_log2(ns);
-	if (slot >= USDT_HIST_SLOTS)
-		slot = USDT_HIST_SLOTS - 1;
-	/* the compiler folds the clamp into the check below unless told not to, and the 6.1
-	 * verifier then sees an unbounded index (6.18's does not) */
+	/* kept from the compiler: it would fold the bound into the access, and 6.1's verifier
+	 * then sees an unbounded index (a mask alone is refused there too) */
 	asm volatile("" : "+r"(slot));
 	if (slot < USDT_HIST_SLOTS)
 		__sync_fetch_and_add(&st->slots[slot], 1);

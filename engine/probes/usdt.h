@@ -8,7 +8,7 @@
 
 #define USDT_MAX_SPECS 256     /* sites of the probe and of its done probe, together */
 #define USDT_KEY_STR 64        /* a string key (str:argN) is cut to this, NUL included */
-#define USDT_HIST_SLOTS 48     /* log2(ns): up to 2^48 ns (3 days); longer lands in the last */
+#define USDT_HIST_SLOTS 64     /* log2(ns): 64 cover every u64, so no slot is a catch-all */
 
 /* spec.probe of a site: the probe named, or its done probe */
 #define USDT_SITE_START 0

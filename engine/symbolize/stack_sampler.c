@@ -167,14 +167,11 @@ uint64_t stack_sampler_refused(const struct stack_sampler *s)
 static uint64_t row_hash(uint32_t tgid, const char *comm, uint32_t tag, int32_t kid, const uint64_t *ips,
 			 const uint8_t *from, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	h = (h ^ tgid) * 0x100000001b3ull;
-	for (const char *c = comm; *c; c++)
-		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-	h = (h ^ tag) * 0x100000001b3ull;
-	h = (h ^ (uint32_t)kid) * 0x100000001b3ull;
+	uint64_t h = fnv1a_str((FNV1A_INIT ^ tgid) * FNV1A_PRIME, comm); /* FNV-1a */
+	h = (h ^ tag) * FNV1A_PRIME;
+	h = (h ^ (uint32_t)kid) * FNV1A_PRIME;
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * 0x100000001b3ull;
+		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * FNV1A_PRIME;
 	return h;
 }
 

@@ -577,16 +577,14 @@ struct usyms *usyms_new(int pid)
  * then 0, or the vdso's size). */
 static uint64_t file_key_hash(const char *path, uint64_t dev, uint64_t ino)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint64_t h = FNV1A_INIT;
 	if (ino) {
 		h ^= dev * 0x9e3779b97f4a7c15ull + ino;
-		h *= 0x100000001b3ull;
+		h *= FNV1A_PRIME;
 		h ^= h >> 29;
 		return h;
 	}
-	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
-		h = (h ^ *c) * 0x100000001b3ull;
-	return h;
+	return fnv1a_str(h, path);
 }
 
 static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev, uint64_t ino)

@@ -154,6 +154,13 @@ function diag.percentile(buckets, p)
   return buckets[#buckets].hi -- only reached through rounding at p100
 end
 
+-- diag.percentile_upto(buckets, p, max): the percentile, never past max (the longest measured):
+-- log2 slots are a factor of 2 wide, and the interpolation may land past the largest value; 0 for
+-- an empty histogram.
+function diag.percentile_upto(buckets, p, max)
+  return math.min(diag.percentile(buckets, p) or 0, max or math.huge)
+end
+
 -- Fewer run-queue waits than this make too thin a p99 to judge by.
 diag.MIN_RUNQ_WAITS = 20
 
@@ -224,6 +231,23 @@ end
 -- Where proc_context's CPU time (results.context) went: "user 1.20 s, system 0.30 s", and on a
 -- set of processes the time of those too short-lived for any /proc reading (counted at exit, or
 -- when a --comm set's child leaves it at exec).
+-- diag.cpu_demand(context, profile, window, steal_warn): how much CPU the target wanted, 100 = one
+-- CPU. The kernel charges no task for the time the hypervisor takes its vCPU away (steal), while
+-- the profile's clock samples run on through it: when the machine's steal over the window
+-- (context.steal_pct) is >= steal_warn and the samples say more than the kernel charged, they are
+-- the figure. Returns cpu (nil without context.cpu_pct), charged (the kernel's figure when the
+-- samples replaced it, else nil), steal (nil when not read) and stolen (steal >= steal_warn).
+function diag.cpu_demand(context, profile, window, steal_warn)
+  local cpu = context and context.cpu_pct
+  local steal = context and context.steal_pct
+  local stolen = steal ~= nil and steal >= steal_warn
+  if stolen and cpu and profile and profile.frequency_hz and window > 0 then
+    local sampled = diag.pct(profile.samples or 0, profile.frequency_hz * window)
+    if sampled > cpu then return sampled, cpu, steal, stolen end
+  end
+  return cpu, nil, steal, stolen
+end
+
 function diag.cpu_time(context)
   local s = string.format("user %.2f s, system %.2f s", context.utime_s or 0, context.stime_s or 0)
   if (context.unscanned_cpu_s or 0) > 0 then
