@@ -324,6 +324,52 @@ local function cpu_user_verdict()
   return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
 end
 
+-- cpu-bound-user for a Python service: the innermost Python function of the samples (CPython
+-- frames read in BPF, lang.lua), its hottest lines, the interpreter's C code under it; nil when
+-- under half of the user-mode samples carry Python frames.
+local function cpu_python_verdict()
+  local py = lang.python_profile(profile.stacks, function(s) return not s.in_kernel end)
+  if py.samples == 0 or diag.pct(py.samples, math.max(prof.user_mode, 1)) < 50 then return nil end
+  local top = diag.ranked(py.by_fn, 5)
+  local hot = top[1]
+  local share = diag.pct(hot.count, prof.samples)
+  local _, fn, file = lang.split(hot.name)
+  local lines = lang.lines_of(py, hot.name, prof.samples, 3)
+  local title = string.format("CPU-bound in Python code: %s of samples in %s (%s)%s", diag.fmt_pct(share), fn,
+    file, lines[1] and (", hottest line " .. lines[1]:match(":(%S+)") .. " " .. lines[1]:match("%S+$")) or "")
+  local runtime = profile.unwind and profile.unwind.python_runtime or "CPython"
+  local ev = diag.lines(cpu_line(), split_line())
+  local parts = diag.lines()
+  for _, f in ipairs(top) do parts:add("%s %s", f.name, diag.fmt_pct(diag.pct(f.count, prof.samples))) end
+  ev:add("%s frames read in %s of samples; innermost Python functions: %s", runtime,
+    diag.fmt_pct(diag.pct(py.samples, prof.samples)), table.concat(parts, ", "))
+  if #lines > 0 then ev:add("Hottest lines of %s: %s", fn, table.concat(lines, ", ")) end
+  local native = diag.ranked(py.native[hot.name] or {}, 3)
+  if native[1] then
+    ev:add("Of that, in the interpreter's own C code: %s", share_list(native, 3))
+  end
+  local path = hottest_path(function(s) return not s.in_kernel and select(2, lang.python_leaf(s)) and
+      lang.split(select(2, lang.python_leaf(s))) == hot.name end,
+    function(s)
+      local frames = {}
+      for i, f in ipairs(s.user or {}) do
+        if s.user_from and s.user_from[i] == "python" then frames[#frames + 1] = f end
+      end
+      return frames
+    end)
+  if path then
+    ev:add("Hottest Python call path into %s (%s of samples): %s", fn,
+      diag.fmt_pct(diag.pct(path.count, prof.samples)), path.path)
+  end
+  local steps = {
+    string.format("Read %s in %s%s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a busy-wait, a cache that stopped hitting",
+      fn, file, lines[1] and (" (line " .. lines[1]:match(":(%d+)") .. ")") or ""),
+    string.format("A longer look at the live process, with the same Python frames: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
+    "If the work is legitimate (load went up), compare the request rate with its baseline and scale out (more worker processes: one CPython process runs Python code on one CPU at a time); if not, check what changed: deploy, config, input size",
+  }
+  return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
+end
+
 local SYSCALL_ADVICE = {
   { "^write", "Batch writes: buffer in user space (bigger buffers, setvbuf), use writev, or sendmmsg for datagrams" },
   { "^send", "Batch sends: coalesce small messages, use sendmmsg or writev, consider TCP_CORK / MSG_MORE" },
@@ -680,7 +726,7 @@ local function where_cpu_goes(starved)
     "not lock hand-offs: %s of samples in the lock and condition wrappers, %s inside futex()",
     diag.fmt_pct(diag.pct(locking.n, prof.samples)), diag.fmt_pct(diag.pct(locking.futex, prof.samples))) or nil
   if cpu >= T.busy and prof.kernel_share >= T.kernel_share then return { cpu_kernel_verdict(), handoffs } end
-  if cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then return { cpu_user_verdict(), handoffs } end
+  if cpu >= T.busy and prof.user_share >= USER_SHARE_PCT then return { cpu_python_verdict() or cpu_user_verdict(), handoffs } end
   return { busy_verdict(nil), handoffs }
 end
 

@@ -65,9 +65,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	if (copy_bytes && user_stacks && key.user_stack_id != -EFAULT) {
+	if ((copy_bytes || py_walk) && user_stacks && key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes, tgid, key.comm,
-					  key.user_stack_id, key.kernel_stack_id, 1, 0, 0) == 0) {
+					  key.user_stack_id, key.kernel_stack_id, 1, 0, 0,
+					  DIAG_PY_MAPS_ARGS) == 0) {
 			diag_stat_inc(&stats, PROFILE_STAT_SENT);
 			return 0;
 		}

@@ -25,6 +25,7 @@
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"
 #include "diag_unwind.h"
+#include "python.h"
 #include "stack_sampler.h"
 #include "stacks.h"
 
@@ -57,6 +58,7 @@ static const struct option_spec profile_options[] = {
 		  "each sample and unwind it in user space by CFI (frameless code)" },
 	{ .name = "leaf_fixup", .type = OPT_BOOL, .dflt = 1, .max = 1,
 	  .help = "fp: recover the caller of a frameless leaf by CFI (copies leaf_stack_bytes)" },
+	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "leaf_stack_bytes", .type = OPT_UINT, .dflt = 256, .min = 8, .max = 4096,
 	  .help = "fp with leaf_fixup: bytes of user stack above sp copied per sample" },
 	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
@@ -144,6 +146,11 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
 		     : leaf_fixup ? (__u32)probe_opt(p, "leaf_stack_bytes") : 0;
 	pp->skel->rodata->copy_bytes = probe_opt(p, "user_stacks") ? copy : 0;
+	bool py_walk;
+	struct python_procs *py = stack_sampler_python_plan(
+		probe_opt(p, "python_frames") && probe_opt(p, "user_stacks"), p->cfg.filter.pid,
+		pp->skel->rodata->copy_bytes, p->files, &py_walk);
+	pp->skel->rodata->py_walk = py_walk;
 	/* fp + leaf fixup records are ~350 bytes: a quarter of 256 KiB holds ~190 of them, more
 	 * than a drain interval brings at 999 Hz on 2 CPUs; dwarf copies need the whole option. */
 	uint64_t want = probe_opt(p, "ring_buffer_kib") * 1024;
@@ -153,11 +160,15 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	bpf_map__set_max_entries(pp->skel->maps.samples, (__u32)ring);
 	pp->skel->rodata->wake_bytes = ring / 4;
 	int rc = cpu_profile_bpf__load(pp->skel);
-	if (rc)
+	if (rc) {
+		python_procs_free(py);
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "loading BPF program: %s", strerror(-rc));
-	if (pp->skel->rodata->copy_bytes) {
+	}
+	if (pp->skel->rodata->copy_bytes || py_walk) {
 		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
 						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0, p->files);
+		stack_sampler_python_start(pp->sampler, py, bpf_map__fd(pp->skel->maps.py_procs),
+					   p->cfg.filter.pid);
 		if (stack_sampler_open_ring(pp->sampler, bpf_map__fd(pp->skel->maps.samples)))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));

@@ -121,11 +121,12 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			    (user_stacks && out.user_stack_id < 0 && out.user_stack_id != -EFAULT))
 				diag_stat_inc(&stats, DIAG_STAT_LOST);
 			out.ts = bpf_ktime_get_ns();
-			if (copy_bytes && user_stacks && out.user_stack_id != -EFAULT) {
+			if ((copy_bytes || py_walk) && user_stacks &&
+			    out.user_stack_id != -EFAULT) {
 				if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 							  out.tgid, out.comm, out.user_stack_id,
 							  out.kernel_stack_id, 0, out.state,
-							  out.ts) == 0) {
+							  out.ts, DIAG_PY_MAPS_ARGS) == 0) {
 					out.cookie = out.ts;
 					diag_stat_inc(&stats, OFF_STAT_SENT);
 				} else {

@@ -22,6 +22,7 @@
 #include "diag_unwind.h"
 #include "off_cpu.h"
 #include "off_cpu.skel.h"
+#include "python.h"
 #include "stack_sampler.h"
 #include "stacks.h"
 
@@ -51,6 +52,7 @@ static const struct option_spec off_options[] = {
 	  .bytes_per_entry = sizeof(struct off_cpu_key) + sizeof(struct off_cpu_val) + 64,
 	  .help = "distinct (thread name, stacks, state) timed" },
 	STACK_SAMPLER_OPTIONS("each switch-out", 2048),
+	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 in N intervals at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -67,6 +69,8 @@ static int off_load(struct probe *p, struct diag_err *err)
 {
 	struct off_priv *op = p->priv;
 	struct variant_tries tries = { "" };
+	struct python_procs *py = NULL;
+	bool py_walk = false, dwarf = false;
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		if (!(op->skel = off_cpu_skel_open(p, err)))
@@ -77,23 +81,31 @@ static int off_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(op->skel->maps.away, (__u32)probe_opt(p, "max_threads"));
 		bpf_map__set_max_entries(op->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 		bpf_map__set_max_entries(op->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-		bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
-			     probe_opt(p, "user_stacks");
+		dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
+			probe_opt(p, "user_stacks");
 		op->skel->rodata->copy_bytes = dwarf ? (__u32)probe_opt(p, "stack_bytes") : 0;
-		uint32_t ring = stack_sampler_ring_size(dwarf ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
+		python_procs_free(py); /* a variant tried before */
+		py = stack_sampler_python_plan(probe_opt(p, "python_frames") && probe_opt(p, "user_stacks"),
+					       p->cfg.filter.pid, op->skel->rodata->copy_bytes,
+					       p->files, &py_walk);
+		op->skel->rodata->py_walk = py_walk;
+		uint32_t ring = stack_sampler_ring_size(dwarf || py_walk ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
 		bpf_map__set_max_entries(op->skel->maps.samples, ring);
 		op->skel->rodata->wake_bytes = ring / 4;
 		probe_bpf_select_variant(op->skel->obj, *v);
 		if (probe_variant_loaded(p, &tries, *v, off_cpu_bpf__load(op->skel)))
 			goto loaded;
 	}
+	python_procs_free(py);
 	return probe_no_variant(&tries, "off-CPU time", err);
 loaded:
-	if (!op->skel->rodata->copy_bytes)
+	if (!op->skel->rodata->copy_bytes && !py_walk)
 		return 0;
-	op->sampler = stack_sampler_new(bpf_map__fd(op->skel->maps.stacks), true, false,
+	op->sampler = stack_sampler_new(bpf_map__fd(op->skel->maps.stacks), dwarf, false,
 					(size_t)probe_opt(p, "max_stack_counts"), state_names,
 					OFF_NR_STATES, (size_t)probe_opt(p, "max_threads"), p->files);
+	stack_sampler_python_start(op->sampler, py, bpf_map__fd(op->skel->maps.py_procs),
+				   p->cfg.filter.pid);
 	if (stack_sampler_open_ring(op->sampler, bpf_map__fd(op->skel->maps.samples)))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the off-CPU samples ring buffer: %s",
 				 strerror(errno));

@@ -87,13 +87,13 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	if (copy_bytes && user_stacks) {
+	if ((copy_bytes || py_walk) && user_stacks) {
 		struct diag_user_sample *smp = diag_fill_user_sample(&scratch, copy_bytes, tgid, key.comm,
 								     key.user_stack_id, key.kernel_stack_id,
 								     page_bytes, 0, 0);
 		if (smp)
 			restore_uretprobe_returns(smp);
-		if (smp && diag_output_user_sample(&samples, smp, wake_bytes) == 0) {
+		if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0) {
 			diag_stat_inc(&stats, PF_STAT_SENT);
 			return 0;
 		}

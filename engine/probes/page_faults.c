@@ -20,6 +20,7 @@
 #include "page_faults.skel.h"
 #include "page_faults.h"
 #include "diag_unwind.h"
+#include "python.h"
 #include "stack_sampler.h"
 #include "stacks.h"
 
@@ -52,6 +53,7 @@ static const struct option_spec pf_options[] = {
 	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
 	  .max = DIAG_MAX_STACK_BYTES,
 	  .help = "dwarf: bytes of user stack above sp copied per fault (deeper: truncated)" },
+	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 2048,
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
 	  .help = "KiB of ring buffer for faults unwound in user space (a power of 2; drained when a "
@@ -76,6 +78,9 @@ static int pf_load(struct probe *p, struct diag_err *err)
 	__u32 copy = !ustacks ? 0 : dwarf ? (__u32)probe_opt(p, "stack_bytes") : leaf_fixup ? 256 : 0;
 	uint32_t ring = stack_sampler_ring_size(probe_opt(p, "ring_buffer_kib") * 1024);
 	long page = sysconf(_SC_PAGESIZE);
+	bool py_walk;
+	struct python_procs *py = stack_sampler_python_plan(probe_opt(p, "python_frames") && ustacks,
+							    p->cfg.filter.pid, copy, p->files, &py_walk);
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		if (!(pp->skel = page_faults_skel_open(p, err)))
@@ -84,19 +89,24 @@ static int pf_load(struct probe *p, struct diag_err *err)
 		pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 		pp->skel->rodata->page_bytes = page > 0 ? (__u64)page : 4096;
 		pp->skel->rodata->copy_bytes = copy;
+		pp->skel->rodata->py_walk = py_walk;
 		pp->skel->rodata->wake_bytes = ring / 4;
 		bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 		bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
-		bpf_map__set_max_entries(pp->skel->maps.samples, copy ? (__u32)ring : 4096);
+		bpf_map__set_max_entries(pp->skel->maps.samples, copy || py_walk ? (__u32)ring : 4096);
 		probe_bpf_select_variant(pp->skel->obj, *v);
 		if (probe_variant_loaded(p, &tries, *v, page_faults_bpf__load(pp->skel)))
 			break;
 	}
-	if (!p->variant)
+	if (!p->variant) {
+		python_procs_free(py);
 		return probe_no_variant(&tries, "page faults", err);
-	if (copy) {
+	}
+	if (copy || py_walk) {
 		pp->sampler = stack_sampler_new(bpf_map__fd(pp->skel->maps.stacks), dwarf, leaf_fixup,
 						(size_t)probe_opt(p, "max_stack_counts"), NULL, 0, 0, p->files);
+		stack_sampler_python_start(pp->sampler, py, bpf_map__fd(pp->skel->maps.py_procs),
+					   p->cfg.filter.pid);
 		if (stack_sampler_open_ring(pp->sampler, bpf_map__fd(pp->skel->maps.samples)))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
 					 strerror(errno));

@@ -154,10 +154,12 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 	     key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	if (copy_bytes && key.by != WAKE_BY_KERNEL && key.user_stack_id != -EFAULT) {
+	if ((copy_bytes || py_walk) && key.by != WAKE_BY_KERNEL &&
+	    key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 					  key.waker_tgid, key.comm, key.user_stack_id,
-					  key.kernel_stack_id, ns, key.by, 0) == 0) {
+					  key.kernel_stack_id, ns, key.by, 0,
+					  DIAG_PY_MAPS_ARGS) == 0) {
 			diag_stat_inc(&stats, WAKE_STAT_SENT);
 			return 0;
 		}

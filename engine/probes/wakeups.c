@@ -20,6 +20,7 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "diag_unwind.h"
+#include "python.h"
 #include "stack_sampler.h"
 #include "stacks.h"
 #include "wakeups.h"
@@ -50,6 +51,7 @@ static const struct option_spec wake_options[] = {
 	  .bytes_per_entry = sizeof(struct wake_key) + sizeof(struct wake_val) + 64,
 	  .help = "distinct (waker, stacks, kind) timed" },
 	STACK_SAMPLER_OPTIONS("each wakeup (the waker's)", 2048),
+	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 in N wakeups at random and scale (raised by the pre-flight under degrade: sample)" },
@@ -67,6 +69,10 @@ static int wake_load(struct probe *p, struct diag_err *err)
 	struct variant_tries tries = { "" };
 	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind")) &&
 		     probe_opt(p, "user_stacks");
+	bool py_walk;
+	struct python_procs *py = stack_sampler_python_plan(
+		probe_opt(p, "python_frames") && probe_opt(p, "user_stacks"), p->cfg.filter.pid,
+		dwarf ? (uint32_t)probe_opt(p, "stack_bytes") : 0, p->files, &py_walk);
 
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		if (!(wp->skel = wakeups_skel_open(p, err)))
@@ -75,7 +81,8 @@ static int wake_load(struct probe *p, struct diag_err *err)
 		wp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
 		wp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
 		wp->skel->rodata->copy_bytes = dwarf ? (__u32)probe_opt(p, "stack_bytes") : 0;
-		uint32_t ring = stack_sampler_ring_size(dwarf ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
+		wp->skel->rodata->py_walk = py_walk;
+		uint32_t ring = stack_sampler_ring_size(dwarf || py_walk ? probe_opt(p, "ring_buffer_kib") * 1024 : 0);
 		bpf_map__set_max_entries(wp->skel->maps.samples, ring);
 		wp->skel->rodata->wake_bytes = ring / 4;
 		bpf_map__set_max_entries(wp->skel->maps.blocked, (__u32)probe_opt(p, "max_threads"));
@@ -86,12 +93,15 @@ static int wake_load(struct probe *p, struct diag_err *err)
 		if (probe_variant_loaded(p, &tries, *v, wakeups_bpf__load(wp->skel)))
 			goto loaded;
 	}
+	python_procs_free(py);
 	return probe_no_variant(&tries, "wakeups", err);
 loaded:
-	if (!dwarf)
+	if (!dwarf && !py_walk)
 		return 0;
-	wp->sampler = stack_sampler_new(bpf_map__fd(wp->skel->maps.stacks), true, false,
+	wp->sampler = stack_sampler_new(bpf_map__fd(wp->skel->maps.stacks), dwarf, false,
 					(size_t)probe_opt(p, "max_stack_counts"), by_names, WAKE_BY_NR, 0, p->files);
+	stack_sampler_python_start(wp->sampler, py, bpf_map__fd(wp->skel->maps.py_procs),
+				   p->cfg.filter.pid);
 	if (stack_sampler_open_ring(wp->sampler, bpf_map__fd(wp->skel->maps.samples)))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the wakeups ring buffer: %s",
 				 strerror(errno));

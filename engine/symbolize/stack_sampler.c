@@ -12,8 +12,18 @@
 
 #include "diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
 #include "diag_bpf.h"
+#include "python.h"
 #include "unwind.h"
 #include "util.h"
+
+#include <bpf/bpf.h>
+
+/* The Python frames a thread sent before its sample. */
+#define PY_SLOTS 64
+struct py_slot {
+	uint32_t tid, n, flags;
+	struct diag_py_frame f[DIAG_PY_MAX_FRAMES];
+};
 
 /* One distinct fixed stack: its addresses (leaf first) and where each came from. */
 struct srow {
@@ -50,6 +60,12 @@ struct stack_sampler {
 	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
 	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed, dwarf_spliced;
 	uint64_t unweighed; /* samples whose weight never came (replaced by the thread's next) */
+	/* Python frames (diag_python.h): the processes looked at, the probe's py_procs map, the
+	 * latest record of each thread (by tid modulo PY_SLOTS) waiting for its sample */
+	struct python_procs *py;
+	int py_map_fd;
+	struct py_slot *py_slots;
+	uint64_t py_samples, py_frames, py_cut, py_no_tstate, py_bad_read, py_lost, py_unplaced;
 	uint64_t drain_until; /* a bounded drain stops reading records at this mono_ns(); 0: none */
 };
 
@@ -81,6 +97,8 @@ void stack_sampler_free(struct stack_sampler *s)
 		return;
 	ring_buffer__free(s->ring); /* NULL is fine */
 	unwinder_free(s->unw);
+	python_procs_free(s->py);
+	free(s->py_slots);
 	for (size_t i = 0; i < s->n_rows; i++) {
 		free(s->rows[i].ips);
 		free(s->rows[i].from);
@@ -369,6 +387,147 @@ static size_t splice_fp(struct stack_sampler *s, const struct diag_user_sample *
 	return n;
 }
 
+/* ---- Python frames ------------------------------------------------------------------------- */
+
+void stack_sampler_set_python(struct stack_sampler *s, struct python_procs *py, int py_map_fd)
+{
+	s->py = py;
+	s->py_map_fd = py_map_fd;
+	if (py && !s->py_slots)
+		s->py_slots = xcalloc(PY_SLOTS, sizeof(*s->py_slots));
+}
+
+int stack_sampler_python_add(struct stack_sampler *s, int tgid)
+{
+	struct diag_py_proc proc;
+	if (!s->py || tgid <= 0 || python_procs_probe(s->py, tgid, &proc) != 1)
+		return 0;
+	__u32 key = (__u32)tgid;
+	return bpf_map_update_elem(s->py_map_fd, &key, &proc, BPF_ANY) ? -1 : 1;
+}
+
+struct python_procs *stack_sampler_python_plan(bool option, int pid, uint32_t copy_bytes,
+					       struct tfile_reader *files, bool *py_walk)
+{
+	*py_walk = false;
+	if (!option)
+		return NULL;
+	struct python_procs *py = python_procs_new(files);
+	*py_walk = copy_bytes > 0 || (pid > 0 && python_procs_probe(py, pid, NULL) == 1);
+	if (!*py_walk) {
+		python_procs_free(py);
+		return NULL;
+	}
+	return py;
+}
+
+void stack_sampler_python_start(struct stack_sampler *s, struct python_procs *py, int py_map_fd,
+				int pid)
+{
+	if (!s || !py) {
+		python_procs_free(py);
+		return;
+	}
+	stack_sampler_set_python(s, py, py_map_fd);
+	if (pid > 0)
+		stack_sampler_python_add(s, pid);
+}
+
+/* A thread's Python frames, kept for its sample that follows. */
+static void py_record(struct stack_sampler *s, const void *data, size_t size)
+{
+	const struct diag_py_rec *r = data;
+	size_t head = offsetof(struct diag_py_rec, f);
+	if (!s->py_slots || size < head) {
+		s->bad++;
+		return;
+	}
+	uint32_t n = r->n;
+	if (n > DIAG_PY_MAX_FRAMES)
+		n = DIAG_PY_MAX_FRAMES;
+	if (n > (size - head) / sizeof(r->f[0]))
+		n = (uint32_t)((size - head) / sizeof(r->f[0]));
+	struct py_slot *slot = &s->py_slots[r->tid % PY_SLOTS];
+	slot->tid = r->tid;
+	slot->n = n;
+	slot->flags = r->flags;
+	memcpy(slot->f, r->f, n * sizeof(r->f[0]));
+}
+
+/* The sample's native stack with its thread's Python frames in place of the evaluation loop's
+ * frames they ran in: the frames from the innermost up to the first of a C call of the loop
+ * replace the innermost loop frame, and so on outwards; frames left over (the native walk lost
+ * the outer loop frames) go after the last Python frame placed (after the native frames when
+ * none was). Returns the new number of frames. */
+static size_t py_splice(struct stack_sampler *s, const struct diag_user_sample *rec, uint64_t *ips,
+			uint8_t *from, size_t n)
+{
+	if (!(rec->flags & DIAG_SAMPLE_PY)) {
+		if (stack_sampler_python_add(s, (int)rec->tgid) == 1)
+			s->py_lost++; /* its frames come with its next samples */
+		return n;
+	}
+	struct py_slot *slot = &s->py_slots[rec->tid % PY_SLOTS];
+	if (slot->tid != rec->tid) {
+		s->py_lost++; /* replaced by another thread's before its sample came */
+		return n;
+	}
+	slot->tid = 0;
+	s->py_cut += (slot->flags & DIAG_PY_CUT) != 0;
+	s->py_no_tstate += (slot->flags & DIAG_PY_NO_TSTATE) != 0;
+	s->py_bad_read += (slot->flags & DIAG_PY_BAD_READ) != 0;
+	if (!slot->n)
+		return n;
+	s->py_samples++;
+	s->py_frames += slot->n;
+	uint64_t out[DIAG_STACK_DEPTH];
+	uint8_t out_from[DIAG_STACK_DEPTH];
+	size_t k = 0, g = 0, last_py = SIZE_MAX;
+	for (size_t i = 0; i < n && k < DIAG_STACK_DEPTH; i++) {
+		if (g >= slot->n || !python_procs_is_eval(s->py, (int)rec->tgid, ips[i])) {
+			out[k] = ips[i];
+			out_from[k++] = from[i];
+			continue;
+		}
+		while (g < slot->n && k < DIAG_STACK_DEPTH) {
+			bool entry = slot->f[g].code & DIAG_PY_FRAME_ENTRY;
+			out[k] = python_frame_pack(slot->f[g].code & ~7ull, slot->f[g].instr);
+			out_from[k++] = FRAME_PY;
+			g++;
+			if (entry)
+				break;
+		}
+		last_py = k;
+	}
+	if (g < slot->n) { /* outer Python frames whose loop frames the native walk missed */
+		s->py_unplaced++;
+		size_t at = last_py != SIZE_MAX ? last_py : k, left = slot->n - g;
+		if (at + left > DIAG_STACK_DEPTH)
+			left = DIAG_STACK_DEPTH - at;
+		size_t keep = k - at;
+		if (at + left + keep > DIAG_STACK_DEPTH)
+			keep = DIAG_STACK_DEPTH - at - left;
+		memmove(&out[at + left], &out[at], keep * sizeof(*out));
+		memmove(&out_from[at + left], &out_from[at], keep);
+		for (size_t j = 0; j < left; j++, g++) {
+			out[at + j] = python_frame_pack(slot->f[g].code & ~7ull, slot->f[g].instr);
+			out_from[at + j] = FRAME_PY;
+		}
+		k = at + left + keep;
+	}
+	memcpy(ips, out, k * sizeof(*ips));
+	memcpy(from, out_from, k);
+	return k;
+}
+
+/* Names the Python frames of a row (stacks.c's namer, for frames of origin FRAME_PY). */
+static int py_namer(void *arg, int tgid, uint64_t slot, char *buf, size_t len)
+{
+	uint64_t code, instr;
+	python_frame_unpack(slot, &code, &instr);
+	return python_frame_name(arg, tgid, code, instr, buf, len);
+}
+
 int stack_sampler_add(void *ctx, void *data, size_t size)
 {
 	struct stack_sampler *s = ctx;
@@ -380,6 +539,10 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 			s->bad++;
 		else if (stack_sampler_settle(s, w->tid, w->cookie, w->weight))
 			s->unweighed++; /* the sample was refused, or replaced */
+		return 0;
+	}
+	if (size >= sizeof(uint32_t) && rec->rec == DIAG_REC_PY) {
+		py_record(s, data, size);
 		return 0;
 	}
 	s->received++;
@@ -411,6 +574,8 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 	}
 	if (!n)
 		n = fp_stack(s, rec, &us, ips, from);
+	if (s->py)
+		n = py_splice(s, rec, ips, from, n);
 	char comm[sizeof(rec->comm) + 1];
 	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(rec->comm), rec->comm);
 	uint32_t tag = rec->tag < s->n_tags ? rec->tag : 0;
@@ -436,6 +601,8 @@ size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool 
 {
 	size_t refused = 0;
 	*weight = *count = *in_kernel_count = 0;
+	if (s->py)
+		stacks_set_namer(t, py_namer, s->py);
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct srow *r = &s->rows[i];
 		if (!r->count)
@@ -475,4 +642,14 @@ void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint
 	value_set_int(u, "dwarf_failed", (int64_t)s->dwarf_failed);
 	value_set_int(u, "dwarf_spliced", (int64_t)s->dwarf_spliced);
 	value_set_int(u, "unweighed", (int64_t)s->unweighed);
+	const char *runtime = python_procs_runtime(s->py);
+	if (runtime)
+		value_set_str(u, "python_runtime", runtime);
+	value_set_int(u, "python_samples", (int64_t)s->py_samples);
+	value_set_int(u, "python_frames_avg", (int64_t)(s->py_samples ? s->py_frames / s->py_samples : 0));
+	value_set_int(u, "python_cut", (int64_t)s->py_cut);
+	value_set_int(u, "python_no_thread_state", (int64_t)s->py_no_tstate);
+	value_set_int(u, "python_bad_reads", (int64_t)s->py_bad_read);
+	value_set_int(u, "python_lost", (int64_t)s->py_lost);
+	value_set_int(u, "python_unplaced", (int64_t)s->py_unplaced);
 }

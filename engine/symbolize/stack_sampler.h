@@ -92,6 +92,33 @@ bool stack_sampler_wants_dwarf(const char *user_unwind);
 	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
 		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
 
+/* Python frames (engine/probes/common/diag_python.h): py (owned from here) looks at the
+ * processes whose samples come, and those that run CPython go into the probe's py_procs map
+ * (py_map_fd), so that their next samples carry their Python frames; those frames replace the
+ * evaluation loop's native ones. Call once the probe's object is loaded. */
+struct python_procs;
+void stack_sampler_set_python(struct stack_sampler *s, struct python_procs *py, int py_map_fd);
+/* Before a probe's object loads: the Python detector for it (NULL without the python_frames
+ * option), and *py_walk, whether its BPF reads Python frames (the rodata py_walk): when the
+ * target pid runs CPython, or when samples stream anyway (copy_bytes > 0: the processes of a set
+ * are looked at as their samples come). */
+struct tfile_reader;
+struct python_procs *stack_sampler_python_plan(bool option, int pid, uint32_t copy_bytes,
+					       struct tfile_reader *files, bool *py_walk);
+/* Once loaded, with py from stack_sampler_python_plan (s NULL: py is freed): set_python, then
+ * the target pid (> 0) looked at now. */
+void stack_sampler_python_start(struct stack_sampler *s, struct python_procs *py, int py_map_fd,
+				int pid);
+/* The option that turns it off (STACK_SAMPLER_PYTHON_OPTION). */
+#define STACK_SAMPLER_PYTHON_OPTION                                                               \
+	{ .name = "python_frames", .type = OPT_BOOL, .dflt = 1, .max = 1,                         \
+	  .help = "CPython 3.11-3.13 targets: read the interpreter's frames in BPF and show "      \
+		  "\"function (file.py:line)\" in place of the evaluation loop's native frames" }
+
+/* Looks at process tgid now (before its first sample: the target of a --pid run): 1 when it runs
+ * CPython and is in the map, 0 when not, -1 when the map refused it. */
+int stack_sampler_python_add(struct stack_sampler *s, int tgid);
+
 /* One record from the ring buffer (libbpf's ring_buffer_sample_fn: ctx is the sampler): a
  * sample (struct diag_user_sample), or the weight of one sent earlier (struct diag_weight_rec). */
 int stack_sampler_add(void *ctx, void *data, size_t size);
@@ -146,6 +173,21 @@ void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint
 	{ "unwind.dwarf_spliced", RT_INTEGER, "samples", false,                                   \
 	  "dwarf: stopped at the end of the copy and continued by the frame-pointer walk" },      \
 	{ "unwind.unweighed", RT_INTEGER, "samples", false,                                       \
-	  "samples whose weight never came (e.g. off-CPU intervals under min_block_us)" }
+	  "samples whose weight never came (e.g. off-CPU intervals under min_block_us)" },         \
+	{ "unwind.python_runtime", RT_STRING, NULL, true,                                         \
+	  "the CPython the target runs (\"CPython 3.11.2\"), or why its frames are not read" },  \
+	{ "unwind.python_samples", RT_INTEGER, "samples", false,                                  \
+	  "samples whose Python frames were read (they replace the evaluation loop's)" },          \
+	{ "unwind.python_frames_avg", RT_INTEGER, "count", false, "Python frames per such sample" }, \
+	{ "unwind.python_cut", RT_INTEGER, "samples", false,                                      \
+	  "samples with more Python frames than were read (DIAG_PY_MAX_FRAMES)" },               \
+	{ "unwind.python_no_thread_state", RT_INTEGER, "samples", false,                          \
+	  "samples of a thread of a Python process that has no Python thread state" },           \
+	{ "unwind.python_bad_reads", RT_INTEGER, "samples", false,                                \
+	  "samples whose frame walk ended at memory it could not read" },                        \
+	{ "unwind.python_lost", RT_INTEGER, "samples", false,                                     \
+	  "samples of a Python process without their Python frames (before it was looked at)" },  \
+	{ "unwind.python_unplaced", RT_INTEGER, "samples", false,                                 \
+	  "samples with Python frames the native stack had no evaluation-loop frame for" }
 
 #endif

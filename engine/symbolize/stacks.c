@@ -35,7 +35,15 @@ struct stack_table {
 	const char *const *extra_names;
 	bool extra_max[STACKS_MAX_EXTRA];
 	size_t n_extra;
+	stacks_frame_namer namer; /* FRAME_PY frames; NULL: "[python]" */
+	void *namer_arg;
 };
+
+void stacks_set_namer(struct stack_table *t, stacks_frame_namer namer, void *arg)
+{
+	t->namer = namer;
+	t->namer_arg = arg;
+}
 
 struct stack_table *stacks_new(const struct collect_ctx *ctx, size_t max_rows)
 {
@@ -164,9 +172,11 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 	return n;
 }
 
-/* Names n addresses, leaf first, into f. */
+/* Names n addresses, leaf first, into f; frames whose origin (NULL: none) is FRAME_PY by the
+ * table's namer (t NULL: none). */
 static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
-			const uint64_t *ips, size_t n, bool kernel)
+			const uint64_t *ips, size_t n, bool kernel, const struct stack_table *t,
+			const uint8_t *origin, int tgid)
 {
 	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
 				   * instances would merge into one frame */
@@ -177,6 +187,12 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 		const char *sym = NULL;
 		if (kernel) {
 			sym = ctx && ctx->ksyms ? ksyms_lookup(ctx->ksyms, ips[i], NULL) : NULL;
+		} else if (origin && origin[i] == FRAME_PY) {
+			if (t && t->namer)
+				t->namer(t->namer_arg, tgid, ips[i], name, sizeof(name));
+			else
+				snprintf(name, sizeof(name), "[python]");
+			sym = name;
 		} else if (us) { /* below the leaf, frames are return addresses */
 			if (i)
 				usyms_symbolize_ret(us, ips[i], name, sizeof(name), NULL);
@@ -201,7 +217,7 @@ static void frames_read(struct frames *f, const struct collect_ctx *ctx, struct 
 			int stacks_fd, int32_t id, bool kernel)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel);
+	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel, NULL, NULL, 0);
 }
 
 int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *comm, int32_t user_stack_id,
@@ -224,7 +240,7 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const ch
 	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
 	if (!r)
 		return -1;
-	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false);
+	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false, t, origin, tgid);
 	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true);
 	bool all_fp = true;
 	for (size_t i = 0; origin && i < r->user.n; i++)

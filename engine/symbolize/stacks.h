@@ -53,6 +53,12 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const ch
 			int32_t kernel_stack_id, bool in_kernel, uint64_t weight, uint64_t count,
 			const char *tag);
 
+/* What names the frames of origin FRAME_PY (an interpreter's frames, packed into a slot by the
+ * sampler that read them: python.h) of process tgid, in rows added from now on: writes the name
+ * into buf, returns 1 when named. */
+typedef int (*stacks_frame_namer)(void *arg, int tgid, uint64_t slot, char *buf, size_t len);
+void stacks_set_namer(struct stack_table *t, stacks_frame_namer namer, void *arg);
+
 /* The same with frames already named, leaf first (at most DIAG_STACK_DEPTH of each are kept). */
 int stacks_add_frames(struct stack_table *t, const char *comm, const char *const *user,
 		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
@@ -93,7 +99,8 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 	{ "stacks[].tag", RT_STRING, NULL, true, "what else splits the stack (e.g. a task state)" }, \
 	{ "stacks[].user_from", RT_ARRAY, NULL, true,                                             \
 	  "where each user frame came from, when not all from the frame-pointer walk" },          \
-	{ "stacks[].user_from[]", RT_STRING, NULL, false, "fp, cfi (a leaf's caller) or dwarf" }
+	{ "stacks[].user_from[]", RT_STRING, NULL, false,                                        \
+	  "fp, cfi (a leaf's caller), dwarf, or python (a CPython frame: \"qualname (file:line)\")" }
 
 /* Frees a table that was not finished (NULL is fine). */
 void stacks_free(struct stack_table *t);

@@ -54,6 +54,7 @@ const char *frame_origin_name(enum frame_origin o)
 	switch (o) {
 	case FRAME_CFI: return "cfi";
 	case FRAME_DWARF: return "dwarf";
+	case FRAME_PY: return "python";
 	default: return "fp";
 	}
 }

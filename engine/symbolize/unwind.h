@@ -22,6 +22,7 @@ enum frame_origin {
 	FRAME_FP = 0, /* the kernel's frame-pointer walk (bpf_get_stackid) */
 	FRAME_CFI,    /* a frameless leaf's caller, from the CFI at the sampled address */
 	FRAME_DWARF,  /* a DWARF unwind of the copied stack */
+	FRAME_PY,     /* a Python frame read in BPF (python.h: not an address, a packed slot) */
 };
 const char *frame_origin_name(enum frame_origin o);
 

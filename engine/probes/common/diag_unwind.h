@@ -15,16 +15,19 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#include "diag_python.h"
 
 /* At most this much stack per sample; copied in pieces that never cross a page, so that the copy
  * ends at the top of the stack mapping (or a page not present) with what was readable before. */
 #define DIAG_MAX_STACK_BYTES 16384
 #define DIAG_PAGE 4096
 #define DIAG_SAMPLE_CUT 1 /* flags: the copy stopped before the bytes asked */
+#define DIAG_SAMPLE_PY 2  /* flags: a struct diag_py_rec of this thread came just before */
 
 /* The first word of every ring buffer record: which struct it is. */
 #define DIAG_REC_SAMPLE 1 /* struct diag_user_sample */
 #define DIAG_REC_WEIGHT 2 /* struct diag_weight_rec */
+/* 3: struct diag_py_rec (DIAG_REC_PY, diag_python.h) */
 
 struct diag_user_sample {
 	__u32 rec;             /* DIAG_REC_SAMPLE */
@@ -55,8 +58,12 @@ struct diag_weight_rec {
 /* What a probe that streams samples declares: the ring buffer `samples` (its size set from the
  * recipe before load) and the one-entry per-CPU `scratch` a sample is built in (too big for the
  * BPF stack), with the knobs the engine sets: copy_bytes of user stack per sample (0: no
- * streaming) and wake_bytes waiting before the engine is woken. */
+ * copy; no streaming unless py_walk) and wake_bytes waiting before the engine is woken; and the
+ * Python maps (diag_python.h: py_walk set, the samples of Python processes carry their Python
+ * frames). DIAG_PY_MAPS_ARGS passes those maps to the senders below. */
+#define DIAG_PY_MAPS_ARGS (py_walk ? (void *)&py_procs : (void *)0), &py_tstates, &py_scratch
 #define DIAG_UNWIND_MAPS                                                                          \
+	DIAG_PYTHON_MAPS;                                                                         \
 	const volatile __u32 copy_bytes = 0;                                                      \
 	const volatile __u64 wake_bytes = 1024;                                                   \
 	struct {                                                                                  \
@@ -121,10 +128,19 @@ diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *c
 }
 
 /* Outputs a filled sample through ring buffer rb, waking the engine only when wake_bytes are
- * waiting. 0, or -1 when the ring buffer refused it (full). */
+ * waiting; first, when py_procs is given (DIAG_PY_MAPS_ARGS) and holds the sample's process, the
+ * thread's Python frames (diag_python.h), the sample flagged DIAG_SAMPLE_PY when they went out.
+ * 0, or -1 when the ring buffer refused the sample (full). */
 static __always_inline int diag_output_user_sample(void *rb, struct diag_user_sample *s,
-						   __u64 wake_bytes)
+						   __u64 wake_bytes, void *py_procs,
+						   void *py_tstates, void *py_scratch)
 {
+	if (py_procs) {
+		struct diag_py_rec *py = diag_py_walk(py_procs, py_tstates, py_scratch, s->tgid,
+						      s->tid);
+		if (py && diag_py_output(rb, py) == 0)
+			s->flags |= DIAG_SAMPLE_PY;
+	}
 	__u64 size = __builtin_offsetof(struct diag_user_sample, stack) + s->stack_len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
@@ -133,18 +149,20 @@ static __always_inline int diag_output_user_sample(void *rb, struct diag_user_sa
 	return bpf_ringbuf_output(rb, s, size, wake) ? -1 : 0;
 }
 
-/* Sends one sample of the current task (diag_fill_user_sample, then diag_output_user_sample).
+/* Sends one sample of the current task (diag_fill_user_sample, then diag_output_user_sample,
+ * py_*: DIAG_PY_MAPS_ARGS).
  * Returns 0, or -1 when the ring buffer refused it (full) or scratch is missing: the caller
  * counts the sample its own way and says so in its stats. */
 static __always_inline int diag_send_user_sample(void *rb, void *scratch, __u32 copy_bytes,
 						 __u64 wake_bytes, __u32 tgid, const char *comm,
 						 __s32 user_stack_id, __s32 kernel_stack_id,
-						 __u64 weight, __u32 tag, __u64 cookie)
+						 __u64 weight, __u32 tag, __u64 cookie,
+						 void *py_procs, void *py_tstates, void *py_scratch)
 {
 	struct diag_user_sample *s = diag_fill_user_sample(scratch, copy_bytes, tgid, comm,
 							   user_stack_id, kernel_stack_id, weight,
 							   tag, cookie);
-	return s ? diag_output_user_sample(rb, s, wake_bytes) : -1;
+	return s ? diag_output_user_sample(rb, s, wake_bytes, py_procs, py_tstates, py_scratch) : -1;
 }
 
 /* Sends the weight of the sample thread tid sent with cookie. Returns 0, or -1 when the ring

@@ -1,0 +1,60 @@
+/* python.h — CPython processes, for stack probes that read Python frames in BPF
+ * (engine/probes/common/diag_python.h).
+ *
+ * Owns: whether a process runs CPython and which (its Py_Version, read from its memory; the
+ * mapped interpreter or libpython that holds _PyRuntime), the layout of that version's
+ * structures (a table made from each version's own headers, 3.13's checked against the debug
+ * offsets the interpreter carries at the start of _PyRuntime), where its evaluation loop is
+ * (_PyEval_EvalFrameDefault, whose native frames the Python ones replace), and the names of the
+ * frames the walk sent: a code object's qualified name, file and the line of the instruction,
+ * read from the process's memory (through tfile: a target cannot stall the run), cached per code
+ * object.
+ * Must not: guess a layout (a version not in the table is reported as such, and its samples keep
+ * their native frames), trust what it reads (lengths capped, string kinds checked, a code
+ * object's type checked against PyCode_Type), or print.
+ */
+#ifndef DIAG_PYTHON_H
+#define DIAG_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag_python.h"
+
+struct tfile_reader;
+struct python_procs;
+
+/* The processes looked at in one probe's run; files: how the target is read (not owned). */
+struct python_procs *python_procs_new(struct tfile_reader *files);
+void python_procs_free(struct python_procs *py);
+
+/* Looks at process tgid (once; later calls give the same answer): 1 and *out when it runs a
+ * CPython whose layout is known; 0 when it runs none; -1 when it runs one whose frames cannot be
+ * read (an unknown version, a free-threaded build, a runtime that cannot be read): why in
+ * python_procs_runtime. */
+int python_procs_probe(struct python_procs *py, int tgid, struct diag_py_proc *out);
+/* What the processes looked at run, in one line for the report ("CPython 3.11.2", "CPython 3.14.0:
+ * no known layout, native frames only", ...; the first Python process's), or NULL when none
+ * ran Python. */
+const char *python_procs_runtime(const struct python_procs *py);
+/* Whether addr is in the evaluation loop (_PyEval_EvalFrameDefault) of process tgid. */
+bool python_procs_is_eval(const struct python_procs *py, int tgid, uint64_t addr);
+
+/* A Python frame as one 64-bit stack slot (the sampler keeps frames as addresses): the code
+ * object (8-aligned, below 2^47) and the instruction's distance from it (below 2^20; else 0:
+ * no line). */
+uint64_t python_frame_pack(uint64_t code, uint64_t instr);
+void python_frame_unpack(uint64_t slot, uint64_t *code, uint64_t *instr);
+
+/* Writes the name of the frame (code, instr) of process tgid into buf: "qualname (file:line)",
+ * "qualname (file)" when the line is not known, or "[python 0xCODE]" when the code object
+ * cannot be read. Returns 1 when named from the code object, 0 otherwise. */
+int python_frame_name(struct python_procs *py, int tgid, uint64_t code, uint64_t instr, char *buf,
+		      size_t len);
+
+/* The line of the instruction at byte offset `offset` of a code object, by its location table
+ * (co_linetable, the format of 3.11 to 3.13) from first_line; -1 when the table gives none. */
+int python_linetable_line(const uint8_t *table, size_t len, int first_line, uint64_t offset);
+
+#endif
