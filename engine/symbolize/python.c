@@ -15,13 +15,6 @@
 
 /* ---- layouts -------------------------------------------------------------------------------- */
 
-/* What the user-space side reads: code objects, strings, bytes. */
-struct py_user_layout {
-	uint16_t co_filename, co_qualname, co_firstlineno, co_linetable, co_code_adaptive;
-	uint16_t ascii_data;   /* sizeof(PyASCIIObject): a compact ASCII string's characters */
-	uint16_t compact_data; /* sizeof(PyCompactUnicodeObject): a compact string's otherwise */
-};
-
 struct py_version_layout {
 	unsigned minor; /* 3.minor */
 	struct diag_py_layout bpf;
@@ -30,8 +23,8 @@ struct py_version_layout {
 
 /* From each version's headers (offsetof on x86-64, Py_BUILD_CORE: Include/internal/pycore_*.h,
  * Include/cpython/code.h); the same for every patch release of a minor version (3.11.2 and 3.11.7
- * checked). tests/unit/test_python.c compiles the same offsetof()s against the headers installed
- * on the machine and compares. */
+ * checked). tests/unit/test_python.c compares them with the offsetof()s of the headers installed
+ * on the machine (tests/unit/fixtures/pylayout.c, built by tests/unit/python.mk). */
 static const struct py_version_layout LAYOUTS[] = {
 	{ 11,
 	  { .runtime_interp_head = 40, .interp_threads_head = 16, .tstate_next = 8,
@@ -55,6 +48,17 @@ static const struct py_version_layout LAYOUTS[] = {
 	  { .co_filename = 112, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136,
 	    .co_code_adaptive = 200, .ascii_data = 40, .compact_data = 56 } },
 };
+
+bool python_layout(unsigned minor, struct diag_py_layout *bpf, struct py_user_layout *user)
+{
+	for (size_t i = 0; i < ARRAY_LEN(LAYOUTS); i++)
+		if (LAYOUTS[i].minor == minor) {
+			*bpf = LAYOUTS[i].bpf;
+			*user = LAYOUTS[i].user;
+			return true;
+		}
+	return false;
+}
 
 /* 3.13's _Py_DebugOffsets (the first bytes of _PyRuntime): cookie, version, free_threaded, then
  * runtime_state {size, finalizing, interpreters_head} and interpreter_state {size, id, next,

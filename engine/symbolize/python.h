@@ -53,6 +53,16 @@ void python_frame_unpack(uint64_t slot, uint64_t *code, uint64_t *instr);
 int python_frame_name(struct python_procs *py, int tgid, uint64_t code, uint64_t instr, char *buf,
 		      size_t len);
 
+/* What the user-space side reads of a version: code objects, strings (offsets in bytes). */
+struct py_user_layout {
+	uint16_t co_filename, co_qualname, co_firstlineno, co_linetable, co_code_adaptive;
+	uint16_t ascii_data;   /* sizeof(PyASCIIObject): a compact ASCII string's characters */
+	uint16_t compact_data; /* sizeof(PyCompactUnicodeObject): a compact string's otherwise */
+};
+/* The layout of CPython 3.minor (for tests: checked against that version's headers), or false
+ * when the table has none. */
+bool python_layout(unsigned minor, struct diag_py_layout *bpf, struct py_user_layout *user);
+
 /* The line of the instruction at byte offset `offset` of a code object, by its location table
  * (co_linetable, the format of 3.11 to 3.13) from first_line; -1 when the table gives none. */
 int python_linetable_line(const uint8_t *table, size_t len, int first_line, uint64_t offset);
