@@ -60,8 +60,14 @@
     select-only and TPC-B-like): transactions per second without it, with it, and with
     buffer_hits=false.
 
-BENCH_PARTS selects parts by number, A for 10 (default 123456789A: all; BENCH_PARTS=3 runs part 3
-only).
+11. Python frames (part B): the BPF run time per sample of high-cpu's on-CPU program at 999 Hz on
+    Debian's python3.11 running tests/workloads/py_service.py --hot (a stack of about 5 Python
+    frames), with python_frames on (the recipe's default) and off (a copy of the recipe), on the
+    C fixture cpu_burner (no Python: the map lookup that says so), and bpftrace's
+    `profile:hz:999 /pid == PID/ { @[ustack] = count(); }` on the same Python process.
+
+BENCH_PARTS selects parts by number, A for 10, B for 11 (default 123456789AB: all;
+BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
@@ -1231,6 +1237,82 @@ def part10_usdt(say):
 
 
 
+def prog_delta_named(before, mid, after, names):
+    """(BPF run time in ns, runs) between mid and after of the programs loaded since before whose
+    names start with one of names (None: any)."""
+    ns = runs = 0
+    for pid_, (name, cnt, rt) in after.items():
+        if pid_ in before or (names and not any(name.startswith(n) for n in names)):
+            continue
+        c0, r0 = mid.get(pid_, (name, 0, 0))[1:]
+        ns += rt - r0
+        runs += cnt - c0
+    return ns, runs
+
+
+def per_sample_ns(target_argv, tool_argv_of_pid, names, seconds=3.0):
+    """BPF ns per run of the tool's programs named names while target_argv runs."""
+    target = subprocess.Popen(target_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tool = None
+    try:
+        time.sleep(0.5)
+        before = prog_stats()
+        tool = subprocess.Popen(tool_argv_of_pid(target.pid), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(2.0)  # loaded, attached, past the pre-flight
+        mid = prog_stats()
+        time.sleep(seconds)
+        ns, runs = prog_delta_named(before, mid, prog_stats(), names)
+        return (ns / runs if runs else float("nan")), runs
+    finally:
+        stop_tool(tool)
+        target.kill()
+        target.wait()
+
+
+def part11_python(say):
+    """11. Python frames: BPF cost per on-CPU sample with and without the frame walk."""
+    py = "/usr/bin/python3.11"
+    if not os.access(py, os.X_OK):
+        say("\n## 11. Python frames: skipped (no /usr/bin/python3.11)")
+        return
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    os.chmod(tmp, 0o755)
+    try:
+        d = os.path.join(tmp, "recipes")
+        os.makedirs(d)
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+        src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
+        with open(os.path.join(d, "high-cpu.yaml"), "w") as f:
+            f.write(src.replace("python_frames: true", "python_frames: false"))
+        svc = [py, os.path.join(ROOT, "tests", "workloads", "py_service.py"), "--hot"]
+        burner = [os.path.join(WL, "cpu_burner")]
+        ours = os.path.join(ROOT, "recipes")
+        diag = lambda extra: (lambda pid: [DIAG, "high-cpu", "--pid", str(pid), "--duration", "8",
+                                           "--param", "hz=999", "--json"] + extra)
+        fd = bpf_enable_stats()
+        rows = []
+        try:
+            for label, target, argv in (
+                    ("diagnose, python_frames on (python3.11)", svc, diag(["--recipes", ours])),
+                    ("diagnose, python_frames off (python3.11)", svc, diag(["--recipes", d])),
+                    ("diagnose on a C program (cpu_burner)", burner, diag(["--recipes", ours])),
+                    ("bpftrace profile:hz:999 @[ustack] (python3.11)", svc,
+                     lambda pid: ["bpftrace", "-e", f"profile:hz:999 /pid == {pid}/ {{ @[ustack] = count(); }}"])):
+                names = None if label.startswith("bpftrace") else ["on_cpu_sample"]
+                vals = [per_sample_ns(target, argv, names) for _ in range(min(RUNS, 3))]
+                rows.append((label, median([v[0] for v in vals]), median([v[1] for v in vals])))
+        finally:
+            os.close(fd)
+        say("\n## 11. Python frames: BPF run time per on-CPU sample (999 Hz, 3 s, run-time statistics)")
+        say("| configuration | ns per sample | samples |")
+        say("|---|---:|---:|")
+        for label, ns, runs in rows:
+            say(f"| {label} | {ns:.0f} | {runs:.0f} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -1250,11 +1332,11 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456789A")
+    parts = os.environ.get("BENCH_PARTS", "123456789AB")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
-                    ("9", part9_peer_wait), ("A", part10_usdt)):
+                    ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python)):
         if n in parts:
             part(say)
 
