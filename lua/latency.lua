@@ -141,7 +141,7 @@ end
 local function where(c)
   local top = naming_stack(c)
   local own, caller
-  if top then own, caller = waits.own_frame(top.user) end
+  if top then own, caller = waits.own_frame(top.user, top.user_from) end
   if not own then return "", nil end
   return " in " .. (caller and (diag.fn(caller) .. " → ") or "") .. diag.fn(own), own
 end
@@ -199,7 +199,7 @@ local function lock_holder()
   if not wakers then return nil end
   for _, s in ipairs(wakers.stacks or {}) do -- heaviest first
     if s.tag == "same-process" and diag.any_frame(s.user, waits.UNLOCK) then
-      return { fn = waits.own_frame(s.user), path = diag.user_path(s.user), ns = s.weight, count = s.count,
+      return { fn = waits.own_frame(s.user, s.user_from), path = diag.user_path(s.user), ns = s.weight, count = s.count,
         comm = s.comm }
     end
   end

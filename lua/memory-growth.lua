@@ -209,7 +209,7 @@ local function leak_verdicts()
   local found = diag.lines()
   for i = 1, math.min(#leaks, 3) do
     local l, s = leaks[i], leaks[i].s
-    local own = own_frame(s.user)
+    local own = lang.own_frame(s) or own_frame(s.user)
     local name = diag.fn(own or (s.user or {})[1] or "?")
     local ev, title, rate
     if l.grown then
@@ -288,7 +288,7 @@ local function growth_outside_heap()
   local own
   local top = faults and (faults.stacks or {})[1]
   if top then
-    own = own_frame(top.user)
+    own = lang.own_frame(top) or own_frame(top.user)
     ev:add("New pages are first touched in %s: %s of %s of page faults (%s)", diag.fn(own or (top.user or {})[1] or "?"),
       diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top))
   end
@@ -319,7 +319,7 @@ end
 local function growth_without_allocs()
   if not (growing and not allocs and faults and (faults.stacks or {})[1]) then return nil end
   local top = faults.stacks[1]
-  local own = own_frame(top.user)
+  local own = lang.own_frame(top) or own_frame(top.user)
   return (diag.verdict("growth", "warning",
     string.format("Memory grows %s; new pages are first touched in %s", diag.fmt_byte_rate(rss_rate), diag.fn(own or (top.user or {})[1] or "?")),
     { rss_line(), string.format("%s of %s of page faults on %s", diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top)),

@@ -116,7 +116,8 @@ local function rate(name) return window > 0 and class[name].count / window or 0 
 -- it, ": WORDS" (the wait table's).
 local function in_own(name)
   if class[name].match then return ": " .. waits.describe(class[name].match) end
-  local own = waits.own_frame(class[name].top and class[name].top.user)
+  local top = class[name].top
+  local own = waits.own_frame(top and top.user, top and top.user_from)
   return own and (", in " .. diag.fn(own)) or ""
 end
 

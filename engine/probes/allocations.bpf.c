@@ -18,6 +18,7 @@
 #include <bpf/bpf_tracing.h>
 #include "diag_bpf.h"
 #include "allocations.h"
+#include "diag_python.h"
 
 /* The allocator is glibc's: a block's usable size is in the chunk header before it (size | flags;
  * the size counts the 8-byte header, mmapped chunks another 8). */
@@ -40,9 +41,18 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192); /* set from the recipe before load */
-	__type(key, __s32);        /* user stack id */
+	__type(key, struct alloc_site_key);
 	__type(value, struct alloc_site);
 } sites SEC(".maps");
+
+/* A CPython target (py_walk): the Python frames of each allocation, by their hash. */
+DIAG_PYTHON_MAPS;
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192); /* set from the recipe before load (max_stacks) */
+	__type(key, __u64);
+	__type(value, struct diag_py_rec);
+} py_stacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -99,7 +109,7 @@ static __always_inline __u64 free_block(__u64 addr)
 		return 0;
 	}
 	__u64 size = b->size;
-	__s32 sid = b->stack_id;
+	struct alloc_site_key sid = b->site;
 	if (bpf_map_delete_elem(&blocks, &addr)) /* another CPU freed it meanwhile */
 		return 0;
 	count(ALLOC_C_FREES_MATCHED);
@@ -117,20 +127,29 @@ static __always_inline __u64 free_block(__u64 addr)
 static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s64 growth)
 {
 	struct alloc_block b = { .size = size, .ts = bpf_ktime_get_ns() };
-	b.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (b.stack_id < 0)
+	b.site.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (b.site.stack_id < 0)
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
+	if (py_walk) { /* the uretprobe runs in the allocating thread: its Python frames */
+		__u64 id = bpf_get_current_pid_tgid();
+		struct diag_py_rec *py = diag_py_walk(&py_procs, &py_tstates, &py_scratch, id >> 32,
+						      (__u32)id);
+		if (py && py->hash) {
+			b.site.py_id = py->hash;
+			bpf_map_update_elem(&py_stacks, &b.site.py_id, py, BPF_NOEXIST);
+		}
+	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	if (bpf_map_update_elem(&blocks, &addr, &b, BPF_ANY)) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL); /* not tracked: its free will be unknown */
 		return;
 	}
-	struct alloc_site *s = bpf_map_lookup_elem(&sites, &b.stack_id);
+	struct alloc_site *s = bpf_map_lookup_elem(&sites, &b.site);
 	if (!s) {
 		struct alloc_site zero = {};
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-		bpf_map_update_elem(&sites, &b.stack_id, &zero, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&sites, &b.stack_id);
+		bpf_map_update_elem(&sites, &b.site, &zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&sites, &b.site);
 		if (!s) {
 			count(ALLOC_C_SITES_FULL);
 			return;

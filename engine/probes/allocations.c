@@ -28,7 +28,10 @@
 #include "allocations.skel.h"
 #include "stacks.h"
 #include "procfs.h"
+#include "python.h"
+#include "stack_sampler.h"
 #include "tfile.h"
+#include "unwind.h"
 #include "usyms.h"
 
 #define MAX_MAPPED_FILES 64
@@ -56,6 +59,7 @@ struct alloc_priv {
 	bool found[N_FUNCS];
 	uint64_t offset[N_FUNCS];
 	uint64_t detached_ns;
+	struct python_procs *py;  /* a CPython target: its Python frames (NULL: none) */
 };
 
 PROBE_BPF_SKELETON(allocations)
@@ -65,12 +69,13 @@ static const struct option_spec alloc_options[] = {
 	  .min = 1024, .max = 1u << 24, .bytes_per_entry = 8 + sizeof(struct alloc_block) + 64,
 	  .help = "outstanding blocks tracked at once; more are counted in `dropped`, not tracked" },
 	{ .name = "max_sites", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
-	  .min = 64, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct alloc_site) + 64,
+	  .min = 64, .max = 1u << 20,
+	  .bytes_per_entry = sizeof(struct alloc_site_key) + sizeof(struct alloc_site) + 64,
 	  .help = "distinct allocating stacks counted" },
 	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(__u32) + DIAG_STACK_DEPTH * sizeof(__u64),
-	  .help = "distinct stacks kept" },
+	  .help = "distinct stacks kept (native; as many Python stacks for a CPython target)" },
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct alloc_pending) + 64,
 	  .help = "threads inside an allocating call at once" },
@@ -78,6 +83,7 @@ static const struct option_spec alloc_options[] = {
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 allocation in N at random and scale (raised by the pre-flight under "
 		  "degrade: sample; every call still traps into the uprobe)" },
+	STACK_SAMPLER_PYTHON_OPTION,
 };
 
 static const char *const alloc_variants[] = { "uprobe", NULL };
@@ -200,9 +206,21 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 	bpf_map__set_max_entries(ap->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	bpf_map__set_max_entries(ap->skel->maps.pending, (__u32)probe_opt(p, "max_threads"));
 	ap->skel->rodata->glibc_chunks = is_libc(ap->path);
+	struct diag_py_proc proc;
+	bool py_walk = false;
+	if (probe_opt(p, "python_frames")) {
+		ap->py = python_procs_new(p->files);
+		py_walk = python_procs_probe(ap->py, pid, &proc) == 1;
+	}
+	ap->skel->rodata->py_walk = py_walk;
+	/* a Python stack (1 KiB) per distinct one, only for a CPython target */
+	bpf_map__set_max_entries(ap->skel->maps.py_stacks, py_walk ? (__u32)probe_opt(p, "max_stacks") : 1);
 	int rc = allocations_bpf__load(ap->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
+	__u32 key = (__u32)pid;
+	if (py_walk && bpf_map_update_elem(bpf_map__fd(ap->skel->maps.py_procs), &key, &proc, BPF_ANY))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "the Python process map: %s", strerror(errno));
 	p->variant = "uprobe";
 	return 0;
 }
@@ -258,6 +276,8 @@ static void alloc_destroy(struct probe *p)
 	if (ap->file_fd >= 0) /* load ran first: it sets -1 before anything can fail */
 		close(ap->file_fd);
 	ap->file_fd = -1;
+	python_procs_free(ap->py);
+	ap->py = NULL;
 	probe_bpf_destroy(p);
 }
 
@@ -284,10 +304,37 @@ static uint64_t counter_sum(int fd, __u32 slot, int ncpus)
 	return sum;
 }
 
-/* Ages of the outstanding blocks of one stack id. */
+/* Ages of the outstanding blocks of one site, in an open-addressing table by site key. */
 struct site_age {
+	struct alloc_site_key key;
+	bool used;
 	uint64_t old_count, old_bytes, oldest_ts;
 };
+
+static size_t site_slot(const struct site_age *ages, size_t size, const struct alloc_site_key *k)
+{
+	uint64_t h = ((uint64_t)(uint32_t)k->stack_id * 0x9e3779b97f4a7c15ull) ^ k->py_id;
+	size_t i = (size_t)(h ^ h >> 29) & (size - 1);
+	while (ages[i].used && (ages[i].key.stack_id != k->stack_id || ages[i].key.py_id != k->py_id))
+		i = (i + 1) & (size - 1);
+	return i;
+}
+
+/* The native stack of site k with its Python frames (py_stacks, read into rec) spliced in: 0
+ * and ips/from/n, or -1 when the site has no Python frames (or they are gone). */
+static int site_python_stack(struct alloc_priv *ap, int pid, int stacks_fd, const struct alloc_site_key *k,
+			     struct diag_py_rec *rec, uint64_t *ips, uint8_t *from, size_t *n)
+{
+	if (!ap->py || !k->py_id ||
+	    bpf_map_lookup_elem(bpf_map__fd(ap->skel->maps.py_stacks), &k->py_id, rec))
+		return -1;
+	size_t native = stacks_read_ids(stacks_fd, k->stack_id, ips);
+	memset(from, FRAME_FP, native);
+	bool unplaced;
+	uint32_t nf = rec->n < DIAG_PY_MAX_FRAMES ? rec->n : DIAG_PY_MAX_FRAMES;
+	*n = python_splice(ap->py, pid, rec->f, nf, ips, from, native, DIAG_STACK_DEPTH, &unplaced);
+	return 0;
+}
 
 enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
        X_REALLOC_GROWTH, X_NR };
@@ -307,7 +354,6 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
 	int ncpus = libbpf_num_possible_cpus();
 	uint64_t scale = probe_opt(p, "sample_every");
-	size_t max_stacks = bpf_map__max_entries(ap->skel->maps.stacks);
 	(void)err;
 	if (scale < 1)
 		scale = 1;
@@ -318,7 +364,10 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	uint64_t window_ns = ctx->wall_s > 0 ? (uint64_t)(ctx->wall_s * 1e9) : 0;
 	uint64_t end = ap->detached_ns, mid = end - window_ns / 2;
 
-	struct site_age *ages = xcalloc(max_stacks + 1, sizeof(*ages)); /* [max_stacks]: no stack */
+	size_t ages_size = 64;
+	while (ages_size < 2 * (size_t)bpf_map__max_entries(ap->skel->maps.sites))
+		ages_size *= 2;
+	struct site_age *ages = xcalloc(ages_size, sizeof(*ages));
 	uint64_t out_bytes = 0, out_count = 0, old_bytes = 0, old_count = 0;
 	__u64 keys[2], *prev = NULL, *next = &keys[0];
 	while (bpf_map_get_next_key(blocks_fd, prev, next) == 0) {
@@ -327,7 +376,9 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 		next = next == &keys[0] ? &keys[1] : &keys[0];
 		if (bpf_map_lookup_elem(blocks_fd, prev, &b))
 			continue;
-		size_t i = b.stack_id >= 0 && (size_t)b.stack_id < max_stacks ? (size_t)b.stack_id : max_stacks;
+		size_t i = site_slot(ages, ages_size, &b.site);
+		ages[i].used = true;
+		ages[i].key = b.site;
 		out_bytes += b.size;
 		out_count++;
 		if (b.ts < mid) {
@@ -343,22 +394,33 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(ap->skel->maps.sites));
 	stacks_set_extra(table, extra_names, extra_max, X_NR);
 	uint64_t allocs = 0, alloc_bytes = 0;
-	__s32 sids[2], *sprev = NULL, *snext = &sids[0];
+	struct diag_py_rec *py_rec = ap->py ? xmalloc(sizeof(*py_rec)) : NULL;
+	if (ap->py)
+		stacks_set_namer(table, python_stack_namer, ap->py);
+	struct alloc_site_key sids[2], *sprev = NULL, *snext = &sids[0];
 	while (bpf_map_get_next_key(sites_fd, sprev, snext) == 0) {
 		struct alloc_site s;
 		sprev = snext;
 		snext = snext == &sids[0] ? &sids[1] : &sids[0];
 		if (bpf_map_lookup_elem(sites_fd, sprev, &s))
 			continue;
-		__s32 sid = *sprev;
-		const struct site_age *a = &ages[sid >= 0 && (size_t)sid < max_stacks ? (size_t)sid : max_stacks];
+		struct alloc_site_key sid = *sprev;
+		const struct site_age *a = &ages[site_slot(ages, ages_size, &sid)];
 		char comm[sizeof(s.comm) + 1];
 		snprintf(comm, sizeof(comm), "%s", s.comm);
 		allocs += s.allocs;
 		alloc_bytes += s.alloc_bytes;
-		if (stacks_add_ids(table, stacks_fd, p->cfg.filter.pid, comm, sid, -1, false,
-				   (uint64_t)(s.bytes > 0 ? s.bytes : 0) * scale,
-				   (uint64_t)(s.count > 0 ? s.count : 0) * scale, NULL))
+		uint64_t weight = (uint64_t)(s.bytes > 0 ? s.bytes : 0) * scale;
+		uint64_t count = (uint64_t)(s.count > 0 ? s.count : 0) * scale;
+		uint64_t ips[DIAG_STACK_DEPTH];
+		uint8_t from[DIAG_STACK_DEPTH];
+		size_t n;
+		int added = site_python_stack(ap, p->cfg.filter.pid, stacks_fd, &sid, py_rec, ips, from, &n) == 0
+				    ? stacks_add_user_ips(table, stacks_fd, p->cfg.filter.pid, comm, ips, from,
+							  n, -1, false, weight, count, NULL)
+				    : stacks_add_ids(table, stacks_fd, p->cfg.filter.pid, comm, sid.stack_id, -1,
+						     false, weight, count, NULL);
+		if (added)
 			continue;
 		uint64_t x[X_NR] = {
 			[X_ALLOCS] = s.allocs * scale, [X_ALLOC_BYTES] = s.alloc_bytes * scale,
@@ -370,6 +432,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 		stacks_last_extra(table, x);
 	}
 	free(ages);
+	free(py_rec);
 
 	struct value *res = value_obj();
 	value_set_str(res, "allocator", ap->path);

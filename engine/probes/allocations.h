@@ -37,12 +37,18 @@ struct alloc_pending {
 	__u32 sampled; /* record the block (1-in-N sampling decided at entry) */
 };
 
+/* Where blocks were allocated: the native user stack, and the Python frames above it. */
+struct alloc_site_key {
+	__s32 stack_id; /* user stack at the return (bpf_get_stackid), < 0: none */
+	__u32 pad;
+	__u64 py_id;    /* the Python frames' hash (a key of py_stacks), 0: none */
+};
+
 /* One outstanding block, by address. */
 struct alloc_block {
 	__u64 size;
 	__u64 ts;       /* bpf_ktime_get_ns() at the return of the allocating call */
-	__s32 stack_id; /* user stack at the return (bpf_get_stackid), < 0: none */
-	__u32 pad;
+	struct alloc_site_key site;
 };
 
 /* Per user stack: what it allocated in the window and what of it is still outstanding. */

@@ -11,6 +11,7 @@
 
 #include "procfs.h"
 #include "tfile.h"
+#include "unwind.h"
 #include "util.h"
 
 /* ---- layouts -------------------------------------------------------------------------------- */
@@ -562,3 +563,57 @@ int python_frame_name(struct python_procs *py, int tgid, uint64_t code, uint64_t
 		snprintf(buf, len, "%s (%s)", c->qualname, file);
 	return 1;
 }
+
+size_t python_splice(const struct python_procs *py, int tgid, const struct diag_py_frame *f,
+		     uint32_t nf, uint64_t *ips, uint8_t *from, size_t n, size_t max, bool *unplaced)
+{
+	uint64_t *out = xmalloc((max ? max : 1) * sizeof(*out));
+	uint8_t *out_from = xmalloc(max ? max : 1);
+	size_t k = 0, g = 0, last_py = SIZE_MAX;
+	*unplaced = false;
+	for (size_t i = 0; i < n && k < max; i++) {
+		if (g >= nf || !python_procs_is_eval(py, tgid, ips[i])) {
+			out[k] = ips[i];
+			out_from[k++] = from[i];
+			continue;
+		}
+		while (g < nf && k < max) {
+			bool entry = f[g].code & DIAG_PY_FRAME_ENTRY;
+			out[k] = python_frame_pack(f[g].code & ~7ull, f[g].instr);
+			out_from[k++] = FRAME_PY;
+			g++;
+			if (entry)
+				break;
+		}
+		last_py = k;
+	}
+	if (g < nf) { /* outer Python frames whose loop frames the native walk missed */
+		*unplaced = true;
+		size_t at = last_py != SIZE_MAX ? last_py : k, left = nf - g;
+		if (at + left > max)
+			left = max - at;
+		size_t keep = k - at;
+		if (at + left + keep > max)
+			keep = max - at - left;
+		memmove(&out[at + left], &out[at], keep * sizeof(*out));
+		memmove(&out_from[at + left], &out_from[at], keep);
+		for (size_t j = 0; j < left; j++, g++) {
+			out[at + j] = python_frame_pack(f[g].code & ~7ull, f[g].instr);
+			out_from[at + j] = FRAME_PY;
+		}
+		k = at + left + keep;
+	}
+	memcpy(ips, out, k * sizeof(*ips));
+	memcpy(from, out_from, k);
+	free(out);
+	free(out_from);
+	return k;
+}
+
+int python_stack_namer(void *arg, int tgid, uint64_t slot, char *buf, size_t len)
+{
+	uint64_t code, instr;
+	python_frame_unpack(slot, &code, &instr);
+	return python_frame_name(arg, tgid, code, instr, buf, len);
+}
+

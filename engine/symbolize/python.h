@@ -47,6 +47,19 @@ bool python_procs_is_eval(const struct python_procs *py, int tgid, uint64_t addr
 uint64_t python_frame_pack(uint64_t code, uint64_t instr);
 void python_frame_unpack(uint64_t slot, uint64_t *code, uint64_t *instr);
 
+/* A native user stack (ips, leaf first, n of at most max, with each frame's origin: enum
+ * frame_origin of unwind.h) of process tgid with its thread's Python frames f[0..nf) (innermost
+ * first, as the BPF walk sent them) in place of the evaluation loop's frames they ran in: the
+ * frames from the innermost up to the first of a C call of the loop replace the innermost
+ * _PyEval_EvalFrameDefault frame, and so on outwards; frames left over (the native walk lost the
+ * outer loop frames: an interpreter without frame pointers) go after the last Python frame
+ * placed, or after the native frames when none was (*unplaced set). Python frames are packed
+ * slots of origin FRAME_PY (python_stack_namer names them). Returns the new number of frames. */
+size_t python_splice(const struct python_procs *py, int tgid, const struct diag_py_frame *f,
+		     uint32_t nf, uint64_t *ips, uint8_t *from, size_t n, size_t max, bool *unplaced);
+/* Names a packed Python frame of process tgid (stacks.h's stacks_frame_namer; arg: the python_procs). */
+int python_stack_namer(void *arg, int tgid, uint64_t slot, char *buf, size_t len);
+
 /* Writes the name of the frame (code, instr) of process tgid into buf: "qualname (file:line)",
  * "qualname (file)" when the line is not known, or "[python 0xCODE]" when the code object
  * cannot be read. Returns 1 when named from the code object, 0 otherwise. */

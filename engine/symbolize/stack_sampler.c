@@ -454,11 +454,8 @@ static void py_record(struct stack_sampler *s, const void *data, size_t size)
 	memcpy(slot->f, r->f, n * sizeof(r->f[0]));
 }
 
-/* The sample's native stack with its thread's Python frames in place of the evaluation loop's
- * frames they ran in: the frames from the innermost up to the first of a C call of the loop
- * replace the innermost loop frame, and so on outwards; frames left over (the native walk lost
- * the outer loop frames) go after the last Python frame placed (after the native frames when
- * none was). Returns the new number of frames. */
+/* The sample's native stack with its thread's Python frames (python_splice). Returns the new
+ * number of frames. */
 static size_t py_splice(struct stack_sampler *s, const struct diag_user_sample *rec, uint64_t *ips,
 			uint8_t *from, size_t n)
 {
@@ -480,52 +477,11 @@ static size_t py_splice(struct stack_sampler *s, const struct diag_user_sample *
 		return n;
 	s->py_samples++;
 	s->py_frames += slot->n;
-	uint64_t out[DIAG_STACK_DEPTH];
-	uint8_t out_from[DIAG_STACK_DEPTH];
-	size_t k = 0, g = 0, last_py = SIZE_MAX;
-	for (size_t i = 0; i < n && k < DIAG_STACK_DEPTH; i++) {
-		if (g >= slot->n || !python_procs_is_eval(s->py, (int)rec->tgid, ips[i])) {
-			out[k] = ips[i];
-			out_from[k++] = from[i];
-			continue;
-		}
-		while (g < slot->n && k < DIAG_STACK_DEPTH) {
-			bool entry = slot->f[g].code & DIAG_PY_FRAME_ENTRY;
-			out[k] = python_frame_pack(slot->f[g].code & ~7ull, slot->f[g].instr);
-			out_from[k++] = FRAME_PY;
-			g++;
-			if (entry)
-				break;
-		}
-		last_py = k;
-	}
-	if (g < slot->n) { /* outer Python frames whose loop frames the native walk missed */
-		s->py_unplaced++;
-		size_t at = last_py != SIZE_MAX ? last_py : k, left = slot->n - g;
-		if (at + left > DIAG_STACK_DEPTH)
-			left = DIAG_STACK_DEPTH - at;
-		size_t keep = k - at;
-		if (at + left + keep > DIAG_STACK_DEPTH)
-			keep = DIAG_STACK_DEPTH - at - left;
-		memmove(&out[at + left], &out[at], keep * sizeof(*out));
-		memmove(&out_from[at + left], &out_from[at], keep);
-		for (size_t j = 0; j < left; j++, g++) {
-			out[at + j] = python_frame_pack(slot->f[g].code & ~7ull, slot->f[g].instr);
-			out_from[at + j] = FRAME_PY;
-		}
-		k = at + left + keep;
-	}
-	memcpy(ips, out, k * sizeof(*ips));
-	memcpy(from, out_from, k);
-	return k;
-}
-
-/* Names the Python frames of a row (stacks.c's namer, for frames of origin FRAME_PY). */
-static int py_namer(void *arg, int tgid, uint64_t slot, char *buf, size_t len)
-{
-	uint64_t code, instr;
-	python_frame_unpack(slot, &code, &instr);
-	return python_frame_name(arg, tgid, code, instr, buf, len);
+	bool unplaced;
+	n = python_splice(s->py, (int)rec->tgid, slot->f, slot->n, ips, from, n, DIAG_STACK_DEPTH,
+			  &unplaced);
+	s->py_unplaced += unplaced;
+	return n;
 }
 
 int stack_sampler_add(void *ctx, void *data, size_t size)
@@ -602,7 +558,7 @@ size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool 
 	size_t refused = 0;
 	*weight = *count = *in_kernel_count = 0;
 	if (s->py)
-		stacks_set_namer(t, py_namer, s->py);
+		stacks_set_namer(t, python_stack_namer, s->py);
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct srow *r = &s->rows[i];
 		if (!r->count)

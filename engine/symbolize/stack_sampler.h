@@ -174,20 +174,21 @@ void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint
 	  "dwarf: stopped at the end of the copy and continued by the frame-pointer walk" },      \
 	{ "unwind.unweighed", RT_INTEGER, "samples", false,                                       \
 	  "samples whose weight never came (e.g. off-CPU intervals under min_block_us)" },         \
+	/* the python_* fields: optional, as reports recorded before them have none */         \
 	{ "unwind.python_runtime", RT_STRING, NULL, true,                                         \
 	  "the CPython the target runs (\"CPython 3.11.2\"), or why its frames are not read" },  \
-	{ "unwind.python_samples", RT_INTEGER, "samples", false,                                  \
+	{ "unwind.python_samples", RT_INTEGER, "samples", true,                                  \
 	  "samples whose Python frames were read (they replace the evaluation loop's)" },          \
-	{ "unwind.python_frames_avg", RT_INTEGER, "count", false, "Python frames per such sample" }, \
-	{ "unwind.python_cut", RT_INTEGER, "samples", false,                                      \
+	{ "unwind.python_frames_avg", RT_INTEGER, "count", true, "Python frames per such sample" }, \
+	{ "unwind.python_cut", RT_INTEGER, "samples", true,                                      \
 	  "samples with more Python frames than were read (DIAG_PY_MAX_FRAMES)" },               \
-	{ "unwind.python_no_thread_state", RT_INTEGER, "samples", false,                          \
+	{ "unwind.python_no_thread_state", RT_INTEGER, "samples", true,                          \
 	  "samples of a thread of a Python process that has no Python thread state" },           \
-	{ "unwind.python_bad_reads", RT_INTEGER, "samples", false,                                \
+	{ "unwind.python_bad_reads", RT_INTEGER, "samples", true,                                \
 	  "samples whose frame walk ended at memory it could not read" },                        \
-	{ "unwind.python_lost", RT_INTEGER, "samples", false,                                     \
+	{ "unwind.python_lost", RT_INTEGER, "samples", true,                                     \
 	  "samples of a Python process without their Python frames (before it was looked at)" },  \
-	{ "unwind.python_unplaced", RT_INTEGER, "samples", false,                                 \
+	{ "unwind.python_unplaced", RT_INTEGER, "samples", true,                                 \
 	  "samples with Python frames the native stack had no evaluation-loop frame for" }
 
 #endif

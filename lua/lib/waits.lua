@@ -249,10 +249,20 @@ function waits.is_own(f)
   return true
 end
 
--- waits.own_frame(user): the first frame of the target's own code (user frames, leaf first) and
--- the own frame that called it (not main), or nil.
-function waits.own_frame(user)
+-- waits.own_frame(user, from): the first frame of the target's own code (user frames, leaf first) and
+-- the own frame that called it (not main), or nil. With the stack's user_from (from, may be nil)
+-- and Python frames in it: the innermost Python frame and the Python frame that called it (the
+-- interpreter's C frames below are not the service's code: lang.lua).
+function waits.own_frame(user, from)
   local frames = user or {}
+  local i, py = lang.python_leaf({ user = frames, user_from = from })
+  if i then
+    local caller
+    for k = i + 1, #frames do
+      if from[k] == "python" then caller = frames[k] break end
+    end
+    return py, caller
+  end
   for i, f in ipairs(frames) do
     if waits.is_own(f) then
       local caller = frames[i + 1]

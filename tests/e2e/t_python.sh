@@ -8,6 +8,9 @@
 # (c) a request waiting for a threading.Lock another thread holds: latency's off-CPU stacks run
 #     through fetch_row (py_service.py), and name flush_batch for the holder's sleep;
 # (d) python_frames: false: the native frames only (the evaluation loop's), as before;
+# (f) a list that only grows: memory-growth's verdict names remember_rows (py_service.py), the
+#     Python function appending, and its allocation stacks carry Python frames; its control,
+#     the same rows built and dropped, is not called a leak;
 # (e) CPython 3.12 and 3.13 (pyenv's, libpython shared; 3.13's own debug offsets checked): (a)'s
 #     verdict, when those interpreters are on the machine.
 # Nothing stays attached.
@@ -27,7 +30,7 @@ hot_case() { # PYTHON LABEL VERSION: (a) on that interpreter
 	CHECK_LET='v = r["verdicts"][0]; u = res["profile"]["unwind"]; st = res["profile"]["stacks"]'
 	check "$TMP/$2.json" "v['id'] == 'cpu-bound-user' and 'in Python code' in v['title'] and 'checksum_rows (' in v['title'] and 'py_service.py' in v['title'] and 'hottest line' in v['title']" \
 		"($2) the hot Python function is not named: $(verdicts "$TMP/$2.json")"
-	check "$TMP/$2.json" "u['python_runtime'].startswith('CPython $3') and u['python_samples'] >= 0.9 * u['sent'] and u['python_frames_avg'] >= 4" \
+	check "$TMP/$2.json" "u['python_runtime'].startswith('CPython $3') and u['python_samples'] >= 0.9 * u['sent'] and u['python_frames_avg'] >= 3" \
 		"($2) Python frames were not read in most samples"
 	check "$TMP/$2.json" "any(f.startswith('checksum_rows (') and f.endswith(')') and ':' in f for s in st for f in s['user']) and not any(f == '_PyEval_EvalFrameDefault' for s in st for f in s['user'])" \
 		"($2) the stacks: Python frames in place of the evaluation loop's"
@@ -71,6 +74,24 @@ collect "$TMP/d.json" high-cpu --pid "$PID" --duration 2 --recipes "$TMP/recipes
 CHECK_LET='st = res["profile"]["stacks"]; u = res["profile"]["unwind"]'
 check "$TMP/d.json" "u['python_samples'] == 0 and not any('python' in s.get('user_from', []) for s in st) and 'in Python code' not in r['verdicts'][0]['title']" \
 	"(d) python_frames: false still reads Python frames"
+stop
+
+# ---- (f) memory: a list that only grows, and its control ------------------------------------------
+start "$PY" "$SVC" --grow
+sleep 0.5
+collect "$TMP/f.json" memory-growth --pid "$PID" --duration 3
+CHECK_LET='st = res["allocs"]["stacks"]; w = [x for x in r["verdicts"] if x["severity"] in ("warning", "critical")]'
+check "$TMP/f.json" "w and 'remember_rows (' in w[0]['title'] and 'py_service.py' in w[0]['title']" \
+	"(f) the growing list's Python function is not named: $(verdicts "$TMP/f.json")"
+check "$TMP/f.json" "any('python' in s.get('user_from', []) for s in st)" \
+	"(f) the allocation stacks carry no Python frames"
+assert_released "memory-growth on CPython"
+stop
+start "$PY" "$SVC" --churn
+sleep 0.5
+collect "$TMP/f2.json" memory-growth --pid "$PID" --duration 3
+check "$TMP/f2.json" "not any(x['id'] == 'leak' for x in r['verdicts'])" \
+	"(f) the control (rows built and dropped) is called a leak: $(verdicts "$TMP/f2.json")"
 stop
 
 # ---- (e) CPython 3.12 and 3.13, where pyenv has them -----------------------------------------------

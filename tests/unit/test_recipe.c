@@ -109,7 +109,9 @@ static void test_high_cpu(void **state)
 		assert_int_equal(r->probes[i].line, line_of(HIGH_CPU, entry, 1));
 	}
 	const struct recipe_probe *p = &r->probes[0];
-	assert_int_equal(p->n_options, 6);
+	assert_int_equal(p->n_options, 7);
+	assert_kv(p->options, p->n_options, "python_frames", "true",
+		  line_of(HIGH_CPU, "python_frames:", p->line));
 	assert_kv(p->options, p->n_options, "frequency_hz", "${hz}",
 		  line_of(HIGH_CPU, "frequency_hz:", p->line));
 	assert_kv(p->options, p->n_options, "user_unwind", "${unwind}",

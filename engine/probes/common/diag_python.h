@@ -75,6 +75,7 @@ struct diag_py_rec {
 	__u32 tid;
 	__u32 n;    /* frames in f[] */
 	__u32 flags;
+	__u64 hash; /* of the frames (code objects and instructions): 0 for none */
 	struct diag_py_frame f[DIAG_PY_MAX_FRAMES];
 };
 
@@ -165,12 +166,13 @@ static __always_inline __u64 diag_py_tstate(void *tstates, const struct diag_py_
 	return w.ts;
 }
 
-/* bpf_loop's state for the frame walk. */
+/* bpf_loop's state for the frame walk. The count of frames kept is r->n, in the map value: a
+ * counter on the stack would be a known, growing value to the verifier, which then checks the
+ * callback once per iteration (kernels from 6.8 do, until the states converge) instead of once. */
 struct diag_py_frame_walk {
 	const struct diag_py_layout *l;
 	struct diag_py_rec *r;
-	__u64 frame;
-	__u32 n;
+	__u64 frame, hash;
 	bool bad;
 };
 
@@ -179,10 +181,12 @@ static long diag_py_frame_step(__u32 i, void *ctx)
 {
 	struct diag_py_frame_walk *w = ctx;
 	const struct diag_py_layout *l = w->l;
+	struct diag_py_rec *r = w->r;
+	__u32 n = r->n;
 	if (!w->frame)
 		return 1;
-	if (w->n >= DIAG_PY_MAX_FRAMES) {
-		w->r->flags |= DIAG_PY_CUT;
+	if (n >= DIAG_PY_MAX_FRAMES) {
+		r->flags |= DIAG_PY_CUT;
 		return 1;
 	}
 	__u64 code = diag_py_read_ptr(w->frame + l->frame_code, &w->bad);
@@ -196,16 +200,17 @@ static long diag_py_frame_step(__u32 i, void *ctx)
 	w->frame = prev;
 	if (l->entry_kind == DIAG_PY_ENTRY_SHIM && entry == l->owner_cstack) {
 		/* the loop's shim: the frame below it (the last one kept) was the call's first */
-		if (w->n > 0)
-			w->r->f[(w->n - 1) & (DIAG_PY_MAX_FRAMES - 1)].code |= DIAG_PY_FRAME_ENTRY;
+		if (n > 0)
+			r->f[(n - 1) & (DIAG_PY_MAX_FRAMES - 1)].code |= DIAG_PY_FRAME_ENTRY;
 		return 0;
 	}
-	struct diag_py_frame *f = &w->r->f[w->n & (DIAG_PY_MAX_FRAMES - 1)];
+	struct diag_py_frame *f = &r->f[n & (DIAG_PY_MAX_FRAMES - 1)];
 	f->code = code & ~7ull;
 	if (l->entry_kind == DIAG_PY_ENTRY_FLAG && entry)
 		f->code |= DIAG_PY_FRAME_ENTRY;
 	f->instr = instr;
-	w->n++;
+	w->hash = (w->hash ^ f->code ^ (instr << 1)) * 0x100000001b3ull; /* FNV-1a's prime */
+	r->n = n + 1;
 	return 0;
 }
 
@@ -213,7 +218,7 @@ static long diag_py_frame_step(__u32 i, void *ctx)
  * Returns the record (n may be 0, with flags saying why), or NULL when the process is not a
  * Python one (or scratch is missing). Both walks are bpf_loop callbacks: verified once, whatever
  * the bounds. */
-static __always_inline struct diag_py_rec *diag_py_walk(void *procs, void *tstates, void *scratch,
+static __noinline struct diag_py_rec *diag_py_walk(void *procs, void *tstates, void *scratch,
 							__u32 tgid, __u32 tid)
 {
 	const struct diag_py_proc *pp = bpf_map_lookup_elem(procs, &tgid);
@@ -226,12 +231,13 @@ static __always_inline struct diag_py_rec *diag_py_walk(void *procs, void *tstat
 	r->tid = tid;
 	r->n = 0;
 	r->flags = 0;
+	r->hash = 0;
 	__u64 ts = diag_py_tstate(tstates, pp, tid);
 	if (!ts) {
 		r->flags = DIAG_PY_NO_TSTATE;
 		return r;
 	}
-	struct diag_py_frame_walk w = { .l = l, .r = r };
+	struct diag_py_frame_walk w = { .l = l, .r = r, .hash = 0xcbf29ce484222325ull };
 	w.frame = diag_py_read_ptr(ts + l->tstate_frame, &w.bad);
 	if (l->cframe_current_frame != DIAG_PY_NONE)
 		w.frame = diag_py_read_ptr(w.frame + l->cframe_current_frame, &w.bad);
@@ -239,7 +245,7 @@ static __always_inline struct diag_py_rec *diag_py_walk(void *procs, void *tstat
 		bpf_loop(DIAG_PY_MAX_FRAMES * 2, diag_py_frame_step, &w, 0); /* shims take no slot */
 	if (w.bad)
 		r->flags |= DIAG_PY_BAD_READ;
-	r->n = w.n;
+	r->hash = r->n ? (w.hash ? w.hash : 1) : 0;
 	return r;
 }
 
