@@ -32,8 +32,8 @@ static bool root_only(const char *real)
 	char p[PATH_MAX];
 	struct stat st;
 	snprintf(p, sizeof(p), "%s", real);
-	if (stat(p, &st) || !S_ISREG(st.st_mode) || st.st_uid || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
-	    !(st.st_mode & S_IXOTH))
+	if (stat(p, &st) || !S_ISREG(st.st_mode) || st.st_uid ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) || !(st.st_mode & S_IXOTH))
 		return false;
 	for (char *slash = strrchr(p, '/'); slash; slash = strrchr(p, '/')) {
 		*slash = '\0';
@@ -91,10 +91,28 @@ static void last_line(const char *out, size_t n, char *line, size_t len)
 	line[k] = '\0';
 }
 
+/* The effective uid and gid of process pid from /proc/PID/status (the second of each line's four
+ * ids), or -1. */
+static int status_ids(int pid, uid_t *uid, gid_t *gid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	char *s = read_file(p, NULL), *u = s ? strstr(s, "\nUid:") : NULL,
+	     *g = s ? strstr(s, "\nGid:") : NULL;
+	unsigned long ru, eu, rg, eg;
+	int rc = -1;
+	if (u && g && sscanf(u + 5, "%lu %lu", &ru, &eu) == 2 && sscanf(g + 5, "%lu %lu", &rg, &eg) == 2) {
+		*uid = (uid_t)eu;
+		*gid = (gid_t)eg;
+		rc = 0;
+	}
+	free(s);
+	return rc;
+}
+
 /* The child: as uid/gid, no descriptor but the output pipe, a cleared signal mask, dying with us.
  * Only async-signal-safe calls between fork and exec. */
-static void child_exec(const char *real, char *const argv[], char *const envp[], int out, uid_t uid,
-		       gid_t gid)
+static void child_exec(const char *real, char *const argv[], char *const envp[], int out, uid_t uid, gid_t gid)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -122,13 +140,24 @@ int jcmd_perfmap(int pid, const struct usyms *us, uint64_t deadline_ns, char *wh
 	char real[PATH_MAX], proc[64], pidtext[16];
 	struct stat owner;
 	if (!us || usyms_mapped_file(us, "libjvm.so", &libjvm, &dev, &ino))
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d is not a JVM (no libjvm.so mapped)", pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "process %d is not a JVM (no libjvm.so mapped)", pid);
 	snprintf(proc, sizeof(proc), "/proc/%d", pid);
 	if (stat(proc, &owner))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d: %s", pid, strerror(errno));
+	/* A process that is not dumpable has a /proc of root's: never run jcmd as root for it. */
+	uid_t euid;
+	gid_t egid;
+	if (status_ids(pid, &euid, &egid) || euid != owner.st_uid || egid != owner.st_gid)
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "process %d: /proc/%d is owned by uid %u gid %u, "
+				 "not by the user it runs as (not dumpable?): jcmd not run",
+				 pid, pid, (unsigned)owner.st_uid, (unsigned)owner.st_gid);
 	if (find_jcmd(libjvm, dev, ino, real, sizeof(real)))
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "no jcmd to trust: neither the JDK's own (beside %s) "
-				 "nor /usr/bin/jcmd is a root-owned file only root can write", libjvm);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "no jcmd to trust: neither the JDK's own (beside %s) "
+				 "nor /usr/bin/jcmd is a root-owned file only root can write",
+				 libjvm);
 	snprintf(pidtext, sizeof(pidtext), "%d", pid);
 	char *const argv[] = { "jcmd", pidtext, "Compiler.perfmap", NULL };
 	char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
@@ -193,16 +222,17 @@ int jcmd_perfmap(int pid, const struct usyms *us, uint64_t deadline_ns, char *wh
 	}
 	close(fds[0]);
 	if (timed_out)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s %d Compiler.perfmap did not finish in %llu s: killed",
-				 real, pid, (unsigned long long)(JCMD_TIMEOUT_NS / 1000000000));
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "%s %d Compiler.perfmap did not finish in %llu s: killed", real,
+				 pid, (unsigned long long)(JCMD_TIMEOUT_NS / 1000000000));
 	char line[200];
 	last_line(out, n, line, sizeof(line));
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "could not become uid %u gid %u to run %s",
 					 (unsigned)owner.st_uid, (unsigned)owner.st_gid, real);
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s %d Compiler.perfmap (as uid %u) %s %d%s%s", real,
-				 pid, (unsigned)owner.st_uid,
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s %d Compiler.perfmap (as uid %u) %s %d%s%s",
+				 real, pid, (unsigned)owner.st_uid,
 				 WIFEXITED(status) ? "exited with" : "was killed by signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
 				 line[0] ? ": " : "", line);

@@ -4,8 +4,9 @@
  *
  * Owns: choosing the jcmd binary (the JVM's own bin/jcmd when the libjvm.so the process maps is
  * the same file in our root, else /usr/bin/jcmd; every directory of its real path and the file
- * itself root's and writable by root only), running it as the owner of /proc/PID (its groups
- * reduced to that gid, then setgid, setuid) with a fixed environment, no descriptor of ours, its
+ * itself root's and writable by root only), running it as the owner of /proc/PID (refused when
+ * that is not the effective uid and gid the process runs as: a process that is not dumpable has
+ * a /proc of root's) (its groups reduced to that gid, then setgid, setuid) with a fixed environment, no descriptor of ours, its
  * signal mask cleared, its output bounded, killed at the deadline, and reaped.
  * Must not: run anything unasked, run it as root for another user's process, take PATH or the
  * caller's environment, print, or read the perf map (perfmap.c does, through tfile.c).
