@@ -191,11 +191,11 @@ $(BUILD)/bpf/prog_names: $(BPF_OBJS) $(ENGINE_SRCS) tests/e2e/bpf_ours.py
 # repeats the tests whose C code takes what users and targets give and where memory errors would
 # hide: recipes, Lua, arguments and budgets (t_bad_input, t_errors), reports read back (t_replay),
 # locks, policies and swapped files (t_trust), unwinding and symbolizing target binaries
-# (t_unwind, t_symbols), their USDT notes (t_usdt), the outputs written from their names (t_outputs), every probe kind's
+# (t_unwind, t_symbols), JIT runtimes' perf maps and the jcmd run for a JVM (t_jit), their USDT notes (t_usdt), the outputs written from their names (t_outputs), every probe kind's
 # results (t_shapes), process sets that fork and exec (t_forks), and every way a run ends
 # (t_stop). Its fuzz smoke is not repeated: the fuzz targets are ASan + UBSan builds whatever
 # SAN says, and the first pass ran them.
-SAN_E2E_TESTS := t_bad_input t_errors t_replay t_trust t_unwind t_symbols t_usdt t_outputs t_shapes t_forks t_stop
+SAN_E2E_TESTS := t_bad_input t_errors t_replay t_trust t_unwind t_symbols t_jit t_usdt t_outputs t_shapes t_forks t_stop
 ifeq ($(SAN),1)
 E2E_TESTS ?= $(SAN_E2E_TESTS)
 CHECK_FUZZ :=

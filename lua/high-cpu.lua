@@ -32,6 +32,11 @@
 --   profile.user_unwind == "dwarf" it says the stacks are truncated even so (no CFI), and stops
 --   suggesting --param unwind=dwarf.
 --   incomplete-data: a probe missing, lost/dropped data, or an early stop.
+--   JIT code: frames a perf map named (profile.jit_frames) are named functions, shown in their
+--   language's terms (diag.fn); an unnamed hot frame in a Node or JVM target (profile.runtime,
+--   else V8's Builtins_ frames) gets the runtime's way to a perf map (node --perf-basic-prof...,
+--   jcmd Compiler.perfmap or --param jvm_perfmap=yes, -XX:+PreserveFramePointer), never debug
+--   symbols; profile.jvm_perfmap (what running jcmd gave) is evidence.
 
 local USER_SHARE_PCT = 70
 local DOMINANT_PCT = 80
@@ -103,6 +108,79 @@ if profile then
   prof.kernel_share = diag.pct(prof.kernel, prof.samples)
 end
 
+-- ---- JIT code: names from a perf map, the runtime that made it ------------------------------
+
+-- Frames a perf map named are named functions (JS, Java). The runtime is the engine's reading of
+-- the target's mapped files (--pid); for a set, V8's builtins among the frames say Node.
+local jit = diag.name_set(profile and profile.jit_frames)
+local runtime = profile and profile.runtime
+if prof and not runtime then
+  for f in pairs(prof.incl_user) do
+    if f:find("^Builtins_") or f:find("^v8::internal::") then
+      runtime = "node"
+      break
+    end
+  end
+end
+local function named(name) return diag.symbolized(name, jit) end
+local function fn(name) return diag.fn(name, jit) end
+
+-- What running jcmd gave (--param jvm_perfmap=yes), as a line of evidence; nil when not asked.
+local function jvm_perfmap_line()
+  local r = profile and profile.jvm_perfmap
+  if not r then return nil end
+  if r:find("^ran: ") then
+    return string.format("At the end of the window diagnose ran %s (--param jvm_perfmap=yes); the perf map read after it has %s entries",
+      r:sub(6), diag.fmt_count(profile.perf_map_entries or 0))
+  end
+  return "--param jvm_perfmap=yes: jcmd Compiler.perfmap " .. r
+end
+
+-- Unnamed code in a JIT runtime's process (name: the hot frame): {what = a title phrase, ev =
+-- lines, steps = lines} saying how that runtime names its JIT code; nil when the runtime is not
+-- known (the code is then taken for a native binary's, whose names come with debug symbols).
+local function unnamed_jit(name)
+  if runtime == "node" then
+    return { what = string.format("JIT-compiled JavaScript without a perf map (%s)", name),
+      ev = { "The process runs V8 (Node.js): its JIT-compiled JavaScript lives in anonymous memory that no file or debug package describes; V8 names it only in a perf map (/tmp/perf-PID.map), written when node runs with --perf-basic-prof" },
+      steps = {
+        string.format("Restart node with --perf-basic-prof-only-functions (or --perf-basic-prof) so that V8 writes /tmp/perf-%s.map, then re-run diagnose high-cpu %s: JS functions are then named (debug symbols cannot name JIT code)", pid, target_arg),
+        "Add --interpreted-frames-native-stack to name JS functions not yet optimized too (they run inside Builtins_InterpreterEntryTrampoline)",
+        "Meanwhile, from inside the process: node --cpu-prof (a .cpuprofile for Chrome DevTools) or the inspector's profiler" } }
+  elseif runtime == "jvm" then
+    local ev = diag.lines("The process is a JVM: its JIT-compiled methods live in the code cache, anonymous memory that no file or debug package describes; the JVM names them in a perf map (/tmp/perf-PID.map) when asked",
+      jvm_perfmap_line())
+    local steps = diag.lines()
+    local r = profile.jvm_perfmap
+    if (profile.perf_map_entries or 0) > 0 and r and r:find("^ran: ") then
+      steps:add("The perf map jcmd wrote does not cover this code (compiled after it, or not a method: a stub, the interpreter's code): re-run; jcmd PID Compiler.perfmap writes the code cache as it is then")
+    elseif (profile.perf_map_entries or 0) > 0 then
+      steps:add("The perf map /tmp/perf-%s.map does not cover this code (written before it was compiled): re-run with --param jvm_perfmap=yes, so that it is written as the window ends", pid)
+    else
+      steps:add("Have the JVM write its perf map: jcmd %s Compiler.perfmap (JDK 17+, as the JVM's user), then re-run; or let diagnose run it as the window ends: diagnose high-cpu %s --param jvm_perfmap=yes (it runs jcmd as the JVM's user and says so)", pid, target_arg)
+    end
+    if r and not r:find("^ran: ") then
+      steps:add("jcmd did not write the map (see the evidence): run jcmd %s Compiler.perfmap by hand as the JVM's user (JDK 17+; older JDKs: the perf-map-agent)", pid)
+    end
+    steps:add("For the callers of JIT-compiled methods: start the JVM with -XX:+PreserveFramePointer (frames keep frame pointers; a few %% of CPU), or profile inside it with async-profiler or JFR (jcmd %s JFR.start duration=30s filename=cpu.jfr)", pid)
+    return { what = string.format("JIT-compiled Java without a perf map (%s)", name), ev = ev, steps = steps }
+  end
+  return nil
+end
+
+-- Line-level detail for a named hot function: perf annotate for native code; the runtime's own
+-- profiler for JIT code a perf map named.
+local function line_level_step(name)
+  local j = jit[name] and diag.jit_frame(name)
+  if j and j.lang == "JS" then
+    return "Line-level detail: node --cpu-prof (a .cpuprofile for Chrome DevTools, with line ticks), or the inspector's profiler"
+  elseif j and j.lang == "Java" then
+    return string.format("Line-level and inlining detail: async-profiler (asprof -e cpu -d 30 %s) or JFR (jcmd %s JFR.start duration=30s filename=cpu.jfr)", pid, pid)
+  end
+  return string.format("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
+    named(name) and not jit[name] and name or "")
+end
+
 -- The most frequent path among stacks matching want(stack), as {path=, count=}.
 local function hottest_path(want, frames_of)
   local paths = {}
@@ -119,7 +197,7 @@ end
 local function share_list(ranked, n)
   local parts = diag.lines()
   for i = 1, math.min(n, #ranked) do
-    parts:add("%s %s", diag.fn(ranked[i].name), diag.fmt_pct(diag.pct(ranked[i].count, prof.samples)))
+    parts:add("%s %s", fn(ranked[i].name), diag.fmt_pct(diag.pct(ranked[i].count, prof.samples)))
   end
   return table.concat(parts, ", ")
 end
@@ -292,9 +370,12 @@ local function cpu_user_verdict()
   local top = diag.ranked(prof.self_user, 5)
   local hot = top[1]
   local share = diag.pct(hot.count, prof.samples)
+  local unnamed = not named(hot.name) and unnamed_jit(hot.name)
   local title
-  if diag.symbolized(hot.name) then
-    title = string.format("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), diag.fn(hot.name))
+  if named(hot.name) then
+    title = string.format("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), fn(hot.name))
+  elseif unnamed then
+    title = string.format("CPU-bound in user code: %s of samples in %s", diag.fmt_pct(share), unnamed.what)
   else
     title = string.format("CPU-bound in user code: %s of samples in an unsymbolized function (%s)",
       diag.fmt_pct(share), hot.name)
@@ -304,21 +385,32 @@ local function cpu_user_verdict()
       hottest_path(function(s) return not s.in_kernel and (s.user or {})[1] == hot.name end,
         function(s) return s.user end)
   if path then
-    ev:add("Hottest call path into %s (%s of samples): %s", diag.fn(hot.name),
+    ev:add("Hottest call path into %s (%s of samples): %s", fn(hot.name),
       diag.fmt_pct(diag.pct(path.count, prof.samples)), path.path)
   end
   if fp_missing then
     ev:add("Callers are unreliable: most user stacks are truncated (see missing-frame-pointers); self time is still right")
   end
-  local steps = {
+  if unnamed then
+    ev:extend(unnamed.ev)
+  elseif runtime == "jvm" then
+    ev:add(jvm_perfmap_line())
+  end
+  local steps = diag.lines(
     string.format("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
-      diag.fn(hot.name)),
-    string.format("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
-      diag.symbolized(hot.name) and hot.name or ""),
+      fn(hot.name)),
+    line_level_step(hot.name),
     string.format("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
-    "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
-  }
-  if not diag.symbolized(hot.name) then
+    "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size")
+  if unnamed then -- nothing to read or annotate before the code has a name
+    local all = diag.lines()
+    all:extend(unnamed.steps)
+    all:add(steps[3])
+    all:add(steps[4])
+    steps = all
+  elseif path and path.path:find("Builtins_InterpreterEntryTrampoline", 1, true) then
+    steps:add("Callers shown as Builtins_InterpreterEntryTrampoline are JS functions V8 still interprets: add --interpreted-frames-native-stack to node's flags (with --perf-basic-prof) to name them")
+  elseif not named(hot.name) then
     table.insert(steps, 1, "Install debug symbols for that binary or library (the -dbgsym / -debuginfo package) or build with -g: stripped code shows up as file+0xOFFSET")
   end
   return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
@@ -593,7 +685,7 @@ end
 
 local function busy_verdict(reason)
   local ev = diag.lines(cpu_line())
-  local title
+  local title, unnamed
   if prof and prof.samples > 0 then
     ev:add(split_line())
   end
@@ -614,7 +706,16 @@ local function busy_verdict(reason)
     title = string.format("%s CPU use: %s of one CPU, %s", cpu >= T.busy and "High" or "Moderate",
       diag.fmt_pct(cpu), mode)
     local hot = diag.ranked(prof.self_all, 1)[1]
-    if hot then title = title .. string.format("; top %s", diag.fn(hot.name:gsub(" %[k%]$", ""))) end
+    if hot then
+      local leaf = hot.name:gsub(" %[k%]$", "")
+      title = title .. string.format("; top %s", fn(leaf))
+      unnamed = leaf == hot.name and not named(leaf) and unnamed_jit(leaf)
+      if unnamed then
+        ev:extend(unnamed.ev)
+      elseif runtime == "jvm" then
+        ev:add(jvm_perfmap_line())
+      end
+    end
   end
   local steps
   if reason == "no-profile" then
@@ -623,7 +724,9 @@ local function busy_verdict(reason)
   elseif reason == "few-samples" then
     steps = { string.format("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
   else
-    steps = diag.lines(string.format("Flame graph of where it goes: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg))
+    steps = diag.lines()
+    if unnamed then steps:extend(unnamed.steps) end
+    steps:add("Flame graph of where it goes: diagnose high-cpu %s --duration 30 --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg)
     if cpu < T.busy then
       steps:add("Compare with its usual CPU use: this level may be normal for the service")
     else
@@ -669,9 +772,15 @@ local function frame_pointer_verdict()
   else
     ev:add("Without frame pointers the kernel cannot walk %s's stack: the flame graph is flat and call paths are lost; self time per function is still right", exe)
   end
-  local steps = diag.lines("Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
+  local steps = diag.lines()
+  if runtime == "jvm" then
+    steps:add("A JVM: start it with -XX:+PreserveFramePointer so that JIT-compiled methods keep frame pointers and their callers appear (a few % of CPU)")
+  elseif runtime == "node" then
+    steps:add("Node.js: V8's JIT code keeps frame pointers; with --perf-basic-prof (and --interpreted-frames-native-stack) its frames are named too")
+  end
+  steps:extend({ "Rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer (C/C++); Rust: RUSTFLAGS=\"-C force-frame-pointers=yes\"; Go keeps frame pointers",
       "For libraries, use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+) or rebuild the hot ones",
-      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof")
+      "JIT runtimes: Java -XX:+PreserveFramePointer, Node.js --perf-basic-prof" })
   if not dwarf then
     steps:add("Meanwhile: diagnose high-cpu %s --param unwind=dwarf unwinds without frame pointers (copies 8 KiB of stack per sample)", target_arg)
   end

@@ -36,9 +36,13 @@ KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 # modules to it), the proxy module built in. Each package starts its default instance on install
 # where invoke-rc.d lets it: stopped below.
 SERVER_PKGS="postgresql-15 postgresql-client-15 nginx redis-server"
+# JIT runtimes whose code high-cpu names from their perf maps (tests/e2e/t_jit.sh): Node.js
+# (--perf-basic-prof) and Debian's OpenJDK 17 (javac compiles the test's hot class, jcmd writes
+# the JVM's perf map: Compiler.perfmap).
+RUNTIME_PKGS="nodejs openjdk-17-jdk-headless"
 
 missing=""
-for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS; do
+for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS $RUNTIME_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0

@@ -143,6 +143,13 @@ struct probe_kind {
 	 * blocking (both may be NULL). */
 	int (*wake_fd)(struct probe *p);
 	void (*drain)(struct probe *p);
+	/* Optional: called once after detach, before the target's symbols are read for the last
+	 * time (its end snapshot), with the target's pid and symbolizer (a --pid run whose target
+	 * is still alive): what the kind has the target write first, when its options ask for it
+	 * (a JVM's perf map). A line for the report's notes into note ("": nothing to say). The
+	 * session bounds it (watchdog); the kind bounds its own waits. */
+	void (*before_symbols)(struct probe *p, int pid, const struct usyms *us, char *note,
+			       size_t len);
 	/* Read what was collected into *out (an object). Called after detach; symbolizes. */
 	int (*collect)(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 		       struct diag_err *err);

@@ -7,8 +7,11 @@
  * samples (stack_unit "samples"). User-space unwinding (options user_unwind, leaf_fixup): the
  * `samples` ring buffer, sized from ring_buffer_kib, drained when a quarter full (the run loop
  * polls it), each tick and at collect into engine/symbolize/stack_sampler.c, which fixes and counts the
- * stacks (at most max_stack_counts distinct ones; more are counted in `dropped`).
- * Must not: read, symbolize, merge or order stacks itself (stacks.c does), unwind
+ * stacks (at most max_stack_counts distinct ones; more are counted in `dropped`). What the
+ * target's runtime is (usyms.h: a JVM, Node) and how many entries its perf map had, for the
+ * advice on naming JIT code; with option jvm_perfmap, `jcmd PID Compiler.perfmap` run before the
+ * last symbol snapshot (engine/session/jcmd.c, as the JVM's user) and what came of it.
+ * Must not: run jcmd unless the option says so; read, symbolize, merge or order stacks itself (stacks.c does), unwind
  * (stack_sampler.c, unwind.c do), or interpret them (that is the recipe's Lua).
  */
 #include <bpf/bpf.h>
@@ -25,15 +28,18 @@
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"
 #include "diag_unwind.h"
+#include "jcmd.h"
 #include "python.h"
 #include "stack_sampler.h"
 #include "stacks.h"
+#include "usyms.h"
 
 struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct cpu_profile_bpf *skel;
 	int *cpus, n_cpus;
 	struct stack_sampler *sampler; /* user-space unwinding (copy_bytes > 0): reads `samples` */
+	char jvm_perfmap[800];         /* what running jcmd gave ("" : not run) */
 };
 
 PROBE_BPF_SKELETON(cpu_profile)
@@ -69,6 +75,9 @@ static const struct option_spec profile_options[] = {
 	  .help = "KiB of ring buffer for samples unwound in user space (rounded up to a power of 2; "
 		  "at most 256 in fp mode; drained when a quarter full; full: samples keep their "
 		  "frame-pointer stack only)" },
+	{ .name = "jvm_perfmap", .type = OPT_BOOL, .dflt = 0, .max = 1,
+	  .help = "a JVM target (--pid): run jcmd PID Compiler.perfmap as its user when the "
+		  "collection ends, so that its perf map names the JIT-compiled methods" },
 };
 
 #define LEAF_RING_MAX (256u * 1024) /* ring buffer bytes at most in fp + leaf fixup mode */
@@ -215,6 +224,21 @@ static void profile_destroy(struct probe *p)
 	memset(pp, 0, sizeof(*pp));
 }
 
+static void profile_before_symbols(struct probe *p, int pid, const struct usyms *us, char *note,
+				   size_t len)
+{
+	struct profile_priv *pp = p->priv;
+	char what[512];
+	struct diag_err err;
+	if (!probe_opt(p, "jvm_perfmap"))
+		return;
+	if (jcmd_perfmap(pid, us, mono_ns() + JCMD_TIMEOUT_NS, what, sizeof(what), &err) == 0)
+		snprintf(pp->jvm_perfmap, sizeof(pp->jvm_perfmap), "ran: %s", what);
+	else
+		snprintf(pp->jvm_perfmap, sizeof(pp->jvm_perfmap), "failed: %.*s", 760, err.msg);
+	snprintf(note, len, "jvm_perfmap: %s", pp->jvm_perfmap);
+}
+
 static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 			   struct diag_err *err)
 {
@@ -266,6 +290,18 @@ static int profile_collect(struct probe *p, const struct collect_ctx *ctx, struc
 	stack_sampler_report(pp->sampler, res, pp->skel->rodata->copy_bytes,
 			     probe_stat_sum(pp->skel->obj, PROFILE_STAT_SENT),
 			     probe_stat_sum(pp->skel->obj, PROFILE_STAT_RING_FULL));
+	if (ctx->usyms) {
+		const char *runtime = usyms_runtime(ctx->usyms);
+		if (runtime)
+			value_set_str(res, "runtime", runtime);
+		size_t entries = usyms_perfmap_entries(ctx->usyms);
+		if (entries)
+			value_set_int(res, "perf_map_entries", (int64_t)entries);
+	}
+	if (probe_opt(p, "jvm_perfmap"))
+		value_set_str(res, "jvm_perfmap", pp->jvm_perfmap[0] ? pp->jvm_perfmap
+					: ctx->usyms ? "not run: the target exited"
+						     : "not run: only for a --pid target");
 	stacks_finish(table, res, p->kind->stack_unit); /* weight = count = samples */
 	*out = res;
 	return 0;
@@ -279,6 +315,13 @@ static const struct result_field profile_results[] = {
 	{ "kernel_samples", RT_INTEGER, "samples", false, "samples taken in kernel mode" },
 	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be stored" },
 	{ "dropped", RT_INTEGER, "samples", false, "samples not counted: the counts map was full" },
+	{ "runtime", RT_STRING, NULL, true,
+	  "the target's language runtime, from the files it maps: jvm (libjvm.so) or node" },
+	{ "perf_map_entries", RT_INTEGER, "count", true,
+	  "entries of the target's perf map (/tmp/perf-PID.map) when it has one" },
+	{ "jvm_perfmap", RT_STRING, NULL, true,
+	  "with option jvm_perfmap: \"ran: JCMD PID Compiler.perfmap as uid U gid G\", "
+	  "\"failed: WHY\" or \"not run: WHY\"" },
 	STACK_SAMPLER_RESULT_FIELDS,
 	STACK_RESULT_FIELDS,
 };
@@ -302,6 +345,7 @@ const struct probe_kind probe_kind_cpu_profile = {
 	.tick = profile_tick,
 	.wake_fd = profile_wake_fd,
 	.drain = profile_drain,
+	.before_symbols = profile_before_symbols,
 	.collect = profile_collect,
 	.destroy = profile_destroy,
 	.object = probe_bpf_object,

@@ -45,6 +45,7 @@
 #define WATCHDOG_COLLECT_LATE_NS 5000000000ull
 #define WATCHDOG_DETACH_NS 60000000000ull
 #define WATCHDOG_RESULTS_NS 60000000000ull
+#define WATCHDOG_BEFORE_SYMBOLS_NS 30000000000ull /* jcmd: JCMD_TIMEOUT_NS and its reaping */
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
  * clock twice per run (about +100 ns per event on a VM, more than our programs cost), so they are
@@ -597,6 +598,20 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		value_arr_push(out->notes, value_str_take(xasprintf("kernel frames not symbolized: %s", kl.err.msg)));
 	if (kl.usyms_failed)
 		value_arr_push(out->notes, value_str(kl.usyms_err.msg));
+	/* What the probes have the target write for its symbols (a JVM's perf map, when asked),
+	 * before the end snapshot reads them. */
+	for (unsigned i = 0; usyms && out->stop_reason != STOP_TARGET_EXITED && i < s.n_loaded; i++) {
+		struct probe *p = &s.probes[i];
+		char note[512] = "";
+		if (!p->kind->before_symbols)
+			continue;
+		watchdog_arm(opts->watchdog, "asking the target for its symbols",
+			     mono_ns() + WATCHDOG_BEFORE_SYMBOLS_NS);
+		p->kind->before_symbols(p, plan->target_pid, usyms, note, sizeof(note));
+		if (note[0])
+			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", p->cfg.id, note)));
+		watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
+	}
 	/* The end snapshot lets us symbolize code mapped during the run; a dead target keeps the
 	 * start snapshot (taken on the loader thread, joined above). */
 	if (usyms && out->stop_reason != STOP_TARGET_EXITED)

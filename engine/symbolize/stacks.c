@@ -28,8 +28,17 @@ struct stack_row {
 	uint64_t extra[STACKS_MAX_EXTRA];
 };
 
+/* The distinct user frame names a perf map gave (JIT code): open addressing over names. */
+struct name_set {
+	char **names;
+	size_t n, cap;
+	size_t *slots; /* index + 1, 0 = empty; a power of two, more than twice n */
+	size_t size;
+};
+
 struct stack_table {
 	const struct collect_ctx *ctx;
+	struct name_set jit;
 	struct stack_row *rows;
 	size_t n, cap, max_rows, refused;
 	const char *const *extra_names;
@@ -71,6 +80,50 @@ static void row_free(struct stack_row *r)
 	frames_free(&r->kernel);
 }
 
+static void name_set_put(struct name_set *s, size_t i)
+{
+	size_t mask = s->size - 1, slot = fnv1a_str(FNV1A_INIT, s->names[i]) & mask;
+	while (s->slots[slot])
+		slot = (slot + 1) & mask;
+	s->slots[slot] = i + 1;
+}
+
+static void name_set_add(struct name_set *s, const char *name)
+{
+	if (s->size) {
+		size_t mask = s->size - 1, slot = fnv1a_str(FNV1A_INIT, name) & mask;
+		for (; s->slots[slot]; slot = (slot + 1) & mask)
+			if (!strcmp(s->names[s->slots[slot] - 1], name))
+				return;
+	}
+	if (s->n == s->cap)
+		s->names = xrealloc(s->names, (s->cap = s->cap ? s->cap * 2 : 16) * sizeof(*s->names));
+	s->names[s->n++] = xstrdup(name);
+	if (s->n * 2 >= s->size) {
+		free(s->slots);
+		s->size = s->size ? s->size * 2 : 64;
+		s->slots = xcalloc(s->size, sizeof(*s->slots));
+		for (size_t i = 0; i < s->n; i++)
+			name_set_put(s, i);
+	} else {
+		name_set_put(s, s->n - 1);
+	}
+}
+
+static void name_set_free(struct name_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->names[i]);
+	free(s->names);
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}
+
+static int str_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 void stacks_free(struct stack_table *t)
 {
 	if (!t)
@@ -78,6 +131,7 @@ void stacks_free(struct stack_table *t)
 	for (size_t i = 0; i < t->n; i++)
 		row_free(&t->rows[i]);
 	free(t->rows);
+	name_set_free(&t->jit);
 	free(t);
 }
 
@@ -173,10 +227,10 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 }
 
 /* Names n addresses, leaf first, into f; frames whose origin (NULL: none) is FRAME_PY by the
- * table's namer (t NULL: none). */
+ * table's namer (t NULL: none); the names a perf map gave go into jit too. */
 static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
 			const uint64_t *ips, size_t n, bool kernel, const struct stack_table *t,
-			const uint8_t *origin, int tgid)
+			const uint8_t *origin, int tgid, struct name_set *jit)
 {
 	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
 				   * instances would merge into one frame */
@@ -194,11 +248,14 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 				snprintf(name, sizeof(name), "[python]");
 			sym = name;
 		} else if (us) { /* below the leaf, frames are return addresses */
+			enum usym_source src;
 			if (i)
-				usyms_symbolize_ret(us, ips[i], name, sizeof(name), NULL);
+				usyms_symbolize_ret(us, ips[i], name, sizeof(name), &src);
 			else
-				usyms_symbolize(us, ips[i], name, sizeof(name));
+				usyms_symbolize_src(us, ips[i], name, sizeof(name), &src);
 			sym = name;
+			if (src == USYM_SRC_PERFMAP)
+				name_set_add(jit, name);
 		}
 		if (!sym) {
 			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx",
@@ -214,10 +271,10 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 /* The frames of stack id in stacks_fd, named, leading tracing frames dropped; empty for id < 0
  * or an id the map no longer has. */
 static void frames_read(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
-			int stacks_fd, int32_t id, bool kernel)
+			int stacks_fd, int32_t id, bool kernel, struct name_set *jit)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel, NULL, NULL, 0);
+	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel, NULL, NULL, 0, jit);
 }
 
 int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *comm, int32_t user_stack_id,
@@ -227,8 +284,9 @@ int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *c
 	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
 	if (!r)
 		return -1;
-	frames_read(&r->user, t->ctx, collect_usyms(t->ctx, tgid), stacks_fd, user_stack_id, false);
-	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true);
+	frames_read(&r->user, t->ctx, collect_usyms(t->ctx, tgid), stacks_fd, user_stack_id, false,
+		    &t->jit);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL);
 	return 0;
 }
 
@@ -240,8 +298,9 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const ch
 	struct stack_row *r = new_row(t, comm, in_kernel, weight, count, tag);
 	if (!r)
 		return -1;
-	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false, t, origin, tgid);
-	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true);
+	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false, t, origin, tgid,
+		    &t->jit);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL);
 	bool all_fp = true;
 	for (size_t i = 0; origin && i < r->user.n; i++)
 		all_fp &= origin[i] == FRAME_FP;
@@ -357,6 +416,12 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 			for (size_t k = 0; k < r->user.n; k++)
 				value_arr_push(from, value_str(frame_origin_name(r->user_from[k])));
 		}
+	}
+	if (t->jit.n) { /* in name order: the same stacks always give the same list */
+		qsort(t->jit.names, t->jit.n, sizeof(*t->jit.names), str_ptr_cmp);
+		struct value *jit = value_obj_set(res, "jit_frames", value_arr());
+		for (size_t i = 0; i < t->jit.n; i++)
+			value_arr_push(jit, value_str(t->jit.names[i]));
 	}
 	stacks_free(t);
 	return stacks;

@@ -8,6 +8,7 @@
  *   stack_unit: "samples" | "ns" | "bytes" | ...   (what weight measures)
  *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?,
  *             user_from?: ["fp"|"cfi"|"dwarf", ...]}]
+ *   jit_frames?: [names]   (the user frame names a process's perf map gave: JIT code, named)
  * Must not: know a probe's map keys or what its weight means, or interpret the stacks (that is
  * the recipe's Lua).
  */
@@ -100,7 +101,10 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 	{ "stacks[].user_from", RT_ARRAY, NULL, true,                                             \
 	  "where each user frame came from, when not all from the frame-pointer walk" },          \
 	{ "stacks[].user_from[]", RT_STRING, NULL, false,                                        \
-	  "fp, cfi (a leaf's caller), dwarf, or python (a CPython frame: \"qualname (file:line)\")" }
+	  "fp, cfi (a leaf's caller), dwarf, or python (a CPython frame: \"qualname (file:line)\")" }, \
+	{ "jit_frames", RT_ARRAY, NULL, true,                                                     \
+	  "user frame names read from a process's perf map (JIT code: named functions), sorted" }, \
+	{ "jit_frames[]", RT_STRING, NULL, false, "a frame name as it appears in stacks[].user" }
 
 /* Frees a table that was not finished (NULL is fine). */
 void stacks_free(struct stack_table *t);

@@ -17,6 +17,8 @@
  *   local paths, verified; no debuginfod); without either, .eh_frame FDE ranges group unnamed
  *   code by function. [vdso] is read from /proc/PID/mem. Names are demangled once, at load.
  * - JIT: the perf map names only addresses that no file-backed mapping covers.
+ * - The runtime (JVM, Node) is told by a mapped file's basename only: a hint for advice, never
+ *   a reason to trust a file.
  * - The files are the target's: a symbol table whose entry size is not the ELF class's symbol
  *   size, or whose extent is outside the file, is ignored as if absent (never sized from its
  *   header alone).
@@ -837,6 +839,45 @@ int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
 int usyms_symbolize(struct usyms *us, uint64_t addr, char *buf, size_t len)
 {
 	return symbolize(us, addr, 0, buf, len, NULL);
+}
+
+int usyms_mapped_file(const struct usyms *us, const char *base, const char **path, uint64_t *dev,
+		      uint64_t *ino)
+{
+	for (size_t i = 0; i < us->nmaps; i++) {
+		const struct elf_file *f = us->maps[i].file;
+		if (f && f->path[0] == '/' && !strcmp(f->base, base)) {
+			*path = f->path;
+			*dev = f->dev;
+			*ino = f->ino;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *usyms_runtime(const struct usyms *us)
+{
+	const char *path;
+	uint64_t dev, ino;
+	if (!usyms_mapped_file(us, "libjvm.so", &path, &dev, &ino))
+		return "jvm";
+	static const char *const node[] = { "node", "nodejs" };
+	for (size_t i = 0; i < us->nmaps; i++) {
+		const struct elf_file *f = us->maps[i].file;
+		if (!f || f->path[0] != '/')
+			continue;
+		for (size_t k = 0; k < ARRAY_LEN(node); k++)
+			if (!strcmp(f->base, node[k]) ||
+			    (!strncmp(f->base, "libnode.so", 10) && (!f->base[10] || f->base[10] == '.')))
+				return "node";
+	}
+	return NULL;
+}
+
+size_t usyms_perfmap_entries(const struct usyms *us)
+{
+	return perfmap_count(us->perfmap);
 }
 
 void usyms_free(struct usyms *us)

@@ -75,6 +75,17 @@ int usyms_symbolize_ret(struct usyms *us, uint64_t addr, char *buf, size_t len,
 			enum usym_source *src);
 void usyms_free(struct usyms *us);
 
+/* The language runtime the process runs, from the files it maps (its snapshots so far): "jvm"
+ * (libjvm.so), "node" (an executable or libnode.so named node or nodejs), or NULL. What a
+ * report needs to say how its JIT code gets names. */
+const char *usyms_runtime(const struct usyms *us);
+/* The mapped file whose basename is base (the first one, in address order): its path as the
+ * process names it and its "major:minor inode" (dev: major << 32 | minor). 0, or -1 when none. */
+int usyms_mapped_file(const struct usyms *us, const char *base, const char **path, uint64_t *dev,
+		      uint64_t *ino);
+/* Entries of the process's perf map as last read (0: it has none, or none was readable). */
+size_t usyms_perfmap_entries(const struct usyms *us);
+
 /* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF
  * file at path (in our root; read by tfile.c, never blocking on it): where a uprobe goes. Fails (DIAG_EXIT_USAGE, err says why) when the file cannot
  * be read or is not ELF, or when the name is missing, ambiguous (several static functions),

@@ -333,15 +333,60 @@ end
 
 -- ---- stacks ------------------------------------------------------------------------------
 
--- A resolved function name, as opposed to "[unknown]", "libfoo.so+0x1a2b" or a decorated
--- name such as "bpf_prog_1234_handler [bpf]".
-function diag.symbolized(name)
-  return type(name) == "string" and name ~= "" and not name:find("[%s%[]") and
-      not name:find("%+0x%x+$")
+-- diag.name_set(names): a set (name -> true) of an array of names; empty for nil. For a stack
+-- probe's `jit_frames` (the frames a process's perf map named).
+function diag.name_set(names)
+  local set = {}
+  for _, n in ipairs(names or {}) do set[n] = true end
+  return set
 end
 
--- "burn_hot()" for a symbol; an unresolved frame is shown as it is.
-function diag.fn(name)
+-- A resolved function name, as opposed to "[unknown]", "libfoo.so+0x1a2b" or a decorated
+-- name such as "bpf_prog_1234_handler [bpf]". jit (optional): a diag.name_set of the probe's
+-- jit_frames: a name a perf map gave is a named function, whatever it holds ("JS:*f app.js:3:1",
+-- "long Hot.sum(int)").
+function diag.symbolized(name, jit)
+  if type(name) ~= "string" then return false end
+  if type(jit) == "table" and jit[name] then return true end
+  return name ~= "" and not name:find("[%s%[]") and not name:find("%+0x%x+$")
+end
+
+-- diag.jit_frame(name): a perf map's name in its language's terms, or nil when it is none that
+-- is known: {lang = "JS", fn = "checksumRows", where = "/srv/app.js:12:3" or nil, tier =
+-- "optimized" | "baseline" | "interpreted" | nil} for V8's (Node --perf-basic-prof: "JS:*f
+-- FILE:LINE:COL", older "LazyCompile:~f FILE"), {lang = "Java", fn = "pkg.Class.method(int)"} for
+-- a JVM's (jcmd Compiler.perfmap: "RETURN-TYPE pkg.Class.method(ARGS)").
+local V8_KINDS = { JS = true, LazyCompile = true, Function = true, Script = true }
+local V8_TIERS = { ["*"] = "optimized", ["^"] = "baseline", ["+"] = "optimized", ["~"] = "interpreted" }
+function diag.jit_frame(name)
+  if type(name) ~= "string" then return nil end
+  local kind, mark, rest = name:match("^(%a+):([%*~%^%+]?)(.*)$")
+  if kind and V8_KINDS[kind] then
+    local fn, where = rest:match("^(%S*) (.+)$")
+    fn = fn or rest
+    return { lang = "JS", fn = fn ~= "" and fn or "(anonymous)", where = where, tier = V8_TIERS[mark] }
+  end
+  local method, args = name:match("^[%w%.%$_%[%]<>]+ ([%w%.%$_<>]+)%((.*)%)$")
+  if method and method:find("%.") then
+    return { lang = "Java", fn = method .. "(" .. args .. ")" }
+  end
+  return nil
+end
+
+-- "burn_hot()" for a symbol; a JIT frame a perf map named (jit: as for diag.symbolized) in its
+-- language's terms ("JS function checksumRows() at /srv/app.js:12:3", "Java method
+-- Hot.sum(int)"), else as the map wrote it; an unresolved frame is shown as it is.
+function diag.fn(name, jit)
+  if type(jit) ~= "table" then jit = nil end
+  if jit and type(name) == "string" and jit[name] then
+    local j = diag.jit_frame(name)
+    if j and j.lang == "JS" then
+      return string.format("JS function %s()%s", j.fn, j.where and (" at " .. j.where) or "")
+    elseif j then
+      return string.format("%s method %s", j.lang, j.fn)
+    end
+    return name
+  end
   if diag.symbolized(name) then return name .. "()" end
   return name or "[unknown]"
 end

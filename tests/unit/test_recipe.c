@@ -85,7 +85,7 @@ static void test_high_cpu(void **state)
 	assert_int_equal(r->budgets.max_events_per_s, 1000000);
 	assert_true(r->budgets.degrade_sample);
 	assert_int_equal(r->budgets.preflight_ms, 100);
-	assert_int_equal(r->n_params, 2);
+	assert_int_equal(r->n_params, 3);
 	assert_string_equal(r->params[0].name, "hz");
 	assert_int_equal(r->params[0].type, PARAM_INTEGER);
 	assert_string_equal(r->params[0].dflt, "99");
@@ -93,6 +93,9 @@ static void test_high_cpu(void **state)
 	assert_string_equal(r->params[1].name, "unwind"); /* the profile's user_unwind */
 	assert_int_equal(r->params[1].type, PARAM_STRING);
 	assert_string_equal(r->params[1].dflt, "fp");
+	assert_string_equal(r->params[2].name, "jvm_perfmap"); /* the profile's jvm_perfmap */
+	assert_int_equal(r->params[2].type, PARAM_STRING);
+	assert_string_equal(r->params[2].dflt, "no");
 	assert_true(r->budgets.max_cpu_pct == 15.0);
 	assert_int_equal(r->budgets.max_map_bytes, 67108864);
 
@@ -109,9 +112,11 @@ static void test_high_cpu(void **state)
 		assert_int_equal(r->probes[i].line, line_of(HIGH_CPU, entry, 1));
 	}
 	const struct recipe_probe *p = &r->probes[0];
-	assert_int_equal(p->n_options, 7);
+	assert_int_equal(p->n_options, 8);
 	assert_kv(p->options, p->n_options, "python_frames", "true",
 		  line_of(HIGH_CPU, "python_frames:", p->line));
+	assert_kv(p->options, p->n_options, "jvm_perfmap", "${jvm_perfmap}",
+		  line_of(HIGH_CPU, "jvm_perfmap:", p->line));
 	assert_kv(p->options, p->n_options, "frequency_hz", "${hz}",
 		  line_of(HIGH_CPU, "frequency_hz:", p->line));
 	assert_kv(p->options, p->n_options, "user_unwind", "${unwind}",

@@ -724,6 +724,170 @@ static void test_missing_frame_pointers(void **state)
 	outcome_free(&o);
 }
 
+/* ---- JIT code: Node and a JVM ------------------------------------------------------------ */
+
+/* A profile of a JIT runtime: `hot` samples in leaf under callers (NULL-terminated), 10 more in
+ * another JIT frame and 5 in the kernel; jit: the names a perf map gave (NULL-terminated, may be
+ * empty); runtime NULL: not known (a set of processes); entries 0: no perf map. */
+static struct value *jit_results(const char *leaf, const char *const *callers, int64_t hot,
+				 const char *const *jit, const char *runtime, int64_t entries,
+				 const char *jvm_perfmap)
+{
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(hot + 15, 5));
+	const char *user[16] = { leaf };
+	size_t n = 1;
+	for (; callers[n - 1] && n < 15; n++)
+		user[n] = callers[n - 1];
+	user[n] = NULL;
+	stack(p, hot, false, user, NOFRAMES);
+	user[0] = "[unknown]";
+	stack(p, 10, false, user, NOFRAMES);
+	stack(p, 5, true, FRAMES("write"), FRAMES("vfs_write", "do_syscall_64"));
+	if (jit[0])
+		value_obj_set(p, "jit_frames", frames(jit));
+	if (runtime)
+		value_set_str(p, "runtime", runtime);
+	if (entries)
+		value_set_int(p, "perf_map_entries", entries);
+	if (jvm_perfmap)
+		value_set_str(p, "jvm_perfmap", jvm_perfmap);
+	value_obj_set(res, "context", context(98.0, 0.99, 5, 20));
+	add_background(res);
+	return res;
+}
+
+#define V8_CALLERS                                                                                 \
+	FRAMES("Builtins_InterpreterEntryTrampoline", "Builtins_JSEntryTrampoline", "Builtins_JSEntry", \
+	       "node::Start(int, char**)", "main", "__libc_start_call_main")
+
+static void test_jit_node(void **state)
+{
+	(void)state;
+	struct outcome o;
+	const struct value *v;
+
+	/* --perf-basic-prof: the perf map's name is a named JS function, in JS terms */
+	high_cpu(jit_results("JS:*checksumRows /srv/app.js:12:3", V8_CALLERS, 450,
+			     FRAMES("JS:*checksumRows /srv/app.js:12:3"), "node", 1200, NULL),
+		 run_info("duration"), &o);
+	print_verdicts("node with a perf map", &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "title"), "CPU-bound in user code: 97% of samples in JS "
+			    "function checksumRows() at /srv/app.js:12:3");
+	assert_mentions(value_get(v, "evidence"), "JS function checksumRows() at /srv/app.js:12:3 97%");
+	assert_mentions(value_get(v, "next_steps"), "node --cpu-prof");
+	assert_mentions(value_get(v, "next_steps"), "--interpreted-frames-native-stack");
+	assert_false(mentions(value_get(v, "next_steps"), "dbgsym"));
+	assert_false(mentions(value_get(v, "next_steps"), "perf annotate"));
+	outcome_free(&o);
+
+	/* older V8's names (LazyCompile:), an anonymous function */
+	high_cpu(jit_results("LazyCompile:~handle /srv/x.js:3", V8_CALLERS, 450,
+			     FRAMES("LazyCompile:~handle /srv/x.js:3", "JS:~ /srv/x.js:1:1"), "node",
+			     10, NULL),
+		 run_info("duration"), &o);
+	assert_contains(value_get_str(verdict(&o, "cpu-bound-user"), "title"),
+			"in JS function handle() at /srv/x.js:3");
+	outcome_free(&o);
+	high_cpu(jit_results("JS:~ /srv/x.js:1:1", V8_CALLERS, 450, FRAMES("JS:~ /srv/x.js:1:1"),
+			     "node", 10, NULL),
+		 run_info("duration"), &o);
+	assert_contains(value_get_str(verdict(&o, "cpu-bound-user"), "title"),
+			"in JS function (anonymous)() at /srv/x.js:1:1");
+	outcome_free(&o);
+
+	/* no perf map: node's flags, never debug symbols */
+	high_cpu(jit_results("[unknown]", V8_CALLERS, 450, NOFRAMES, "node", 0, NULL),
+		 run_info("duration"), &o);
+	print_verdicts("node without a perf map", &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_non_null(v);
+	assert_contains(value_get_str(v, "title"), "JIT-compiled JavaScript without a perf map ([unknown])");
+	assert_string_equal(value_get(v, "next_steps")->arr.items[0]->s,
+			    "Restart node with --perf-basic-prof-only-functions (or --perf-basic-prof) so "
+			    "that V8 writes /tmp/perf-4242.map, then re-run diagnose high-cpu --pid 4242: JS "
+			    "functions are then named (debug symbols cannot name JIT code)");
+	assert_mentions(value_get(v, "next_steps"), "--interpreted-frames-native-stack");
+	assert_false(mentions(value_get(v, "next_steps"), "dbgsym"));
+	outcome_free(&o);
+
+	/* the runtime unknown to the engine (a set): V8's builtins among the frames say Node */
+	high_cpu(jit_results("[unknown]", V8_CALLERS, 450, NOFRAMES, NULL, 0, NULL),
+		 run_info("duration"), &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_mentions(value_get(v, "next_steps"), "--perf-basic-prof");
+	assert_false(mentions(value_get(v, "next_steps"), "dbgsym"));
+	outcome_free(&o);
+
+	/* native code without symbols, no runtime: still debug symbols */
+	high_cpu(jit_results("app+0x1a2b", FRAMES("main", "__libc_start_call_main"), 450, NOFRAMES,
+			     NULL, 0, NULL),
+		 run_info("duration"), &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_contains(value_get_str(v, "title"), "an unsymbolized function (app+0x1a2b)");
+	assert_mentions(value_get(v, "next_steps"), "-dbgsym");
+	outcome_free(&o);
+}
+
+static void test_jit_jvm(void **state)
+{
+	(void)state;
+	struct outcome o;
+	const struct value *v;
+	const char *const *none = NOFRAMES; /* JIT code without frame pointers: one frame */
+
+	/* no perf map: jcmd, the param that runs it, PreserveFramePointer; no debug symbols */
+	high_cpu(jit_results("[unknown]", none, 450, NOFRAMES, "jvm", 0, NULL), run_info("duration"), &o);
+	print_verdicts("jvm without a perf map", &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_non_null(v);
+	assert_contains(value_get_str(v, "title"), "JIT-compiled Java without a perf map ([unknown])");
+	assert_mentions(value_get(v, "next_steps"), "jcmd 4242 Compiler.perfmap (JDK 17+, as the JVM's user)");
+	assert_mentions(value_get(v, "next_steps"), "diagnose high-cpu --pid 4242 --param jvm_perfmap=yes");
+	assert_mentions(value_get(v, "next_steps"), "-XX:+PreserveFramePointer");
+	assert_false(mentions(value_get(v, "next_steps"), "dbgsym"));
+	v = verdict(&o, "missing-frame-pointers");
+	assert_non_null(v);
+	assert_contains(value_get(v, "next_steps")->arr.items[0]->s, "-XX:+PreserveFramePointer");
+	outcome_free(&o);
+
+	/* jcmd run by diagnose: the method named in Java terms, and the run said */
+	const char *ran = "ran: /usr/lib/jvm/java-17-openjdk-amd64/bin/jcmd 4242 Compiler.perfmap as "
+			  "uid 1000 gid 1000";
+	high_cpu(jit_results("int HotRows.checksumRows(int[])", none, 450,
+			     FRAMES("int HotRows.checksumRows(int[])", "Interpreter"), "jvm", 290, ran),
+		 run_info("duration"), &o);
+	print_verdicts("jvm with jcmd's perf map", &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "title"), "CPU-bound in user code: 97% of samples in Java "
+			    "method HotRows.checksumRows(int[])");
+	assert_mentions(value_get(v, "evidence"), "At the end of the window diagnose ran "
+			"/usr/lib/jvm/java-17-openjdk-amd64/bin/jcmd 4242 Compiler.perfmap as uid 1000 gid "
+			"1000 (--param jvm_perfmap=yes); the perf map read after it has 290 entries");
+	assert_mentions(value_get(v, "next_steps"), "async-profiler");
+	assert_false(mentions(value_get(v, "next_steps"), "dbgsym"));
+	outcome_free(&o);
+
+	/* jcmd failed: why, and the way by hand */
+	high_cpu(jit_results("[unknown]", none, 450, NOFRAMES, "jvm", 0,
+			     "failed: no jcmd to trust: neither the JDK's own nor /usr/bin/jcmd"),
+		 run_info("duration"), &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_mentions(value_get(v, "evidence"), "jcmd Compiler.perfmap failed: no jcmd to trust");
+	assert_mentions(value_get(v, "next_steps"), "run jcmd 4242 Compiler.perfmap by hand");
+	outcome_free(&o);
+
+	/* a perf map written before the code was compiled */
+	high_cpu(jit_results("[unknown]", none, 450, NOFRAMES, "jvm", 50, NULL), run_info("duration"), &o);
+	v = verdict(&o, "cpu-bound-user");
+	assert_mentions(value_get(v, "next_steps"), "does not cover this code (written before it was "
+			"compiled): re-run with --param jvm_perfmap=yes");
+	outcome_free(&o);
+}
+
 static void test_missing_probes(void **state)
 {
 	(void)state;
@@ -1469,6 +1633,8 @@ int main(void)
 		cmocka_unit_test(test_starved),
 		cmocka_unit_test(test_steal),
 		cmocka_unit_test(test_missing_frame_pointers),
+		cmocka_unit_test(test_jit_node),
+		cmocka_unit_test(test_jit_jvm),
 		cmocka_unit_test(test_missing_probes),
 		cmocka_unit_test(test_large_profile),
 		cmocka_unit_test(test_diag_helpers),
