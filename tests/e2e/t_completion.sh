@@ -13,7 +13,7 @@ got=$(complete_line "$DIAG" --recipes "$R" hi)
 got=$(complete_line "$DIAG" --recipes "$R" "")
 echo "$got" | grep -q 'latency' && echo "$got" | grep -q 'replay' || fail "commands and recipes: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" high-cpu --param "")
-[ "$got" = "hz= unwind= " ] || fail "--param names: got '$got'"
+[ "$got" = "hz= jvm_perfmap= unwind= " ] || fail "--param names: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" replay --th)
 [ "$got" = "--threshold " ] || fail "replay options: got '$got'"
 printf '{\n  "tool": "diagnose",\n  "version": "0.1.0",\n  "recipe": {\n    "name": "latency",\n    "path": "x"\n  }\n}\n' > "$TMP/r.json"

@@ -36,7 +36,7 @@ got=$(complete_line "$DIAG" --recipes "$R" "")
 echo "$got" | grep -q 'latency' && echo "$got" | grep -q 'replay' && echo "$got" | grep -q 'network-errors' ||
 	fail "commands and recipes: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" high-cpu --param "")
-[ "$got" = "hz=(nospace) unwind=(nospace) " ] || fail "--param names: got '$got'"
+[ "$got" = "hz=(nospace) jvm_perfmap=(nospace) unwind=(nospace) " ] || fail "--param names: got '$got'"
 got=$(complete_line "$DIAG" --recipes "$R" replay --th)
 [ "$got" = "--threshold " ] || fail "replay options: got '$got'"
 printf '{\n  "tool": "diagnose",\n  "version": "0.1.0",\n  "recipe": {\n    "name": "latency",\n    "path": "x"\n  }\n}\n' > "$TMP/r.json"
