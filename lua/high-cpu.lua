@@ -288,6 +288,25 @@ end
 local fp_missing = prof and prof.user_mode >= MIN_SAMPLES and
     diag.pct(prof.shallow, prof.user_mode) >= T.shallow_pct
 
+-- Line-level detail for the hot function: perf annotate of its name; for a stripped frame
+-- (file+0xOFF), its file to perf (--dsos) and objdump from its address (the offset plus the
+-- file's vaddr_bias), never an empty symbol.
+local function annotate_step(name)
+  local record = string.format("perf record -F 999 -g %s -- sleep 10", perf_procs)
+  if diag.symbolized(name) then
+    return string.format("Line-level detail: %s, then perf annotate %s", record, diag.sh_quote(name))
+  end
+  local file, off = diag.stripped_frame(name)
+  if not file then
+    return string.format("Line-level detail: %s, then perf report --sort dso,sym for the unnamed code", record)
+  end
+  local h = diag.debug_hint(profile, name)
+  local path = (h and h.path) or file
+  local addr = off + ((h and h.vaddr_bias) or 0)
+  return string.format("Line-level detail: %s, then perf annotate --stdio --dsos %s (named once its debug symbols are installed); now: objdump -d --start-address=0x%x --stop-address=0x%x %s (%s)",
+    record, diag.sh_quote(file), addr, addr + 0x400, diag.sh_quote(path), name)
+end
+
 local function cpu_user_verdict()
   local top = diag.ranked(prof.self_user, 5)
   local hot = top[1]
@@ -313,13 +332,13 @@ local function cpu_user_verdict()
   local steps = {
     string.format("Read %s and its callers for the hot loop: work repeated per request or per item, an accidentally quadratic algorithm, a spin or busy-wait, a cache that stopped hitting",
       diag.fn(hot.name)),
-    string.format("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
-      diag.symbolized(hot.name) and hot.name or ""),
+    annotate_step(hot.name),
     string.format("Flame graph: diagnose high-cpu %s --folded cpu.folded, then flamegraph.pl cpu.folded > cpu.svg", target_arg),
     "If the work is legitimate (load went up), compare the request rate with its baseline and scale out; if not, check what changed: deploy, config, input size",
   }
   if not diag.symbolized(hot.name) then
-    table.insert(steps, 1, "Install debug symbols for that binary or library (the -dbgsym / -debuginfo package) or build with -g: stripped code shows up as file+0xOFFSET")
+    local file = diag.stripped_frame(hot.name)
+    table.insert(steps, 1, diag.debug_symbols_step(diag.debug_hint(profile, hot.name), file))
   end
   return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
 end
