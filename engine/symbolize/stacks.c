@@ -32,6 +32,7 @@ struct stack_row {
 /* A stripped file some user frame points into (named "module+0xOFF"). */
 struct hint_file {
 	char *path, *base, *build_id;
+	const char *key; /* the symbolizer's path string: the same file, without a strcmp */
 	int64_t vaddr_bias;
 	bool in_our_root;
 	uint64_t self; /* weight of the rows whose leaf is in it */
@@ -40,7 +41,7 @@ struct hint_file {
 struct stack_table {
 	const struct collect_ctx *ctx;
 	struct hint_file *files; /* at most STACKS_MAX_HINT_FILES */
-	size_t nfiles;
+	size_t nfiles, last;     /* last: the file noted last */
 	struct stack_row *rows;
 	size_t n, cap, max_rows, refused;
 	const char *const *extra_names;
@@ -188,18 +189,23 @@ static void note_file(struct stack_table *t, struct usyms *us, uint64_t ip, size
 	struct usym_file uf;
 	if (!t || usyms_file_at(us, ip, i > 0, &uf))
 		return;
-	size_t k = 0;
-	while (k < t->nfiles && (strcmp(t->files[k].path, uf.path) || strcmp(t->files[k].build_id, uf.build_id)))
-		k++;
+	size_t k = 0; /* most frames are the file before's: its key is compared first */
+	if (t->last < t->nfiles && t->files[t->last].key == uf.path)
+		k = t->last;
+	else
+		while (k < t->nfiles && (strcmp(t->files[k].path, uf.path) ||
+					 strcmp(t->files[k].build_id, uf.build_id)))
+			k++;
 	if (k == t->nfiles) {
 		if (k == STACKS_MAX_HINT_FILES)
 			return;
 		if (!t->files)
 			t->files = xcalloc(STACKS_MAX_HINT_FILES, sizeof(*t->files));
 		t->files[t->nfiles++] = (struct hint_file){ xstrdup(uf.path), xstrdup(uf.base),
-							    xstrdup(uf.build_id), uf.vaddr_bias,
-							    uf.in_our_root, 0 };
+							    xstrdup(uf.build_id), uf.path,
+							    uf.vaddr_bias, uf.in_our_root, 0 };
 	}
+	t->last = k;
 	if (i == 0)
 		t->files[k].self += weight;
 }
