@@ -177,8 +177,19 @@ local function line_level_step(name)
   elseif j and j.lang == "Java" then
     return string.format("Line-level and inlining detail: async-profiler (asprof -e cpu -d 30 %s) or JFR (jcmd %s JFR.start duration=30s filename=cpu.jfr)", pid, pid)
   end
-  return string.format("Line-level detail: perf record -F 999 -g %s -- sleep 10, then perf annotate %s", perf_procs,
-    named(name) and not jit[name] and name or "")
+  local record = string.format("perf record -F 999 -g %s -- sleep 10", perf_procs)
+  if named(name) and not jit[name] then
+    return string.format("Line-level detail: %s, then perf annotate %s", record, diag.sh_quote(name))
+  end
+  local file, off = diag.stripped_frame(name)
+  if not file then
+    return string.format("Line-level detail: %s, then perf report --sort dso,sym for the unnamed code", record)
+  end
+  local h = diag.debug_hint(profile, name)
+  local path = (h and h.path) or file
+  local addr = off + ((h and h.vaddr_bias) or 0)
+  return string.format("Line-level detail: %s, then perf annotate --stdio --dsos %s (named once its debug symbols are installed); now: objdump -d --start-address=0x%x --stop-address=0x%x %s (%s)",
+    record, diag.sh_quote(file), addr, addr + 0x400, diag.sh_quote(path), name)
 end
 
 -- The most frequent path among stacks matching want(stack), as {path=, count=}.
@@ -411,7 +422,7 @@ local function cpu_user_verdict()
   elseif path and path.path:find("Builtins_InterpreterEntryTrampoline", 1, true) then
     steps:add("Callers shown as Builtins_InterpreterEntryTrampoline are JS functions V8 still interprets: add --interpreted-frames-native-stack to node's flags (with --perf-basic-prof) to name them")
   elseif not named(hot.name) then
-    table.insert(steps, 1, "Install debug symbols for that binary or library (the -dbgsym / -debuginfo package) or build with -g: stripped code shows up as file+0xOFFSET")
+    table.insert(steps, 1, diag.debug_symbols_step(diag.debug_hint(profile, hot.name), diag.stripped_frame(hot.name)))
   end
   return diag.verdict("cpu-bound-user", bound_sev(prof.user_share), title, ev, steps)
 end

@@ -3,6 +3,8 @@
  */
 #include "plan.h"
 
+#include "tfile.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -212,6 +214,29 @@ static bool probe_runs(const struct recipe_probe *rp, bool has_target)
 	return rp->when == RECIPE_WHEN_ALWAYS || (rp->when == RECIPE_WHEN_TARGET) == has_target;
 }
 
+/* How process pid was started, cmdline[0], into p->target_started_as when it says more than
+ * its executable does (a symlink's name: redis-server for /usr/bin/redis-check-rdb); "" when it
+ * is the exe's path, its base name, empty, or unread. Read by a reader of its own (tfile.h: the
+ * target's memory, whose lock a hostile target can hold, is read by a helper we wait for only
+ * so long). */
+static void read_started_as(struct plan *p, int pid)
+{
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err ignore;
+	size_t len = 0;
+	tfile_reader_set_deadline(r, mono_ns() + TFILE_WAIT_NS);
+	char *cmd = tfile_read_proc(r, pid, "cmdline", sizeof(p->target_started_as), &len, &ignore);
+	tfile_reader_free(r);
+	p->target_started_as[0] = '\0';
+	if (!cmd)
+		return;
+	const char *slash = strrchr(p->target_exe, '/');
+	const char *base = slash ? slash + 1 : p->target_exe;
+	if (cmd[0] && strcmp(cmd, p->target_exe) && (strchr(cmd, '/') || strcmp(cmd, base)))
+		snprintf(p->target_started_as, sizeof(p->target_started_as), "%s", cmd);
+	free(cmd);
+}
+
 static int check_target(struct plan *p, int pid, struct diag_err *err)
 {
 	char path[64];
@@ -231,6 +256,8 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 	p->target_exe[n > 0 ? n : 0] = '\0';
 	if (n <= 0) /* a kernel thread has no executable */
 		snprintf(p->target_exe, sizeof(p->target_exe), "[%s]", p->target_comm);
+	else
+		read_started_as(p, pid);
 	p->target_pid = pid;
 	return 0;
 }
@@ -375,6 +402,8 @@ struct value *plan_target_value(const struct plan *plan)
 	}
 	value_set_str(t, "comm", plan->target_comm);
 	value_set_str(t, "exe", plan->target_exe);
+	if (plan->target_started_as[0])
+		value_set_str(t, "started_as", plan->target_started_as);
 	return t;
 }
 

@@ -32,7 +32,8 @@ struct plan {
 	int target_pid;           /* --pid; 0 when the run has no target or a set of processes */
 	struct target *target;    /* --comm, --cgroup, --unit, --container (owned); else NULL */
 	char target_comm[64];     /* the target's, or the first process of a set's */
-	char target_exe[PATH_MAX];
+	char target_exe[PATH_MAX];   /* /proc/PID/exe's target */
+	char target_started_as[PATH_MAX]; /* cmdline[0] when it names more than exe does; else "" */
 	double duration_s;
 	int ncpus;                /* online CPUs */
 	int possible_cpus;        /* what per-CPU maps are sized for */

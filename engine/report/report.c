@@ -645,6 +645,11 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 		fputs(") ", out);
 		report_put_text(out, value_get_str(t, "exe"));
 	}
+	if (t && t->type == V_OBJ && value_get_str(t, "started_as")) { /* a symlink's name, argv[0] */
+		fputs(" (started as ", out);
+		report_put_text(out, value_get_str(t, "started_as"));
+		fputc(')', out);
+	}
 	fputc('\n', out);
 	const char *stop = value_get_str(r, "stop_reason");
 	if (stop && strcmp(stop, "dry-run") == 0) {

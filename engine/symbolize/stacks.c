@@ -9,6 +9,7 @@
 
 #include "diag_bpf.h"
 #include "ksyms.h"
+#include "pkgdb.h"
 #include "unwind.h"
 #include "usyms.h"
 
@@ -36,9 +37,20 @@ struct name_set {
 	size_t size;
 };
 
+/* A stripped file some user frame points into (named "module+0xOFF"). */
+struct hint_file {
+	char *path, *base, *build_id;
+	const char *key; /* the symbolizer's path string: the same file, without a strcmp */
+	int64_t vaddr_bias;
+	bool in_our_root;
+	uint64_t self; /* weight of the rows whose leaf is in it */
+};
+
 struct stack_table {
 	const struct collect_ctx *ctx;
 	struct name_set jit;
+	struct hint_file *files; /* at most STACKS_MAX_HINT_FILES */
+	size_t nfiles, last;     /* last: the file noted last */
 	struct stack_row *rows;
 	size_t n, cap, max_rows, refused;
 	const char *const *extra_names;
@@ -130,6 +142,12 @@ void stacks_free(struct stack_table *t)
 		return;
 	for (size_t i = 0; i < t->n; i++)
 		row_free(&t->rows[i]);
+	for (size_t i = 0; i < t->nfiles; i++) {
+		free(t->files[i].path);
+		free(t->files[i].base);
+		free(t->files[i].build_id);
+	}
+	free(t->files);
 	free(t->rows);
 	name_set_free(&t->jit);
 	free(t);
@@ -226,11 +244,40 @@ size_t stacks_read_ids(int stacks_fd, int32_t id, uint64_t *ips)
 	return n;
 }
 
-/* Names n addresses, leaf first, into f; frames whose origin (NULL: none) is FRAME_PY by the
- * table's namer (t NULL: none); the names a perf map gave go into jit too. */
+/* The stripped file user frame ips[i] points into, noted in t (its self weight when i is the
+ * leaf); files past STACKS_MAX_HINT_FILES are not noted. */
+static void note_file(struct stack_table *t, struct usyms *us, uint64_t ip, size_t i, uint64_t weight)
+{
+	struct usym_file uf;
+	if (!t || usyms_file_at(us, ip, i > 0, &uf))
+		return;
+	size_t k = 0; /* most frames are the file before's: its key is compared first */
+	if (t->last < t->nfiles && t->files[t->last].key == uf.path)
+		k = t->last;
+	else
+		while (k < t->nfiles && (strcmp(t->files[k].path, uf.path) ||
+					 strcmp(t->files[k].build_id, uf.build_id)))
+			k++;
+	if (k == t->nfiles) {
+		if (k == STACKS_MAX_HINT_FILES)
+			return;
+		if (!t->files)
+			t->files = xcalloc(STACKS_MAX_HINT_FILES, sizeof(*t->files));
+		t->files[t->nfiles++] = (struct hint_file){ xstrdup(uf.path), xstrdup(uf.base),
+							    xstrdup(uf.build_id), uf.path,
+							    uf.vaddr_bias, uf.in_our_root, 0 };
+	}
+	t->last = k;
+	if (i == 0)
+		t->files[k].self += weight;
+}
+
+/* Names n addresses, leaf first, into f: frames whose origin (NULL: none) is FRAME_PY by the
+ * table's namer; the stripped files user frames point into are noted in t (NULL: not noted)
+ * with the row's weight, and the names a perf map gave go into t's jit set. */
 static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
-			const uint64_t *ips, size_t n, bool kernel, const struct stack_table *t,
-			const uint8_t *origin, int tgid, struct name_set *jit)
+			const uint64_t *ips, size_t n, bool kernel, struct stack_table *t,
+			const uint8_t *origin, int tgid, uint64_t weight)
 {
 	char name[USYM_NAME_MAX]; /* demangled C++ names often pass 256 bytes: cut, two template
 				   * instances would merge into one frame */
@@ -249,13 +296,13 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 			sym = name;
 		} else if (us) { /* below the leaf, frames are return addresses */
 			enum usym_source src;
-			if (i)
-				usyms_symbolize_ret(us, ips[i], name, sizeof(name), &src);
-			else
-				usyms_symbolize_src(us, ips[i], name, sizeof(name), &src);
+			int named = i ? usyms_symbolize_ret(us, ips[i], name, sizeof(name), &src)
+				      : usyms_symbolize_src(us, ips[i], name, sizeof(name), &src);
+			if (!named)
+				note_file(t, us, ips[i], i, weight);
 			sym = name;
-			if (src == USYM_SRC_PERFMAP)
-				name_set_add(jit, name);
+			if (t && src == USYM_SRC_PERFMAP)
+				name_set_add(&t->jit, name);
 		}
 		if (!sym) {
 			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx",
@@ -271,10 +318,10 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 /* The frames of stack id in stacks_fd, named, leading tracing frames dropped; empty for id < 0
  * or an id the map no longer has. */
 static void frames_read(struct frames *f, const struct collect_ctx *ctx, struct usyms *us,
-			int stacks_fd, int32_t id, bool kernel, struct name_set *jit)
+			int stacks_fd, int32_t id, bool kernel, struct stack_table *t, uint64_t weight)
 {
 	uint64_t ips[DIAG_STACK_DEPTH];
-	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel, NULL, NULL, 0, jit);
+	frames_name(f, ctx, us, ips, stacks_read_ids(stacks_fd, id, ips), kernel, t, NULL, 0, weight);
 }
 
 int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *comm, int32_t user_stack_id,
@@ -285,8 +332,8 @@ int stacks_add_ids(struct stack_table *t, int stacks_fd, int tgid, const char *c
 	if (!r)
 		return -1;
 	frames_read(&r->user, t->ctx, collect_usyms(t->ctx, tgid), stacks_fd, user_stack_id, false,
-		    &t->jit);
-	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL);
+		    t, weight);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL, 0);
 	return 0;
 }
 
@@ -299,8 +346,8 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const ch
 	if (!r)
 		return -1;
 	frames_name(&r->user, t->ctx, collect_usyms(t->ctx, tgid), user, n_user, false, t, origin, tgid,
-		    &t->jit);
-	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL);
+		    weight);
+	frames_read(&r->kernel, t->ctx, NULL, stacks_fd, kernel_stack_id, true, NULL, 0);
 	bool all_fp = true;
 	for (size_t i = 0; origin && i < r->user.n; i++)
 		all_fp &= origin[i] == FRAME_FP;
@@ -372,6 +419,57 @@ static int64_t clamp_i64(uint64_t v)
 	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
+static int by_self_desc(const void *pa, const void *pb)
+{
+	const struct hint_file *a = pa, *b = pb;
+	if (a->self != b->self)
+		return a->self < b->self ? 1 : -1;
+	return strcmp(a->path, b->path);
+}
+
+/* res's "debug_hints": per stripped file, what would name its code (see stacks.h). */
+static void hints_finish(struct stack_table *t, struct value *res, const char *admindir)
+{
+	if (!t->nfiles)
+		return;
+	qsort(t->files, t->nfiles, sizeof(*t->files), by_self_desc);
+	const char *paths[STACKS_MAX_HINT_FILES];
+	struct pkg_owner owners[STACKS_MAX_HINT_FILES];
+	size_t n = 0, at[STACKS_MAX_HINT_FILES];
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i].in_our_root) {
+			at[n] = i;
+			paths[n++] = t->files[i].path;
+		}
+	struct pkg_owner *owner_of[STACKS_MAX_HINT_FILES] = { 0 };
+	if (n && admindir && pkgdb_dpkg_owners(admindir, paths, n, owners) > 0)
+		for (size_t k = 0; k < n; k++)
+			if (owners[k].package[0])
+				owner_of[at[k]] = &owners[k];
+	struct value *arr = value_obj_set(res, "debug_hints", value_arr());
+	for (size_t i = 0; i < t->nfiles; i++) {
+		const struct hint_file *h = &t->files[i];
+		struct value *o = value_arr_push(arr, value_obj());
+		char buf[256];
+		value_set_str(o, "file", h->base);
+		value_set_str(o, "path", h->path);
+		value_set_int(o, "self_weight", clamp_i64(h->self));
+		value_set_int(o, "vaddr_bias", h->vaddr_bias);
+		if (h->build_id[0])
+			value_set_str(o, "build_id", h->build_id);
+		if (!pkgdb_build_id_path(h->build_id, buf, sizeof(buf)))
+			value_set_str(o, "debug_path", buf);
+		const struct pkg_owner *po = owner_of[i];
+		if (po) {
+			value_set_str(o, "package", po->package);
+			if (po->version[0])
+				value_set_str(o, "package_version", po->version);
+			if (!pkgdb_dbgsym_name(po->package, buf, sizeof(buf)))
+				value_set_str(o, "dbgsym_package", buf);
+		}
+	}
+}
+
 struct value *stacks_finish(struct stack_table *t, struct value *res, const char *unit)
 {
 	size_t merged = 0;
@@ -423,6 +521,7 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		for (size_t i = 0; i < t->jit.n; i++)
 			value_arr_push(jit, value_str(t->jit.names[i]));
 	}
+	hints_finish(t, res, PKGDB_DPKG_ADMINDIR);
 	stacks_free(t);
 	return stacks;
 }

@@ -9,6 +9,11 @@
  *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?,
  *             user_from?: ["fp"|"cfi"|"dwarf", ...]}]
  *   jit_frames?: [names]   (the user frame names a process's perf map gave: JIT code, named)
+ *   debug_hints?: [{file, path, self_weight, vaddr_bias, build_id?, debug_path?, package?,
+ *                   package_version?, dbgsym_package?}]: the stripped files user frames point
+ *             into ("module+0xOFF" frames), heaviest first, with what would name their code
+ *             (the owner from our root's dpkg database only when the mapped file is the one at
+ *             its path in our root; pkgdb.h)
  * Must not: know a probe's map keys or what its weight means, or interpret the stacks (that is
  * the recipe's Lua).
  */
@@ -84,6 +89,9 @@ size_t stacks_refused(const struct stack_table *t);
  * "stacks" to the array (returned, owned by res). Frees the table. */
 struct value *stacks_finish(struct stack_table *t, struct value *res, const char *unit);
 
+/* Stripped files noted per table (more are not hinted at). */
+#define STACKS_MAX_HINT_FILES 32
+
 /* The declarations of the fields stacks_finish sets, for a kind's `results` (catalog.h). */
 #define STACK_RESULT_FIELDS                                                                       \
 	{ "stack_unit", RT_STRING, NULL, false, "what weight measures (the kind's stack_unit)" },  \
@@ -104,7 +112,24 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 	  "fp, cfi (a leaf's caller), dwarf, or python (a CPython frame: \"qualname (file:line)\")" }, \
 	{ "jit_frames", RT_ARRAY, NULL, true,                                                     \
 	  "user frame names read from a process's perf map (JIT code: named functions), sorted" }, \
-	{ "jit_frames[]", RT_STRING, NULL, false, "a frame name as it appears in stacks[].user" }
+	{ "jit_frames[]", RT_STRING, NULL, false, "a frame name as it appears in stacks[].user" }, \
+	{ "debug_hints", RT_ARRAY, NULL, true,                                                    \
+	  "stripped files user frames point into (module+0xOFF), heaviest first" },               \
+	{ "debug_hints[]", RT_OBJECT, NULL, false, "one stripped file" },                          \
+	{ "debug_hints[].file", RT_STRING, NULL, false, "its base name, as frames show it" },      \
+	{ "debug_hints[].path", RT_STRING, NULL, false, "the path the process maps it at" },       \
+	{ "debug_hints[].self_weight", RT_INTEGER, "stack_unit", false,                           \
+	  "weight of the stacks whose leaf is in it" },                                            \
+	{ "debug_hints[].vaddr_bias", RT_INTEGER, "bytes", false,                                 \
+	  "address minus file offset in its code: OFF + this is what objdump and perf show" },    \
+	{ "debug_hints[].build_id", RT_STRING, NULL, true, "its GNU build-id (hex)" },             \
+	{ "debug_hints[].debug_path", RT_STRING, NULL, true,                                      \
+	  "where its debug file is read by build-id (/usr/lib/debug/.build-id/XX/REST.debug)" },  \
+	{ "debug_hints[].package", RT_STRING, NULL, true,                                         \
+	  "the installed package that owns it (our root's dpkg database)" },                      \
+	{ "debug_hints[].package_version", RT_STRING, NULL, true, "that package's version" },     \
+	{ "debug_hints[].dbgsym_package", RT_STRING, NULL, true,                                  \
+	  "the package with its debug symbols (Debian: PACKAGE-dbgsym)" }
 
 /* Frees a table that was not finished (NULL is fine). */
 void stacks_free(struct stack_table *t);

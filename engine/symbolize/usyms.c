@@ -81,6 +81,9 @@ struct elf_file {
 	char *names;
 	struct fde_range *fdes; /* function ranges from .eh_frame, when no full symbol table */
 	size_t nfdes;
+	char build_id[2 * 64 + 1]; /* its GNU build-id in hex; "": none */
+	int64_t vaddr_bias;  /* vaddr - file offset of its first executable segment */
+	int in_our_root;     /* its path in our root is the mapped file: 1 yes, -1 no, 0 not asked */
 };
 
 struct tmpsym {
@@ -252,6 +255,15 @@ static void elf_load(struct elf_file *f, Elf *elf, struct tfile_reader *r, int p
 		}
 	}
 	syms_finish(f, &set); /* before elf_end: names point into the files' data */
+	unsigned char id[64];
+	size_t idlen = elf_build_id(elf, id, sizeof(id));
+	for (size_t i = 0; i < idlen; i++)
+		snprintf(f->build_id + 2 * i, 3, "%02x", id[i]);
+	for (size_t i = 0; i < f->nsegs; i++)
+		if (f->segs[i].exec) {
+			f->vaddr_bias = (int64_t)(f->segs[i].vaddr - f->segs[i].off);
+			break;
+		}
 	elf_end(delf);
 	tfile_image_free(dimg);
 	if (!full)
@@ -878,6 +890,26 @@ const char *usyms_runtime(const struct usyms *us)
 size_t usyms_perfmap_entries(const struct usyms *us)
 {
 	return perfmap_count(us->perfmap);
+}
+
+int usyms_file_at(struct usyms *us, uint64_t addr, int ret, struct usym_file *out)
+{
+	uint64_t at = ret && addr ? addr - 1 : addr;
+	size_t lo = upper_bound_u64(us->maps, us->nmaps, sizeof(us->maps[0]),
+				    offsetof(struct mapping, start), at);
+	const struct mapping *m = lo ? &us->maps[lo - 1] : NULL;
+	if (!m || at >= m->end || !m->file->loaded || m->file->path[0] != '/')
+		return -1;
+	struct elf_file *f = m->file;
+	if (!f->in_our_root) { /* asked once per file: the same inode at the same path in our root */
+		struct tfile_src src = { .path = f->path, .dev = f->dev, .ino = f->ino };
+		uint64_t size, mtime;
+		struct diag_err ignore;
+		f->in_our_root = tfile_stat(us->cache->reader, &src, &size, &mtime, &ignore) ? -1 : 1;
+	}
+	*out = (struct usym_file){ .path = f->path, .base = f->base, .build_id = f->build_id,
+				   .vaddr_bias = f->vaddr_bias, .in_our_root = f->in_our_root > 0 };
+	return 0;
 }
 
 void usyms_free(struct usyms *us)

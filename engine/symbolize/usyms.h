@@ -13,6 +13,7 @@
 #ifndef DIAG_USYMS_H
 #define DIAG_USYMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,20 @@ int usyms_mapped_file(const struct usyms *us, const char *base, const char **pat
 		      uint64_t *ino);
 /* Entries of the process's perf map as last read (0: it has none, or none was readable). */
 size_t usyms_perfmap_entries(const struct usyms *us);
+/* The ELF file a frame points into, for a stripped one's hint (what would name it). */
+struct usym_file {
+	const char *path;     /* as the process maps it (valid while the symbolizer lives) */
+	const char *base;     /* its base name, as "module+0xOFF" frames show it */
+	const char *build_id; /* GNU build-id in hex; "" when it has none */
+	int64_t vaddr_bias;   /* vaddr - file offset of its executable segment: OFF + this is the
+			       * address objdump and perf show */
+	bool in_our_root;     /* the same file (device and inode) is at path in our root: our
+			       * package database speaks for it */
+};
+/* The loaded file mapped at addr (ret: a return address, as usyms_symbolize_ret): 0 and *out,
+ * or -1 (no file mapping there, [vdso], not read). The first call for a file checks whether its
+ * path in our root is the mapped file (one tfile_stat). */
+int usyms_file_at(struct usyms *us, uint64_t addr, int ret, struct usym_file *out);
 
 /* File offset of the defined function `name` (a sized STT_FUNC in .symtab or .dynsym) in the ELF
  * file at path (in our root; read by tfile.c, never blocking on it): where a uprobe goes. Fails (DIAG_EXIT_USAGE, err says why) when the file cannot

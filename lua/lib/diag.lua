@@ -78,6 +78,14 @@ function diag.target(run, context)
   return "--pid PID", "PID", "PID", "-p PID"
 end
 
+-- A word for a shell command line a reader may paste: as it is when it holds nothing the shell
+-- reads, else in single quotes (target-named paths and names can hold anything).
+function diag.sh_quote(s)
+  s = tostring(s)
+  if s ~= "" and not s:find("[^%w%./_+:,=@%%-]") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
 -- diag.partial(): what makes a run's data incomplete, gathered while a snippet checks its
 -- probes. p.note(tag, line, severity) adds one thing (a short tag for the title, a line of
 -- evidence; severity "warning" raises the verdict from info); p.stop(stop_reason, window_s,
@@ -371,6 +379,43 @@ function diag.jit_frame(name)
     return { lang = "Java", fn = method .. "(" .. args .. ")" }
   end
   return nil
+end
+
+-- A stripped frame "libfoo.so.1+0x1a2b" split: the file's base name and the offset (a number);
+-- nil for any other frame.
+function diag.stripped_frame(name)
+  if type(name) ~= "string" then return nil end
+  local file, off = name:match("^(.-)%+0x(%x+)$")
+  if not file or file == "" or file:find("[%s%[]") then return nil end
+  return file, tonumber(off, 16)
+end
+
+-- The debug hint (a stack probe's debug_hints[], see diag.stripped_frame) of the file a stripped
+-- frame points into, or nil.
+function diag.debug_hint(res, name)
+  local file = diag.stripped_frame(name)
+  if not file or not res then return nil end
+  for _, h in ipairs(res.debug_hints or {}) do
+    if h.file == file then return h end
+  end
+  return nil
+end
+
+-- What names a stripped file's code, as a next step: the -dbgsym package of its owner (apt, from
+-- the debug archive) and the build-id path it installs, the build-id to fetch when no installed
+-- package owns the file, or the generic advice without either. h: diag.debug_hint's (may be nil).
+function diag.debug_symbols_step(h, file)
+  local what = (h and h.path) or file or "that binary or library"
+  if h and h.dbgsym_package then
+    return string.format("Install the debug symbols of %s (package %s%s): apt install %s%s, from Debian's debug archive (deb http://deb.debian.org/debian-debug/ SUITE-debug main in the apt sources; Ubuntu: ddebs.ubuntu.com)%s; then run this again: the debug file is read by build-id",
+      what, h.package, h.package_version and (" " .. h.package_version) or "", h.dbgsym_package,
+      h.package_version and ("=" .. h.package_version) or "",
+      h.debug_path and (", which installs " .. h.debug_path) or "")
+  elseif h and h.build_id then
+    return string.format("Install the debug file of %s (build-id %s; no installed package owns it here): from its vendor's debug package, or debuginfod-find debuginfo %s, placed at %s; then run this again: the debug file is read by build-id",
+      what, h.build_id, h.build_id, h.debug_path or "/usr/lib/debug/.build-id/")
+  end
+  return string.format("Install debug symbols for %s (the -dbgsym / -debuginfo package) or build with -g: stripped code shows up as file+0xOFFSET", what)
 end
 
 -- "burn_hot()" for a symbol; a JIT frame a perf map named (jit: as for diag.symbolized) in its

@@ -137,6 +137,7 @@ static struct value *hostile_report(void)
 	value_set_int(t, "pid", 42);
 	value_set_str(t, "comm", "x\x1b]0;owned\x07");
 	value_set_str(t, "exe", "/tmp/a\nnote: fake");
+	value_set_str(t, "started_as", "/usr/bin/redis-server\x1b[2J"); /* cmdline[0]: the target's */
 	value_set_str(r, "stop_reason", "duration");
 	value_set_num(r, "duration_s", 1);
 	struct value *o = value_obj_set(r, "overhead", value_obj());
@@ -189,7 +190,8 @@ static void test_text_escapes_controls(void **state)
 	char *out = capture_end(&c);
 	assert_clean(out, true);
 	static const char *const want[] = {
-		"diagnose high-cpu — pid 42 (x\\x1b]0;owned\\x07) /tmp/a\\x0anote: fake\n",
+		"diagnose high-cpu — pid 42 (x\\x1b]0;owned\\x07) /tmp/a\\x0anote: fake (started as "
+		"/usr/bin/redis-server\\x1b[2J)\n",
 		"note: clear\\x1b[2J\n",
 		"WARNING    Hot \\x1b[31mred\\x1b[0m\\x0aCRITICAL  FAKE VERDICT  [user-cpu\\x0d]\n",
 		"           - e1\\x0aINJECTED\n",

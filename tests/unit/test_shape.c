@@ -226,7 +226,7 @@ static bool mentions_word(const char *text, const char *word)
 
 /* The documentation check: for each kind, every named component of every declared path ("*"
  * and "[]" aside) must appear as a word in the kind's section of schemas/recipe.md (`### `KIND``),
- * or, for the shared stack fields of kinds with a stack_unit (stacks, jit_frames), in "### Stacks
+ * or, for the shared stack fields of kinds with a stack_unit (stacks, jit_frames, debug_hints), in "### Stacks
  * in results", and for
  * the unwinding fields (user_unwind, unwind.*) in "### Unwinding in results". A
  * mention, not a proof that the text is right: the declarations are the reference for types and
@@ -267,7 +267,8 @@ static void test_declared_fields_documented(void **state)
 					continue;
 				if (kind->stack_unit &&
 				    (strncmp(kind->results[i].path, "stack", 5) == 0 ||
-				     strncmp(kind->results[i].path, "jit_frames", 10) == 0) &&
+				     strncmp(kind->results[i].path, "jit_frames", 10) == 0 ||
+				     strncmp(kind->results[i].path, "debug_hints", 11) == 0) &&
 				    mentions_word(stacks, c))
 					continue;
 				if ((strncmp(kind->results[i].path, "unwind", 6) == 0 ||

@@ -502,6 +502,106 @@ static void test_user_bound(void **state)
 	outcome_free(&o);
 }
 
+/* A debug hint as stacks.c gives one for a stripped file (see stacks.h); package NULL: no owner
+ * known, build_id NULL: the file has none. */
+static void debug_hint(struct value *prof, const char *file, const char *path, int64_t self,
+		       int64_t bias, const char *build_id, const char *package, const char *version)
+{
+	struct value *hints = (struct value *)value_get(prof, "debug_hints");
+	if (!hints)
+		hints = value_obj_set(prof, "debug_hints", value_arr());
+	struct value *h = value_arr_push(hints, value_obj());
+	value_set_str(h, "file", file);
+	value_set_str(h, "path", path);
+	value_set_int(h, "self_weight", self);
+	value_set_int(h, "vaddr_bias", bias);
+	if (build_id) {
+		char *dp = xasprintf("/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2);
+		value_set_str(h, "build_id", build_id);
+		value_set_str(h, "debug_path", dp);
+		free(dp);
+	}
+	if (package) {
+		char *dbg = xasprintf("%s-dbgsym", package);
+		value_set_str(h, "package", package);
+		value_set_str(h, "package_version", version);
+		value_set_str(h, "dbgsym_package", dbg);
+		free(dbg);
+	}
+}
+
+/* xz compressing, its work in Debian's stripped liblzma5 (recorded: frames file+0xSTART). */
+static struct value *stripped_xz(const char *package, const char *build_id, int64_t bias)
+{
+	struct value *res = value_obj();
+	struct value *p = value_obj_set(res, "profile", profile(280, 20));
+	stack(p, 160, false, FRAMES("liblzma.so.5.4.1+0x16880", "liblzma.so.5.4.1+0x15f00",
+				    "liblzma.so.5.4.1+0x190b0", "[unknown]"), NOFRAMES);
+	stack(p, 55, false, FRAMES("liblzma.so.5.4.1+0x15ae0", "liblzma.so.5.4.1+0x190b0", "[unknown]"),
+	      NOFRAMES);
+	stack(p, 45, false, FRAMES("liblzma.so.5.4.1+0x172d0", "liblzma.so.5.4.1+0x190b0", "[unknown]"),
+	      NOFRAMES);
+	stack(p, 20, true, FRAMES("xz+0x5a20", "[unknown]"), FRAMES("copy_user_enhanced_fast_string",
+								      "vfs_read", "ksys_read"));
+	debug_hint(p, "liblzma.so.5.4.1", "/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1", 260, bias,
+		   build_id, package, "5.4.1-1");
+	debug_hint(p, "xz", "/usr/bin/xz", 0, 0, "5c48e42c8ad3eed8999c902eb605ba0ff33b295b",
+		   package ? "xz-utils" : NULL, "5.4.1-1");
+	value_obj_set(res, "context", context(96.0, 0.9, 10, 40));
+	add_background(res);
+	return res;
+}
+
+/* Stripped code: the hint names the package that owns the file and its -dbgsym package, the
+ * build-id path it installs; perf and objdump name the file and the address, never an empty
+ * symbol. Without a package, the build-id to fetch; without either, the generic advice. */
+static void test_user_bound_stripped(void **state)
+{
+	(void)state;
+	const char *id = "72a44fc3edc93188d045e65d92d28d50e373dbcb";
+	struct outcome o;
+	high_cpu(stripped_xz("liblzma5", id, 0), run_info("duration"), &o);
+	print_verdicts("user-bound-stripped", &o);
+	const struct value *v = verdict(&o, "cpu-bound-user");
+	assert_non_null(v);
+	assert_string_equal(value_get_str(v, "title"), "CPU-bound in user code: 57% of samples in an "
+			    "unsymbolized function (liblzma.so.5.4.1+0x16880)");
+	const struct value *steps = value_get(v, "next_steps");
+	assert_mentions(steps, "apt install liblzma5-dbgsym=5.4.1-1");
+	assert_mentions(steps, "(package liblzma5 5.4.1-1)");
+	assert_mentions(steps, "/usr/lib/debug/.build-id/72/a44fc3edc93188d045e65d92d28d50e373dbcb.debug");
+	assert_mentions(steps, "perf annotate --stdio --dsos liblzma.so.5.4.1");
+	assert_mentions(steps, "objdump -d --start-address=0x16880 --stop-address=0x16c80 "
+			"/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1");
+	assert_false(mentions(steps, "perf annotate ,"));
+	for (size_t i = 0; i < steps->arr.len; i++) { /* no step ends in an empty symbol */
+		const char *t = steps->arr.items[i]->s;
+		size_t n = strlen(t);
+		assert_false(n >= 14 && !strcmp(t + n - 14, "perf annotate "));
+	}
+	assert_false(mentions(steps, "the -dbgsym / -debuginfo package"));
+	outcome_free(&o);
+
+	/* no installed package owns it (another root, a file of its own): the build-id to fetch;
+	 * the address objdump shows is the offset plus the file's bias */
+	high_cpu(stripped_xz(NULL, id, 0x1000), run_info("duration"), &o);
+	steps = value_get(verdict(&o, "cpu-bound-user"), "next_steps");
+	assert_mentions(steps, "build-id 72a44fc3edc93188d045e65d92d28d50e373dbcb");
+	assert_mentions(steps, "debuginfod-find debuginfo 72a44fc3edc93188d045e65d92d28d50e373dbcb");
+	assert_mentions(steps, "/usr/lib/debug/.build-id/72/a44fc3edc93188d045e65d92d28d50e373dbcb.debug");
+	assert_mentions(steps, "objdump -d --start-address=0x17880 ");
+	assert_false(mentions(steps, "apt install"));
+	outcome_free(&o);
+
+	/* neither: the generic advice, still naming the file */
+	high_cpu(stripped_xz(NULL, NULL, 0), run_info("duration"), &o);
+	steps = value_get(verdict(&o, "cpu-bound-user"), "next_steps");
+	assert_mentions(steps, "Install debug symbols for /usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1 "
+			"(the -dbgsym / -debuginfo package)");
+	assert_mentions(steps, "--dsos liblzma.so.5.4.1");
+	outcome_free(&o);
+}
+
 static void test_kernel_bound(void **state)
 {
 	(void)state;
@@ -1627,6 +1727,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_user_bound),
+		cmocka_unit_test(test_user_bound_stripped),
 		cmocka_unit_test(test_kernel_bound),
 		cmocka_unit_test(test_kernel_bound_counts_only),
 		cmocka_unit_test(test_not_busy),
