@@ -279,6 +279,8 @@ static int probe_file(struct python_procs *py, struct pyproc *p, const struct ca
 	snprintf(why, why_len, "CPython %u.%u.%u", major, minor, micro);
 	rc = 1;
 out:
+	if (elf)
+		elf_end(elf);
 	tfile_image_free(img);
 	return rc;
 }
