@@ -10,9 +10,12 @@
  * Owns: the ring buffer reader, the fixed stacks and their weights and counts (at most max_rows
  * distinct ones; more are counted, not kept), samples waiting for their weight, the unwinder,
  * the counts of what unwinding did, and the results fields that report them
- * (STACK_SAMPLER_RESULT_FIELDS).
- * Must not: symbolize (stacks.c), read the target's memory (only the copy), or drop a sample
- * without counting it.
+ * (STACK_SAMPLER_RESULT_FIELDS); for CPython targets, its python_procs (python.c: which processes
+ * run CPython, written into the probe's py_procs map), the Python frames records waiting for
+ * their sample, and their splice into the sample's stack (python_splice).
+ * Must not: symbolize (stacks.c; Python frames are named there through python.c's namer), read
+ * the target's memory itself (only the copy; python.c reads what it needs through tfile), or
+ * drop a sample without counting it.
  */
 #ifndef DIAG_STACK_SAMPLER_H
 #define DIAG_STACK_SAMPLER_H

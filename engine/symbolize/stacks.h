@@ -7,7 +7,8 @@
  * ordering by weight; and the results shape every stack probe shares:
  *   stack_unit: "samples" | "ns" | "bytes" | ...   (what weight measures)
  *   stacks: [{weight, count, comm, in_kernel, user: [leaf..root], kernel: [leaf..root], tag?,
- *             user_from?: ["fp"|"cfi"|"dwarf", ...]}]
+ *             user_from?: ["fp"|"cfi"|"dwarf"|"python", ...]}]  ("python": a frame named by the
+ *             namer a probe set, stacks_set_namer: python.c's code objects)
  *   jit_frames?: [names]   (the user frame names a process's perf map gave: JIT code, named)
  *   debug_hints?: [{file, path, self_weight, vaddr_bias, build_id?, debug_path?, package?,
  *                   package_version?, dbgsym_package?}]: the stripped files user frames point
