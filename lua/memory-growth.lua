@@ -59,6 +59,7 @@
 
 local T = {
   kept = diag.threshold("leak_kept_pct"),
+  lost = diag.threshold("leak_lost_pct"),
   min_old_bytes = diag.threshold("leak_min_old_bytes"),
   min_old_count = diag.threshold("leak_min_old_count"),
   growth = diag.threshold("growth_min_bytes_per_s"),
@@ -81,30 +82,12 @@ local window = (allocs and allocs.window_s) or (context and context.wall_s) or r
 local ctx_window = (context and context.wall_s) or window
 -- ---- call paths ---------------------------------------------------------------------------
 
--- Frames of the allocator and of the C library's copying/initialising routines: the target's own
--- code is the first frame above them.
-local ALLOCATOR = { "^_int_", "^__libc_", "^malloc", "^calloc$", "^realloc", "^free$", "^cfree$",
-  "^posix_memalign$", "^aligned_alloc$", "^memalign$", "^valloc$", "^pvalloc$", "^_mid_memalign$",
-  "^sysmalloc$", "^tcache_", "^arena_", "^__GI_", "^__memset", "^__memcpy", "^__memmove",
-  "^memset$", "^memcpy$", "^memmove$", "^__strdup$", "^strdup$", "^strndup$", "^__strndup$",
-  "^operator new", "^operator delete", "^je_", "^tc_", "^__default_morecore", "^_dl_",
-  "^alloc_perturb$", "^__posix_memalign" }
+-- The allocator's own frames and its wrappers (lua/lib/alloc_wrappers.lua, extended by
+-- alloc_wrappers_NAME.lua): heap.own_frame names the program's function above them.
+local is_allocator, own_of = heap.is_allocator, heap.own_frame
 
-local function is_allocator(f)
-  for _, p in ipairs(ALLOCATOR) do
-    if f:find(p) then return true end
-  end
-  return false
-end
-
--- The target's own function nearest the allocation: the first named frame (leaf first) that is
--- not the allocator's. nil when the stack has none (it stops in the allocator).
-local function own_frame(user)
-  for _, f in ipairs(user or {}) do
-    if diag.symbolized(f) and not is_allocator(f) then return f end
-  end
-  return nil
-end
+-- The target's own function nearest the allocation in a list of user frames (leaf first), or nil.
+local function own_frame(user) return heap.own_frame({ user = user }) end
 
 local function path_of_stack(s) return diag.user_path(s.user) end
 
@@ -132,37 +115,50 @@ local function fit(series)
   return { slope = slope, r2 = r2, n = n, span = span }
 end
 
--- ---- leaks -----------------------------------------------------------------------------------
+-- ---- what the heap keeps: leaks and growth ------------------------------------------------------
 
--- Blocks a path allocated in the window's first half: half of its allocations at a steady rate,
--- but never more than it still holds from then plus everything it freed (a leaking path that
--- frees nothing allocated exactly what it holds; under tracing a workload's rate is not steady).
+-- Blocks a group allocated in the window's first half: half of its allocations at a steady rate,
+-- but never more than it still holds from then plus everything it freed (a path that frees
+-- nothing allocated exactly what it holds; under tracing a workload's rate is not steady).
 local function first_half_allocs(s)
   return math.min((s.allocs or 0) / 2, (s.old_count or 0) + (s.frees or 0))
 end
 
--- The call paths that leak, heaviest first: {s = the stack, kept = % of its first-half blocks
--- still held, grown = bytes its reallocs grew (a buffer that only grows)}.
-local function find_leaks()
-  local leaks = diag.lines()
-  for _, s in ipairs((allocs and allocs.stacks) or {}) do
-    local first_half = first_half_allocs(s)
-    local kept = first_half > 0 and (s.old_count or 0) * 100 / first_half or 0
+local reach = allocs and allocs.reach
+local reach_ok = reach and reach.complete
+
+-- The functions that keep what they allocate (a group: heap.by_function), heaviest first, each
+-- {g = the group, kept = % of its first-half blocks still held, grown = bytes its reallocs grew
+-- (a buffer that only grows), lost = the share of its checked blocks no pointer refers to (nil:
+-- not known)}; leak = lost blocks enough to call it one (the reference scan: allocations.c).
+local function find_keepers()
+  local keepers = diag.lines()
+  for _, g in ipairs(heap.by_function(allocs and allocs.stacks)) do
+    local first_half = first_half_allocs(g)
+    local kept = first_half > 0 and (g.old_count or 0) * 100 / first_half or 0
     if kept > 100 then kept = 100 end
-    local grown = s.realloc_growth_bytes or 0
-    if kept >= T.kept and (s.old_bytes or 0) >= T.min_old_bytes and (s.old_count or 0) >= T.min_old_count then
-      leaks:add({ s = s, kept = kept })
-    elseif grown >= T.min_old_bytes and (s.weight or 0) * 2 >= grown then
-      leaks:add({ s = s, kept = kept, grown = grown })
+    local grown = g.realloc_growth_bytes or 0
+    local k
+    if kept >= T.kept and (g.old_bytes or 0) >= T.min_old_bytes and (g.old_count or 0) >= T.min_old_count then
+      k = { g = g, kept = kept }
+    elseif grown >= T.min_old_bytes and (g.weight or 0) * 2 >= grown then
+      k = { g = g, kept = kept, grown = grown }
+    end
+    if k then
+      if reach_ok and (g.checked_count or 0) > 0 then
+        k.lost = (g.unref_count or 0) * 100 / g.checked_count
+        k.leak = k.lost >= T.lost and (g.unref_bytes or 0) >= T.min_old_bytes and (g.unref_count or 0) >= T.min_old_count
+      end
+      keepers:add(k)
     end
   end
-  table.sort(leaks, function(a, b)
-    if a.s.weight ~= b.s.weight then return a.s.weight > b.s.weight end
-    return path_of_stack(a.s) < path_of_stack(b.s)
-  end)
-  return leaks
+  return keepers
 end
-local leaks = find_leaks()
+local keepers = find_keepers()
+local leaks, growers = diag.lines(), diag.lines()
+for _, k in ipairs(keepers) do
+  if k.leak then leaks:add(k) else growers:add(k) end
+end
 
 -- ---- time to the limit -------------------------------------------------------------------------
 
@@ -199,53 +195,117 @@ local function rss_line()
     ctx_window, diag.fmt_byte_rate(rss_rate), f and string.format("; slope %s, R² %.2f over %d readings", diag.fmt_byte_rate(f.slope), f.r2, f.n) or "")
 end
 
--- The three heaviest leaking paths, each a verdict; no leak ruled out when allocations were traced.
+-- How the reference scan went, in one line ("" when there was none).
+local function reach_line()
+  if not reach then return nil end
+  if not reach.complete then
+    return string.format("Whether its blocks are still referenced is not known: %s", reach.why or "the scan of the process's memory did not complete")
+  end
+  return string.format("The process's writable memory was scanned for pointers to the blocks held since the window's first half (%s in %s mappings, %.0f ms)",
+    diag.fmt_bytes(reach.scanned_bytes or 0), diag.fmt_count(reach.mappings or 0), (reach.elapsed_ms or 0))
+end
+
+-- A group's age line: its held blocks by age.
+local function age_line(g)
+  local young = (g.weight or 0) - (g.old_bytes or 0)
+  return string.format("By age: %s in %s blocks older than %.1f s (allocated in the window's first half), %s younger; the oldest %.1f s old",
+    diag.fmt_bytes(g.old_bytes or 0), diag.fmt_count(g.old_count or 0), window / 2, diag.fmt_bytes(young > 0 and young or 0),
+    (g.oldest_age_ms or 0) / 1000)
+end
+
+local function sampled_line()
+  if not allocs then return nil end
+  if allocs.sample_bytes and allocs.recorded then
+    return string.format("Blocks recorded about one per %s allocated (%s recorded, with their stacks unwound by CFI): figures are estimates",
+      diag.fmt_bytes(allocs.sample_bytes), diag.fmt_count(allocs.recorded))
+  end
+  if allocs.sampled_1_in then return string.format("Allocations recorded 1 in %d (budget): figures are scaled estimates", allocs.sampled_1_in) end
+  return nil
+end
+
+-- The three heaviest leaking functions, each a verdict; no leak ruled out when the scan said so.
 local function leak_verdicts()
   if not allocs then return nil end
   if #leaks == 0 then
-    return diag.ruled_out("leak", "no leak: no call path kept %s of what it allocated in the window's first half (%s allocations traced)",
+    if #growers > 0 then return nil end -- the growth verdict says why it is not called a leak
+    return diag.ruled_out("leak", "no leak: no function kept %s of what it allocated in the window's first half (%s allocations traced)",
       diag.fmt_pct(T.kept), diag.fmt_count(allocs.allocs or 0))
   end
   local found = diag.lines()
   for i = 1, math.min(#leaks, 3) do
-    local l, s = leaks[i], leaks[i].s
-    local own = lang.own_frame(s) or own_frame(s.user)
-    local name = diag.fn(own or (s.user or {})[1] or "?")
-    local ev, title, rate
-    if l.grown then
-      rate = window > 0 and l.grown / window or 0
-      title = string.format("Leak: %s grows a buffer with realloc, %s over the window (%s), now %s in %s block%s", name,
-        diag.fmt_bytes(l.grown), diag.fmt_byte_rate(rate), diag.fmt_bytes(s.weight), diag.fmt_count(s.count), s.count == 1 and "" or "s")
-      ev = diag.lines(
-        string.format("%s's reallocs grew its blocks by %s during the %.1f s window (%s calls) and it still holds %s: a buffer that only grows (each realloc moves it, so its block is always young)",
-          name, diag.fmt_bytes(l.grown), window, diag.fmt_count(s.allocs or 0), diag.fmt_bytes(s.weight)),
-        "Call path: " .. path_of_stack(s))
-    else
-      rate = window > 0 and s.weight / window or 0
-      local recent = window > 0 and (s.weight - (s.old_bytes or 0)) / (window / 2) or 0
-      title = string.format("Leak: %s keeps %s (%s blocks), growing %s", name, diag.fmt_bytes(s.weight), diag.fmt_count(s.count), diag.fmt_byte_rate(rate))
-      ev = diag.lines(
-        string.format("%s holds %s in %s blocks allocated during the %.1f s window and not freed: %s of its %s allocations (%s) were freed",
-          name, diag.fmt_bytes(s.weight), diag.fmt_count(s.count), window,
-          diag.fmt_count(s.frees or 0), diag.fmt_count(s.allocs or 0), diag.fmt_bytes(s.alloc_bytes)),
-        string.format("It kept %s of what it allocated in the window's first half: %s in %s blocks older than %.1f s; the oldest %.1f s old",
-          diag.fmt_pct(l.kept), diag.fmt_bytes(s.old_bytes), diag.fmt_count(s.old_count), window / 2, (s.oldest_age_ms or 0) / 1000),
-        string.format("Growing %s over the window, %s in its second half", diag.fmt_byte_rate(rate), diag.fmt_byte_rate(recent)),
-        "Call path: " .. path_of_stack(s))
-    end
-    local rl = rss_line()
-    if rl then ev:add(rl) end
-    local ll = limit_line()
-    if ll then ev:add(ll) end
-    if allocs.sampled_1_in then ev:add("Allocations recorded 1 in %d (budget): figures are scaled estimates", allocs.sampled_1_in) end
+    local l, g = leaks[i], leaks[i].g
+    local name = diag.fn(g.name)
+    local rate = window > 0 and (g.weight or 0) / window or 0
+    local title = string.format("Leak: %s loses %s in %s blocks no pointer refers to, growing %s", name,
+      diag.fmt_bytes(g.unref_bytes), diag.fmt_count(g.unref_count), diag.fmt_byte_rate(rate))
+    local ev = diag.lines(
+      string.format("%s of the %s blocks %s allocated in the window's first half and still holds are referenced from nowhere in the process's memory: lost, as valgrind calls \"definitely lost\" (%s)",
+        diag.fmt_count(g.unref_count), diag.fmt_count(g.checked_count), name, diag.fmt_bytes(g.unref_bytes)),
+      reach_line(),
+      string.format("%s holds %s in %s blocks allocated during the %.1f s window: %s of its %s allocations (%s) were freed",
+        name, diag.fmt_bytes(g.weight), diag.fmt_count(g.count), window, diag.fmt_count(g.frees or 0), diag.fmt_count(g.allocs or 0),
+        diag.fmt_bytes(g.alloc_bytes)),
+      age_line(g),
+      "Call path: " .. path_of_stack(g.top))
+    ev:add(rss_line())
+    ev:add(limit_line())
+    ev:add(sampled_line())
     local sev = limit_severity() == "critical" and "critical" or "warning"
     found:add(diag.verdict("leak", sev, title, ev,
-      { own and (l.grown and string.format("Bound the buffer %s grows (rotate, flush or cap it), or free it when done", diag.fn(own))
-          or string.format("Find where the blocks allocated in %s should be freed (its callers, the structure they are stored in), or bound that structure", diag.fn(own)))
-          or "Find where the blocks allocated on this path should be freed",
-        string.format("Confirm over a longer window: diagnose memory-growth --pid %s --duration 60 (a cache filling to a bound stops being kept)", pid) }))
+      { string.format("Find where the blocks allocated in %s should be freed: the pointer to them is dropped (overwritten, or goes out of scope) while they are still allocated", name),
+        string.format("Confirm in a test build: valgrind --leak-check=full, or -fsanitize=address (LeakSanitizer) names the same allocation"),
+        string.format("Confirm over a longer window: diagnose memory-growth --pid %s --duration 60", pid) }))
   end
   return found
+end
+
+-- The functions whose held memory grows without being lost: one verdict, heaviest first.
+local function growth_verdict()
+  if not allocs or #growers == 0 then return nil end
+  local total = 0
+  for _, k in ipairs(growers) do total = total + (k.g.weight or 0) end
+  local names = diag.lines()
+  for i = 1, math.min(2, #growers) do
+    names:add("%s (%s)", diag.fn(growers[i].g.name), diag.fmt_pct(diag.pct(growers[i].g.weight, total)))
+  end
+  local rate = window > 0 and total / window or 0
+  local g1 = growers[1].g
+  local grown = growers[1].grown
+  local title = string.format("Heap grows %s, held by %s: %s kept of what was allocated in the window%s", diag.fmt_byte_rate(rate),
+    table.concat(names, " and "), diag.fmt_bytes(total), (g1.frees or 0) == 0 and ", none freed" or "")
+  if grown and #growers == 1 then
+    title = string.format("Heap grows %s, held by %s: a buffer it grows with realloc, %s over the window", diag.fmt_byte_rate(rate),
+      diag.fn(g1.name), diag.fmt_bytes(grown))
+  end
+  local ev = diag.lines()
+  for i = 1, math.min(3, #growers) do
+    local k, g = growers[i], growers[i].g
+    ev:add("%s holds %s in %s blocks allocated in the window (%s of its %s allocations freed; kept %s of its first half's)%s: %s", diag.fn(g.name),
+      diag.fmt_bytes(g.weight), diag.fmt_count(g.count), diag.fmt_count(g.frees or 0), diag.fmt_count(g.allocs or 0), diag.fmt_pct(k.kept),
+      k.grown and string.format("; its reallocs grew blocks by %s", diag.fmt_bytes(k.grown)) or "", path_of_stack(g.top))
+    ev:add(age_line(g))
+    if k.lost then
+      ev:add("%s of its %s blocks from the window's first half are still referenced from the process's memory (%s lost): kept on purpose, a working set that grows — a cache, a keyspace, a queue — not a leak",
+        diag.fmt_pct(100 - k.lost), diag.fmt_count(g.checked_count), diag.fmt_pct(k.lost))
+    end
+  end
+  ev:add(reach_line())
+  if not reach then ev:add("Lost or kept on purpose is not known: the allocations probe did not scan the process's memory for references") end
+  ev:add(rss_line())
+  ev:add(limit_line() or (cgroup and not cgroup.limited and "The memory cgroup has no limit: the machine's memory is the limit") or nil)
+  ev:add(sampled_line())
+  local sev = limit_severity()
+  if sev == "critical" or sev == "warning" then
+    sev = "warning"
+  elseif (rss_rate and rss_rate >= T.growth) or rate >= T.growth then
+    sev = "warning"
+  else
+    sev = "info"
+  end
+  return (diag.verdict("heap-growth", sev, title, ev,
+    { string.format("Is what %s keeps bounded? A cache needs a size limit or an eviction policy, keys a TTL, a queue a consumer that keeps up (Redis: maxmemory and an eviction policy; INFO keyspace)", diag.fn(g1.name)),
+      string.format("Measure longer: a working set levels off when its bound is reached, a leak does not (diagnose memory-growth --pid %s --duration 120)", pid),
+      reach and not reach.complete and "Lost or kept: the reference scan did not complete (see above); raise its max_scan_bytes in the recipe" or nil }))
 end
 
 local growing = rss_rate and rss_rate >= T.growth
@@ -288,7 +348,7 @@ local function growth_outside_heap()
   local own
   local top = faults and (faults.stacks or {})[1]
   if top then
-    own = lang.own_frame(top) or own_frame(top.user)
+    own = own_of(top)
     ev:add("New pages are first touched in %s: %s of %s of page faults (%s)", diag.fn(own or (top.user or {})[1] or "?"),
       diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top))
   end
@@ -302,7 +362,7 @@ end
 
 -- Growth the heap explains, but no path keeps it by the rules above.
 local function heap_growth()
-  if not (growing and allocs and #leaks == 0 and heap_rate and heap_rate * 100 >= T.explains * rss_rate) then return nil end
+  if not (growing and allocs and #keepers == 0 and heap_rate and heap_rate * 100 >= T.explains * rss_rate) then return nil end
   local ev = diag.lines(rss_line(), string.format("The heap holds %s allocated during the %.1f s window (%s); no call path kept most of what it allocated in the window's first half",
     diag.fmt_bytes(allocs.outstanding_bytes), window, diag.fmt_byte_rate(heap_rate)))
   for i = 1, math.min(3, #(allocs.stacks or {})) do
@@ -310,7 +370,7 @@ local function heap_growth()
     ev:add("%s in %s blocks (%s allocated, %s freed): %s", diag.fmt_bytes(s.weight), diag.fmt_count(s.count),
       diag.fmt_count(s.allocs or 0), diag.fmt_count(s.frees or 0), path_of_stack(s))
   end
-  return (diag.verdict("heap-growth", "warning",
+  return (diag.verdict("heap-spread", "warning",
     string.format("Memory grows %s in the heap, no single call path keeps it", diag.fmt_byte_rate(rss_rate)), ev,
     { string.format("A cache or queue filling, or many paths each keeping a little: measure longer (diagnose memory-growth --pid %s --duration 60) to see what is still kept", pid) }))
 end
@@ -319,7 +379,7 @@ end
 local function growth_without_allocs()
   if not (growing and not allocs and faults and (faults.stacks or {})[1]) then return nil end
   local top = faults.stacks[1]
-  local own = lang.own_frame(top) or own_frame(top.user)
+  local own = own_of(top)
   return (diag.verdict("growth", "warning",
     string.format("Memory grows %s; new pages are first touched in %s", diag.fmt_byte_rate(rss_rate), diag.fn(own or (top.user or {})[1] or "?")),
     { rss_line(), string.format("%s of %s of page faults on %s", diag.fmt_bytes(top.weight), diag.fmt_bytes(faults.bytes), path_of_stack(top)),
@@ -334,7 +394,7 @@ local function near_limit()
     return diag.ruled_out("near-limit", "not heading for the memory cgroup's limit: usage %s of %s, growing %s",
       diag.fmt_bytes(limit.current), diag.fmt_bytes(limit.max), diag.fmt_byte_rate(limit.slope))
   end
-  if #leaks > 0 then return nil end -- the leak verdict carries it
+  if #keepers > 0 then return nil end -- the leak or growth verdict carries it
   return (diag.verdict("near-limit", limit_severity(),
     string.format("Memory cgroup reaches its limit (%s) in %s at the measured slope", diag.fmt_bytes(limit.max), diag.fmt_s(limit.eta_s)),
     { limit_line(), rss_line() },
@@ -731,7 +791,7 @@ end
 -- ---- main: the hypotheses in order, worst first -------------------------------------------------
 
 local answer = diag.answer()
-for _, hypothesis in ipairs({ leak_verdicts, rss_flat, growth_outside_heap, heap_growth, growth_without_allocs,
+for _, hypothesis in ipairs({ leak_verdicts, growth_verdict, rss_flat, growth_outside_heap, heap_growth, growth_without_allocs,
   near_limit, oom_kill, kernel_slab_growth, working_set }) do
   answer.add(hypothesis())
 end

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* allocations.bpf.c — the target's heap allocations by call path, from uprobes on the allocator
- * it maps (malloc, calloc, realloc, free, memalign, aligned_alloc, posix_memalign, valloc): each
+ * it maps (malloc, calloc, realloc, reallocarray, free, memalign, aligned_alloc, posix_memalign,
+ * valloc; jemalloc's mallocx, rallocx, sdallocx, dallocx; C++'s operator new and delete where the
+ * allocator defines them — allocations.c says which program each gets): each
  * block recorded at the return of the allocating call (address → size, time, user stack) and
  * dropped when freed, so that what is still outstanding at the end, and since when, is known per
  * stack.
@@ -19,6 +21,7 @@
 #include "diag_bpf.h"
 #include "allocations.h"
 #include "diag_python.h"
+#include "diag_unwind.h"
 
 /* The allocator is glibc's: a block's usable size is in the chunk header before it (size | flags;
  * the size counts the 8-byte header, mmapped chunks another 8). */
@@ -45,8 +48,23 @@ struct {
 	__type(value, struct alloc_site);
 } sites SEC(".maps");
 
+/* dwarf mode (sample_bytes > 0): the stacks of the blocks recorded go to user space, each with
+ * its registers and a copy of the stack (the ring `samples`, DIAG_UNWIND_MAPS), to be unwound by
+ * CFI there (real programs' allocating paths are frameless: Debian builds without frame
+ * pointers); a block is recorded with probability size / sample_bytes (1 when larger: a
+ * Poisson sample by bytes, as tcmalloc's and jemalloc's heap profilers do), its cookie keeps it
+ * with its stack. fp mode (0): every block, per site keyed by the frame-pointer stack. */
+const volatile __u64 sample_bytes = 0;
+DIAG_UNWIND_MAPS;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} next_cookie SEC(".maps");
+
 /* A CPython target (py_walk): the Python frames of each allocation, by their hash. */
-DIAG_PYTHON_MAPS;
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192); /* set from the recipe before load (max_stacks) */
@@ -85,6 +103,8 @@ static __always_inline int on_alloc_entry(__u32 fn, __u64 size, __u64 arg)
 	}
 	count(ALLOC_C_ALLOC_CALLS);
 	bool sampled = diag_sampled_in();
+	if (sampled && sample_bytes && size < sample_bytes)
+		sampled = (__u64)bpf_get_prandom_u32() % sample_bytes < size;
 	/* realloc frees its old block whether or not the new one is sampled */
 	if (!sampled && fn != ALLOC_FN_REALLOC)
 		return 0;
@@ -113,6 +133,8 @@ static __always_inline __u64 free_block(__u64 addr)
 	if (bpf_map_delete_elem(&blocks, &addr)) /* another CPU freed it meanwhile */
 		return 0;
 	count(ALLOC_C_FREES_MATCHED);
+	if (sample_bytes)
+		return size;
 	struct alloc_site *s = bpf_map_lookup_elem(&sites, &sid);
 	if (!s)
 		return size;
@@ -123,10 +145,40 @@ static __always_inline __u64 free_block(__u64 addr)
 	return size;
 }
 
+/* dwarf mode: the block under a new cookie, its stack sent with that cookie (weight: its size). */
+static __always_inline void record_sampled_block(__u64 addr, struct alloc_block *b)
+{
+	__u32 zero = 0;
+	__u64 *next = bpf_map_lookup_elem(&next_cookie, &zero);
+	if (!next)
+		return;
+	b->cookie = __sync_fetch_and_add(next, 1) + 1;
+	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+	if (bpf_map_update_elem(&blocks, &addr, b, BPF_ANY)) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		return;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+	struct diag_user_sample *smp = diag_fill_user_sample(&scratch, copy_bytes, id >> 32, comm, -1, -1,
+							     b->size, 0, b->cookie);
+	if (smp)
+		diag_restore_uretprobe_returns(smp);
+	if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0)
+		count(ALLOC_C_SENT);
+	else
+		count(ALLOC_C_RING_FULL);
+}
+
 /* growth: a realloc's new size minus its old block's (0 for the other calls). */
 static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s64 growth)
 {
 	struct alloc_block b = { .size = size, .ts = bpf_ktime_get_ns() };
+	if (sample_bytes) {
+		record_sampled_block(addr, &b);
+		return;
+	}
 	b.site.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	if (b.site.stack_id < 0)
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
@@ -179,6 +231,12 @@ SEC("uprobe")
 int BPF_KPROBE(alloc_realloc, __u64 old, __u64 size)
 {
 	return on_alloc_entry(ALLOC_FN_REALLOC, size, old);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_reallocarray, __u64 old, __u64 nmemb, __u64 size)
+{
+	return on_alloc_entry(ALLOC_FN_REALLOC, nmemb * size, old);
 }
 
 SEC("uprobe")

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "diag_bpf.h"
 #include "allocations.h"
 #include "allocations.skel.h"
+#include "diag_unwind.h"
 #include "stacks.h"
 #include "procfs.h"
 #include "python.h"
@@ -36,17 +38,63 @@
 
 #define MAX_MAPPED_FILES 64
 
-/* The functions probed, in attach order, with the entry program of each. */
+/* The entry program a function's arguments need (its return, for every allocating one, is
+ * alloc_return). */
+enum alloc_prog { AP_MALLOC, AP_CALLOC, AP_REALLOC, AP_REALLOCARRAY, AP_MEMALIGN, AP_POSIX_MEMALIGN, AP_FREE };
+
+/* The functions probed, in attach order: the C standard's and glibc's, jemalloc's extended API
+ * (mallocx/rallocx/sdallocx/dallocx: Redis's defragmenter, Rust's and C++ code built on it call
+ * them directly), mimalloc's own API, and C++'s operator new/delete when the allocator's file
+ * defines them (jemalloc, tcmalloc and mimalloc replace libstdc++'s, which would otherwise call
+ * malloc: probed through malloc then). Aliases (one address, several names: glibc's
+ * aligned_alloc and memalign, tcmalloc's tc_malloc and malloc) are probed once. */
 struct alloc_func {
-	const char *name;
-	bool required, returns; /* returns: an allocating call (its return is probed too) */
+	const char *name;  /* the symbol */
+	const char *shown; /* in reports */
+	enum alloc_prog prog;
+	bool required;
 };
 static const struct alloc_func alloc_funcs[] = {
-	{ "malloc", true, true },           { "free", true, false },
-	{ "calloc", false, true },          { "realloc", false, true },
-	{ "posix_memalign", false, true },  { "aligned_alloc", false, true },
-	{ "memalign", false, true },        { "valloc", false, true },
-	{ "pvalloc", false, true },
+	{ "malloc", "malloc", AP_MALLOC, true },
+	{ "free", "free", AP_FREE, true },
+	{ "calloc", "calloc", AP_CALLOC, false },
+	{ "realloc", "realloc", AP_REALLOC, false },
+	{ "reallocarray", "reallocarray", AP_REALLOCARRAY, false },
+	{ "posix_memalign", "posix_memalign", AP_POSIX_MEMALIGN, false },
+	{ "aligned_alloc", "aligned_alloc", AP_MEMALIGN, false },
+	{ "memalign", "memalign", AP_MEMALIGN, false },
+	{ "valloc", "valloc", AP_MALLOC, false },
+	{ "pvalloc", "pvalloc", AP_MALLOC, false },
+	/* jemalloc (xallocx resizes in place: not probed, a block it grows keeps its size here) */
+	{ "mallocx", "mallocx", AP_MALLOC, false },
+	{ "rallocx", "rallocx", AP_REALLOC, false },
+	{ "sdallocx", "sdallocx", AP_FREE, false },
+	{ "dallocx", "dallocx", AP_FREE, false },
+	/* mimalloc's API, called directly */
+	{ "mi_malloc", "mi_malloc", AP_MALLOC, false },
+	{ "mi_zalloc", "mi_zalloc", AP_MALLOC, false },
+	{ "mi_calloc", "mi_calloc", AP_CALLOC, false },
+	{ "mi_realloc", "mi_realloc", AP_REALLOC, false },
+	{ "mi_free", "mi_free", AP_FREE, false },
+	/* C++ (Itanium ABI, 64-bit size_t) */
+	{ "_Znwm", "operator new", AP_MALLOC, false },
+	{ "_Znam", "operator new[]", AP_MALLOC, false },
+	{ "_ZnwmRKSt9nothrow_t", "operator new(nothrow)", AP_MALLOC, false },
+	{ "_ZnamRKSt9nothrow_t", "operator new[](nothrow)", AP_MALLOC, false },
+	{ "_ZnwmSt11align_val_t", "operator new(align_val_t)", AP_MALLOC, false },
+	{ "_ZnamSt11align_val_t", "operator new[](align_val_t)", AP_MALLOC, false },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", "operator new(align_val_t, nothrow)", AP_MALLOC, false },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", "operator new[](align_val_t, nothrow)", AP_MALLOC, false },
+	{ "_ZdlPv", "operator delete", AP_FREE, false },
+	{ "_ZdaPv", "operator delete[]", AP_FREE, false },
+	{ "_ZdlPvm", "operator delete(sized)", AP_FREE, false },
+	{ "_ZdaPvm", "operator delete[](sized)", AP_FREE, false },
+	{ "_ZdlPvRKSt9nothrow_t", "operator delete(nothrow)", AP_FREE, false },
+	{ "_ZdaPvRKSt9nothrow_t", "operator delete[](nothrow)", AP_FREE, false },
+	{ "_ZdlPvSt11align_val_t", "operator delete(align_val_t)", AP_FREE, false },
+	{ "_ZdaPvSt11align_val_t", "operator delete[](align_val_t)", AP_FREE, false },
+	{ "_ZdlPvmSt11align_val_t", "operator delete(sized, align_val_t)", AP_FREE, false },
+	{ "_ZdaPvmSt11align_val_t", "operator delete[](sized, align_val_t)", AP_FREE, false },
 };
 #define N_FUNCS (sizeof(alloc_funcs) / sizeof(alloc_funcs[0]))
 
@@ -60,9 +108,71 @@ struct alloc_priv {
 	uint64_t offset[N_FUNCS];
 	uint64_t detached_ns;
 	struct python_procs *py;  /* a CPython target: its Python frames (NULL: none) */
+	const char *family;       /* "glibc", "jemalloc", "tcmalloc", "mimalloc" or "unknown" */
+	/* dwarf mode: the stacks of the blocks recorded, unwound by the sampler; each block's cookie
+	 * → its row (cookie_row, open addressing, cookie 0 = empty), and per row what its blocks
+	 * did (rows_*) */
+	struct stack_sampler *sampler;
+	struct cookie_row *cookies;
+	size_t cookies_size, n_cookies, cookies_max;
+	uint64_t cookies_refused;
+	struct row_sums *rows;
+	size_t n_rows;
+	bool in_executable;       /* the allocator is linked into the program itself */
 };
 
 PROBE_BPF_SKELETON(allocations)
+STACK_SAMPLER_PROBE_OPS(alloc, struct alloc_priv)
+
+/* dwarf mode: a recorded block's stack row, by its cookie. */
+struct cookie_row {
+	uint64_t cookie;
+	long row;      /* < 0: the sampler's rows were full */
+	uint64_t size; /* the block's size */
+};
+/* dwarf mode: what the blocks of one stack row did in the window, scaled (1 / the chance each
+ * was recorded). */
+struct row_sums {
+	double allocs, alloc_bytes, held, held_bytes, old, old_bytes;
+	uint64_t oldest_ts;
+};
+
+static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row)
+{
+	struct alloc_priv *ap = ctx;
+	if (ap->n_cookies * 2 >= ap->cookies_size) {
+		if (ap->cookies_size >= ap->cookies_max) {
+			ap->cookies_refused++;
+			return;
+		}
+		size_t old_size = ap->cookies_size;
+		struct cookie_row *old = ap->cookies;
+		ap->cookies_size = old_size ? old_size * 2 : 4096;
+		ap->cookies = xcalloc(ap->cookies_size, sizeof(*ap->cookies));
+		ap->n_cookies = 0;
+		for (size_t i = 0; i < old_size; i++)
+			if (old[i].cookie)
+				cookie_sink(ap, old[i].cookie, old[i].size, old[i].row);
+		free(old);
+	}
+	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	while (ap->cookies[i].cookie && ap->cookies[i].cookie != cookie)
+		i = (i + 1) & mask;
+	if (!ap->cookies[i].cookie)
+		ap->n_cookies++;
+	ap->cookies[i] = (struct cookie_row){ cookie, row, weight };
+}
+
+static const struct cookie_row *cookie_find(const struct alloc_priv *ap, uint64_t cookie)
+{
+	if (!ap->cookies_size || !cookie)
+		return NULL;
+	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	for (; ap->cookies[i].cookie; i = (i + 1) & mask)
+		if (ap->cookies[i].cookie == cookie)
+			return &ap->cookies[i];
+	return NULL;
+}
 
 static const struct option_spec alloc_options[] = {
 	{ .name = "max_outstanding", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 131072,
@@ -84,6 +194,23 @@ static const struct option_spec alloc_options[] = {
 	  .help = "record 1 allocation in N at random and scale (raised by the pre-flight under "
 		  "degrade: sample; every call still traps into the uprobe)" },
 	STACK_SAMPLER_PYTHON_OPTION,
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "dwarf", .check = stack_sampler_check_unwind,
+	  .help = "dwarf (default): the stacks of blocks recorded by sample_bytes are copied and unwound "
+		  "by CFI in user space (real programs' allocating paths have no frame pointers); fp: "
+		  "every block, by the kernel's frame-pointer walk (exact counts, for programs built "
+		  "with frame pointers)" },
+	{ .name = "sample_bytes", .type = OPT_UINT, .dflt = 16384, .min = 1, .max = 1u << 30,
+	  .help = "dwarf: a block is recorded with probability size / sample_bytes (always when "
+		  "larger), figures scaled back: about one stack per sample_bytes allocated" },
+	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512, .max = DIAG_MAX_STACK_BYTES,
+	  .help = "dwarf: bytes of user stack above sp copied per recorded block (deeper: truncated)" },
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
+	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
+	  .help = "dwarf: KiB of ring buffer for the recorded blocks' stacks (a power of 2; full: the "
+		  "block is tracked without a stack, counted in lost_stacks)" },
+	{ .name = "max_recorded", .type = OPT_UINT, .dflt = 1u << 20, .min = 1024, .max = 1u << 26,
+	  .help = "dwarf: recorded blocks remembered with their stack over the run (more: counted in "
+		  "lost_stacks)" },
 };
 
 static const char *const alloc_variants[] = { "uprobe", NULL };
@@ -93,6 +220,51 @@ static bool is_libc(const char *path)
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
+}
+
+/* Which allocator a file defining malloc is, by the functions only that one defines. */
+static const char *allocator_family(struct tfile_image *img, const char *path)
+{
+	static const struct { const char *symbol, *family; } marks[] = {
+		{ "mallctl", "jemalloc" },           { "tc_malloc", "tcmalloc" },
+		{ "MallocExtension_GetStats", "tcmalloc" }, { "mi_malloc", "mimalloc" },
+	};
+	uint64_t off;
+	struct diag_err ignore;
+	for (size_t i = 0; i < ARRAY_LEN(marks); i++)
+		if (elf_image_symbol_offset(img, path, marks[i].symbol, &off, &ignore) == 0)
+			return marks[i].family;
+	return is_libc(path) ? "glibc" : "unknown";
+}
+
+/* Whether an ELF file is a program rather than a shared library: ET_EXEC, or a PIE (ET_DYN
+ * flagged DF_1_PIE; libc.so.6 is ET_DYN with an interpreter too, but no such flag). */
+static bool is_executable(struct tfile_image *img)
+{
+	Elf *e = tfile_image_elf(img);
+	GElf_Ehdr eh;
+	bool exe = false;
+	if (!e || !gelf_getehdr(e, &eh))
+		goto out;
+	if (eh.e_type == ET_EXEC) {
+		exe = true;
+		goto out;
+	}
+	for (Elf_Scn *scn = NULL; !exe && (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			if (gelf_getdyn(d, (int)i, &dyn) && dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE))
+				exe = true;
+		}
+	}
+out:
+	if (e)
+		elf_end(e);
+	return exe;
 }
 
 static bool has_control(const char *s)
@@ -198,6 +370,8 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 			if (ap->found[k] && ap->offset[k] == ap->offset[i])
 				ap->found[i] = false;
 	}
+	ap->family = allocator_family(img, ap->path);
+	ap->in_executable = is_executable(img);
 	tfile_image_free(img);
 	if (!(ap->skel = allocations_skel_open(p, err)))
 		return -1;
@@ -213,11 +387,35 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 		py_walk = python_procs_probe(ap->py, pid, &proc) == 1;
 	}
 	ap->skel->rodata->py_walk = py_walk;
-	/* a Python stack (1 KiB) per distinct one, only for a CPython target */
-	bpf_map__set_max_entries(ap->skel->maps.py_stacks, py_walk ? (__u32)probe_opt(p, "max_stacks") : 1);
+	const char *unwind = probe_opt_str(p, "user_unwind");
+	bool dwarf = !unwind || !strcmp(unwind, "dwarf");
+	uint32_t ring = stack_sampler_ring_size(probe_opt(p, "ring_buffer_kib") * 1024);
+	ap->skel->rodata->sample_bytes = dwarf ? probe_opt(p, "sample_bytes") : 0;
+	ap->skel->rodata->copy_bytes = dwarf ? (__u32)probe_opt(p, "stack_bytes") : 0;
+	ap->skel->rodata->wake_bytes = ring / 4;
+	bpf_map__set_max_entries(ap->skel->maps.samples, dwarf ? ring : 4096);
+	/* a Python stack (1 KiB) per distinct one, only for a CPython target in fp mode */
+	bpf_map__set_max_entries(ap->skel->maps.py_stacks, py_walk && !dwarf ? (__u32)probe_opt(p, "max_stacks") : 1);
 	int rc = allocations_bpf__load(ap->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
+	if (dwarf) {
+		ap->sampler = stack_sampler_new(bpf_map__fd(ap->skel->maps.stacks), true, false,
+						(size_t)probe_opt(p, "max_sites"), NULL, 0, 0, p->files);
+		ap->cookies_max = 2 * (size_t)probe_opt(p, "max_recorded");
+		stack_sampler_set_cookie_sink(ap->sampler, cookie_sink, ap);
+		/* the sampler splices the Python frames of the samples (the detector is its own) */
+		stack_sampler_python_start(ap->sampler, py_walk ? ap->py : NULL,
+					   bpf_map__fd(ap->skel->maps.py_procs), pid);
+		if (!py_walk)
+			python_procs_free(ap->py);
+		ap->py = NULL;
+		if (stack_sampler_open_ring(ap->sampler, bpf_map__fd(ap->skel->maps.samples)))
+			return diag_fail(err, DIAG_EXIT_RUNTIME, "opening the samples ring buffer: %s",
+					 strerror(errno));
+		p->variant = "uprobe";
+		return 0;
+	}
 	__u32 key = (__u32)pid;
 	if (py_walk && bpf_map_update_elem(bpf_map__fd(ap->skel->maps.py_procs), &key, &proc, BPF_ANY))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "the Python process map: %s", strerror(errno));
@@ -225,19 +423,25 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 	return 0;
 }
 
-static struct bpf_program *entry_prog(struct allocations_bpf *skel, const char *name)
+static struct bpf_program *entry_prog(struct allocations_bpf *skel, enum alloc_prog prog)
 {
-	if (!strcmp(name, "free"))
+	switch (prog) {
+	case AP_FREE:
 		return skel->progs.alloc_free;
-	if (!strcmp(name, "calloc"))
+	case AP_CALLOC:
 		return skel->progs.alloc_calloc;
-	if (!strcmp(name, "realloc"))
+	case AP_REALLOC:
 		return skel->progs.alloc_realloc;
-	if (!strcmp(name, "posix_memalign"))
+	case AP_REALLOCARRAY:
+		return skel->progs.alloc_reallocarray;
+	case AP_POSIX_MEMALIGN:
 		return skel->progs.alloc_posix_mem;
-	if (!strcmp(name, "memalign") || !strcmp(name, "aligned_alloc"))
+	case AP_MEMALIGN:
 		return skel->progs.alloc_memalign;
-	return skel->progs.alloc_malloc; /* malloc, valloc, pvalloc */
+	case AP_MALLOC:
+		break;
+	}
+	return skel->progs.alloc_malloc;
 }
 
 static int alloc_attach(struct probe *p, struct diag_err *err)
@@ -250,7 +454,7 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 	/* Returns first: a call entered after this is always seen returning; the links are
 	 * released last first, so entries stop before returns. */
 	for (size_t i = 0; i < N_FUNCS; i++) {
-		if (!ap->found[i] || !alloc_funcs[i].returns)
+		if (!ap->found[i] || alloc_funcs[i].prog == AP_FREE)
 			continue;
 		snprintf(what, sizeof(what), "a uretprobe to %s:%s", ap->path, alloc_funcs[i].name);
 		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(ap->skel->progs.alloc_return, pid,
@@ -262,7 +466,7 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 		if (!ap->found[i])
 			continue;
 		snprintf(what, sizeof(what), "a uprobe to %s:%s", ap->path, alloc_funcs[i].name);
-		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(entry_prog(ap->skel, alloc_funcs[i].name),
+		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(entry_prog(ap->skel, alloc_funcs[i].prog),
 								       pid, ap->attach_path, ap->offset[i],
 								       &entry_opts), what, err))
 			return -1;
@@ -279,6 +483,13 @@ static void alloc_destroy(struct probe *p)
 	python_procs_free(ap->py);
 	ap->py = NULL;
 	probe_bpf_destroy(p);
+	stack_sampler_free(ap->sampler);
+	ap->sampler = NULL;
+	free(ap->cookies);
+	ap->cookies = NULL;
+	ap->cookies_size = ap->n_cookies = 0;
+	free(ap->rows);
+	ap->rows = NULL;
 }
 
 static void alloc_detach(struct probe *p)
@@ -292,6 +503,7 @@ static void alloc_detach(struct probe *p)
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock bpf_ktime_get_ns() reads */
 	ap->detached_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	probe_bpf_detach(p);
+	stack_sampler_consume(ap->sampler); /* NULL: nothing */
 }
 
 static uint64_t counter_sum(int fd, __u32 slot, int ncpus)
@@ -343,27 +555,113 @@ static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees",
 					       "realloc_growth_bytes" };
 static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
 
-static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
-			 struct diag_err *err)
+/* dwarf mode: the figures of one row, as stacks[] extras (rows_end: the window's end). */
+struct dwarf_collect {
+	struct alloc_priv *ap;
+	uint64_t end;
+};
+
+static void row_added(void *ctx, size_t row, struct stack_table *t)
 {
-	struct alloc_priv *ap = p->priv;
+	const struct dwarf_collect *dc = ctx;
+	const struct row_sums *r = &dc->ap->rows[row];
+	double frees = r->allocs > r->held ? r->allocs - r->held : 0;
+	double free_bytes = r->alloc_bytes > r->held_bytes ? r->alloc_bytes - r->held_bytes : 0;
+	uint64_t x[X_NR] = {
+		[X_ALLOCS] = (uint64_t)(r->allocs + 0.5), [X_ALLOC_BYTES] = (uint64_t)(r->alloc_bytes + 0.5),
+		[X_FREES] = (uint64_t)(frees + 0.5), [X_FREE_BYTES] = (uint64_t)(free_bytes + 0.5),
+		[X_OLD_COUNT] = (uint64_t)(r->old + 0.5), [X_OLD_BYTES] = (uint64_t)(r->old_bytes + 0.5),
+		[X_OLDEST_MS] = r->oldest_ts && r->oldest_ts < dc->end ? (dc->end - r->oldest_ts) / 1000000 : 0,
+	};
+	stacks_last_extra(t, x);
+}
+
+/* dwarf mode: every recorded block (its cookie) counts as allocated by its stack's row, those
+ * still in the blocks map as held; each weighs 1 / the chance it was recorded (size /
+ * sample_bytes, below it) times the 1-in-N of the pre-flight. */
+static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale, uint64_t end,
+			  uint64_t mid, struct stack_table *table, struct value *res)
+{
+	uint64_t sb = ap->skel->rodata->sample_bytes;
+	size_t max_rows = (size_t)probe_opt(p, "max_sites");
+	free(ap->rows);
+	ap->rows = xcalloc(max_rows ? max_rows : 1, sizeof(*ap->rows));
+	ap->n_rows = max_rows;
+	double allocs = 0, alloc_bytes = 0, held = 0, held_bytes = 0, old = 0, old_bytes = 0;
+	uint64_t no_stack = ap->cookies_refused;
+	for (size_t i = 0; i < ap->cookies_size; i++) {
+		const struct cookie_row *c = &ap->cookies[i];
+		if (!c->cookie)
+			continue;
+		double n = (double)scale * (c->size && c->size < sb ? (double)sb / (double)c->size : 1.0);
+		double b = (double)scale * (double)(c->size > sb ? c->size : sb);
+		allocs += n;
+		alloc_bytes += b;
+		if (c->row >= 0 && (size_t)c->row < max_rows) {
+			ap->rows[c->row].allocs += n;
+			ap->rows[c->row].alloc_bytes += b;
+		}
+	}
+	int blocks_fd = bpf_map__fd(ap->skel->maps.blocks);
+	__u64 keys[2], *prev = NULL, *next = &keys[0];
+	while (bpf_map_get_next_key(blocks_fd, prev, next) == 0) {
+		struct alloc_block blk;
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		if (bpf_map_lookup_elem(blocks_fd, prev, &blk))
+			continue;
+		double n = (double)scale * (blk.size && blk.size < sb ? (double)sb / (double)blk.size : 1.0);
+		double b = (double)scale * (double)(blk.size > sb ? blk.size : sb);
+		held += n;
+		held_bytes += b;
+		if (blk.ts < mid) {
+			old += n;
+			old_bytes += b;
+		}
+		const struct cookie_row *c = cookie_find(ap, blk.cookie);
+		if (!c || c->row < 0 || (size_t)c->row >= max_rows) {
+			no_stack++;
+			continue;
+		}
+		struct row_sums *r = &ap->rows[c->row];
+		r->held += n;
+		r->held_bytes += b;
+		if (blk.ts < mid) {
+			r->old += n;
+			r->old_bytes += b;
+		}
+		if (!r->oldest_ts || blk.ts < r->oldest_ts)
+			r->oldest_ts = blk.ts;
+	}
+	for (size_t i = 0; i < max_rows; i++)
+		if (ap->rows[i].held > 0)
+			stack_sampler_row_weigh(ap->sampler, i, (uint64_t)(ap->rows[i].held_bytes + 0.5),
+						(uint64_t)(ap->rows[i].held + 0.5));
+	struct dwarf_collect dc = { ap, end };
+	size_t refused = stack_sampler_flush_each(ap->sampler, table, false, row_added, &dc);
+	value_set_int(res, "sample_bytes", (int64_t)sb);
+	value_set_int(res, "recorded", (int64_t)ap->n_cookies + (int64_t)ap->cookies_refused);
+	value_set_int(res, "allocs", (int64_t)(allocs + 0.5));
+	value_set_int(res, "alloc_bytes", (int64_t)(alloc_bytes + 0.5));
+	value_set_int(res, "frees_matched", (int64_t)(allocs > held ? allocs - held + 0.5 : 0));
+	value_set_int(res, "outstanding_bytes", (int64_t)(held_bytes + 0.5));
+	value_set_int(res, "outstanding_count", (int64_t)(held + 0.5));
+	value_set_int(res, "old_bytes", (int64_t)(old_bytes + 0.5));
+	value_set_int(res, "old_count", (int64_t)(old + 0.5));
+	value_set_int(res, "dropped", (int64_t)(refused + stacks_refused(table)));
+	value_set_int(res, "lost_stacks", (int64_t)no_stack);
+}
+
+/* fp mode: the blocks by their site (the frame-pointer stack and Python frames BPF keyed them
+ * by), with the totals. */
+static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, uint64_t end,
+		       uint64_t mid, struct stack_table *table, struct value *res, int ncpus)
+{
 	struct bpf_object *obj = ap->skel->obj;
 	int blocks_fd = bpf_map__fd(ap->skel->maps.blocks);
 	int sites_fd = bpf_map__fd(ap->skel->maps.sites);
 	int stacks_fd = bpf_map__fd(ap->skel->maps.stacks);
 	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
-	int ncpus = libbpf_num_possible_cpus();
-	uint64_t scale = probe_opt(p, "sample_every");
-	(void)err;
-	if (scale < 1)
-		scale = 1;
-	if (ncpus < 1)
-		ncpus = 1;
-
-	/* The window the blocks were recorded in: the collection after the pre-flight. */
-	uint64_t window_ns = ctx->wall_s > 0 ? (uint64_t)(ctx->wall_s * 1e9) : 0;
-	uint64_t end = ap->detached_ns, mid = end - window_ns / 2;
-
 	size_t ages_size = 64;
 	while (ages_size < 2 * (size_t)bpf_map__max_entries(ap->skel->maps.sites))
 		ages_size *= 2;
@@ -391,8 +689,6 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 			ages[i].oldest_ts = b.ts;
 	}
 
-	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(ap->skel->maps.sites));
-	stacks_set_extra(table, extra_names, extra_max, X_NR);
 	uint64_t allocs = 0, alloc_bytes = 0;
 	struct diag_py_rec *py_rec = ap->py ? xmalloc(sizeof(*py_rec)) : NULL;
 	if (ap->py)
@@ -434,32 +730,62 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	free(ages);
 	free(py_rec);
 
+	value_set_int(res, "allocs", (int64_t)(allocs * scale));
+	value_set_int(res, "alloc_bytes", (int64_t)(alloc_bytes * scale));
+	value_set_int(res, "frees_matched", (int64_t)(counter_sum(calls_fd, ALLOC_C_FREES_MATCHED, ncpus) * scale));
+	value_set_int(res, "outstanding_bytes", (int64_t)(out_bytes * scale));
+	value_set_int(res, "outstanding_count", (int64_t)(out_count * scale));
+	value_set_int(res, "old_bytes", (int64_t)(old_bytes * scale));
+	value_set_int(res, "old_count", (int64_t)(old_count * scale));
+	value_set_int(res, "dropped", (int64_t)(counter_sum(calls_fd, ALLOC_C_SITES_FULL, ncpus) +
+						  stacks_refused(table)));
+	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(obj, DIAG_STAT_LOST));
+}
+
+static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
+			 struct diag_err *err)
+{
+	struct alloc_priv *ap = p->priv;
+	struct bpf_object *obj = ap->skel->obj;
+	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t scale = probe_opt(p, "sample_every");
+	(void)err;
+	if (scale < 1)
+		scale = 1;
+	if (ncpus < 1)
+		ncpus = 1;
+
+	/* The window the blocks were recorded in: the collection after the pre-flight. */
+	uint64_t window_ns = ctx->wall_s > 0 ? (uint64_t)(ctx->wall_s * 1e9) : 0;
+	uint64_t end = ap->detached_ns, mid = end - window_ns / 2;
+
 	struct value *res = value_obj();
+	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(ap->skel->maps.sites));
+	stacks_set_extra(table, extra_names, extra_max, X_NR);
+	if (ap->sampler)
+		collect_dwarf(ap, p, scale, end, mid, table, res);
+	else
+		collect_fp(ap, p, scale, end, mid, table, res, ncpus);
 	value_set_str(res, "allocator", ap->path);
+	value_set_str(res, "allocator_family", ap->family);
+	value_set_str(res, "allocator_linked", ap->in_executable ? "executable" : "shared");
 	struct value *fns = value_obj_set(res, "functions", value_arr());
 	for (size_t i = 0; i < N_FUNCS; i++)
 		if (ap->found[i])
-			value_arr_push(fns, value_str(alloc_funcs[i].name));
+			value_arr_push(fns, value_str(alloc_funcs[i].shown));
 	if (scale > 1)
 		value_set_int(res, "sampled_1_in", (int64_t)scale);
 	value_set_num(res, "window_s", (double)window_ns / 1e9);
 	value_set_int(res, "alloc_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_ALLOC_CALLS, ncpus));
 	value_set_int(res, "free_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_FREE_CALLS, ncpus));
-	value_set_int(res, "allocs", (int64_t)(allocs * scale));
-	value_set_int(res, "alloc_bytes", (int64_t)(alloc_bytes * scale));
-	value_set_int(res, "frees_matched", (int64_t)(counter_sum(calls_fd, ALLOC_C_FREES_MATCHED, ncpus) * scale));
 	value_set_int(res, "frees_unknown", (int64_t)counter_sum(calls_fd, ALLOC_C_FREES_UNKNOWN, ncpus));
 	value_set_int(res, "failed", (int64_t)counter_sum(calls_fd, ALLOC_C_FAILED, ncpus));
-	value_set_int(res, "outstanding_bytes", (int64_t)(out_bytes * scale));
-	value_set_int(res, "outstanding_count", (int64_t)(out_count * scale));
-	value_set_int(res, "old_bytes", (int64_t)(old_bytes * scale));
-	value_set_int(res, "old_count", (int64_t)(old_count * scale));
 	value_set_int(res, "max_outstanding", (int64_t)probe_opt(p, "max_outstanding"));
 	value_set_int(res, "untracked", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
-	value_set_int(res, "dropped", (int64_t)(counter_sum(calls_fd, ALLOC_C_SITES_FULL, ncpus) +
-						  stacks_refused(table)));
 	value_set_int(res, "unmatched_returns", (int64_t)counter_sum(calls_fd, ALLOC_C_NO_ENTRY, ncpus));
-	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(obj, DIAG_STAT_LOST));
+	stack_sampler_report(ap->sampler, res, ap->skel->rodata->copy_bytes,
+			     counter_sum(calls_fd, ALLOC_C_SENT, ncpus), counter_sum(calls_fd, ALLOC_C_RING_FULL, ncpus));
 	stacks_finish(table, res, p->kind->stack_unit);
 	*out = res;
 	return 0;
@@ -467,8 +793,10 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 
 static const struct result_field alloc_results[] = {
 	{ "allocator", RT_STRING, NULL, false, "the file probed (as the target maps it): the one defining malloc" },
-	{ "functions", RT_ARRAY, NULL, false, "the functions probed in it" },
-	{ "functions[]", RT_STRING, NULL, false, "malloc, free, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc" },
+	{ "allocator_family", RT_STRING, NULL, false, "glibc, jemalloc, tcmalloc, mimalloc, or unknown (by the functions only that one defines)" },
+	{ "allocator_linked", RT_STRING, NULL, false, "shared (a library the program maps) or executable (linked into the program)" },
+	{ "functions", RT_ARRAY, NULL, false, "the functions probed in it (one name per address: aliases once)" },
+	{ "functions[]", RT_STRING, NULL, false, "malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc; mallocx, rallocx, sdallocx, dallocx (jemalloc); mi_* (mimalloc); operator new/delete and their variants where the allocator defines them" },
 	{ "sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 allocation in N recorded, figures scaled by N" },
 	{ "window_s", RT_NUMBER, "s", false, "how long blocks were recorded (the collection after the pre-flight)" },
 	{ "alloc_calls", RT_INTEGER, "count", false, "allocating calls seen (all, sampled or not)" },
@@ -486,7 +814,10 @@ static const struct result_field alloc_results[] = {
 	{ "untracked", RT_INTEGER, "count", false, "blocks not tracked: max_outstanding was reached (or more than max_threads threads were in allocating calls at once)" },
 	{ "dropped", RT_INTEGER, "count", false, "blocks not counted by stack: the sites map or the stack table was full" },
 	{ "unmatched_returns", RT_INTEGER, "count", false, "returns without their entry (not sampled, nested calls)" },
-	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be walked or stored" },
+	{ "lost_stacks", RT_INTEGER, "count", false, "stacks that could not be walked or stored (dwarf: held blocks whose stack never reached user space)" },
+	{ "sample_bytes", RT_INTEGER, "bytes", true, "dwarf mode: a block was recorded with probability size / sample_bytes; figures scaled back" },
+	{ "recorded", RT_INTEGER, "count", true, "dwarf mode: blocks recorded with their stack" },
+	STACK_SAMPLER_RESULT_FIELDS,
 	STACK_RESULT_FIELDS,
 	{ "stacks[].allocs", RT_INTEGER, "count", false, "blocks this stack allocated in the window" },
 	{ "stacks[].alloc_bytes", RT_INTEGER, "bytes", false, "bytes this stack allocated in the window" },
@@ -516,6 +847,9 @@ const struct probe_kind probe_kind_allocations = {
 	.load = alloc_load,
 	.attach = alloc_attach,
 	.detach = alloc_detach,
+	.tick = alloc_tick,
+	.wake_fd = alloc_wake_fd,
+	.drain = alloc_drain,
 	.collect = alloc_collect,
 	.destroy = alloc_destroy,
 	.object = probe_bpf_object,

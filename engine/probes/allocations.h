@@ -25,6 +25,8 @@ enum alloc_counter {
 	ALLOC_C_FAILED,          /* allocating calls that returned NULL / an error */
 	ALLOC_C_NO_ENTRY,        /* returns without their entry (not sampled, or nested calls) */
 	ALLOC_C_SITES_FULL,      /* recorded blocks whose stack found the sites map full */
+	ALLOC_C_SENT,            /* dwarf: recorded blocks whose stack went to user space */
+	ALLOC_C_RING_FULL,       /* dwarf: recorded blocks whose stack the ring buffer refused */
 	ALLOC_C_NR,
 };
 
@@ -48,7 +50,8 @@ struct alloc_site_key {
 struct alloc_block {
 	__u64 size;
 	__u64 ts;       /* bpf_ktime_get_ns() at the return of the allocating call */
-	struct alloc_site_key site;
+	struct alloc_site_key site; /* fp mode: its site; dwarf mode: unused */
+	__u64 cookie;   /* dwarf mode: the cookie of the stack sample sent for it (0: none) */
 };
 
 /* Per user stack: what it allocated in the window and what of it is still outstanding. */

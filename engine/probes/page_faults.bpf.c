@@ -36,30 +36,6 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-/* A function under a uretprobe (the allocations probe's malloc) has the uprobe trampoline in
- * place of its return address until it returns: a copy of its stack would unwind into the
- * trampoline and lose the caller. The kernel keeps the real address per hijacked frame
- * (task->utask->return_instances: where it was on the stack, what it was); put it back in the copy,
- * as the kernel's own stack walk does for bpf_get_stackid. */
-#define PF_MAX_RETURN_INSTANCES 8
-static __always_inline void restore_uretprobe_returns(struct diag_user_sample *s)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	if (!bpf_core_field_exists(task->utask))
-		return;
-	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
-	for (int i = 0; i < PF_MAX_RETURN_INSTANCES && ri; i++) {
-		__u64 slot = BPF_CORE_READ(ri, stack), ret = BPF_CORE_READ(ri, orig_ret_vaddr);
-		if (slot >= s->sp && slot + 8 <= s->sp + s->stack_len) {
-			__u64 off = slot - s->sp;
-			if (off < DIAG_MAX_STACK_BYTES)
-				__builtin_memcpy(&s->stack[off & (DIAG_MAX_STACK_BYTES - 1)], &ret, 8);
-			diag_stat_inc(&stats, PF_STAT_URETPROBE_FIXED);
-		}
-		ri = BPF_CORE_READ(ri, next);
-	}
-}
-
 static __always_inline int on_fault(void *ctx, __u64 error_code)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -91,8 +67,8 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 		struct diag_user_sample *smp = diag_fill_user_sample(&scratch, copy_bytes, tgid, key.comm,
 								     key.user_stack_id, key.kernel_stack_id,
 								     page_bytes, 0, 0);
-		if (smp)
-			restore_uretprobe_returns(smp);
+		if (smp && diag_restore_uretprobe_returns(smp))
+			diag_stat_inc(&stats, PF_STAT_URETPROBE_FIXED);
 		if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0) {
 			diag_stat_inc(&stats, PF_STAT_SENT);
 			return 0;

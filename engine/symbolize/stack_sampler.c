@@ -67,6 +67,9 @@ struct stack_sampler {
 	struct py_slot *py_slots;
 	uint64_t py_samples, py_frames, py_cut, py_no_tstate, py_bad_read, py_lost, py_unplaced;
 	uint64_t drain_until; /* a bounded drain stops reading records at this mono_ns(); 0: none */
+	/* stack_sampler_set_cookie_sink: where samples with a cookie go instead of waiting */
+	stack_sampler_cookie_sink *sink;
+	void *sink_ctx;
 };
 
 /* How long one drain of the run loop may read the ring: a producer faster than the unwinding (an
@@ -539,6 +542,11 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 		row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
 		return 0;
 	}
+	if (s->sink) {
+		long row = row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0);
+		s->sink(s->sink_ctx, rec->cookie, rec->weight, row);
+		return 0;
+	}
 	pend_put(s, rec->tid, rec->cookie,
 		 row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0));
 	return 0;
@@ -550,6 +558,41 @@ void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uin
 		weight[s->rows[i].tag] += s->rows[i].weight;
 		count[s->rows[i].tag] += s->rows[i].count;
 	}
+}
+
+void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx)
+{
+	s->sink = sink;
+	s->sink_ctx = ctx;
+}
+
+void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count)
+{
+	if (row < s->n_rows) {
+		s->rows[row].weight += weight;
+		s->rows[row].count += count;
+	}
+}
+
+size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
+				stack_sampler_row_added *added, void *ctx)
+{
+	size_t refused = 0;
+	if (s->py)
+		stacks_set_namer(t, python_stack_namer, s->py);
+	for (size_t i = 0; i < s->n_rows; i++) {
+		const struct srow *r = &s->rows[i];
+		if (!r->count)
+			continue;
+		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
+		if (stacks_add_user_ips(t, s->stacks_fd, (int)r->tgid, r->comm, r->ips, r->from, r->n,
+					r->kernel_stack_id, kernel, r->weight, r->count,
+					s->n_tags ? s->tags[r->tag] : NULL))
+			refused++;
+		else if (added)
+			added(ctx, i, t);
+	}
+	return refused;
 }
 
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,

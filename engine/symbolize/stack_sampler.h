@@ -132,6 +132,20 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 /* A new period (about once a second): mappings of the targets may be read again. */
 void stack_sampler_period(struct stack_sampler *s);
 
+/* Samples whose weight is known only later, one by one, by their cookie (the allocations
+ * probe: a block's stack when it was allocated, its weight whether it is still held at the end):
+ * from now on each sample with a cookie is counted in its row with no weight, and sink gets the
+ * cookie, the sample's weight field and the row (< 0: refused, the rows are full) instead of
+ * waiting for a diag_weight_rec. The sink's owner weighs rows with stack_sampler_row_weigh. */
+typedef void stack_sampler_cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row);
+void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx);
+void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count);
+/* Adds the rows with a count to t as weighed (no scaling), calling added(ctx, row, t) after each
+ * one t took (for stacks_last_extra). Returns the rows t refused. */
+typedef void stack_sampler_row_added(void *ctx, size_t row, struct stack_table *t);
+size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
+				stack_sampler_row_added *added, void *ctx);
+
 /* Adds every distinct stack to t (in_kernel: kernel stack id other than -EFAULT, and
  * kernel_stacks), weights and counts multiplied by scale (1-in-scale sampling); *weight and
  * *count get the sums, *in_kernel_count the count in the kernel. Returns the distinct stacks t

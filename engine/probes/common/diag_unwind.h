@@ -127,6 +127,32 @@ diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *c
 	return s;
 }
 
+/* A function under a uretprobe (the allocations probe's malloc) has the uprobe trampoline in
+ * place of its return address until it returns: a copy of its stack would unwind into the
+ * trampoline and lose the caller. The kernel keeps the real address per hijacked frame
+ * (task->utask->return_instances: where it was on the stack, what it was); put it back in the copy,
+ * as the kernel's own stack walk does for bpf_get_stackid. Returns whether any was. */
+#define DIAG_MAX_RETURN_INSTANCES 8
+static __always_inline bool diag_restore_uretprobe_returns(struct diag_user_sample *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	bool fixed = false;
+	if (!bpf_core_field_exists(task->utask))
+		return false;
+	struct return_instance *ri = BPF_CORE_READ(task, utask, return_instances);
+	for (int i = 0; i < DIAG_MAX_RETURN_INSTANCES && ri; i++) {
+		__u64 slot = BPF_CORE_READ(ri, stack), ret = BPF_CORE_READ(ri, orig_ret_vaddr);
+		if (slot >= s->sp && slot + 8 <= s->sp + s->stack_len) {
+			__u64 off = slot - s->sp;
+			if (off < DIAG_MAX_STACK_BYTES)
+				__builtin_memcpy(&s->stack[off & (DIAG_MAX_STACK_BYTES - 1)], &ret, 8);
+			fixed = true;
+		}
+		ri = BPF_CORE_READ(ri, next);
+	}
+	return fixed;
+}
+
 /* Outputs a filled sample through ring buffer rb, waking the engine only when wake_bytes are
  * waiting; first, when py_procs is given (DIAG_PY_MAPS_ARGS) and holds the sample's process, the
  * thread's Python frames (diag_python.h), the sample flagged DIAG_SAMPLE_PY when they went out.
