@@ -146,7 +146,7 @@ static __always_inline __u64 free_block(__u64 addr)
 }
 
 /* dwarf mode: the block under a new cookie, its stack sent with that cookie (weight: its size). */
-static __always_inline void record_sampled_block(__u64 addr, struct alloc_block *b)
+static __always_inline void record_sampled_block(__u64 addr, struct alloc_block *b, __s64 growth)
 {
 	__u32 zero = 0;
 	__u64 *next = bpf_map_lookup_elem(&next_cookie, &zero);
@@ -163,8 +163,10 @@ static __always_inline void record_sampled_block(__u64 addr, struct alloc_block 
 	bpf_get_current_comm(comm, sizeof(comm));
 	struct diag_user_sample *smp = diag_fill_user_sample(&scratch, copy_bytes, id >> 32, comm, -1, -1,
 							     b->size, 0, b->cookie);
-	if (smp)
+	if (smp) {
 		diag_restore_uretprobe_returns(smp);
+		smp->aux = growth;
+	}
 	if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0)
 		count(ALLOC_C_SENT);
 	else
@@ -176,7 +178,7 @@ static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s6
 {
 	struct alloc_block b = { .size = size, .ts = bpf_ktime_get_ns() };
 	if (sample_bytes) {
-		record_sampled_block(addr, &b);
+		record_sampled_block(addr, &b, growth);
 		return;
 	}
 	b.site.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);

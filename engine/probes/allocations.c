@@ -127,17 +127,18 @@ STACK_SAMPLER_PROBE_OPS(alloc, struct alloc_priv)
 /* dwarf mode: a recorded block's stack row, by its cookie. */
 struct cookie_row {
 	uint64_t cookie;
-	long row;      /* < 0: the sampler's rows were full */
-	uint64_t size; /* the block's size */
+	long row;       /* < 0: the sampler's rows were full */
+	uint64_t size;  /* the block's size */
+	int64_t growth; /* a realloc's: new size - old size */
 };
 /* dwarf mode: what the blocks of one stack row did in the window, scaled (1 / the chance each
  * was recorded). */
 struct row_sums {
-	double allocs, alloc_bytes, held, held_bytes, old, old_bytes;
+	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth;
 	uint64_t oldest_ts;
 };
 
-static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row)
+static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux, long row)
 {
 	struct alloc_priv *ap = ctx;
 	if (ap->n_cookies * 2 >= ap->cookies_size) {
@@ -152,7 +153,7 @@ static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row)
 		ap->n_cookies = 0;
 		for (size_t i = 0; i < old_size; i++)
 			if (old[i].cookie)
-				cookie_sink(ap, old[i].cookie, old[i].size, old[i].row);
+				cookie_sink(ap, old[i].cookie, old[i].size, old[i].growth, old[i].row);
 		free(old);
 	}
 	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
@@ -160,7 +161,7 @@ static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row)
 		i = (i + 1) & mask;
 	if (!ap->cookies[i].cookie)
 		ap->n_cookies++;
-	ap->cookies[i] = (struct cookie_row){ cookie, row, weight };
+	ap->cookies[i] = (struct cookie_row){ cookie, row, weight, aux };
 }
 
 static const struct cookie_row *cookie_find(const struct alloc_priv *ap, uint64_t cookie)
@@ -572,6 +573,7 @@ static void row_added(void *ctx, size_t row, struct stack_table *t)
 		[X_FREES] = (uint64_t)(frees + 0.5), [X_FREE_BYTES] = (uint64_t)(free_bytes + 0.5),
 		[X_OLD_COUNT] = (uint64_t)(r->old + 0.5), [X_OLD_BYTES] = (uint64_t)(r->old_bytes + 0.5),
 		[X_OLDEST_MS] = r->oldest_ts && r->oldest_ts < dc->end ? (dc->end - r->oldest_ts) / 1000000 : 0,
+		[X_REALLOC_GROWTH] = (uint64_t)(r->growth + 0.5),
 	};
 	stacks_last_extra(t, x);
 }
@@ -600,6 +602,9 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 		if (c->row >= 0 && (size_t)c->row < max_rows) {
 			ap->rows[c->row].allocs += n;
 			ap->rows[c->row].alloc_bytes += b;
+			/* a realloc's growth, scaled as its block (growth / size of what it stands for) */
+			if (c->growth > 0 && c->size)
+				ap->rows[c->row].growth += (double)c->growth * b / (double)c->size;
 		}
 	}
 	int blocks_fd = bpf_map__fd(ap->skel->maps.blocks);

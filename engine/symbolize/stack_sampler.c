@@ -544,7 +544,7 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 	}
 	if (s->sink) {
 		long row = row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0);
-		s->sink(s->sink_ctx, rec->cookie, rec->weight, row);
+		s->sink(s->sink_ctx, rec->cookie, rec->weight, rec->aux, row);
 		return 0;
 	}
 	pend_put(s, rec->tid, rec->cookie,

@@ -135,9 +135,9 @@ void stack_sampler_period(struct stack_sampler *s);
 /* Samples whose weight is known only later, one by one, by their cookie (the allocations
  * probe: a block's stack when it was allocated, its weight whether it is still held at the end):
  * from now on each sample with a cookie is counted in its row with no weight, and sink gets the
- * cookie, the sample's weight field and the row (< 0: refused, the rows are full) instead of
+ * cookie, the sample's weight and aux fields and the row (< 0: refused, the rows are full) instead of
  * waiting for a diag_weight_rec. The sink's owner weighs rows with stack_sampler_row_weigh. */
-typedef void stack_sampler_cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, long row);
+typedef void stack_sampler_cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux, long row);
 void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx);
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count);
 /* Adds the rows with a count to t as weighed (no scaling), calling added(ctx, row, t) after each

@@ -42,6 +42,7 @@ struct diag_user_sample {
 	__u64 ip, sp, bp;      /* user registers (the task's, also when it was in the kernel) */
 	__u32 stack_len;       /* bytes of stack[] copied from user address sp */
 	__u32 flags;
+	__s64 aux;             /* the probe's own (allocations: what a realloc grew the block by) */
 	/* DIAG_PAGE of slack: the verifier sees each piece land below the end */
 	__u8 stack[DIAG_MAX_STACK_BYTES + DIAG_PAGE];
 };
@@ -105,6 +106,7 @@ diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *c
 	s->sp = BPF_CORE_READ(regs, sp);
 	s->bp = BPF_CORE_READ(regs, bp);
 	s->flags = 0;
+	s->aux = 0;
 
 	/* 64-bit throughout: the verifier keeps unsigned bounds through the comparisons */
 	__u64 len = 0, want = copy_bytes;
