@@ -75,7 +75,7 @@ WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_CXX_SRCS := $(wildcard tests/workloads/*.cpp)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
 	     $(patsubst tests/workloads/%.cpp,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS)) \
-	     $(BUILD)/workloads/cpu_burner_stripped
+	     $(BUILD)/workloads/cpu_burner_stripped $(BUILD)/workloads/mem_leaker_je
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
@@ -162,6 +162,13 @@ $(BUILD)/workloads/stallfs: tests/workloads/stallfs.c | $(DEPS_STAMP)
 $(BUILD)/workloads/%: tests/workloads/%.cpp | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	g++ -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $<
+
+# The same leaker linked with jemalloc (libjemalloc-dev), as a service built against it is: its
+# malloc and free stay undefined in the binary and bind to libjemalloc.so.2 at run time, no
+# LD_PRELOAD.
+$(BUILD)/workloads/mem_leaker_je: tests/workloads/mem_leaker.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -ljemalloc -lpthread
 
 # The same CPU burner as a distribution ships binaries: no .symtab, no .dynsym names of its own.
 $(BUILD)/workloads/cpu_burner_stripped: $(BUILD)/workloads/cpu_burner

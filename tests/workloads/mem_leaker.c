@@ -3,7 +3,12 @@
  * Usage: mem_leaker MODE [LEAK_KIB_PER_S]
  *   leak   heavy churn (handle_request: 20,000 malloc + free of 16..2048 bytes a second over a
  *          bounded working set of 2,048 blocks) and, beside it, remember_request leaking 1 KiB
- *          blocks at LEAK_KIB_PER_S (default 1024), each written in full and never freed
+ *          blocks at LEAK_KIB_PER_S (default 1024), each written in full and never freed (its
+ *          pointer lost: kept only in a volatile last-block pointer, overwritten by the next one)
+ *   grow   the same churn, and remember_request keeping the same 1 KiB copies at LEAK_KIB_PER_S
+ *          reachable: each stored in a table of pointers that remember_request grows by realloc,
+ *          doubling it when full (a cache with no bound: growth, not a leak; the table is 8 bytes
+ *          more per copy, its old blocks freed by realloc as it moves)
  *   realloc the same churn, and append_log growing one buffer with realloc by 1 KiB a call at
  *          LEAK_KIB_PER_S, never shrunk (the blocks are young: each realloc moves it)
  *   churn  the churn alone: bounded working set, flat RSS (the healthy control)
@@ -25,6 +30,9 @@
 static void *slots[WORKING_SET];
 static uint32_t rng = 12345;
 static void *volatile leaked_last;
+static int keep_requests;  /* grow: remember_request's copies are kept in kept[] */
+static char **kept;
+static size_t kept_len, kept_cap;
 static char *log_buf;
 static size_t log_len;
 
@@ -54,13 +62,27 @@ static void handle_request(void)
 		memset(slots[i], (int)i, size);
 }
 
-/* The leak: a copy of the request kept "for later" and never freed. */
+/* The leak: a copy of the request kept "for later" and never freed. In grow, the copy stays
+ * reachable in kept[], grown here. */
 static void remember_request(void)
 {
 	char *copy = malloc(LEAK_BLOCK);
 	if (copy)
 		memset(copy, 'r', LEAK_BLOCK);
 	leaked_last = copy;
+	if (!keep_requests || !copy)
+		return;
+	if (kept_len == kept_cap) {
+		size_t cap = kept_cap ? 2 * kept_cap : 64;
+		char **grown = realloc(kept, cap * sizeof(*kept));
+		if (!grown) {
+			free(copy);
+			return;
+		}
+		kept = grown;
+		kept_cap = cap;
+	}
+	kept[kept_len++] = copy;
 }
 
 /* The other leak: a log kept in one buffer that only grows. */
@@ -76,11 +98,13 @@ static void append_log(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn") && strcmp(argv[1], "realloc"))) {
-		fprintf(stderr, "usage: mem_leaker leak|realloc|churn [LEAK_KIB_PER_S]\n");
+	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn") && strcmp(argv[1], "realloc") &&
+			 strcmp(argv[1], "grow"))) {
+		fprintf(stderr, "usage: mem_leaker leak|grow|realloc|churn [LEAK_KIB_PER_S]\n");
 		return 2;
 	}
-	int leak = strcmp(argv[1], "churn") != 0, grow = strcmp(argv[1], "realloc") == 0;
+	int leak = strcmp(argv[1], "churn") != 0, log_grows = strcmp(argv[1], "realloc") == 0;
+	keep_requests = strcmp(argv[1], "grow") == 0;
 	double leak_per_s = (argc > 2 ? strtod(argv[2], NULL) : 1024.0) * 1024.0 / LEAK_BLOCK;
 	for (int i = 0; i < WORKING_SET; i++)
 		handle_request();
@@ -101,7 +125,7 @@ int main(int argc, char **argv)
 			if (lwant > leaked + (size_t)(leak_per_s / 20) + 1)
 				leaked = lwant - (size_t)(leak_per_s / 20) - 1;
 			for (; leaked < lwant && leaked * LEAK_BLOCK < LEAK_MAX; leaked++)
-				grow ? append_log() : remember_request();
+				log_grows ? append_log() : remember_request();
 		}
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
