@@ -44,7 +44,8 @@ return {
     "std::vector<*>::_M_default_append*", "std::vector<*>::_M_fill_insert*", "std::vector<*>::_M_range_insert*",
     "std::__cxx11::basic_string<*", "std::basic_string<*", "std::_Hashtable<*", "std::__detail::*",
     "std::_Rb_tree<*", "std::deque<*", "std::_Deque_base<*", "std::__cxx11::list<*", "std::make_shared<*",
-    "std::make_unique<*", "std::unordered_map<*", "std::map<*", "std::__cxx11::_List_base<*" } },
+    "std::make_unique<*", "std::unordered_map<*", "std::map<*", "std::__cxx11::_List_base<*",
+    "_ZNSt*", "_ZNKSt*", "_ZSt*", "_ZN9__gnu_cxx*" } },
   -- ---- common wrappers of C programs -----------------------------------------------------------
   { runtime = "c", kind = "wrapper", fn = { "xmalloc", "xcalloc", "xrealloc", "xreallocarray", "xstrdup", "xstrndup",
     "xzalloc", "xmemdup", "xnmalloc", "xcharalloc", "xmallocz", "xmemdupz", "ximalloc", "xicalloc",

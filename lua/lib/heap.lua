@@ -72,6 +72,15 @@ function heap.kind(frame)
   return k or nil
 end
 
+-- Whether a frame has a name: diag.symbolized's, or a demangled C++ function with its parameters
+-- ("SessionStore::remember(Request const&)": spaces, which diag.symbolized takes for a
+-- placeholder's).
+local function named(f)
+  if diag.symbolized(f) then return true end
+  return type(f) == "string" and f:find("%(") ~= nil and not f:find("^[%[%(]") and not f:find("%+0x%x+$")
+end
+heap.named = named
+
 -- The frame that names where a stack's memory was allocated: its innermost Python frame when it
 -- has one, else the first symbolized frame (leaf first) the table does not skip; nil when the
 -- stack has none (it stops in the allocator, or its frames are unnamed).
@@ -79,7 +88,7 @@ function heap.own_frame(s)
   local py = lang.own_frame(s)
   if py then return py end
   for _, f in ipairs(s.user or {}) do
-    if diag.symbolized(f) and not heap.kind(f) then return f end
+    if named(f) and not heap.kind(f) then return f end
   end
   return nil
 end

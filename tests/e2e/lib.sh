@@ -200,6 +200,41 @@ print("; ".join(n for n in r.get("notes", []) if "do not match the declared shap
 	[ -z "$bad" ] || fail "results unlike their declaration: $bad"
 }
 
+# redis_server NAME: a private redis-server (Debian 12's 7.0) in $TMP/NAME, as its package runs it
+# (as the redis user, not daemonized), on a free port of 127.0.0.1, no persistence; waits until
+# it answers and checks the port is its own. Sets SERVER (its pid, killed on exit: $PIDS), PORT
+# and RDIR; rcli runs redis-cli on it. Skips without redis-server.
+redis_server() {
+	local redis=/usr/bin/redis-server
+	[ -x "$redis" ] && command -v redis-cli >/dev/null || skip "redis-server is not installed (make deps)"
+	# A free port on 127.0.0.1: the kernel picks one, Redis binds it right after.
+	PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
+		fail "cannot pick a free port"
+	RDIR="$TMP/$1"
+	mkdir -p "$RDIR"
+	printf 'port %s\nbind 127.0.0.1\nsave ""\nappendonly no\ndaemonize no\ndir %s\nlogfile %s/redis.log\n' \
+		"$PORT" "$RDIR" "$RDIR" > "$RDIR/redis.conf"
+	# setpriv execs: $! is the server's pid
+	local as_redis=""
+	if id redis >/dev/null 2>&1; then
+		chmod 755 "$TMP"
+		chown -R redis: "$RDIR"
+		as_redis="setpriv --reuid=redis --regid=redis --init-groups"
+	fi
+	$as_redis "$redis" "$RDIR/redis.conf" > /dev/null 2>&1 &
+	SERVER=$!
+	PIDS="$PIDS $SERVER"
+	for i in $(seq 1 50); do
+		[ "$(rcli PING 2>/dev/null)" = PONG ] && break
+		kill -0 "$SERVER" 2>/dev/null || fail "redis-server did not start: $(tail -5 "$RDIR/redis.log")"
+		sleep 0.1
+	done
+	[ "$(rcli PING 2>/dev/null)" = PONG ] || fail "redis-server does not answer on port $PORT: $(tail -5 "$RDIR/redis.log")"
+	[ "$(rcli INFO server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')" = "$SERVER" ] ||
+		fail "port $PORT is not our redis-server ($SERVER): $(rcli INFO server | grep process_id)"
+}
+rcli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@"; }
+
 # pg_cluster SHARED_BUFFERS: a temporary PostgreSQL 15 cluster of the postgres user in $TMP/pg,
 # on a Unix socket there (no TCP), started as its package starts it; skips without postgresql-15.
 # Defines PGBIN, PGDIR, as_pg, sql (psql -XAtq on it, stopping at the first error), session (psql
@@ -233,4 +268,19 @@ backend_where() {
 		sleep 0.1
 	done
 	echo "$pid"
+}
+
+# control_quiet FILE RC: a healthy control's run exited 0, or 4 with `cpu-starved` its only
+# warning — the machine itself short of CPU (other jobs on a loaded CI machine: measured, said,
+# and no fault of the workload's); anything else fails.
+control_quiet() {
+	[ "$2" = 0 ] && return 0
+	[ "$2" = 4 ] && python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+w = [x["id"] for x in r["verdicts"] if x["severity"] in ("warning", "critical")]
+sys.exit(0 if w and set(w) == {"cpu-starved"} else 1)' "$1" 2>/dev/null && {
+		echo "note: $(basename "$1"): the machine was short of CPU (cpu-starved), the control otherwise quiet" >&2
+		return 0
+	}
+	return 1
 }

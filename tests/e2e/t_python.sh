@@ -45,7 +45,7 @@ hot_case "$PY" a 3.11
 start "$PY" "$SVC" --idle
 sleep 0.5
 collect "$TMP/b.json" high-cpu --pid "$PID" --duration 3
-[ "$collected_rc" = 0 ] || fail "(b) the control: exit $collected_rc, want 0: $(verdicts "$TMP/b.json")"
+control_quiet "$TMP/b.json" "$collected_rc" || fail "(b) the control: exit $collected_rc, want 0: $(verdicts "$TMP/b.json")"
 check "$TMP/b.json" "not any(x['id'].startswith('cpu-bound') for x in r['verdicts'])" \
 	"(b) the control cries wolf: $(verdicts "$TMP/b.json")"
 stop

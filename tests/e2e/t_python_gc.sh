@@ -31,7 +31,7 @@ assert_released "latency with CPython's GC probes"
 start "$PY" "$ROOT/tests/workloads/py_gc.py" --pause-ms 0
 sleep 0.5
 "$DIAG" latency --pid "$PID" --duration 3 --json > "$TMP/b.json" 2> "$TMP/b.err"; rc=$?
-[ "$rc" = 0 ] || fail "(b) the control: exit $rc, want 0: $(verdicts "$TMP/b.json" 2>/dev/null)"
+control_quiet "$TMP/b.json" "$rc" || fail "(b) the control: exit $rc, want 0: $(verdicts "$TMP/b.json" 2>/dev/null)"
 check "$TMP/b.json" "not any(x['id'] == 'gc-pauses' for x in r['verdicts']) and any(x['id'] == 'gc-pauses' for x in r['ruled_out']) and g['available']" \
 	"(b) the control: $(verdicts "$TMP/b.json")"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null

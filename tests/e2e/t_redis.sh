@@ -14,44 +14,9 @@
 # Nothing stays attached; Redis and its clients are killed on every exit (lib.sh's trap: $PIDS).
 . "$(dirname "$0")/lib.sh"
 
-REDIS=/usr/bin/redis-server
-[ -x "$REDIS" ] && command -v redis-cli >/dev/null || skip "redis-server is not installed (make deps)"
 CLIENT="$ROOT/tests/workloads/resp_client.py"
 SLOW_MS=100
-
-# A free port on 127.0.0.1: the kernel picks one, Redis binds it right after.
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
-	fail "cannot pick a free port"
-RDIR="$TMP/redis"
-mkdir -p "$RDIR"
-cat > "$RDIR/redis.conf" <<EOF
-port $PORT
-bind 127.0.0.1
-save ""
-appendonly no
-daemonize no
-dir $RDIR
-logfile $RDIR/redis.log
-EOF
-# As the package's service runs it: as the redis user (setpriv execs: $! is the server's pid).
-AS_REDIS=""
-if id redis >/dev/null 2>&1; then
-	chmod 755 "$TMP"
-	chown -R redis: "$RDIR"
-	AS_REDIS="setpriv --reuid=redis --regid=redis --init-groups"
-fi
-$AS_REDIS "$REDIS" "$RDIR/redis.conf" > /dev/null 2>&1 &
-SERVER=$!
-PIDS="$PIDS $SERVER"
-rcli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@"; }
-for i in $(seq 1 50); do
-	[ "$(rcli PING 2>/dev/null)" = PONG ] && break
-	kill -0 "$SERVER" 2>/dev/null || fail "redis-server did not start: $(tail -5 "$RDIR/redis.log")"
-	sleep 0.1
-done
-[ "$(rcli PING 2>/dev/null)" = PONG ] || fail "redis-server does not answer on port $PORT: $(tail -5 "$RDIR/redis.log")"
-[ "$(rcli INFO server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')" = "$SERVER" ] ||
-	fail "port $PORT is not our redis-server ($SERVER): $(rcli INFO server | grep process_id)"
+redis_server redis
 
 # client NAME: starts resp_client.py at 200 GETs a second, waits until it is answered; sets $CPID
 client() {

@@ -1,0 +1,89 @@
+# t_memory_real.sh — diagnose memory-growth on real allocators and real software, each case with a
+# known cause and its healthy control:
+# (a) Debian 12's redis-server (linked with the system libjemalloc.so.2, no frame pointers) while
+#     a client SETs a new key 2,000 times a second (resp_client.py --cmd set --keys unique): the
+#     keyspace grows → `heap-growth` (not `leak`: the blocks are referenced from the keyspace), its
+#     title naming a Redis function (never the zmalloc wrappers), the allocator reported as
+#     jemalloc with its extended API probed;
+# (b) its control: the same client overwriting the same 1,000 keys (bounded churn) on a fresh
+#     server → exit 0, no warning;
+# (c) a C++ program losing `new` blocks in SessionStore::remember (mem_cxx leak) → `leak` naming
+#     it (never operator new or main), blocks referenced from nowhere; the same function keeping
+#     its blocks in a growing std::vector (mem_cxx grow) → `heap-growth`, no leak; the churn alone
+#     (mem_cxx churn) → exit 0, no warning;
+# (d) a program linked with -ljemalloc (mem_leaker_je) losing blocks in remember_request → `leak`
+#     naming it, allocator jemalloc (shared library); mem_leaker grow (the same copies kept in a
+#     growing table) → `heap-growth` naming remember_request, no leak.
+# Nothing stays attached after any run.
+. "$(dirname "$0")/lib.sh"
+
+CLIENT="$ROOT/tests/workloads/resp_client.py"
+verdicts() { json "$1" '[(x["id"], x["severity"], x["title"]) for x in r["verdicts"]]' 2>/dev/null; }
+
+# memgrowth NAME PID: memory-growth on PID for 5 s into $TMP/NAME.json; sets rc
+memgrowth() {
+	"$DIAG" memory-growth --pid "$2" --duration 5 --json > "$TMP/$1.json" 2> "$TMP/$1.err"; rc=$?
+	assert_shapes "$TMP/$1.json"
+	assert_released "memory-growth: $1"
+}
+warns() { check "$TMP/$1.json" "$2" "$1: verdicts $(verdicts "$TMP/$1.json")"; }
+
+# ---- (a) Redis: the keyspace grows ----------------------------------------------------------
+redis_server keyspace
+python3 "$CLIENT" --port "$PORT" --cmd set --keys unique --ops-per-s 2000 --pace select > "$TMP/c1.out" 2> "$TMP/c1.err" &
+CPID=$!
+PIDS="$PIDS $CPID"
+sleep 2
+memgrowth keyspace "$SERVER"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "keyspace: exit $rc: $(verdicts "$TMP/keyspace.json") $(tail -3 "$TMP/keyspace.err")"
+CHECK_LET='v = r["verdicts"][0]; a = res["allocs"]'
+warns keyspace "v['id'] == 'heap-growth' and v['severity'] == 'warning' and not any(x['id'] == 'leak' for x in r['verdicts'])"
+warns keyspace "any(f + '()' in v['title'] for f in ('processMultibulkBuffer', 'dbAdd', 'setKey', 'setGenericCommand', 'createStringObject', 'processInputBuffer')) and 'zmalloc' not in v['title'] and 'je_' not in v['title']"
+check "$TMP/keyspace.json" "a['allocator_family'] == 'jemalloc' and a['allocator_linked'] == 'shared' and 'mallocx' in a['functions'] and 'sdallocx' in a['functions'] and a['user_unwind'] == 'dwarf'" \
+	"keyspace: allocator $(json "$TMP/keyspace.json" '[res["allocs"].get(k) for k in ("allocator", "allocator_family", "functions")]')"
+# the blocks held are found referenced (the keyspace points to them)
+check "$TMP/keyspace.json" "a['reach']['complete'] and a['reach']['checked_count'] > 0 and a['reach']['unref_count'] * 4 < a['reach']['checked_count']" \
+	"keyspace: the reference scan: $(json "$TMP/keyspace.json" 'res["allocs"].get("reach")')"
+kill "$CPID" "$SERVER" 2>/dev/null; wait "$CPID" "$SERVER" 2>/dev/null
+
+# ---- (b) Redis: the same keys overwritten (the control) ----------------------------------------
+redis_server overwrite
+python3 "$CLIENT" --port "$PORT" --cmd set --keys cycle:1000 --ops-per-s 2000 --pace select > "$TMP/c2.out" 2> "$TMP/c2.err" &
+CPID=$!
+PIDS="$PIDS $CPID"
+sleep 2
+memgrowth overwrite "$SERVER"
+[ "$rc" = 0 ] || fail "overwrite: exit $rc, want 0: $(verdicts "$TMP/overwrite.json")"
+warns overwrite "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
+kill "$CPID" "$SERVER" 2>/dev/null; wait "$CPID" "$SERVER" 2>/dev/null
+
+# ---- (c) C++: new in a named function ----------------------------------------------------------
+start "$WL/mem_cxx" leak 1024
+memgrowth cxx-leak "$PID"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "cxx leak: exit $rc: $(verdicts "$TMP/cxx-leak.json")"
+CHECK_LET='v = r["verdicts"][0]'
+warns cxx-leak "v['id'] == 'leak' and 'SessionStore::remember' in v['title'] and 'operator new' not in v['title'] and 'main' not in v['title']"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+start "$WL/mem_cxx" grow 1024
+memgrowth cxx-grow "$PID"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "cxx grow: exit $rc: $(verdicts "$TMP/cxx-grow.json")"
+warns cxx-grow "v['id'] == 'heap-growth' and 'SessionStore::remember' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+start "$WL/mem_cxx" churn
+memgrowth cxx-churn "$PID"
+[ "$rc" = 0 ] || fail "cxx churn: exit $rc, want 0: $(verdicts "$TMP/cxx-churn.json")"
+warns cxx-churn "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# ---- (d) linked with -ljemalloc; a table that grows ---------------------------------------------
+start "$WL/mem_leaker_je" leak 1024
+memgrowth je-leak "$PID"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "jemalloc leak: exit $rc: $(verdicts "$TMP/je-leak.json")"
+warns je-leak "v['id'] == 'leak' and 'remember_request()' in v['title'] and res['allocs']['allocator_family'] == 'jemalloc' and res['allocs']['allocator_linked'] == 'shared'"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+start "$WL/mem_leaker" grow 1024
+memgrowth c-grow "$PID"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "c grow: exit $rc: $(verdicts "$TMP/c-grow.json")"
+warns c-grow "v['id'] == 'heap-growth' and 'remember_request()' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+exit 0
