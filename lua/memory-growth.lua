@@ -223,6 +223,17 @@ local function sampled_line()
   return nil
 end
 
+-- Without a memory cgroup limit, the machine's available memory at the growth rate.
+local function machine_line(rate)
+  if limit and limit.eta_s then return nil end
+  local avail = memory and memory.machine_available_bytes
+  local r = (rss_rate and rss_rate > rate) and rss_rate or rate
+  if not avail or not r or r <= 0 then return nil end
+  return string.format("%s: at %s the machine's available memory (%s of %s) lasts %s",
+    cgroup and cgroup.limited and "The memory cgroup's usage is not growing toward its limit" or "No memory limit on its cgroup",
+    diag.fmt_byte_rate(r), diag.fmt_bytes(avail), diag.fmt_bytes(memory.machine_total_bytes or 0), diag.fmt_s(avail / r))
+end
+
 -- The three heaviest leaking functions, each a verdict; no leak ruled out when the scan said so.
 local function leak_verdicts()
   if not allocs then return nil end
@@ -248,7 +259,7 @@ local function leak_verdicts()
       age_line(g),
       "Call path: " .. path_of_stack(g.top))
     ev:add(rss_line())
-    ev:add(limit_line())
+    ev:add(limit_line() or machine_line(rate))
     ev:add(sampled_line())
     local sev = limit_severity() == "critical" and "critical" or "warning"
     found:add(diag.verdict("leak", sev, title, ev,
@@ -292,7 +303,7 @@ local function growth_verdict()
   ev:add(reach_line())
   if not reach then ev:add("Lost or kept on purpose is not known: the allocations probe did not scan the process's memory for references") end
   ev:add(rss_line())
-  ev:add(limit_line() or (cgroup and not cgroup.limited and "The memory cgroup has no limit: the machine's memory is the limit") or nil)
+  ev:add(limit_line() or machine_line(rate))
   ev:add(sampled_line())
   local sev = limit_severity()
   if sev == "critical" or sev == "warning" then

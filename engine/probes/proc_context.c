@@ -858,6 +858,14 @@ static void memory_results(struct proc_priv *pp, const struct reading *a, const 
 			value_set_int(s, dname, gauge_delta(a->smaps.v[i], b->smaps.v[i]));
 		}
 	}
+	/* the machine's memory at the end: the limit when the cgroup has none */
+	char *meminfo = read_file("/proc/meminfo", NULL);
+	uint64_t kb;
+	if (meminfo && procfs_key_u64(meminfo, "MemAvailable", &kb))
+		value_set_int(m, "machine_available_bytes", (int64_t)(kb * 1024));
+	if (meminfo && procfs_key_u64(meminfo, "MemTotal", &kb))
+		value_set_int(m, "machine_total_bytes", (int64_t)(kb * 1024));
+	free(meminfo);
 	if (a->mcg.valid && b->mcg.valid) {
 		const struct mem_cgroup_reading *x = &a->mcg, *y = &b->mcg;
 		struct value *cg = value_obj_set(m, "cgroup", value_obj());
@@ -1197,6 +1205,8 @@ static const struct result_field proc_results[] = {
 	/* memory */
 	{ "memory", RT_OBJECT, NULL, true, "memory section" },
 	{ "memory.rss_bytes", RT_INTEGER, "bytes", true, "VmRSS at the end" },
+	{ "memory.machine_available_bytes", RT_INTEGER, "bytes", true, "the machine's MemAvailable at the end (/proc/meminfo)" },
+	{ "memory.machine_total_bytes", RT_INTEGER, "bytes", true, "the machine's MemTotal" },
 	{ "memory.rss_delta_bytes", RT_INTEGER, "bytes", true, "VmRSS change over the window" },
 	{ "memory.rss_anon_bytes", RT_INTEGER, "bytes", true, "RssAnon at the end" },
 	{ "memory.rss_anon_delta_bytes", RT_INTEGER, "bytes", true, "RssAnon change over the window" },
