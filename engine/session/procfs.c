@@ -80,6 +80,9 @@ int procfs_parse_maps_line(const char *line, struct procfs_maps_line *out)
 	out->offset = off;
 	out->inode = ino;
 	out->exec = strchr(perms, 'x') != NULL;
+	out->read = perms[0] == 'r';
+	out->write = perms[0] && perms[1] == 'w';
+	out->shared = strchr(perms, 's') != NULL;
 	out->path = line + n;
 	return 0;
 }

@@ -41,6 +41,8 @@ struct procfs_maps_line {
 	uint64_t start, end, offset, inode;
 	unsigned major, minor;
 	bool exec;        /* 'x' in perms */
+	bool read, write; /* 'r', 'w' in perms */
+	bool shared;      /* 's' in perms (else 'p': private, copy on write) */
 	const char *path; /* inside the line; "" for an anonymous mapping */
 };
 /* -1 when the line is malformed or end <= start. */

@@ -15,6 +15,11 @@
  * - ELF headers are parsed here only to know which byte ranges to read (bounded by the file);
  *   the sections wanted are the ones the engine's readers use: symbol tables and their strings,
  *   notes, .eh_frame(_hdr), .debug_frame, .gnu_debuglink, .gnu_debugdata, .stapsdt.base.
+ * - A process's memory and page tables are read like its /proc files (their reads take its memory
+ *   map's lock: a target holding it stalls a helper). Memory goes straight into the memfd that
+ *   carries it back, and from it straight into the caller's buffer. Page tables are listed by the
+ *   PAGEMAP_SCAN ioctl where the kernel has it (holes skipped in the kernel), else from pagemap's
+ *   entries, 8 bytes a page, turned into runs in the helper: runs cross back, not entries.
  */
 #include "tfile.h"
 
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -45,6 +51,22 @@
 #define BTRFS_MAGIC 0x9123683e
 #define TFILE_BUSY_MAX_NS 30000000000ull /* a helper that keeps running is waited for this long */
 #define NOSHDR_LOAD_MAX ((uint64_t)64 << 20) /* a file without section headers: its CFI segment */
+
+/* The PAGEMAP_SCAN ioctl of /proc/PID/pagemap (Linux 6.7, <linux/fs.h>; our own names: the
+ * build's headers may predate it). */
+struct pm_region {
+	uint64_t start, end, categories;
+};
+struct pm_scan {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted,
+		category_mask, category_anyof_mask, return_mask;
+};
+#define PM_PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan)
+#define PM_IS_PRESENT (1u << 3)
+#define PM_IS_SWAPPED (1u << 4)
+#define PM_IS_PFNZERO (1u << 5)
+#define PAGEMAP_PRESENT (1ull << 63) /* a pagemap entry's bits */
+#define PAGEMAP_SWAPPED (1ull << 62)
 
 int root_open(int pid, const char *path, int flags, uint64_t resolve)
 {
@@ -540,12 +562,12 @@ int tfile_image_memfd(const struct tfile_image *img)
  * The helper: a process that holds nothing of ours, and answers one request at a time
  * ------------------------------------------------------------------------------------------- */
 
-enum req_kind { REQ_ELF, REQ_TEXT, REQ_MEM, REQ_STAT, REQ_TEST_BLOCK };
+enum req_kind { REQ_ELF, REQ_TEXT, REQ_MEM, REQ_PAGES, REQ_STAT, REQ_TEST_BLOCK };
 
 struct request {
 	uint32_t kind, flags;
 	struct tfile_src src; /* src.path points nowhere here: path is the copy */
-	uint64_t max, mem_addr, mem_len;
+	uint64_t max, mem_addr, mem_len; /* REQ_PAGES: max runs, [mem_addr, + mem_len), flags: how */
 	char path[PATH_MAX];
 };
 
@@ -556,6 +578,8 @@ struct response {
 	uint64_t read;        /* bytes read of the file (an image's parts) */
 	uint64_t dev, ino, mtime_ns;
 	uint32_t crc, owner;
+	uint64_t next; /* REQ_PAGES: where the pages examined end */
+	uint32_t how;  /* REQ_PAGES: enum tfile_pages_how */
 	char why[256];
 };
 
@@ -613,10 +637,143 @@ static void serve_text(const struct request *rq, struct response *rs, int *fds)
 	rs->rc = 0;
 }
 
+/* len bytes of process pid's memory at addr, read straight into a memfd: 0 and *mfd, or -1. */
+static int serve_mem(int pid, uint64_t addr, size_t len, int *mfd)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int m = fd >= 0 ? memfd_create("diagnose-mem", MFD_CLOEXEC) : -1;
+	void *map = MAP_FAILED;
+	bool ok = m >= 0 && ftruncate(m, (off_t)len) == 0 &&
+		  (!len || (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0)) != MAP_FAILED) &&
+		  (!len || read_at(fd, map, len, addr) == len);
+	if (map != MAP_FAILED)
+		munmap(map, len);
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		if (m >= 0)
+			close(m);
+		return -1;
+	}
+	*mfd = m;
+	return 0;
+}
+
+/* Adds the page at addr (its TFILE_PAGE_* flags) to the runs: false when they are full. */
+static bool run_add(struct tfile_page_run *runs, size_t max, size_t *n, uint64_t addr, uint64_t page,
+		    uint32_t flags)
+{
+	if (*n && runs[*n - 1].end == addr && runs[*n - 1].flags == flags) {
+		runs[*n - 1].end = addr + page;
+		return true;
+	}
+	if (*n == max)
+		return false;
+	runs[(*n)++] = (struct tfile_page_run){ addr, addr + page, flags };
+	return true;
+}
+
+/* The runs of present or swapped pages in [start, end) from pagemap's entries (8 bytes a page),
+ * at most TFILE_PAGEMAP_MAX_PAGES examined: 0 and *next, or -1 with why. */
+static int pages_from_entries(int fd, uint64_t start, uint64_t end, uint64_t page,
+			      struct tfile_page_run *runs, size_t max, size_t *n, uint64_t *next,
+			      char *why, size_t wlen)
+{
+	enum { CHUNK = 8192 };
+	uint64_t *e = xmalloc(CHUNK * sizeof(*e));
+	if ((end - start) / page > TFILE_PAGEMAP_MAX_PAGES)
+		end = start + TFILE_PAGEMAP_MAX_PAGES * page;
+	uint64_t addr = start;
+	int rc = 0;
+	while (addr < end) {
+		uint64_t want = (end - addr) / page < CHUNK ? (end - addr) / page : CHUNK;
+		errno = 0;
+		size_t got = read_at(fd, e, want * sizeof(*e), addr / page * sizeof(*e)) / sizeof(*e);
+		if (!got) {
+			snprintf(why, wlen, "cannot read its pagemap at 0x%" PRIx64 ": %s", addr,
+				 errno ? strerror(errno) : "end of file");
+			rc = -1;
+			break;
+		}
+		bool full = false;
+		for (size_t i = 0; i < got && !full; i++, addr += page) {
+			uint32_t f = e[i] & PAGEMAP_PRESENT ? TFILE_PAGE_PRESENT
+				     : e[i] & PAGEMAP_SWAPPED ? TFILE_PAGE_SWAPPED : 0;
+			if (f && !run_add(runs, max, n, addr, page, f))
+				full = true;
+		}
+		if (full) {
+			addr -= page; /* the page that did not fit */
+			break;
+		}
+	}
+	free(e);
+	*next = addr;
+	return rc;
+}
+
+/* REQ_PAGES: see tfile_read_page_runs. */
+static void serve_pages(const struct request *rq, struct response *rs, int *fds)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/pagemap", rq->src.pid);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = rq->mem_addr, end = rq->mem_addr + rq->mem_len;
+	size_t max = rq->max < 1 ? 1 : rq->max > TFILE_PAGE_RUNS_MAX ? TFILE_PAGE_RUNS_MAX : (size_t)rq->max;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(rs->why, sizeof(rs->why), "cannot open /proc/%d/pagemap: %s", rq->src.pid, strerror(errno));
+		return;
+	}
+	struct tfile_page_run *runs = xcalloc(max, sizeof(*runs));
+	size_t n = 0;
+	uint64_t next = start;
+	int rc = 1; /* not read yet */
+	rs->how = TFILE_PAGES_ENTRIES;
+	if (rq->flags == TFILE_PAGES_SCAN) {
+		struct pm_region *v = xcalloc(max, sizeof(*v));
+		struct pm_scan a = { .size = sizeof(a), .start = start, .end = end, .vec = (uint64_t)(uintptr_t)v,
+				     .vec_len = max, .category_anyof_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
+				     .return_mask = PM_IS_PRESENT | PM_IS_SWAPPED | PM_IS_PFNZERO };
+		int got = ioctl(fd, PM_PAGEMAP_SCAN, &a);
+		if (got >= 0 && (size_t)got <= max && a.walk_end >= start && a.walk_end <= end) {
+			for (int i = 0; i < got; i++)
+				runs[i] = (struct tfile_page_run){
+					v[i].start, v[i].end,
+					(v[i].categories & PM_IS_PRESENT ? TFILE_PAGE_PRESENT : 0) |
+					(v[i].categories & PM_IS_SWAPPED ? TFILE_PAGE_SWAPPED : 0) |
+					(v[i].categories & PM_IS_PFNZERO ? TFILE_PAGE_ZERO : 0) };
+			n = (size_t)got;
+			next = a.walk_end;
+			rs->how = TFILE_PAGES_SCAN;
+			rc = 0;
+		} else if (got >= 0 || (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP)) {
+			snprintf(rs->why, sizeof(rs->why), "PAGEMAP_SCAN of process %d: %s", rq->src.pid,
+				 got >= 0 ? "an answer out of range" : strerror(errno));
+			rc = -1;
+		} /* else a kernel before 6.7: the entries */
+		free(v);
+	}
+	if (rc > 0)
+		rc = pages_from_entries(fd, start, end, page, runs, max, &n, &next, rs->why, sizeof(rs->why));
+	close(fd);
+	if (!rc && (fds[0] = memfd_of(runs, n * sizeof(*runs))) < 0) {
+		snprintf(rs->why, sizeof(rs->why), "no memory for its page runs");
+		rc = -1;
+	}
+	free(runs);
+	if (rc)
+		return;
+	rs->nfds = 1;
+	rs->size = n * sizeof(*runs);
+	rs->next = next;
+	rs->rc = 0;
+}
+
 static void serve(const struct request *rq, struct response *rs, int *fds)
 {
 	struct stat st;
-	char p[64];
 	int fd = -1;
 	rs->rc = -1;
 	switch (rq->kind) {
@@ -652,23 +809,20 @@ static void serve(const struct request *rq, struct response *rs, int *fds)
 	case REQ_TEXT:
 		serve_text(rq, rs, fds);
 		return;
-	case REQ_MEM: {
-		snprintf(p, sizeof(p), "/proc/%d/mem", rq->src.pid);
-		void *buf = rq->mem_len <= TFILE_MAX_TEXT_BYTES ? xmalloc(rq->mem_len ? rq->mem_len : 1) : NULL;
-		if (buf && (fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0 &&
-		    read_at(fd, buf, rq->mem_len, rq->mem_addr) == rq->mem_len &&
-		    (fds[0] = memfd_of(buf, rq->mem_len)) >= 0) {
+	case REQ_MEM:
+		if (rq->mem_len <= TFILE_MAX_TEXT_BYTES &&
+		    !serve_mem(rq->src.pid, rq->mem_addr, (size_t)rq->mem_len, &fds[0])) {
 			rs->nfds = 1;
 			rs->size = rq->mem_len;
 			rs->rc = 0;
 		} else {
-			snprintf(rs->why, sizeof(rs->why), "cannot read the memory of process %d", rq->src.pid);
+			snprintf(rs->why, sizeof(rs->why), "cannot read the memory of process %d at 0x%" PRIx64
+				 " (%" PRIu64 " bytes)", rq->src.pid, rq->mem_addr, rq->mem_len);
 		}
-		if (fd >= 0)
-			close(fd);
-		free(buf);
 		return;
-	}
+	case REQ_PAGES:
+		serve_pages(rq, rs, fds);
+		return;
 	case REQ_STAT:
 		fd = open_checked(&rq->src, UINT64_MAX, &st, NULL, rs->why, sizeof(rs->why));
 		if (fd < 0)
@@ -1297,14 +1451,54 @@ int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, v
 		return diag_wrap(err, "the memory of process %d", pid);
 	if (rs.rc)
 		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs.why);
-	char *bytes = response_bytes(&rs, fds);
-	if (!bytes || rs.size != len) {
-		free(bytes);
+	size_t got = rs.size == len ? read_at(fds[0], buf, len, 0) : 0; /* straight into buf */
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (rs.size != len || got != len)
 		return diag_fail(err, TFILE_FAIL_FILE, "the memory of process %d: cut short", pid);
-	}
-	memcpy(buf, bytes, len);
-	free(bytes);
 	return 0;
+}
+
+int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64_t end,
+			 enum tfile_pages_how want, struct tfile_page_run *runs, size_t max, size_t *n,
+			 uint64_t *next, struct diag_err *err)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	*n = 0;
+	*next = start;
+	if (start % page || end % page || end < start || !max || max > TFILE_PAGE_RUNS_MAX)
+		return diag_fail(err, TFILE_FAIL_FILE, "page runs of process %d: a bad range or count", pid);
+	if (end == start)
+		return want;
+	struct tfile_src src = { .pid = pid, .dev = 1ull << 63 | (uint64_t)(unsigned)pid };
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_PAGES, &src);
+	rq.flags = want;
+	rq.mem_addr = start;
+	rq.mem_len = end - start;
+	rq.max = max;
+	if (ask(r, &rq, &rs, fds, err))
+		return diag_wrap(err, "the page tables of process %d", pid);
+	if (rs.rc)
+		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs.why);
+	size_t k = (size_t)(rs.size / sizeof(*runs));
+	bool ok = rs.size % sizeof(*runs) == 0 && k <= max &&
+		  read_at(fds[0], runs, (size_t)rs.size, 0) == rs.size && rs.next <= end &&
+		  (rs.next > start || k) && (rs.how == TFILE_PAGES_SCAN || rs.how == TFILE_PAGES_ENTRIES);
+	for (size_t i = 0; ok && i < k; i++) /* in order, inside what was examined */
+		ok = runs[i].start < runs[i].end && runs[i].start >= (i ? runs[i - 1].end : start) &&
+		     runs[i].end <= rs.next && !(runs[i].start % page) && !(runs[i].end % page);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (!ok)
+		return diag_fail(err, TFILE_FAIL_FILE, "the page tables of process %d: a malformed answer", pid);
+	*n = k;
+	*next = rs.next;
+	return (int)rs.how;
 }
 
 int tfile_stat(struct tfile_reader *r, const struct tfile_src *src, uint64_t *size,

@@ -1,5 +1,5 @@
 /* tfile.h — the files a target names (its executable and libraries, their separate debug files,
- * its perf map) and a target's /proc files (maps, mem), opened and read so that the target can
+ * its perf map) and a target's /proc files (maps, mem, pagemap), opened and read so that the target can
  * neither steer a root run to another file nor stall it.
  *
  * Owns: the one way such a file is opened, and the reading of it by a helper process that a
@@ -124,9 +124,40 @@ int tfile_stat(struct tfile_reader *r, const struct tfile_src *src, uint64_t *si
 char *tfile_read_proc(struct tfile_reader *r, int pid, const char *name, size_t max, size_t *len,
 		      struct diag_err *err);
 
-/* Reads len bytes of process pid's memory at addr (/proc/PID/mem) into buf. 0, or -1 with err. */
+/* Reads len bytes of process pid's memory at addr (/proc/PID/mem) into buf, at most
+ * TFILE_MAX_TEXT_BYTES at once. 0, or -1 with err. A page that is not in memory is brought in to
+ * be read (an anonymous one never touched maps the zero page, a swapped one is swapped in): read
+ * only what tfile_read_page_runs says is present when that matters. These reads are not counted
+ * in the reader's TFILE_MAX_READER_BYTES (each is refused when less than len is left of it): a
+ * caller reading much bounds itself. */
 int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, void *buf,
 		   struct diag_err *err);
+
+/* Pages of a process as its page tables have them (/proc/PID/pagemap). */
+#define TFILE_PAGE_PRESENT 1u /* in memory */
+#define TFILE_PAGE_SWAPPED 2u /* swapped out: reading it would swap it in */
+#define TFILE_PAGE_ZERO 4u    /* present, the shared zero page (reads as zeros; with PAGEMAP_SCAN) */
+struct tfile_page_run {
+	uint64_t start, end; /* [start, end), page-aligned */
+	uint32_t flags;      /* TFILE_PAGE_* */
+};
+/* How the page tables were read: the PAGEMAP_SCAN ioctl (Linux 6.7+: holes are skipped by the
+ * kernel, a call costs what is in memory), or pagemap's entries, 8 bytes per page of the range
+ * (older kernels; at most TFILE_PAGEMAP_MAX_PAGES pages examined by one call). */
+enum tfile_pages_how { TFILE_PAGES_SCAN = 0, TFILE_PAGES_ENTRIES = 1 };
+#define TFILE_PAGEMAP_MAX_PAGES ((uint64_t)1 << 18)
+#define TFILE_PAGE_RUNS_MAX 8192 /* runs returned by one call at most */
+
+/* The runs of pages of process pid in [start, end) (page-aligned) that are present or swapped out,
+ * in address order (a page neither present nor swapped is not in memory: never written, or a
+ * file's page the kernel dropped), at most max (<= TFILE_PAGE_RUNS_MAX) of them: *n runs, and
+ * *next, where the pages examined end (end when all of [start, end) was, else ask again from
+ * there). want: TFILE_PAGES_SCAN tries the ioctl first and reads the entries where the kernel
+ * lacks it; TFILE_PAGES_ENTRIES reads the entries (tests). Returns how it was read (enum
+ * tfile_pages_how), or -1 with err (code: enum tfile_fail). */
+int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64_t end,
+			 enum tfile_pages_how want, struct tfile_page_run *runs, size_t max, size_t *n,
+			 uint64_t *next, struct diag_err *err);
 
 /* For tests: a read on file system dev that opens the FIFO at `fifo` for reading and waits (the
  * helper blocks until someone opens it for writing): 0 when it ended in time, else -1 with err. */

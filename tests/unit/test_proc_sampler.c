@@ -705,13 +705,14 @@ static void test_live_host_wide(void **state)
 	value_free(l.res);
 }
 
-/* /proc/PID/maps lines, read in place: executable or not, anonymous, a path with spaces and a
- * " (deleted)" suffix kept for the caller, malformed lines refused. */
+/* /proc/PID/maps lines, read in place: the permissions (x, r, w, shared), anonymous, a path with
+ * spaces and a " (deleted)" suffix kept for the caller, malformed lines refused. */
 static void test_maps_lines(void **state)
 {
 	(void)state;
 	char text[] = "55d0c0a00000-55d0c0a21000 r-xp 00002000 fd:01 1318 /usr/bin/my app (deleted)\n"
 		      "7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+		      "7f0000021000-7f0000022000 -w-s 00000000 00:01 7 /dev/zero (deleted)\n"
 		      "garbage\n"
 		      "7fff00000000-7ffe00000000 r-xp 00000000 00:00 0 [vdso]\n"
 		      "7ffd0000000-7ffd0001000 r-xp 00000000 00:00 0 [vdso]";
@@ -720,6 +721,9 @@ static void test_maps_lines(void **state)
 	assert_non_null(line = procfs_next_line(&cursor));
 	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
 	assert_true(m.exec);
+	assert_true(m.read);
+	assert_false(m.write);
+	assert_false(m.shared);
 	assert_int_equal(m.start, 0x55d0c0a00000ull);
 	assert_int_equal(m.end, 0x55d0c0a21000ull);
 	assert_int_equal(m.offset, 0x2000);
@@ -730,7 +734,11 @@ static void test_maps_lines(void **state)
 	assert_non_null(line = procfs_next_line(&cursor));
 	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
 	assert_false(m.exec);
+	assert_true(m.read && m.write && !m.shared);
 	assert_string_equal(m.path, "");
+	assert_non_null(line = procfs_next_line(&cursor));
+	assert_int_equal(procfs_parse_maps_line(line, &m), 0);
+	assert_true(!m.read && m.write && m.shared && !m.exec);
 	assert_non_null(line = procfs_next_line(&cursor));
 	assert_int_equal(procfs_parse_maps_line(line, &m), -1);
 	assert_non_null(line = procfs_next_line(&cursor));

@@ -1,0 +1,82 @@
+/* heap_refs.h — which of a running process's heap blocks some word of its memory points into: a
+ * block no word points to is unreferenced, the evidence of a leak (valgrind's "definitely lost",
+ * found conservatively in production, for the allocations probe).
+ *
+ * Owns: choosing the memory that can hold a pointer (the private writable mappings: [heap],
+ * [stack]s, anonymous ones, a file's .data and .bss, memfds), reading only its pages present in
+ * memory (/proc/PID/pagemap first: an absent page read through /proc/PID/mem would be faulted in,
+ * a swapped one swapped in), every aligned 8-byte word of them compared to the blocks (interior
+ * pointers count, a word inside the block itself does not), and saying what was not scanned.
+ * Every read of the target goes through the caller's tfile reader (its helper processes, its
+ * deadline, its stop descriptor): a target holding its memory map's lock stalls a helper, never us.
+ * Must not: read the target other than through tfile, read a page that is not present, read
+ * shared or device mappings, write to the target, stop it, or judge what is a leak (the recipe's
+ * Lua does, from the counts and the `complete` flag).
+ *
+ * Conservative, as valgrind's leak check is: a word that looks like a pointer is one (a stale
+ * value, an integer that happens to fall in a block), and a pointer held only by another
+ * unreferenced block still references: blocks may be reported referenced that leaked (under-
+ * reporting). What could make a block that is in use look unreferenced (over-reporting), and what
+ * the caller should do about it:
+ * - The target runs while it is scanned: a pointer moved from a word not read yet to one read
+ *   already is missed. Count a block unreferenced only when a second scan agrees.
+ * - A pointer held only in a register of a running thread, only by the kernel (epoll_event's
+ *   data, io_uring's user_data, a timer's sigev_value), only in a shared mapping (shared_bytes) or
+ *   in a form that is not the address (tagged, compressed, XOR-ed, an offset) is not seen.
+ * - A block freed between the list and the scan (its address reused or unmapped): list the
+ *   blocks still outstanding after the scan.
+ * And the other way: an allocator's own metadata may point to the blocks it handed out (jemalloc's
+ * extent of a large allocation points at its start): such blocks are always referenced.
+ */
+#ifndef DIAG_HEAP_REFS_H
+#define DIAG_HEAP_REFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfile.h"
+#include "util.h"
+
+/* One heap block of the target: [addr, addr + size) (size 0 counts as one byte). */
+struct heap_ref_block {
+	uint64_t addr, size;
+	bool referenced; /* set by heap_refs_scan: some word outside it points into it */
+};
+
+struct heap_scan_stats {
+	uint64_t scanned_bytes;    /* resident private writable memory read and scanned */
+	uint64_t mappings;         /* private writable mappings examined */
+	uint64_t swapped_bytes;    /* their pages swapped out: not read (reading would swap them in) */
+	uint64_t zero_bytes;       /* their pages mapping the zero page: not read (all zeros) */
+	uint64_t shared_bytes;     /* shared writable mappings (rw-s): not scanned */
+	uint64_t device_bytes;     /* private writable mappings of /dev, /sys or /proc files: not read */
+	uint64_t unread_bytes;     /* present pages whose read failed (the mapping went away) */
+	uint64_t capped_bytes;     /* present pages over max_scan_bytes: not read */
+	uint64_t unexamined_bytes; /* mappings (their size) whose pages were not even listed: a stop,
+				    * the deadline, a stall, or HEAP_REFS_MAX_ENTRY_PAGES */
+	uint64_t referenced;       /* blocks marked referenced */
+	bool complete;             /* every page that could hold a pointer was scanned: no swapped,
+				    * device, unread, capped or unexamined bytes */
+	char why[160];             /* when not complete: one line saying what was not scanned */
+	uint64_t elapsed_ns;
+};
+
+/* Memory is read in chunks of this size (each a round trip to a helper of the reader). */
+#define HEAP_REFS_CHUNK_BYTES ((size_t)4 << 20)
+/* On kernels without PAGEMAP_SCAN (before 6.7) the page tables are listed by reading 8 bytes of
+ * /proc/PID/pagemap per page of a mapping, present or not (measured: 4 ns a page): at most this
+ * many pages a scan, 1 TiB of mappings with 4 KiB pages, about a second (a sanitizer's shadow
+ * reserves terabytes). */
+#define HEAP_REFS_MAX_ENTRY_PAGES ((uint64_t)1 << 28)
+
+/* Sets blocks[i].referenced for the n blocks of process pid (any order; they are not reordered),
+ * reading at most max_scan_bytes of its memory (0: no cap; the reader's deadline bounds the scan
+ * either way). With st->complete false, a block not marked may be referenced from what was not
+ * scanned. The reads are not counted in the reader's TFILE_MAX_READER_BYTES. Returns 0 with *st,
+ * or -1 with err (code: enum tfile_fail) when nothing could be scanned (the process is gone, not
+ * ours to read, its maps or page tables unreadable, the reader past its deadline or stopped). */
+int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *blocks, size_t n,
+		   uint64_t max_scan_bytes, struct heap_scan_stats *st, struct diag_err *err);
+
+#endif

@@ -1,0 +1,542 @@
+/* test_heap_refs.c — the scan for pointers into a process's heap blocks (engine/probes/heap_refs.c)
+ * and the page runs it reads the process by (engine/session/tfile.c), on a live process.
+ *
+ * The target is this very binary run again (`--heap-child`): a fresh process whose heap holds
+ * only what it allocates, so that no stale value of an earlier test points into its blocks. It
+ * allocates blocks of sizes from 16 bytes to 1 MiB (those over 128 KiB mapped apart) and keeps a
+ * pointer to each in a global (to its start, into its middle, one past its end: not into it) or
+ * drops it, plus the cases that say what "referenced" means here: a block only its own words
+ * point into (unreferenced), one pointed to only by a block nothing points to (referenced: the
+ * scan is conservative; valgrind would call it "indirectly lost"), two dropped blocks pointing
+ * to each other (both referenced, for the same reason), one whose address is
+ * stored only at an unaligned offset (unreferenced: only aligned words are pointers), one held
+ * by a live local of its main (referenced). Its block sizes are multiples of 16, so that glibc's
+ * pointer to the chunk after a block (the top chunk, a free one) never falls inside the block.
+ * The dropped pointers are gone from its memory: the function that held them has returned, the
+ * stack below is zeroed, the list it sends its blocks in is zeroed once sent. It also maps 16
+ * pages and touches two (one written, one read: the zero page), to show that the pages never
+ * touched are not listed and stay untouched by the scan. The scan is checked block by block (the
+ * caller's list also holding a block twice, and a block around a kept one: overlaps are found
+ * alike), capped (not complete, and says so), on a process that is gone and by a reader past its
+ * deadline (-1, nothing marked); the page runs by PAGEMAP_SCAN and by pagemap's entries agree.
+ * The child is killed and reaped on every path (each test's teardown).
+ *
+ * HEAP_REFS_BENCH=MiB (e.g. 256) also measures a scan of that much heap in 100,000 blocks and
+ * prints the time (no assertion on it).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heap_refs.h"
+#include "procfs.h"
+#include "tfile.h"
+#include "util.h"
+
+/* ---- the child ------------------------------------------------------------------------------ */
+
+enum kind {
+	K_START,     /* a global holds its address: referenced */
+	K_INTERIOR,  /* a global holds its address + size / 2: referenced */
+	K_DROPPED,   /* nothing points to it: unreferenced */
+	K_PAST_END,  /* a global holds its address + size, one past its end: unreferenced */
+	K_SELF,      /* only its own words point into it: unreferenced */
+	K_HOLDER,    /* dropped, holds the only pointer to the next one: unreferenced */
+	K_HELD,      /* pointed into only by the unreferenced holder: referenced (conservative) */
+	K_CYCLE,     /* two dropped blocks pointing to each other: referenced (conservative) */
+	K_UNALIGNED, /* its address only at an unaligned offset of a global: unreferenced */
+	K_STACK,     /* a live local of the child's main holds it: referenced */
+};
+static const char *const kind_names[] = { "start", "interior", "dropped", "past-end", "self",
+					  "holder", "held", "cycle", "unaligned", "stack" };
+
+struct child_rec {
+	uint64_t addr, size;
+	uint32_t kind, referenced;
+};
+
+#define N_CYCLE 64
+#define N_RECS (N_CYCLE + 7)
+#define REGION_PAGES 16
+
+static struct child_rec recs[N_RECS];
+static uint64_t region_addr; /* sent with the records */
+static void *volatile kept[N_CYCLE];
+static _Alignas(8) unsigned char unaligned_store[32];
+static unsigned char *volatile region;
+
+static __attribute__((noinline)) uint64_t *new_block(size_t size, enum kind kind, size_t *nr)
+{
+	unsigned char *b = malloc(size);
+	if (!b)
+		_exit(3);
+	memset(b, 0xa5, size); /* nothing in it looks like a pointer */
+	bool refd = kind == K_START || kind == K_INTERIOR || kind == K_HELD || kind == K_CYCLE ||
+		    kind == K_STACK;
+	recs[(*nr)++] = (struct child_rec){ (uintptr_t)b, size, kind, refd };
+	return (uint64_t *)b;
+}
+
+/* Everything allocated; returns the block its caller keeps in a local. */
+static __attribute__((noinline)) void *make_blocks(void)
+{
+	static const size_t sizes[] = { 16, 32, 48, 112, 256, 1008, 4096, 5008, 65536, 200000, 1 << 20 };
+	size_t nr = 0;
+	for (size_t i = 0; i < N_CYCLE; i++) {
+		size_t size = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+		enum kind kind = (enum kind)(i % 4); /* K_START, K_INTERIOR, K_DROPPED, K_PAST_END */
+		unsigned char *b = (unsigned char *)new_block(size, kind, &nr);
+		kept[i] = kind == K_START ? b : kind == K_INTERIOR ? b + size / 2 : kind == K_PAST_END ? b + size : NULL;
+	}
+	uint64_t *self = new_block(4096, K_SELF, &nr);
+	self[0] = (uintptr_t)self;
+	self[10] = (uintptr_t)(self + 100);
+	uint64_t *held = new_block(256, K_HELD, &nr);
+	uint64_t *holder = new_block(512, K_HOLDER, &nr);
+	holder[3] = (uintptr_t)(held + 5);
+	uint64_t *c1 = new_block(128, K_CYCLE, &nr), *c2 = new_block(128, K_CYCLE, &nr);
+	c1[0] = (uintptr_t)c2;
+	c2[1] = (uintptr_t)(c1 + 3);
+	uint64_t *un = new_block(64, K_UNALIGNED, &nr);
+	uintptr_t v = (uintptr_t)un;
+	memcpy(unaligned_store + 3, &v, sizeof(v));
+	void *on_stack = new_block(96, K_STACK, &nr);
+
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *m = mmap(NULL, REGION_PAGES * (size_t)page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		_exit(3);
+	m[3 * page] = 1;                    /* written: present */
+	(void)*(volatile unsigned char *)(m + 7 * page); /* read: the zero page */
+	region = m;
+	region_addr = (uintptr_t)m;
+	return on_stack;
+}
+
+/* The stack below the caller's frame zeroed: no dead frame keeps a dropped pointer. */
+static __attribute__((noinline)) void scrub_stack(void)
+{
+	unsigned char pad[256 << 10];
+	explicit_bzero(pad, sizeof(pad));
+	__asm__ volatile("" : : "r"(pad) : "memory");
+}
+
+static __attribute__((noinline)) void send_records(int fd)
+{
+	struct part {
+		const void *p;
+		size_t len;
+	} parts[2] = { { &region_addr, sizeof(region_addr) }, { recs, sizeof(recs) } };
+	for (int i = 0; i < 2; i++)
+		for (size_t done = 0; done < parts[i].len;) {
+			ssize_t k = write(fd, (const char *)parts[i].p + done, parts[i].len - done);
+			if (k <= 0)
+				_exit(4);
+			done += (size_t)k;
+		}
+	explicit_bzero(recs, sizeof(recs));
+	close(fd); /* the parent reads to the end: all is in place */
+}
+
+static int child_main(int fd)
+{
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama: the reader's helpers may read us */
+	void *volatile on_stack = make_blocks();
+	scrub_stack();
+	send_records(fd);
+	for (;;)
+		pause();
+	return on_stack != NULL;
+}
+
+/* --heap-bench MiB: blocks of that much heap in all, a pointer into some other block in one word
+ * of 16, small integers and zeros elsewhere; sends the block count and the blocks, then sleeps. */
+#define BENCH_BLOCKS 100000
+static int bench_main(int fd, uint64_t mib)
+{
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	uint64_t total = mib << 20, each = total / BENCH_BLOCKS & ~(uint64_t)15;
+	uint64_t *list = malloc(BENCH_BLOCKS * 2 * sizeof(*list));
+	if (!list || each < 64)
+		_exit(3);
+	uint64_t rnd = 88172645463325252ull;
+	for (size_t i = 0; i < BENCH_BLOCKS; i++) {
+		uint64_t *b = malloc(each);
+		if (!b)
+			_exit(3);
+		list[2 * i] = (uintptr_t)b;
+		list[2 * i + 1] = each;
+		for (size_t w = 0; w < each / 8; w++) {
+			rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+			b[w] = w % 16 == 0 && i ? list[2 * (rnd % i)] + 8 * (rnd % 4) : w % 3 ? rnd % 1000 : 0;
+		}
+	}
+	uint64_t count = BENCH_BLOCKS;
+	if (write(fd, &count, sizeof(count)) != sizeof(count))
+		_exit(4);
+	for (size_t done = 0, len = BENCH_BLOCKS * 2 * sizeof(*list); done < len;) {
+		ssize_t k = write(fd, (const char *)list + done, len - done);
+		if (k <= 0)
+			_exit(4);
+		done += (size_t)k;
+	}
+	close(fd);
+	free(list); /* unmapped: only the blocks' own words point into blocks */
+	for (;;)
+		pause();
+}
+
+/* ---- the parent ----------------------------------------------------------------------------- */
+
+struct child {
+	pid_t pid;
+	int fd;
+	uint64_t region;
+	struct child_rec recs[N_RECS];
+};
+
+/* Reads len bytes from fd within 30 s: 0, or -1. */
+static int read_all(int fd, void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 30000) <= 0)
+			return -1;
+		ssize_t k = read(fd, (char *)buf + done, len - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* Runs this binary with args; c->pid and c->fd (the read end of the child's pipe). */
+static int spawn(struct child *c, const char *mode, const char *arg)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (c->pid == 0) {
+		char fd[16];
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		execl("/proc/self/exe", "test_heap_refs", mode, fd, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	c->fd = p[0];
+	return 0;
+}
+
+static void child_end(struct child *c)
+{
+	if (c->pid > 0) {
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, NULL, 0);
+	}
+	c->pid = -1;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+static int child_setup(void **state)
+{
+	struct child *c = xcalloc(1, sizeof(*c));
+	c->pid = c->fd = -1;
+	*state = c;
+	char end;
+	struct pollfd p = { .fd = -1, .events = POLLIN };
+	if (spawn(c, "--heap-child", NULL) || read_all(c->fd, &c->region, sizeof(c->region)) ||
+	    read_all(c->fd, c->recs, sizeof(c->recs)) || (p.fd = c->fd, poll(&p, 1, 30000) <= 0) ||
+	    read(c->fd, &end, 1) != 0) { /* closed: its memory is ready */
+		child_end(c);
+		return -1;
+	}
+	return 0;
+}
+
+static int child_teardown(void **state)
+{
+	struct child *c = *state;
+	if (c)
+		child_end(c);
+	free(c);
+	return 0;
+}
+
+static void show_stats(const char *what, const struct heap_scan_stats *st)
+{
+	printf("   %s: %" PRIu64 " KiB scanned in %" PRIu64 " mappings, %" PRIu64 " referenced, %.1f ms%s%s\n",
+	       what, st->scanned_bytes >> 10, st->mappings, st->referenced, st->elapsed_ns / 1e6,
+	       st->complete ? "" : "; ", st->complete ? "" : st->why);
+}
+
+static void test_referenced(void **state)
+{
+	struct child *c = *state;
+	/* the child's blocks, then: a second entry for a kept and for a dropped block (a stale entry
+	 * of the caller's list), and one enclosing a kept block with 64 bytes either side */
+	size_t n = N_RECS + 3;
+	struct heap_ref_block b[N_RECS + 3];
+	bool want[N_RECS + 3];
+	for (size_t i = 0; i < N_RECS; i++) {
+		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, false };
+		want[i] = c->recs[i].referenced;
+	}
+	b[N_RECS] = b[0]; /* K_START */
+	want[N_RECS] = true;
+	b[N_RECS + 1] = b[2]; /* K_DROPPED */
+	want[N_RECS + 1] = false;
+	b[N_RECS + 2] = (struct heap_ref_block){ b[4].addr - 64, b[4].size + 128, false }; /* around K_START */
+	want[N_RECS + 2] = true;
+	assert_int_equal(c->recs[0].kind, K_START);
+	assert_int_equal(c->recs[2].kind, K_DROPPED);
+	assert_int_equal(c->recs[4].kind, K_START);
+
+	struct tfile_reader *r = tfile_reader_new();
+	struct heap_scan_stats st;
+	struct diag_err err = { 0 };
+	int rc = heap_refs_scan(r, c->pid, b, n, 0, &st, &err);
+	if (rc)
+		fail_msg("scan: %s", err.msg);
+	show_stats("child", &st);
+	assert_true(st.complete);
+	assert_true(st.scanned_bytes > 0 && st.mappings > 0);
+	size_t wrong = 0, refd = 0;
+	for (size_t i = 0; i < n; i++) {
+		refd += b[i].referenced;
+		if (b[i].referenced != want[i]) {
+			wrong++;
+			printf("   block %zu (%s, %" PRIu64 " bytes at 0x%" PRIx64 "): %sreferenced, expected %s\n", i,
+			       i < N_RECS ? kind_names[c->recs[i].kind] : "extra", b[i].size, b[i].addr,
+			       b[i].referenced ? "" : "un", want[i] ? "referenced" : "unreferenced");
+		}
+	}
+	assert_int_equal(wrong, 0);
+	assert_int_equal(st.referenced, refd);
+
+	/* the pages of the region never touched are still not in memory: the scan read none */
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct tfile_page_run runs[8];
+	size_t k;
+	uint64_t next;
+	int how = tfile_read_page_runs(r, c->pid, c->region, c->region + REGION_PAGES * page, TFILE_PAGES_SCAN,
+				       runs, 8, &k, &next, &err);
+	assert_true(how >= 0);
+	assert_int_equal(next, c->region + REGION_PAGES * page);
+	assert_int_equal(k, 2);
+	assert_int_equal(runs[0].start, c->region + 3 * page);
+	assert_int_equal(runs[0].end, c->region + 4 * page);
+	assert_int_equal(runs[0].flags, TFILE_PAGE_PRESENT);
+	assert_int_equal(runs[1].start, c->region + 7 * page);
+	assert_int_equal(runs[1].end, c->region + 8 * page);
+	if (how == TFILE_PAGES_SCAN) { /* the page only read maps the zero page: not read */
+		assert_int_equal(runs[1].flags, TFILE_PAGE_PRESENT | TFILE_PAGE_ZERO);
+		assert_true(st.zero_bytes >= page);
+	}
+	tfile_reader_free(r);
+}
+
+static void test_capped(void **state)
+{
+	struct child *c = *state;
+	struct heap_ref_block b[N_RECS];
+	for (size_t i = 0; i < N_RECS; i++)
+		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, false };
+	struct tfile_reader *r = tfile_reader_new();
+	struct heap_scan_stats st;
+	struct diag_err err = { 0 };
+	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 4096, &st, &err), 0);
+	show_stats("capped", &st);
+	assert_false(st.complete);
+	assert_true(st.scanned_bytes <= 4096);
+	assert_true(st.capped_bytes > 0);
+	assert_non_null(strstr(st.why, "over the 4 KiB cap"));
+	tfile_reader_free(r);
+}
+
+static void test_gone(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	struct tfile_reader *r = tfile_reader_new();
+	struct heap_ref_block b = { 0x1000, 16, true };
+	struct heap_scan_stats st;
+	struct diag_err err = { 0 };
+	assert_int_equal(heap_refs_scan(r, pid, &b, 1, 0, &st, &err), -1);
+	assert_false(b.referenced);
+	assert_non_null(strstr(err.msg, "heap references of process"));
+	/* no blocks: nothing to read, nothing to say */
+	assert_int_equal(heap_refs_scan(r, pid, &b, 0, 0, &st, &err), 0);
+	assert_true(st.complete);
+	tfile_reader_free(r);
+}
+
+/* A reader past its deadline reads nothing: the scan fails, and says why. */
+static void test_late(void **state)
+{
+	struct child *c = *state;
+	struct heap_ref_block b[N_RECS];
+	for (size_t i = 0; i < N_RECS; i++)
+		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, true };
+	struct tfile_reader *r = tfile_reader_new();
+	tfile_reader_set_deadline(r, 1);
+	struct heap_scan_stats st;
+	struct diag_err err = { 0 };
+	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 0, &st, &err), -1);
+	assert_int_equal(err.code, TFILE_FAIL_WAIT);
+	assert_non_null(strstr(err.msg, "past the run's time"));
+	for (size_t i = 0; i < N_RECS; i++)
+		assert_false(b[i].referenced);
+	tfile_reader_free(r);
+}
+
+/* Every run of [start, end) by one way, ZERO read as PRESENT (the entries do not tell it). */
+static size_t all_runs(struct tfile_reader *r, int pid, uint64_t start, uint64_t end, enum tfile_pages_how how,
+		       struct tfile_page_run *out, size_t cap)
+{
+	size_t total = 0;
+	while (start < end) {
+		struct tfile_page_run got_runs[5]; /* a few at a time: runs cut by a call's end */
+		size_t k;
+		uint64_t next;
+		struct diag_err err;
+		int got = tfile_read_page_runs(r, pid, start, end, how, got_runs, 5, &k, &next, &err);
+		if (got < 0)
+			fail_msg("page runs: %s", err.msg);
+		if (how == TFILE_PAGES_ENTRIES)
+			assert_int_equal(got, TFILE_PAGES_ENTRIES);
+		assert_true(next > start && next <= end);
+		for (size_t i = 0; i < k; i++) {
+			struct tfile_page_run x = got_runs[i];
+			if (x.flags & TFILE_PAGE_ZERO)
+				x.flags = TFILE_PAGE_PRESENT;
+			if (total && out[total - 1].end == x.start && out[total - 1].flags == x.flags)
+				out[total - 1].end = x.end; /* one run cut in two by a call's end */
+			else
+				out[total++] = x;
+		}
+		assert_true(total < cap);
+		start = next;
+	}
+	return total;
+}
+
+static void test_page_runs(void **state)
+{
+	struct child *c = *state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	char *maps = tfile_read_proc(r, c->pid, "maps", TFILE_MAX_TEXT_BYTES, NULL, &err);
+	assert_non_null(maps);
+	enum { CAP = 1 << 16 };
+	struct tfile_page_run *a = xmalloc(CAP * sizeof(*a)), *e = xmalloc(CAP * sizeof(*e));
+	uint64_t present = 0;
+	size_t mappings = 0;
+	char *cursor = maps;
+	for (char *line; (line = procfs_next_line(&cursor));) {
+		struct procfs_maps_line m;
+		if (procfs_parse_maps_line(line, &m) || !m.write || m.shared || m.end - m.start > ((uint64_t)1 << 32))
+			continue; /* a sanitizer's shadow: terabytes of entries */
+		size_t na = all_runs(r, c->pid, m.start, m.end, TFILE_PAGES_SCAN, a, CAP);
+		size_t ne = all_runs(r, c->pid, m.start, m.end, TFILE_PAGES_ENTRIES, e, CAP);
+		assert_int_equal(na, ne);
+		for (size_t i = 0; i < na; i++) {
+			assert_int_equal(a[i].start, e[i].start);
+			assert_int_equal(a[i].end, e[i].end);
+			assert_int_equal(a[i].flags, e[i].flags);
+			present += a[i].end - a[i].start;
+		}
+		mappings++;
+	}
+	assert_true(mappings > 3 && present > (1 << 20));
+	/* bad arguments are refused before anything is asked */
+	size_t k;
+	uint64_t next;
+	assert_int_equal(tfile_read_page_runs(r, c->pid, 1, 4096, TFILE_PAGES_SCAN, a, 1, &k, &next, &err), -1);
+	free(a);
+	free(e);
+	free(maps);
+	tfile_reader_free(r);
+}
+
+static int bench_setup(void **state)
+{
+	struct child *c = xcalloc(1, sizeof(*c));
+	c->pid = c->fd = -1;
+	*state = c;
+	return 0;
+}
+
+/* HEAP_REFS_BENCH=MiB: the time of a scan of that much heap in BENCH_BLOCKS blocks. */
+static void test_bench(void **state)
+{
+	struct child *c = *state;
+	const char *mib = getenv("HEAP_REFS_BENCH");
+	if (!mib || atoi(mib) <= 0)
+		skip();
+	assert_int_equal(spawn(c, "--heap-bench", mib), 0);
+	uint64_t count;
+	assert_int_equal(read_all(c->fd, &count, sizeof(count)), 0);
+	uint64_t *list = xmalloc(count * 2 * sizeof(*list));
+	assert_int_equal(read_all(c->fd, list, count * 2 * sizeof(*list)), 0);
+	struct heap_ref_block *b = xmalloc(count * sizeof(*b));
+	for (size_t i = 0; i < count; i++) /* shuffled: the caller's list is in no particular order */
+		b[i] = (struct heap_ref_block){ list[2 * ((i * 7919) % count)], list[2 * ((i * 7919) % count) + 1], false };
+	free(list);
+	struct tfile_reader *r = tfile_reader_new();
+	struct heap_scan_stats st;
+	struct diag_err err;
+	for (int run = 0; run < 3; run++) {
+		assert_int_equal(heap_refs_scan(r, c->pid, b, count, 0, &st, &err), 0);
+		printf("   bench: %" PRIu64 " blocks, %.1f MiB scanned in %.3f s (%.0f MiB/s), %" PRIu64
+		       " referenced%s%s\n", count, st.scanned_bytes / 1048576.0, st.elapsed_ns / 1e9,
+		       st.scanned_bytes / 1048576.0 / (st.elapsed_ns / 1e9), st.referenced,
+		       st.complete ? "" : "; ", st.complete ? "" : st.why);
+	}
+	free(b);
+	tfile_reader_free(r);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "--heap-child"))
+		return child_main(atoi(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "--heap-bench"))
+		return bench_main(atoi(argv[2]), strtoull(argv[3], NULL, 10));
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_referenced, child_setup, child_teardown),
+		cmocka_unit_test_setup_teardown(test_capped, child_setup, child_teardown),
+		cmocka_unit_test_setup_teardown(test_page_runs, child_setup, child_teardown),
+		cmocka_unit_test(test_gone),
+		cmocka_unit_test_setup_teardown(test_late, child_setup, child_teardown),
+		cmocka_unit_test_setup_teardown(test_bench, bench_setup, child_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
