@@ -28,6 +28,7 @@
 #include "allocations.h"
 #include "allocations.skel.h"
 #include "diag_unwind.h"
+#include "heap_refs.h"
 #include "stacks.h"
 #include "procfs.h"
 #include "python.h"
@@ -118,6 +119,14 @@ struct alloc_priv {
 	uint64_t cookies_refused;
 	struct row_sums *rows;
 	size_t n_rows;
+	/* the reference scan at the end of the window (reach_scan): which blocks allocated before
+	 * scan_mid no word of the target's memory points to, twice, and still held after */
+	uint64_t attached_ns, scan_mid;
+	bool scanned;
+	struct heap_scan_stats scan;
+	char scan_error[160];
+	uint64_t checked, indirect, *unref; /* unref: open addressing set of block addresses, 0 = empty */
+	size_t unref_size, n_unref;
 	bool in_executable;       /* the allocator is linked into the program itself */
 };
 
@@ -134,7 +143,7 @@ struct cookie_row {
 /* dwarf mode: what the blocks of one stack row did in the window, scaled (1 / the chance each
  * was recorded). */
 struct row_sums {
-	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth;
+	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth, checked, unref, unref_bytes;
 	uint64_t oldest_ts;
 };
 
@@ -209,6 +218,15 @@ static const struct option_spec alloc_options[] = {
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
 	  .help = "dwarf: KiB of ring buffer for the recorded blocks' stacks (a power of 2; full: the "
 		  "block is tracked without a stack, counted in lost_stacks)" },
+	{ .name = "reach_scan", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	  .help = "at the end of the window, scan the target's writable memory for pointers to the blocks "
+		  "held since the window's first half (twice; those freed meanwhile left out): a block no "
+		  "word points to is lost (a leak), one still referenced is kept on purpose" },
+	{ .name = "max_scan_bytes", .type = OPT_UINT, .dflt = 1u << 30, .min = 1u << 20, .max = UINT32_MAX,
+	  .help = "reach_scan: resident memory read at most (more: the scan is incomplete and no block is "
+		  "called lost)" },
+	{ .name = "reach_max_blocks", .type = OPT_UINT, .dflt = 262144, .min = 16, .max = 1u << 24,
+	  .help = "reach_scan: blocks checked at most (the oldest first come, the rest not checked)" },
 	{ .name = "max_recorded", .type = OPT_UINT, .dflt = 1u << 20, .min = 1024, .max = 1u << 26,
 	  .help = "dwarf: recorded blocks remembered with their stack over the run (more: counted in "
 		  "lost_stacks)" },
@@ -445,9 +463,17 @@ static struct bpf_program *entry_prog(struct allocations_bpf *skel, enum alloc_p
 	return skel->progs.alloc_malloc;
 }
 
+static uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock bpf_ktime_get_ns() reads */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int alloc_attach(struct probe *p, struct diag_err *err)
 {
 	struct alloc_priv *ap = p->priv;
+	ap->attached_ns = mono_now_ns();
 	pid_t pid = p->cfg.filter.pid;
 	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
 	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
@@ -491,12 +517,150 @@ static void alloc_destroy(struct probe *p)
 	ap->cookies_size = ap->n_cookies = 0;
 	free(ap->rows);
 	ap->rows = NULL;
+	free(ap->unref);
+	ap->unref = NULL;
+	ap->unref_size = 0;
+}
+
+/* The set of the blocks the scan checked, by address: flags CHECKED, and UNREF for those no word
+ * pointed to in either scan and still held after them. */
+#define REACH_CHECKED 1u
+#define REACH_UNREF 2u
+static void reach_put(struct alloc_priv *ap, uint64_t addr, unsigned flags)
+{
+	size_t mask = ap->unref_size - 1, i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 24) & mask;
+	while (ap->unref[i] && (ap->unref[i] & ~7ull) != addr)
+		i = (i + 1) & mask;
+	ap->unref[i] = addr | flags; /* blocks are 8-aligned: the low bits are free */
+}
+
+static unsigned reach_get(const struct alloc_priv *ap, uint64_t addr)
+{
+	if (!ap->unref_size)
+		return 0;
+	size_t mask = ap->unref_size - 1, i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 24) & mask;
+	for (; ap->unref[i]; i = (i + 1) & mask)
+		if ((ap->unref[i] & ~7ull) == addr)
+			return (unsigned)(ap->unref[i] & 7u);
+	return 0;
+}
+
+/* How long both scans may take at most (the reader's deadline meanwhile). */
+#define REACH_SCAN_NS 2000000000ull
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n);
+
+/* The reference scan (heap_refs.h), while the probes still see frees: the blocks held since the
+ * window's first half, scanned; those no word points to scanned again (a pointer moved during
+ * the first one is caught by the second); those still unreferenced and still held are lost. */
+static void reach_scan(struct alloc_priv *ap, struct probe *p)
+{
+	ap->scanned = true;
+	if (!probe_opt(p, "reach_scan") || !ap->attached_ns)
+		return;
+	uint64_t now = mono_now_ns();
+	ap->scan_mid = ap->attached_ns + (now - ap->attached_ns) / 2;
+	int fd = bpf_map__fd(ap->skel->maps.blocks);
+	size_t max = (size_t)probe_opt(p, "reach_max_blocks"), n = 0, cap = 0;
+	struct heap_ref_block *b = NULL;
+	__u64 keys[2], *prev = NULL, *next = &keys[0];
+	while (n < max && bpf_map_get_next_key(fd, prev, next) == 0) {
+		struct alloc_block blk;
+		prev = next;
+		next = next == &keys[0] ? &keys[1] : &keys[0];
+		if (bpf_map_lookup_elem(fd, prev, &blk) || blk.ts >= ap->scan_mid)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			b = xrealloc(b, cap * sizeof(*b));
+		}
+		b[n++] = (struct heap_ref_block){ .addr = *prev, .size = blk.size };
+	}
+	if (!n) {
+		free(b);
+		return;
+	}
+	/* both scans within REACH_SCAN_NS of the run's time for reading the target (symbols next) */
+	uint64_t deadline = tfile_reader_deadline(p->files), until = now + REACH_SCAN_NS;
+	tfile_reader_set_deadline(p->files, deadline && deadline < until ? deadline : until);
+	reach_scan_twice(ap, p, b, n);
+	tfile_reader_set_deadline(p->files, deadline);
+	free(b);
+}
+
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n)
+{
+	struct diag_err err;
+	int fd = bpf_map__fd(ap->skel->maps.blocks), pid = p->cfg.filter.pid;
+	uint64_t max_bytes = probe_opt(p, "max_scan_bytes");
+	if (heap_refs_scan(p->files, pid, b, n, max_bytes, &ap->scan, &err)) {
+		snprintf(ap->scan_error, sizeof(ap->scan_error), "%.150s", err.msg);
+		return;
+	}
+	ap->unref_size = 64;
+	while (ap->unref_size < 2 * n)
+		ap->unref_size *= 2;
+	ap->unref = xcalloc(ap->unref_size, sizeof(*ap->unref));
+	ap->checked = n;
+	bool *lost = xcalloc(n, sizeof(*lost));
+	struct heap_ref_block *again = xmalloc(n * sizeof(*again));
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		reach_put(ap, b[i].addr, REACH_CHECKED);
+		if (!b[i].referenced)
+			again[m++] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size };
+	}
+	/* the second scan: a pointer that moved during the first is found now */
+	struct heap_scan_stats st;
+	if (m && ap->scan.complete) {
+		if (heap_refs_scan(p->files, pid, again, m, max_bytes, &st, &err) || !st.complete) {
+			ap->scan.complete = false;
+			snprintf(ap->scan.why, sizeof(ap->scan.why), "the second scan did not complete: %.120s",
+				 st.why[0] ? st.why : err.msg);
+			m = 0;
+		}
+		ap->scan.elapsed_ns += st.elapsed_ns;
+	}
+	size_t n_lost = 0;
+	for (size_t i = 0, k = 0; i < n && k < m; i++) {
+		if (b[i].referenced)
+			continue;
+		struct alloc_block blk;
+		if (!again[k++].referenced && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0)
+			lost[i] = true, n_lost++;
+	}
+	/* Indirectly lost: what only lost blocks point to (a lost object's own parts), found by
+	 * scanning again with the lost ones quiet, until no more (at most three times). */
+	for (int pass = 0; pass < 3 && n_lost && ap->scan.complete; pass++) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			again[k++] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size, .quiet = lost[i] };
+		if (heap_refs_scan(p->files, pid, again, k, max_bytes, &st, &err) || !st.complete)
+			break; /* what was found directly stands */
+		ap->scan.elapsed_ns += st.elapsed_ns;
+		size_t found = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct alloc_block blk;
+			if (!lost[i] && !again[i].referenced && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0)
+				lost[i] = true, found++;
+		}
+		ap->indirect += found;
+		n_lost += found;
+		if (!found)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (lost[i])
+			reach_put(ap, b[i].addr, REACH_CHECKED | REACH_UNREF);
+	free(lost);
+	free(again);
 }
 
 static void alloc_detach(struct probe *p)
 {
 	struct alloc_priv *ap = p->priv;
 	struct timespec ts;
+	if (!ap->scanned && ap->skel)
+		reach_scan(ap, p);
 	/* The window ends now: releasing uprobes can take hundreds of milliseconds (the kernel
 	 * waits for their users), during which the links go one by one — a free no longer seen
 	 * while malloc still is. Count-only mode records nothing more, consistently, first. */
@@ -522,6 +686,7 @@ struct site_age {
 	struct alloc_site_key key;
 	bool used;
 	uint64_t old_count, old_bytes, oldest_ts;
+	uint64_t checked, unref, unref_bytes; /* the reference scan's */
 };
 
 static size_t site_slot(const struct site_age *ages, size_t size, const struct alloc_site_key *k)
@@ -550,10 +715,11 @@ static int site_python_stack(struct alloc_priv *ap, int pid, int stacks_fd, cons
 }
 
 enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
-       X_REALLOC_GROWTH, X_NR };
+       X_REALLOC_GROWTH, X_CHECKED, X_UNREF, X_UNREF_BYTES, X_NR };
 static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees", "free_bytes",
 					       "old_count", "old_bytes", "oldest_age_ms",
-					       "realloc_growth_bytes" };
+					       "realloc_growth_bytes", "checked_count", "unref_count",
+					       "unref_bytes" };
 static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
 
 /* dwarf mode: the figures of one row, as stacks[] extras (rows_end: the window's end). */
@@ -574,6 +740,8 @@ static void row_added(void *ctx, size_t row, struct stack_table *t)
 		[X_OLD_COUNT] = (uint64_t)(r->old + 0.5), [X_OLD_BYTES] = (uint64_t)(r->old_bytes + 0.5),
 		[X_OLDEST_MS] = r->oldest_ts && r->oldest_ts < dc->end ? (dc->end - r->oldest_ts) / 1000000 : 0,
 		[X_REALLOC_GROWTH] = (uint64_t)(r->growth + 0.5),
+		[X_CHECKED] = (uint64_t)(r->checked + 0.5), [X_UNREF] = (uint64_t)(r->unref + 0.5),
+		[X_UNREF_BYTES] = (uint64_t)(r->unref_bytes + 0.5),
 	};
 	stacks_last_extra(t, x);
 }
@@ -631,6 +799,10 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 		struct row_sums *r = &ap->rows[c->row];
 		r->held += n;
 		r->held_bytes += b;
+		unsigned f = reach_get(ap, *prev);
+		r->checked += f & REACH_CHECKED ? n : 0;
+		r->unref += f & REACH_UNREF ? n : 0;
+		r->unref_bytes += f & REACH_UNREF ? b : 0;
 		if (blk.ts < mid) {
 			r->old += n;
 			r->old_bytes += b;
@@ -682,6 +854,10 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, u
 		size_t i = site_slot(ages, ages_size, &b.site);
 		ages[i].used = true;
 		ages[i].key = b.site;
+		unsigned f = reach_get(ap, *prev);
+		ages[i].checked += (f & REACH_CHECKED) != 0;
+		ages[i].unref += (f & REACH_UNREF) != 0;
+		ages[i].unref_bytes += f & REACH_UNREF ? b.size : 0;
 		out_bytes += b.size;
 		out_count++;
 		if (b.ts < mid) {
@@ -729,6 +905,8 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, u
 			[X_OLD_COUNT] = a->old_count * scale, [X_OLD_BYTES] = a->old_bytes * scale,
 			[X_OLDEST_MS] = a->oldest_ts && a->oldest_ts < end ? (end - a->oldest_ts) / 1000000 : 0,
 			[X_REALLOC_GROWTH] = s.realloc_growth > 0 ? (uint64_t)s.realloc_growth * scale : 0,
+			[X_CHECKED] = a->checked * scale, [X_UNREF] = a->unref * scale,
+			[X_UNREF_BYTES] = a->unref_bytes * scale,
 		};
 		stacks_last_extra(table, x);
 	}
@@ -745,6 +923,31 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, u
 	value_set_int(res, "dropped", (int64_t)(counter_sum(calls_fd, ALLOC_C_SITES_FULL, ncpus) +
 						  stacks_refused(table)));
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(obj, DIAG_STAT_LOST));
+}
+
+/* What the reference scan did (reach), when it was asked for. */
+static void reach_result(const struct alloc_priv *ap, struct probe *p, struct value *res)
+{
+	if (!probe_opt(p, "reach_scan"))
+		return;
+	struct value *r = value_obj_set(res, "reach", value_obj());
+	uint64_t unref = 0;
+	for (size_t i = 0; i < ap->unref_size; i++)
+		unref += (ap->unref[i] & REACH_UNREF) != 0;
+	bool ran = ap->unref_size > 0;
+	value_set_bool(r, "complete", ran && ap->scan.complete);
+	if (!ran)
+		value_set_str(r, "why", ap->scan_error[0] ? ap->scan_error : "no block held since the window's first half to check");
+	else if (!ap->scan.complete)
+		value_set_str(r, "why", ap->scan.why);
+	value_set_int(r, "checked_count", (int64_t)ap->checked);
+	value_set_int(r, "unref_count", (int64_t)unref);
+	value_set_int(r, "indirect_count", (int64_t)ap->indirect);
+	value_set_int(r, "scanned_bytes", (int64_t)ap->scan.scanned_bytes);
+	value_set_int(r, "mappings", (int64_t)ap->scan.mappings);
+	value_set_int(r, "swapped_bytes", (int64_t)ap->scan.swapped_bytes);
+	value_set_int(r, "shared_bytes", (int64_t)ap->scan.shared_bytes);
+	value_set_num(r, "elapsed_ms", (double)ap->scan.elapsed_ns / 1e6);
 }
 
 static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct value **out,
@@ -789,6 +992,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	value_set_int(res, "max_outstanding", (int64_t)probe_opt(p, "max_outstanding"));
 	value_set_int(res, "untracked", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
 	value_set_int(res, "unmatched_returns", (int64_t)counter_sum(calls_fd, ALLOC_C_NO_ENTRY, ncpus));
+	reach_result(ap, p, res);
 	stack_sampler_report(ap->sampler, res, ap->skel->rodata->copy_bytes,
 			     counter_sum(calls_fd, ALLOC_C_SENT, ncpus), counter_sum(calls_fd, ALLOC_C_RING_FULL, ncpus));
 	stacks_finish(table, res, p->kind->stack_unit);
@@ -823,6 +1027,17 @@ static const struct result_field alloc_results[] = {
 	{ "sample_bytes", RT_INTEGER, "bytes", true, "dwarf mode: a block was recorded with probability size / sample_bytes; figures scaled back" },
 	{ "recorded", RT_INTEGER, "count", true, "dwarf mode: blocks recorded with their stack" },
 	STACK_SAMPLER_RESULT_FIELDS,
+	{ "reach", RT_OBJECT, NULL, true, "reach_scan: the scan of the target's writable memory for pointers to the blocks held since the window's first half" },
+	{ "reach.complete", RT_BOOLEAN, NULL, false, "every resident page that could hold a pointer was read, in both scans (else no block is called lost)" },
+	{ "reach.why", RT_STRING, NULL, true, "what was not scanned, when not complete" },
+	{ "reach.checked_count", RT_INTEGER, "count", false, "blocks checked (recorded ones, not scaled)" },
+	{ "reach.unref_count", RT_INTEGER, "count", false, "of those, referenced by no word in either scan and still held after: lost" },
+	{ "reach.indirect_count", RT_INTEGER, "count", false, "of those, referenced only from lost blocks (indirectly lost: a lost object's parts)" },
+	{ "reach.scanned_bytes", RT_INTEGER, "bytes", false, "resident private writable memory read (first scan)" },
+	{ "reach.mappings", RT_INTEGER, "count", false, "mappings examined" },
+	{ "reach.swapped_bytes", RT_INTEGER, "bytes", false, "swapped out: not read (the scan is then incomplete)" },
+	{ "reach.shared_bytes", RT_INTEGER, "bytes", false, "shared writable mappings: not scanned" },
+	{ "reach.elapsed_ms", RT_NUMBER, "ms", false, "both scans" },
 	STACK_RESULT_FIELDS,
 	{ "stacks[].allocs", RT_INTEGER, "count", false, "blocks this stack allocated in the window" },
 	{ "stacks[].alloc_bytes", RT_INTEGER, "bytes", false, "bytes this stack allocated in the window" },
@@ -831,6 +1046,9 @@ static const struct result_field alloc_results[] = {
 	{ "stacks[].old_count", RT_INTEGER, "count", false, "outstanding blocks allocated in the first half of the window" },
 	{ "stacks[].old_bytes", RT_INTEGER, "bytes", false, "their bytes" },
 	{ "stacks[].oldest_age_ms", RT_INTEGER, "ms", false, "age of its oldest outstanding block at the end" },
+	{ "stacks[].checked_count", RT_INTEGER, "count", false, "its held blocks the reference scan checked (scaled)" },
+	{ "stacks[].unref_count", RT_INTEGER, "count", false, "of those, lost: referenced from nowhere in the process's memory" },
+	{ "stacks[].unref_bytes", RT_INTEGER, "bytes", false, "their bytes" },
 	{ "stacks[].realloc_growth_bytes", RT_INTEGER, "bytes", false,
 	  "what its reallocs grew blocks by (new size - old size, summed; 0 when they shrank): a buffer it grows" },
 };

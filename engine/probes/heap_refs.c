@@ -43,6 +43,10 @@ struct ref_index {
 	uint64_t lo, span; /* a candidate v: v - lo < span */
 	uint64_t *filter;  /* a bit per hashed granule covered by a block */
 	unsigned shift, bits;
+	/* the quiet blocks (heap_ref_block.quiet): no word of theirs references, sorted, disjoint
+	 * enough for a last-start-before search (heap blocks do not overlap) */
+	size_t nq;
+	uint64_t *q_start, *q_end;
 };
 
 struct sort_ent {
@@ -92,13 +96,27 @@ static void index_build(struct ref_index *ix, const struct heap_ref_block *block
 	memset(ix, 0, sizeof(*ix));
 	struct sort_ent *e = xmalloc((n ? n : 1) * sizeof(*e));
 	size_t k = 0;
+	struct sort_ent *q = xmalloc((n ? n : 1) * sizeof(*q));
+	size_t nq = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t size = blocks[i].size ? blocks[i].size : 1;
 		if (blocks[i].addr > UINT64_MAX - size)
 			continue; /* wraps around: no pointer falls in it */
-		e[k++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
+		if (blocks[i].quiet)
+			q[nq++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
+		else
+			e[k++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
 	}
 	qsort(e, k, sizeof(*e), ent_cmp);
+	qsort(q, nq, sizeof(*q), ent_cmp);
+	ix->nq = nq;
+	ix->q_start = xmalloc((nq ? nq : 1) * sizeof(*ix->q_start));
+	ix->q_end = xmalloc((nq ? nq : 1) * sizeof(*ix->q_end));
+	for (size_t i = 0; i < nq; i++) {
+		ix->q_start[i] = q[i].start;
+		ix->q_end[i] = q[i].end;
+	}
+	free(q);
 	ix->n = k;
 	ix->start = xmalloc((k ? k : 1) * sizeof(*ix->start));
 	ix->end = xmalloc((k ? k : 1) * sizeof(*ix->end));
@@ -148,6 +166,22 @@ static void index_free(struct ref_index *ix)
 	free(ix->orig);
 	free(ix->hit);
 	free(ix->filter);
+	free(ix->q_start);
+	free(ix->q_end);
+}
+
+/* Whether the word at address at lies in a quiet block. */
+static bool in_quiet(const struct ref_index *ix, uint64_t at)
+{
+	if (!ix->nq || at < ix->q_start[0])
+		return false;
+	size_t lo = 0, n = ix->nq;
+	while (n > 1) {
+		size_t half = n / 2;
+		lo = ix->q_start[lo + half] <= at ? lo + half : lo;
+		n -= half;
+	}
+	return at < ix->q_end[lo];
 }
 
 /* v, read from the word at address at: marks the blocks it points into, but the one holding it. */
@@ -160,9 +194,16 @@ static void lookup(struct ref_index *ix, uint64_t v, uint64_t at)
 		lo = ix->start[lo + half] <= v ? lo + half : lo;
 		n -= half;
 	}
+	bool quiet = false, asked = false;
 	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v;)
-		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j]))
-			ix->hit[j] = true;
+		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j])) {
+			if (!asked) {
+				quiet = in_quiet(ix, at);
+				asked = true;
+			}
+			if (!quiet)
+				ix->hit[j] = true;
+		}
 }
 
 /* Every aligned word of the nwords at address base. */

@@ -42,6 +42,9 @@
 struct heap_ref_block {
 	uint64_t addr, size;
 	bool referenced; /* set by heap_refs_scan: some word outside it points into it */
+	bool quiet;      /* given: a block known lost, whose words reference nothing (not checked
+			  * itself): a block referenced only from quiet ones is lost too (valgrind's
+			  * "indirectly lost") */
 };
 
 struct heap_scan_stats {

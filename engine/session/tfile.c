@@ -1102,6 +1102,14 @@ void tfile_reader_set_deadline(struct tfile_reader *r, uint64_t deadline_ns)
 	pthread_mutex_unlock(&r->lock);
 }
 
+uint64_t tfile_reader_deadline(struct tfile_reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t d = r->deadline_ns;
+	pthread_mutex_unlock(&r->lock);
+	return d;
+}
+
 void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd)
 {
 	pthread_mutex_lock(&r->lock);

@@ -74,6 +74,8 @@ struct tfile_reader *tfile_reader_new(void);
 void tfile_reader_free(struct tfile_reader *r);
 /* From now on no wait goes past deadline (mono_ns(); 0: none). */
 void tfile_reader_set_deadline(struct tfile_reader *r, uint64_t deadline_ns);
+/* The deadline now (0: none): a reader of a part of the run's time sets its own and puts this back. */
+uint64_t tfile_reader_deadline(struct tfile_reader *r);
 /* A descriptor that becomes readable when the run is asked to stop (its signalfd; -1: none):
  * a wait ends there, and the signal is left for its owner to read. */
 void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd);
