@@ -862,9 +862,9 @@ static void memory_results(struct proc_priv *pp, const struct reading *a, const 
 	char *meminfo = read_file("/proc/meminfo", NULL);
 	uint64_t kb;
 	if (meminfo && procfs_key_u64(meminfo, "MemAvailable", &kb))
-		value_set_int(m, "machine_available_bytes", (int64_t)(kb * 1024));
+		value_set_int(m, "machine_available_bytes", (int64_t)kb);
 	if (meminfo && procfs_key_u64(meminfo, "MemTotal", &kb))
-		value_set_int(m, "machine_total_bytes", (int64_t)(kb * 1024));
+		value_set_int(m, "machine_total_bytes", (int64_t)kb);
 	free(meminfo);
 	if (a->mcg.valid && b->mcg.valid) {
 		const struct mem_cgroup_reading *x = &a->mcg, *y = &b->mcg;

@@ -1,10 +1,12 @@
 # diagnose memory-growth on the real kernel, each workload with a known cause:
-# (a) a leak amid heavy churn (mem_leaker leak: remember_request() keeps 1 KiB blocks at 1 MiB/s
+# (a) a leak amid heavy churn (mem_leaker leak: remember_request() loses 1 KiB blocks at 1 MiB/s
 #     while handle_request() churns 20,000 malloc/free a second over a bounded working set)
-#     → `leak` first, naming remember_request() and not handle_request(), its rate within 2x of
+#     → `leak` first (the reference scan finds its blocks pointed to by nothing), naming
+#     remember_request() and not handle_request(), its rate within 2x of
 #     1 MiB/s; the page faults are unwound through glibc to the caller of malloc;
 # (a2) a buffer grown by realloc amid the same churn (append_log: 1 KiB more a call, moved each
-#     time, so its block is always young) → `leak` naming append_log() by its realloc growth;
+#     time, so its block is always young) → `heap-growth` naming append_log() by its realloc
+#     growth, not a leak (the buffer is referenced: log_buf);
 # (a3) a leak in a shared library (libmemleak.so: cache_insert) called from a PIE → `leak` naming
 #     cache_insert(), on a path through the PIE's main, never its churning cache_lookup();
 # (a4) the same leak under LD_PRELOAD=libjemalloc.so.2 → jemalloc's own functions probed, the
@@ -46,8 +48,8 @@ check "$TMP/leak.json" "all('handle_request' not in x['title'] for x in r['verdi
 # and the probe's traps (~10 us each on these guests, three per pair) slow it: on a loaded machine
 # it leaks less while traced and catches up once detached, so the RSS is no yardstick. Churn keeps
 # its working set only.
-check "$TMP/leak.json" "len(leak) == 1 and leak[0]['frees'] == 0 and leak[0]['count'] == leak[0]['allocs'] and 0.1 < leak[0]['weight'] / a['window_s'] / 1048576 < 1.1" \
-	"leak: remember_request's rate is not 0.1..1 MiB/s"
+check "$TMP/leak.json" "len(leak) == 1 and leak[0]['frees'] == 0 and leak[0]['count'] == leak[0]['allocs'] and 0.1 < leak[0]['weight'] / a['window_s'] / 1048576 < 1.3" \
+	"leak: remember_request's rate is not 0.1..1.3 MiB/s (a sampled estimate of 1 MiB/s at most)"
 check "$TMP/leak.json" "len(churn) == 1 and churn[0]['allocs'] > 5 * churn[0]['count'] and churn[0]['old_count'] * 20 < churn[0]['allocs']" \
 	"leak: handle_request's churn does not look bounded"
 # page faults inside malloc reach its caller (DWARF through glibc, uretprobe trampolines restored)
@@ -61,7 +63,7 @@ start "$WL/mem_leaker" realloc 1024
 "$DIAG" memory-growth --pid "$PID" --duration 4 --json > "$TMP/realloc.json" 2> "$TMP/realloc.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "realloc: exit $rc: $(verdicts "$TMP/realloc.json")"
 CHECK_LET='v = r["verdicts"][0]; grown = [s for s in res["allocs"]["stacks"] if "append_log" in s["user"]]'
-check "$TMP/realloc.json" "v['id'] == 'leak' and 'append_log()' in v['title'] and 'realloc' in v['title'] and 'handle_request' not in v['title']" \
+check "$TMP/realloc.json" "v['id'] == 'heap-growth' and 'append_log()' in v['title'] and 'realloc' in v['title'] and 'handle_request' not in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])" \
 	"realloc: verdicts $(verdicts "$TMP/realloc.json")"
 # one block held, moved by every realloc; what the reallocs grew it by is 1 KiB a call (the
 # first realloc's old size, of a block from before the window, is glibc's usable size: page-rounded

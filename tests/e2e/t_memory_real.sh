@@ -40,10 +40,10 @@ CHECK_LET='v = r["verdicts"][0]; a = res["allocs"]'
 warns keyspace "v['id'] == 'heap-growth' and v['severity'] == 'warning' and not any(x['id'] == 'leak' for x in r['verdicts'])"
 warns keyspace "any(f + '()' in v['title'] for f in ('processMultibulkBuffer', 'dbAdd', 'setKey', 'setGenericCommand', 'createStringObject', 'processInputBuffer')) and 'zmalloc' not in v['title'] and 'je_' not in v['title']"
 check "$TMP/keyspace.json" "a['allocator_family'] == 'jemalloc' and a['allocator_linked'] == 'shared' and 'mallocx' in a['functions'] and 'sdallocx' in a['functions'] and a['user_unwind'] == 'dwarf'" \
-	"keyspace: allocator $(json "$TMP/keyspace.json" '[res["allocs"].get(k) for k in ("allocator", "allocator_family", "functions")]')"
+	"keyspace: allocator $(json "$TMP/keyspace.json" '[r["results"]["allocs"].get(k) for k in ("allocator", "allocator_family", "functions")]')"
 # the blocks held are found referenced (the keyspace points to them)
 check "$TMP/keyspace.json" "a['reach']['complete'] and a['reach']['checked_count'] > 0 and a['reach']['unref_count'] * 4 < a['reach']['checked_count']" \
-	"keyspace: the reference scan: $(json "$TMP/keyspace.json" 'res["allocs"].get("reach")')"
+	"keyspace: the reference scan: $(json "$TMP/keyspace.json" 'r["results"]["allocs"].get("reach")')"
 kill "$CPID" "$SERVER" 2>/dev/null; wait "$CPID" "$SERVER" 2>/dev/null
 
 # ---- (b) Redis: the same keys overwritten (the control) ----------------------------------------
