@@ -26,7 +26,13 @@ EOF
 )
 "$DIAG" "$R" --pid "$PID" --json > "$TMP/maps.json" 2> "$TMP/maps.err" &
 DPID=$!
-sleep 2.5
+# the one-shot calls inside the window: once both probes' programs are attached (8 links each)
+# and the pre-flight (250 ms, count-only) is over
+for _ in $(seq 1 100); do
+	[ "$(our_links)" -ge 16 ] && break
+	sleep 0.1
+done
+sleep 1
 kill -USR1 "$PID"
 wait "$DPID"
 rc=$?
