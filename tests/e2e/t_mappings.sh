@@ -2,7 +2,8 @@
 # 200 ms grow_mmap maps and keeps 1 MiB, grow_brk raises the break by 256 KiB, grow_mremap grows
 # a buffer by 64 KiB, map_file maps 64 KiB of a file, churn_mmap maps and unmaps 1 MiB, purge gives
 # 1 MiB back with MADV_DONTNEED; once after a SIGUSR1, release_early unmaps 4 MiB mapped before
-# the window and fixed_over maps 1 MiB and half of it again PROT_NONE with MAP_FIXED.
+# the window, fixed_over maps 1 MiB and half of it again PROT_NONE with MAP_FIXED, trim_middle
+# unmaps the middle of a region (a split), shrink_mremap shrinks one, shrink_brk lowers the break.
 # Each path must be named by the function that called glibc's frameless wrapper (the frame right
 # under the leaf), with its bytes at its rate (within 2x) over the window: kept where it keeps,
 # ~0 net where it unmaps, file and madvise bytes outside the weight; the old region's unmapping
@@ -68,9 +69,10 @@ check "$J" 'p("grow_mmap")["calls"] == p("grow_mmap")["count"] and near(p("grow_
 check "$J" 'any(s["user"][2:3] == ["grow_brk"] for s in m["stacks"])' "grow_brk: not the caller of sbrk"
 CHECK_LET="$CHECK_LET
 brk = [s for s in m['stacks'] if s['user'][2:3] == ['grow_brk']]"
-check "$J" 'near(sum(s["brk_growth_bytes"] for s in brk), 1.25 * MIB) and sum(s["weight"] for s in brk) == sum(s["brk_growth_bytes"] for s in brk)' \
-	"grow_brk: not ~1.25 MiB/s of heap kept"
-check "$J" 'm["brk_growth_bytes"] == sum(s["brk_growth_bytes"] for s in brk) and m["brk_shrink_bytes"] == 0' "brk totals"
+check "$J" 'near(sum(s["brk_growth_bytes"] for s in brk), 1.25 * MIB) and sum(s["weight"] for s in brk) == sum(s["brk_growth_bytes"] for s in brk) - 128 * 1024' \
+	"grow_brk: not ~1.25 MiB/s of heap kept, less what shrink_brk lowered"
+check "$J" 'm["brk_growth_bytes"] == sum(s["brk_growth_bytes"] for s in brk) and m["brk_shrink_bytes"] == 128 * 1024 and sum(s["unmapped_bytes"] for s in brk) == 128 * 1024' \
+	"brk totals, or the lowered break not credited back to grow_brk"
 # churn_mmap maps 5 MiB/s and unmaps it all: net 0 (at most the call the window's end split)
 check "$J" 'near(p("churn_mmap")["anon_bytes"], 5 * MIB) and p("churn_mmap")["weight"] <= MIB' "churn_mmap: net not ~0"
 check "$J" 'p("churn_mmap")["anon_bytes"] - p("churn_mmap")["unmapped_bytes"] == p("churn_mmap")["weight"]' "churn_mmap: unmapped not credited back"
@@ -87,6 +89,10 @@ check "$J" 'm["unmapped_unrecorded_bytes"] >= 4 * MIB and m["munmap_bytes"] >= 4
 check "$J" 'p("fixed_over")["anon_bytes"] == MIB and p("fixed_over")["reserved_bytes"] == MIB // 2 and p("fixed_over")["unmapped_bytes"] == MIB // 2 and p("fixed_over")["weight"] == MIB // 2' \
 	"fixed_over: the MAP_FIXED half not replaced"
 check "$J" 'm["replaced_bytes"] == MIB // 2 and m["reserved_bytes"] == MIB // 2' "replaced or reserved totals"
+check "$J" 'p("trim_middle")["anon_bytes"] == MIB and p("trim_middle")["unmapped_bytes"] == MIB // 4 and p("trim_middle")["weight"] == 3 * MIB // 4' \
+	"trim_middle: the unmapped middle not split out"
+check "$J" 'p("shrink_mremap")["anon_bytes"] == MIB and p("shrink_mremap")["unmapped_bytes"] == MIB // 2 and p("shrink_mremap")["weight"] == MIB // 2 and m["mremap_shrink_bytes"] == MIB // 2' \
+	"shrink_mremap: what mremap shrank off not unmapped"
 # totals agree with the stacks
 check "$J" 'm["still_mapped_bytes"] == sum(s["weight"] for s in m["stacks"]) + m["unattributed_bytes"] and m["unattributed_bytes"] == 0' "still_mapped_bytes"
 check "$J" 'm["unmapped_bytes"] == m["unmapped_recorded_bytes"] + m["unmapped_unrecorded_bytes"] and m["unmapped_recorded_bytes"] == sum(s["unmapped_bytes"] for s in m["stacks"])' \

@@ -15,7 +15,10 @@
  *   purge()        gives a 1 MiB region mapped at start back with MADV_DONTNEED (5 MiB/s).
  * Once, at the first tick after a SIGUSR1:
  *   release_early()  unmaps the 4 MiB it mapped at start (a region older than any window);
- *   fixed_over()     maps 1 MiB and maps its upper half again, PROT_NONE, with MAP_FIXED.
+ *   fixed_over()     maps 1 MiB and maps its upper half again, PROT_NONE, with MAP_FIXED;
+ *   trim_middle()    maps 1 MiB and unmaps the 256 KiB in its middle;
+ *   shrink_mremap()  maps 1 MiB and shrinks it to 512 KiB with mremap;
+ *   shrink_brk()     lowers the break by 128 KiB (what grow_brk raised it by last).
  * Nothing else allocates after the start (no stdio, no malloc: the heap's break is
  * grow_brk's). Growth stops after 60 s (at most ~420 MiB); runs until killed.
  */
@@ -111,6 +114,26 @@ static void fixed_over(void)
 		exit(1);
 }
 
+static void trim_middle(void)
+{
+	char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || munmap(p + 384 * 1024, 256 * 1024))
+		exit(1);
+}
+
+static void shrink_mremap(void)
+{
+	char *p = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || mremap(p, MIB, MIB / 2, 0) == MAP_FAILED)
+		exit(1);
+}
+
+static void shrink_brk(void)
+{
+	if (sbrk(-128 * 1024) == (void *)-1)
+		exit(1);
+}
+
 static void on_usr1(int sig)
 {
 	(void)sig;
@@ -144,6 +167,9 @@ int main(void)
 			signalled = 2;
 			release_early();
 			fixed_over();
+			trim_middle();
+			shrink_mremap();
+			shrink_brk();
 		}
 		next.tv_nsec += TICK_NS;
 		if (next.tv_nsec >= 1000000000L) {
