@@ -70,6 +70,10 @@ struct stack_sampler {
 	/* stack_sampler_set_cookie_sink: where samples with a cookie go instead of waiting */
 	stack_sampler_cookie_sink *sink;
 	void *sink_ctx;
+	/* stack_sampler_set_own_records: the probe's records, and its samples once counted */
+	stack_sampler_record_fn *own_record;
+	stack_sampler_sample_fn *own_sample;
+	void *own_ctx;
 };
 
 /* How long one drain of the run loop may read the ring: a producer faster than the unwinding (an
@@ -504,6 +508,10 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 		py_record(s, data, size);
 		return 0;
 	}
+	if (size >= sizeof(uint32_t) && rec->rec != DIAG_REC_SAMPLE && s->own_record) {
+		s->own_record(s->own_ctx, data, size);
+		return 0;
+	}
 	s->received++;
 	if (size < head || rec->rec != DIAG_REC_SAMPLE) {
 		s->bad++;
@@ -539,7 +547,9 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(rec->comm), rec->comm);
 	uint32_t tag = rec->tag < s->n_tags ? rec->tag : 0;
 	if (!rec->cookie) {
-		row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
+		long row = row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, rec->weight, 1);
+		if (s->own_sample)
+			s->own_sample(s->own_ctx, data, size, row);
 		return 0;
 	}
 	if (s->sink) {
@@ -564,6 +574,14 @@ void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie
 {
 	s->sink = sink;
 	s->sink_ctx = ctx;
+}
+
+void stack_sampler_set_own_records(struct stack_sampler *s, stack_sampler_record_fn *record,
+				   stack_sampler_sample_fn *sample, void *ctx)
+{
+	s->own_record = record;
+	s->own_sample = sample;
+	s->own_ctx = ctx;
 }
 
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count)

@@ -12,7 +12,8 @@
  * the counts of what unwinding did, and the results fields that report them
  * (STACK_SAMPLER_RESULT_FIELDS); for CPython targets, its python_procs (python.c: which processes
  * run CPython, written into the probe's py_procs map), the Python frames records waiting for
- * their sample, and their splice into the sample's stack (python_splice).
+ * their sample, and their splice into the sample's stack (python_splice). What a probe's own
+ * records and the bytes it adds after a sample's copy mean is the probe's (set_own_records).
  * Must not: symbolize (stacks.c; Python frames are named there through python.c's namer), read
  * the target's memory itself (only the copy; python.c reads what it needs through tfile), or
  * drop a sample without counting it.
@@ -140,6 +141,18 @@ void stack_sampler_period(struct stack_sampler *s);
 typedef void stack_sampler_cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux, long row);
 void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx);
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count);
+/* A probe that sends records of its own through the ring buffer of its samples, in order with
+ * them, and keeps figures of its own per row (the mappings probe: what each call path mapped, and
+ * what of it is still mapped at the end): from now on a record whose first word is none of the
+ * DIAG_REC_* types goes to record (instead of being counted as malformed), and each sample without
+ * a cookie, once counted in its row, to sample with the whole record (bytes after its stack_len
+ * bytes of copy are the probe's: the sampler does not read them) and the row (< 0: refused, the
+ * rows are full). A row keeps its index until the sampler is freed; the probe weighs rows with
+ * stack_sampler_row_weigh and adds them with stack_sampler_flush_each. Either hook may be NULL. */
+typedef void stack_sampler_record_fn(void *ctx, const void *data, size_t size);
+typedef void stack_sampler_sample_fn(void *ctx, const void *data, size_t size, long row);
+void stack_sampler_set_own_records(struct stack_sampler *s, stack_sampler_record_fn *record,
+				   stack_sampler_sample_fn *sample, void *ctx);
 /* Adds the rows with a count to t as weighed (no scaling), calling added(ctx, row, t) after each
  * one t took (for stacks_last_extra). Returns the rows t refused. */
 typedef void stack_sampler_row_added(void *ctx, size_t row, struct stack_table *t);

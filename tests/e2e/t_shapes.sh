@@ -59,6 +59,10 @@ R=$(test_recipe shapes-all <<EOF
     kind: page_faults
     filters: {pid: target}
     options: {sample_every: 2, max_stacks: 1024, max_stack_counts: 1024}
+  - id: maps
+    kind: mappings
+    filters: {pid: target}
+    options: {max_sites: 256, max_stacks: 256, max_regions: 1024}
   - id: alloc
     kind: allocations
     filters: {pid: target}
