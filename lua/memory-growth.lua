@@ -74,6 +74,7 @@ local T = {
 }
 
 local allocs, faults, context, ooms, kmem, kallocs = results.allocs, results.faults, results.context, results.ooms, results.kmem, results.kallocs
+local maps = results.maps
 local host = diag.get(run, "target", "pid") == nil
 local memory = context and context.memory
 local cgroup = memory and memory.cgroup
@@ -234,6 +235,63 @@ local function machine_line(rate)
     diag.fmt_byte_rate(r), diag.fmt_bytes(avail), diag.fmt_bytes(memory.machine_total_bytes or 0), diag.fmt_s(avail / r))
 end
 
+-- ---- RSS accounted for ------------------------------------------------------------------------
+
+-- Where the window's RSS growth went, per second (each source over its own window): the traced
+-- heap blocks held, the address space mapped in the window by the allocator (a stack through
+-- its frames: arenas, extents, brk) and by the program itself (by its function), file-backed
+-- and shared memory; {rss, heap, allocator, program = {name -> bytes/s}, brk, file, shmem,
+-- explained_pct}, or nil without the RSS figures.
+local function rss_accounting()
+  if not rss_rate or ctx_window <= 0 then return nil end
+  local a = { rss = rss_rate, heap = heap_rate or 0, allocator = 0, program = {}, brk = 0 }
+  a.file = (memory.rss_file_delta_bytes or 0) / ctx_window
+  a.shmem = (memory.rss_shmem_delta_bytes or 0) / ctx_window
+  local mwin = maps and maps.window_s or 0
+  if maps and mwin > 0 then
+    a.brk = ((maps.brk_growth_bytes or 0) - (maps.brk_shrink_bytes or 0)) / mwin
+    for _, st in ipairs(maps.stacks or {}) do
+      local by_allocator = false
+      for _, f in ipairs(st.user or {}) do
+        if heap.is_allocator(f) then by_allocator = true break end
+      end
+      local r = (st.weight or 0) / mwin
+      if by_allocator then
+        a.allocator = a.allocator + r
+      else
+        local name = heap.own_frame(st) or (st.user or {})[1] or "?"
+        a.program[name] = (a.program[name] or 0) + r
+      end
+    end
+  end
+  return a
+end
+local acct = rss_accounting()
+
+-- The accounting as lines of evidence: how much of the RSS growth the traced heap explains, and
+-- what else grew.
+local function accounting_lines()
+  if not acct or acct.rss <= 0 then return nil end
+  local out = diag.lines(string.format("The traced heap blocks held explain %s of the RSS growth (%s of %s)",
+    diag.fmt_pct(math.min(100, diag.pct(acct.heap, acct.rss))), diag.fmt_byte_rate(acct.heap), diag.fmt_byte_rate(acct.rss)))
+  if maps then
+    if acct.allocator > 0 then
+      out:add("The allocator%s grew its address space by %s in the window for its arenas and extents (mmap and brk through its own frames%s)",
+        allocs and allocs.allocator_family and (" (" .. allocs.allocator_family .. ")") or "", diag.fmt_byte_rate(acct.allocator),
+        acct.brk > 0 and string.format("; %s of it the heap's break", diag.fmt_byte_rate(math.min(acct.brk, acct.allocator))) or "")
+    elseif acct.brk > 0 then
+      out:add("The heap's break (brk) grew %s", diag.fmt_byte_rate(acct.brk))
+    end
+    local prog = diag.ranked(acct.program, 3)
+    for _, p in ipairs(prog) do
+      if p.count > 0 then out:add("The program mapped %s itself in %s (anonymous mmap)", diag.fmt_byte_rate(p.count), diag.fn(p.name)) end
+    end
+  end
+  if acct.file > 0 then out:add("File-backed pages grew %s (mapped files, page cache mapped in)", diag.fmt_byte_rate(acct.file)) end
+  if acct.shmem > 0 then out:add("Shared memory grew %s", diag.fmt_byte_rate(acct.shmem)) end
+  return out
+end
+
 -- The three heaviest leaking functions, each a verdict; no leak ruled out when the scan said so.
 local function leak_verdicts()
   if not allocs then return nil end
@@ -259,6 +317,7 @@ local function leak_verdicts()
       age_line(g),
       "Call path: " .. path_of_stack(g.top))
     ev:add(rss_line())
+    ev:extend(accounting_lines())
     ev:add(limit_line() or machine_line(rate))
     ev:add(sampled_line())
     local sev = limit_severity() == "critical" and "critical" or "warning"
@@ -303,6 +362,7 @@ local function growth_verdict()
   ev:add(reach_line())
   if not reach then ev:add("Lost or kept on purpose is not known: the allocations probe did not scan the process's memory for references") end
   ev:add(rss_line())
+  ev:extend(accounting_lines())
   ev:add(limit_line() or machine_line(rate))
   ev:add(sampled_line())
   local sev = limit_severity()
@@ -355,6 +415,12 @@ local function growth_outside_heap()
     elseif (shmem or 0) > (anon or 0) then
       what = "shared memory (tmpfs, shm, memfd)"
     end
+  end
+  ev:extend(accounting_lines())
+  -- who mapped it: the program's own mmap by function (the mappings probe), before who touched it
+  local mapper = acct and diag.ranked(acct.program, 1)[1]
+  if mapper and mapper.count * 4 >= rss_rate and what:find("outside malloc") then
+    what = string.format("%s, mapped in %s", what, diag.fn(mapper.name))
   end
   local own
   local top = faults and (faults.stacks or {})[1]
