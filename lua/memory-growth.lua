@@ -1,7 +1,7 @@
 -- memory-growth.lua — verdicts for recipes/memory-growth.yaml: is the target's memory growth a
 -- leak, where is it allocated, and how long until its memory cgroup's limit?
 --
--- Reads results.allocs (allocations), results.faults (page_faults), results.ooms (tracepoint_count
+-- Reads results.allocs (allocations), results.maps (mappings), results.faults (page_faults), results.ooms (tracepoint_count
 -- of oom:mark_victim, machine-wide), results.context (proc_context, memory section), results.kmem
 -- (kernel_memory: slab caches, page cache; host-wide runs only), results.kallocs (kernel_allocs:
 -- slab allocations by call site; host-wide runs only), run and thresholds. With --pid
@@ -11,19 +11,23 @@
 --
 -- How it decides. Every figure is over the window (deltas, least-squares slopes of the readings
 -- in it), never a rolling average.
---   leak            a call path that still holds >= leak_kept_pct of the blocks it allocated in
---                   the window's first half (a churning path frees nearly all of them), at least
---                   leak_min_old_bytes in leak_min_old_count blocks. The first half's allocations:
---                   the path's allocations / 2 (a steady rate), at most what it still holds from
---                   then plus all it freed. Named by the first frame of the
---                   target's own code above the allocator, with bytes, blocks, rate and age.
---                   warning; critical when the memory limit is near (below). Also a leak: a path
---                   whose reallocs grew its blocks by >= leak_min_old_bytes in the window and that
---                   still holds at least half of that growth (a buffer that only grows: its block is
---                   always young, each realloc moves it).
---   heap-growth     RSS grows, the heap holds what explains it, and no path is a leak by the rules
---                   above (a cache filling, many paths each keeping a little): warning, with the
---                   paths that hold the most.
+--   A function (heap.by_function: stacks grouped by the frame past the allocator's wrappers,
+--   lua/lib/alloc_wrappers.lua) keeps memory when it still holds >= leak_kept_pct of the blocks it
+--   allocated in the window's first half (at most what it holds from then plus all it freed), at
+--   least leak_min_old_bytes in leak_min_old_count blocks, or grows a buffer by realloc (grew its
+--   blocks by >= leak_min_old_bytes and holds half of it). What it keeps is then:
+--   leak            >= leak_lost_pct of its checked blocks are lost: no word of the process points
+--                   to them in the allocations probe's two scans (allocs.reach complete), still
+--                   held after; warning, critical only when the memory limit is near.
+--   heap-growth     its blocks are referenced (or the scan could not tell): a working set that
+--                   grows, "held by F and G" with shares, ages, the time to the limit (cgroup, else
+--                   the machine's MemAvailable); warning while RSS or the held heap grows at
+--                   growth_min_bytes_per_s, else info.
+--   heap-spread     RSS grows, the heap holds what explains it, and no function keeps it by the
+--                   rules above (many paths each keeping a little): warning.
+--   Each of these says how much of the RSS growth the traced heap explains and what else grew
+--   (results.maps: the allocator's arenas and extents, the program's own mmap, brk; file-backed
+--   and shared memory).
 --   growth-outside-heap  RSS grows >= growth_min_bytes_per_s while the outstanding heap explains
 --                   < heap_explains_pct of it: says whether file mappings / page cache, shared
 --                   memory, or anonymous memory grew — mapped by the program itself, or grown by

@@ -20,7 +20,8 @@
 #     until then sees the kill (`oom-kill`, critical, oom:mark_victim triggered by the target);
 # (e) an allocation storm over the budget: `degrade: sample` records 1 in N (said in the report,
 #     the leak still named); `degrade: refuse` refuses (exit 3).
-# (f) a blocks map too small for the leak → untracked blocks counted, incomplete-data (warning).
+# (f) a blocks map too small for the leak (user_unwind: fp, every block tracked) → untracked blocks
+#     counted, incomplete-data (warning).
 # Nothing stays attached after any run.
 . "$(dirname "$0")/lib.sh"
 
@@ -181,7 +182,7 @@ grep -q "over budget" "$TMP/refuse.err" || fail "storm, refuse: no budget messag
 assert_released "memory-growth refused over its budget"
 
 # ---- (f) the blocks map full: counted and said, never silent ---------------------------------
-sed -e 's/^name: memory-growth/name: small-map/' -e 's/^      max_outstanding: .*/      max_outstanding: 1024/' \
+sed -e 's/^name: memory-growth/name: small-map/' -e 's/^      max_outstanding: .*/      max_outstanding: 1024\n      user_unwind: fp/' \
 	"$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/small-map.yaml"
 "$DIAG" "$TMP/recipes/small-map.yaml" --pid "$PID" --duration 4 --json > "$TMP/small.json" 2> "$TMP/small.err"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "small map: exit $rc: $(cat "$TMP/small.err")"
