@@ -309,7 +309,7 @@ local function leak_verdicts()
     local l, g = leaks[i], leaks[i].g
     local name = diag.fn(g.name)
     local rate = window > 0 and (g.weight or 0) / window or 0
-    local title = string.format("Leak: %s loses %s in %s blocks no pointer refers to, growing %s", name,
+    local title = string.format("Leak: %s loses at least %s in %s blocks no pointer refers to, growing %s", name,
       diag.fmt_bytes(g.unref_bytes), diag.fmt_count(g.unref_count), diag.fmt_byte_rate(rate))
     local ev = diag.lines(
       string.format("%s of the %s blocks %s allocated in the window's first half and still holds are referenced from nowhere in the process's memory: lost, as valgrind calls \"definitely lost\" (%s)",

@@ -52,7 +52,8 @@ struct {
  * its registers and a copy of the stack (the ring `samples`, DIAG_UNWIND_MAPS), to be unwound by
  * CFI there (real programs' allocating paths are frameless: Debian builds without frame
  * pointers); a block is recorded with probability size / sample_bytes (1 when larger: a
- * Poisson sample by bytes, as tcmalloc's and jemalloc's heap profilers do), its cookie keeps it
+ * Poisson sample by bytes, as tcmalloc's and jemalloc's heap profilers do; at least 1 in
+ * ALLOC_MIN_EVERY however small), its cookie keeps it
  * with its stack. fp mode (0): every block, per site keyed by the frame-pointer stack. */
 const volatile __u64 sample_bytes = 0;
 DIAG_UNWIND_MAPS;
@@ -103,8 +104,11 @@ static __always_inline int on_alloc_entry(__u32 fn, __u64 size, __u64 arg)
 	}
 	count(ALLOC_C_ALLOC_CALLS);
 	bool sampled = diag_sampled_in();
-	if (sampled && sample_bytes && size < sample_bytes)
-		sampled = (__u64)bpf_get_prandom_u32() % sample_bytes < size;
+	if (sampled && sample_bytes && size < sample_bytes) {
+		/* at least 1 block in ALLOC_MIN_EVERY however small (a lost object's small head) */
+		__u64 floor = sample_bytes / ALLOC_MIN_EVERY, odds = size > floor ? size : floor;
+		sampled = (__u64)bpf_get_prandom_u32() % sample_bytes < odds;
+	}
 	/* realloc frees its old block whether or not the new one is sampled */
 	if (!sampled && fn != ALLOC_FN_REALLOC)
 		return 0;

@@ -746,6 +746,16 @@ static void row_added(void *ctx, size_t row, struct stack_table *t)
 	stacks_last_extra(t, x);
 }
 
+/* dwarf mode: how many blocks one recorded block of size bytes stands for (1 / the chance it was
+ * recorded: allocations.bpf.c's odds). */
+static double alloc_weight(uint64_t size, uint64_t sample_bytes)
+{
+	if (!sample_bytes || size >= sample_bytes)
+		return 1.0;
+	uint64_t floor = sample_bytes / ALLOC_MIN_EVERY, odds = size > floor ? size : floor;
+	return odds ? (double)sample_bytes / (double)odds : 1.0;
+}
+
 /* dwarf mode: every recorded block (its cookie) counts as allocated by its stack's row, those
  * still in the blocks map as held; each weighs 1 / the chance it was recorded (size /
  * sample_bytes, below it) times the 1-in-N of the pre-flight. */
@@ -763,8 +773,7 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 		const struct cookie_row *c = &ap->cookies[i];
 		if (!c->cookie)
 			continue;
-		double n = (double)scale * (c->size && c->size < sb ? (double)sb / (double)c->size : 1.0);
-		double b = (double)scale * (double)(c->size > sb ? c->size : sb);
+		double n = (double)scale * alloc_weight(c->size, sb), b = n * (double)c->size;
 		allocs += n;
 		alloc_bytes += b;
 		if (c->row >= 0 && (size_t)c->row < max_rows) {
@@ -783,8 +792,7 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 		next = next == &keys[0] ? &keys[1] : &keys[0];
 		if (bpf_map_lookup_elem(blocks_fd, prev, &blk))
 			continue;
-		double n = (double)scale * (blk.size && blk.size < sb ? (double)sb / (double)blk.size : 1.0);
-		double b = (double)scale * (double)(blk.size > sb ? blk.size : sb);
+		double n = (double)scale * alloc_weight(blk.size, sb), b = n * (double)blk.size;
 		held += n;
 		held_bytes += b;
 		if (blk.ts < mid) {

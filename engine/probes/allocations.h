@@ -6,6 +6,10 @@
 #include <linux/types.h>
 #endif
 
+/* dwarf mode: a block of size s < sample_bytes is recorded with probability
+ * max(s, sample_bytes / ALLOC_MIN_EVERY) / sample_bytes (alloc_odds in allocations.c). */
+#define ALLOC_MIN_EVERY 64
+
 /* What a pending call (entry seen, return not yet) was. */
 enum alloc_fn {
 	ALLOC_FN_MALLOC = 0,   /* malloc, valloc, pvalloc: size is the first argument */

@@ -62,9 +62,12 @@ function heap.kind(frame)
   local k = kind_of[frame]
   if k ~= nil then return k or nil end
   k = false
+  -- a template function's demangled name begins with its return type ("void std::vector<...>::
+  -- _M_realloc_insert<...>(...)"): the name after it is matched too
+  local bare = frame:match("^[%w_:]+[%*&]* (std::.+)$")
   for _, e in ipairs(heap.entries()) do
     for _, n in ipairs(e.fn) do
-      if heap.frame_is(frame, n) then k = e.kind break end
+      if heap.frame_is(frame, n) or (bare and heap.frame_is(bare, n)) then k = e.kind break end
     end
     if k then break end
   end

@@ -301,6 +301,36 @@ static void test_wait_table_extended(void **state)
 			  "wait_table_bad entry 1: class \"slow\" is not one of");
 }
 
+/* The frame that names an allocation: past the allocator, its wrappers and generic helpers
+ * (lua/lib/alloc_wrappers.lua), a C++ name with its parameters kept; an author's
+ * alloc_wrappers_NAME entries skip their own pool; a bad entry names its file and index. */
+static void test_alloc_wrappers(void **state)
+{
+	(void)state;
+	struct value *v = values_of("memory-growth",
+		"alloc_wrappers_myapp = { { runtime = 'myapp', kind = 'wrapper', fn = { 'pool_alloc*' } } }\n"
+		"local function o(user) return heap.own_frame({ user = user }) or '-' end\n"
+		"return { verdicts = {}, report = { { kind = 'values', classes = {\n"
+		"  o({ 'operator new(unsigned long)', 'SessionStore::remember(Request const&)', 'main' }),\n"
+		"  o({ 'zmalloc_usable', '_sdsnewlen', 'createStringObject', 'processMultibulkBuffer', 'processInputBuffer' }),\n"
+		"  o({ 'zmalloc', 'dictAddRaw', 'dbAdd', 'setKey' }),\n"
+		"  o({ 'malloc', 'xmalloc', 'parse_args', 'main' }),\n"
+		"  o({ 'malloc', 'g_malloc0', 'g_hash_table_new_full', 'load_config' }),\n"
+		"  o({ 'malloc', 'std::__new_allocator<Entry*>::allocate(unsigned long, void const*)', 'void std::vector<Entry*, std::allocator<Entry*> >::_M_realloc_insert<Entry* const&>(x)', 'Cache::put(Entry*)' }),\n"
+		"  o({ 'malloc', 'pool_alloc_slow', 'handle' }),\n"
+		"  o({ 'malloc', 'libfoo.so+0x1234', 'serve' }),\n"
+		"  o({ 'je_malloc', 'mallocx' }),\n"
+		"} } } }");
+	static const char *const own[] = { "SessionStore::remember(Request const&)", "processMultibulkBuffer", "dbAdd",
+					   "parse_args", "g_hash_table_new_full", "Cache::put(Entry*)", "handle", "serve", "-" };
+	assert_list(v, "classes", own, sizeof(own) / sizeof(own[0]));
+	value_free(v);
+	assert_fails_with("memory-growth",
+			  "alloc_wrappers_bad = { { runtime = 'x', fn = { 'f' }, kind = 'allocator' } }\n"
+			  "heap.own_frame({ user = { 'f' } })\nreturn { verdicts = {} }",
+			  "alloc_wrappers_bad entry 1: kind \"allocator\" is not one of wrapper, helper");
+}
+
 /* ---- ruled out ----------------------------------------------------------------------------------- */
 
 static void test_ruled_out_helper(void **state)
@@ -419,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_wait_classification),
 		cmocka_unit_test(test_runtime_wait_classification),
 		cmocka_unit_test(test_wait_table_extended),
+		cmocka_unit_test(test_alloc_wrappers),
 		cmocka_unit_test(test_ruled_out_helper),
 		cmocka_unit_test(test_ruled_out_returned),
 		cmocka_unit_test(test_ruled_out_needs_data),
