@@ -145,6 +145,16 @@ static inline bool verdict_evidence_has(const struct value *v, const char *text)
 	return false;
 }
 
+/* Whether one of a verdict's next steps contains text. */
+static inline bool verdict_step_has(const struct value *v, const char *text)
+{
+	const struct value *st = value_get(v, "next_steps");
+	for (size_t i = 0; st && st->type == V_ARR && i < st->arr.len; i++)
+		if (st->arr.items[i]->type == V_STR && strstr(st->arr.items[i]->s, text))
+			return true;
+	return false;
+}
+
 /* The trimmed incident's recorded verdict ids, in order, are what the recipe's snippet gives on
  * it. */
 static inline void assert_recorded_verdicts(const char *recipe, const char *name)

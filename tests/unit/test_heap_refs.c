@@ -302,14 +302,14 @@ static void test_referenced(void **state)
 	struct heap_ref_block b[N_RECS + 3];
 	bool want[N_RECS + 3];
 	for (size_t i = 0; i < N_RECS; i++) {
-		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, false };
+		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size };
 		want[i] = c->recs[i].referenced;
 	}
 	b[N_RECS] = b[0]; /* K_START */
 	want[N_RECS] = true;
 	b[N_RECS + 1] = b[2]; /* K_DROPPED */
 	want[N_RECS + 1] = false;
-	b[N_RECS + 2] = (struct heap_ref_block){ b[4].addr - 64, b[4].size + 128, false }; /* around K_START */
+	b[N_RECS + 2] = (struct heap_ref_block){ .addr = b[4].addr - 64, .size = b[4].size + 128 }; /* around K_START */
 	want[N_RECS + 2] = true;
 	assert_int_equal(c->recs[0].kind, K_START);
 	assert_int_equal(c->recs[2].kind, K_DROPPED);
@@ -336,6 +336,27 @@ static void test_referenced(void **state)
 	}
 	assert_int_equal(wrong, 0);
 	assert_int_equal(st.referenced, refd);
+
+	/* the unreferenced holder made quiet (known lost): what only it points to is lost too
+	 * ("indirectly lost"), while the rest is as before */
+	struct heap_ref_block q[N_RECS];
+	size_t holder = N_RECS, held = N_RECS;
+	for (size_t i = 0; i < N_RECS; i++) {
+		q[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size,
+						.quiet = c->recs[i].kind == K_HOLDER };
+		holder = c->recs[i].kind == K_HOLDER ? i : holder;
+		held = c->recs[i].kind == K_HELD ? i : held;
+	}
+	assert_true(holder < N_RECS && held < N_RECS);
+	struct heap_scan_stats qst;
+	if (heap_refs_scan(r, c->pid, q, N_RECS, 0, &qst, &err))
+		fail_msg("quiet scan: %s", err.msg);
+	assert_true(qst.complete);
+	assert_false(q[held].referenced);
+	assert_false(q[holder].referenced); /* quiet: not checked */
+	for (size_t i = 0; i < N_RECS; i++)
+		if (i != held && i != holder)
+			assert_int_equal(q[i].referenced, c->recs[i].referenced);
 
 	/* the pages of the region never touched are still not in memory: the scan read none */
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -364,7 +385,7 @@ static void test_capped(void **state)
 	struct child *c = *state;
 	struct heap_ref_block b[N_RECS];
 	for (size_t i = 0; i < N_RECS; i++)
-		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, false };
+		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size };
 	struct tfile_reader *r = tfile_reader_new();
 	struct heap_scan_stats st;
 	struct diag_err err = { 0 };
@@ -386,7 +407,7 @@ static void test_gone(void **state)
 		_exit(0);
 	waitpid(pid, NULL, 0);
 	struct tfile_reader *r = tfile_reader_new();
-	struct heap_ref_block b = { 0x1000, 16, true };
+	struct heap_ref_block b = { .addr = 0x1000, .size = 16, .referenced = true };
 	struct heap_scan_stats st;
 	struct diag_err err = { 0 };
 	assert_int_equal(heap_refs_scan(r, pid, &b, 1, 0, &st, &err), -1);
@@ -404,7 +425,7 @@ static void test_late(void **state)
 	struct child *c = *state;
 	struct heap_ref_block b[N_RECS];
 	for (size_t i = 0; i < N_RECS; i++)
-		b[i] = (struct heap_ref_block){ c->recs[i].addr, c->recs[i].size, true };
+		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size, .referenced = true };
 	struct tfile_reader *r = tfile_reader_new();
 	tfile_reader_set_deadline(r, 1);
 	struct heap_scan_stats st;
@@ -508,7 +529,7 @@ static void test_bench(void **state)
 	assert_int_equal(read_all(c->fd, list, count * 2 * sizeof(*list)), 0);
 	struct heap_ref_block *b = xmalloc(count * sizeof(*b));
 	for (size_t i = 0; i < count; i++) /* shuffled: the caller's list is in no particular order */
-		b[i] = (struct heap_ref_block){ list[2 * ((i * 7919) % count)], list[2 * ((i * 7919) % count) + 1], false };
+		b[i] = (struct heap_ref_block){ .addr = list[2 * ((i * 7919) % count)], .size = list[2 * ((i * 7919) % count) + 1] };
 	free(list);
 	struct tfile_reader *r = tfile_reader_new();
 	struct heap_scan_stats st;
