@@ -1,16 +1,22 @@
 /* allocations.c — catalog entry for engine/probes/allocations.bpf.c: the target's heap blocks still
  * outstanding at the end of the window, by the user stack that allocated them, with what each
- * stack allocated and freed during the window and how old its outstanding blocks are.
+ * stack allocated and freed during the window, how old its outstanding blocks are, and which of
+ * them no word of the process points to any more (lost).
  *
  * Owns: finding the allocator the target really uses (the mapped file that defines malloc, read
- * through its mapping by tfile.c, the uprobes placed on that very file: a library other than libc that defines it — jemalloc, tcmalloc, a static
- * binary — wins over libc), the file offsets of its functions (those it lacks are skipped; malloc
- * and free are required), attaching the uprobes limited to the target process (the returns first,
- * so that no entry is seen without its return), the 1-in-N scaling, and turning the blocks and
- * per-stack totals into results (ages measured against the end of the window).
+ * through its mapping by tfile.c, the uprobes placed on that very file: a library other than libc
+ * that defines it — jemalloc, tcmalloc, mimalloc, a static binary — wins over libc), which it is
+ * and how it is linked, the file offsets of every entry point it has (alloc_funcs: those it lacks
+ * are skipped; malloc and free are required), attaching the uprobes limited to the target process
+ * (the returns first, so that no entry is seen without its return); the two modes — fp: every
+ * block per site keyed in BPF by the frame-pointer stack; dwarf (default): a block recorded per
+ * ~sample_bytes allocated, its stack unwound by the sampler (stack_sampler.c) and joined to the
+ * block by its cookie —; the reference scan at the window's end (heap_refs.c, through the run's
+ * reader, while frees are still seen); the scaling; and turning the blocks and per-stack totals
+ * into results (ages measured against the end of the window).
  * Must not: attach to every process mapping the library (always the target's pid), judge what is
- * a leak (the recipe's Lua does), or lose silently: untracked blocks, full maps and failed stack
- * walks are in the results.
+ * a leak (the recipe's Lua does, from the counts), write to or stop the target, or lose silently:
+ * untracked blocks, full maps, failed stack walks and an incomplete scan are in the results.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

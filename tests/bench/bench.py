@@ -855,7 +855,7 @@ def part7_network(say):
 ALLOC_PAIRS = int(os.environ.get("BENCH_PAIRS", "100000"))
 
 
-def allocations_recipe(tmp, name, sample_every):
+def allocations_recipe(tmp, name, sample_every, unwind="fp"):
     """memory-growth's allocations probe alone, its options as the recipe has them, budgets out of
     the way (no pre-flight sampling: the cost of the probe itself)."""
     thresholds = thresholds_block("memory-growth.yaml")
@@ -887,6 +887,8 @@ probes:
       max_sites: 8192
       max_stacks: 8192
       sample_every: {sample_every}
+      user_unwind: {unwind}
+      reach_scan: false
 """ + thresholds)
     return d
 
@@ -901,49 +903,59 @@ def libc_of(exe):
     raise RuntimeError(f"no libc.so.6 in ldd {exe}")
 
 
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
 def part8_allocations(say):
-    """8. Cost per malloc/free pair of the allocations probe against an empty floor and bpftrace."""
+    """8. Cost per malloc/free pair of the allocations probe against an empty floor and bpftrace,
+    on glibc and on jemalloc (preloaded: its own malloc/free probed), in each of the probe's
+    modes: fp (every block, the kernel's frame-pointer walk) and dwarf (the default: a block
+    recorded per ~16 KiB allocated, its stack copied and unwound in user space)."""
     tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
     try:
-        loop = [os.path.join(WL, "malloc_loop"), str(ALLOC_PAIRS)]
-        libc = libc_of(loop[0])
-        configs = [("untraced", None)]
+        loop0 = [os.path.join(WL, "malloc_loop"), str(ALLOC_PAIRS)]
         have_bpftrace = shutil.which("bpftrace") is not None
-        if have_bpftrace:
-            configs.append(("floor: empty uprobe + uretprobe on malloc, uprobe on free",
-                            ["bpftrace", "-p", "{PID}", "-e",
-                             f"uprobe:{libc}:malloc {{ }} uretprobe:{libc}:malloc {{ }} uprobe:{libc}:free {{ }}"]))
-        for name, every in (("bench-allocs", 1), ("bench-allocs-sampled", 64)):
-            recipes = allocations_recipe(tmp, name, every)
-            label = ("diagnose allocations (every call)" if every == 1
-                     else f"diagnose allocations (1 in {every} recorded)")
-            configs.append((label, [DIAG, name, "--recipes", recipes, "--pid", "{PID}", "--duration", "60"]))
-        if have_bpftrace:
-            configs.append(("bpftrace uprobe:malloc @[ustack] = sum(arg0)",
-                            ["bpftrace", "-p", "{PID}", "-e", f"uprobe:{libc}:malloc {{ @[ustack] = sum(arg0); }}"]))
+        allocators = [("glibc", [], libc_of(loop0[0]))]
+        if os.path.exists(JEMALLOC):
+            allocators.append(("jemalloc", ["env", "LD_PRELOAD=" + JEMALLOC], JEMALLOC))
+        configs = []  # (allocator, name, loop argv, tracer argv)
+        for alloc, pre, lib in allocators:
+            loop = pre + loop0
+            configs.append((alloc, "untraced", loop, None))
+            if have_bpftrace and alloc == "glibc":
+                configs.append((alloc, "floor: empty uprobe + uretprobe on malloc, uprobe on free", loop,
+                                ["bpftrace", "-p", "{PID}", "-e",
+                                 f"uprobe:{lib}:malloc {{ }} uretprobe:{lib}:malloc {{ }} uprobe:{lib}:free {{ }}"]))
+            for name, every, unwind, label in (("bench-allocs", 1, "fp", "diagnose allocations, fp (every call)"),
+                                                ("bench-allocs-sampled", 64, "fp", "diagnose allocations, fp (1 in 64 recorded)"),
+                                                ("bench-allocs-dwarf", 1, "dwarf", "diagnose allocations, dwarf (default: ~1 block per 16 KiB)")):
+                recipes = allocations_recipe(tmp, name, every, unwind)
+                configs.append((alloc, label, loop, [DIAG, name, "--recipes", recipes, "--pid", "{PID}", "--duration", "60"]))
+            if have_bpftrace:
+                configs.append((alloc, "bpftrace uprobe:malloc @[ustack] = sum(arg0)", loop,
+                                ["bpftrace", "-p", "{PID}", "-e", f"uprobe:{lib}:malloc {{ @[ustack] = sum(arg0); }}"]))
         per_pair = {}
         for _ in range(RUNS):  # interleaved, so drift hits every config alike
-            for name, argv in configs:
+            for alloc, name, loop, argv in configs:
                 try:
-                    per_pair.setdefault(name, []).append(timed_loop(loop, argv, settle=1.5))
+                    per_pair.setdefault((alloc, name), []).append(timed_loop(loop, argv, settle=1.5))
                 except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
-                    say(f"(part 8: {name}: {e})")
-                    per_pair.setdefault(name, []).append(float("nan"))
-        base = median(per_pair["untraced"])
-        floor_name = "floor: empty uprobe + uretprobe on malloc, uprobe on free"
-        bt_name = "bpftrace uprobe:malloc @[ustack] = sum(arg0)"
-        floor = median(per_pair.get(floor_name, [float("nan")])) - base
-        bt = median(per_pair.get(bt_name, [float("nan")])) - base
+                    say(f"(part 8: {alloc}, {name}: {e})")
+                    per_pair.setdefault((alloc, name), []).append(float("nan"))
         say(f"\n## Cost per malloc/free pair: malloc_loop, {ALLOC_PAIRS} pairs of malloc(64) + free "
-            "(the process's own CPU time)\n")
-        say("| configuration | ns per pair | added µs | × floor | × bpftrace ustack |")
-        say("|---|---:|---:|---:|---:|")
-        for name, _ in configs:
-            m = median(per_pair[name])
-            added = m - base
-            rf = "" if name == "untraced" else f"{added / floor:.2f}" if floor > 0 else "n/a"
-            rb = "" if name == "untraced" else f"{added / bt:.2f}" if bt > 0 else "n/a"
-            say(f"| {name} | {m:.0f} | {added / 1000:+.2f} | {rf} | {rb} |")
+            "(the process's own CPU time), glibc and jemalloc\n")
+        say("| allocator | configuration | ns per pair | added µs | × bpftrace ustack |")
+        say("|---|---|---:|---:|---:|")
+        for alloc, _, _ in allocators:
+            base = median(per_pair[(alloc, "untraced")])
+            bt = median(per_pair.get((alloc, "bpftrace uprobe:malloc @[ustack] = sum(arg0)"), [float("nan")])) - base
+            for a2, name, _, _ in configs:
+                if a2 != alloc:
+                    continue
+                m = median(per_pair[(alloc, name)])
+                added = m - base
+                rb = "" if name == "untraced" else f"{added / bt:.2f}" if bt > 0 else "n/a"
+                say(f"| {alloc} | {name} | {m:.0f} | {added / 1000:+.2f} | {rb} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
