@@ -67,7 +67,7 @@ JOURNAL=/var/tmp/diag-triage-journal.$$
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -f "$JOURNAL"; rm -rf "$TMP"' EXIT
 start "$WL/io_load" journal "$JOURNAL"
 triage journal
-[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "journal: exit $rc: $(cat "$TMP/journal.err")"
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "journal: exit $rc: $(verdicts journal) $(cat "$TMP/journal.err")"
 check "$TMP/journal.json" "first['id'] == 'io-wait' and first['next']['recipe'] == 'io-saturation'" \
 	"journal: verdicts $(verdicts journal)"
 assert_released "triage on an fsync journal"
