@@ -56,20 +56,24 @@ const char *probe_opt_str(const struct probe *p, const char *name)
 	return i < 0 ? NULL : p->cfg.str[i];
 }
 
+uint64_t probe_percpu_sum(int fd, unsigned slot)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	if (fd < 0 || ncpus <= 0)
+		return 0;
+	uint64_t *vals = xcalloc((size_t)ncpus, sizeof(*vals)), sum = 0;
+	__u32 key = slot;
+	if (bpf_map_lookup_elem(fd, &key, vals) == 0)
+		for (int i = 0; i < ncpus; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}
+
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot)
 {
 	struct bpf_map *map = obj ? bpf_object__find_map_by_name(obj, "stats") : NULL;
-	if (!map || bpf_map__fd(map) < 0)
-		return 0;
-	int ncpus = libbpf_num_possible_cpus();
-	if (ncpus <= 0)
-		return 0;
-	uint64_t vals[ncpus], sum = 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(map), &slot, vals))
-		return 0;
-	for (int i = 0; i < ncpus; i++)
-		sum += vals[i];
-	return sum;
+	return map ? probe_percpu_sum(bpf_map__fd(map), slot) : 0;
 }
 
 int probe_set_mode(struct probe *p, bool count_only, uint64_t sample_every)

@@ -268,6 +268,8 @@ const char *probe_opt_str(const struct probe *p, const char *name);
 /* The nonzero slots of an in-memory log2 histogram (slot k: values in [2^k, 2^(k+1)), slot 0
  * also 0) as probe_log2_buckets gives them; the last slot of n < 64 holds everything above. */
 struct value *probe_log2_slots_value(const uint64_t *slots, unsigned n);
+/* Sum over the CPUs of slot of a per-CPU array of __u64 (fd < 0 or a failed lookup: 0). */
+uint64_t probe_percpu_sum(int fd, unsigned slot);
 /* Sum of the per-CPU `stats` array slot every probe object carries (see engine/probes/common/diag_bpf.h). */
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot);
 /* Reads a BPF array of log2 slots (slot k counts values in [2^k, 2^(k+1)), slot 0 also 0) into

@@ -677,16 +677,6 @@ static void alloc_detach(struct probe *p)
 	stack_sampler_consume(ap->sampler); /* NULL: nothing */
 }
 
-static uint64_t counter_sum(int fd, __u32 slot, int ncpus)
-{
-	uint64_t *vals = xcalloc((size_t)ncpus, sizeof(*vals)), sum = 0;
-	if (bpf_map_lookup_elem(fd, &slot, vals) == 0)
-		for (int c = 0; c < ncpus; c++)
-			sum += vals[c];
-	free(vals);
-	return sum;
-}
-
 /* Ages of the outstanding blocks of one site, in an open-addressing table by site key. */
 struct site_age {
 	struct alloc_site_key key;
@@ -846,7 +836,7 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 /* fp mode: the blocks by their site (the frame-pointer stack and Python frames BPF keyed them
  * by), with the totals. */
 static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, uint64_t end,
-		       uint64_t mid, struct stack_table *table, struct value *res, int ncpus)
+		       uint64_t mid, struct stack_table *table, struct value *res)
 {
 	struct bpf_object *obj = ap->skel->obj;
 	int blocks_fd = bpf_map__fd(ap->skel->maps.blocks);
@@ -929,12 +919,12 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, u
 
 	value_set_int(res, "allocs", (int64_t)(allocs * scale));
 	value_set_int(res, "alloc_bytes", (int64_t)(alloc_bytes * scale));
-	value_set_int(res, "frees_matched", (int64_t)(counter_sum(calls_fd, ALLOC_C_FREES_MATCHED, ncpus) * scale));
+	value_set_int(res, "frees_matched", (int64_t)(probe_percpu_sum(calls_fd, ALLOC_C_FREES_MATCHED) * scale));
 	value_set_int(res, "outstanding_bytes", (int64_t)(out_bytes * scale));
 	value_set_int(res, "outstanding_count", (int64_t)(out_count * scale));
 	value_set_int(res, "old_bytes", (int64_t)(old_bytes * scale));
 	value_set_int(res, "old_count", (int64_t)(old_count * scale));
-	value_set_int(res, "dropped", (int64_t)(counter_sum(calls_fd, ALLOC_C_SITES_FULL, ncpus) +
+	value_set_int(res, "dropped", (int64_t)(probe_percpu_sum(calls_fd, ALLOC_C_SITES_FULL) +
 						  stacks_refused(table)));
 	value_set_int(res, "lost_stacks", (int64_t)probe_stat_sum(obj, DIAG_STAT_LOST));
 }
@@ -970,13 +960,10 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	struct alloc_priv *ap = p->priv;
 	struct bpf_object *obj = ap->skel->obj;
 	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
-	int ncpus = libbpf_num_possible_cpus();
 	uint64_t scale = probe_opt(p, "sample_every");
 	(void)err;
 	if (scale < 1)
 		scale = 1;
-	if (ncpus < 1)
-		ncpus = 1;
 
 	/* The window the blocks were recorded in: the collection after the pre-flight. */
 	uint64_t window_ns = ctx->wall_s > 0 ? (uint64_t)(ctx->wall_s * 1e9) : 0;
@@ -988,7 +975,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	if (ap->sampler)
 		collect_dwarf(ap, p, scale, end, mid, table, res);
 	else
-		collect_fp(ap, p, scale, end, mid, table, res, ncpus);
+		collect_fp(ap, p, scale, end, mid, table, res);
 	value_set_str(res, "allocator", ap->path);
 	value_set_str(res, "allocator_family", ap->family);
 	value_set_str(res, "allocator_linked", ap->in_executable ? "executable" : "shared");
@@ -999,16 +986,16 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	if (scale > 1)
 		value_set_int(res, "sampled_1_in", (int64_t)scale);
 	value_set_num(res, "window_s", (double)window_ns / 1e9);
-	value_set_int(res, "alloc_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_ALLOC_CALLS, ncpus));
-	value_set_int(res, "free_calls", (int64_t)counter_sum(calls_fd, ALLOC_C_FREE_CALLS, ncpus));
-	value_set_int(res, "frees_unknown", (int64_t)counter_sum(calls_fd, ALLOC_C_FREES_UNKNOWN, ncpus));
-	value_set_int(res, "failed", (int64_t)counter_sum(calls_fd, ALLOC_C_FAILED, ncpus));
+	value_set_int(res, "alloc_calls", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_ALLOC_CALLS));
+	value_set_int(res, "free_calls", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_FREE_CALLS));
+	value_set_int(res, "frees_unknown", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_FREES_UNKNOWN));
+	value_set_int(res, "failed", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_FAILED));
 	value_set_int(res, "max_outstanding", (int64_t)probe_opt(p, "max_outstanding"));
 	value_set_int(res, "untracked", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
-	value_set_int(res, "unmatched_returns", (int64_t)counter_sum(calls_fd, ALLOC_C_NO_ENTRY, ncpus));
+	value_set_int(res, "unmatched_returns", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_NO_ENTRY));
 	reach_result(ap, p, res);
 	stack_sampler_report(ap->sampler, res, ap->skel->rodata->copy_bytes,
-			     counter_sum(calls_fd, ALLOC_C_SENT, ncpus), counter_sum(calls_fd, ALLOC_C_RING_FULL, ncpus));
+			     probe_percpu_sum(calls_fd, ALLOC_C_SENT), probe_percpu_sum(calls_fd, ALLOC_C_RING_FULL));
 	stacks_finish(table, res, p->kind->stack_unit);
 	*out = res;
 	return 0;

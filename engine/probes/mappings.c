@@ -401,15 +401,6 @@ static void maps_destroy(struct probe *p)
 	memset(mp, 0, sizeof(*mp));
 }
 
-static uint64_t counter(int fd, __u32 slot, int ncpus)
-{
-	uint64_t *vals = xcalloc((size_t)ncpus, sizeof(*vals)), sum = 0;
-	if (bpf_map_lookup_elem(fd, &slot, vals) == 0)
-		for (int c = 0; c < ncpus; c++)
-			sum += vals[c];
-	free(vals);
-	return sum;
-}
 
 static bool process_gone(uint32_t tgid)
 {
@@ -451,13 +442,10 @@ static int maps_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct maps_priv *mp = p->priv;
 	struct bpf_object *obj = mp->skel->obj;
 	int fd = bpf_map__fd(mp->skel->maps.counters);
-	int ncpus = libbpf_num_possible_cpus();
 	(void)err;
-	if (ncpus < 1)
-		ncpus = 1;
 	uint64_t c[MAPS_C_NR];
 	for (__u32 i = 0; i < MAPS_C_NR; i++)
-		c[i] = counter(fd, i, ncpus);
+		c[i] = probe_percpu_sum(fd, i);
 
 	stack_sampler_consume(mp->sampler); /* detached: what is left */
 	uint64_t unattributed = settle_regions(mp);

@@ -592,8 +592,12 @@ void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weigh
 	}
 }
 
-size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
-				stack_sampler_row_added *added, void *ctx)
+/* The rows with a count into t, weights and counts times scale, added(ctx, row, t) after each
+ * one t took; the sums of what was added to *weight, *count and *in_kernel_count (NULL: not
+ * wanted). Returns the rows t refused. */
+static size_t flush_rows(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks, uint64_t scale,
+			 stack_sampler_row_added *added, void *ctx, uint64_t *weight, uint64_t *count,
+			 uint64_t *in_kernel_count)
 {
 	size_t refused = 0;
 	if (s->py)
@@ -601,10 +605,15 @@ size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, 
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct srow *r = &s->rows[i];
 		if (!r->count)
-			continue;
+			continue; /* only samples whose weight never came */
 		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
+		if (weight) {
+			*weight += r->weight * scale;
+			*count += r->count * scale;
+			*in_kernel_count += kernel ? r->count * scale : 0;
+		}
 		if (stacks_add_user_ips(t, s->stacks_fd, (int)r->tgid, r->comm, r->ips, r->from, r->n,
-					r->kernel_stack_id, kernel, r->weight, r->count,
+					r->kernel_stack_id, kernel, r->weight * scale, r->count * scale,
 					s->n_tags ? s->tags[r->tag] : NULL))
 			refused++;
 		else if (added)
@@ -613,27 +622,17 @@ size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, 
 	return refused;
 }
 
+size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
+				stack_sampler_row_added *added, void *ctx)
+{
+	return flush_rows(s, t, kernel_stacks, 1, added, ctx, NULL, NULL, NULL);
+}
+
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
 			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
 {
-	size_t refused = 0;
 	*weight = *count = *in_kernel_count = 0;
-	if (s->py)
-		stacks_set_namer(t, python_stack_namer, s->py);
-	for (size_t i = 0; i < s->n_rows; i++) {
-		const struct srow *r = &s->rows[i];
-		if (!r->count)
-			continue; /* only samples whose weight never came */
-		bool kernel = kernel_stacks && r->kernel_stack_id != -EFAULT;
-		*weight += r->weight * scale;
-		*count += r->count * scale;
-		*in_kernel_count += kernel ? r->count * scale : 0;
-		refused += stacks_add_user_ips(t, s->stacks_fd, (int)r->tgid, r->comm, r->ips, r->from, r->n,
-					       r->kernel_stack_id, kernel, r->weight * scale,
-					       r->count * scale,
-					       s->n_tags ? s->tags[r->tag] : NULL) != 0;
-	}
-	return refused;
+	return flush_rows(s, t, kernel_stacks, scale, NULL, NULL, weight, count, in_kernel_count);
 }
 
 void stack_sampler_report(const struct stack_sampler *s, struct value *res, uint64_t copy_bytes,

@@ -458,6 +458,29 @@ function diag.user_path(frames)
   return p ~= "" and p or "(no user stack)"
 end
 
+-- diag.authored(prefix, check): the entries of a data table and of its authors' extensions — the
+-- entries of every global PREFIX_NAME table (a recipe author's lua/lib/PREFIX_NAME.lua), by name,
+-- then those of the global PREFIX —, each passed to check(source, i, entry) first (which raises a
+-- one-line error naming the author's file and entry). For wait_table and alloc_wrappers.
+function diag.authored(prefix, check)
+  local sources = {}
+  for name, t in pairs(_G) do
+    if type(name) == "string" and name:sub(1, #prefix + 1) == prefix .. "_" and type(t) == "table" then
+      sources[#sources + 1] = name
+    end
+  end
+  table.sort(sources)
+  sources[#sources + 1] = prefix
+  local list = {}
+  for _, name in ipairs(sources) do
+    for i, e in ipairs(_G[name] or {}) do
+      check(name, i, e)
+      list[#list + 1] = e
+    end
+  end
+  return list
+end
+
 -- ---- lines of evidence and steps ---------------------------------------------------------
 
 -- diag.lines(a, b, ...): an array of lines (nil arguments left out) that grows with

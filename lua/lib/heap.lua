@@ -38,22 +38,8 @@ end
 -- The entries, once: the authors' (every global alloc_wrappers_NAME, by name) before the table's.
 local entries
 function heap.entries()
-  if entries then return entries end
-  local sources = {}
-  for name, t in pairs(_G) do
-    if type(name) == "string" and name:find("^alloc_wrappers_") and type(t) == "table" then sources[#sources + 1] = name end
-  end
-  table.sort(sources)
-  sources[#sources + 1] = "alloc_wrappers"
-  local list = {}
-  for _, name in ipairs(sources) do
-    for i, e in ipairs(_G[name] or {}) do
-      check_entry(name, i, e)
-      list[#list + 1] = e
-    end
-  end
-  entries = list
-  return list
+  entries = entries or diag.authored("alloc_wrappers", check_entry)
+  return entries
 end
 
 -- "wrapper", "helper" or nil: what the table says frame is (memoized: stacks repeat frames).

@@ -95,22 +95,8 @@ end
 -- Built on first use, when every library has been loaded whatever its name.
 local entries
 function waits.entries()
-  if entries then return entries end
-  local sources = {}
-  for name, t in pairs(_G) do
-    if type(name) == "string" and name:find("^wait_table_") and type(t) == "table" then sources[#sources + 1] = name end
-  end
-  table.sort(sources)
-  sources[#sources + 1] = "wait_table"
-  local list = {}
-  for _, name in ipairs(sources) do
-    for i, e in ipairs(_G[name] or {}) do
-      check_entry(name, i, e)
-      list[#list + 1] = e
-    end
-  end
-  entries = list
-  return list
+  entries = entries or diag.authored("wait_table", check_entry)
+  return entries
 end
 
 -- The index of a caller of frames[i] named in e.under (within e.within frames), or nil; i
