@@ -106,6 +106,14 @@ local function time_by_class()
     c.count = c.count + (s.count or 0)
     if not c.top then c.top, c.match = s, m end -- stacks come heaviest first
   end
+  -- intervals under min_block_us, counted by the state the thread left in but not recorded (no
+  -- stacks): a thread doing thousands of short fsyncs a second on a fast disk spends most of its
+  -- time there, which would otherwise look "blocked all window"
+  for st, into in pairs({ runnable = "runnable", uninterruptible = "disk", sleeping = "other", other = "other" }) do
+    local ns = diag.get(offcpu, "states", st, "short_ns") or 0
+    class[into].ns = class[into].ns + ns
+    class[into].short_ns = (class[into].short_ns or 0) + ns
+  end
   return class
 end
 
@@ -316,6 +324,10 @@ local function disk_wait()
   if not host and disk_pct > 0 then
     ev:add("Blocked uninterruptible on I/O %s of the %s time (%s waits/s)%s", pct(disk_pct),
       host and "CPUs'" or "threads'", diag.fmt_count(rate("disk")), in_own("disk"))
+    if (class.disk.short_ns or 0) > 0 then
+      ev:add("%s of the threads' time in waits shorter than %s µs each (counted, not recorded one by one: a fast disk answering many small syncs)",
+        pct(share(class.disk.short_ns)), diag.fmt_count(offcpu.min_block_us or 0))
+    end
   end
   if psi_io then ev:add("I/O pressure on the host: some task stalled %s of the window", pct(psi_io)) end
   for _, d in ipairs(diag.get(context, "io", "disks") or {}) do

@@ -202,6 +202,7 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		struct value *st = value_obj_set(states, state_names[s], value_obj());
 		value_set_int(st, "ns", (int64_t)state_ns[s]);
 		value_set_int(st, "count", (int64_t)state_count[s]);
+		value_set_int(st, "short_ns", (int64_t)(probe_percpu_sum(bpf_map__fd(op->skel->maps.short_ns), (unsigned)s) * scale));
 		total += state_ns[s];
 	}
 	value_set_int(res, "total_ns", (int64_t)total);
@@ -226,15 +227,19 @@ static const struct result_field off_results[] = {
 	{ "states.runnable", RT_OBJECT, NULL, false, "preempted while runnable: run-queue time" },
 	{ "states.runnable.ns", RT_INTEGER, "ns", false, "time" },
 	{ "states.runnable.count", RT_INTEGER, "count", false, "intervals" },
+	{ "states.runnable.short_ns", RT_INTEGER, "ns", true, "time in intervals under min_block_us (counted, not recorded)" },
 	{ "states.sleeping", RT_OBJECT, NULL, false, "TASK_INTERRUPTIBLE: locks, sleeps, poll, sockets" },
 	{ "states.sleeping.ns", RT_INTEGER, "ns", false, "time" },
 	{ "states.sleeping.count", RT_INTEGER, "count", false, "intervals" },
+	{ "states.sleeping.short_ns", RT_INTEGER, "ns", true, "time in intervals under min_block_us (counted, not recorded)" },
 	{ "states.uninterruptible", RT_OBJECT, NULL, false, "TASK_UNINTERRUPTIBLE: disk I/O, faults" },
 	{ "states.uninterruptible.ns", RT_INTEGER, "ns", false, "time" },
 	{ "states.uninterruptible.count", RT_INTEGER, "count", false, "intervals" },
+	{ "states.uninterruptible.short_ns", RT_INTEGER, "ns", true, "time in intervals under min_block_us (counted, not recorded)" },
 	{ "states.other", RT_OBJECT, NULL, false, "any other state (stopped, traced, dead)" },
 	{ "states.other.ns", RT_INTEGER, "ns", false, "time" },
 	{ "states.other.count", RT_INTEGER, "count", false, "intervals" },
+	{ "states.other.short_ns", RT_INTEGER, "ns", true, "time in intervals under min_block_us (counted, not recorded)" },
 	{ "total_ns", RT_INTEGER, "ns", false, "time off the CPU over all states" },
 	{ "ongoing", RT_INTEGER, "count", false, "threads still off the CPU at the end (counted up to it)" },
 	{ "too_short", RT_INTEGER, "count", false, "intervals under min_block_us, not recorded" },

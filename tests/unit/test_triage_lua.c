@@ -185,6 +185,35 @@ static void test_disk_from_edited_stacks(void **state)
 	value_free(fx);
 }
 
+/* The journal on a disk fast enough that every fsync is under min_block_us: no interval
+ * recorded, the time counted by state only (states.uninterruptible.short_ns) — still the disk;
+ * without that count the same thread looks blocked all window, and the disk is not named. */
+static void test_disk_from_short_waits(void **state)
+{
+	(void)state;
+	struct value *fx = incident("journal");
+	struct value *off = (struct value *)results_of(fx, "offcpu");
+	double wall = value_get_num(results_of(fx, "context"), "wall_s", 3);
+	value_obj_set(off, "stacks", value_arr());
+	struct value *states = (struct value *)value_get(off, "states");
+	for (size_t i = 0; i < states->obj.len; i++) {
+		value_set_int(states->obj.vals[i], "ns", 0);
+		value_set_int(states->obj.vals[i], "count", 0);
+	}
+	struct value *unint = (struct value *)value_get(states, "uninterruptible");
+	value_set_int(unint, "short_ns", (int64_t)(wall * 0.6e9));
+	struct value *v = triage(fx);
+	assert_names(fx, v, "io-wait", "io-saturation");
+	assert_true(verdict_evidence_has(verdict_find(v, "io-wait"), "waits shorter than"));
+	value_free(v);
+	value_set_int(unint, "short_ns", 0);
+	v = triage(fx);
+	const struct value *io = verdict_find(v, "io-wait");
+	assert_true(!io || strcmp(value_get_str(io, "severity"), "info") == 0);
+	value_free(v);
+	value_free(fx);
+}
+
 /* 3% of the segments sent retransmitted: network-errors (critical at 5%). */
 static void test_retransmits_edited(void **state)
 {
@@ -336,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_journal_recorded),
 		cmocka_unit_test(test_flat_rss),
 		cmocka_unit_test(test_disk_from_edited_stacks),
+		cmocka_unit_test(test_disk_from_short_waits),
 		cmocka_unit_test(test_retransmits_edited),
 		cmocka_unit_test(test_host_wide_busy),
 		cmocka_unit_test(test_host_wide_quiet),
