@@ -91,9 +91,6 @@ local ctx_window = (context and context.wall_s) or window
 -- alloc_wrappers_NAME.lua): heap.own_frame names the program's function above them.
 local is_allocator, own_of = heap.is_allocator, heap.own_frame
 
--- The target's own function nearest the allocation in a list of user frames (leaf first), or nil.
-local function own_frame(user) return heap.own_frame({ user = user }) end
-
 local function path_of_stack(s) return diag.user_path(s.user) end
 
 -- ---- the window's memory figures ------------------------------------------------------------
@@ -257,13 +254,13 @@ local function rss_accounting()
     for _, st in ipairs(maps.stacks or {}) do
       local by_allocator = false
       for _, f in ipairs(st.user or {}) do
-        if heap.is_allocator(f) then by_allocator = true break end
+        if is_allocator(f) then by_allocator = true break end
       end
       local r = (st.weight or 0) / mwin
       if by_allocator then
         a.allocator = a.allocator + r
       else
-        local name = heap.own_frame(st) or (st.user or {})[1] or "?"
+        local name = own_of(st) or (st.user or {})[1] or "?"
         a.program[name] = (a.program[name] or 0) + r
       end
     end
@@ -779,7 +776,7 @@ local function incomplete_data()
   if faults and (faults.faults or 0) > 0 then
     local stuck = 0
     for _, s in ipairs(faults.stacks or {}) do
-      if #(s.user or {}) > 0 and not own_frame(s.user) then stuck = stuck + (s.count or 0) end
+      if #(s.user or {}) > 0 and not own_of(s) then stuck = stuck + (s.count or 0) end
     end
     if stuck * 2 > faults.faults then
       note("fault stacks stop in the allocator", string.format("faults: %s of page faults have no frame above the allocator (unwinding stopped in it): who called malloc is unknown there", diag.fmt_pct(diag.pct(stuck, faults.faults))))

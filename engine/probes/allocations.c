@@ -153,9 +153,8 @@ struct row_sums {
 	uint64_t oldest_ts;
 };
 
-static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux, long row)
+static void cookie_put(struct alloc_priv *ap, uint64_t cookie, uint64_t weight, int64_t aux, long row)
 {
-	struct alloc_priv *ap = ctx;
 	if (ap->n_cookies * 2 >= ap->cookies_size) {
 		if (ap->cookies_size >= ap->cookies_max) {
 			ap->cookies_refused++;
@@ -168,7 +167,7 @@ static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux
 		ap->n_cookies = 0;
 		for (size_t i = 0; i < old_size; i++)
 			if (old[i].cookie)
-				cookie_sink(ap, old[i].cookie, old[i].size, old[i].growth, old[i].row);
+				cookie_put(ap, old[i].cookie, old[i].size, old[i].growth, old[i].row);
 		free(old);
 	}
 	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
@@ -177,6 +176,14 @@ static void cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux
 	if (!ap->cookies[i].cookie)
 		ap->n_cookies++;
 	ap->cookies[i] = (struct cookie_row){ cookie, row, weight, aux };
+}
+
+/* The sampler's hook (stack_sampler_set_own_records): a recorded block's stack, counted in row. */
+static void on_sample(void *ctx, const void *data, size_t size, long row)
+{
+	const struct diag_user_sample *rec = data;
+	if (size >= offsetof(struct diag_user_sample, stack) && rec->cookie)
+		cookie_put(ctx, rec->cookie, rec->weight, rec->aux, row);
 }
 
 static const struct cookie_row *cookie_find(const struct alloc_priv *ap, uint64_t cookie)
@@ -428,7 +435,7 @@ static int alloc_load(struct probe *p, struct diag_err *err)
 		ap->sampler = stack_sampler_new(bpf_map__fd(ap->skel->maps.stacks), true, false,
 						(size_t)probe_opt(p, "max_sites"), NULL, 0, 0, p->files);
 		ap->cookies_max = 2 * (size_t)probe_opt(p, "max_recorded");
-		stack_sampler_set_cookie_sink(ap->sampler, cookie_sink, ap);
+		stack_sampler_set_own_records(ap->sampler, NULL, on_sample, ap);
 		/* the sampler splices the Python frames of the samples (the detector is its own) */
 		stack_sampler_python_start(ap->sampler, py_walk ? ap->py : NULL,
 					   bpf_map__fd(ap->skel->maps.py_procs), pid);

@@ -1445,24 +1445,44 @@ char *tfile_read_proc(struct tfile_reader *r, int pid, const char *name, size_t 
 	return tfile_read_text(r, &src, max, len, NULL, err);
 }
 
-int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, void *buf,
-		   struct diag_err *err)
+/* Asks a helper for kind (REQ_MEM, REQ_PAGES: flags and max its own) over [addr, addr + len) of
+ * process pid's memory (its own stall domain: the process's memory map's lock), what for the
+ * errors ("the memory"). 0 with *rs and fds (the caller reads fds[0] and closes both: close_pair),
+ * or -1 with err. */
+static int ask_target(struct tfile_reader *r, enum req_kind kind, int pid, uint64_t addr, uint64_t len,
+		      uint32_t flags, uint64_t max, struct request *rq, struct response *rs, int *fds,
+		      const char *what, struct diag_err *err)
 {
 	struct tfile_src src = { .pid = pid, .dev = 1ull << 63 | (uint64_t)(unsigned)pid };
-	struct request rq;
-	struct response rs;
-	int fds[2];
-	request_init(&rq, REQ_MEM, &src);
-	rq.mem_addr = addr;
-	rq.mem_len = len;
-	if (ask(r, &rq, &rs, fds, err))
-		return diag_wrap(err, "the memory of process %d", pid);
-	if (rs.rc)
-		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs.why);
-	size_t got = rs.size == len ? read_at(fds[0], buf, len, 0) : 0; /* straight into buf */
+	request_init(rq, kind, &src);
+	rq->mem_addr = addr;
+	rq->mem_len = len;
+	rq->flags = flags;
+	rq->max = max;
+	if (ask(r, rq, rs, fds, err))
+		return diag_wrap(err, "%s of process %d", what, pid);
+	if (rs->rc)
+		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs->why);
+	return 0;
+}
+
+static void close_pair(int *fds)
+{
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, void *buf,
+		   struct diag_err *err)
+{
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	if (ask_target(r, REQ_MEM, pid, addr, len, 0, 0, &rq, &rs, fds, "the memory", err))
+		return -1;
+	size_t got = rs.size == len ? read_at(fds[0], buf, len, 0) : 0; /* straight into buf */
+	close_pair(fds);
 	if (rs.size != len || got != len)
 		return diag_fail(err, TFILE_FAIL_FILE, "the memory of process %d: cut short", pid);
 	return 0;
@@ -1479,19 +1499,12 @@ int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64
 		return diag_fail(err, TFILE_FAIL_FILE, "page runs of process %d: a bad range or count", pid);
 	if (end == start)
 		return want;
-	struct tfile_src src = { .pid = pid, .dev = 1ull << 63 | (uint64_t)(unsigned)pid };
 	struct request rq;
 	struct response rs;
 	int fds[2];
-	request_init(&rq, REQ_PAGES, &src);
-	rq.flags = want;
-	rq.mem_addr = start;
-	rq.mem_len = end - start;
-	rq.max = max;
-	if (ask(r, &rq, &rs, fds, err))
-		return diag_wrap(err, "the page tables of process %d", pid);
-	if (rs.rc)
-		return diag_fail(err, TFILE_FAIL_FILE, "%s", rs.why);
+	if (ask_target(r, REQ_PAGES, pid, start, end - start, (uint32_t)want, max, &rq, &rs, fds,
+		       "the page tables", err))
+		return -1;
 	size_t k = (size_t)(rs.size / sizeof(*runs));
 	bool ok = rs.size % sizeof(*runs) == 0 && k <= max &&
 		  read_at(fds[0], runs, (size_t)rs.size, 0) == rs.size && rs.next <= end &&
@@ -1499,9 +1512,7 @@ int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64
 	for (size_t i = 0; ok && i < k; i++) /* in order, inside what was examined */
 		ok = runs[i].start < runs[i].end && runs[i].start >= (i ? runs[i - 1].end : start) &&
 		     runs[i].end <= rs.next && !(runs[i].start % page) && !(runs[i].end % page);
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	close_pair(fds);
 	if (!ok)
 		return diag_fail(err, TFILE_FAIL_FILE, "the page tables of process %d: a malformed answer", pid);
 	*n = k;

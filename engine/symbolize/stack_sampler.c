@@ -67,9 +67,6 @@ struct stack_sampler {
 	struct py_slot *py_slots;
 	uint64_t py_samples, py_frames, py_cut, py_no_tstate, py_bad_read, py_lost, py_unplaced;
 	uint64_t drain_until; /* a bounded drain stops reading records at this mono_ns(); 0: none */
-	/* stack_sampler_set_cookie_sink: where samples with a cookie go instead of waiting */
-	stack_sampler_cookie_sink *sink;
-	void *sink_ctx;
 	/* stack_sampler_set_own_records: the probe's records, and its samples once counted */
 	stack_sampler_record_fn *own_record;
 	stack_sampler_sample_fn *own_sample;
@@ -552,9 +549,9 @@ int stack_sampler_add(void *ctx, void *data, size_t size)
 			s->own_sample(s->own_ctx, data, size, row);
 		return 0;
 	}
-	if (s->sink) {
+	if (s->own_sample) { /* its weight is the probe's to give (stack_sampler_row_weigh) */
 		long row = row_add(s, rec->tgid, comm, tag, rec->kernel_stack_id, ips, from, n, 0, 0);
-		s->sink(s->sink_ctx, rec->cookie, rec->weight, rec->aux, row);
+		s->own_sample(s->own_ctx, data, size, row);
 		return 0;
 	}
 	pend_put(s, rec->tid, rec->cookie,
@@ -568,12 +565,6 @@ void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uin
 		weight[s->rows[i].tag] += s->rows[i].weight;
 		count[s->rows[i].tag] += s->rows[i].count;
 	}
-}
-
-void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx)
-{
-	s->sink = sink;
-	s->sink_ctx = ctx;
 }
 
 void stack_sampler_set_own_records(struct stack_sampler *s, stack_sampler_record_fn *record,

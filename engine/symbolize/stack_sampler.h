@@ -133,21 +133,17 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 /* A new period (about once a second): mappings of the targets may be read again. */
 void stack_sampler_period(struct stack_sampler *s);
 
-/* Samples whose weight is known only later, one by one, by their cookie (the allocations
- * probe: a block's stack when it was allocated, its weight whether it is still held at the end):
- * from now on each sample with a cookie is counted in its row with no weight, and sink gets the
- * cookie, the sample's weight and aux fields and the row (< 0: refused, the rows are full) instead of
- * waiting for a diag_weight_rec. The sink's owner weighs rows with stack_sampler_row_weigh. */
-typedef void stack_sampler_cookie_sink(void *ctx, uint64_t cookie, uint64_t weight, int64_t aux, long row);
-void stack_sampler_set_cookie_sink(struct stack_sampler *s, stack_sampler_cookie_sink *sink, void *ctx);
+/* Adds weight and count to row (a row index the probe's own sample hook got, below). */
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count);
 /* A probe that sends records of its own through the ring buffer of its samples, in order with
  * them, and keeps figures of its own per row (the mappings probe: what each call path mapped, and
  * what of it is still mapped at the end): from now on a record whose first word is none of the
- * DIAG_REC_* types goes to record (instead of being counted as malformed), and each sample without
- * a cookie, once counted in its row, to sample with the whole record (bytes after its stack_len
- * bytes of copy are the probe's: the sampler does not read them) and the row (< 0: refused, the
- * rows are full). A row keeps its index until the sampler is freed; the probe weighs rows with
+ * DIAG_REC_* types goes to record (instead of being counted as malformed), and each sample, once
+ * counted in its row, to sample with the whole record (bytes after its stack_len bytes of copy are
+ * the probe's: the sampler does not read them) and the row (< 0: refused, the rows are full). A
+ * sample without a cookie is counted with its weight; one with a cookie with none, its weight the
+ * probe's to give later (the allocations probe: a block's stack when it was allocated, weighed by
+ * whether the block is still held at the end) instead of waiting for a diag_weight_rec. A row keeps its index until the sampler is freed; the probe weighs rows with
  * stack_sampler_row_weigh and adds them with stack_sampler_flush_each. Either hook may be NULL. */
 typedef void stack_sampler_record_fn(void *ctx, const void *data, size_t size);
 typedef void stack_sampler_sample_fn(void *ctx, const void *data, size_t size, long row);

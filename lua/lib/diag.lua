@@ -460,8 +460,9 @@ end
 
 -- diag.authored(prefix, check): the entries of a data table and of its authors' extensions — the
 -- entries of every global PREFIX_NAME table (a recipe author's lua/lib/PREFIX_NAME.lua), by name,
--- then those of the global PREFIX —, each passed to check(source, i, entry) first (which raises a
--- one-line error naming the author's file and entry). For wait_table and alloc_wrappers.
+-- then those of the global PREFIX —, each passed to check(entry, bad) first: bad(what) raises the
+-- one-line error "PREFIX_NAME entry N: what", naming the author's file and entry. For wait_table
+-- and alloc_wrappers.
 function diag.authored(prefix, check)
   local sources = {}
   for name, t in pairs(_G) do
@@ -474,7 +475,7 @@ function diag.authored(prefix, check)
   local list = {}
   for _, name in ipairs(sources) do
     for i, e in ipairs(_G[name] or {}) do
-      check(name, i, e)
+      check(e, function(what) error(string.format("%s entry %d: %s", name, i, what), 0) end)
       list[#list + 1] = e
     end
   end

@@ -23,8 +23,7 @@ function heap.frame_is(frame, name)
 end
 
 -- An entry as a one-line error naming its file ("alloc_wrappers_x entry 2: ...").
-local function check_entry(source, i, e)
-  local function bad(what) error(string.format("%s entry %d: %s", source, i, what), 0) end
+local function check_entry(e, bad)
   if type(e) ~= "table" then bad("not a table") end
   if type(e.fn) ~= "table" or #e.fn == 0 then bad("fn: a list of function names is required") end
   for _, n in ipairs(e.fn) do

@@ -77,8 +77,7 @@ local function frame_in(frame, names)
 end
 
 -- A table entry as a one-line error ("wait_table_x entry 3: ..."): the author's file is named.
-local function check_entry(source, i, e)
-  local function bad(what) error(string.format("%s entry %d: %s", source, i, what), 0) end
+local function check_entry(e, bad)
   if type(e) ~= "table" then bad("not a table") end
   if type(e.fn) ~= "table" or #e.fn == 0 then bad("fn: a list of function names is required") end
   if not CLASS_OF[e.class] then bad(string.format("class %q is not one of lock, latch, condition, event-loop, idle, gil, park, peer, sleep", tostring(e.class))) end

@@ -57,33 +57,39 @@ memgrowth overwrite "$SERVER"
 warns overwrite "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
 kill "$CPID" "$SERVER" 2>/dev/null; wait "$CPID" "$SERVER" 2>/dev/null
 
-# ---- (c) C++: new in a named function ----------------------------------------------------------
-start "$WL/mem_cxx" leak 1024
-memgrowth cxx-leak "$PID"
-[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "cxx leak: exit $rc: $(verdicts "$TMP/cxx-leak.json")"
+# wl NAME WANT WORKLOAD ARGS...: memory-growth on a workload of ours; WANT warn (exit 4 or 5) or
+# quiet (exit 0, no warning); the workload is stopped after the checks by stop_wl
+wl() {
+	local name=$1 want=$2
+	shift 2
+	start "$@"
+	memgrowth "$name" "$PID"
+	if [ "$want" = quiet ]; then
+		[ "$rc" = 0 ] || fail "$name: exit $rc, want 0: $(verdicts "$TMP/$name.json")"
+		warns "$name" "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
+	else
+		[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "$name: exit $rc: $(verdicts "$TMP/$name.json")"
+	fi
+}
+stop_wl() { { kill -9 "$PID"; wait "$PID"; } 2>/dev/null; }
 CHECK_LET='v = r["verdicts"][0]'
+
+# ---- (c) C++: new in a named function ----------------------------------------------------------
+wl cxx-leak warn "$WL/mem_cxx" leak 1024
 warns cxx-leak "v['id'] == 'leak' and 'SessionStore::remember' in v['title'] and 'operator new' not in v['title'] and 'main' not in v['title']"
-{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
-start "$WL/mem_cxx" grow 1024
-memgrowth cxx-grow "$PID"
-[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "cxx grow: exit $rc: $(verdicts "$TMP/cxx-grow.json")"
+stop_wl
+wl cxx-grow warn "$WL/mem_cxx" grow 1024
 warns cxx-grow "v['id'] == 'heap-growth' and 'SessionStore::remember' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])"
-{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
-start "$WL/mem_cxx" churn
-memgrowth cxx-churn "$PID"
-[ "$rc" = 0 ] || fail "cxx churn: exit $rc, want 0: $(verdicts "$TMP/cxx-churn.json")"
-warns cxx-churn "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
-{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+stop_wl
+wl cxx-churn quiet "$WL/mem_cxx" churn
+stop_wl
 
 # ---- (d) linked with -ljemalloc; a table that grows ---------------------------------------------
-start "$WL/mem_leaker_je" leak 1024
-memgrowth je-leak "$PID"
-[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "jemalloc leak: exit $rc: $(verdicts "$TMP/je-leak.json")"
+wl je-leak warn "$WL/mem_leaker_je" leak 1024
 warns je-leak "v['id'] == 'leak' and 'remember_request()' in v['title'] and res['allocs']['allocator_family'] == 'jemalloc' and res['allocs']['allocator_linked'] == 'shared'"
-{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
-start "$WL/mem_leaker" grow 1024
-memgrowth c-grow "$PID"
-[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "c grow: exit $rc: $(verdicts "$TMP/c-grow.json")"
+stop_wl
+wl c-grow warn "$WL/mem_leaker" grow 1024
 warns c-grow "v['id'] == 'heap-growth' and 'remember_request()' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])"
-{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+stop_wl
+
 exit 0

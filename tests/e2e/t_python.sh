@@ -90,6 +90,7 @@ stop
 start "$PY" "$SVC" --churn
 sleep 0.5
 collect "$TMP/f2.json" memory-growth --pid "$PID" --duration 3
+control_quiet "$TMP/f2.json" "$collected_rc" || fail "(f) the control (rows built and dropped): exit $collected_rc, want 0: $(verdicts "$TMP/f2.json")"
 check "$TMP/f2.json" "not any(x['id'] == 'leak' for x in r['verdicts'])" \
 	"(f) the control (rows built and dropped) is called a leak: $(verdicts "$TMP/f2.json")"
 stop

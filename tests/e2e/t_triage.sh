@@ -4,7 +4,9 @@
 #     wait for a CPU: either way the recipe named is high-cpu);
 # (b) lock contention (lock_contention 4) → latency;
 # (c) a leak (mem_leaker leak, 1 MiB/s) → memory-growth; an fsync-per-write journal on the disk
-#     (io_load journal) → io-saturation; a paced TCP stream losing 3% of its segments over a
+#     (io_load journal, and Debian's dd with oflag=dsync) → io-saturation, even on a disk fast
+#     enough that each sync is under off_cpu's min_block_us; its control, the same lines without
+#     fsync (io_load logger) → no disk wait named; a paced TCP stream losing 3% of its segments over a
 #     veth pair between two namespaces of the test's own (nftables) → network-errors;
 # (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
 # (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
@@ -71,6 +73,23 @@ triage journal
 check "$TMP/journal.json" "first['id'] == 'io-wait' and first['next']['recipe'] == 'io-saturation'" \
 	"journal: verdicts $(verdicts journal)"
 assert_released "triage on an fsync journal"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+rm -f "$JOURNAL"
+# ... the same from a real program: Debian's dd writing with O_DSYNC (each 4 KiB block synced)
+start dd if=/dev/zero of="$JOURNAL" bs=4k count=400000 oflag=dsync status=none
+triage dsync
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "dd oflag=dsync: exit $rc: $(verdicts dsync) $(cat "$TMP/dsync.err")"
+check "$TMP/dsync.json" "first['id'] == 'io-wait' and first['next']['recipe'] == 'io-saturation'" \
+	"dd oflag=dsync: verdicts $(verdicts dsync)"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+rm -f "$JOURNAL"
+# ... and its control: the same journal's lines written without fsync → no disk wait named
+start "$WL/io_load" logger "$JOURNAL"
+triage logger
+control_quiet "$TMP/logger.json" "$rc" || fail "logger (no fsync): exit $rc: $(verdicts logger)"
+check "$TMP/logger.json" "not any(x['id'] == 'io-wait' and x['severity'] in ('warning', 'critical') for x in v)" \
+	"logger (no fsync): a disk wait named: $(verdicts logger)"
+assert_released "triage on a logger without fsync"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 rm -f "$JOURNAL"
 
