@@ -511,7 +511,14 @@ for _, c in ipairs(candidates) do if c.rank >= diag.SEVERITY_RANK.warning then j
 if judged == 0 then answer.add(quiet_verdict()) end
 for _, c in ipairs(candidates) do answer.add(c.v) end
 local stop_tag, stop_line = diag.stop_note(run.stop_reason, window, context and context.exited)
-if stop_tag then answer.add(diag.verdict("incomplete", "info", "Data incomplete: " .. stop_tag, { stop_line }, {})) end
+local gaps, gap_lines = { stop_tag }, { stop_line }
+for _, n in ipairs(diag.stopped_probes(window)) do
+  gaps[#gaps + 1] = n.tag
+  gap_lines[#gap_lines + 1] = n.line
+end
+if #gaps > 0 then
+  answer.add(diag.verdict("incomplete", "info", "Data incomplete: " .. table.concat(gaps, ", "), gap_lines, {}))
+end
 
 if not host then answer.section(time_table()) end
 answer.section(symptoms_table(candidates))

@@ -50,6 +50,18 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	value_set_num(run, "duration_s", s->duration_s);
 	value_set_str(run, "stop_reason", stop_reason_name(s->stop_reason));
 	value_set_int(run, "ncpus", plan->ncpus);
+	/* probes the governor stopped over budget: how far into the window (diag.partial notes them) */
+	struct value *stopped = NULL;
+	for (size_t i = 0; s->probes && i < s->probes->arr.len; i++) {
+		const struct value *info = s->probes->arr.items[i];
+		if (!value_get(info, "stopped_at_s"))
+			continue;
+		if (!stopped)
+			stopped = value_obj_set(run, "stopped", value_obj());
+		struct value *st = value_obj_set(stopped, value_get_str(info, "id"), value_obj());
+		value_set_num(st, "at_s", value_get_num(info, "stopped_at_s", 0));
+		value_set_bool(st, "scaled", value_get(info, "scaled_to_window") != NULL);
+	}
 	struct value *t = plan_target_value(plan);
 	if (t)
 		value_obj_set(run, "target", t);

@@ -3,6 +3,8 @@
  */
 #include "catalog.h"
 
+#include <math.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -48,6 +50,22 @@ uint64_t probe_opt(const struct probe *p, const char *name)
 {
 	int i = catalog_option_index(p->kind, name);
 	return i < 0 ? 0 : p->cfg.opt[i];
+}
+
+double probe_scale(const struct probe *p)
+{
+	if (p->sample_scale > 0)
+		return p->sample_scale;
+	for (size_t i = 0; i < p->kind->n_options; i++)
+		if (p->kind->options[i].role == OPT_ROLE_SAMPLE_EVERY)
+			return p->cfg.opt[i] > 1 ? (double)p->cfg.opt[i] : 1.0;
+	return 1.0;
+}
+
+int64_t probe_sampled_1_in(const struct probe *p)
+{
+	double s = probe_scale(p);
+	return s > 1 ? (int64_t)llround(s) : 1;
 }
 
 const char *probe_opt_str(const struct probe *p, const char *name)

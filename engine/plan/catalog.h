@@ -157,6 +157,10 @@ struct probe_kind {
 	void (*destroy)(struct probe *p);
 	/* Events that passed the filters so far (may be NULL: then the `stats` map's EVENTS slot). */
 	uint64_t (*events)(struct probe *p);
+	/* Kept events of the kind its sample_every samples, so far, when that is not every event
+	 * (may be NULL: probe_events). The session weighs the stretches of a run by it when the
+	 * governor raises sample_every mid-run. */
+	uint64_t (*sampled_events)(struct probe *p);
 	/* The loaded BPF object, for run-time statistics (NULL for kinds without BPF). */
 	struct bpf_object *(*object)(struct probe *p);
 	/* The compiled BPF object built into the binary (the skeleton's NAME_bpf__elf_bytes), for
@@ -173,6 +177,10 @@ struct probe {
 	/* The run's reader of the files the target names (tfile.h): every file a kind reads because
 	 * the target maps it (uprobe placement, unwinding) is read through it. */
 	struct tfile_reader *files;
+	/* Events each kept event stands for over the whole run, when the live governor raised the
+	 * probe's sample_every during it (session.c: the kept events of each stretch times the rate
+	 * in force then, over all kept events); 0 when it did not (the option's value holds). */
+	double sample_scale;
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,
@@ -254,6 +262,12 @@ const struct probe_kind *const *catalog_all(size_t *n);
 int catalog_option_index(const struct probe_kind *kind, const char *name);
 /* Value of option `name` in cfg (the spec default when the kind has none such). */
 uint64_t probe_opt(const struct probe *p, const char *name);
+/* What one kept event of a sampling probe stands for: its sample_scale when the governor changed
+ * its sampling mid-run, else its sample-every option (at least 1). Every collect() scales its
+ * counts by it. */
+double probe_scale(const struct probe *p);
+/* The report's `sampled_1_in`: probe_scale rounded; 1 when nothing was sampled. */
+int64_t probe_sampled_1_in(const struct probe *p);
 /* Text of OPT_STRING option `name`; NULL when unset. */
 const char *probe_opt_str(const struct probe *p, const char *name);
 

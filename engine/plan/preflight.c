@@ -38,6 +38,97 @@ bool governor_stops(double budget, double window_pct, bool *over_before)
 	return stop;
 }
 
+static bool can_raise(const struct governor_probe *g)
+{
+	return g->running && g->max_every > g->sample_every && g->pct > 0;
+}
+
+/* Raises the sample_every of the probes at or above min_pct that can sample by the factor that
+ * brings the window to half of what the budget leaves them; false when that factor cannot be
+ * found (what they do not cover uses the budget already) or raises nothing. */
+static bool governor_raise(double budget, double window_pct, double min_pct,
+			   struct governor_probe *probes, unsigned n)
+{
+	double chosen = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (can_raise(&probes[i]) && probes[i].pct >= min_pct)
+			chosen += probes[i].pct;
+	double rest = window_pct - chosen;
+	if (chosen <= 0 || rest >= budget)
+		return false;
+	double factor = 2 * chosen / (budget - rest);
+	if (factor < 2)
+		factor = 2;
+	bool raised = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct governor_probe *g = &probes[i];
+		if (!can_raise(g) || g->pct < min_pct)
+			continue;
+		double want = ceil((double)(g->sample_every ? g->sample_every : 1) * factor);
+		uint64_t every = want >= (double)g->max_every ? g->max_every : (uint64_t)want;
+		if (every > g->sample_every) {
+			g->sample_every = every;
+			g->pct_at_raise = g->pct;
+			g->raised = raised = true;
+		}
+	}
+	return raised;
+}
+
+enum governor_action governor_decide(double budget, bool degrade, double window_pct,
+				     struct governor_probe *probes, unsigned n, bool *over_before,
+				     unsigned *victim)
+{
+	bool no_help = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct governor_probe *g = &probes[i];
+		g->raised = false;
+		/* the window after a raise: a probe whose share did not fall by a quarter costs
+		 * what its programs' entry costs, sampled or not */
+		if (g->pct_at_raise > 0 && window_pct >= 0) {
+			if (g->pct > 0.75 * g->pct_at_raise) {
+				g->max_every = g->sample_every;
+				no_help = true;
+			}
+			g->pct_at_raise = 0;
+		}
+	}
+	if (budget <= 0 || window_pct < 0 || window_pct <= budget) {
+		governor_stops(budget, window_pct, over_before);
+		return GOVERNOR_GO_ON;
+	}
+	if (degrade) {
+		/* the costliest first: the probes using at least a quarter of what the dearest one
+		 * that can sample uses; all of those that can sample when that is not enough */
+		double dearest = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (can_raise(&probes[i]) && probes[i].pct > dearest)
+				dearest = probes[i].pct;
+		if (governor_raise(budget, window_pct, dearest / 4, probes, n) ||
+		    governor_raise(budget, window_pct, 0, probes, n)) {
+			*over_before = false; /* the next window measures the new rates */
+			return GOVERNOR_DEGRADE;
+		}
+	}
+	if (no_help) /* the window before raised it: this is the second one over in a row */
+		*over_before = true;
+	if (!governor_stops(budget, window_pct, over_before))
+		return GOVERNOR_GO_ON;
+	unsigned dearest = n, running = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!probes[i].running)
+			continue;
+		running++;
+		if (dearest == n || probes[i].pct > probes[dearest].pct)
+			dearest = i;
+	}
+	if (running < 2 || dearest == n)
+		return GOVERNOR_STOP;
+	*victim = dearest;
+	*over_before = false;
+	return GOVERNOR_STOP_PROBE;
+}
+
 unsigned preflight_window_ms(const struct plan *plan)
 {
 	bool any = false;
@@ -114,6 +205,15 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		 * the fixed part and the factor is found again. */
 		bool degraded = false, capped[plan->n_probes];
 		memset(capped, 0, sizeof(capped));
+		/* the costliest first: a probe under a quarter of the busiest one's rate is not worth
+		 * sampling (80 run-queue waits a second next to 2.5M syscalls) */
+		double busiest = 0;
+		for (unsigned i = 0; i < plan->n_probes; i++)
+			if (rates[i].status == RATE_MEASURED && sample_option(plan->probes[i].kind) >= 0 &&
+			    rates[i].events_per_s > busiest)
+				busiest = rates[i].events_per_s;
+		for (unsigned i = 0; i < plan->n_probes; i++)
+			capped[i] = rates[i].status == RATE_MEASURED && rates[i].events_per_s < busiest / 4;
 		for (int round = 0; b->degrade_sample && round < 4; round++) {
 			double fixed = 0, scalable = 0;
 			for (unsigned i = 0; i < plan->n_probes; i++) {

@@ -61,4 +61,34 @@ unsigned preflight_window_ms(const struct plan *plan);
  * budget (a runaway). *over_before carries the previous window's answer between calls. */
 bool governor_stops(double budget, double window_pct, bool *over_before);
 
+/* One probe as the live governor sees it when a measuring window closes. */
+struct governor_probe {
+	double pct;            /* CPU share (% of the CPUs) its programs used in the window */
+	bool running;          /* has BPF programs, attached (not stopped by the governor) */
+	uint64_t sample_every; /* in force; raised by governor_decide when it degrades the probe */
+	uint64_t max_every;    /* how far it may be raised; 0: it cannot sample */
+	double pct_at_raise;   /* its share in the window that raised it (0: none pending) */
+	bool raised;           /* set by governor_decide: sample_every was raised by this call */
+};
+
+enum governor_action {
+	GOVERNOR_GO_ON,
+	GOVERNOR_DEGRADE,    /* some probes' sample_every raised: apply them and go on */
+	GOVERNOR_STOP_PROBE, /* stop one probe (*victim), keep its data so far, go on */
+	GOVERNOR_STOP,       /* over the budget with one costly probe left: stop the run */
+};
+
+/* Budgets degrade before they stop. A window over max_cpu_pct (budget) first raises the
+ * sample_every of the probes that can sample (under `degrade: sample`), the costliest first, by
+ * one factor that would bring the window to half of what the budget leaves them. A sampled-out
+ * event still costs its program's entry and filters: when the next window shows a raise did not
+ * cut a probe's share by a quarter, that probe is sampled no further. With nothing left to
+ * raise, governor_stops' rule (two windows over, or one over twice the budget; a raise that did
+ * not help counts as the first of the two) stops the
+ * costliest probe while another with BPF programs still runs (*victim: its index), else the
+ * run. */
+enum governor_action governor_decide(double budget, bool degrade, double window_pct,
+				     struct governor_probe *probes, unsigned n, bool *over_before,
+				     unsigned *victim);
+
 #endif

@@ -762,7 +762,7 @@ static double alloc_weight(uint64_t size, uint64_t sample_bytes)
 /* dwarf mode: every recorded block (its cookie) counts as allocated by its stack's row, those
  * still in the blocks map as held; each weighs 1 / the chance it was recorded (size /
  * sample_bytes, below it) times the 1-in-N of the pre-flight. */
-static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale, uint64_t end,
+static void collect_dwarf(struct alloc_priv *ap, struct probe *p, double scale, uint64_t end,
 			  uint64_t mid, struct stack_table *table, struct value *res)
 {
 	uint64_t sb = ap->skel->rodata->sample_bytes;
@@ -842,7 +842,7 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, uint64_t scale
 
 /* fp mode: the blocks by their site (the frame-pointer stack and Python frames BPF keyed them
  * by), with the totals. */
-static void collect_fp(struct alloc_priv *ap, struct probe *p, uint64_t scale, uint64_t end,
+static void collect_fp(struct alloc_priv *ap, struct probe *p, double scale, uint64_t end,
 		       uint64_t mid, struct stack_table *table, struct value *res)
 {
 	struct bpf_object *obj = ap->skel->obj;
@@ -967,7 +967,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 	struct alloc_priv *ap = p->priv;
 	struct bpf_object *obj = ap->skel->obj;
 	int calls_fd = bpf_map__fd(ap->skel->maps.calls);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	(void)err;
 	if (scale < 1)
 		scale = 1;
@@ -991,7 +991,7 @@ static int alloc_collect(struct probe *p, const struct collect_ctx *ctx, struct 
 		if (ap->found[i])
 			value_arr_push(fns, value_str(alloc_funcs[i].shown));
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_num(res, "window_s", (double)window_ns / 1e9);
 	value_set_int(res, "alloc_calls", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_ALLOC_CALLS));
 	value_set_int(res, "free_calls", (int64_t)probe_percpu_sum(calls_fd, ALLOC_C_FREE_CALLS));

@@ -133,7 +133,7 @@ static void disk_name(unsigned major, unsigned minor, char *out, size_t len)
 }
 
 /* A log2 histogram array into {count, buckets[]} with [lo, hi] in the unit of the values. */
-static struct value *hist_value(const __u64 *hist, uint64_t scale, uint64_t *count)
+static struct value *hist_value(const __u64 *hist, double scale, uint64_t *count)
 {
 	struct value *buckets = value_arr();
 	*count = 0;
@@ -149,7 +149,7 @@ static struct value *hist_value(const __u64 *hist, uint64_t scale, uint64_t *cou
 	return buckets;
 }
 
-static struct value *timing_value(const __u64 *hist, uint64_t scale, uint64_t sum_ns, uint64_t max_ns)
+static struct value *timing_value(const __u64 *hist, double scale, uint64_t sum_ns, uint64_t max_ns)
 {
 	struct value *t = value_obj();
 	uint64_t count;
@@ -191,7 +191,7 @@ static int by_ios_desc(const void *a, const void *b)
 	return (x->k.dev > y->k.dev) - (x->k.dev < y->k.dev);
 }
 
-static struct value *devices_value(struct blk_priv *bp, uint64_t scale, double wall,
+static struct value *devices_value(struct blk_priv *bp, double scale, double wall,
 				   uint64_t *total_ios)
 {
 	int fd = bpf_map__fd(bp->skel->maps.devs);
@@ -262,7 +262,7 @@ static struct value *devices_value(struct blk_priv *bp, uint64_t scale, double w
 	return arr;
 }
 
-static struct value *owners_value(struct blk_priv *bp, uint64_t scale, size_t top,
+static struct value *owners_value(struct blk_priv *bp, double scale, size_t top,
 				  uint64_t *listed_out, uint64_t *n_out)
 {
 	int fd = bpf_map__fd(bp->skel->maps.owners);
@@ -319,7 +319,7 @@ static int by_folios_desc(const void *a, const void *b)
 }
 
 /* Who dirtied page cache, on which device: the origin of the writeback threads' requests. */
-static struct value *dirtiers_value(struct blk_priv *bp, uint64_t scale, size_t top, double wall)
+static struct value *dirtiers_value(struct blk_priv *bp, double scale, size_t top, double wall)
 {
 	int fd = bpf_map__fd(bp->skel->maps.dirtiers);
 	size_t cap = bpf_map__max_entries(bp->skel->maps.dirtiers), n = 0;
@@ -356,12 +356,13 @@ static int blk_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		       struct diag_err *err)
 {
 	struct blk_priv *bp = p->priv;
-	uint64_t scale = probe_opt(p, "sample_every"), total_ios, listed, n_owners;
+	double scale = probe_scale(p);
+	uint64_t total_ios, listed, n_owners;
 	(void)err;
 
 	struct value *res = value_obj();
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_num(res, "wall_s", ctx->wall_s);
 	if (p->cfg.filter.dev)
 		value_set_str(res, "device_filter", p->cfg.filter.device);

@@ -292,7 +292,7 @@ static int fio_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	struct fio_priv *fp = p->priv;
 	int calls_fd = bpf_map__fd(fp->skel->maps.calls);
 	int stacks_fd = bpf_map__fd(fp->skel->maps.stacks);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	size_t cap = bpf_map__max_entries(fp->skel->maps.calls), n = 0;
 	struct call_row *rows = xcalloc(cap, sizeof(*rows));
 	struct stack_table *table = stacks_new(ctx, cap);
@@ -344,7 +344,7 @@ static int fio_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 
 	struct value *res = value_obj();
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_num(res, "wall_s", wall);
 	value_set_int(res, "calls_total", (int64_t)total_calls);
 	value_set_int(res, "sync_calls", (int64_t)sync_calls);

@@ -140,10 +140,10 @@ static int ka_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	}
 	qsort(rows, n, sizeof(*rows), by_held);
 
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	struct value *res = value_obj();
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_int(res, "allocs", (int64_t)(probe_stat_sum(kp->skel->obj, DIAG_STAT_EVENTS) * scale));
 	value_set_int(res, "untracked", (int64_t)(probe_stat_sum(kp->skel->obj, DIAG_STAT_PROBE_3) * scale));
 	value_set_int(res, "dropped", (int64_t)(probe_stat_sum(kp->skel->obj, DIAG_STAT_MAP_FULL) * scale));

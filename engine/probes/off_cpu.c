@@ -138,7 +138,7 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	int counts_fd = bpf_map__fd(op->skel->maps.counts);
 	int stacks_fd = bpf_map__fd(op->skel->maps.stacks);
 	int away_fd = bpf_map__fd(op->skel->maps.away);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	uint64_t state_ns[OFF_NR_STATES] = { 0 }, state_count[OFF_NR_STATES] = { 0 }, ongoing = 0;
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(op->skel->maps.counts) +
 						    bpf_map__max_entries(op->skel->maps.away) +
@@ -195,7 +195,7 @@ static int off_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	struct value *res = value_obj();
 	value_set_int(res, "min_block_us", (int64_t)probe_opt(p, "min_block_us"));
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	struct value *states = value_obj_set(res, "states", value_obj());
 	uint64_t total = 0;
 	for (int s = 0; s < OFF_NR_STATES; s++) {

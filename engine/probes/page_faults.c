@@ -129,7 +129,8 @@ static int pf_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	struct bpf_object *obj = pp->skel->obj;
 	int counts_fd = bpf_map__fd(pp->skel->maps.counts);
 	int stacks_fd = bpf_map__fd(pp->skel->maps.stacks);
-	uint64_t scale = probe_opt(p, "sample_every"), page = pp->skel->rodata->page_bytes;
+	double scale = probe_scale(p);
+	uint64_t page = pp->skel->rodata->page_bytes;
 	bool kstacks = probe_opt(p, "kernel_stacks") != 0;
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(pp->skel->maps.counts) +
 							    (size_t)probe_opt(p, "max_stack_counts"));
@@ -163,7 +164,7 @@ static int pf_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	struct value *res = value_obj();
 	value_set_str(res, "tracepoint", "exceptions:page_fault_user");
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_int(res, "page_bytes", (int64_t)page);
 	value_set_int(res, "faults", (int64_t)faults);
 	value_set_int(res, "bytes", (int64_t)(faults * page));

@@ -164,7 +164,8 @@ static int peer_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	int peers_fd = bpf_map__fd(pp->skel->maps.peers), socks_fd = bpf_map__fd(pp->skel->maps.socks);
 	size_t cap = bpf_map__max_entries(pp->skel->maps.peers) + 64, n = 0;
 	struct peer_row *rows = xcalloc(cap, sizeof(*rows));
-	uint64_t scale = probe_opt(p, "sample_every"), ended = pp->ended_ns ? pp->ended_ns : monotonic_ns();
+	double scale = probe_scale(p);
+	uint64_t ended = pp->ended_ns ? pp->ended_ns : monotonic_ns();
 	struct peer_key key, next;
 	(void)ctx;
 	(void)err;
@@ -206,7 +207,7 @@ static int peer_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct value *res = value_obj();
 	uint64_t waits = 0;
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_str(res, "unit", "ns");
 	struct value *list = value_obj_set(res, "peers", value_arr());
 	for (size_t i = 0; i < n; i++) {

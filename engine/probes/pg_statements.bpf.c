@@ -329,6 +329,10 @@ int pg_fire(struct pt_regs *ctx)
 		return 0;
 	}
 	case PG_BUF_DONE: {
+		/* the one probe sampled over budget (1 access in N, scaled by user space): statements
+		 * and waits pair a start with a done, and are never sampled */
+		if (!diag_sampled_in())
+			return 0;
 		/* its last argument: the 8th until PostgreSQL 16, the 7th from 17 (every argument of
 		 * the site is fetchable: user space attached it so) */
 		bool found = arg(ctx, spec, spec->nargs - 1) != 0;

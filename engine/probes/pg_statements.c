@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,11 @@ static const struct option_spec pg_options[] = {
 	{ .name = "buffer_hits", .type = OPT_BOOL, .dflt = 1,
 	  .help = "count shared-buffer hits and misses (buffer__read__done: one trap per buffer "
 		  "access, the costliest probe here)" },
+	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
+	  .min = 1, .max = 1u << 16,
+	  .help = "count 1 shared-buffer access in N at random and scale the hits and misses "
+		  "(raised over budget under degrade: sample); statements and waits are never "
+		  "sampled" },
 	{ .name = "max_backends", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct pg_backend) + 64,
 	  .help = "backends with a statement or wait open at once" },
@@ -401,7 +407,7 @@ static int tranche_by_total(const void *a, const void *b)
 #define TOP_STATEMENTS 50
 #define TOP_LOCKS 50
 
-static void statements_value(struct pg_priv *pp, struct value *res)
+static void statements_value(struct pg_priv *pp, double scale, struct value *res)
 {
 	qsort(pp->stmts, pp->n_stmts, sizeof(*pp->stmts), by_total);
 	struct value *arr = value_obj_set(res, "statements", value_arr());
@@ -422,8 +428,8 @@ static void statements_value(struct pg_priv *pp, struct value *res)
 		value_set_int(v, "lock_waits_failed", (int64_t)s->lock_waits_failed);
 		value_set_int(v, "lwlock_waits", (int64_t)s->lwlock_waits);
 		value_set_int(v, "reads", (int64_t)s->reads);
-		value_set_int(v, "buffer_hits", (int64_t)s->hits);
-		value_set_int(v, "buffer_misses", (int64_t)s->misses);
+		value_set_int(v, "buffer_hits", (int64_t)llround((double)s->hits * scale));
+		value_set_int(v, "buffer_misses", (int64_t)llround((double)s->misses * scale));
 		value_set_int(v, "sorts", (int64_t)s->sorts);
 		value_set_int(v, "sorts_disk", (int64_t)s->sorts_disk);
 		if (s->worst_lock_ns) {
@@ -514,7 +520,7 @@ static int pg_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	value_set_int(res, "unmatched", (int64_t)probe_stat_sum(obj, PG_STAT_UNMATCHED));
 	value_set_int(res, "map_full", (int64_t)probe_stat_sum(obj, DIAG_STAT_MAP_FULL));
 	value_set_int(res, "deadlocks", (int64_t)probe_stat_sum(obj, PG_STAT_DEADLOCKS));
-	statements_value(pp, res);
+	statements_value(pp, probe_scale(p), res);
 	locks_value(pp, res);
 	struct value *ck = value_obj_set(res, "checkpoints", value_obj());
 	value_set_int(ck, "count", (int64_t)c[PG_C_CKPTS]);
@@ -523,8 +529,11 @@ static int pg_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	value_set_int(ck, "buffers_written", (int64_t)c[PG_C_CKPT_BUFFERS]);
 	struct value *bu = value_obj_set(res, "buffers", value_obj());
 	value_set_bool(bu, "hits_counted", probe_opt(p, "buffer_hits") != 0);
-	value_set_int(bu, "hits", (int64_t)c[PG_C_BUF_HITS]);
-	value_set_int(bu, "misses", (int64_t)c[PG_C_BUF_MISSES]);
+	double scale = probe_scale(p);
+	if (scale > 1)
+		value_set_int(bu, "sampled_1_in", probe_sampled_1_in(p));
+	value_set_int(bu, "hits", (int64_t)llround((double)c[PG_C_BUF_HITS] * scale));
+	value_set_int(bu, "misses", (int64_t)llround((double)c[PG_C_BUF_MISSES] * scale));
 	value_set_int(bu, "reads", (int64_t)c[PG_C_READS]);
 	value_set_int(bu, "read_ns", (int64_t)c[PG_C_READ_NS]);
 	struct value *so = value_obj_set(res, "sorts", value_obj());
@@ -605,6 +614,7 @@ static const struct result_field pg_results[] = {
 	{ "checkpoints.buffers_written", RT_INTEGER, "count", false, "buffers they wrote" },
 	{ "buffers", RT_OBJECT, NULL, false, "shared buffers" },
 	{ "buffers.hits_counted", RT_BOOLEAN, NULL, false, "buffer__read__done was attached (buffer_hits)" },
+	{ "buffers.sampled_1_in", RT_INTEGER, "count", true, "only when sampling: 1 access in N counted, hits and misses scaled by N" },
 	{ "buffers.hits", RT_INTEGER, "count", false, "accesses found in shared buffers" },
 	{ "buffers.misses", RT_INTEGER, "count", false, "accesses not found" },
 	{ "buffers.reads", RT_INTEGER, "count", false, "blocks read from the kernel" },
@@ -614,6 +624,20 @@ static const struct result_field pg_results[] = {
 	{ "sorts.disk", RT_INTEGER, "count", false, "that spilled to disk (work_mem too small)" },
 	{ "sorts.disk_kb", RT_INTEGER, "KiB", false, "what they wrote" },
 };
+/* What its sample_every samples: the shared-buffer accesses counted so far. */
+static uint64_t pg_sampled_events(struct probe *p)
+{
+	struct pg_priv *pp = p->priv;
+	int fd = bpf_map__fd(pp->skel->maps.counters);
+	uint64_t n = 0;
+	for (__u32 k = PG_C_BUF_HITS, i = 0; i < 2; i++, k = PG_C_BUF_MISSES) {
+		__u64 v = 0;
+		if (bpf_map_lookup_elem(fd, &k, &v) == 0)
+			n += v;
+	}
+	return n;
+}
+
 static const char *const pg_features[] = { "btf", "uprobe", "uprobe_semaphore", NULL };
 
 const struct probe_kind probe_kind_pg_statements = {
@@ -636,6 +660,7 @@ const struct probe_kind probe_kind_pg_statements = {
 	.wake_fd = pg_wake_fd,
 	.drain = pg_drain,
 	.collect = pg_collect,
+	.sampled_events = pg_sampled_events,
 	.destroy = pg_destroy,
 	.object = probe_bpf_object,
 	.bpf_bytes = pg_statements_bpf__elf_bytes,

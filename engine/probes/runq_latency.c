@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,12 +64,12 @@ static int runq_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	value_set_str(res, "unit", "us");
 	struct value *buckets =
 		probe_log2_buckets(hist_fd, DIAG_HIST_SLOTS, totals_fd, &count, &total_ns, &max_ns);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	if (scale > 1) { /* the distribution's shape is the sample's; the counts are scaled */
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 		for (size_t i = 0; i < buckets->arr.len; i++) {
 			struct value *b = buckets->arr.items[i];
-			value_set_int(b, "count", (int64_t)value_get_num(b, "count", 0) * (int64_t)scale);
+			value_set_int(b, "count", (int64_t)llround(value_get_num(b, "count", 0) * scale));
 		}
 	}
 	value_set_int(res, "count", (int64_t)(count * scale));

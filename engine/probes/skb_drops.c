@@ -198,7 +198,7 @@ static int skbd_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 {
 	struct skbd_priv *sp = p->priv;
 	int fd = bpf_map__fd(sp->skel->maps.drops);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	size_t n = 0, cap = 64;
 	struct skbd_row *rows = xmalloc(cap * sizeof(*rows));
 	struct skbd_key keys[2], *prev = NULL, *next = &keys[0];
@@ -218,7 +218,7 @@ static int skbd_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 
 	struct value *res = value_obj();
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_bool(res, "reasons_known", sp->has_reason_field && sp->n_reasons > 0);
 	uint64_t total = 0;
 	/* Per reason: the sum of its rows, most first. */

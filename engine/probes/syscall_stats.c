@@ -130,7 +130,7 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 	(void)err;
 
 	/* Sampled 1 in N: scale back to estimates of the real numbers. */
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	for (size_t i = 0; i < n; i++) {
 		rows[i].t.count *= scale;
 		rows[i].t.total_ns *= scale;
@@ -143,7 +143,7 @@ static int syscalls_collect(struct probe *p, const struct collect_ctx *ctx, stru
 	struct value *res = value_obj();
 	value_set_bool(res, "timed", sp->timed);
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_int(res, "total", (int64_t)total);
 	if (sp->timed)
 		value_set_int(res, "total_ns", (int64_t)total_ns);

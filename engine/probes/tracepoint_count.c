@@ -165,7 +165,7 @@ static int tpc_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		prev = &key;
 	}
 	/* Sampled 1 in N: scale back to estimates of the real numbers. */
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	for (size_t i = 0; i < n; i++)
 		rows[i].count *= scale;
 	qsort(rows, n, sizeof(*rows), row_cmp);
@@ -174,7 +174,7 @@ static int tpc_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	struct value *res = value_obj();
 	value_set_str(res, "tracepoint", probe_opt_str(p, "tracepoint"));
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	value_set_int(res, "total", (int64_t)total);
 	value_set_num(res, "per_s", ctx->wall_s > 0 ? (double)total / ctx->wall_s : 0);
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(tp->skel->obj, DIAG_STAT_MAP_FULL));

@@ -124,7 +124,7 @@ static int wake_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct wake_priv *wp = p->priv;
 	int counts_fd = bpf_map__fd(wp->skel->maps.counts);
 	int stacks_fd = bpf_map__fd(wp->skel->maps.stacks);
-	uint64_t scale = probe_opt(p, "sample_every");
+	double scale = probe_scale(p);
 	uint64_t by_ns[WAKE_BY_NR] = { 0 }, by_count[WAKE_BY_NR] = { 0 };
 	struct stack_table *table = stacks_new(ctx, bpf_map__max_entries(wp->skel->maps.counts) +
 						    (wp->sampler ? (size_t)probe_opt(p, "max_stack_counts") : 0));
@@ -159,7 +159,7 @@ static int wake_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 	struct value *res = value_obj();
 	value_set_int(res, "min_block_us", (int64_t)probe_opt(p, "min_block_us"));
 	if (scale > 1)
-		value_set_int(res, "sampled_1_in", (int64_t)scale);
+		value_set_int(res, "sampled_1_in", probe_sampled_1_in(p));
 	struct value *by = value_obj_set(res, "by", value_obj());
 	uint64_t total = 0, count = 0;
 	for (int b = 0; b < WAKE_BY_NR; b++) {

@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -58,6 +59,21 @@ struct governor {
 	uint64_t measured_ns, measured_wall; /* sums over the finished windows */
 	double last_pct;              /* -1 until a window finished */
 	bool over_before;             /* the last window was over the budget */
+	/* Per loaded probe: what the governor decides from (its share in the last window, its
+	 * sampling) and the stretches of its run at each sampling rate (live_sampling). */
+	struct governor_probe *probes;
+	struct live_sampling *live;
+};
+
+/* A probe's sampling while the run lasts: the governor may raise its sample_every; each
+ * stretch's kept events count for the rate then in force (see apply_degrade, settle_scales). */
+struct live_sampling {
+	int opt;          /* its sample-every option's index; -1: it cannot sample */
+	uint64_t ns0;     /* its programs' run time when the measuring window opened */
+	uint64_t kept0;   /* its sampled events when the rate in force took effect */
+	double weighted;  /* the finished stretches' kept events times their rates */
+	bool raised;      /* the governor raised its rate at least once */
+	double stopped_s; /* > 0: the governor stopped it this far into the collection */
 };
 
 struct session {
@@ -88,11 +104,113 @@ static uint64_t probe_runtime_ns(struct probe *p)
 	return ns;
 }
 
-static void sum_runtime(struct session *s, uint64_t *ns)
+static int sample_option(const struct probe_kind *k);
+
+/* The probes' run time so far, in total; each probe's in live[i].ns0 when start is set (a
+ * window opens), else its share of the window into the governor's probes[i].pct. */
+static void sum_runtime(struct session *s, uint64_t *ns, bool start, double window_wall_ns)
 {
 	*ns = 0;
-	for (unsigned i = 0; i < s->n_loaded; i++)
-		*ns += probe_runtime_ns(&s->probes[i]);
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		uint64_t pns = probe_runtime_ns(&s->probes[i]);
+		*ns += pns;
+		if (!s->gov.live)
+			continue;
+		if (start)
+			s->gov.live[i].ns0 = pns;
+		else if (window_wall_ns > 0)
+			s->gov.probes[i].pct = (double)(pns - s->gov.live[i].ns0) * 100.0 /
+					       (window_wall_ns * s->plan->ncpus);
+	}
+}
+
+static uint64_t sampled_events(struct probe *p)
+{
+	return p->kind->sampled_events ? p->kind->sampled_events(p) : probe_events(p);
+}
+
+/* After the pre-flight decided each probe's sampling: what the governor may raise. */
+static void governor_init(struct session *s)
+{
+	struct governor *g = &s->gov;
+	g->probes = xcalloc(s->n_loaded ? s->n_loaded : 1, sizeof(*g->probes));
+	g->live = xcalloc(s->n_loaded ? s->n_loaded : 1, sizeof(*g->live));
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		struct probe *p = &s->probes[i];
+		int opt = sample_option(p->kind);
+		g->live[i].opt = opt;
+		g->probes[i].running = p->kind->object && p->kind->object(p);
+		if (opt < 0 || probe_set_mode(p, false, p->cfg.opt[opt] ? p->cfg.opt[opt] : 1))
+			continue; /* no switch: the governor cannot sample it */
+		g->probes[i].sample_every = p->cfg.opt[opt] ? p->cfg.opt[opt] : 1;
+		g->probes[i].max_every = p->kind->options[opt].max;
+		g->live[i].kept0 = sampled_events(p);
+	}
+}
+
+/* The governor raised some probes' sampling: the stretch at the old rate ends here, the new
+ * rate goes into the programs (and into the option collect() reads), and the notes say so. */
+static void apply_degrade(struct session *s, double at_s, double window_pct, struct value *notes)
+{
+	struct governor *g = &s->gov;
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		struct probe *p = &s->probes[i];
+		struct live_sampling *l = &g->live[i];
+		if (!g->probes[i].raised || l->opt < 0)
+			continue;
+		uint64_t kept = sampled_events(p), old = p->cfg.opt[l->opt] ? p->cfg.opt[l->opt] : 1;
+		l->weighted += (double)(kept - l->kept0) * (double)old;
+		l->kept0 = kept;
+		l->raised = true;
+		p->cfg.opt[l->opt] = g->probes[i].sample_every;
+		probe_set_mode(p, false, g->probes[i].sample_every);
+		value_arr_push(notes, value_str_take(xasprintf(
+			"%s: sampled 1 in %" PRIu64 " from %.1f s on (the governor: BPF CPU %.2f%% of the "
+			"CPUs in a measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%)",
+			p->cfg.id, g->probes[i].sample_every, at_s, window_pct, g->probes[i].pct,
+			s->plan->recipe->budgets.max_cpu_pct)));
+	}
+}
+
+/* Over the budget with nothing left to sample: the costliest probe stops (its links go, its
+ * maps stay for collect, which reads them as covering the collection until now). */
+static void stop_probe(struct session *s, unsigned i, double at_s, double window_pct,
+		       struct value *notes)
+{
+	struct probe *p = &s->probes[i];
+	probe_set_mode(p, true, 0);
+	if (p->kind->detach)
+		p->kind->detach(p);
+	s->gov.live[i].stopped_s = at_s > 0 ? at_s : 1e-3;
+	s->gov.probes[i].running = false;
+	value_arr_push(notes, value_str_take(xasprintf(
+		"%s: stopped %.1f s into the collection (the governor: BPF CPU %.2f%% of the CPUs in a "
+		"measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%%s); %s",
+		p->cfg.id, at_s, window_pct, s->gov.probes[i].pct, s->plan->recipe->budgets.max_cpu_pct,
+		s->gov.live[i].opt >= 0 ? ", sampling did not bring it under" : "",
+		s->gov.live[i].opt >= 0 ? "its figures are scaled from that time to the window: estimates"
+					: "its figures cover that time only")));
+}
+
+/* The run is over: what one kept event stands for, over every stretch of a probe the governor
+ * sampled more (the kept events of each at its rate, over all kept events). A probe it stopped
+ * and that can scale stands for the whole window, sampled in time: its figures are scaled from
+ * the time it ran to the window (estimates, as sampled ones are; the notes say so). */
+static void settle_scales(struct session *s, double window_s)
+{
+	for (unsigned i = 0; s->gov.live && i < s->n_loaded; i++) {
+		struct probe *p = &s->probes[i];
+		struct live_sampling *l = &s->gov.live[i];
+		if (l->opt < 0 || (!l->raised && l->stopped_s <= 0))
+			continue;
+		uint64_t kept = sampled_events(p), every = p->cfg.opt[l->opt] ? p->cfg.opt[l->opt] : 1;
+		double weighted = l->weighted + (double)(kept - l->kept0) * (double)every;
+		p->sample_scale = kept ? weighted / (double)kept : (double)every;
+		if (l->stopped_s > 0 && l->stopped_s < window_s)
+			p->sample_scale *= window_s / l->stopped_s;
+		if (p->sample_scale < 1)
+			p->sample_scale = 1;
+	}
 }
 
 static void detach_all(struct session *s)
@@ -104,7 +222,7 @@ static void detach_all(struct session *s)
 	for (unsigned i = 0; i < s->n_loaded; i++)
 		probe_set_mode(&s->probes[i], true, 0);
 	for (unsigned i = 0; i < s->n_loaded; i++)
-		if (s->probes[i].kind->detach)
+		if (s->probes[i].kind->detach && !(s->gov.live && s->gov.live[i].stopped_s > 0))
 			s->probes[i].kind->detach(&s->probes[i]);
 }
 
@@ -146,6 +264,10 @@ static void destroy_all(struct session *s)
 	s->n_loaded = 0;
 	if (s->gov.stats_fd >= 0)
 		close(s->gov.stats_fd);
+	free(s->gov.probes);
+	free(s->gov.live);
+	s->gov.probes = NULL;
+	s->gov.live = NULL;
 	if (s->pid_fd >= 0)
 		close(s->pid_fd);
 	if (s->files) /* it waits on the signals no more */
@@ -312,7 +434,7 @@ static void governor_open_window(struct session *s, uint64_t now)
 		g->unavailable = true;
 		return;
 	}
-	sum_runtime(s, &g->window_ns0);
+	sum_runtime(s, &g->window_ns0, true, 0);
 	g->window_start = now;
 }
 
@@ -322,11 +444,10 @@ static double governor_close_window(struct session *s, uint64_t now)
 	struct governor *g = &s->gov;
 	if (g->stats_fd < 0)
 		return -1;
-	uint64_t ns;
-	sum_runtime(s, &ns);
+	uint64_t ns, wall = now - g->window_start;
+	sum_runtime(s, &ns, false, (double)wall);
 	close(g->stats_fd);
 	g->stats_fd = -1;
-	uint64_t wall = now - g->window_start;
 	if (wall == 0)
 		return -1;
 	g->measured_ns += ns - g->window_ns0;
@@ -336,11 +457,12 @@ static double governor_close_window(struct session *s, uint64_t now)
 }
 
 static enum stop_reason run_loop(struct session *s, const struct session_opts *o, uint64_t start_ns,
-				 uint64_t deadline)
+				 uint64_t deadline, struct value *notes)
 {
 	const struct plan *plan = s->plan;
 	uint64_t next_tick = start_ns + TICK_NS;
 	double budget = plan->recipe->budgets.max_cpu_pct;
+	bool degrade = plan->recipe->budgets.degrade_sample;
 
 	/* signals, the target's pidfd, a set's exec notices, then the probes' wake fds (streaming
 	 * probes) */
@@ -392,8 +514,21 @@ static enum stop_reason run_loop(struct session *s, const struct session_opts *o
 		}
 		if (s->gov.stats_fd >= 0 && now >= s->gov.window_start + STATS_WINDOW_NS) {
 			double pct = governor_close_window(s, now);
-			if (governor_stops(budget, pct, &s->gov.over_before))
+			unsigned victim = 0;
+			double at_s = (double)(now - start_ns) / 1e9;
+			switch (governor_decide(budget, degrade, pct, s->gov.probes, s->n_loaded,
+						&s->gov.over_before, &victim)) {
+			case GOVERNOR_STOP:
 				return STOP_OVER_BUDGET;
+			case GOVERNOR_DEGRADE:
+				apply_degrade(s, at_s, pct, notes);
+				break;
+			case GOVERNOR_STOP_PROBE:
+				stop_probe(s, victim, at_s, pct, notes);
+				break;
+			case GOVERNOR_GO_ON:
+				break;
+			}
 		}
 		if (now >= next_tick) {
 			/* a set of processes: new ones join the kernel's set, gone ones leave it; the
@@ -573,7 +708,9 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	utc_now(out->started_at, sizeof(out->started_at));
 	uint64_t start_ns = mono_ns();
 	if (!stopped_early)
-		out->stop_reason = run_loop(&s, opts, start_ns, deadline);
+		governor_init(&s);
+	if (!stopped_early)
+		out->stop_reason = run_loop(&s, opts, start_ns, deadline, out->notes);
 	uint64_t end_ns = mono_ns();
 	/* What the collection still holds (the last samples, drained as the probes detach) and the
 	 * symbols read the target's files until then at the latest. */
@@ -581,6 +718,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	governor_close_window(&s, end_ns);
 	watchdog_arm(opts->watchdog, "detaching the probes", mono_ns() + WATCHDOG_DETACH_NS);
 	detach_all(&s);
+	settle_scales(&s, (double)(end_ns - start_ns) / 1e9);
 	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)
 		fputs("\r\033[K", stderr);
@@ -655,7 +793,17 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			out->dropped += lost;
 		}
 		char shape[512];
-		if (p->kind->collect(p, &ctx, &res, &soft) == 0) {
+		/* a probe the governor stopped: scaled to the window when it samples (settle_scales),
+		 * else read as covering the time it ran */
+		struct collect_ctx pctx = ctx;
+		if (s.gov.live && s.gov.live[i].stopped_s > 0 && s.gov.live[i].stopped_s < ctx.wall_s) {
+			value_set_num(info, "stopped_at_s", round(s.gov.live[i].stopped_s * 1000) / 1000);
+			if (s.gov.live[i].opt < 0)
+				pctx.wall_s = s.gov.live[i].stopped_s;
+			else
+				value_set_bool(info, "scaled_to_window", true);
+		}
+		if (p->kind->collect(p, &pctx, &res, &soft) == 0) {
 			if (shape_check(p->kind, p->cfg.id, res, shape, sizeof(shape)))
 				value_arr_push(out->notes, value_str_take(xasprintf("probe %s: results do not match the declared shape: %s", p->cfg.id, shape)));
 			value_obj_set(out->results, p->cfg.id, res);

@@ -586,7 +586,7 @@ void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weigh
 /* The rows with a count into t, weights and counts times scale, added(ctx, row, t) after each
  * one t took; the sums of what was added to *weight, *count and *in_kernel_count (NULL: not
  * wanted). Returns the rows t refused. */
-static size_t flush_rows(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks, uint64_t scale,
+static size_t flush_rows(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks, double scale,
 			 stack_sampler_row_added *added, void *ctx, uint64_t *weight, uint64_t *count,
 			 uint64_t *in_kernel_count)
 {
@@ -620,7 +620,7 @@ size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, 
 }
 
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
-			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
+			   double scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count)
 {
 	*weight = *count = *in_kernel_count = 0;
 	return flush_rows(s, t, kernel_stacks, scale, NULL, NULL, weight, count, in_kernel_count);

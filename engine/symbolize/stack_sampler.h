@@ -160,7 +160,7 @@ size_t stack_sampler_flush_each(struct stack_sampler *s, struct stack_table *t, 
  * *count get the sums, *in_kernel_count the count in the kernel. Returns the distinct stacks t
  * refused. */
 size_t stack_sampler_flush(struct stack_sampler *s, struct stack_table *t, bool kernel_stacks,
-			   uint64_t scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
+			   double scale, uint64_t *weight, uint64_t *count, uint64_t *in_kernel_count);
 /* Adds the weight and count of the rows of each tag to weight[tag] and count[tag] (arrays of the
  * n_tags given to stack_sampler_new; unscaled). */
 void stack_sampler_tag_sums(const struct stack_sampler *s, uint64_t *weight, uint64_t *count);

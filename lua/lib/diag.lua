@@ -86,6 +86,22 @@ function diag.sh_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+-- diag.stopped_probes(window_s): the probes the governor stopped over the budget while the run
+-- went on (run.stopped), by id, each {tag=, line=} for a partial-data note.
+function diag.stopped_probes(window)
+  local stopped, ids, out = run and run.stopped or {}, {}, {}
+  for id in pairs(stopped) do ids[#ids + 1] = id end
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    local st = stopped[id]
+    out[#out + 1] = { tag = string.format("%s stopped at %.1f s (budget)", id, st.at_s),
+      line = string.format("%s: stopped %.1f s into the %.1f s window, over max_cpu_pct: %s", id, st.at_s,
+        window or 0, st.scaled and "its figures are scaled from that time to the window (estimates)"
+          or "its figures cover that time only") }
+  end
+  return out
+end
+
 -- diag.partial(): what makes a run's data incomplete, gathered while a snippet checks its
 -- probes. p.note(tag, line, severity) adds one thing (a short tag for the title, a line of
 -- evidence; severity "warning" raises the verdict from info); p.stop(stop_reason, window_s,
@@ -102,6 +118,7 @@ function diag.partial()
   function p.stop(stop, window, exited)
     local tag, line, severity = diag.stop_note(stop, window, exited)
     if tag then p.note(tag, line, severity) end
+    for _, n in ipairs(diag.stopped_probes(window)) do p.note(n.tag, n.line) end
   end
   function p.verdict(next_steps)
     if #tags == 0 then return nil end

@@ -188,6 +188,70 @@ static void test_governor_windows(void **state)
 	assert_false(governor_stops(0, 50, &over)); /* no budget */
 }
 
+/* Over the budget, the probes that can sample are sampled first, the costliest only (a probe
+ * under a quarter of the dearest one keeps every event), by a factor that leaves half the
+ * budget's room; nothing is stopped while something can still be sampled. */
+static void test_governor_degrades_the_costliest_first(void **state)
+{
+	(void)state;
+	struct governor_probe g[3] = {
+		{ .pct = 18, .running = true, .sample_every = 1, .max_every = 65536 }, /* syscalls */
+		{ .pct = 1, .running = true, .sample_every = 1, .max_every = 65536 },  /* runq */
+		{ .pct = 1, .running = true },                                         /* a profile */
+	};
+	bool over = false;
+	unsigned victim = 99;
+	assert_int_equal(governor_decide(15, true, 20, g, 3, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(g[0].raised);
+	assert_false(g[1].raised);
+	assert_int_equal(g[1].sample_every, 1);
+	/* 18 must fit in half of what the 2 others leave of 15: 18 / 6.5 -> 3 */
+	assert_int_equal(g[0].sample_every, 3);
+	assert_false(over);
+	assert_int_equal(victim, 99);
+	/* it worked: under the budget, nothing more */
+	g[0].pct = 6;
+	assert_int_equal(governor_decide(15, true, 8, g, 3, &over, &victim), GOVERNOR_GO_ON);
+	assert_int_equal(g[0].sample_every, 3);
+	assert_int_equal(g[0].max_every, 65536); /* its share fell: it may be sampled more */
+	/* without `degrade: sample` the old rule holds: two windows over stop the dearest probe */
+	struct governor_probe h[2] = { { .pct = 18, .running = true, .sample_every = 1, .max_every = 8 },
+				       { .pct = 1, .running = true } };
+	over = false;
+	assert_int_equal(governor_decide(15, false, 19, h, 2, &over, &victim), GOVERNOR_GO_ON);
+	assert_int_equal(governor_decide(15, false, 19, h, 2, &over, &victim), GOVERNOR_STOP_PROBE);
+	assert_int_equal(victim, 0);
+	assert_int_equal(h[0].sample_every, 1);
+}
+
+/* A probe whose share does not fall by a quarter after a raise costs its programs' entry, sampled
+ * or not: it is sampled no further, and that window over (the second in a row) stops it, the
+ * dearest, not the run, while another probe with programs runs; the last one stops the run. */
+static void test_governor_stops_a_probe_sampling_cannot_help(void **state)
+{
+	(void)state;
+	struct governor_probe g[2] = {
+		{ .pct = 20, .running = true, .sample_every = 1, .max_every = 65536 },
+		{ .pct = 0.5, .running = true },
+	};
+	bool over = false;
+	unsigned victim = 99;
+	assert_int_equal(governor_decide(15, true, 20.5, g, 2, &over, &victim), GOVERNOR_DEGRADE);
+	uint64_t raised_to = g[0].sample_every;
+	assert_true(raised_to > 1);
+	g[0].pct = 19.5; /* sampled out, still paid for: the second window over, it stops */
+	assert_int_equal(governor_decide(15, true, 20, g, 2, &over, &victim), GOVERNOR_STOP_PROBE);
+	assert_int_equal(g[0].max_every, raised_to);
+	assert_int_equal(victim, 0);
+	g[0].running = false;
+	g[0].pct = 0;
+	/* the last probe with programs: over twice the budget at once stops the run */
+	g[1].pct = 40;
+	assert_int_equal(governor_decide(15, true, 40, g, 2, &over, &victim), GOVERNOR_STOP);
+	/* no measurement, no decision */
+	assert_int_equal(governor_decide(15, true, -1, g, 2, &over, &victim), GOVERNOR_GO_ON);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +263,8 @@ int main(void)
 		cmocka_unit_test(test_unmeasured_is_not_zero),
 		cmocka_unit_test(test_window_ms),
 		cmocka_unit_test(test_governor_windows),
+		cmocka_unit_test(test_governor_degrades_the_costliest_first),
+		cmocka_unit_test(test_governor_stops_a_probe_sampling_cannot_help),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
