@@ -37,12 +37,46 @@ struct {
 	__type(value, struct blk_req);
 } reqs SEC(".maps");
 
+/* Per disk: an array, so that a request's issue and completion reach its disk's record by the slot
+ * it carries (an inlined array lookup, not a hash lookup each), and a per-CPU cache of the last
+ * request queue seen saves reading the disk's numbers and the hash lookup of dev_index for the
+ * next request (most I/O goes to one disk at a time). */
+const volatile __u32 max_devices = 64; /* devs' and dev_index's size, set from the recipe */
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 64); /* set from the recipe before load */
 	__type(key, __u32);
 	__type(value, struct blk_dev);
 } devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64); /* set from the recipe before load */
+	__type(key, __u32);   /* dev */
+	__type(value, __u32); /* its slot in devs */
+} dev_index SEC(".maps");
+
+struct dev_slot {
+	__u64 queue; /* the request queue it was resolved from (rq->q), 0: none */
+	__u32 dev, slot;
+};
+
+/* [0] per CPU: the last disk this CPU resolved. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dev_slot);
+} last_dev SEC(".maps");
+
+/* [0]: the slots handed out so far. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64); /* 64 bits: clang 14 cannot use a 32-bit fetch-and-add's result */
+} next_slot SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -72,6 +106,58 @@ static __always_inline __u32 rq_disk_dev(struct request *rq)
 	if (!disk)
 		return 0;
 	return (__u32)BPF_CORE_READ(disk, major) << 20 | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/* The slot of a disk in devs: dev_index's, else a new one (two CPUs racing for a new disk may
+ * waste a slot: its dev stays 0). ~0u when devs is full. */
+static __always_inline __u32 dev_slot(__u32 dev)
+{
+	__u32 zero = 0, slot, *known = bpf_map_lookup_elem(&dev_index, &dev);
+	if (known)
+		return *known;
+	__u64 *next = bpf_map_lookup_elem(&next_slot, &zero);
+	if (!next)
+		return ~0u;
+	__u64 n = __sync_fetch_and_add(next, 1);
+	if (n >= max_devices) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+		return ~0u;
+	}
+	slot = (__u32)n;
+	if (bpf_map_update_elem(&dev_index, &dev, &slot, BPF_NOEXIST)) {
+		known = bpf_map_lookup_elem(&dev_index, &dev); /* another CPU's, just now */
+		return known ? *known : ~0u;
+	}
+	struct blk_dev *d = bpf_map_lookup_elem(&devs, &slot);
+	if (d)
+		d->dev = dev;
+	return slot;
+}
+
+/* A request's disk and its slot in devs: one read (its queue) when this CPU's last request went
+ * through the same queue, else the disk's numbers and dev_slot. */
+static __always_inline __u32 rq_disk(struct request *rq, __u32 *slot)
+{
+	__u32 zero = 0;
+	__u64 q = (__u64)BPF_CORE_READ(rq, q);
+	struct dev_slot *last = bpf_map_lookup_elem(&last_dev, &zero);
+	if (last && q && last->queue == q) {
+		*slot = last->slot;
+		return last->dev;
+	}
+	__u32 dev = rq_disk_dev(rq);
+	*slot = dev_slot(dev);
+	if (last && *slot != ~0u) {
+		last->queue = q;
+		last->dev = dev;
+		last->slot = *slot;
+	}
+	return dev;
+}
+
+static __always_inline struct blk_dev *dev_at(__u32 slot)
+{
+	return slot == ~0u ? NULL : bpf_map_lookup_elem(&devs, &slot);
 }
 
 /* The device filter: the request's disk, or the partition it was submitted to. */
@@ -104,19 +190,6 @@ static __always_inline void fill_kind(struct request *rq, struct blk_req *r)
 	r->preflush = !!(flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)));
 }
 
-static __always_inline struct blk_dev *dev_stats(__u32 dev)
-{
-	struct blk_dev *d = bpf_map_lookup_elem(&devs, &dev);
-	if (d)
-		return d;
-	static const struct blk_dev zero;
-	bpf_map_update_elem(&devs, &dev, &zero, BPF_NOEXIST);
-	d = bpf_map_lookup_elem(&devs, &dev);
-	if (!d)
-		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-	return d;
-}
-
 /* A subprogram, not inlined: the verifier then explores the log2 branches once per call rather than
  * once per combination of the three calls. */
 static __noinline void hist_add(__u64 *hist, __u64 v)
@@ -144,19 +217,22 @@ static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
 static __always_inline int on_start(struct request *rq)
 {
 	bool count_only = diag_count_only();
-	__u32 dev = rq_disk_dev(rq);
+	__u32 slot, dev = rq_disk(rq, &slot);
 	if (count_only || !dev_wanted(rq, dev) || !diag_current_wanted() || !diag_sampled_in())
 		return 0;
 	struct blk_req r = { .start_ns = bpf_ktime_get_ns(), .dev = dev, .owned = 1,
-			     .tgid = bpf_get_current_pid_tgid() >> 32 };
+			     .tgid = bpf_get_current_pid_tgid() >> 32, .slot = slot };
 	bpf_get_current_comm(r.comm, sizeof(r.comm));
 	__u64 key = (__u64)rq;
+	/* one hash operation on the common path: the address is new */
+	if (bpf_map_update_elem(&reqs, &key, &r, BPF_NOEXIST) == 0)
+		return 0;
 	struct blk_req *old = bpf_map_lookup_elem(&reqs, &key);
 	if (old && old->issue_ns) {
 		/* The request that had this address was issued and is gone, and no
 		 * block_rq_complete said so (it happens, rarely, around flush sequences): take it
 		 * out of its disk's count now, or the count would never come back to zero. */
-		struct blk_dev *d = bpf_map_lookup_elem(&devs, &old->dev);
+		struct blk_dev *d = dev_at(old->slot);
 		if (d)
 			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), r.start_ns);
 		diag_stat_inc(&stats, BLK_STAT_VANISHED);
@@ -167,11 +243,11 @@ static __always_inline int on_start(struct request *rq)
 }
 
 /* First seen at insert or issue: made outside block_io_start (flush machinery, old kernels). */
-static __always_inline struct blk_req *unowned(struct request *rq, __u32 dev, __u64 now)
+static __always_inline struct blk_req *unowned(struct request *rq, __u32 dev, __u32 slot, __u64 now)
 {
 	if (owner_filtered() || !diag_sampled_in())
 		return NULL;
-	struct blk_req r = { .start_ns = now, .dev = dev };
+	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot };
 	__u64 key = (__u64)rq;
 	if (bpf_map_update_elem(&reqs, &key, &r, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&reqs, &key)) {
@@ -184,36 +260,40 @@ static __always_inline struct blk_req *unowned(struct request *rq, __u32 dev, __
 
 static __always_inline int on_insert(struct request *rq)
 {
-	bool count_only = diag_count_only();
-	__u32 dev = rq_disk_dev(rq);
-	if (count_only || !dev_wanted(rq, dev))
+	if (diag_count_only())
 		return 0;
 	__u64 key = (__u64)rq;
-	if (!bpf_map_lookup_elem(&reqs, &key))
-		unowned(rq, dev, bpf_ktime_get_ns());
+	if (bpf_map_lookup_elem(&reqs, &key))
+		return 0; /* seen at block_io_start */
+	__u32 slot, dev = rq_disk(rq, &slot);
+	if (dev_wanted(rq, dev))
+		unowned(rq, dev, slot, bpf_ktime_get_ns());
 	return 0;
 }
 
 static __always_inline int on_issue(struct request *rq)
 {
-	bool count_only = diag_count_only();
-	__u32 dev = rq_disk_dev(rq);
-	if (!dev_wanted(rq, dev))
-		return 0;
-	if (count_only) {
-		diag_passed(); /* one request handed to a wanted device */
+	__u32 slot, dev;
+	if (diag_count_only()) {
+		dev = rq_disk(rq, &slot);
+		if (dev_wanted(rq, dev))
+			diag_passed(); /* one request handed to a wanted device */
 		return 0;
 	}
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	/* a request seen at its start was checked against the device filter then */
 	struct blk_req *r = bpf_map_lookup_elem(&reqs, &key);
-	if (!r && !(r = unowned(rq, dev, now)))
-		return 0;
+	if (!r) {
+		dev = rq_disk(rq, &slot);
+		if (!dev_wanted(rq, dev) || !(r = unowned(rq, dev, slot, now)))
+			return 0;
+	}
 	if (r->issue_ns)
 		return 0; /* requeued and issued again: keep the first issue */
 	r->issue_ns = now;
 	r->bytes = BPF_CORE_READ(rq, __data_len);
 	fill_kind(rq, r);
-	struct blk_dev *d = dev_stats(dev);
+	struct blk_dev *d = dev_at(r->slot);
 	if (!d)
 		return 0;
 	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
@@ -253,7 +333,7 @@ static __always_inline int on_complete(struct request *rq, int error)
 	if ((__s64)service < 0)
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
-	struct blk_dev *d = dev_stats(r.dev);
+	struct blk_dev *d = dev_at(r.slot);
 	if (!d)
 		return 0;
 	add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);

@@ -36,7 +36,7 @@ static const struct option_spec blk_options[] = {
 	  .min = 256, .max = 1u << 20, .bytes_per_entry = 8 + sizeof(struct blk_req) + 64,
 	  .help = "requests tracked in flight at once (beyond it new requests are not timed: dropped)" },
 	{ .name = "max_devices", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 64,
-	  .min = 1, .max = 4096, .bytes_per_entry = 4 + sizeof(struct blk_dev) + 64,
+	  .min = 1, .max = 4096, .bytes_per_entry = sizeof(struct blk_dev) + 2 * 4 + 64,
 	  .help = "disks with statistics" },
 	{ .name = "max_owners", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20,
@@ -95,6 +95,8 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bp->skel->rodata->filter_dev = p->cfg.filter.dev;
 		bpf_map__set_max_entries(bp->skel->maps.reqs, (__u32)probe_opt(p, "max_in_flight"));
 		bpf_map__set_max_entries(bp->skel->maps.devs, (__u32)probe_opt(p, "max_devices"));
+		bpf_map__set_max_entries(bp->skel->maps.dev_index, (__u32)probe_opt(p, "max_devices"));
+		bp->skel->rodata->max_devices = (__u32)probe_opt(p, "max_devices");
 		bpf_map__set_max_entries(bp->skel->maps.owners, (__u32)probe_opt(p, "max_owners"));
 		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
@@ -197,16 +199,19 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 	int fd = bpf_map__fd(bp->skel->maps.devs);
 	size_t cap = bpf_map__max_entries(bp->skel->maps.devs), n = 0;
 	struct dev_row *rows = xcalloc(cap, sizeof(*rows));
-	__u32 keys[2], *prev = NULL, *next = &keys[0];
-	while (n < cap && bpf_map_get_next_key(fd, prev, next) == 0) {
-		prev = next;
-		next = next == &keys[0] ? &keys[1] : &keys[0];
-		if (bpf_map_lookup_elem(fd, prev, &rows[n].d))
-			continue;
-		rows[n].dev = *prev;
+	for (__u32 slot = 0; slot < cap; slot++) {
+		if (bpf_map_lookup_elem(fd, &slot, &rows[n].d) || !rows[n].d.dev)
+			continue; /* a slot not handed out, or lost in a race */
+		rows[n].dev = rows[n].d.dev;
+		uint64_t issued = 0;
 		for (int k = 0; k < BLK_NR_KINDS; k++)
 			rows[n].ios += rows[n].d.ios[k];
-		n++;
+		for (int s = 0; s < BLK_HIST_SLOTS; s++)
+			issued += rows[n].d.depth_hist[s];
+		/* a disk has a slot from its first request's start, wanted or not (the device filter
+		 * is checked after): listed once a request of it was issued */
+		if (issued || rows[n].ios)
+			n++;
 	}
 	qsort(rows, n, sizeof(*rows), by_busy_desc);
 	struct value *arr = value_arr();

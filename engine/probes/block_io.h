@@ -34,13 +34,16 @@ struct blk_req {
 	__u32 bytes;     /* size at issue */
 	__u32 kind;      /* enum blk_kind */
 	__u8 sync, fua, preflush, owned;
-	__u32 pad;
+	__u32 slot;      /* the disk's index in `devs`, as dev_slot resolved it */
 	char comm[16];
 };
 
-/* Per whole disk (map `devs`, by dev). Times in ns, histograms log2 in us (queue, service),
- * bytes (size) and requests in flight (depth). */
+/* Per whole disk (array `devs`, by a slot `dev_index` gives each disk as it is first seen; dev 0:
+ * a slot not in use). Times in ns, histograms log2 in us (queue, service), bytes (size) and
+ * requests in flight (depth). */
 struct blk_dev {
+	__u32 dev;                          /* whole disk, dev_t as in blk_req */
+	__u32 pad;
 	__u64 queue_hist[BLK_HIST_SLOTS];   /* start -> issue, us */
 	__u64 service_hist[BLK_HIST_SLOTS]; /* issue -> complete, us */
 	__u64 size_hist[BLK_HIST_SLOTS];    /* bytes per request */
