@@ -66,7 +66,14 @@
     C fixture cpu_burner (no Python: the map lookup that says so), and bpftrace's
     `profile:hz:999 /pid == PID/ { @[ustack] = count(); }` on the same Python process.
 
-BENCH_PARTS selects parts by number, A for 10, B for 11 (default 123456789AB: all;
+12. Per event, every probe kind with a peer here, from the kernel's BPF run-time statistics of
+    each tool's programs over the same loop (the loop holds its exit until it is read: diagnose
+    stops when its target exits): the high-cpu recipe's syscall counter and the latency recipe's
+    syscall table against syscount and syscount -L (getppid loop), the latency recipe's off_cpu
+    + wakeups (dwarf, 2 KiB copies) against offcputime and runq_latency against runqlat (pipe
+    ping-pong); the other kinds' per-event figures are in parts 6-11.
+
+BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12 (default 123456789ABC: all;
 BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
@@ -1325,6 +1332,119 @@ def part11_python(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def probe_recipe(tmp, name, lua, probes, target="pid"):
+    """A recipe of the given probes (YAML text) with no budget in the way: the probes' cost, not the
+    pre-flight's or the governor's decisions."""
+    d = os.path.join(tmp, "recipes")
+    os.makedirs(d, exist_ok=True)
+    if not os.path.exists(os.path.join(tmp, "lua")):
+        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
+    with open(os.path.join(d, name + ".yaml"), "w") as f:
+        f.write(f"""name: {name}
+symptom: benchmark
+summary: probes alone, for their cost per event
+lua: {lua}
+target: {target}
+duration_s: 60
+budgets:
+  max_duration_s: 60
+  max_sample_hz: 999
+  max_events_per_s: 100000000
+  max_cpu_pct: 100
+  max_map_bytes: 268435456
+probes:
+""" + probes)
+    return d
+
+
+def loop_bpf_ns(loop_argv, tracer_argv, events):
+    """BPF run time per event of the programs tracer_argv loads ({PID}: the loop's pid) while
+    loop_argv (it waits for a byte on the fd given last, then runs) makes `events` events; the
+    tracer attaches, settles past any pre-flight, and only the loop's turn is counted. Run-time
+    statistics must be on."""
+    rfd, wfd = os.pipe()
+    # hold: the loop prints when done, then waits for the pipe's end: diagnose, which stops when
+    # its target exits, is still attached when its programs are read
+    loop = subprocess.Popen(loop_argv + [str(rfd), "hold"], stdout=subprocess.PIPE, text=True,
+                            pass_fds=(rfd,))
+    os.close(rfd)
+    tracer = None
+    try:
+        before = prog_stats()
+        objs = bpf_objects()
+        tracer = subprocess.Popen([a.replace("{PID}", str(loop.pid)) for a in tracer_argv],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, text=True)
+        wait_attached(objs, tracer)
+        time.sleep(1.5)  # past diagnose's pre-flight: full mode from here
+        mid = prog_stats()
+        os.write(wfd, b"x")
+        loop.stdout.readline()  # done
+        ns, _ = tool_delta(before, mid, prog_stats())
+        return ns / events
+    finally:
+        os.close(wfd)
+        loop.stdout.close()
+        stop_tool(tracer)
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait()
+
+
+def part12_per_event_table(say):
+    """C. Every probe kind with a peer here: BPF run time per event, the same loop, one run."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    calls = LOOP_CALLS
+    hops = OFFCPU_HOPS
+    getppid = [os.path.join(WL, "getppid_loop"), str(calls)]
+    switch = [os.path.join(WL, "switch_storm"), str(hops)]
+
+    def diag(name, lua, probes):
+        return [DIAG, name, "--recipes", probe_recipe(tmp, name, lua, probes), "--pid", "{PID}",
+                "--duration", "60"]
+
+    pid_probe = "  - id: {id}\n    kind: {kind}\n    filters: {{pid: target}}\n    options: {{{opts}}}\n"
+    rows = [
+        # (probe kind, as which recipe runs it, peer, loop, events, unit, ours argv, peer argv)
+        ("syscall_stats", "high-cpu (counts)", "libbpf-tools syscount -p PID", getppid, calls, "syscall",
+         diag("c-sys", "high-cpu.lua", pid_probe.format(id="syscalls", kind="syscall_stats", opts="")),
+         ["syscount", "-p", "{PID}"] if shutil.which("syscount") else None),
+        ("syscall_stats timing", "latency (times, errors)", "libbpf-tools syscount -L -p PID", getppid, calls, "syscall",
+         diag("c-syst", "latency.lua", pid_probe.format(id="syscalls", kind="syscall_stats", opts="timing: true")),
+         ["syscount", "-L", "-p", "{PID}"] if shutil.which("syscount") else None),
+        ("off_cpu + wakeups", "latency (dwarf: 2 KiB copies)", "libbpf-tools offcputime -p PID", switch, 2 * hops,
+         "switch-out",
+         diag("c-off", "latency.lua",
+              pid_probe.format(id="offcpu", kind="off_cpu", opts="min_block_us: 10, user_unwind: dwarf, "
+                               "stack_bytes: 2048, ring_buffer_kib: 4096") +
+              pid_probe.format(id="wakers", kind="wakeups", opts="min_block_us: 10, user_unwind: dwarf, "
+                               "stack_bytes: 2048")),
+         ["offcputime", "-p", "{PID}"] if shutil.which("offcputime") else None),
+        ("runq_latency", "high-cpu, latency", "libbpf-tools runqlat -p PID", switch, 2 * hops, "wakeup",
+         diag("c-runq", "high-cpu.lua", pid_probe.format(id="runq", kind="runq_latency", opts="")),
+         ["runqlat", "-p", "{PID}"] if shutil.which("runqlat") else None),
+    ]
+    say("\n## Per event, every probe kind with a peer here: BPF run time (run-time statistics), "
+        "one run, the same loop\n")
+    say(f"getppid() loop of {calls} calls; pipe ping-pong of {hops} round trips (2 switch-outs and "
+        "2 wakeups each). Block I/O: part 6; network events: part 7; allocations: part 8; "
+        "peer waits: part 9; USDT: part 10; on-CPU samples: part 11.\n")
+    say("| probe kind | as run by | ns per event | peer | peer ns per event | × peer |")
+    say("|---|---|---:|---|---:|---:|")
+    stats_fd = bpf_enable_stats()
+    try:
+        for kind, recipe, peer, loop, events, unit, ours, theirs in rows:
+            a = [loop_bpf_ns(loop, ours, events) for _ in range(RUNS)]
+            b = [loop_bpf_ns(loop, theirs, events) for _ in range(RUNS)] if theirs else []
+            ma, mb = median(a), median(b) if b else float("nan")
+            ratio = f"{ma / mb:.2f}" if mb == mb and mb > 0 else "n/a"
+            say(f"| {kind} | {recipe} | {ma:.0f} per {unit} | {peer if theirs else peer + ' (absent)'} "
+                f"| {mb:.0f} | {ratio} |")
+    finally:
+        os.close(stats_fd)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -1344,11 +1464,12 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456789AB")
+    parts = os.environ.get("BENCH_PARTS", "123456789ABC")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
-                    ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python)):
+                    ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python),
+                    ("C", part12_per_event_table)):
         if n in parts:
             part(say)
 

@@ -1,6 +1,8 @@
 /* getppid_loop.c — benchmark workload: N calls of syscall(SYS_getppid), prints ns per call.
- * Usage: getppid_loop ITERATIONS [WAIT_FD]. With WAIT_FD, it first reads one byte from that fd
- * so a tracer can attach to its pid before the timed loop starts.
+ * Usage: getppid_loop ITERATIONS [WAIT_FD [hold]]. With WAIT_FD, it first reads one byte from that
+ * fd so a tracer can attach to its pid before the timed loop starts; with hold, it prints and
+ * then waits for that fd's end before exiting (a tracer that stops when its target exits is
+ * still there to be read).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,5 +25,11 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
 	printf("%.1f\n", ns);
+	if (argc > 3) {
+		char c;
+		fflush(stdout);
+		while (read(atoi(argv[2]), &c, 1) > 0)
+			;
+	}
 	return 0;
 }
