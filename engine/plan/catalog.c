@@ -8,6 +8,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,11 +202,42 @@ int probe_bpf_attach_all(struct probe *p, struct diag_err *err)
 	return 0;
 }
 
+/* Releasing a uprobe's link waits for the kernel's grace periods (~55-110 ms each on 6.18; the
+ * kernel serializes most of it). Released from several threads at once, part of the waits overlap:
+ * `latency --duration 1` went from 2.2 s to 1.9 s. libbpf 1.1 has no multi-uprobe link. */
+#define DETACH_THREADS 16
+
+struct detach_slice {
+	struct bpf_link **links;
+	size_t n, first, step;
+};
+
+static void *detach_slice_main(void *arg)
+{
+	const struct detach_slice *d = arg;
+	for (size_t i = d->first; i < d->n; i += d->step)
+		bpf_link__destroy(d->links[i]);
+	return NULL;
+}
+
 void probe_bpf_detach(struct probe *p)
 {
 	struct probe_bpf *b = p->priv;
-	for (size_t i = b->n_links; i-- > 0;)
-		bpf_link__destroy(b->links[i]);
+	size_t n = b->n_links, step = n < 4 ? 1 : n < DETACH_THREADS ? n : DETACH_THREADS;
+	struct detach_slice slices[DETACH_THREADS];
+	pthread_t threads[DETACH_THREADS];
+	bool started[DETACH_THREADS] = { false };
+	for (size_t t = 0; t < step; t++) {
+		slices[t] = (struct detach_slice){ .links = b->links, .n = n, .first = t, .step = step };
+		/* slice 0 is this thread's; one a thread cannot take is this thread's too */
+		started[t] = t > 0 && pthread_create(&threads[t], NULL, detach_slice_main, &slices[t]) == 0;
+	}
+	for (size_t t = 0; t < step; t++)
+		if (!started[t])
+			detach_slice_main(&slices[t]);
+	for (size_t t = 0; t < step; t++)
+		if (started[t])
+			pthread_join(threads[t], NULL);
 	free(b->links);
 	b->links = NULL;
 	b->n_links = b->cap_links = 0;
