@@ -73,7 +73,13 @@
     + wakeups (dwarf, 2 KiB copies) against offcputime and runq_latency against runqlat (pipe
     ping-pong); the other kinds' per-event figures are in parts 6-11.
 
-BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12 (default 123456789ABC: all;
+13. Cost as the work grows: a --comm set of 1, 100 and 1,000 idle processes (high-cpu); a target
+    with 10, 1,000 and 10,000 threads (latency); 1k and 100k paced calls a second (high-cpu); 10k
+    and 100k unique addresses to symbolize (the symbols code): wall beyond the window, CPU, peak
+    RSS, BPF CPU, and whether the run stayed within its budgets (the limits it met, quoted).
+
+BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13 (default
+123456789ABCD: all;
 BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
@@ -1445,6 +1451,122 @@ def part12_per_event_table(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def spawn_named(exe, name, args, n, tmp):
+    """n processes of exe running under the name `name` (a link: their comm), with args."""
+    link = os.path.join(tmp, name)
+    if not os.path.exists(link):
+        os.symlink(exe, link)
+    return [subprocess.Popen([link] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(n)]
+
+
+def stop_all(procs):
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def diag_scaled_run(argv, window_s, tmp):
+    """One diagnose run under GNU time, its JSON report read: the row of the scaling table."""
+    out = os.path.join(tmp, "scale.json")
+    m = run_timed(argv + ["--json"], window_s, out)
+    try:
+        r = json.load(open(out))
+    except (OSError, json.JSONDecodeError):
+        r = {}
+    o = r.get("overhead") or {}
+    limits = [n for n in r.get("notes", []) if any(w in n for w in ("beyond", "limit", "stopped", "full",
+                                                                     "over max", "not names"))]
+    ok = m["rc"] != 3 and r.get("stop_reason") == "duration" and not any("stopped" in n for n in limits)
+    return {"wall": m["wall"] * 1000, "cpu": (m["user"] + m["sys"]) * 1000, "rss": m["rss"],
+            "bpf": o.get("bpf_cpu_pct"), "ok": ok, "limits": limits, "stop": r.get("stop_reason"),
+            "rc": m["rc"]}
+
+
+def part13_scaling(say):
+    """D. Cost as the work grows: sets, threads, stacks to symbolize, events per second."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    recipes = os.path.join(ROOT, "recipes")
+    window = 2.0
+    rows = []
+
+    def row(what, size, recipe, m):
+        bpf = f"{m['bpf']:.2f}" if isinstance(m.get("bpf"), (int, float)) else "—"
+        within = "yes" if m["ok"] else f"no ({m['stop']}, exit {m['rc']})"
+        if m["limits"]:
+            within += "; " + "; ".join(x[:140] for x in m["limits"])
+        rows.append(f"| {what} | {size} | {recipe} | {m['wall']:.0f} | {m['cpu']:.0f} | {m['rss']:.1f} | "
+                    f"{bpf} | {within} |")
+
+    idle = os.path.join(WL, "idle_pool")
+    try:
+        # a --comm set of N idle processes (2 threads each)
+        for n in (1, 100, 1000):
+            procs = spawn_named(idle, "dgscale", ["1"], n, tmp)
+            try:
+                time.sleep(0.5 + n / 500)
+                row("`--comm` set", f"{n} processes", "high-cpu",
+                    diag_scaled_run([DIAG, "high-cpu", "--recipes", recipes, "--comm", "dgscale",
+                                     "--duration", str(window)], window, tmp))
+            finally:
+                stop_all(procs)
+        # one target with N threads
+        for n in (10, 1000, 10000):
+            procs = [subprocess.Popen([idle, str(n)], stdout=subprocess.DEVNULL)]
+            try:
+                time.sleep(0.5 + n / 5000)
+                row("threads of the target", f"{n}", "latency",
+                    diag_scaled_run([DIAG, "latency", "--recipes", recipes, "--pid", str(procs[0].pid),
+                                     "--duration", str(window)], window, tmp))
+            finally:
+                stop_all(procs)
+        # events per second: paced calls (a UDP datagram each: sendto and a softirq)
+        for rate in (1000, 100000):
+            status = os.path.join(tmp, "paced.status")
+            procs = [subprocess.Popen([os.path.join(WL, "paced_calls"), str(rate), status],
+                                      stdout=subprocess.DEVNULL)]
+            try:
+                time.sleep(1.0)
+                m = diag_scaled_run([DIAG, "high-cpu", "--recipes", recipes, "--pid", str(procs[0].pid),
+                                     "--duration", str(window)], window, tmp)
+                try:
+                    calls, secs = open(status).read().split()[:2]
+                    got = f"{float(calls) / float(secs):,.0f}/s reached"
+                except (OSError, ValueError):
+                    got = "rate not read"
+                row("events per second", f"{rate:,}/s asked, {got}", "high-cpu", m)
+            finally:
+                stop_all(procs)
+        # unique addresses to symbolize (the symbols code alone, on a live Python process)
+        symbench = os.path.join(BUILD, "bench", "symbench")
+        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        if os.access(symbench, os.X_OK):
+            wl = subprocess.Popen([py, os.path.join(ROOT, "tests", "bench", "pyload.py")],
+                                  stdout=subprocess.DEVNULL)
+            try:
+                time.sleep(1.0)
+                for n in (10000, 100000):
+                    m = run_timed([symbench, str(wl.pid), str(n)], 0.0, os.path.join(tmp, "sym.json"))
+                    ok = "yes" if m["rc"] == 0 else f"exit {m['rc']}"
+                    rows.append(f"| unique addresses to symbolize | {n:,} | (symbols code, part 4) | "
+                                f"{m['wall'] * 1000:.0f} (all of it) | {(m['user'] + m['sys']) * 1000:.0f} | "
+                                f"{m['rss']:.1f} | — | {ok} |")
+            finally:
+                wl.kill()
+                wl.wait()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    say(f"\n## Cost as the work grows ({window:.0f} s windows, one run each)\n")
+    say("Wall beyond the window and diagnose's CPU (user + sys) are the whole process's; BPF CPU is "
+        "the report's (% of all CPUs, the governor's windows). Within budgets: the run went to its "
+        "duration, nothing refused or stopped; the notes that name a limit are quoted.\n")
+    say("| what grows | size | recipe | wall beyond (ms) | CPU (ms) | peak RSS (MiB) | BPF CPU (%) | within budgets |")
+    say("|---|---|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        say(r)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -1464,12 +1586,12 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456789ABC")
+    parts = os.environ.get("BENCH_PARTS", "123456789ABCD")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
                     ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python),
-                    ("C", part12_per_event_table)):
+                    ("C", part12_per_event_table), ("D", part13_scaling)):
         if n in parts:
             part(say)
 
