@@ -90,9 +90,11 @@ keep c misses
 end_sessions
 
 # ---- (d) the healthy control -----------------------------------------------------------------------
-# (one transaction in ten rolled back, as pools and ORMs do: a ROLLBACK is no failed statement)
-{ for i in $(seq 1 3000); do k=$((i % 1000 + 1)); echo "SELECT balance FROM accounts WHERE id = $k; UPDATE accounts SET balance = balance + 1 WHERE id = $k;"
-    [ $((i % 10)) = 0 ] && echo "BEGIN; UPDATE accounts SET balance = 0 WHERE id = $k; ROLLBACK;"; done; } | session &
+# (one transaction in ten rolled back, as pools and ORMs do: a ROLLBACK is no failed statement),
+# paced by a 1 ms pause every ten so that it lasts past the window (3,000 unpaced ones could all
+# finish before diagnose's window opened: 0 statements, "idle", in a CI run)
+{ for i in $(seq 1 60000); do k=$((i % 1000 + 1)); echo "SELECT balance FROM accounts WHERE id = $k; UPDATE accounts SET balance = balance + 1 WHERE id = $k;"
+    [ $((i % 10)) = 0 ] && echo "BEGIN; UPDATE accounts SET balance = 0 WHERE id = $k; ROLLBACK; SELECT pg_sleep(0.001);"; done; } | session &
 PIDS="$PIDS $!"
 sleep 0.5
 "$DIAG" postgres-slow --comm postgres --duration 3 --json > "$TMP/d.json" 2> "$TMP/d.err"; rc=$?
