@@ -246,7 +246,7 @@ static bool cannot_take(const struct value *rows, const char *recipe, enum chain
 /* A declared follow-up that cannot take the chain's target is passed over (the next verdict
  * may name one that can). */
 static void pick_next(const struct value *report, const struct value *decl, const struct value *rows,
-		      enum chain_target target, struct pick *p)
+		      enum chain_target target, bool critical_only, struct pick *p)
 {
 	memset(p, 0, sizeof(*p));
 	const struct value *vs = value_get(report, "verdicts");
@@ -254,7 +254,7 @@ static void pick_next(const struct value *report, const struct value *decl, cons
 	for (size_t i = 0; vs && vs->type == V_ARR && i < vs->arr.len; i++) {
 		const struct value *v = vs->arr.items[i];
 		const char *sev = value_get_str(v, "severity"), *id = value_get_str(v, "id");
-		if (!sev || (strcmp(sev, "warning") != 0 && strcmp(sev, "critical") != 0))
+		if (!sev || ((critical_only || strcmp(sev, "warning") != 0) && strcmp(sev, "critical") != 0))
 			return;
 		const struct value *own = value_get(v, "next");
 		const struct value *given = value_get(own, "params");
@@ -311,6 +311,30 @@ static void free_params(char **params, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(params[i]);
 	free(params);
+}
+
+struct value *chain_pick(const struct value *report, const struct run_capture *cap,
+			 const struct run_options *opts, bool critical_only)
+{
+	enum chain_target ct = opts->pid > 0 ? CHAIN_PID
+			       : opts->target.kind != TARGET_NONE ? CHAIN_SET : CHAIN_HOST;
+	struct pick pk;
+	pick_next(report, cap->next_decl, cap->chain, ct, critical_only, &pk);
+	if (!pk.verdict && !pk.why_not)
+		return NULL;
+	struct value *f = value_obj();
+	if (pk.verdict) {
+		value_set_str(f, "verdict", value_get_str(pk.verdict, "id"));
+		value_set_str(f, "recipe", pk.recipe);
+		struct value *ps = value_obj_set(f, "params", value_arr());
+		for (size_t k = 0; k < pk.n_params; k++)
+			value_arr_push(ps, value_str(pk.params[k]));
+	}
+	if (pk.why_not)
+		value_set_str(f, "why_not", pk.why_not);
+	free(pk.why_not);
+	free_params(pk.params, pk.n_params);
+	return f;
 }
 
 /* One stage's summary in the chain (its report moved in, when it has one). */
@@ -493,7 +517,7 @@ int chain_run(const struct run_options *opts)
 		struct pick pk;
 		enum chain_target ct = opts->pid > 0 ? CHAIN_PID
 				       : opts->target.kind != TARGET_NONE ? CHAIN_SET : CHAIN_HOST;
-		pick_next(rep, cap.next_decl, value_get(chain, "declared"), ct, &pk);
+		pick_next(rep, cap.next_decl, value_get(chain, "declared"), ct, false, &pk);
 		if (!pk.verdict) {
 			if (pk.needs_pid && ct == CHAIN_SET)
 				ended = ended_own = xasprintf("the follow-up (%s) takes one process (--pid), not a "

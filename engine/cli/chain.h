@@ -31,6 +31,13 @@ int chain_plan(const struct recipe *head, const char *dir, bool trusted, bool ap
 /* The rows of chain_plan as text, for the dry run. */
 void chain_plan_text(const struct value *rows, FILE *out);
 
+/* The follow-up the report of a run (its capture: plan_chain set, for the declared chain) asks
+ * for, picked as --follow picks it, from verdicts of severity warning or critical (critical only:
+ * critical_only): {verdict, recipe, params: ["NAME=VALUE", ...]}, with why_not when its
+ * parameters cannot be built; NULL when none asks (caller frees). `diagnose watch` uses it. */
+struct value *chain_pick(const struct value *report, const struct run_capture *cap,
+			 const struct run_options *opts, bool critical_only);
+
 /* Runs opts->symptom, then while the bounds allow, the recipe named by `next` of the first
  * warning or critical verdict of the last stage, on the same target (--pid), in the same mode
  * (production: each stage approved), with next.params as its --param. Prints the chain's report;

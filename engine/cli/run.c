@@ -543,7 +543,7 @@ static int run_session(struct run *r, int *code)
 				   .preflight = r->s.preflight, .run = r->info,
 				   .thresholds = plan->thresholds };
 	r->report = report_build(&in);
-	if (!c->capture && write_outputs(c, &r->outs, r->report, r->s.results))
+	if ((!c->capture || c->capture->write_outputs) && write_outputs(c, &r->outs, r->report, r->s.results))
 		*code = DIAG_EXIT_RUNTIME;
 	else
 		*code = exit_code_of(r, lua_ok);

@@ -30,6 +30,8 @@ struct run_capture {
 	struct value *chain;           /* out: with plan_chain, the chain it could take (caller frees) */
 	int signal;                    /* out: a stop signal that arrived after the collection (taken,
 					* not acted on: the run finished): no further stage starts */
+	bool write_outputs;            /* in: the report and output files written as without a
+					* capture too (a `diagnose watch` run), and handed back */
 };
 
 #include "target.h"

@@ -42,10 +42,12 @@ struct value *report_build(const struct report_input *in)
 	value_set_num(r, "duration_s", s ? round(s->duration_s * 1000) / 1000 : 0);
 	value_set_str(r, "stop_reason", s ? stop_reason_name(s->stop_reason) : "dry-run");
 	struct value *o = value_obj_set(r, "overhead", value_obj());
-	if (s && s->bpf_cpu_pct >= 0)
+	if (s && s->bpf_cpu_pct >= 0) {
 		value_set_num(o, "bpf_cpu_pct", round(s->bpf_cpu_pct * 1000) / 1000);
-	else
+		value_set_num(o, "bpf_cpu_s", round(s->bpf_cpu_s * 1e6) / 1e6);
+	} else {
 		value_obj_set(o, "bpf_cpu_pct", value_null());
+	}
 	value_set_int(o, "events", s ? (int64_t)s->events : 0);
 	value_set_int(o, "dropped", s ? (int64_t)s->dropped : 0);
 	if (in->preflight)

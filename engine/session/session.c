@@ -728,6 +728,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	out->bpf_cpu_pct = s.gov.measured_wall ? (double)s.gov.measured_ns * 100.0 /
 						 ((double)s.gov.measured_wall * plan->ncpus)
 					       : -1;
+	out->bpf_cpu_s = s.gov.measured_wall ? (double)s.gov.measured_ns / 1e9 : -1;
 	if (s.gov.unavailable)
 		value_arr_push(out->notes, value_str("BPF run-time statistics unavailable: overhead not measured, governor off"));
 

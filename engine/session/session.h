@@ -44,6 +44,7 @@ struct session_out {
 	enum stop_reason stop_reason;
 	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs) in the governor's windows; -1 when
 				    statistics were unavailable */
+	double bpf_cpu_s;        /* that BPF run time in seconds (-1 likewise) */
 	uint64_t events;         /* events that passed the probes' filters */
 	uint64_t dropped;        /* map-full + lost, over all probes */
 	struct value *preflight; /* preflight.c's summary; NULL when there was none */
