@@ -15,7 +15,7 @@ _diagnose_run() { # _diagnose_run ARGS...: the diagnose on the line, with its --
 
 _diagnose() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="list show lint doctor approve verify replay diff merge test"
+	local cmds="list show lint doctor approve verify replay diff merge test watch"
 	local run_flags="--pid --comm --cgroup --unit --container --duration --param --dry-run --json --output --folded --flamegraph
 		--pprof --stacks-probe --folded-probe --force --follow --recipes --production --verbose --help
 		--version"
@@ -25,7 +25,9 @@ _diagnose() {
 		case $word in
 		--pid | --comm | --cgroup | --unit | --container | --duration | --param | --output | --folded | --folded-probe | --stacks-probe | \
 			--flamegraph | --pprof | --recipes | --lock | \
-			--by | --lua | --threshold | --thresholds | --dir | --usdt) ((i++)) ;;
+			--by | --lua | --threshold | --thresholds | --dir | --usdt | --recipe | --every | --state-dir | \
+			--max-cpu-pct | --budget-window | --follow-at | --follow-every | --keep | --keep-bytes | --listen | \
+			--textfile | --runs) ((i++)) ;;
 		-p | -d) ((i++)) ;;
 		-*) ;;
 		*) cmd=$word; break ;;
@@ -41,7 +43,20 @@ _diagnose() {
 	--cgroup)
 		COMPREPLY=($(compgen -d -- "$cur"))
 		return ;;
-	--duration | -d | --by | --folded-probe | --stacks-probe | --unit | --container) return ;;
+	--duration | -d | --by | --folded-probe | --stacks-probe | --unit | --container | --every | --max-cpu-pct | \
+		--budget-window | --follow-every | --keep | --keep-bytes | --listen | --runs) return ;;
+	--follow-at)
+		COMPREPLY=($(compgen -W "warning critical never" -- "$cur"))
+		return ;;
+	--recipe)
+		COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }')" -- "$cur"))
+		return ;;
+	--textfile)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return ;;
+	--state-dir)
+		COMPREPLY=($(compgen -d -- "$cur"))
+		return ;;
 	--output | --folded | --flamegraph | --pprof | --lua | --lock | --usdt)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
@@ -108,6 +123,10 @@ _diagnose() {
 		else
 			COMPREPLY=($(compgen -W "$(_diagnose_run list | awk '/^[a-z0-9-]+ / { print $1 }')" -- "$cur"))
 		fi ;;
+	watch)
+		COMPREPLY=($(compgen -W "--pid --comm --cgroup --unit --container --recipe --every --duration --param --state-dir
+			--max-cpu-pct --budget-window --follow-at --follow-every --keep --keep-bytes --listen --textfile --runs
+			--recipes --production --verbose" -- "$cur")) ;;
 	list | doctor) ;;
 	*) COMPREPLY=($(compgen -W "$run_flags" -- "$cur")) ;;
 	esac

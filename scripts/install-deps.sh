@@ -40,13 +40,17 @@ KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 # modules to it), the proxy module built in. Each package starts its default instance on install
 # where invoke-rc.d lets it: stopped below.
 SERVER_PKGS="postgresql-15 postgresql-client-15 nginx redis-server"
+# What `diagnose watch`'s metrics are read by in tests/e2e/t_watch.sh: a real Prometheus scraping
+# its endpoint, node_exporter's textfile collector reading its --textfile (each started by the
+# test on a private port; the instances the packages start on install are stopped below).
+MONITORING_PKGS="prometheus prometheus-node-exporter"
 # JIT runtimes whose code high-cpu names from their perf maps (tests/e2e/t_jit.sh): Node.js
 # (--perf-basic-prof) and Debian's OpenJDK 17 (javac compiles the test's hot class, jcmd writes
 # the JVM's perf map: Compiler.perfmap).
 RUNTIME_PKGS="nodejs openjdk-17-jdk-headless"
 
 missing=""
-for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS $RUNTIME_PKGS; do
+for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS $MONITORING_PKGS $RUNTIME_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
@@ -64,3 +68,5 @@ apt-get install -y -qq --no-install-recommends $missing >&2
 case " $missing " in *" postgresql-15 "*) service postgresql stop >/dev/null 2>&1 || true ;; esac
 case " $missing " in *" nginx "*) service nginx stop >/dev/null 2>&1 || true ;; esac
 case " $missing " in *" redis-server "*) service redis-server stop >/dev/null 2>&1 || true ;; esac
+case " $missing " in *" prometheus "*) service prometheus stop >/dev/null 2>&1 || true ;; esac
+case " $missing " in *" prometheus-node-exporter "*) service prometheus-node-exporter stop >/dev/null 2>&1 || true ;; esac

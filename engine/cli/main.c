@@ -40,6 +40,7 @@
 #include "source.h"
 #include "sha256.h"
 #include "verdict.h"
+#include "watch.h"
 
 struct cli {
 	struct run_options run;  /* a run, and what show/list/approve/verify share with it */
@@ -50,6 +51,8 @@ struct cli {
 	const char *usdt;        /* show: --usdt BINARY */
 	const char *thresholds[32]; /* replay: --threshold NAME=VALUE */
 	size_t n_thresholds;
+	struct watch_options watch; /* watch: its options (run: copied from run above) */
+	const char *watch_flag;     /* the first watch-only flag given, for other commands' errors */
 };
 
 static void usage(FILE *out)
@@ -68,6 +71,11 @@ static void usage(FILE *out)
 	      "                     [--stacks-probe ID] [--force]\n"
 	      "       diagnose merge REPORT.json... [--json]\n"
 	      "       diagnose test [RECIPE...] [--dir DIR]\n"
+	      "       diagnose watch [--pid PID | --comm NAME | ...] [--recipe NAME] [--every 60s]\n"
+	      "                      [--state-dir DIR] [--max-cpu-pct 1] [--budget-window 1h]\n"
+	      "                      [--follow-at warning|critical|never] [--follow-every 10m]\n"
+	      "                      [--keep N] [--keep-bytes 256M] [--listen ADDR:PORT|none]\n"
+	      "                      [--textfile FILE.prom] [--runs N]\n"
 	      "       diagnose --help | --version\n"
 	      "SYMPTOM is a recipe name (diagnose list) or a path to a recipe file.\n"
 	      "exit: 0 ok/info, 1 runtime failure, 2 usage or invalid recipe, 3 refused,\n"
@@ -127,6 +135,59 @@ static int apply_param(struct cli *c, const char *kv)
 		return usage_error("too many --param", kv);
 	c->params[c->run.n_params++] = kv; /* checked against the recipe's parameters by the plan */
 	c->run.params = c->params;
+	return 0;
+}
+
+/* watch's own options (engine/watch/watch.h); past main's own option numbers */
+enum { OPT_W_RECIPE = 400, OPT_W_EVERY, OPT_W_STATE, OPT_W_CPU, OPT_W_WINDOW, OPT_W_FOLLOW_AT,
+       OPT_W_FOLLOW_EVERY, OPT_W_KEEP, OPT_W_KEEP_BYTES, OPT_W_LISTEN, OPT_W_TEXTFILE, OPT_W_RUNS };
+
+static int watch_flag(struct cli *c, int opt, const char *arg)
+{
+	struct watch_options *w = &c->watch;
+	uint64_t n;
+	double d;
+	if (!c->watch_flag)
+		c->watch_flag = arg;
+	switch (opt) {
+	case OPT_W_RECIPE: w->recipe = arg; return 0;
+	case OPT_W_EVERY:
+		return (w->every_s = watch_parse_interval(arg)) > 0 ? 0
+			: usage_error("--every: not an interval (90, 90s, 5m, 1h; at most a day)", arg);
+	case OPT_W_STATE: w->state_dir = arg; return 0;
+	case OPT_W_CPU:
+		if (!decimal_number(arg, false, &d) || !(d > 0) || d > 100)
+			return usage_error("--max-cpu-pct: not a percentage of one CPU above 0, at most 100", arg);
+		w->max_cpu_pct = d;
+		return 0;
+	case OPT_W_WINDOW:
+		return (w->budget_window_s = watch_parse_interval(arg)) > 0 ? 0
+			: usage_error("--budget-window: not an interval (90s, 5m, 1h; at most a day)", arg);
+	case OPT_W_FOLLOW_AT:
+		if (!strcmp(arg, "warning") || !strcmp(arg, "critical") || !strcmp(arg, "never")) {
+			w->follow_at = !strcmp(arg, "warning") ? 2 : !strcmp(arg, "critical") ? 3 : 0;
+			return 0;
+		}
+		return usage_error("--follow-at: warning, critical or never", arg);
+	case OPT_W_FOLLOW_EVERY:
+		return (w->follow_every_s = watch_parse_interval(arg)) > 0 ? 0
+			: usage_error("--follow-every: not an interval (30s, 10m, 1h)", arg);
+	case OPT_W_KEEP:
+		if (!decimal_uint(arg, 100000, &n) || n == 0)
+			return usage_error("--keep: not a number of runs (1 to 100000)", arg);
+		w->keep = (size_t)n;
+		return 0;
+	case OPT_W_KEEP_BYTES:
+		return watch_parse_bytes(arg, &w->keep_bytes) ? 0
+			: usage_error("--keep-bytes: not a size (1048576, 64K, 256M, 2G)", arg);
+	case OPT_W_LISTEN: w->listen = arg; return 0;
+	case OPT_W_TEXTFILE: w->textfile = arg; return 0;
+	case OPT_W_RUNS:
+		if (!decimal_uint(arg, UINT32_MAX, &n) || n == 0)
+			return usage_error("--runs: not a positive number of runs", arg);
+		w->max_runs = n;
+		return 0;
+	}
 	return 0;
 }
 
@@ -456,6 +517,18 @@ int main(int argc, char **argv)
 		{ "thresholds", required_argument, NULL, OPT_THRESHOLD },
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "usdt", required_argument, NULL, OPT_USDT },
+		{ "recipe", required_argument, NULL, OPT_W_RECIPE },
+		{ "every", required_argument, NULL, OPT_W_EVERY },
+		{ "state-dir", required_argument, NULL, OPT_W_STATE },
+		{ "max-cpu-pct", required_argument, NULL, OPT_W_CPU },
+		{ "budget-window", required_argument, NULL, OPT_W_WINDOW },
+		{ "follow-at", required_argument, NULL, OPT_W_FOLLOW_AT },
+		{ "follow-every", required_argument, NULL, OPT_W_FOLLOW_EVERY },
+		{ "keep", required_argument, NULL, OPT_W_KEEP },
+		{ "keep-bytes", required_argument, NULL, OPT_W_KEEP_BYTES },
+		{ "listen", required_argument, NULL, OPT_W_LISTEN },
+		{ "textfile", required_argument, NULL, OPT_W_TEXTFILE },
+		{ "runs", required_argument, NULL, OPT_W_RUNS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -463,6 +536,7 @@ int main(int argc, char **argv)
 	};
 	struct cli c = { 0 };
 	int opt;
+	watch_options_default(&c.watch);
 
 	/* A closed stdout or stderr (`diagnose ... | head`) must not kill the run before its outputs
 	 * and audit record are written: writes fail with EPIPE instead. */
@@ -527,6 +601,12 @@ int main(int argc, char **argv)
 				return usage_error("--threshold: too many", optarg);
 			c.thresholds[c.n_thresholds++] = optarg;
 			break;
+		case OPT_W_RECIPE: case OPT_W_EVERY: case OPT_W_STATE: case OPT_W_CPU: case OPT_W_WINDOW:
+		case OPT_W_FOLLOW_AT: case OPT_W_FOLLOW_EVERY: case OPT_W_KEEP: case OPT_W_KEEP_BYTES:
+		case OPT_W_LISTEN: case OPT_W_TEXTFILE: case OPT_W_RUNS:
+			if (watch_flag(&c, opt, optarg))
+				return DIAG_EXIT_USAGE;
+			break;
 		case 'v': c.run.verbose = true; break;
 		case 'h': usage(stdout); return DIAG_EXIT_OK;
 		case OPT_VERSION: printf("diagnose %s\n", DIAG_VERSION); return DIAG_EXIT_OK;
@@ -538,6 +618,20 @@ int main(int argc, char **argv)
 		return DIAG_EXIT_USAGE;
 	}
 	const char *cmd = argv[optind];
+	if (c.watch_flag && strcmp(cmd, "watch") != 0)
+		return usage_error("an option of watch", c.watch_flag);
+	if (strcmp(cmd, "watch") == 0) {
+		if (optind + 1 < argc)
+			return usage_error("watch takes no SYMPTOM (--recipe NAME)", argv[optind + 1]);
+		if (c.run.dry_run || c.run.json || c.run.output || c.run.folded || c.run.flamegraph ||
+		    c.run.pprof || c.run.stacks_probe || c.run.follow || c.run.force)
+			return usage_error("watch writes each run's reports into --state-dir and follows "
+					   "on its own (--follow-at): --dry-run, --json, --output, --folded, "
+					   "--flamegraph, --pprof, --stacks-probe, --follow and --force are "
+					   "options of a single run", NULL);
+		c.watch.run = c.run;
+		return watch_run(&c.watch);
+	}
 	if (strcmp(cmd, "list") == 0)
 		return cmd_list(&c);
 	if (strcmp(cmd, "doctor") == 0)

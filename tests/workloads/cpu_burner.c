@@ -2,7 +2,9 @@
  * function, compute_checksum(), reached through main → serve_requests → handle_request.
  * Runs until killed, or for argv[1] seconds (0: until killed). argv[2]: how many rounds
  * compute_checksum makes over each request (default 64, where it holds nearly all the CPU; 1 makes
- * it about as cheap as parse_headers: "the fix" of the differential flame graph test). Built with frame pointers and without inlining
+ * it about as cheap as parse_headers: "the fix" of the differential flame graph test). argv[3]:
+ * seconds to sleep first, idle, before serving (a fault that starts while `diagnose watch` looks:
+ * tests/e2e/t_watch.sh). Built with frame pointers and without inlining
  * (see the Makefile) so its stacks are what a well-built service shows.
  */
 #include <stdint.h>
@@ -54,6 +56,12 @@ int main(int argc, char **argv)
 	double seconds = argc > 1 ? atof(argv[1]) : 0;
 	if (argc > 2 && atoi(argv[2]) > 0)
 		rounds = atoi(argv[2]);
+	if (argc > 3 && atof(argv[3]) > 0) {
+		double idle = atof(argv[3]);
+		struct timespec ts = { (time_t)idle, (long)((idle - (double)(time_t)idle) * 1e9) };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+	}
 	serve_requests(seconds);
 	printf("%llu\n", (unsigned long long)sink);
 	return 0;

@@ -1,0 +1,185 @@
+# diagnose watch as a team runs it beside a service, on the real kernel:
+# (a) a CPU burner that starts burning while watch looks: triage every 4 s; the first runs see it
+#     idle; the first triage that sees it cpu-bound has its follow-up (high-cpu) run right after
+#     it, before the next scheduled run, and that report names compute_checksum; later cpu-bound
+#     runs do not follow up again (--follow-every): counted as rate_limited. A real Prometheus
+#     (Debian's package) scrapes the endpoint meanwhile and its query API returns the verdict
+#     gauge; node_exporter's textfile collector reads the --textfile; `diagnose diff` reads two
+#     reports of the history.
+# (b) the healthy control: the same process idle all along: no warning, no follow-up; --keep 2
+#     keeps the last two runs of three, and the index says so.
+# (c) the budget: --max-cpu-pct 2 over a 60 s window (1.2 s): runs are skipped before the budget
+#     is spent, and the CPU measured from outside (watch and its runs, user + system, by GNU time,
+#     plus the BPF time their reports measured) stays within it.
+# (d) SIGTERM while a run collects: watch stops it (its report kept, stop_reason signal), exits 0,
+#     and nothing stays attached.
+# (e) usage: bad intervals, a state directory others may write to, watch's flags on a single run.
+. "$(dirname "$0")/lib.sh"
+command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
+command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+http_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
+index() { json "$1/index.json" "$2"; }
+
+# (a) the fault starts while watch looks
+start "$WL/cpu_burner" 0 64 7
+W="$TMP/a"
+mkdir -m 700 "$W"
+mkdir -m 755 "$TMP/textfile"
+MPORT=$(free_port)
+"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 4s --runs 5 --follow-every 10m \
+	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen "127.0.0.1:$MPORT" \
+	--textfile "$TMP/textfile/diagnose.prom" 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+# a real Prometheus scraping it every second
+PPORT=$(free_port)
+cat > "$TMP/prometheus.yml" <<EOC
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+scrape_configs:
+  - job_name: diagnose
+    static_configs: [ { targets: ['127.0.0.1:$MPORT'] } ]
+EOC
+prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom-data" \
+	--web.listen-address="127.0.0.1:$PPORT" > "$TMP/prometheus.log" 2>&1 &
+PROM=$!
+PIDS="$PIDS $PROM"
+# cpu-bound, or cpu-starved when this shared machine's other jobs make the burner wait for a CPU
+# (t_triage.sh): either names high-cpu
+q='diagnose_verdict%7Bverdict%3D~%22cpu-bound%7Ccpu-starved%22%2Crecipe%3D%22triage%22%7D'
+seen=""
+for i in $(seq 120); do
+	kill -0 "$WPID" 2> /dev/null || break
+	if http_get "http://127.0.0.1:$PPORT/api/v1/query?query=$q" 2> /dev/null > "$TMP/q.json" &&
+		[ "$(json "$TMP/q.json" 'len(r["data"]["result"])')" -ge 1 ]; then
+		seen=yes
+		break
+	fi
+	sleep 0.5
+done
+http_get "http://127.0.0.1:$MPORT/metrics" > "$TMP/scrape.txt" 2> /dev/null
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (a): exit $rc: $(cat "$W/log")"
+[ -n "$seen" ] || fail "Prometheus's query API never returned the cpu-bound (or cpu-starved) verdict gauge: $(cat "$TMP/q.json" 2>/dev/null); watch: $(cat "$W/log"); prometheus: $(tail -5 "$TMP/prometheus.log")"
+grep -q '^diagnose_watch_runs_total{recipe="triage",outcome="warning"}' "$TMP/scrape.txt" ||
+	fail "the endpoint lacks the runs counter: $(head -20 "$TMP/scrape.txt")"
+kill "$PROM" 2> /dev/null
+S="$W/state"
+summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst", {}).get("id"), x.get("followed", {}).get("verdict")) for x in r["runs"]]')
+# the first run saw an idle process
+index "$S" 'r["runs"][0]["recipe"] == "triage" and r["runs"][0].get("worst", {}).get("severity") in (None, "ok", "info")' | grep -q True ||
+	fail "the first run (the burner still idle) did not find it quiet: $summary"
+# exactly one follow-up, high-cpu on cpu-bound (or cpu-starved), right after its triage
+follows=$(index "$S" '[x for x in r["runs"] if x.get("followed")]')
+[ "$(index "$S" 'len([x for x in r["runs"] if x.get("followed")])')" = 1 ] || fail "want one follow-up: $summary"
+fseq=$(index "$S" '[x for x in r["runs"] if x.get("followed")][0]["seq"]')
+check_follow=$(index "$S" "[(f['recipe'], f['followed']['verdict'] in ('cpu-bound', 'cpu-starved'), f['followed']['seq'] == f['seq'] - 1, f['time'] - t['time'] <= 8) for f in r['runs'] for t in r['runs'] if f['seq'] == $fseq and t['seq'] == f['followed']['seq']]")
+[ "$check_follow" = "[('high-cpu', True, True, True)]" ] ||
+	fail "the follow-up is not high-cpu on cpu-bound right after its triage: $check_follow; $summary"
+fdir="$S/$(index "$S" "[x['dir'] for x in r['runs'] if x['seq'] == $fseq][0]")"
+json "$fdir/report.json" '" ".join(v["title"] + " " + " ".join(v["evidence"]) for v in r["verdicts"])' | grep -q compute_checksum ||
+	fail "the follow-up's verdicts do not name compute_checksum: $(json "$fdir/report.json" '[v["title"] for v in r["verdicts"]]')"
+[ -s "$fdir/report.txt" ] && [ -s "$fdir/stacks.folded" ] && gzip -t "$fdir/profile.pb.gz" ||
+	fail "the follow-up's text report, folded stacks or pprof profile is missing: $(ls "$fdir")"
+grep -q 'main;serve_requests;handle_request;compute_checksum' "$fdir/stacks.folded" || fail "folded stacks lack the call path"
+# later cpu-bound triage runs did not follow up again
+later=$(index "$S" "len([x for x in r['runs'] if x['recipe'] == 'triage' and x['seq'] > $fseq and x.get('worst', {}).get('id') == [y for y in r['runs'] if y['seq'] == $fseq][0]['followed']['verdict']])")
+if [ "$later" -ge 1 ]; then
+	grep -q '^diagnose_watch_runs_skipped_total{reason="rate_limited"} [1-9]' "$TMP/textfile/diagnose.prom" ||
+		fail "later runs with the same verdict were not counted as rate-limited: $(grep skipped "$TMP/textfile/diagnose.prom")"
+fi
+grep -q '^diagnose_watch_follow_ups_total 1$' "$TMP/textfile/diagnose.prom" || fail "textfile: follow-ups: $(grep follow_ups "$TMP/textfile/diagnose.prom")"
+# node_exporter's textfile collector reads the file
+NPORT=$(free_port)
+prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+	--collector.textfile.directory="$TMP/textfile" --web.listen-address="127.0.0.1:$NPORT" > "$TMP/node.log" 2>&1 &
+NODE=$!
+PIDS="$PIDS $NODE"
+got=""
+for i in $(seq 40); do
+	http_get "http://127.0.0.1:$NPORT/metrics" > "$TMP/node.txt" 2> /dev/null &&
+		grep -q '^diagnose_worst_severity{recipe="high-cpu",target="process:cpu_burner"}' "$TMP/node.txt" && { got=yes; break; }
+	sleep 0.25
+done
+[ -n "$got" ] || fail "node_exporter's textfile collector did not serve diagnose's metrics: $(grep -i -m3 'diagnose\|error' "$TMP/node.txt" "$TMP/node.log")"
+grep -q 'node_textfile_scrape_error 0' "$TMP/node.txt" || fail "node_exporter could not read the textfile: $(grep textfile "$TMP/node.txt")"
+kill "$NODE" 2> /dev/null
+# two reports of the history, compared
+first=$(index "$S" 'r["runs"][0]["dir"]')
+last=$(index "$S" '[x["dir"] for x in r["runs"] if x["recipe"] == "triage"][-1]')
+"$DIAG" diff "$S/$first/report.json" "$S/$last/report.json" > "$TMP/diff.txt" 2>&1 || fail "diff of two watch reports: $(cat "$TMP/diff.txt")"
+assert_released "watch (a)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (b) the healthy control: the same burner, idle for the whole watch
+start "$WL/cpu_burner" 0 64 600
+W="$TMP/b"
+mkdir -m 700 "$W"
+"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 1s --runs 3 --keep 2 \
+	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (b): exit $rc: $(cat "$W/log")"
+S="$W/state"
+summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
+[ "$(index "$S" '[x["seq"] for x in r["runs"]]')" = "[2, 3]" ] || fail "control: --keep 2 of 3 runs: $summary"
+[ "$(ls "$S/runs" | wc -l)" = 2 ] || fail "control: runs/ holds $(ls "$S/runs")"
+for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
+	rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
+	control_quiet "$S/$run/report.json" "$rc_run" || fail "control: $run: $(json "$S/$run/report.json" '[(v["id"], v["severity"]) for v in r["verdicts"]]')"
+done
+index "$S" 'all(x["recipe"] == "triage" and not x.get("followed") for x in r["runs"])' | grep -q True ||
+	grep -q 'cpu-starved' "$W/log" || fail "control: a follow-up ran: $summary"
+assert_released "watch (b)"
+
+# (c) the budget holds, measured from outside
+W="$TMP/c"
+mkdir -m 700 "$W"
+/usr/bin/time -f '%U %S' -o "$W/time" "$DIAG" watch --pid "$PID" --recipe high-cpu --duration 1 \
+	--every 1s --runs 8 --max-cpu-pct 2 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (c): exit $rc: $(cat "$W/log")"
+S="$W/state"
+ran=$(index "$S" 'len(r["runs"])')
+skipped=$(grep -c 'skipped: over the CPU budget' "$W/log")
+[ "$ran" -ge 1 ] && [ "$skipped" -ge 1 ] && [ $((ran + skipped)) = 8 ] || fail "budget: $ran ran, $skipped skipped of 8: $(cat "$W/log")"
+bpf=$(python3 -c 'import json, sys; print(sum(json.load(open(f))["overhead"].get("bpf_cpu_s") or 0 for f in sys.argv[1:]))' "$S"/runs/*/report.json)
+total=$(python3 -c 'import sys; u, s = open(sys.argv[1]).read().split()[-2:]; print(float(u) + float(s) + float(sys.argv[2]))' "$W/time" "$bpf")
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 1.2 else 1)' "$total" ||
+	fail "budget: watch and its runs used $total s of CPU (BPF $bpf s), over its 1.2 s: $(cat "$W/log")"
+echo "note: budget 1.2 s: $ran run(s), $skipped skipped, $total s of CPU measured" >&2
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (d) SIGTERM while a run collects
+start "$WL/cpu_burner"
+W="$TMP/d"
+mkdir -m 700 "$W"
+"$DIAG" watch --pid "$PID" --recipe high-cpu --duration 30 --every 60s --max-cpu-pct 50 \
+	--state-dir "$W/state" --listen none 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+for i in $(seq 100); do [ "$(our_links)" -gt 0 ] && break; sleep 0.1; done
+[ "$(our_links)" -gt 0 ] || fail "watch (d): its run never attached: $(cat "$W/log")"
+sleep 1
+kill -TERM "$WPID"
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (d): SIGTERM: exit $rc: $(cat "$W/log")"
+S="$W/state"
+rep="$S/$(index "$S" 'r["runs"][-1]["dir"]')/report.json"
+[ "$(json "$rep" 'r["stop_reason"]')" = signal ] || fail "watch (d): the run stopped by SIGTERM: stop_reason $(json "$rep" 'r["stop_reason"]')"
+[ "$(json "$rep" 'r["results"]["profile"]["samples"] > 0')" = True ] || fail "watch (d): no partial results"
+assert_released "watch (d): SIGTERM"
+
+# (e) usage
+"$DIAG" watch --every 0 --state-dir "$TMP/e" 2> "$TMP/e.err"; rc=$?
+[ "$rc" = 2 ] && grep -q -- '--every' "$TMP/e.err" || fail "--every 0: exit $rc: $(cat "$TMP/e.err")"
+"$DIAG" watch --listen 'localhost:9464' --state-dir "$TMP/e" 2> "$TMP/e.err"; rc=$?
+[ "$rc" = 2 ] && grep -q 'no names are looked up' "$TMP/e.err" || fail "--listen localhost: exit $rc: $(cat "$TMP/e.err")"
+mkdir -m 777 "$TMP/open"
+"$DIAG" watch --state-dir "$TMP/open" --listen none 2> "$TMP/e.err"; rc=$?
+[ "$rc" = 2 ] && grep -q 'others may write' "$TMP/e.err" || fail "a world-writable state dir: exit $rc: $(cat "$TMP/e.err")"
+"$DIAG" high-cpu --pid "$PID" --every 5s 2> "$TMP/e.err"; rc=$?
+[ "$rc" = 2 ] && grep -q 'an option of watch' "$TMP/e.err" || fail "--every on a run: exit $rc: $(cat "$TMP/e.err")"
+exit 0
