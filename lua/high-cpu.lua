@@ -932,4 +932,16 @@ answer.section(split_text())
 if runq then answer.section(diag.histogram("Run-queue latency", runq.unit or "us", runq.buckets)) end
 if syscalls then answer.section(syscall_table()) end
 
+-- the key figures `diagnose watch` exports (nil: not measured)
+local hottest = prof and prof.samples > 0 and diag.ranked(prof.self_all, 1)[1]
+local runq_wait = diag.runq(runq)
+answer.metric("cpu_usage_ratio", cpu and cpu / 100,
+  "CPU the target used over the window, in CPUs (1: one CPU busy all the time)")
+answer.metric("cpu_hottest_function_ratio", hottest and hottest.count / prof.samples,
+  "Share of the CPU samples in the hottest function (self time)")
+answer.metric("cpu_user_ratio", prof and prof.samples > 0 and prof.user_share / 100 or nil,
+  "Share of the CPU samples in user mode")
+answer.metric("runq_latency_p99_seconds", runq_wait and runq_wait.p99 / 1e6,
+  "99th percentile of the time the target's threads waited in the run queue")
+
 return answer.result()

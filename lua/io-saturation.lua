@@ -610,4 +610,16 @@ if findings == 0 and (blk or files) then answer.add(quiet_verdict()) end
 answer.add(incomplete_data())
 add_sections(answer, sync_row)
 
+-- the key figures `diagnose watch` exports (nil: not measured): the busiest device's
+local busiest
+for _, d in ipairs(devs) do
+  if not busiest or d.busy > busiest.busy then busiest = d end
+end
+answer.metric("disk_busy_ratio", busiest and busiest.busy / 100,
+  "Share of the window the busiest device had I/O in flight")
+answer.metric("disk_await_seconds", busiest and busiest.await_us / 1e6,
+  "The busiest device's mean time per I/O, queue and service")
+answer.metric("storage_wait_ratio", files and target_wait_pct and target_wait_pct / 100 or nil,
+  "Share of the window the target spent in storage syscalls")
+
 return answer.result()

@@ -638,4 +638,16 @@ end
 if diag.runq(runq) then answer.section(diag.histogram("Run-queue latency", "us", runq.buckets)) end
 answer.section(peers.table(peer_list, T.top_n))
 
+-- the key figures `diagnose watch` exports (nil: not measured): the threads' time by wait class
+local WAIT_METRICS = { runnable = "waiting for a CPU", disk = "in the block layer or a journal",
+  lock = "on a lock", futex = "in futex() without a named lock", peer = "on a socket or pipe peer",
+  resolve = "on name lookups", sleep = "sleeping" }
+for _, name in ipairs({ "runnable", "disk", "lock", "futex", "peer", "resolve", "sleep" }) do
+  answer.metric("wait_" .. name .. "_ratio", offcpu and class[name] and share(class[name].ns) / 100 or nil,
+    "Share of the target's threads' time " .. WAIT_METRICS[name])
+end
+local runq_wait = diag.runq(runq)
+answer.metric("runq_latency_p99_seconds", runq_wait and runq_wait.p99 / 1e6,
+  "99th percentile of the time the target's threads waited in the run queue")
+
 return answer.result()

@@ -879,4 +879,10 @@ answer.add(incomplete_data())
 answer.verdicts = diag.worst_first(answer.verdicts)
 add_sections(answer)
 
+-- the key figures `diagnose watch` exports (nil: not measured)
+answer.metric("rss_growth_bytes_per_second", rss_rate, "Resident memory growth over the window")
+answer.metric("heap_growth_bytes_per_second", heap_rate,
+  "Heap the traced allocations still held at the end of the window, per second of it")
+answer.metric("rss_bytes", memory and memory.rss_bytes, "Resident memory at the end of the window")
+
 return answer.result()

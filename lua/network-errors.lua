@@ -493,4 +493,8 @@ if tcp then answer.section(flows_table()) end
 if drops and #(drops.drops or {}) > 0 then answer.section(drops_table()) end
 if net then answer.section(counters_table()) end
 
+-- the key figures `diagnose watch` exports (nil: not measured)
+answer.metric("tcp_retransmit_ratio", net and net.tcp_retrans_pct and net.tcp_retrans_pct / 100,
+  "TCP segments retransmitted over segments sent over the window, in the namespace watched")
+
 return answer.result()

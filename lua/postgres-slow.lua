@@ -344,4 +344,12 @@ if pg then
   }))
 end
 
+-- the key figures `diagnose watch` exports (nil: not measured)
+local buf = pg and pg.buffers
+local looked = buf and (buf.hits or 0) + (buf.misses or 0) or 0
+answer.metric("pg_statements_per_second", pg and window > 0 and (pg.statements_finished or 0) / window or nil,
+  "Statements the server finished per second over the window")
+answer.metric("pg_buffer_miss_ratio", buf and buf.hits_counted and looked > 0 and (buf.misses or 0) / looked or nil,
+  "Shared-buffer lookups that missed (read from the kernel) over all lookups")
+
 return answer.result()

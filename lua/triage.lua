@@ -523,4 +523,17 @@ end
 if not host then answer.section(time_table()) end
 answer.section(symptoms_table(candidates))
 
+-- the key figures `diagnose watch` exports (nil: not measured)
+local runq_wait = diag.runq(runq)
+local net_out = diag.get(context, "net", "counters", "Tcp", "OutSegs")
+local net_retr = diag.get(context, "net", "counters", "Tcp", "RetransSegs")
+answer.metric("cpu_usage_ratio", cpu_pct and cpu_pct / 100,
+  "CPU the target used over the window, in CPUs (1: one CPU busy all the time)")
+answer.metric("runq_latency_p99_seconds", runq_wait and runq_wait.p99 / 1e6,
+  "99th percentile of the time the target's threads waited in the run queue")
+answer.metric("rss_growth_bytes_per_second", diag.get(context, "memory", "rss_slope_bytes_per_s"),
+  "Resident memory growth over the window, by its slope")
+answer.metric("tcp_retransmit_ratio", net_out and net_out > 0 and (net_retr or 0) / net_out or nil,
+  "TCP segments retransmitted over segments sent, in the target's network namespace")
+
 return answer.result()

@@ -540,6 +540,7 @@ static int run_session(struct run *r, int *code)
 				   .verdicts = r->answer.verdicts,
 				   .verdict_error = lua_ok ? NULL : r->verr.msg,
 				   .sections = r->answer.report, .ruled_out = r->answer.ruled_out,
+				   .metrics = r->answer.metrics,
 				   .preflight = r->s.preflight, .run = r->info,
 				   .thresholds = plan->thresholds };
 	r->report = report_build(&in);

@@ -56,6 +56,7 @@ struct value *report_build(const struct report_input *in)
 	if (in->verdict_error)
 		value_set_str(r, "verdict_error", in->verdict_error);
 	value_obj_set(r, "ruled_out", in->ruled_out ? value_copy(in->ruled_out) : value_arr());
+	value_obj_set(r, "metrics", in->metrics ? value_copy(in->metrics) : value_arr());
 	value_obj_set(r, "results", s && s->results ? value_copy(s->results) : value_obj());
 	/* what the verdicts were computed from, besides the results: replay runs the Lua on it */
 	if (in->run)

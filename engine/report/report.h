@@ -30,6 +30,7 @@ struct report_input {
 	const struct value *sections;      /* the Lua report sections (array), may be NULL */
 	const struct value *ruled_out;     /* what the Lua checked and found fine: [{id, text}],
 					    * may be NULL (the report then has an empty array) */
+	const struct value *metrics;       /* the Lua's key figures: [{name, value, help}], may be NULL */
 	const struct value *plan_summary;  /* dry run: what would run */
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
 	const struct value *run;           /* what the Lua saw as `run`, may be NULL */

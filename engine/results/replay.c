@@ -135,6 +135,7 @@ int replay_report(const struct replay_options *o, struct value **out, struct dia
 	/* A report recorded before ruled_out existed gets it now, as a live run would. */
 	value_obj_set(report, "verdicts", answer.verdicts);
 	value_obj_set(report, "ruled_out", answer.ruled_out);
+	value_obj_set(report, "metrics", answer.metrics);
 	value_obj_set(report, "sections", answer.report);
 	answer = (struct verdict_answer){ 0 }; /* owned by the report now */
 	value_obj_set(report, "thresholds", thresholds);

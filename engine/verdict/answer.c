@@ -2,12 +2,14 @@
  *
  * Owns: the contract of a verdict (id, severity, title, evidence, next_steps, optional next =
  * {recipe, params}), of the report (sections with a string kind), of ruled_out (what was checked
- * and found fine: {id, text} items, kept in order), the one-line errors naming the field that is
+ * and found fine: {id, text} items, kept in order), of metrics (the run's key figures, {name,
+ * value, help}: what `diagnose watch` exports), the one-line errors naming the field that is
  * wrong, severities by name, and the order of verdicts (worst first, stable).
  * Must not: touch Lua (it sees struct value only), print, or interpret results.
  */
 #include "answer.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -306,23 +308,113 @@ static struct value *check_ruled_out(const char *chunk, const struct value *raw,
 	return out;
 }
 
+/* A metric's name: [a-z][a-z0-9_]*, at most 64, ending in its unit as Prometheus names do. */
+static const char *const METRIC_UNITS[] = { "_seconds", "_bytes", "_ratio", "_per_second", "_total" };
+
+static bool metric_name_ok(const char *s)
+{
+	if (!s || !(s[0] >= 'a' && s[0] <= 'z') || !name_ok(s, 64, false) || strstr(s, "__") ||
+	    strncmp(s, "watch_", 6) == 0) /* diagnose_watch_*: watch's own metrics */
+		return false;
+	size_t n = strlen(s);
+	for (size_t i = 0; i < ARRAY_LEN(METRIC_UNITS); i++) {
+		size_t u = strlen(METRIC_UNITS[i]);
+		if (n > u && strcmp(s + n - u, METRIC_UNITS[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* One metric: { name = "runq_latency_p99_seconds", value = 0.0021, help = "..." }, rebuilt with
+ * exactly those keys. */
+static struct value *check_metric(const struct value *it, size_t i, const char *chunk, struct diag_err *err)
+{
+	if (it->type != V_OBJ) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu]: expected a table { name =, value =, "
+			  "help = }, got a %s", chunk, i, type_word(it));
+		return NULL;
+	}
+	for (size_t k = 0; k < it->obj.len; k++)
+		if (strcmp(it->obj.keys[k], "name") && strcmp(it->obj.keys[k], "value") &&
+		    strcmp(it->obj.keys[k], "help")) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu]: unknown key \"%.40s\" (expected "
+				  "name, value, help)", chunk, i, it->obj.keys[k]);
+			return NULL;
+		}
+	const char *name = value_get_str(it, "name"), *help = value_get_str(it, "help");
+	const struct value *v = value_get(it, "value");
+	if (!metric_name_ok(name)) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu].name: \"%.40s\" is not a metric name "
+			  "([a-z][a-z0-9_]*, at most 64, ending in _seconds, _bytes, _ratio, _per_second or "
+			  "_total; not watch_*)", chunk, i, name ? name : "");
+		return NULL;
+	}
+	if (!v || (v->type != V_INT && v->type != V_NUM) || (v->type == V_NUM && !isfinite(v->n))) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu].value: expected a finite number, got %s",
+			  chunk, i, v ? type_word(v) : "nothing");
+		return NULL;
+	}
+	if (!help || !help[0] || strchr(help, '\n') || strlen(help) > 300) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu].help: expected one line of text (at "
+			  "most 300 bytes)", chunk, i);
+		return NULL;
+	}
+	struct value *out = value_obj();
+	value_set_str(out, "name", name);
+	value_set_num(out, "value", v->type == V_INT ? (double)v->i : v->n);
+	value_set_str(out, "help", help);
+	return out;
+}
+
+/* The metrics, checked, in the snippet's order; a name twice is an error (NULL raw: none). */
+static struct value *check_metrics(const char *chunk, const struct value *raw, struct diag_err *err)
+{
+	struct value *out = value_arr();
+	if (!raw)
+		return out;
+	if (raw->type != V_ARR) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics: expected an array of { name =, value =, "
+			  "help = }, got a %s", chunk, raw->type == V_OBJ ? "table with named fields" : type_word(raw));
+		value_free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < raw->arr.len; i++) {
+		struct value *m = check_metric(raw->arr.items[i], i + 1, chunk, err);
+		for (size_t k = 0; m && k < out->arr.len; k++)
+			if (!strcmp(value_get_str(out->arr.items[k], "name"), value_get_str(m, "name"))) {
+				diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu].name: \"%s\" given twice",
+					  chunk, i + 1, value_get_str(m, "name"));
+				value_free(m);
+				m = NULL;
+			}
+		if (!m) {
+			value_free(out);
+			return NULL;
+		}
+		value_arr_push(out, m);
+	}
+	return out;
+}
+
 int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_answer *out,
 		 struct diag_err *err)
 {
 	*out = (struct verdict_answer){ 0 };
 	struct value *verdicts = check_verdicts(chunk, raw->verdicts, err);
 	struct value *ruled_out = verdicts ? check_ruled_out(chunk, raw->ruled_out, err) : NULL;
+	struct value *metrics = ruled_out ? check_metrics(chunk, raw->metrics, err) : NULL;
 	struct value *report = raw->report ? raw->report : value_arr();
 	raw->report = NULL;
-	if (!verdicts || !ruled_out || check_report(chunk, report, err)) {
+	if (!verdicts || !ruled_out || !metrics || check_report(chunk, report, err)) {
 		value_free(verdicts);
 		value_free(ruled_out);
+		value_free(metrics);
 		value_free(report);
 		verdict_answer_free(raw);
 		return -1;
 	}
 	verdict_answer_free(raw);
-	*out = (struct verdict_answer){ verdicts, report, ruled_out };
+	*out = (struct verdict_answer){ verdicts, report, ruled_out, metrics };
 	return 0;
 }
 
@@ -331,6 +423,7 @@ void verdict_answer_free(struct verdict_answer *a)
 	value_free(a->verdicts);
 	value_free(a->report);
 	value_free(a->ruled_out);
+	value_free(a->metrics);
 	*a = (struct verdict_answer){ 0 };
 }
 

@@ -13,10 +13,11 @@
 
 /* Checks the answer as converted and builds the final one in *out: verdicts rebuilt in contract
  * order and sorted worst first (stable), report sections each with a string kind, ruled_out
- * items {id, text} in the snippet's order. raw->verdicts is required; raw->report and
- * raw->ruled_out are NULL when the snippet gave none (then empty arrays). Takes everything in
+ * items {id, text} and metrics {name, value, help} in the snippet's order. raw->verdicts is
+ * required; raw->report, raw->ruled_out and raw->metrics are NULL when the snippet gave none
+ * (then empty arrays). Takes everything in
  * raw (left all NULL). On failure returns -1, *out all NULL, err a one-line message
- * "CHUNK: verdicts[I].FIELD: what" (or ruled_out[I].FIELD, report[I].kind). */
+ * "CHUNK: verdicts[I].FIELD: what" (or ruled_out[I].FIELD, metrics[I].FIELD, report[I].kind). */
 int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_answer *out,
 		 struct diag_err *err);
 

@@ -162,7 +162,8 @@ static int read_answer(lua_State *L, const struct verdict_input *in, struct verd
 		return -1;
 	if (!raw.verdicts)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdicts: missing", chunk);
-	if (read_field(&c, t, "report", &raw.report) || read_field(&c, t, "ruled_out", &raw.ruled_out)) {
+	if (read_field(&c, t, "report", &raw.report) || read_field(&c, t, "ruled_out", &raw.ruled_out) ||
+	    read_field(&c, t, "metrics", &raw.metrics)) {
 		verdict_answer_free(&raw);
 		return -1;
 	}

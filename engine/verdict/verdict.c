@@ -36,7 +36,7 @@
  * killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit rounded up, plus one second),
  * RLIMIT_AS (its current size plus room for the Lua cap and the answer; not under ASan, whose
  * shadow memory is huge) and RLIMIT_CORE 0, runs verdict_run_inprocess, writes one JSON document
- * — {"verdicts":[...],"report":[...],"ruled_out":[...]} or {"error":"message"} — and leaves
+ * — {"verdicts":[...],"report":[...],"ruled_out":[...],"metrics":[...]} or {"error":"message"} — and leaves
  * with _exit (no atexit handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
  * Ctrl-C is for the parent to answer, and SIGKILL needs no permission.
  * The parent reads with poll until end of file or the deadline, at most a size derived from the
@@ -176,6 +176,7 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 		value_obj_set(doc, "verdicts", answer.verdicts);
 		value_obj_set(doc, "report", answer.report);
 		value_obj_set(doc, "ruled_out", answer.ruled_out);
+		value_obj_set(doc, "metrics", answer.metrics);
 	} else {
 		value_set_str(doc, "error", err.msg);
 	}
@@ -324,6 +325,7 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 	struct value *vs = (struct value *)value_get(doc, "verdicts");
 	struct value *rep = (struct value *)value_get(doc, "report");
 	struct value *ro = (struct value *)value_get(doc, "ruled_out");
+	struct value *mt = (struct value *)value_get(doc, "metrics");
 	if (doc->type != V_OBJ) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: not an object",
 			  chunk);
@@ -333,15 +335,16 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 		else
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase failed without a message",
 				  chunk);
-	} else if (!vs || !rep || !ro) {
+	} else if (!vs || !rep || !ro || !mt) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent a malformed answer: no verdicts, "
-			  "report or ruled_out", chunk);
+			  "report, ruled_out or metrics", chunk);
 	} else {
-		/* Take the three out of the document, then check them as the child did. */
+		/* Take the four out of the document, then check them as the child did. */
 		for (size_t i = 0; i < doc->obj.len; i++)
-			if (doc->obj.vals[i] == vs || doc->obj.vals[i] == rep || doc->obj.vals[i] == ro)
+			if (doc->obj.vals[i] == vs || doc->obj.vals[i] == rep || doc->obj.vals[i] == ro ||
+			    doc->obj.vals[i] == mt)
 				doc->obj.vals[i] = NULL;
-		struct verdict_answer raw = { vs, rep, ro };
+		struct verdict_answer raw = { vs, rep, ro, mt };
 		rc = answer_check(chunk, &raw, out, err);
 	}
 	value_free(doc);

@@ -16,8 +16,10 @@
  *     { verdicts  = { {id=, severity="ok|info|warning|critical", title=, evidence={..},
  *                      next_steps={..}, next={recipe=, params={..}} -- optional}, ... },
  *       report    = { section, ... },          -- optional, see report.h for section shapes
- *       ruled_out = { {id=, text=}, ... } }    -- optional: what was checked and found fine,
+ *       ruled_out = { {id=, text=}, ... },     -- optional: what was checked and found fine,
  *                                              -- id [a-z0-9-]+ (a hypothesis), text one line
+ *       metrics   = { {name=, value=, help=}, ... } } -- optional: key figures (diagnose watch
+ *                                              -- exports them), name ending in its unit
  */
 #ifndef DIAG_VERDICT_H
 #define DIAG_VERDICT_H
@@ -63,6 +65,7 @@ struct verdict_answer {
 	struct value *verdicts;  /* worst first (stable: the snippet's order within a severity) */
 	struct value *report;    /* sections, possibly empty */
 	struct value *ruled_out; /* {id, text} objects in the snippet's order, possibly empty */
+	struct value *metrics;   /* {name, value, help}: the run's key figures, possibly empty */
 };
 void verdict_answer_free(struct verdict_answer *a);
 

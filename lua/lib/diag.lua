@@ -600,10 +600,17 @@ end
 --   a.add(x)       x a verdict (diag.verdict), a ruled-out item (diag.ruled_out), an array of
 --                  those, or nil (nothing to say)
 --   a.section(s)   a report section (diag.table, diag.histogram, diag.text); nil is ignored
+--   a.metric(name, value, help)
+--                  a key figure of the run, which `diagnose watch` exports as the Prometheus
+--                  gauge diagnose_NAME{recipe, target}: name [a-z][a-z0-9_]* ending in its unit
+--                  (_seconds, _bytes, _ratio, _per_second, _total), in base units (seconds, not
+--                  µs; a ratio 0..1, not a percentage); value a number, nil when it was not
+--                  measured (then nothing is exported); help one line saying what it is
 --   a.verdicts     the verdicts so far (an array: a snippet may reorder it)
---   a.result()     { verdicts = {...}, report = {...}, ruled_out = { {id=, text=}, ... } }
+--   a.result()     { verdicts = {...}, report = {...}, ruled_out = { {id=, text=}, ... },
+--                    metrics = { {name=, value=, help=}, ... } }
 function diag.answer()
-  local a = { verdicts = {}, ruled_out = {}, report = {} }
+  local a = { verdicts = {}, ruled_out = {}, report = {}, metrics = {} }
   function a.add(x)
     if x == nil then return end
     if x.severity then
@@ -617,8 +624,19 @@ function diag.answer()
   function a.section(s)
     if s then a.report[#a.report + 1] = s end
   end
+  function a.metric(name, value, help)
+    if type(name) ~= "string" or not name:find("^[a-z][a-z0-9_]*$") or not (name:find("_seconds$") or
+        name:find("_bytes$") or name:find("_ratio$") or name:find("_per_second$") or name:find("_total$")) then
+      error(string.format("a.metric(%q): not a metric name ending in its unit", tostring(name)), 2)
+    end
+    if value == nil then return end
+    if type(value) ~= "number" or value ~= value or value == math.huge or value == -math.huge then
+      error(string.format("a.metric(%q): the value is not a finite number", name), 2)
+    end
+    a.metrics[#a.metrics + 1] = { name = name, value = value, help = help }
+  end
   function a.result()
-    return { verdicts = a.verdicts, report = a.report, ruled_out = a.ruled_out }
+    return { verdicts = a.verdicts, report = a.report, ruled_out = a.ruled_out, metrics = a.metrics }
   end
   return a
 end

@@ -269,7 +269,7 @@ static struct source_file *libs_of(const char *rel_dir, size_t *n)
 
 struct outcome {
 	int rc;
-	struct value *verdicts, *report, *ruled_out;
+	struct value *verdicts, *report, *ruled_out, *metrics;
 	struct diag_err err;
 };
 
@@ -278,6 +278,7 @@ static void outcome_free(struct outcome *o)
 	value_free(o->verdicts);
 	value_free(o->report);
 	value_free(o->ruled_out);
+	value_free(o->metrics);
 }
 
 static int run_into(int (*runner)(const struct verdict_input *, struct verdict_answer *,
@@ -289,6 +290,7 @@ static int run_into(int (*runner)(const struct verdict_input *, struct verdict_a
 	o->verdicts = a.verdicts;
 	o->report = a.report;
 	o->ruled_out = a.ruled_out;
+	o->metrics = a.metrics;
 	return o->rc;
 }
 
@@ -1577,6 +1579,50 @@ static void test_ruled_out(void **state)
 	value_free(res);
 }
 
+/* metrics: the run's key figures, built by diag.answer's a.metric or returned as they are;
+ * through the child and in this process alike; wrong names, values and help refused naming the
+ * item. */
+static void test_metrics(void **state)
+{
+	(void)state;
+	struct value *res = value_obj();
+	struct verdict_input in = { 0 };
+	struct outcome o;
+	run_text("return { " RO_VERDICT ", metrics = {\n"
+		 "  { name = 'runq_latency_p99_seconds', value = 0.0021, help = 'run-queue p99' },\n"
+		 "  { help = 'share', value = 1, name = 'cpu_hottest_function_ratio' } } }", res, &in, false, &o);
+	if (o.rc)
+		fail_msg("%s", o.err.msg);
+	assert_int_equal(o.metrics->arr.len, 2);
+	assert_string_equal(value_get_str(o.metrics->arr.items[0], "name"), "runq_latency_p99_seconds");
+	assert_true(value_get_num(o.metrics->arr.items[0], "value", 0) == 0.0021);
+	assert_string_equal(o.metrics->arr.items[1]->obj.keys[0], "name"); /* rebuilt: name, value, help */
+	assert_true(value_get_num(o.metrics->arr.items[1], "value", 0) == 1);
+	outcome_free(&o);
+	run_text("return { " RO_VERDICT " }", res, &in, false, &o);
+	assert_int_equal(o.rc, 0);
+	assert_int_equal(o.metrics->type, V_ARR);
+	assert_int_equal(o.metrics->arr.len, 0);
+	outcome_free(&o);
+
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'runq p99', value = 1, help = 'x' } } }",
+			  res, &in, false, "inline.lua: metrics[1].name: \"runq p99\" is not a metric name");
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'runq_p99_us', value = 1, help = 'x' } } }",
+			  res, &in, false, "metrics[1].name: \"runq_p99_us\" is not a metric name");
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'a_ratio', value = 'high', help = 'x' } } }",
+			  res, &in, false, "inline.lua: metrics[1].value: expected a finite number, got string");
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'a_ratio', value = 1, help = 'x\\ny' } } }",
+			  res, &in, false, "inline.lua: metrics[1].help: expected one line");
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'a_ratio', value = 1, help = 'x', unit = 'y' } } }",
+			  res, &in, false, "inline.lua: metrics[1]: unknown key \"unit\"");
+	expect_text_error("return { " RO_VERDICT ", metrics = { { name = 'a_ratio', value = 1, help = 'x' },\n"
+			  "  { name = 'a_ratio', value = 2, help = 'y' } } }", res, &in, false,
+			  "inline.lua: metrics[2].name: \"a_ratio\" given twice");
+	expect_text_error("return { " RO_VERDICT ", metrics = { name = 'a_ratio' } }", res, &in, false,
+			  "inline.lua: metrics: expected an array");
+	value_free(res);
+}
+
 static void test_time_limits(void **state)
 {
 	(void)state;
@@ -1748,6 +1794,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_and_loading),
 		cmocka_unit_test(test_answer_budget),
 		cmocka_unit_test(test_ruled_out),
+		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_time_limits),
 		cmocka_unit_test(test_child_killed),
 		cmocka_unit_test(test_answer_through_child),
