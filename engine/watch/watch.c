@@ -108,6 +108,7 @@ struct recipe_stats {
 	int64_t last_time;
 	bool ran;
 	struct value *verdicts; /* the last completed run's [{id, severity}] */
+	struct value *metrics;  /* and its key figures [{name, value, help}] (the recipe's Lua) */
 };
 
 enum outcome { OUT_OK, OUT_WARNING, OUT_CRITICAL, OUT_FAILED, OUT_REFUSED };
@@ -237,6 +238,42 @@ static bool budget_allows(struct watch *w, const char *recipe)
 
 /* ---- metrics ---------------------------------------------------------------------------------- */
 
+static bool same_name(const char *a, const struct value *m)
+{
+	const char *b = value_get_str(m, "name");
+	return a && b && !strcmp(a, b);
+}
+
+/* The key figures the recipes' Lua declared (a.metric), one family per name — diagnose_NAME,
+ * its help the first recipe's — with a sample per recipe that gave it in its last completed run. */
+static void write_recipe_metrics(struct watch *w, FILE *out)
+{
+	const char *t = w->target_label;
+	for (size_t i = 0; i < w->n_recipes; i++) {
+		const struct value *ms = w->recipes[i].metrics;
+		for (size_t k = 0; ms && ms->type == V_ARR && k < ms->arr.len; k++) {
+			const char *name = value_get_str(ms->arr.items[k], "name");
+			bool earlier = false; /* this family was written with an earlier recipe's */
+			for (size_t j = 0; name && j < i && !earlier; j++)
+				for (size_t q = 0; w->recipes[j].metrics && q < w->recipes[j].metrics->arr.len; q++)
+					earlier |= same_name(name, w->recipes[j].metrics->arr.items[q]);
+			char full[96];
+			snprintf(full, sizeof(full), "diagnose_%s", name ? name : "");
+			if (!name || earlier || !prom_metric_name_ok(full))
+				continue;
+			prom_family(out, full, "gauge", value_get_str(ms->arr.items[k], "help"));
+			for (size_t j = i; j < w->n_recipes; j++)
+				for (size_t q = 0; w->recipes[j].metrics && q < w->recipes[j].metrics->arr.len; q++) {
+					const struct value *m = w->recipes[j].metrics->arr.items[q];
+					if (!same_name(name, m))
+						continue;
+					const char *l[] = { "recipe", w->recipes[j].name, "target", t };
+					prom_sample(out, full, l, 2, value_get_num(m, "value", 0));
+				}
+		}
+	}
+}
+
 static void write_metrics(struct watch *w, FILE *out)
 {
 	const char *t = w->target_label;
@@ -268,6 +305,7 @@ static void write_metrics(struct watch *w, FILE *out)
 		const char *l[] = { "recipe", w->recipes[i].name, "target", t };
 		prom_sample(out, "diagnose_worst_severity", l, 2, worst);
 	}
+	write_recipe_metrics(w, out);
 	prom_family(out, "diagnose_watch_runs_total", "counter",
 		    "Runs ended, by recipe and outcome (ok, warning, critical, failed, refused)");
 	for (size_t i = 0; i < w->n_recipes; i++)
@@ -401,6 +439,9 @@ static void write_summary(int slotfd, int code, const struct value *report, stru
 		value_set_str(s, "stop_reason", stop ? stop : "?");
 		const struct value *o = value_get(report, "overhead");
 		value_set_num(s, "bpf_cpu_s", value_get_num(o, "bpf_cpu_s", 0));
+		const struct value *m = value_get(report, "metrics");
+		if (m && m->type == V_ARR)
+			value_obj_set(s, "metrics", value_copy(m));
 		struct value *vs = value_obj_set(s, "verdicts", value_arr());
 		const struct value *rv = value_get(report, "verdicts");
 		for (size_t i = 0; rv && rv->type == V_ARR && i < rv->arr.len; i++) {
@@ -571,6 +612,8 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 	if (vs && (oc == OUT_OK || oc == OUT_WARNING || oc == OUT_CRITICAL)) {
 		value_free(s->verdicts);
 		s->verdicts = value_copy(vs);
+		value_free(s->metrics);
+		s->metrics = value_get(sum, "metrics") ? value_copy(value_get(sum, "metrics")) : NULL;
 	}
 	c->entry.exit_code = code;
 	if (vs && vs->type == V_ARR && vs->arr.len) {
@@ -807,8 +850,10 @@ restore:
 	sigprocmask(SIG_SETMASK, &w->old_mask, NULL);
 out:
 	free_pending(&w->pending);
-	for (size_t i = 0; i < w->n_recipes; i++)
+	for (size_t i = 0; i < w->n_recipes; i++) {
 		value_free(w->recipes[i].verdicts);
+		value_free(w->recipes[i].metrics);
+	}
 	httpd_close(&w->http);
 	ring_close(&w->ring);
 	free(w);

@@ -2,7 +2,8 @@
 # (a) a CPU burner that starts burning while watch looks: triage every 4 s; the first runs see it
 #     idle; the first triage that sees it cpu-bound has its follow-up (high-cpu) run right after
 #     it, before the next scheduled run, and that report names compute_checksum; later cpu-bound
-#     runs do not follow up again (--follow-every): counted as rate_limited. A real Prometheus
+#     runs do not follow up again (--follow-every): counted as rate_limited; the recipes' key
+#     figures are exported (high-cpu's hottest function share, triage's CPU use). A real Prometheus
 #     (Debian's package) scrapes the endpoint meanwhile and its query API returns the verdict
 #     gauge; node_exporter's textfile collector reads the --textfile; `diagnose diff` reads two
 #     reports of the history.
@@ -90,6 +91,14 @@ if [ "$later" -ge 1 ]; then
 	grep -q '^diagnose_watch_runs_skipped_total{reason="rate_limited"} [1-9]' "$TMP/textfile/diagnose.prom" ||
 		fail "later runs with the same verdict were not counted as rate-limited: $(grep skipped "$TMP/textfile/diagnose.prom")"
 fi
+# the recipes' key figures: high-cpu's hottest function holds most of the samples
+python3 - "$TMP/textfile/diagnose.prom" <<'EOP' || fail "textfile: the recipes' key figures: $(grep -v '^#' "$TMP/textfile/diagnose.prom" | grep -v watch_)"
+import re, sys
+m = {l.split(' ')[0]: float(l.split(' ')[1]) for l in open(sys.argv[1]) if l[0] != '#'}
+hot = m.get('diagnose_cpu_hottest_function_ratio{recipe="high-cpu",target="process:cpu_burner"}', 0)
+cpu = m.get('diagnose_cpu_usage_ratio{recipe="triage",target="process:cpu_burner"}', 0)
+sys.exit(0 if hot >= 0.5 and cpu >= 0.3 else 1)
+EOP
 grep -q '^diagnose_watch_follow_ups_total 1$' "$TMP/textfile/diagnose.prom" || fail "textfile: follow-ups: $(grep follow_ups "$TMP/textfile/diagnose.prom")"
 # node_exporter's textfile collector reads the file
 NPORT=$(free_port)
