@@ -129,7 +129,9 @@ static void check_json_round_trip(const struct value *v)
 static void check_answer(const struct verdict_answer *a)
 {
 	const struct value *verdicts = a->verdicts, *report = a->report, *ruled_out = a->ruled_out;
+	const struct value *metrics = a->metrics;
 	CHECK(verdicts && verdicts->type == V_ARR);
+	CHECK(metrics && metrics->type == V_ARR);
 	CHECK(report && report->type == V_ARR);
 	CHECK(ruled_out && ruled_out->type == V_ARR);
 	enum severity prev = SEV_CRITICAL;
@@ -152,6 +154,13 @@ static void check_answer(const struct verdict_answer *a)
 		CHECK(r->type == V_OBJ && r->obj.len == 2);
 		CHECK(value_get_str(r, "id") && value_get_str(r, "id")[0]);
 		CHECK(value_get_str(r, "text") && !strchr(value_get_str(r, "text"), '\n'));
+	}
+	for (size_t i = 0; i < metrics->arr.len; i++) { /* {name, value, help}, the name a unit's */
+		const struct value *m = metrics->arr.items[i];
+		CHECK(m->type == V_OBJ && m->obj.len == 3);
+		CHECK(value_get_str(m, "name") && value_get_str(m, "name")[0]);
+		CHECK(value_get(m, "value") && value_get(m, "value")->type == V_NUM);
+		CHECK(value_get_str(m, "help") && !strchr(value_get_str(m, "help"), '\n'));
 	}
 	size_t bytes = 0;
 	size_t nodes = count_nodes(verdicts, &bytes) + count_nodes(report, &bytes) +
@@ -181,14 +190,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.thresholds = thresholds, .run = run, .max_instructions = 20000,
 		.max_memory_bytes = 256u << 10, .max_nodes = MAX_NODES, .max_text_bytes = MAX_TEXT,
 	};
-	struct verdict_answer answer = { (struct value *)1, (struct value *)1, (struct value *)1 };
+	struct verdict_answer answer = { (struct value *)1, (struct value *)1, (struct value *)1,
+					 (struct value *)1 };
 	struct diag_err err = { 0 };
 	int rc = verdict_run_inprocess(&in, &answer, &err);
 	if (rc == 0) {
 		check_answer(&answer);
 	} else {
 		CHECK(rc == -1);
-		CHECK(!answer.verdicts && !answer.report && !answer.ruled_out);
+		CHECK(!answer.verdicts && !answer.report && !answer.ruled_out && !answer.metrics);
 		CHECK(err.code == DIAG_EXIT_RUNTIME);
 		CHECK(err.msg[0]);
 		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
