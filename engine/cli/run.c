@@ -165,7 +165,12 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 	const char *probe_id = NULL;
 	const struct value *probe_res = report_stack_probe(results, c->stacks_probe, &probe_id);
 	if (!probe_res && (o->folded || o->svg || o->pprof)) {
-		if (c->stacks_probe)
+		if (c->capture && c->capture->stacks_if_any) {
+			outfile_discard(o->folded);
+			outfile_discard(o->svg);
+			outfile_discard(o->pprof);
+			o->folded = o->svg = o->pprof = NULL;
+		} else if (c->stacks_probe)
 			fprintf(stderr, "diagnose: warning: --stacks-probe %s: probe %s has no stacks in its "
 				"results (see the report's notes); the stack outputs are empty\n",
 				c->stacks_probe, c->stacks_probe);

@@ -32,6 +32,8 @@ struct run_capture {
 					* not acted on: the run finished): no further stage starts */
 	bool write_outputs;            /* in: the report and output files written as without a
 					* capture too (a `diagnose watch` run), and handed back */
+	bool stacks_if_any;            /* in: the stack outputs (folded, SVG, pprof) only when a probe
+					* recorded stacks; none, and no warning, otherwise */
 };
 
 #include "target.h"

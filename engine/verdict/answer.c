@@ -285,20 +285,25 @@ static int check_report(const char *chunk, const struct value *rep, struct diag_
 	return 0;
 }
 
-/* The ruled-out items, checked and rebuilt in the snippet's order (NULL raw: none). */
-static struct value *check_ruled_out(const char *chunk, const struct value *raw, struct diag_err *err)
+/* An optional list of the answer (NULL raw: empty), each item checked and rebuilt by check, in
+ * the snippet's order; NULL and err at the first wrong one. */
+typedef struct value *item_check_fn(const struct value *it, size_t i, const char *chunk,
+				    struct diag_err *err);
+
+static struct value *check_list(const char *chunk, const char *field, const char *shape,
+				const struct value *raw, item_check_fn *check, struct diag_err *err)
 {
 	struct value *out = value_arr();
 	if (!raw)
 		return out;
 	if (raw->type != V_ARR) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: ruled_out: expected an array of { id =, text = }, "
-			  "got a %s", chunk, raw->type == V_OBJ ? "table with named fields" : type_word(raw));
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s: expected an array of %s, got a %s", chunk, field,
+			  shape, raw->type == V_OBJ ? "table with named fields" : type_word(raw));
 		value_free(out);
 		return NULL;
 	}
 	for (size_t i = 0; i < raw->arr.len; i++) {
-		struct value *it = check_ruled_out_item(raw->arr.items[i], i + 1, chunk, err);
+		struct value *it = check(raw->arr.items[i], i + 1, chunk, err);
 		if (!it) {
 			value_free(out);
 			return NULL;
@@ -369,30 +374,17 @@ static struct value *check_metric(const struct value *it, size_t i, const char *
 /* The metrics, checked, in the snippet's order; a name twice is an error (NULL raw: none). */
 static struct value *check_metrics(const char *chunk, const struct value *raw, struct diag_err *err)
 {
-	struct value *out = value_arr();
-	if (!raw)
-		return out;
-	if (raw->type != V_ARR) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics: expected an array of { name =, value =, "
-			  "help = }, got a %s", chunk, raw->type == V_OBJ ? "table with named fields" : type_word(raw));
-		value_free(out);
-		return NULL;
-	}
-	for (size_t i = 0; i < raw->arr.len; i++) {
-		struct value *m = check_metric(raw->arr.items[i], i + 1, chunk, err);
-		for (size_t k = 0; m && k < out->arr.len; k++)
-			if (!strcmp(value_get_str(out->arr.items[k], "name"), value_get_str(m, "name"))) {
+	struct value *out = check_list(chunk, "metrics", "{ name =, value =, help = }", raw, check_metric, err);
+	for (size_t i = 0; out && i < out->arr.len; i++)
+		for (size_t k = 0; k < i; k++) {
+			const char *name = value_get_str(out->arr.items[i], "name");
+			if (!strcmp(value_get_str(out->arr.items[k], "name"), name)) {
 				diag_fail(err, DIAG_EXIT_RUNTIME, "%s: metrics[%zu].name: \"%s\" given twice",
-					  chunk, i + 1, value_get_str(m, "name"));
-				value_free(m);
-				m = NULL;
+					  chunk, i + 1, name);
+				value_free(out);
+				return NULL;
 			}
-		if (!m) {
-			value_free(out);
-			return NULL;
 		}
-		value_arr_push(out, m);
-	}
 	return out;
 }
 
@@ -401,7 +393,8 @@ int answer_check(const char *chunk, struct verdict_answer *raw, struct verdict_a
 {
 	*out = (struct verdict_answer){ 0 };
 	struct value *verdicts = check_verdicts(chunk, raw->verdicts, err);
-	struct value *ruled_out = verdicts ? check_ruled_out(chunk, raw->ruled_out, err) : NULL;
+	struct value *ruled_out = verdicts ? check_list(chunk, "ruled_out", "{ id =, text = }", raw->ruled_out,
+							 check_ruled_out_item, err) : NULL;
 	struct value *metrics = ruled_out ? check_metrics(chunk, raw->metrics, err) : NULL;
 	struct value *report = raw->report ? raw->report : value_arr();
 	raw->report = NULL;

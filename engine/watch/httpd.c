@@ -101,7 +101,7 @@ size_t httpd_pollfds(const struct httpd *h, struct pollfd *fds)
 	return n;
 }
 
-static void respond(struct httpd *h, struct httpd_conn *c, int status, const char *reason,
+static void respond(struct httpd_conn *c, int status, const char *reason,
 		    const char *type, char *body, size_t len)
 {
 	char head[256];
@@ -113,7 +113,6 @@ static void respond(struct httpd *h, struct httpd_conn *c, int status, const cha
 		memcpy(c->resp + hn, body, len);
 	c->resp_len = (size_t)hn + len;
 	c->resp_off = 0;
-	(void)h;
 }
 
 /* A whole request head is in: answer it from its request line. */
@@ -122,7 +121,7 @@ static void handle(struct httpd *h, struct httpd_conn *c)
 	static const char text[] = "text/plain; charset=utf-8";
 	char *sp = memchr(c->req, ' ', c->req_len);
 	if (!sp || (size_t)(sp - c->req) != 3 || memcmp(c->req, "GET", 3) != 0) {
-		respond(h, c, 405, "Method Not Allowed", text, (char *)"GET only\n", 9);
+		respond(c, 405, "Method Not Allowed", text, (char *)"GET only\n", 9);
 		return;
 	}
 	const char *path = sp + 1;
@@ -131,11 +130,11 @@ static void handle(struct httpd *h, struct httpd_conn *c)
 		char *body = NULL;
 		size_t len = 0;
 		h->body(h->ctx, &body, &len);
-		respond(h, c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
+		respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
 		free(body);
 		h->scrapes++;
 	} else {
-		respond(h, c, 404, "Not Found", text, (char *)"diagnose watch: see /metrics\n", 29);
+		respond(c, 404, "Not Found", text, (char *)"diagnose watch: see /metrics\n", 29);
 	}
 }
 
@@ -175,7 +174,7 @@ void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n)
 			if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
 				handle(h, c);
 			else if (c->req_len == sizeof(c->req) - 1)
-				respond(h, c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
+				respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
 		}
 		if (c->resp) {
 			ssize_t put = write(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off);

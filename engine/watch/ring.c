@@ -231,6 +231,12 @@ int ring_begin(struct ring *r, const char *recipe, struct ring_entry *e, struct 
 	return fd;
 }
 
+void ring_abandon(struct ring *r, const struct ring_entry *e)
+{
+	if (!strncmp(e->dir, "runs/", 5))
+		remove_run_dir(r->runsfd, e->dir + 5);
+}
+
 struct value *ring_index_value(const struct ring *r)
 {
 	struct value *v = value_obj();

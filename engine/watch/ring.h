@@ -59,6 +59,10 @@ bool ring_has_room(const struct ring *r);
  * or -1 with err. *e is filled with seq, time, recipe and dir; the caller completes it. */
 int ring_begin(struct ring *r, const char *recipe, struct ring_entry *e, struct diag_err *err);
 
+/* A run that never started (its child could not be made): its directory is removed, not left
+ * for the next ring_open to find. */
+void ring_abandon(struct ring *r, const struct ring_entry *e);
+
 /* The run is over: empty files in its directory are removed, its bytes counted, it joins the
  * index, the oldest runs are removed while over a limit (never the one just added), and the index
  * is rewritten (atomically: a temporary file renamed over it). */

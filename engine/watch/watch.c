@@ -24,9 +24,7 @@
 #include "httpd.h"
 #include "json_parse.h"
 #include "outfile.h"
-#include "pprof.h"
 #include "prom.h"
-#include "report.h"
 #include "ring.h"
 #include "value.h"
 
@@ -238,39 +236,58 @@ static bool budget_allows(struct watch *w, const char *recipe)
 
 /* ---- metrics ---------------------------------------------------------------------------------- */
 
-static bool same_name(const char *a, const struct value *m)
+/* A recipe's last figure of that name, NULL when it gave none. */
+static const struct value *metric_named(const struct recipe_stats *rs, const char *name)
 {
-	const char *b = value_get_str(m, "name");
-	return a && b && !strcmp(a, b);
+	const struct value *ms = rs->metrics;
+	for (size_t q = 0; ms && ms->type == V_ARR && q < ms->arr.len; q++) {
+		const char *n = value_get_str(ms->arr.items[q], "name");
+		if (n && !strcmp(n, name))
+			return ms->arr.items[q];
+	}
+	return NULL;
 }
 
 /* The key figures the recipes' Lua declared (a.metric), one family per name — diagnose_NAME,
  * its help the first recipe's — with a sample per recipe that gave it in its last completed run. */
 static void write_recipe_metrics(struct watch *w, FILE *out)
 {
-	const char *t = w->target_label;
 	for (size_t i = 0; i < w->n_recipes; i++) {
 		const struct value *ms = w->recipes[i].metrics;
 		for (size_t k = 0; ms && ms->type == V_ARR && k < ms->arr.len; k++) {
 			const char *name = value_get_str(ms->arr.items[k], "name");
-			bool earlier = false; /* this family was written with an earlier recipe's */
+			bool earlier = false; /* its family was written with an earlier recipe's */
 			for (size_t j = 0; name && j < i && !earlier; j++)
-				for (size_t q = 0; w->recipes[j].metrics && q < w->recipes[j].metrics->arr.len; q++)
-					earlier |= same_name(name, w->recipes[j].metrics->arr.items[q]);
+				earlier = metric_named(&w->recipes[j], name) != NULL;
 			char full[96];
 			snprintf(full, sizeof(full), "diagnose_%s", name ? name : "");
 			if (!name || earlier || !prom_metric_name_ok(full))
 				continue;
 			prom_family(out, full, "gauge", value_get_str(ms->arr.items[k], "help"));
-			for (size_t j = i; j < w->n_recipes; j++)
-				for (size_t q = 0; w->recipes[j].metrics && q < w->recipes[j].metrics->arr.len; q++) {
-					const struct value *m = w->recipes[j].metrics->arr.items[q];
-					if (!same_name(name, m))
-						continue;
-					const char *l[] = { "recipe", w->recipes[j].name, "target", t };
+			for (size_t j = i; j < w->n_recipes; j++) {
+				const struct value *m = metric_named(&w->recipes[j], name);
+				const char *l[] = { "recipe", w->recipes[j].name, "target", w->target_label };
+				if (m)
 					prom_sample(out, full, l, 2, value_get_num(m, "value", 0));
-				}
+			}
 		}
+	}
+}
+
+/* A gauge with a sample per recipe that has run: one figure of its last run. */
+enum last_run_figure { LAST_TIME, LAST_WALL, LAST_COST };
+
+static void write_last_run_gauge(const struct watch *w, FILE *out, const char *name, const char *help,
+				 enum last_run_figure fig)
+{
+	prom_family(out, name, "gauge", help);
+	for (size_t i = 0; i < w->n_recipes; i++) {
+		const struct recipe_stats *rs = &w->recipes[i];
+		if (!rs->ran)
+			continue;
+		const char *l[] = { "recipe", rs->name };
+		prom_sample(out, name, l, 1, fig == LAST_TIME ? (double)rs->last_time
+					     : fig == LAST_WALL ? rs->last_wall_s : rs->last_cost_s);
 	}
 }
 
@@ -332,28 +349,13 @@ static void write_metrics(struct watch *w, FILE *out)
 	prom_family(out, "diagnose_watch_budget_ratio", "gauge",
 		    "CPU spent over the budget window, as a share of the budget (1: the budget is used up)");
 	prom_sample(out, "diagnose_watch_budget_ratio", NULL, 0, budget_s(w) > 0 ? spent_s(w) / budget_s(w) : 0);
-	prom_family(out, "diagnose_watch_last_run_timestamp_seconds", "gauge",
-		    "When a recipe's last run started (seconds since the epoch)");
-	for (size_t i = 0; i < w->n_recipes; i++)
-		if (w->recipes[i].ran) {
-			const char *l[] = { "recipe", w->recipes[i].name };
-			prom_sample(out, "diagnose_watch_last_run_timestamp_seconds", l, 1,
-				    (double)w->recipes[i].last_time);
-		}
-	prom_family(out, "diagnose_watch_last_run_duration_seconds", "gauge",
-		    "A recipe's last run, start to end (wall time)");
-	for (size_t i = 0; i < w->n_recipes; i++)
-		if (w->recipes[i].ran) {
-			const char *l[] = { "recipe", w->recipes[i].name };
-			prom_sample(out, "diagnose_watch_last_run_duration_seconds", l, 1, w->recipes[i].last_wall_s);
-		}
-	prom_family(out, "diagnose_watch_last_run_cost_seconds", "gauge",
-		    "A recipe's last run's CPU (its process's user and system time plus its BPF programs')");
-	for (size_t i = 0; i < w->n_recipes; i++)
-		if (w->recipes[i].ran) {
-			const char *l[] = { "recipe", w->recipes[i].name };
-			prom_sample(out, "diagnose_watch_last_run_cost_seconds", l, 1, w->recipes[i].last_cost_s);
-		}
+	write_last_run_gauge(w, out, "diagnose_watch_last_run_timestamp_seconds",
+			     "When a recipe's last run started (seconds since the epoch)", LAST_TIME);
+	write_last_run_gauge(w, out, "diagnose_watch_last_run_duration_seconds",
+			     "A recipe's last run, start to end (wall time)", LAST_WALL);
+	write_last_run_gauge(w, out, "diagnose_watch_last_run_cost_seconds",
+			     "A recipe's last run's CPU (its process's user and system time plus its BPF "
+			     "programs')", LAST_COST);
 	prom_family(out, "diagnose_watch_history_runs", "gauge", "Runs kept in the state directory");
 	prom_sample(out, "diagnose_watch_history_runs", NULL, 0, (double)w->ring.n);
 	uint64_t bytes = 0;
@@ -398,37 +400,6 @@ static int open_in(int dirfd, const char *name)
 	return openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
-/* The stack outputs of a run whose results carry stacks: folded lines and a pprof profile. */
-static void write_stacks(int slotfd, const struct value *report)
-{
-	const struct value *results = value_get(report, "results");
-	const char *probe_id = NULL;
-	const struct value *probe_res = report_stack_probe(results, NULL, &probe_id);
-	if (!probe_res)
-		return;
-	int fd = open_in(slotfd, "stacks.folded");
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (f) {
-		report_write_folded(results, NULL, f);
-		fclose(f);
-	}
-	fd = open_in(slotfd, "profile.pb.gz");
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (f) {
-		const char *recipe = value_get_str(value_get(report, "recipe"), "name");
-		char *comment = xasprintf("diagnose %s, probe %s", recipe ? recipe : "?", probe_id);
-		struct pprof_info info = { .comment = comment,
-					   .started_at = value_get_str(report, "started_at"),
-					   .duration_s = value_get_num(report, "duration_s", 0),
-					   .user_file = value_get_str(value_get(report, "target"), "exe") };
-		struct diag_err err;
-		if (pprof_write(probe_res, &info, f, &err) < 0)
-			fprintf(stderr, "diagnose watch: profile.pb.gz: %s\n", err.msg);
-		fclose(f);
-		free(comment);
-	}
-}
-
 /* What the parent reads of a run: its verdicts, cost and follow-up, small. */
 static void write_summary(int slotfd, int code, const struct value *report, struct value *follow)
 {
@@ -470,6 +441,7 @@ static void child_main(struct watch *w, int slotfd, const char *recipe, char **p
 	signal(SIGHUP, SIG_IGN); /* watch's own: reload, not a stop */
 	close(w->sigfd);
 	httpd_close(&w->http);
+	ring_close(&w->ring); /* the run has its own slot's descriptor; the history is not its */
 	/* the state directory is watch's own (checked: this user's, no one else may write), not the
 	 * sudo user's: the output files go there with root's rights */
 	unsetenv("SUDO_UID");
@@ -479,27 +451,28 @@ static void child_main(struct watch *w, int slotfd, const char *recipe, char **p
 		_exit(DIAG_EXIT_RUNTIME);
 	close(out);
 	close(errf);
-	char json_path[64];
+	char json_path[64], folded_path[64], pprof_path[64];
 	snprintf(json_path, sizeof(json_path), "/proc/self/fd/%d/report.json", slotfd);
+	snprintf(folded_path, sizeof(folded_path), "/proc/self/fd/%d/stacks.folded", slotfd);
+	snprintf(pprof_path, sizeof(pprof_path), "/proc/self/fd/%d/profile.pb.gz", slotfd);
 	struct run_options ro = w->o->run;
 	ro.symptom = recipe;
 	ro.output = json_path;
+	ro.folded = folded_path; /* when a probe recorded stacks (stacks_if_any) */
+	ro.pprof = pprof_path;
 	ro.json = ro.dry_run = ro.force = ro.follow = false;
-	ro.folded = ro.flamegraph = ro.pprof = ro.stacks_probe = NULL;
+	ro.flamegraph = ro.stacks_probe = NULL;
 	if (!scheduled) {
 		ro.params = (const char *const *)params;
 		ro.n_params = n_params;
 		ro.duration_s = 0;
 	}
-	struct run_capture cap = { .plan_chain = scheduled, .write_outputs = true };
+	struct run_capture cap = { .plan_chain = scheduled, .write_outputs = true, .stacks_if_any = true };
 	ro.capture = &cap;
 	int code = run_recipe(&ro);
 	struct value *follow = NULL;
-	if (cap.report) {
-		write_stacks(slotfd, cap.report);
-		if (scheduled && w->o->follow_at)
-			follow = chain_pick(cap.report, &cap, &ro, w->o->follow_at >= 3);
-	}
+	if (cap.report && scheduled && w->o->follow_at)
+		follow = chain_pick(cap.report, &cap, &ro, w->o->follow_at >= 3);
 	write_summary(slotfd, code, cap.report, follow);
 	fflush(NULL);
 	_exit(code);
@@ -532,6 +505,7 @@ static int start_run(struct watch *w, const char *recipe, bool scheduled)
 	if (pid < 0) {
 		fprintf(stderr, "diagnose watch: fork: %s\n", strerror(errno));
 		close(slotfd);
+		ring_abandon(&w->ring, &c->entry);
 		return -1;
 	}
 	if (pid == 0)
