@@ -604,8 +604,9 @@ end
 --                  a key figure of the run, which `diagnose watch` exports as the Prometheus
 --                  gauge diagnose_NAME{recipe, target}: name [a-z][a-z0-9_]* ending in its unit
 --                  (_seconds, _bytes, _ratio, _per_second, _total), in base units (seconds, not
---                  µs; a ratio 0..1, not a percentage); value a number, nil when it was not
---                  measured (then nothing is exported); help one line saying what it is
+--                  µs; a ratio 0..1, not a percentage); value a finite number, or nil or false
+--                  when it was not measured (`x and y / n` gives false: nothing is exported);
+--                  help one line saying what it is
 --   a.verdicts     the verdicts so far (an array: a snippet may reorder it)
 --   a.result()     { verdicts = {...}, report = {...}, ruled_out = { {id=, text=}, ... },
 --                    metrics = { {name=, value=, help=}, ... } }
@@ -629,7 +630,7 @@ function diag.answer()
         name:find("_bytes$") or name:find("_ratio$") or name:find("_per_second$") or name:find("_total$")) then
       error(string.format("a.metric(%q): not a metric name ending in its unit", tostring(name)), 2)
     end
-    if value == nil then return end
+    if value == nil or value == false then return end
     if type(value) ~= "number" or value ~= value or value == math.huge or value == -math.huge then
       error(string.format("a.metric(%q): the value is not a finite number", name), 2)
     end

@@ -356,6 +356,30 @@ static void test_ruled_out_helper(void **state)
 			  "diag.ruled_out(\"disk-io\"): no text");
 }
 
+/* a.metric: a figure not measured (nil, or the false that `x and y / n` gives when x is false: a
+ * sleeping target's profile with no samples) exports nothing; NaN and a wrong name are errors. */
+static void test_metric_helper(void **state)
+{
+	(void)state;
+	struct value *v = values_of("high-cpu",
+		"local a = diag.answer()\n"
+		"local prof = { samples = 0 }\n"
+		"a.metric('cpu_hottest_function_ratio', prof.samples > 0 and 1 / prof.samples, 'share')\n"
+		"a.metric('cpu_usage_ratio', nil, 'cpu')\n"
+		"a.metric('runq_latency_p99_seconds', 0.002, 'p99')\n"
+		"local r = a.result()\n"
+		"return { verdicts = r.verdicts, report = { { kind = 'values', n = #r.metrics, name = r.metrics[1].name } } }");
+	assert_int_equal(value_get_num(v, "n", 0), 1);
+	assert_string_equal(value_get_str(v, "name"), "runq_latency_p99_seconds");
+	value_free(v);
+	assert_fails_with("high-cpu", "local a = diag.answer() a.metric('x_ratio', 0 / 0, 'x') return a.result()",
+			  "a.metric(\"x_ratio\"): the value is not a finite number");
+	assert_fails_with("high-cpu", "local a = diag.answer() a.metric('x_ratio', 'high', 'x') return a.result()",
+			  "a.metric(\"x_ratio\"): the value is not a finite number");
+	assert_fails_with("high-cpu", "local a = diag.answer() a.metric('x_percent', 1, 'x') return a.result()",
+			  "not a metric name ending in its unit");
+}
+
 /* Every item a kebab-case id and a line of text; no id both ruled out and a verdict. */
 static void assert_ruled_out_well_formed(const struct recorded_answer *a, const char *what)
 {
@@ -451,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_wait_table_extended),
 		cmocka_unit_test(test_alloc_wrappers),
 		cmocka_unit_test(test_ruled_out_helper),
+		cmocka_unit_test(test_metric_helper),
 		cmocka_unit_test(test_ruled_out_returned),
 		cmocka_unit_test(test_ruled_out_needs_data),
 	};
