@@ -34,8 +34,8 @@
 --                  share_pct_warn of the time the target's requests take (an event loop);
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
 --                  sleep is an idle process), peer waits at any rate when the peers probe finds
---                  the peer slow; sleeps alone are at most a warning, ranked after
---                  every other warning; the heaviest wait named by a wait table entry with a
+--                  the peer slow; sleeps alone are info (by design, most often),
+--                  ranked last; the heaviest wait named by a wait table entry with a
 --                  recipe of its own (`follow`: PostgreSQL's locks → postgres-slow) names that
 --                  recipe instead
 --   memory-growth  RSS grew >= rss_growth_min_kib and its slope >= rss_slope_warn_kib_per_s
@@ -287,10 +287,11 @@ local function waiting()
   local ev = diag.lines(string.format("Blocked %s of the threads' time (%d threads, %.1f s)", pct(total), threads, window))
   for _, p in ipairs(parts) do ev:add("  " .. p.text) end
   local sev = sev_of(hard >= T.warn and total or 0)
-  -- Sleeping may be by design (a paced loop): mostly sleeps is at most a warning, ranked after
-  -- every other warning (score 0): a leak or retransmits beside it are the finding.
+  -- Sleeping is most often by design (a paced loop, a poll interval, a backoff): sleeps alone are
+  -- info, not a warning (a scheduler such as `diagnose watch` would otherwise follow every paced
+  -- service up), ranked last (score 0); the verdict still says where they sleep and how to look.
   local score = total
-  if hard < T.warn then sev, score = "warning", 0 end
+  if hard < T.warn then sev, score = "info", 0 end
   local named = class[parts[1].name] and class[parts[1].name].match
   local title = named and string.format("Threads wait on %s: %s", parts[1].label, waits.describe(named))
     or ("Threads wait on " .. parts[1].label)
