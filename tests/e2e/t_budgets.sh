@@ -43,7 +43,9 @@ assert_released "a degraded run"
 # counter's cost is its program's entry on every syscall, sampled or not, so the next window stops
 # that probe, and the run goes on with the others to its duration. Its counts are scaled from the
 # time it ran to the window (estimates, said), and high-cpu's verdict still names write().
-derive governor 's/^  max_cpu_pct: .*/  max_cpu_pct: 0.1/'
+# The budget is one the other probes keep alone (the profile and run-queue programs used ~0.3% of
+# the CPUs on a loaded machine, where 0.1% stopped them too), the syscall counter's ~1-2% not.
+derive governor 's/^  max_cpu_pct: .*/  max_cpu_pct: 0.6/'
 "$DIAG" high-cpu --recipes "$TMP/governor/recipes" --pid "$PID" --duration 4 --json > "$TMP/gov.json"; rc=$?
 CHECK_LET='sc = res["syscalls"]; notes = " ".join(r["notes"]); stopped = {p["id"]: p.get("stopped_at_s") for p in r["probes"]}'
 check "$TMP/gov.json" "r['stop_reason'] == 'duration' and r['duration_s'] > 3" "governor: the run did not go on: $(json "$TMP/gov.json" 'r["stop_reason"], r["duration_s"]')"
