@@ -531,6 +531,32 @@ static struct value *read_summary(int slotfd)
 	return v;
 }
 
+/* The last line a failed or refused run wrote on its stderr (why it failed), at most len - 1
+ * bytes of it, control bytes shown as '?'; "" when it wrote none. */
+static void last_line_of(int slotfd, const char *name, char *out, size_t len)
+{
+	out[0] = '\0';
+	int fd = openat(slotfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	struct stat st;
+	off_t from = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(buf) ? st.st_size - (off_t)sizeof(buf) : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf), from);
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0)
+		return;
+	ssize_t start = n;
+	while (start > 0 && buf[start - 1] != '\n')
+		start--;
+	size_t k = 0;
+	for (ssize_t i = start; i < n && k + 1 < len; i++)
+		out[k++] = (unsigned char)buf[i] < 0x20 || buf[i] == 0x7f ? '?' : buf[i];
+	out[k] = '\0';
+}
+
 /* Whether the follow-up of this verdict ran within --follow-every; records it when not. */
 static bool rate_limited(struct watch *w, const char *recipe, const char *verdict)
 {
@@ -596,6 +622,9 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 		snprintf(c->entry.worst_id, sizeof(c->entry.worst_id), "%s",
 			 value_get_str(vs->arr.items[0], "id") ? value_get_str(vs->arr.items[0], "id") : "");
 	}
+	char why[256] = "";
+	if (code == DIAG_EXIT_RUNTIME || code == DIAG_EXIT_USAGE || code == DIAG_EXIT_REFUSED)
+		last_line_of(c->slotfd, "stderr.txt", why, sizeof(why));
 	close(c->slotfd);
 	struct diag_err err = { 0 };
 	if (ring_commit(&w->ring, &c->entry, &err))
@@ -607,6 +636,8 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 		c->entry.worst_severity[0] ? c->entry.worst_severity : "no verdict",
 		c->entry.worst_id[0] ? " " : "", c->entry.worst_id, wall, cpu + bpf, bpf, w->ring.path,
 		c->entry.dir);
+	if (why[0])
+		fprintf(stderr, "%s %s #%llu: %s\n", when, c->entry.recipe, (unsigned long long)c->entry.seq, why);
 	if (c->scheduled && w->first_code < 0)
 		w->first_code = code;
 	const struct value *f = value_get(sum, "follow");

@@ -15,6 +15,13 @@
 # (d) SIGTERM while a run collects: watch stops it (its report kept, stop_reason signal), exits 0,
 #     and nothing stays attached.
 # (e) usage: bad intervals, a state directory others may write to, watch's flags on a single run.
+# (f) a leak that starts later: mem_leaker churns (a 1 ms paced loop: sleeps by design) and begins
+#     losing 2 MiB/s after 7 s; the first triage finds it quiet (its sleeps are info, no follow-up),
+#     the first that sees RSS grow has memory-growth run right after it, and that report calls it
+#     a leak in remember_request.
+# (g) its control: the same churn, no leak: no warning, no follow-up.
+# (h) production: nothing approved, watch's first run is refused (exit 3, audited) before anything
+#     loads; with the chain approved, the follow-up runs and every run is audited.
 . "$(dirname "$0")/lib.sh"
 command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
 command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
@@ -191,4 +198,71 @@ mkdir -m 777 "$TMP/open"
 [ "$rc" = 2 ] && grep -q 'others may write' "$TMP/e.err" || fail "a world-writable state dir: exit $rc: $(cat "$TMP/e.err")"
 "$DIAG" high-cpu --pid "$PID" --every 5s 2> "$TMP/e.err"; rc=$?
 [ "$rc" = 2 ] && grep -q 'an option of watch' "$TMP/e.err" || fail "--every on a run: exit $rc: $(cat "$TMP/e.err")"
+# (f) a leak that starts while watch looks
+start "$WL/mem_leaker" leak 2048 7
+W="$TMP/f"
+mkdir -m 700 "$W"
+"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 4s --runs 4 --follow-every 10m \
+	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (f): exit $rc: $(cat "$W/log")"
+S="$W/state"
+summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst", {}).get("id"), x.get("followed", {}).get("verdict")) for x in r["runs"]]')
+index "$S" 'r["runs"][0]["recipe"] == "triage" and r["runs"][0].get("worst", {}).get("severity") in (None, "ok", "info")' | grep -q True ||
+	fail "leak: the first run (before the leak) was not quiet: $summary"
+[ "$(index "$S" 'len([x for x in r["runs"] if x.get("followed")])')" = 1 ] || fail "leak: want one follow-up: $summary"
+check_follow=$(index "$S" "[(f['recipe'], f['followed']['verdict'], f['followed']['seq'] == f['seq'] - 1) for f in r['runs'] if f.get('followed')]")
+[ "$check_follow" = "[('memory-growth', 'memory-growing', True)]" ] ||
+	fail "leak: the follow-up is not memory-growth on memory-growing right after its triage: $check_follow; $summary"
+fdir="$S/$(index "$S" "[x['dir'] for x in r['runs'] if x.get('followed')][0]")"
+json "$fdir/report.json" '[v["id"] for v in r["verdicts"] if v["id"] == "leak" and "remember_request()" in v["title"]]' | grep -q leak ||
+	fail "leak: the follow-up does not call it a leak in remember_request: $(json "$fdir/report.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
+assert_released "watch (f)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (g) its control: the same churn, no leak
+start "$WL/mem_leaker" churn
+W="$TMP/g"
+mkdir -m 700 "$W"
+"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 2s --runs 3 --follow-every 10m \
+	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (g): exit $rc: $(cat "$W/log")"
+S="$W/state"
+summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
+for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
+	rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
+	control_quiet "$S/$run/report.json" "$rc_run" || fail "churn control: $run: $(json "$S/$run/report.json" '[(v["id"], v["severity"]) for v in r["verdicts"]]')"
+done
+index "$S" 'all(x["recipe"] == "triage" and not x.get("followed") for x in r["runs"])' | grep -q True ||
+	grep -q 'cpu-starved' "$W/log" || fail "churn control: a follow-up ran: $summary"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (h) production: approved recipes only, every run audited
+start "$WL/cpu_burner" 60
+trust_root "$TMP/h"
+printf 'mode: production\naudit_file: %s\n' "$DIAGNOSE_AUDIT_FILE" > "$TMP/policy.yaml"
+W="$TMP/hw"
+mkdir -m 700 "$W"
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$PDIAG" watch --pid "$PID" --recipes "$P/recipes" --recipe triage \
+	--duration 2 --every 2s --runs 2 --max-cpu-pct 50 --state-dir "$W/s1" --listen none 2> "$W/log1"
+rc=$?
+[ "$rc" = 3 ] && grep -q 'triage #1: diagnose: production mode refuses every recipe: .*no approvals lock' "$W/log1" ||
+	fail "production, nothing approved: exit $rc, want 3 and the reason in watch's log: $(cat "$W/log1")"
+last=$(python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(r["action"], r["recipe"]["symptom"])' "$DIAGNOSE_AUDIT_FILE")
+[ "$last" = "refused triage" ] || fail "production: the refusal is not audited: $last"
+[ "$(our_links)" = 0 ] || fail "production: a refused run attached probes"
+"$PDIAG" approve triage high-cpu latency memory-growth io-saturation network-errors postgres-slow \
+	--recipes "$P/recipes" --by e2e > /dev/null || fail "approve the chain"
+lines=$(wc -l < "$DIAGNOSE_AUDIT_FILE")
+DIAGNOSE_POLICY="$TMP/policy.yaml" "$PDIAG" watch --pid "$PID" --recipes "$P/recipes" --recipe triage \
+	--duration 2 --every 2s --runs 1 --max-cpu-pct 50 --state-dir "$W/s2" --listen none 2> "$W/log2"
+rc=$?
+[ "$rc" = 0 ] || fail "production, approved: exit $rc: $(cat "$W/log2")"
+runs=$(tail -n +$((lines + 1)) "$DIAGNOSE_AUDIT_FILE" | python3 -c 'import json, sys; print(" ".join("%s:%s" % (json.loads(l)["action"], json.loads(l)["recipe"]["symptom"]) for l in sys.stdin))')
+# cpu-bound or cpu-starved: either follows up with high-cpu
+[ "$runs" = "start:triage run:triage start:high-cpu run:high-cpu" ] || fail "production: audited runs: $runs (want triage, then its follow-up high-cpu): $(cat "$W/log2")"
+assert_released "watch (h)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
 exit 0

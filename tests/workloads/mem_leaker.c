@@ -1,6 +1,6 @@
 /* mem_leaker.c — a malloc-heavy process for diagnose memory-growth (tests/e2e/t_memory.sh).
  *
- * Usage: mem_leaker MODE [LEAK_KIB_PER_S]
+ * Usage: mem_leaker MODE [LEAK_KIB_PER_S [AFTER_S]]
  *   leak   heavy churn (handle_request: 20,000 malloc + free of 16..2048 bytes a second over a
  *          bounded working set of 2,048 blocks) and, beside it, remember_request leaking 1 KiB
  *          blocks at LEAK_KIB_PER_S (default 1024), each written in full and never freed (its
@@ -12,6 +12,8 @@
  *   realloc the same churn, and append_log growing one buffer with realloc by 1 KiB a call at
  *          LEAK_KIB_PER_S, never shrunk (the blocks are young: each realloc moves it)
  *   churn  the churn alone: bounded working set, flat RSS (the healthy control)
+ * AFTER_S (default 0): the leak (or growth) starts only after that many seconds of churn alone, a
+ * fault that begins while a watcher looks (tests/e2e/t_watch.sh).
  * Paced against the monotonic clock every millisecond (a late wake-up catches up on at most 50 ms
  * of backlog: slowed down, it does less, as a service would; at most 1 GiB leaked); runs until
  * killed. Owns nothing else: it only allocates.
@@ -100,12 +102,13 @@ int main(int argc, char **argv)
 {
 	if (argc < 2 || (strcmp(argv[1], "leak") && strcmp(argv[1], "churn") && strcmp(argv[1], "realloc") &&
 			 strcmp(argv[1], "grow"))) {
-		fprintf(stderr, "usage: mem_leaker leak|grow|realloc|churn [LEAK_KIB_PER_S]\n");
+		fprintf(stderr, "usage: mem_leaker leak|grow|realloc|churn [LEAK_KIB_PER_S [AFTER_S]]\n");
 		return 2;
 	}
 	int leak = strcmp(argv[1], "churn") != 0, log_grows = strcmp(argv[1], "realloc") == 0;
 	keep_requests = strcmp(argv[1], "grow") == 0;
 	double leak_per_s = (argc > 2 ? strtod(argv[2], NULL) : 1024.0) * 1024.0 / LEAK_BLOCK;
+	double leak_after_s = argc > 3 ? strtod(argv[3], NULL) : 0;
 	for (int i = 0; i < WORKING_SET; i++)
 		handle_request();
 	double start = now_s();
@@ -120,8 +123,8 @@ int main(int argc, char **argv)
 			churned = want - (size_t)(CHURN_PER_S / 20);
 		for (; churned < want; churned++)
 			handle_request();
-		if (leak) {
-			size_t lwant = (size_t)(t * leak_per_s);
+		if (leak && t >= leak_after_s) {
+			size_t lwant = (size_t)((t - leak_after_s) * leak_per_s);
 			if (lwant > leaked + (size_t)(leak_per_s / 20) + 1)
 				leaked = lwant - (size_t)(leak_per_s / 20) - 1;
 			for (; leaked < lwant && leaked * LEAK_BLOCK < LEAK_MAX; leaked++)
