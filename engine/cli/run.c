@@ -302,6 +302,7 @@ struct run {
 	struct verdict_answer answer;
 	struct value *report, *info, *summary;
 	sigset_t old_mask;
+	uint64_t started_ns; /* run_start: the phases' origin */
 };
 
 /* Production mode (--production, DIAGNOSE_MODE, or a policy file the command line cannot
@@ -531,6 +532,7 @@ static int run_session(struct run *r, int *code)
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
 				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
 				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
+	double start_s = (double)(mono_ns() - r->started_ns) / 1e9;
 	int srun = session_run(plan, &so, &r->s, &r->err);
 	watchdog_stop(so.watchdog);
 	if (srun)
@@ -540,8 +542,10 @@ static int run_session(struct run *r, int *code)
 	struct verdict_input vin = { .lua = &r->b.src.lua, .libs = r->b.src.libs,
 				     .n_libs = r->b.src.n_libs, .results = r->s.results,
 				     .thresholds = plan->thresholds, .run = r->info };
+	uint64_t verdict_ns = mono_ns();
 	bool lua_ok = verdict_run(&vin, &r->answer, &r->verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = r->sha, .session = &r->s,
+				   .start_s = start_s, .verdict_s = (double)(mono_ns() - verdict_ns) / 1e9,
 				   .verdicts = r->answer.verdicts,
 				   .verdict_error = lua_ok ? NULL : r->verr.msg,
 				   .sections = r->answer.report, .ruled_out = r->answer.ruled_out,
@@ -574,6 +578,7 @@ static int failed(struct run *r)
 static void run_start(struct run *r, const struct run_options *c)
 {
 	r->c = c;
+	r->started_ns = mono_ns();
 	hold_signals(&r->old_mask);
 	make_run_id(r->run_id);
 	r->ev = (struct audit_event){ .action = c->dry_run ? "dry-run" : "run", .symptom = c->symptom,

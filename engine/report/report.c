@@ -48,6 +48,16 @@ struct value *report_build(const struct report_input *in)
 	} else {
 		value_obj_set(o, "bpf_cpu_pct", value_null());
 	}
+	if (s) { /* where the run's wall time went, each phase in seconds (the report's own writing
+		  * and the audit's end record come after) */
+		struct value *ph = value_obj_set(o, "phases_s", value_obj());
+		const double figures[] = { in->start_s, s->phases.load_s, s->phases.attach_s, s->phases.window_s,
+					   s->phases.detach_s, s->phases.results_s, in->verdict_s };
+		static const char *const names[] = { "start", "load", "attach", "window", "detach", "results",
+						     "verdicts" };
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			value_set_num(ph, names[i], round(figures[i] * 1e4) / 1e4);
+	}
 	value_set_int(o, "events", s ? (int64_t)s->events : 0);
 	value_set_int(o, "dropped", s ? (int64_t)s->dropped : 0);
 	if (in->preflight)

@@ -35,6 +35,8 @@ struct report_input {
 	const struct value *preflight;     /* measured event rates vs budget, may be NULL */
 	const struct value *run;           /* what the Lua saw as `run`, may be NULL */
 	const struct value *thresholds;    /* what the Lua saw as `thresholds`, may be NULL */
+	double start_s;                    /* wall time before the session: recipe, plan, trust */
+	double verdict_s;                  /* the Lua verdicts' wall time */
 };
 
 /* The JSON report tree (caller frees): everything the text report shows, sections included, so

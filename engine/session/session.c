@@ -672,7 +672,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	/* Loading reads the files uprobes go on (a target's libc, its allocator): until then at most.
 	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
 	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_LOAD_NS);
-	watchdog_arm(opts->watchdog, "loading the probes", mono_ns() + WATCHDOG_LOAD_NS);
+	uint64_t load_ns = mono_ns();
+	watchdog_arm(opts->watchdog, "loading the probes", load_ns + WATCHDOG_LOAD_NS);
 	if (load_probes(plan, s.set.map_fd, s.files, &s.probes, &s.n_loaded, err))
 		goto done;
 	tfile_reader_set_deadline(s.files, 0); /* set again when the collection starts */
@@ -682,7 +683,9 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 									    s.probes[i].note)));
 	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
 	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
-	watchdog_arm(opts->watchdog, "attaching the probes", mono_ns() + WATCHDOG_ATTACH_NS);
+	uint64_t attach_ns = mono_ns();
+	out->phases.load_s = (double)(attach_ns - load_ns) / 1e9;
+	watchdog_arm(opts->watchdog, "attaching the probes", attach_ns + WATCHDOG_ATTACH_NS);
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
 	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
@@ -692,7 +695,9 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	/* The duration counts from here; its first preflight_ms measure, the rest collects. No read
 	 * of a target's file holds the collection more than a second past it (the loop's last turn
 	 * may still unwind what it drains). */
-	uint64_t deadline = mono_ns() + (uint64_t)(plan->duration_s * 1e9);
+	uint64_t window_ns = mono_ns();
+	out->phases.attach_s = (double)(window_ns - attach_ns) / 1e9;
+	uint64_t deadline = window_ns + (uint64_t)(plan->duration_s * 1e9);
 	tfile_reader_set_deadline(s.files, deadline + SESSION_READ_LATE_NS);
 	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;
@@ -716,8 +721,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * symbols read the target's files until then at the latest. */
 	tfile_reader_set_deadline(s.files, end_ns + SESSION_READ_AFTER_NS);
 	governor_close_window(&s, end_ns);
-	watchdog_arm(opts->watchdog, "detaching the probes", mono_ns() + WATCHDOG_DETACH_NS);
+	uint64_t detach_ns = mono_ns();
+	out->phases.window_s = (double)(detach_ns - window_ns) / 1e9;
+	watchdog_arm(opts->watchdog, "detaching the probes", detach_ns + WATCHDOG_DETACH_NS);
 	detach_all(&s);
+	uint64_t results_ns = mono_ns();
+	out->phases.detach_s = (double)(results_ns - detach_ns) / 1e9;
 	settle_scales(&s, (double)(end_ns - start_ns) / 1e9);
 	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
 	if (opts->progress)
@@ -814,6 +823,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	char *unread = tfile_reader_note(s.files);
 	if (unread)
 		value_arr_push(out->notes, value_str_take(unread));
+	out->phases.results_s = (double)(mono_ns() - results_ns) / 1e9;
 	rc = 0;
 done:
 	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use, and

@@ -49,6 +49,13 @@ struct session_out {
 	uint64_t dropped;        /* map-full + lost, over all probes */
 	struct value *preflight; /* preflight.c's summary; NULL when there was none */
 	struct preflight_rate *rates; /* per plan probe: measured rates and the sampling applied */
+	struct session_phases {  /* where the session's wall time went, in seconds (0: not reached) */
+		double load_s;    /* the probes opened, sized and loaded (kernel BTF, the verifier) */
+		double attach_s;  /* their links made */
+		double window_s;  /* the pre-flight and the collection: the run's duration */
+		double detach_s;  /* the links released (uprobes wait for the kernel's grace periods) */
+		double results_s; /* symbols read and the probes' results built */
+	} phases;
 };
 
 /* Runs the plan. On failure before any data, returns -1 with err set and nothing attached; a

@@ -97,8 +97,10 @@ R=$(test_recipe shapes-all <<EOF
 EOF
 )
 sed -i 's/^  max_sample_hz: 0$/  max_sample_hz: 999/; s/^  max_map_bytes: .*/  max_map_bytes: 134217728/' "$R"
+t0=$(date +%s.%N)
 "$DIAG" "$R" --pid "$PID" --json > "$TMP/all.json" 2> "$TMP/all.err"
 rc=$?
+wall=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$(date +%s.%N)")
 [ "$rc" = 0 ] || fail "exit code $rc, want 0: $(cat "$TMP/all.err")"
 J="$TMP/all.json"
 assert_shapes "$J"
@@ -112,6 +114,10 @@ check "$J" '"slab" in res["kmem"] and len(res["kallocs"]["sites"]) > 0' "kernel_
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
+# where the wall time went: every phase, the window the run's duration and its pre-flight, the sum
+# within the wall
+check "$J" "list(r['overhead']['phases_s']) == ['start', 'load', 'attach', 'window', 'detach', 'results', 'verdicts'] and all(v > 0 for v in r['overhead']['phases_s'].values()) and 0 <= r['overhead']['phases_s']['window'] - r['duration_s'] < r['overhead']['preflight']['window_ms'] / 1000 + 0.1 and sum(r['overhead']['phases_s'].values()) <= $wall" \
+	"overhead.phases_s: $(json "$J" 'r["overhead"].get("phases_s")'), duration $(json "$J" 'r["duration_s"]') s, wall $wall s"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 exit 0
