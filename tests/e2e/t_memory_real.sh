@@ -55,6 +55,14 @@ sleep 2
 memgrowth overwrite "$SERVER"
 [ "$rc" = 0 ] || fail "overwrite: exit $rc, want 0: $(verdicts "$TMP/overwrite.json")"
 warns overwrite "not any(x['severity'] in ('warning', 'critical') for x in r['verdicts'])"
+# the key figure diagnose watch exports tells the two apart: the keyspace's heap grows, the
+# overwrite churn's does not grow a tenth as fast
+python3 - "$TMP/keyspace.json" "$TMP/overwrite.json" <<'EOP' || fail "metrics: heap growth of the keyspace vs the overwrite churn: $(json "$TMP/keyspace.json" 'r["metrics"]') / $(json "$TMP/overwrite.json" 'r["metrics"]')"
+import json, sys
+m = [{x["name"]: x["value"] for x in json.load(open(f))["metrics"]} for f in sys.argv[1:]]
+grow, churn = m[0]["heap_growth_bytes_per_second"], m[1].get("heap_growth_bytes_per_second", 0)
+sys.exit(0 if grow > 100 * 1024 and churn < grow / 10 and m[0]["rss_bytes"] > 0 else 1)
+EOP
 kill "$CPID" "$SERVER" 2>/dev/null; wait "$CPID" "$SERVER" 2>/dev/null
 
 # wl NAME WANT WORKLOAD ARGS...: memory-growth on a workload of ours; WANT warn (exit 4 or 5) or
