@@ -46,10 +46,10 @@ static inline struct value *trimmed_incident(const char *recipe, const char *nam
 	return v;
 }
 
-/* What a snippet answered: its verdicts and report sections, and the hypotheses it ruled out
- * ({id, text} items), each owned by the caller. */
+/* What a snippet answered: its verdicts and report sections, the hypotheses it ruled out
+ * ({id, text} items) and its key figures ({name, value, help}), each owned by the caller. */
 struct recorded_answer {
-	struct value *verdicts, *report, *ruled_out;
+	struct value *verdicts, *report, *ruled_out, *metrics;
 };
 
 static inline void recorded_answer_free(struct recorded_answer *a)
@@ -57,6 +57,7 @@ static inline void recorded_answer_free(struct recorded_answer *a)
 	value_free(a->verdicts);
 	value_free(a->report);
 	value_free(a->ruled_out);
+	value_free(a->metrics);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -86,7 +87,7 @@ static inline struct recorded_answer recorded_answer(const char *recipe,
 	if (verdict_run_inprocess(&in, &answer, &err))
 		fail_msg("%s: %s", b.src.lua.path, err.msg);
 	struct recorded_answer a = { .verdicts = answer.verdicts, .report = answer.report,
-				     .ruled_out = answer.ruled_out };
+				     .ruled_out = answer.ruled_out, .metrics = answer.metrics };
 	if (need_sections && a.report->arr.len == 0)
 		fail_msg("%s: no report sections", b.src.lua.path);
 	value_free(th);
