@@ -50,10 +50,17 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	value_set_num(run, "duration_s", s->duration_s);
 	value_set_str(run, "stop_reason", stop_reason_name(s->stop_reason));
 	value_set_int(run, "ncpus", plan->ncpus);
-	/* probes the governor stopped over budget: how far into the window (diag.partial notes them) */
-	struct value *stopped = NULL;
+	/* probes the governor stopped over budget, or whose stacks it dropped: how far into the
+	 * window (diag.partial notes them) */
+	struct value *stopped = NULL, *dropped = NULL;
 	for (size_t i = 0; s->probes && i < s->probes->arr.len; i++) {
 		const struct value *info = s->probes->arr.items[i];
+		if (value_get(info, "stacks_dropped_at_s")) {
+			if (!dropped)
+				dropped = value_obj_set(run, "stacks_dropped", value_obj());
+			struct value *d = value_obj_set(dropped, value_get_str(info, "id"), value_obj());
+			value_set_num(d, "at_s", value_get_num(info, "stacks_dropped_at_s", 0));
+		}
 		if (!value_get(info, "stopped_at_s"))
 			continue;
 		if (!stopped)

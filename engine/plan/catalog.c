@@ -104,7 +104,8 @@ int probe_set_mode(struct probe *p, bool count_only, uint64_t sample_every)
 		return -1;
 	__u32 zero = 0;
 	struct diag_ctl ctl = { .mode = count_only ? DIAG_MODE_COUNT : DIAG_MODE_FULL,
-				.sample_every = sample_every > UINT32_MAX ? UINT32_MAX : (__u32)sample_every };
+				.sample_every = sample_every > UINT32_MAX ? UINT32_MAX : (__u32)sample_every,
+				.flags = p->stacks_dropped ? DIAG_CTL_NO_STACKS : 0 };
 	return bpf_map_update_elem(bpf_map__fd(map), &zero, &ctl, BPF_ANY) ? -1 : 0;
 }
 

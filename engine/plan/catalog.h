@@ -116,6 +116,9 @@ struct probe_kind {
 	/* What the weight of its stacks measures ("samples", "ns", "bytes"; see stacks.h) for kinds
 	 * whose results carry `stacks`; NULL for the others. --folded-probe is checked against it. */
 	const char *stack_unit;
+	/* Its programs honour DIAG_CTL_NO_STACKS (diag_stacks_dropped): over the CPU budget with its
+	 * sampling spent, the live governor drops its stacks before it stops it. */
+	bool drops_stacks;
 	/* The fields collect() may emit: every one of them, optional ones included (shape.h checks
 	 * results against them; `show` prints them). */
 	const struct result_field *results;
@@ -181,6 +184,7 @@ struct probe {
 	 * probe's sample_every during it (session.c: the kept events of each stretch times the rate
 	 * in force then, over all kept events); 0 when it did not (the option's value holds). */
 	double sample_scale;
+	bool stacks_dropped; /* the governor dropped its stacks (DIAG_CTL_NO_STACKS in its switch) */
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,

@@ -82,7 +82,7 @@ enum governor_action governor_decide(double budget, bool degrade, double window_
 	bool no_help = false;
 	for (unsigned i = 0; i < n; i++) {
 		struct governor_probe *g = &probes[i];
-		g->raised = false;
+		g->raised = g->drop_stacks = false;
 		/* the window after a raise: a probe whose share did not fall by a quarter costs
 		 * what its programs' entry costs, sampled or not */
 		if (g->pct_at_raise > 0 && window_pct >= 0) {
@@ -122,7 +122,16 @@ enum governor_action governor_decide(double budget, bool degrade, double window_
 		if (dearest == n || probes[i].pct > probes[dearest].pct)
 			dearest = i;
 	}
-	if (running < 2 || dearest == n)
+	if (dearest == n)
+		return GOVERNOR_STOP;
+	/* sampled as far as it helps: its stacks (their walk, copy and send) go before it does */
+	if (degrade && probes[dearest].can_drop_stacks) {
+		probes[dearest].can_drop_stacks = false;
+		probes[dearest].drop_stacks = true;
+		*over_before = false;
+		return GOVERNOR_DEGRADE;
+	}
+	if (running < 2)
 		return GOVERNOR_STOP;
 	*victim = dearest;
 	*over_before = false;

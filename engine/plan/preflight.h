@@ -69,6 +69,9 @@ struct governor_probe {
 	uint64_t max_every;    /* how far it may be raised; 0: it cannot sample */
 	double pct_at_raise;   /* its share in the window that raised it (0: none pending) */
 	bool raised;           /* set by governor_decide: sample_every was raised by this call */
+	bool can_drop_stacks;  /* takes stacks it can do without (probe_kind.drops_stacks) */
+	bool drop_stacks;      /* set by governor_decide: drop its stacks now (then can_drop_stacks
+				* is cleared) */
 };
 
 enum governor_action {
@@ -86,7 +89,8 @@ enum governor_action {
  * raise, governor_stops' rule (two windows over, or one over twice the budget; a raise that did
  * not help counts as the first of the two) stops the
  * costliest probe while another with BPF programs still runs (*victim: its index), else the
- * run. */
+ * run — unless, under `degrade: sample`, that probe can still drop its stacks: then it drops
+ * them (GOVERNOR_DEGRADE, its drop_stacks set) and the next windows judge it again. */
 enum governor_action governor_decide(double budget, bool degrade, double window_pct,
 				     struct governor_probe *probes, unsigned n, bool *over_before,
 				     unsigned *victim);

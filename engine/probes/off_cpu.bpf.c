@@ -128,14 +128,16 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 						    .tgid = BPF_CORE_READ(prev, tgid) };
 			__u32 tid = BPF_CORE_READ(prev, pid);
 			BPF_CORE_READ_STR_INTO(&out.comm, prev, comm);
-			out.kernel_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-			out.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-			if ((kernel_stacks && out.kernel_stack_id < 0 && out.kernel_stack_id != -EFAULT) ||
-			    (user_stacks && out.user_stack_id < 0 && out.user_stack_id != -EFAULT))
+			/* the governor may drop the stacks (their walk, copy and ring) mid-run */
+			bool kstack = kernel_stacks && !diag_stacks_dropped();
+			bool ustack = user_stacks && !diag_stacks_dropped();
+			out.kernel_stack_id = kstack ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+			out.user_stack_id = ustack ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+			if ((kstack && out.kernel_stack_id < 0 && out.kernel_stack_id != -EFAULT) ||
+			    (ustack && out.user_stack_id < 0 && out.user_stack_id != -EFAULT))
 				diag_stat_inc(&stats, DIAG_STAT_LOST);
 			out.ts = bpf_ktime_get_ns();
-			if ((copy_bytes || py_walk) && user_stacks &&
-			    out.user_stack_id != -EFAULT) {
+			if ((copy_bytes || py_walk) && ustack && out.user_stack_id != -EFAULT) {
 				if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 							  out.tgid, out.comm, out.user_stack_id,
 							  out.kernel_stack_id, 0, out.state,

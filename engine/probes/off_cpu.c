@@ -260,6 +260,7 @@ const struct probe_kind probe_kind_off_cpu = {
 	.variants = off_variants,
 	.private_size = sizeof(struct off_priv),
 	.stack_unit = "ns",
+	.drops_stacks = true,
 	.results = off_results,
 	.n_results = ARRAY_LEN(off_results),
 	.features = off_features,

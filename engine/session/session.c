@@ -74,6 +74,7 @@ struct live_sampling {
 	double weighted;  /* the finished stretches' kept events times their rates */
 	bool raised;      /* the governor raised its rate at least once */
 	double stopped_s; /* > 0: the governor stopped it this far into the collection */
+	double stacks_dropped_s; /* > 0: the governor dropped its stacks this far into it */
 };
 
 struct session {
@@ -140,6 +141,8 @@ static void governor_init(struct session *s)
 		int opt = sample_option(p->kind);
 		g->live[i].opt = opt;
 		g->probes[i].running = p->kind->object && p->kind->object(p);
+		g->probes[i].can_drop_stacks = g->probes[i].running && p->kind->drops_stacks &&
+					       (probe_opt(p, "user_stacks") || probe_opt(p, "kernel_stacks"));
 		if (opt < 0 || probe_set_mode(p, false, p->cfg.opt[opt] ? p->cfg.opt[opt] : 1))
 			continue; /* no switch: the governor cannot sample it */
 		g->probes[i].sample_every = p->cfg.opt[opt] ? p->cfg.opt[opt] : 1;
@@ -148,14 +151,27 @@ static void governor_init(struct session *s)
 	}
 }
 
-/* The governor raised some probes' sampling: the stretch at the old rate ends here, the new
- * rate goes into the programs (and into the option collect() reads), and the notes say so. */
+/* The governor raised some probes' sampling, or dropped one's stacks: the stretch at the old
+ * rate ends here, the new rate goes into the programs (and into the option collect() reads), the
+ * stacks flag into their switch, and the notes say so. */
 static void apply_degrade(struct session *s, double at_s, double window_pct, struct value *notes)
 {
 	struct governor *g = &s->gov;
 	for (unsigned i = 0; i < s->n_loaded; i++) {
 		struct probe *p = &s->probes[i];
 		struct live_sampling *l = &g->live[i];
+		if (g->probes[i].drop_stacks) {
+			p->stacks_dropped = true;
+			l->stacks_dropped_s = at_s > 0 ? at_s : 1e-3;
+			uint64_t every = l->opt >= 0 && p->cfg.opt[l->opt] ? p->cfg.opt[l->opt] : 1;
+			probe_set_mode(p, false, every);
+			value_arr_push(notes, value_str_take(xasprintf(
+				"%s: stacks dropped from %.1f s on (the governor: BPF CPU %.2f%% of the CPUs in a "
+				"measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%, sampling "
+				"did not bring it under); its events after that have no call paths",
+				p->cfg.id, at_s, window_pct, g->probes[i].pct,
+				s->plan->recipe->budgets.max_cpu_pct)));
+		}
 		if (!g->probes[i].raised || l->opt < 0)
 			continue;
 		uint64_t kept = sampled_events(p), old = p->cfg.opt[l->opt] ? p->cfg.opt[l->opt] : 1;
@@ -813,6 +829,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			else
 				value_set_bool(info, "scaled_to_window", true);
 		}
+		if (s.gov.live && s.gov.live[i].stacks_dropped_s > 0)
+			value_set_num(info, "stacks_dropped_at_s", round(s.gov.live[i].stacks_dropped_s * 1000) / 1000);
 		if (p->kind->collect(p, &pctx, &res, &soft) == 0) {
 			if (shape_check(p->kind, p->cfg.id, res, shape, sizeof(shape)))
 				value_arr_push(out->notes, value_str_take(xasprintf("probe %s: results do not match the declared shape: %s", p->cfg.id, shape)));

@@ -86,13 +86,26 @@ function diag.sh_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
--- diag.stopped_probes(window_s): the probes the governor stopped over the budget while the run
--- went on (run.stopped), by id, each {tag=, line=} for a partial-data note.
+-- diag.stopped_probes(window_s): the probes whose stacks the governor dropped over the budget
+-- (run.stacks_dropped), then those it stopped while the run went on (run.stopped), by id, each
+-- {tag=, line=} for a partial-data note.
 function diag.stopped_probes(window)
-  local stopped, ids, out = run and run.stopped or {}, {}, {}
-  for id in pairs(stopped) do ids[#ids + 1] = id end
-  table.sort(ids)
-  for _, id in ipairs(ids) do
+  local out = {}
+  local function sorted_ids(t)
+    local ids = {}
+    for id in pairs(t or {}) do ids[#ids + 1] = id end
+    table.sort(ids)
+    return ids
+  end
+  local dropped = run and run.stacks_dropped or {}
+  for _, id in ipairs(sorted_ids(dropped)) do
+    local d = dropped[id]
+    out[#out + 1] = { tag = string.format("%s stacks dropped at %.1f s (budget)", id, d.at_s),
+      line = string.format("%s: stacks dropped %.1f s into the %.1f s window, over max_cpu_pct: its events after that are counted without call paths",
+        id, d.at_s, window or 0) }
+  end
+  local stopped = run and run.stopped or {}
+  for _, id in ipairs(sorted_ids(stopped)) do
     local st = stopped[id]
     out[#out + 1] = { tag = string.format("%s stopped at %.1f s (budget)", id, st.at_s),
       line = string.format("%s: stopped %.1f s into the %.1f s window, over max_cpu_pct: %s", id, st.at_s,

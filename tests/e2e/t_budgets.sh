@@ -76,3 +76,28 @@ grep -q 'id: profile' "$TMP/alone/recipes/high-cpu.yaml" && fail "the derived re
 [ "$(json "$TMP/gov1.json" 'r["overhead"]["bpf_cpu_pct"] > 0.1')" = True ] || fail "governor: overhead not reported"
 json "$TMP/gov1.json" '[v["id"] for v in r["verdicts"]]' | grep -q incomplete-data || fail "governor: partial data not flagged"
 assert_released "a run stopped by the governor"
+
+# A probe that takes stacks, sampled as far as sampling helps, drops its stacks before it stops:
+# latency's off-CPU probe alone on a context-switch storm (~100k switches/s), whose entry on
+# every switch costs more than 0.5% of the CPUs sampled or not. The notes say it was sampled,
+# then its stacks dropped; the report marks when; the partial-data verdict names it.
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+start "$WL/switch_storm"
+mkdir -p "$TMP/stacks/recipes"
+ln -sfn "$ROOT/lua" "$TMP/stacks/lua"
+python3 - "$ROOT/recipes/latency.yaml" "$TMP/stacks/recipes/latency.yaml" <<'PY'
+import re, sys
+y = re.sub(r"\n  max_cpu_pct: .*", "\n  max_cpu_pct: 0.5", open(sys.argv[1]).read())
+y = re.sub(r"\n  - id: (wakers|lookups|runq|syscalls|peers|pygc)\n.*?(?=\n  - id: )", "", y, flags=re.S)
+open(sys.argv[2], "w").write(y)
+PY
+[ "$(grep -c '^  - id: ' "$TMP/stacks/recipes/latency.yaml")" = 2 ] || fail "the derived latency recipe: $(grep '^  - id: ' "$TMP/stacks/recipes/latency.yaml")"
+"$DIAG" latency --recipes "$TMP/stacks/recipes" --pid "$PID" --duration 4 --json > "$TMP/stacks.json"; rc=$?
+CHECK_LET='notes = r["notes"]; off = [p for p in r["probes"] if p["id"] == "offcpu"][0]
+i_sampled = [i for i, n in enumerate(notes) if n.startswith("offcpu: sampled 1 in") and "from " in n]
+i_dropped = [i for i, n in enumerate(notes) if n.startswith("offcpu: stacks dropped from")]'
+check "$TMP/stacks.json" "i_sampled and i_dropped and i_sampled[0] < i_dropped[0] and off.get('stacks_dropped_at_s', 0) > 0" \
+	"stacks: the off-CPU probe was not sampled, then its stacks dropped: $(json "$TMP/stacks.json" 'r["notes"]')"
+check "$TMP/stacks.json" "any(v['id'] == 'incomplete-data' and 'offcpu stacks dropped at' in v['title'] for v in r['verdicts'])" \
+	"stacks: the partial-data verdict does not name the dropped stacks: $(json "$TMP/stacks.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
+assert_released "a run whose off-CPU stacks the governor dropped"

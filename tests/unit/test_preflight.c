@@ -252,6 +252,51 @@ static void test_governor_stops_a_probe_sampling_cannot_help(void **state)
 	assert_int_equal(governor_decide(15, true, -1, g, 2, &over, &victim), GOVERNOR_GO_ON);
 }
 
+/* A probe that takes stacks it can do without: sampled first; when sampling does not help, its
+ * stacks go (a degrade, not a stop); over again after that, it stops. Without `degrade: sample`
+ * its stacks are kept and it stops as before. */
+static void test_governor_drops_stacks_before_it_stops(void **state)
+{
+	(void)state;
+	struct governor_probe g[2] = {
+		{ .pct = 20, .running = true, .sample_every = 1, .max_every = 65536, .can_drop_stacks = true },
+		{ .pct = 0.5, .running = true },
+	};
+	bool over = false;
+	unsigned victim = 99;
+	assert_int_equal(governor_decide(15, true, 20.5, g, 2, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(g[0].raised);
+	assert_false(g[0].drop_stacks);
+	g[0].pct = 19.5; /* sampling did not help: its stacks go, it runs on */
+	assert_int_equal(governor_decide(15, true, 20, g, 2, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(g[0].drop_stacks);
+	assert_false(g[0].raised);
+	assert_false(g[0].can_drop_stacks);
+	assert_int_equal(victim, 99);
+	/* the stacks were most of it: under the budget, nothing more */
+	g[0].pct = 6;
+	assert_int_equal(governor_decide(15, true, 6.5, g, 2, &over, &victim), GOVERNOR_GO_ON);
+	assert_false(g[0].drop_stacks);
+	/* over again twice: nothing left to shed, it stops */
+	g[0].pct = 19;
+	assert_int_equal(governor_decide(15, true, 19.5, g, 2, &over, &victim), GOVERNOR_GO_ON);
+	assert_int_equal(governor_decide(15, true, 19.5, g, 2, &over, &victim), GOVERNOR_STOP_PROBE);
+	assert_int_equal(victim, 0);
+	/* the last probe with programs drops its stacks rather than stop the run at once */
+	struct governor_probe h[1] = { { .pct = 40, .running = true, .can_drop_stacks = true } };
+	over = false;
+	assert_int_equal(governor_decide(15, true, 40, h, 1, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(h[0].drop_stacks);
+	assert_int_equal(governor_decide(15, true, 40, h, 1, &over, &victim), GOVERNOR_STOP);
+	/* without degrade: sample, stacks stay and the probe stops */
+	struct governor_probe k[2] = { { .pct = 18, .running = true, .can_drop_stacks = true },
+				       { .pct = 1, .running = true } };
+	over = false;
+	assert_int_equal(governor_decide(15, false, 19, k, 2, &over, &victim), GOVERNOR_GO_ON);
+	assert_int_equal(governor_decide(15, false, 19, k, 2, &over, &victim), GOVERNOR_STOP_PROBE);
+	assert_false(k[0].drop_stacks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_governor_windows),
 		cmocka_unit_test(test_governor_degrades_the_costliest_first),
 		cmocka_unit_test(test_governor_stops_a_probe_sampling_cannot_help),
+		cmocka_unit_test(test_governor_drops_stacks_before_it_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,9 +61,14 @@ struct diag_set_exec_notice {
 
 #define DIAG_CTL_SECTION ".data.diag_ctl"
 
+/* diag_ctl.flags */
+#define DIAG_CTL_NO_STACKS 1u /* the governor dropped the probe's stacks: its events are kept
+			       * without call paths (kinds that honour it: probe_kind.drops_stacks) */
+
 struct diag_ctl {
 	__u32 mode;         /* enum diag_mode */
 	__u32 sample_every; /* full mode: keep 1 event in N at random (0 and 1: every event) */
+	__u32 flags;        /* DIAG_CTL_* */
 };
 
 #ifdef __BPF__
@@ -96,7 +101,14 @@ struct {
 
 /* The switch is a global variable in a section of its own (libbpf gives it a one-entry array
  * map named DIAG_CTL_SECTION): programs read it with plain loads, no map lookup per event. */
-volatile struct diag_ctl diag_ctl SEC(".data.diag_ctl") = { DIAG_MODE_FULL, 1 };
+volatile struct diag_ctl diag_ctl SEC(".data.diag_ctl") = { DIAG_MODE_FULL, 1, 0 };
+
+/* Whether the governor dropped this probe's stacks (over its CPU budget with sampling spent):
+ * a kind that honours it takes no stack, and sends none, while this is true. */
+static __always_inline bool diag_stacks_dropped(void)
+{
+	return diag_ctl.flags & DIAG_CTL_NO_STACKS;
+}
 
 static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
 {
