@@ -57,13 +57,15 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 
 	key.tgid = tgid;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.kernel_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	if ((kernel_stacks && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
-	    (user_stacks && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
+	/* the governor may drop the stacks (their walk, copy and ring) mid-run */
+	bool kstack = kernel_stacks && !diag_stacks_dropped(), ustack = user_stacks && !diag_stacks_dropped();
+	key.kernel_stack_id = kstack ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	key.user_stack_id = ustack ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	if ((kstack && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
+	    (ustack && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	if ((copy_bytes || py_walk) && user_stacks) {
+	if ((copy_bytes || py_walk) && ustack) {
 		struct diag_user_sample *smp = diag_fill_user_sample(&scratch, copy_bytes, tgid, key.comm,
 								     key.user_stack_id, key.kernel_stack_id,
 								     page_bytes, 0, 0);

@@ -204,6 +204,7 @@ const struct probe_kind probe_kind_page_faults = {
 	.variants = pf_variants,
 	.private_size = sizeof(struct pf_priv),
 	.stack_unit = "bytes",
+	.drops_stacks = true,
 	.results = pf_results,
 	.n_results = ARRAY_LEN(pf_results),
 	.features = pf_features,

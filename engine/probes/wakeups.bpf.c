@@ -146,15 +146,16 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 		key.by = WAKE_BY_SAME;
 	else
 		key.by = WAKE_BY_OTHER;
-	key.kernel_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	key.user_stack_id = user_stacks && key.by != WAKE_BY_KERNEL
-				    ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
-	if ((kernel_stacks && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
-	    (user_stacks && key.by != WAKE_BY_KERNEL && key.user_stack_id < 0 &&
-	     key.user_stack_id != -EFAULT))
+	/* the governor may drop the stacks (their walk, copy and ring) mid-run */
+	bool dropped = diag_stacks_dropped();
+	bool kstack = kernel_stacks && !dropped, ustack = user_stacks && key.by != WAKE_BY_KERNEL && !dropped;
+	key.kernel_stack_id = kstack ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	key.user_stack_id = ustack ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	if ((kstack && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||
+	    (ustack && key.user_stack_id < 0 && key.user_stack_id != -EFAULT))
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
 
-	if ((copy_bytes || py_walk) && key.by != WAKE_BY_KERNEL &&
+	if ((copy_bytes || py_walk) && key.by != WAKE_BY_KERNEL && !dropped &&
 	    key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 					  key.waker_tgid, key.comm, key.user_stack_id,

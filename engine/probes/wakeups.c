@@ -229,6 +229,7 @@ const struct probe_kind probe_kind_wakeups = {
 	.variants = wake_variants,
 	.private_size = sizeof(struct wake_priv),
 	.stack_unit = "ns",
+	.drops_stacks = true,
 	.results = wake_results,
 	.n_results = ARRAY_LEN(wake_results),
 	.features = wake_features,
