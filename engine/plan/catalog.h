@@ -185,6 +185,7 @@ struct probe {
 	 * in force then, over all kept events); 0 when it did not (the option's value holds). */
 	double sample_scale;
 	bool stacks_dropped; /* the governor dropped its stacks (DIAG_CTL_NO_STACKS in its switch) */
+	double load_s;       /* its load's wall time (open, size, the kernel's BTF, the verifier) */
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,

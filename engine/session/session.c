@@ -267,8 +267,10 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		p->files = files;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
+		uint64_t t0 = mono_ns();
 		if (p->kind->load(p, err))
 			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+		p->load_s = (double)(mono_ns() - t0) / 1e9;
 	}
 	return 0;
 }
@@ -810,6 +812,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		value_set_str(info, "id", p->cfg.id);
 		value_set_str(info, "kind", p->kind->name);
 		value_set_str(info, "variant", p->variant ? p->variant : "");
+		value_set_num(info, "load_s", round(p->load_s * 1e4) / 1e4);
 		if (p->note[0])
 			value_set_str(info, "note", p->note);
 		if (obj) {
