@@ -19,7 +19,8 @@
 #     losing 2 MiB/s after 7 s; the first triage finds it quiet (its sleeps are info, no follow-up),
 #     the first that sees RSS grow has memory-growth run right after it, and that report calls it
 #     a leak in remember_request.
-# (g) its control: the same churn, no leak: no warning, no follow-up.
+# (g) its control: the same churn, no leak: no warning, no follow-up; every 10 minutes, and each
+#     SIGHUP runs the next run now.
 # (h) production: nothing approved, watch's first run is refused (exit 3, audited) before anything
 #     loads; with the chain approved, the follow-up runs and every run is audited.
 . "$(dirname "$0")/lib.sh"
@@ -224,11 +225,26 @@ assert_released "watch (f)"
 start "$WL/mem_leaker" churn
 W="$TMP/g"
 mkdir -m 700 "$W"
-"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 2s --runs 3 --follow-every 10m \
-	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log"
+# every 10 minutes: each run after the first comes of a SIGHUP (run now), sent once the run
+# before it is indexed
+"$DIAG" watch --pid "$PID" --recipe triage --duration 2 --every 10m --runs 3 --follow-every 10m \
+	--max-cpu-pct 50 --budget-window 60s --state-dir "$W/state" --listen none 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+S="$W/state"
+for n in 1 2; do
+	for i in $(seq 150); do
+		[ -s "$S/index.json" ] && [ "$(index "$S" 'len(r["runs"])')" -ge "$n" ] && break
+		sleep 0.1
+	done
+	kill -HUP "$WPID" 2> /dev/null
+done
+for i in $(seq 300); do kill -0 "$WPID" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$WPID" 2> /dev/null && fail "watch (g): SIGHUP did not run the next run now: $(cat "$W/log")"
+wait "$WPID"
 rc=$?
 [ "$rc" = 0 ] || fail "watch (g): exit $rc: $(cat "$W/log")"
-S="$W/state"
+[ "$(index "$S" 'len(r["runs"])')" = 3 ] || fail "watch (g): want 3 runs: $(cat "$W/log")"
 summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
 for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
 	rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
