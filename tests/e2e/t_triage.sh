@@ -8,7 +8,8 @@
 #     enough that each sync is under off_cpu's min_block_us; its control, the same lines without
 #     fsync (io_load logger) → no disk wait named; a paced TCP stream losing 3% of its segments over a
 #     veth pair between two namespaces of the test's own (nftables) → network-errors;
-# (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0;
+# (d) an idle thread pool (idle_pool) → idle (info), no follow-up, exit 0; (d2) a paced
+#     python3 loop (Debian's interpreter) → its sleeps info, no warning, exit 0;
 # (e) --follow on the lock contention: the chain runs triage then latency, whose verdict is
 #     lock-contention; the chain in JSON names both stages with their stop reasons;
 # (f) production: every recipe of the declared chain approved but latency → refused (exit 3)
@@ -136,6 +137,16 @@ check "$TMP/idle.json" "first['id'] == 'idle' and all(x['severity'] in ('ok', 'i
 [ "$rc" = 0 ] || fail "idle --follow: exit $rc: $(cat "$TMP/idle-chain.err")"
 [ "$(json "$TMP/idle-chain.json" 'len(r["chain"]["stages"])')" = 1 ] || fail "idle --follow ran more than triage"
 assert_released "triage on an idle pool"
+{ kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# (d2) a paced loop on Debian's python3 (time.sleep(0.001) forever: ~1,000 sleeps a second, by
+# design): the sleeps are said (info, latency as the way to look), no warning, exit 0
+start python3 -c 'import time
+while True: time.sleep(0.001)'
+triage paced
+[ "$rc" = 0 ] || fail "paced: exit $rc, want 0: $(verdicts paced) $(cat "$TMP/paced.err")"
+check "$TMP/paced.json" "any(x['id'] == 'waiting' and x['severity'] == 'info' and 'sleeps' in x['title'] and x['next']['recipe'] == 'latency' for x in v) and all(x['severity'] in ('ok', 'info') for x in v)" \
+	"paced: verdicts $(verdicts paced)"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 
 # (e) --follow: triage → latency, in one invocation; text and JSON
