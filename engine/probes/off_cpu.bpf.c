@@ -129,8 +129,8 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			__u32 tid = BPF_CORE_READ(prev, pid);
 			BPF_CORE_READ_STR_INTO(&out.comm, prev, comm);
 			/* the governor may drop the stacks (their walk, copy and ring) mid-run */
-			bool kstack = kernel_stacks && !diag_stacks_dropped();
-			bool ustack = user_stacks && !diag_stacks_dropped();
+			bool dropped = diag_stacks_dropped();
+			bool kstack = kernel_stacks && !dropped, ustack = user_stacks && !dropped;
 			out.kernel_stack_id = kstack ? bpf_get_stackid(ctx, &stacks, 0) : -1;
 			out.user_stack_id = ustack ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 			if ((kstack && out.kernel_stack_id < 0 && out.kernel_stack_id != -EFAULT) ||

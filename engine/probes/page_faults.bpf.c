@@ -58,7 +58,8 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 	key.tgid = tgid;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	/* the governor may drop the stacks (their walk, copy and ring) mid-run */
-	bool kstack = kernel_stacks && !diag_stacks_dropped(), ustack = user_stacks && !diag_stacks_dropped();
+	bool dropped = diag_stacks_dropped();
+	bool kstack = kernel_stacks && !dropped, ustack = user_stacks && !dropped;
 	key.kernel_stack_id = kstack ? bpf_get_stackid(ctx, &stacks, 0) : -1;
 	key.user_stack_id = ustack ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 	if ((kstack && key.kernel_stack_id < 0 && key.kernel_stack_id != -EFAULT) ||

@@ -151,6 +151,15 @@ static void governor_init(struct session *s)
 	}
 }
 
+/* Why the governor acted on probe i, for its note (caller frees): the window's BPF CPU, the
+ * probe's share of it and the budget. */
+static char *governor_why(const struct session *s, unsigned i, double window_pct)
+{
+	return xasprintf("the governor: BPF CPU %.2f%% of the CPUs in a measuring window, %.2f%% of it "
+			 "this probe's, over max_cpu_pct %g%%", window_pct, s->gov.probes[i].pct,
+			 s->plan->recipe->budgets.max_cpu_pct);
+}
+
 /* The governor raised some probes' sampling, or dropped one's stacks: the stretch at the old
  * rate ends here, the new rate goes into the programs (and into the option collect() reads), the
  * stacks flag into their switch, and the notes say so. */
@@ -165,12 +174,11 @@ static void apply_degrade(struct session *s, double at_s, double window_pct, str
 			l->stacks_dropped_s = at_s > 0 ? at_s : 1e-3;
 			uint64_t every = l->opt >= 0 && p->cfg.opt[l->opt] ? p->cfg.opt[l->opt] : 1;
 			probe_set_mode(p, false, every);
+			char *why = governor_why(s, i, window_pct);
 			value_arr_push(notes, value_str_take(xasprintf(
-				"%s: stacks dropped from %.1f s on (the governor: BPF CPU %.2f%% of the CPUs in a "
-				"measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%, sampling "
-				"did not bring it under); its events after that have no call paths",
-				p->cfg.id, at_s, window_pct, g->probes[i].pct,
-				s->plan->recipe->budgets.max_cpu_pct)));
+				"%s: stacks dropped from %.1f s on (%s, sampling did not bring it under); its "
+				"events after that have no call paths", p->cfg.id, at_s, why)));
+			free(why);
 		}
 		if (!g->probes[i].raised || l->opt < 0)
 			continue;
@@ -180,11 +188,10 @@ static void apply_degrade(struct session *s, double at_s, double window_pct, str
 		l->raised = true;
 		p->cfg.opt[l->opt] = g->probes[i].sample_every;
 		probe_set_mode(p, false, g->probes[i].sample_every);
-		value_arr_push(notes, value_str_take(xasprintf(
-			"%s: sampled 1 in %" PRIu64 " from %.1f s on (the governor: BPF CPU %.2f%% of the "
-			"CPUs in a measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%)",
-			p->cfg.id, g->probes[i].sample_every, at_s, window_pct, g->probes[i].pct,
-			s->plan->recipe->budgets.max_cpu_pct)));
+		char *why = governor_why(s, i, window_pct);
+		value_arr_push(notes, value_str_take(xasprintf("%s: sampled 1 in %" PRIu64 " from %.1f s on (%s)",
+							       p->cfg.id, g->probes[i].sample_every, at_s, why)));
+		free(why);
 	}
 }
 
@@ -199,13 +206,13 @@ static void stop_probe(struct session *s, unsigned i, double at_s, double window
 		p->kind->detach(p);
 	s->gov.live[i].stopped_s = at_s > 0 ? at_s : 1e-3;
 	s->gov.probes[i].running = false;
+	char *why = governor_why(s, i, window_pct);
 	value_arr_push(notes, value_str_take(xasprintf(
-		"%s: stopped %.1f s into the collection (the governor: BPF CPU %.2f%% of the CPUs in a "
-		"measuring window, %.2f%% of it this probe's, over max_cpu_pct %g%%%s); %s",
-		p->cfg.id, at_s, window_pct, s->gov.probes[i].pct, s->plan->recipe->budgets.max_cpu_pct,
+		"%s: stopped %.1f s into the collection (%s%s); %s", p->cfg.id, at_s, why,
 		s->gov.live[i].opt >= 0 ? ", sampling did not bring it under" : "",
 		s->gov.live[i].opt >= 0 ? "its figures are scaled from that time to the window: estimates"
 					: "its figures cover that time only")));
+	free(why);
 }
 
 /* The run is over: what one kept event stands for, over every stretch of a probe the governor

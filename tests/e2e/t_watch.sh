@@ -30,6 +30,19 @@ command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporte
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
 index() { json "$1/index.json" "$2"; }
+# quiet_history LABEL: every run kept in $S is a control's (control_quiet: exit 0, or only
+# cpu-starved on this shared machine), and none was followed up
+quiet_history() {
+	local run rc_run summary
+	summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
+	for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
+		rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
+		control_quiet "$S/$run/report.json" "$rc_run" ||
+			fail "$1: $run: $(json "$S/$run/report.json" '[(v["id"], v["severity"]) for v in r["verdicts"]]')"
+	done
+	index "$S" 'all(x["recipe"] == "triage" and not x.get("followed") for x in r["runs"])' | grep -q True ||
+		grep -q 'cpu-starved' "$W/log" || fail "$1: a follow-up ran: $summary"
+}
 
 # (a) the fault starts while watch looks
 start "$WL/cpu_burner" 0 64 7
@@ -142,12 +155,7 @@ S="$W/state"
 summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
 [ "$(index "$S" '[x["seq"] for x in r["runs"]]')" = "[2, 3]" ] || fail "control: --keep 2 of 3 runs: $summary"
 [ "$(ls "$S/runs" | wc -l)" = 2 ] || fail "control: runs/ holds $(ls "$S/runs")"
-for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
-	rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
-	control_quiet "$S/$run/report.json" "$rc_run" || fail "control: $run: $(json "$S/$run/report.json" '[(v["id"], v["severity"]) for v in r["verdicts"]]')"
-done
-index "$S" 'all(x["recipe"] == "triage" and not x.get("followed") for x in r["runs"])' | grep -q True ||
-	grep -q 'cpu-starved' "$W/log" || fail "control: a follow-up ran: $summary"
+quiet_history "control"
 assert_released "watch (b)"
 
 # (c) the budget holds, measured from outside
@@ -245,13 +253,7 @@ wait "$WPID"
 rc=$?
 [ "$rc" = 0 ] || fail "watch (g): exit $rc: $(cat "$W/log")"
 [ "$(index "$S" 'len(r["runs"])')" = 3 ] || fail "watch (g): want 3 runs: $(cat "$W/log")"
-summary=$(index "$S" '[(x["seq"], x["recipe"], x.get("worst"), x.get("followed")) for x in r["runs"]]')
-for run in $(index "$S" '" ".join(x["dir"] for x in r["runs"])'); do
-	rc_run=$(json "$S/$run/summary.json" 'r["exit_code"]')
-	control_quiet "$S/$run/report.json" "$rc_run" || fail "churn control: $run: $(json "$S/$run/report.json" '[(v["id"], v["severity"]) for v in r["verdicts"]]')"
-done
-index "$S" 'all(x["recipe"] == "triage" and not x.get("followed") for x in r["runs"])' | grep -q True ||
-	grep -q 'cpu-starved' "$W/log" || fail "churn control: a follow-up ran: $summary"
+quiet_history "churn control"
 { kill -9 "$PID"; wait "$PID"; } 2> /dev/null
 
 # (h) production: approved recipes only, every run audited
