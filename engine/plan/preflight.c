@@ -67,12 +67,31 @@ static bool governor_raise(double budget, double window_pct, double min_pct,
 		double want = ceil((double)(g->sample_every ? g->sample_every : 1) * factor);
 		uint64_t every = want >= (double)g->max_every ? g->max_every : (uint64_t)want;
 		if (every > g->sample_every) {
+			g->every_at_raise = g->sample_every ? g->sample_every : 1;
 			g->sample_every = every;
 			g->pct_at_raise = g->pct;
 			g->raised = raised = true;
 		}
 	}
 	return raised;
+}
+
+/* Whether the window after a raise shows sampling spent for g: its share did not fall by a
+ * quarter, or its share at max_every — from the two windows, share = floor + sampled / every —
+ * would still leave this window over the budget. */
+static bool sampling_spent(const struct governor_probe *g, double budget, double window_pct)
+{
+	if (g->pct > 0.75 * g->pct_at_raise)
+		return true;
+	double e0 = (double)g->every_at_raise, e1 = (double)g->sample_every;
+	if (budget <= 0 || e0 <= 0 || e1 <= e0 || g->max_every == 0)
+		return false;
+	double sampled = (g->pct_at_raise - g->pct) / (1 / e0 - 1 / e1);
+	double floor_pct = g->pct - sampled / e1;
+	if (floor_pct < 0)
+		floor_pct = 0;
+	double at_max = floor_pct + sampled / (double)g->max_every;
+	return window_pct - g->pct + at_max > budget;
 }
 
 enum governor_action governor_decide(double budget, bool degrade, double window_pct,
@@ -83,10 +102,11 @@ enum governor_action governor_decide(double budget, bool degrade, double window_
 	for (unsigned i = 0; i < n; i++) {
 		struct governor_probe *g = &probes[i];
 		g->raised = g->drop_stacks = false;
-		/* the window after a raise: a probe whose share did not fall by a quarter costs
-		 * what its programs' entry costs, sampled or not */
+		/* the window after a raise: a probe whose share did not fall by a quarter, or whose
+		 * floor is over what the budget leaves it, costs what its programs' entry costs,
+		 * sampled or not */
 		if (g->pct_at_raise > 0 && window_pct >= 0) {
-			if (g->pct > 0.75 * g->pct_at_raise) {
+			if (sampling_spent(g, budget, window_pct)) {
 				g->max_every = g->sample_every;
 				no_help = true;
 			}

@@ -68,6 +68,7 @@ struct governor_probe {
 	uint64_t sample_every; /* in force; raised by governor_decide when it degrades the probe */
 	uint64_t max_every;    /* how far it may be raised; 0: it cannot sample */
 	double pct_at_raise;   /* its share in the window that raised it (0: none pending) */
+	uint64_t every_at_raise; /* its sample_every in that window */
 	bool raised;           /* set by governor_decide: sample_every was raised by this call */
 	bool can_drop_stacks;  /* takes stacks it can do without (probe_kind.drops_stacks) */
 	bool drop_stacks;      /* set by governor_decide: drop its stacks now (then can_drop_stacks
@@ -85,7 +86,9 @@ enum governor_action {
  * sample_every of the probes that can sample (under `degrade: sample`), the costliest first, by
  * one factor that would bring the window to half of what the budget leaves them. A sampled-out
  * event still costs its program's entry and filters: when the next window shows a raise did not
- * cut a probe's share by a quarter, that probe is sampled no further. With nothing left to
+ * cut a probe's share by a quarter, or the two windows put its floor (share = floor +
+ * per-sampled-event cost / sample_every, solved from both) so high that even max_every would
+ * leave the window over, that probe is sampled no further. With nothing left to
  * raise, governor_stops' rule (two windows over, or one over twice the budget; a raise that did
  * not help counts as the first of the two) stops the
  * costliest probe while another with BPF programs still runs (*victim: its index), else the

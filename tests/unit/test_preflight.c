@@ -297,6 +297,43 @@ static void test_governor_drops_stacks_before_it_stops(void **state)
 	assert_false(k[0].drop_stacks);
 }
 
+/* The switch storm of t_budgets at max_cpu_pct 0.5: raised to 1 in 94, the off-CPU probe's share
+ * fell from 23.4% to 3.0% — by more than a quarter, but the two windows put its floor (what each
+ * event costs sampled out) near 2.8%, over the budget at any sample_every: sampling is spent
+ * after one raise and its stacks go next, not four raises later. */
+static void test_governor_sees_the_floor_of_sampling(void **state)
+{
+	(void)state;
+	struct governor_probe g[1] = {
+		{ .pct = 23.44, .running = true, .sample_every = 1, .max_every = 1 << 20,
+		  .can_drop_stacks = true },
+	};
+	bool over = false;
+	unsigned victim = 99;
+	assert_int_equal(governor_decide(0.5, true, 23.44, g, 1, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(g[0].raised);
+	g[0].sample_every = 94; /* what the session applied */
+	g[0].pct = 3.01;
+	assert_int_equal(governor_decide(0.5, true, 3.01, g, 1, &over, &victim), GOVERNOR_DEGRADE);
+	assert_false(g[0].raised);
+	assert_true(g[0].drop_stacks);
+	assert_int_equal(g[0].max_every, 94);
+	/* the same fall with a floor under the budget: sampled on */
+	struct governor_probe h[1] = {
+		{ .pct = 23.44, .running = true, .sample_every = 1, .max_every = 1 << 20,
+		  .can_drop_stacks = true },
+	};
+	over = false;
+	assert_int_equal(governor_decide(3, true, 23.44, h, 1, &over, &victim), GOVERNOR_DEGRADE);
+	uint64_t first = h[0].sample_every;
+	h[0].sample_every = first;
+	h[0].pct = 3.01; /* at 1 in 16 its floor is ~1.7%: under the budget of 3 */
+	assert_int_equal(governor_decide(3, true, 3.01, h, 1, &over, &victim), GOVERNOR_DEGRADE);
+	assert_true(h[0].raised);
+	assert_true(h[0].sample_every > first);
+	assert_false(h[0].drop_stacks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_governor_degrades_the_costliest_first),
 		cmocka_unit_test(test_governor_stops_a_probe_sampling_cannot_help),
 		cmocka_unit_test(test_governor_drops_stacks_before_it_stops),
+		cmocka_unit_test(test_governor_sees_the_floor_of_sampling),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
