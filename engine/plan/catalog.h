@@ -37,6 +37,8 @@ enum option_role {
 	OPT_ROLE_SAMPLE_HZ,   /* checked against budgets.max_sample_hz */
 	OPT_ROLE_MAP_ENTRIES, /* sizes a map: counted in the map memory budget */
 	OPT_ROLE_SAMPLE_EVERY, /* in-kernel 1-in-N sampling the budget pre-flight may raise */
+	OPT_ROLE_STACKS,      /* OPT_BOOL: the probe takes these stacks; under `degrade: sample` the
+			       * governor may drop them at run time (probe_kind.drops_stacks) */
 };
 
 struct option_spec {

@@ -48,9 +48,9 @@ PROBE_BPF_SKELETON(cpu_profile)
 static const struct option_spec profile_options[] = {
 	{ .name = "frequency_hz", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_HZ, .dflt = 99,
 	  .min = 1, .max = 100000, .help = "samples per second on each CPU" },
-	{ .name = "user_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	{ .name = "user_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1,
 	  .help = "record user-space stacks" },
-	{ .name = "kernel_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	{ .name = "kernel_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1,
 	  .help = "record kernel stacks" },
 	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20,

@@ -39,8 +39,8 @@ PROBE_BPF_SKELETON(off_cpu)
 static const struct option_spec off_options[] = {
 	{ .name = "min_block_us", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 10000000,
 	  .help = "shorter times off the CPU are counted in `too_short`, not recorded" },
-	{ .name = "user_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1, .help = "record user stacks" },
-	{ .name = "kernel_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1, .help = "record kernel stacks" },
+	{ .name = "user_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1, .help = "record user stacks" },
+	{ .name = "kernel_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1, .help = "record kernel stacks" },
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 22, .bytes_per_entry = 4 + sizeof(struct off_cpu_away) + 64,
 	  .help = "target threads off the CPU at the same time" },

@@ -33,9 +33,9 @@ struct pf_priv {
 PROBE_BPF_SKELETON(page_faults)
 
 static const struct option_spec pf_options[] = {
-	{ .name = "user_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	{ .name = "user_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1,
 	  .help = "record user-space stacks" },
-	{ .name = "kernel_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1,
+	{ .name = "kernel_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1,
 	  .help = "record kernel stacks" },
 	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
 	  .min = 64, .max = 1u << 20,

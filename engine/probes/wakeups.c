@@ -38,8 +38,8 @@ PROBE_BPF_SKELETON(wakeups)
 static const struct option_spec wake_options[] = {
 	{ .name = "min_block_us", .type = OPT_UINT, .dflt = 1, .min = 0, .max = 10000000,
 	  .help = "wakeups of threads blocked for less are counted in `too_short`, not recorded" },
-	{ .name = "user_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1, .help = "record the wakers' user stacks" },
-	{ .name = "kernel_stacks", .type = OPT_BOOL, .dflt = 1, .max = 1, .help = "record the wakers' kernel stacks" },
+	{ .name = "user_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1, .help = "record the wakers' user stacks" },
+	{ .name = "kernel_stacks", .type = OPT_BOOL, .role = OPT_ROLE_STACKS, .dflt = 1, .max = 1, .help = "record the wakers' kernel stacks" },
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 22, .bytes_per_entry = 2 * (4 + 8 + 64),
 	  .help = "target threads blocked at the same time (and threads whose last wakeup is kept)" },

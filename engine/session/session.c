@@ -107,6 +107,15 @@ static uint64_t probe_runtime_ns(struct probe *p)
 
 static int sample_option(const struct probe_kind *k);
 
+/* Whether p takes stacks the governor could drop: one of its OPT_ROLE_STACKS options is on. */
+static bool takes_stacks(const struct probe *p)
+{
+	for (size_t i = 0; i < p->kind->n_options; i++)
+		if (p->kind->options[i].role == OPT_ROLE_STACKS && p->cfg.opt[i])
+			return true;
+	return false;
+}
+
 /* The probes' run time so far, in total; each probe's in live[i].ns0 when start is set (a
  * window opens), else its share of the window into the governor's probes[i].pct. */
 static void sum_runtime(struct session *s, uint64_t *ns, bool start, double window_wall_ns)
@@ -142,7 +151,7 @@ static void governor_init(struct session *s)
 		g->live[i].opt = opt;
 		g->probes[i].running = p->kind->object && p->kind->object(p);
 		g->probes[i].can_drop_stacks = g->probes[i].running && p->kind->drops_stacks &&
-					       (probe_opt(p, "user_stacks") || probe_opt(p, "kernel_stacks"));
+					       takes_stacks(p);
 		if (opt < 0 || probe_set_mode(p, false, p->cfg.opt[opt] ? p->cfg.opt[opt] : 1))
 			continue; /* no switch: the governor cannot sample it */
 		g->probes[i].sample_every = p->cfg.opt[opt] ? p->cfg.opt[opt] : 1;

@@ -154,6 +154,17 @@ static void test_catalog_well_formed(void **state)
 			fail_msg("%s declares no results", kind->name);
 		if (!kind->features)
 			fail_msg("%s declares no features list", kind->name);
+		/* a kind whose stacks the governor may drop says which options take them */
+		size_t stack_opts = 0;
+		for (size_t i = 0; i < kind->n_options; i++)
+			if (kind->options[i].role == OPT_ROLE_STACKS) {
+				stack_opts++;
+				if (kind->options[i].type != OPT_BOOL)
+					fail_msg("%s: %s: a stacks option is a switch", kind->name,
+						 kind->options[i].name);
+			}
+		if (kind->drops_stacks && !stack_opts)
+			fail_msg("%s drops stacks but no option takes them", kind->name);
 		for (const char *const *f = kind->features; *f; f++) {
 			char *copy = xstrdup(*f);
 			for (char *save = NULL, *c = strtok_r(copy, "|", &save); c;
