@@ -48,6 +48,14 @@ int catalog_option_index(const struct probe_kind *kind, const char *name)
 	return -1;
 }
 
+int catalog_option_with_role(const struct probe_kind *kind, enum option_role role)
+{
+	for (size_t i = 0; i < kind->n_options; i++)
+		if (kind->options[i].role == role)
+			return (int)i;
+	return -1;
+}
+
 uint64_t probe_opt(const struct probe *p, const char *name)
 {
 	int i = catalog_option_index(p->kind, name);
@@ -58,10 +66,8 @@ double probe_scale(const struct probe *p)
 {
 	if (p->sample_scale > 0)
 		return p->sample_scale;
-	for (size_t i = 0; i < p->kind->n_options; i++)
-		if (p->kind->options[i].role == OPT_ROLE_SAMPLE_EVERY)
-			return p->cfg.opt[i] > 1 ? (double)p->cfg.opt[i] : 1.0;
-	return 1.0;
+	int i = catalog_option_with_role(p->kind, OPT_ROLE_SAMPLE_EVERY);
+	return i >= 0 && p->cfg.opt[i] > 1 ? (double)p->cfg.opt[i] : 1.0;
 }
 
 int64_t probe_sampled_1_in(const struct probe *p)

@@ -267,6 +267,13 @@ const struct probe_kind *catalog_find(const char *name);
 const struct probe_kind *const *catalog_all(size_t *n);
 /* Index of an option by name, -1 when the kind has none such. */
 int catalog_option_index(const struct probe_kind *kind, const char *name);
+/* Index of the kind's first option with that role, -1 when it has none. */
+int catalog_option_with_role(const struct probe_kind *kind, enum option_role role);
+/* Its in-kernel 1-in-N sampling option (OPT_ROLE_SAMPLE_EVERY), -1: it cannot sample. */
+static inline int catalog_sample_option(const struct probe_kind *kind)
+{
+	return catalog_option_with_role(kind, OPT_ROLE_SAMPLE_EVERY);
+}
 /* Value of option `name` in cfg (the spec default when the kind has none such). */
 uint64_t probe_opt(const struct probe *p, const char *name);
 /* What one kept event of a sampling probe stands for: its sample_scale when the governor changed

@@ -9,14 +9,6 @@
 
 #define DEFAULT_PREFLIGHT_MS 250
 
-static int sample_option(const struct probe_kind *k)
-{
-	for (size_t i = 0; i < k->n_options; i++)
-		if (k->options[i].role == OPT_ROLE_SAMPLE_EVERY)
-			return (int)i;
-	return -1;
-}
-
 static char *human_rate(double r, char *buf, size_t len)
 {
 	if (r >= 1e6)
@@ -64,10 +56,11 @@ static bool governor_raise(double budget, double window_pct, double min_pct,
 		struct governor_probe *g = &probes[i];
 		if (!can_raise(g) || g->pct < min_pct)
 			continue;
-		double want = ceil((double)(g->sample_every ? g->sample_every : 1) * factor);
+		uint64_t from = g->sample_every ? g->sample_every : 1;
+		double want = ceil((double)from * factor);
 		uint64_t every = want >= (double)g->max_every ? g->max_every : (uint64_t)want;
 		if (every > g->sample_every) {
-			g->every_at_raise = g->sample_every ? g->sample_every : 1;
+			g->every_at_raise = from;
 			g->sample_every = every;
 			g->pct_at_raise = g->pct;
 			g->raised = raised = true;
@@ -84,7 +77,7 @@ static bool sampling_spent(const struct governor_probe *g, double budget, double
 	if (g->pct > 0.75 * g->pct_at_raise)
 		return true;
 	double e0 = (double)g->every_at_raise, e1 = (double)g->sample_every;
-	if (budget <= 0 || e0 <= 0 || e1 <= e0 || g->max_every == 0)
+	if (budget <= 0 || e0 <= 0 || e1 <= e0) /* e1 <= max_every: raised to at most that */
 		return false;
 	double sampled = (g->pct_at_raise - g->pct) / (1 / e0 - 1 / e1);
 	double floor_pct = g->pct - sampled / e1;
@@ -218,7 +211,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		struct preflight_rate *r = &rates[i];
-		int opt = sample_option(plan->probes[i].kind);
+		int opt = catalog_sample_option(plan->probes[i].kind);
 		r->sample_every = opt >= 0 && plan->probes[i].cfg.opt[opt] > 1 ? plan->probes[i].cfg.opt[opt] : 1;
 		if (r->status != RATE_MEASURED)
 			continue;
@@ -238,7 +231,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		 * sampling (80 run-queue waits a second next to 2.5M syscalls) */
 		double busiest = 0;
 		for (unsigned i = 0; i < plan->n_probes; i++)
-			if (rates[i].status == RATE_MEASURED && sample_option(plan->probes[i].kind) >= 0 &&
+			if (rates[i].status == RATE_MEASURED && catalog_sample_option(plan->probes[i].kind) >= 0 &&
 			    rates[i].events_per_s > busiest)
 				busiest = rates[i].events_per_s;
 		for (unsigned i = 0; i < plan->n_probes; i++)
@@ -249,7 +242,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 				if (rates[i].status != RATE_MEASURED || rates[i].events_per_s <= 0)
 					continue;
 				double rate = rates[i].events_per_s / (double)rates[i].sample_every;
-				if (sample_option(plan->probes[i].kind) < 0 || capped[i])
+				if (catalog_sample_option(plan->probes[i].kind) < 0 || capped[i])
 					fixed += rate;
 				else
 					scalable += rate;
@@ -262,7 +255,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			bool capped_now = false;
 			for (unsigned i = 0; i < plan->n_probes; i++) {
 				const struct probe_kind *k = plan->probes[i].kind;
-				int opt = sample_option(k);
+				int opt = catalog_sample_option(k);
 				if (rates[i].status != RATE_MEASURED || opt < 0 || capped[i] ||
 				    rates[i].events_per_s <= 0)
 					continue;

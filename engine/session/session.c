@@ -105,8 +105,6 @@ static uint64_t probe_runtime_ns(struct probe *p)
 	return ns;
 }
 
-static int sample_option(const struct probe_kind *k);
-
 /* Whether p takes stacks the governor could drop: one of its OPT_ROLE_STACKS options is on. */
 static bool takes_stacks(const struct probe *p)
 {
@@ -147,7 +145,7 @@ static void governor_init(struct session *s)
 	g->live = xcalloc(s->n_loaded ? s->n_loaded : 1, sizeof(*g->live));
 	for (unsigned i = 0; i < s->n_loaded; i++) {
 		struct probe *p = &s->probes[i];
-		int opt = sample_option(p->kind);
+		int opt = catalog_sample_option(p->kind);
 		g->live[i].opt = opt;
 		g->probes[i].running = p->kind->object && p->kind->object(p);
 		g->probes[i].can_drop_stacks = g->probes[i].running && p->kind->drops_stacks &&
@@ -333,21 +331,13 @@ static int block_signals(struct session *s, struct diag_err *err)
 	return 0;
 }
 
-static int sample_option(const struct probe_kind *k)
-{
-	for (size_t i = 0; i < k->n_options; i++)
-		if (k->options[i].role == OPT_ROLE_SAMPLE_EVERY)
-			return (int)i;
-	return -1;
-}
-
 /* Puts every loaded probe in count-only mode (measuring) or in full mode with its configured
  * sampling, before it attaches; rates[i].status says which probes the pre-flight can measure. */
 static void set_start_mode(struct probe *probes, unsigned n, bool measuring, struct preflight_rate *rates)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
-		int opt = sample_option(p->kind);
+		int opt = catalog_sample_option(p->kind);
 		uint64_t every = opt >= 0 ? p->cfg.opt[opt] : 1;
 		int rc = probe_set_mode(p, measuring, every);
 		bool has_bpf = p->kind->object && p->kind->object(p);
@@ -424,7 +414,7 @@ static int preflight(const struct plan *plan, struct probe *probes, unsigned n, 
 	if (preflight_decide(plan, &w, rates, summary, err))
 		return -1;
 	for (unsigned i = 0; i < n; i++) {
-		int opt = sample_option(probes[i].kind);
+		int opt = catalog_sample_option(probes[i].kind);
 		if (rates[i].status != RATE_MEASURED)
 			continue;
 		if (opt >= 0)

@@ -325,8 +325,7 @@ static void test_governor_sees_the_floor_of_sampling(void **state)
 	};
 	over = false;
 	assert_int_equal(governor_decide(3, true, 23.44, h, 1, &over, &victim), GOVERNOR_DEGRADE);
-	uint64_t first = h[0].sample_every;
-	h[0].sample_every = first;
+	uint64_t first = h[0].sample_every; /* 16 */
 	h[0].pct = 3.01; /* at 1 in 16 its floor is ~1.7%: under the budget of 3 */
 	assert_int_equal(governor_decide(3, true, 3.01, h, 1, &over, &victim), GOVERNOR_DEGRADE);
 	assert_true(h[0].raised);
