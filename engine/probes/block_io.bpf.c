@@ -27,15 +27,34 @@
 
 const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
 
+/* Requests in flight, by their struct request address: a direct-mapped table of slots (the
+ * address hashed to one slot, claimed by a compare-and-swap of its `rq`), and a hash map for the
+ * addresses whose slot is taken. A slot costs an inlined array lookup where a hash map costs an
+ * element's allocation, hashing and a bucket lock at every start and completion (that was most of
+ * this probe's cost per I/O); the kernel keeps its requests in preallocated arrays, so that the
+ * addresses in flight at once are few and spread. Requests merged away never complete:
+ * block_rq_merge releases them. */
+const volatile __u64 slot_mask = 16383; /* slots' size - 1 (a power of two), set before load */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16384);         /* set from the recipe before load */
+	__type(key, __u32);
+	__type(value, struct blk_slot);
+} slots SEC(".maps");
+
 struct {
 	/* Not an LRU map: an LRU hash evicts entries before it is full (its free nodes sit on
-	 * per-CPU lists), and a request evicted in flight never decrements its disk's count.
-	 * Requests merged away never complete: block_rq_merge deletes them. */
+	 * per-CPU lists), and a request evicted in flight never decrements its disk's count. */
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);         /* set from the recipe before load */
+	__uint(max_entries, 4096);          /* set from the recipe before load */
 	__type(key, __u64);
 	__type(value, struct blk_req);
 } reqs SEC(".maps");
+
+/* Entries in `reqs`: while there are none (the common case), a request not in its slot is not
+ * looked up there. */
+__u64 overflow_n = 0;
 
 /* Per disk: an array, so that a request's issue and completion reach its disk's record by the slot
  * it carries (an inlined array lookup, not a hash lookup each), and a per-CPU cache of the last
@@ -94,6 +113,86 @@ struct {
 	__type(key, struct blk_owner_key);
 	__type(value, __u64); /* bytes */
 } dirtiers SEC(".maps");
+
+/* A request's address as a number. A tp_btf argument is a trusted pointer, on which the verifier
+ * allows no arithmetic (the slot's hash): a copy read back is a plain number. A raw_tp argument is
+ * one already (the raw_tp programs, the first variant, skip this helper call). */
+static __always_inline __u64 addr_of(const struct request *rq)
+{
+	__u64 v = 0;
+	bpf_probe_read_kernel(&v, sizeof(v), &rq);
+	return v;
+}
+
+static __always_inline struct blk_slot *slot_of(__u64 key)
+{
+	__u32 i = (__u32)((key * 0x9e3779b97f4a7c15ull) >> 32) & (__u32)slot_mask;
+	return bpf_map_lookup_elem(&slots, &i);
+}
+
+/* The record of a request in flight, NULL when it has none. */
+static __always_inline struct blk_req *req_find(__u64 key)
+{
+	struct blk_slot *s = slot_of(key);
+	if (s && s->rq == key)
+		return &s->r;
+	return overflow_n ? bpf_map_lookup_elem(&reqs, &key) : NULL;
+}
+
+/* A record for request `key`, first seen now: its slot, claimed, else an entry of `reqs`. *was:
+ * the address was recorded already (the record is then as it was: the caller accounts for the
+ * request that had it). NULL when both are full. The caller fills the record. */
+static __always_inline struct blk_req *req_claim(__u64 key, bool *was)
+{
+	struct blk_slot *s = slot_of(key);
+	*was = false;
+	if (s) {
+		if (s->rq == key) {
+			*was = true;
+			return &s->r;
+		}
+		if (!s->rq && __sync_val_compare_and_swap(&s->rq, 0, key) == 0) {
+			/* the address's last request went to `reqs` (its slot was taken then) and
+			 * never completed: its record moves here, for the caller */
+			struct blk_req *old = overflow_n ? bpf_map_lookup_elem(&reqs, &key) : NULL;
+			if (old) {
+				s->r = *old;
+				*was = true;
+				if (bpf_map_delete_elem(&reqs, &key) == 0)
+					__sync_fetch_and_add(&overflow_n, (__u64)-1);
+			}
+			return &s->r;
+		}
+	}
+	static const struct blk_req zero;
+	if (bpf_map_update_elem(&reqs, &key, &zero, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&overflow_n, 1);
+		return bpf_map_lookup_elem(&reqs, &key);
+	}
+	struct blk_req *old = bpf_map_lookup_elem(&reqs, &key);
+	*was = old != NULL;
+	return old;
+}
+
+/* The request's record, copied into *r and released; false when it has none. */
+static __always_inline bool req_take(__u64 key, struct blk_req *r)
+{
+	struct blk_slot *s = slot_of(key);
+	if (s && s->rq == key) {
+		*r = s->r;
+		__sync_lock_test_and_set(&s->rq, 0); /* after the copy: a full barrier */
+		return true;
+	}
+	if (!overflow_n)
+		return false;
+	struct blk_req *rp = bpf_map_lookup_elem(&reqs, &key);
+	if (!rp)
+		return false;
+	*r = *rp;
+	if (bpf_map_delete_elem(&reqs, &key) == 0)
+		__sync_fetch_and_add(&overflow_n, (__u64)-1);
+	return true;
+}
 
 static __always_inline bool owner_filtered(void)
 {
@@ -214,64 +313,70 @@ static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
 }
 
 /* A request starts being accounted, in its submitter's context. */
-static __always_inline int on_start(struct request *rq)
+static __always_inline int on_start(struct request *rq, __u64 key)
 {
 	bool count_only = diag_count_only();
 	__u32 slot, dev = rq_disk(rq, &slot);
 	if (count_only || !dev_wanted(rq, dev) || !diag_current_wanted() || !diag_sampled_in())
 		return 0;
-	struct blk_req r = { .start_ns = bpf_ktime_get_ns(), .dev = dev, .owned = 1,
-			     .tgid = bpf_get_current_pid_tgid() >> 32, .slot = slot };
-	bpf_get_current_comm(r.comm, sizeof(r.comm));
-	__u64 key = (__u64)rq;
-	/* one hash operation on the common path: the address is new */
-	if (bpf_map_update_elem(&reqs, &key, &r, BPF_NOEXIST) == 0)
+	bool was;
+	struct blk_req *p = req_claim(key, &was);
+	__u64 now = bpf_ktime_get_ns();
+	if (!p) {
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
-	struct blk_req *old = bpf_map_lookup_elem(&reqs, &key);
-	if (old && old->issue_ns) {
+	}
+	if (was && p->issue_ns) {
 		/* The request that had this address was issued and is gone, and no
 		 * block_rq_complete said so (it happens, rarely, around flush sequences): take it
 		 * out of its disk's count now, or the count would never come back to zero. */
-		struct blk_dev *d = dev_at(old->slot);
+		struct blk_dev *d = dev_at(p->slot);
 		if (d)
-			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), r.start_ns);
+			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
 		diag_stat_inc(&stats, BLK_STAT_VANISHED);
 	}
-	if (bpf_map_update_elem(&reqs, &key, &r, BPF_ANY))
-		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	p->start_ns = now;
+	p->issue_ns = 0;
+	p->dev = dev;
+	p->tgid = bpf_get_current_pid_tgid() >> 32;
+	p->owned = 1;
+	p->slot = slot;
+	bpf_get_current_comm(p->comm, sizeof(p->comm));
 	return 0;
 }
 
 /* First seen at insert or issue: made outside block_io_start (flush machinery, old kernels). */
-static __always_inline struct blk_req *unowned(struct request *rq, __u32 dev, __u32 slot, __u64 now)
+static __always_inline struct blk_req *unowned(__u64 key, __u32 dev, __u32 slot, __u64 now)
 {
 	if (owner_filtered() || !diag_sampled_in())
 		return NULL;
-	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot };
-	__u64 key = (__u64)rq;
-	if (bpf_map_update_elem(&reqs, &key, &r, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&reqs, &key)) {
+	bool was;
+	struct blk_req *p = req_claim(key, &was);
+	if (!p) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return NULL;
 	}
+	if (was)
+		return p; /* recorded meanwhile, on another CPU */
+	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot };
+	*p = r;
 	diag_stat_inc(&stats, BLK_STAT_UNOWNED);
-	return bpf_map_lookup_elem(&reqs, &key);
+	return p;
 }
 
-static __always_inline int on_insert(struct request *rq)
+static __always_inline int on_insert(struct request *rq, __u64 key)
 {
 	if (diag_count_only())
 		return 0;
-	__u64 key = (__u64)rq;
-	if (bpf_map_lookup_elem(&reqs, &key))
+	if (req_find(key))
 		return 0; /* seen at block_io_start */
 	__u32 slot, dev = rq_disk(rq, &slot);
 	if (dev_wanted(rq, dev))
-		unowned(rq, dev, slot, bpf_ktime_get_ns());
+		unowned(key, dev, slot, bpf_ktime_get_ns());
 	return 0;
 }
 
-static __always_inline int on_issue(struct request *rq)
+static __always_inline int on_issue(struct request *rq, __u64 key)
 {
 	__u32 slot, dev;
 	if (diag_count_only()) {
@@ -280,12 +385,12 @@ static __always_inline int on_issue(struct request *rq)
 			diag_passed(); /* one request handed to a wanted device */
 		return 0;
 	}
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns();
 	/* a request seen at its start was checked against the device filter then */
-	struct blk_req *r = bpf_map_lookup_elem(&reqs, &key);
+	struct blk_req *r = req_find(key);
 	if (!r) {
 		dev = rq_disk(rq, &slot);
-		if (!dev_wanted(rq, dev) || !(r = unowned(rq, dev, slot, now)))
+		if (!dev_wanted(rq, dev) || !(r = unowned(key, dev, slot, now)))
 			return 0;
 	}
 	if (r->issue_ns)
@@ -310,16 +415,13 @@ static __always_inline int on_issue(struct request *rq)
 	return 0;
 }
 
-static __always_inline int on_complete(struct request *rq, int error)
+static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 {
 	if (diag_count_only())
 		return 0; /* counted at issue */
-	__u64 key = (__u64)rq;
-	struct blk_req *rp = bpf_map_lookup_elem(&reqs, &key);
-	if (!rp)
+	struct blk_req r;
+	if (!req_take(key, &r))
 		return 0;
-	struct blk_req r = *rp;
-	bpf_map_delete_elem(&reqs, &key);
 	if (!r.issue_ns) {
 		/* completed without reaching the driver (a flush sequence's original request), or
 		 * issued before we attached */
@@ -382,19 +484,19 @@ static __always_inline int on_complete(struct request *rq, int error)
 }
 
 /* A request merged into another never completes: forget it. */
-static __always_inline int on_merge(struct request *rq)
+static __always_inline int on_merge(__u64 key)
 {
 	if (diag_count_only())
 		return 0;
-	__u64 key = (__u64)rq;
-	bpf_map_delete_elem(&reqs, &key);
+	struct blk_req r;
+	req_take(key, &r);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_merge")
-int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(rq); }
+int BPF_PROG(tp_btf_rq_merge, struct request *rq) { return on_merge(addr_of(rq)); }
 SEC("raw_tp/block_rq_merge")
-int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge(rq); }
+int BPF_PROG(raw_tp_rq_merge, struct request *rq) { return on_merge((__u64)rq); }
 
 /* struct folio before 6.16 (6.1 ... 6.15): `flags` a plain unsigned long. Our vmlinux.h (6.18) has
  * it as memdesc_flags_t, a one-member struct, and CO-RE does not match a struct field to an integer
@@ -466,27 +568,27 @@ int BPF_PROG(raw_tp_dirty_folio, struct folio *folio, struct address_space *mapp
 }
 
 SEC("tp_btf/block_io_start")
-int BPF_PROG(tp_btf_io_start, struct request *rq) { return on_start(rq); }
+int BPF_PROG(tp_btf_io_start, struct request *rq) { return on_start(rq, addr_of(rq)); }
 SEC("tp_btf/block_rq_insert")
-int BPF_PROG(tp_btf_rq_insert, struct request *rq) { return on_insert(rq); }
+int BPF_PROG(tp_btf_rq_insert, struct request *rq) { return on_insert(rq, addr_of(rq)); }
 SEC("tp_btf/block_rq_issue")
-int BPF_PROG(tp_btf_rq_issue, struct request *rq) { return on_issue(rq); }
+int BPF_PROG(tp_btf_rq_issue, struct request *rq) { return on_issue(rq, addr_of(rq)); }
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	return on_complete(rq, error);
+	return on_complete(rq, addr_of(rq), error);
 }
 
 SEC("raw_tp/block_io_start")
-int BPF_PROG(raw_tp_io_start, struct request *rq) { return on_start(rq); }
+int BPF_PROG(raw_tp_io_start, struct request *rq) { return on_start(rq, (__u64)rq); }
 SEC("raw_tp/block_rq_insert")
-int BPF_PROG(raw_tp_rq_insert, struct request *rq) { return on_insert(rq); }
+int BPF_PROG(raw_tp_rq_insert, struct request *rq) { return on_insert(rq, (__u64)rq); }
 SEC("raw_tp/block_rq_issue")
-int BPF_PROG(raw_tp_rq_issue, struct request *rq) { return on_issue(rq); }
+int BPF_PROG(raw_tp_rq_issue, struct request *rq) { return on_issue(rq, (__u64)rq); }
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_tp_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	return on_complete(rq, error);
+	return on_complete(rq, (__u64)rq, error);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -33,8 +33,13 @@ PROBE_BPF_SKELETON(block_io)
 
 static const struct option_spec blk_options[] = {
 	{ .name = "max_in_flight", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
-	  .min = 256, .max = 1u << 20, .bytes_per_entry = 8 + sizeof(struct blk_req) + 64,
-	  .help = "requests tracked in flight at once (beyond it new requests are not timed: dropped)" },
+	  .min = 256, .max = 1u << 20,
+	  /* a slot (rounded up to a power of two: up to twice as many), and a quarter of an
+	   * overflow hash entry */
+	  .bytes_per_entry = 2 * sizeof(struct blk_slot) + (8 + sizeof(struct blk_req) + 64) / 4,
+	  .help = "requests tracked in flight at once (slots of a table, rounded up to a power of "
+		  "two, and a quarter as many in an overflow hash for those whose slot is taken; "
+		  "beyond them new requests are not timed: dropped)" },
 	{ .name = "max_devices", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 64,
 	  .min = 1, .max = 4096, .bytes_per_entry = sizeof(struct blk_dev) + 2 * 4 + 64,
 	  .help = "disks with statistics" },
@@ -51,7 +56,9 @@ static const struct option_spec blk_options[] = {
 		  "sample; depth and busy time then describe the sampled requests only)" },
 };
 
-static const char *const blk_variants[] = { "tp_btf", "raw_tp", NULL };
+/* raw_tp first: every program reads the request through BPF_CORE_READ either way, and a tp_btf
+ * argument needs a helper call to be hashed (block_io.bpf.c: addr_of). */
+static const char *const blk_variants[] = { "raw_tp", "tp_btf", NULL };
 
 static const char *const kind_names[BLK_NR_KINDS] = { "reads", "writes", "flushes", "discards",
 						      "other" };
@@ -93,7 +100,12 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		if (!(bp->skel = block_io_skel_open(p, err)))
 			return -1;
 		bp->skel->rodata->filter_dev = p->cfg.filter.dev;
-		bpf_map__set_max_entries(bp->skel->maps.reqs, (__u32)probe_opt(p, "max_in_flight"));
+		__u32 in_flight = (__u32)probe_opt(p, "max_in_flight"), n_slots = 1;
+		while (n_slots < in_flight)
+			n_slots <<= 1;
+		bpf_map__set_max_entries(bp->skel->maps.slots, n_slots);
+		bp->skel->rodata->slot_mask = n_slots - 1;
+		bpf_map__set_max_entries(bp->skel->maps.reqs, in_flight / 4 > 256 ? in_flight / 4 : 256);
 		bpf_map__set_max_entries(bp->skel->maps.devs, (__u32)probe_opt(p, "max_devices"));
 		bpf_map__set_max_entries(bp->skel->maps.dev_index, (__u32)probe_opt(p, "max_devices"));
 		bp->skel->rodata->max_devices = (__u32)probe_opt(p, "max_devices");

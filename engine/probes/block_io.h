@@ -38,6 +38,12 @@ struct blk_req {
 	char comm[16];
 };
 
+/* A slot of the direct-mapped table of requests in flight (map `slots`): one cache line. */
+struct blk_slot {
+	__u64 rq; /* the request's address; 0: free */
+	struct blk_req r;
+};
+
 /* Per whole disk (array `devs`, by a slot `dev_index` gives each disk as it is first seen; dev 0:
  * a slot not in use). Times in ns, histograms log2 in us (queue, service), bytes (size) and
  * requests in flight (depth). */

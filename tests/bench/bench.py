@@ -659,18 +659,23 @@ def bpf_enable_stats():
     return fd
 
 
-def prog_run_times():
-    """{program id: run_time_ns} of every BPF program loaded now (run-time statistics on)."""
+def prog_run_times(names=None):
+    """{program id: run_time_ns} of every BPF program loaded now (run-time statistics on); with a
+    dict `names`, each program's name is put in it by id."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
     try:
-        return {p["id"]: p.get("run_time_ns") or 0 for p in json.loads(out) or []}
+        progs = json.loads(out) or []
     except json.JSONDecodeError:
         return {}
+    if names is not None:
+        names.update({p["id"]: p.get("name", "?") for p in progs})
+    return {p["id"]: p.get("run_time_ns") or 0 for p in progs}
 
 
-def dd_direct_reads(dev, count, tracer_argv=None):
+def dd_direct_reads(dev, count, tracer_argv=None, per_prog=None):
     """(ns per 4 KiB O_DIRECT read of dev by dd, BPF run time per read of the tracer's programs:
-    those loaded since it started) with an optional tracer attached meanwhile."""
+    those loaded since it started) with an optional tracer attached meanwhile; with a dict
+    `per_prog`, each of those programs' run time per read is added to it by name."""
     tracer = None
     try:
         before_ids = set(prog_run_times())
@@ -679,13 +684,18 @@ def dd_direct_reads(dev, count, tracer_argv=None):
             tracer = subprocess.Popen(tracer_argv, stdin=subprocess.PIPE, text=True,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_attached(before, tracer)
-        start = {i: t for i, t in prog_run_times().items() if i not in before_ids}
+        names = {}
+        start = {i: t for i, t in prog_run_times(names).items() if i not in before_ids}
         t0 = time.monotonic()
         subprocess.run(["dd", f"if={dev}", "of=/dev/null", "bs=4k", f"count={count}",
                         "iflag=direct", "status=none"], check=True)
         wall = (time.monotonic() - t0) * 1e9 / count
         end = prog_run_times()
         bpf = sum(end.get(i, t) - t for i, t in start.items()) / count
+        if per_prog is not None:
+            for i, t in start.items():
+                if end.get(i, t) > t:
+                    per_prog.setdefault(names.get(i, "?"), []).append((end[i] - t) / count)
         return wall, bpf
     finally:
         if tracer:
@@ -714,7 +724,10 @@ def part6_block(say):
                                                        "--duration", "60"])]
         if shutil.which("biolatency"):
             configs.append(("libbpf-tools biolatency", ["biolatency"]))
-        per_io, bpf_ns = {}, {}
+            # -Q times from insert as well (queue + service): the peer that, like block_io,
+            # runs a program where a request enters the block layer
+            configs.append(("libbpf-tools biolatency -Q", ["biolatency", "-Q"]))
+        per_io, bpf_ns, progs = {}, {}, {}
         # BPF run-time statistics on for this part only (they cost ~100 ns per program run,
         # alike for every tool): the programs' own time per I/O is the figure that the loop
         # device's scheduling noise does not drown.
@@ -722,21 +735,30 @@ def part6_block(say):
         try:
             for _ in range(RUNS):  # interleaved
                 for name, argv in configs:
-                    wall, bpf = dd_direct_reads(loop, count, argv)
+                    wall, bpf = dd_direct_reads(loop, count, argv, progs.setdefault(name, {}))
                     per_io.setdefault(name, []).append(wall)
                     bpf_ns.setdefault(name, []).append(bpf)
         finally:
             os.close(stats_fd)
         base = median(per_io["untraced"])
         ref = median(bpf_ns.get("libbpf-tools biolatency", [float("nan")]))
+        ref_q = median(bpf_ns.get("libbpf-tools biolatency -Q", [float("nan")]))
         say(f"\n## Cost per block I/O: {count} O_DIRECT 4 KiB reads of a loop device (dd)\n")
-        say("| configuration | ns per I/O (wall) | added ns (wall) | BPF run time per I/O (ns) | × biolatency |")
-        say("|---|---:|---:|---:|---:|")
+        say("| configuration | ns per I/O (wall) | added ns (wall) | BPF run time per I/O (ns) | × biolatency | × biolatency -Q |")
+        say("|---|---:|---:|---:|---:|---:|")
         for name, _ in configs:
             m = median(per_io[name])
             b = median(bpf_ns[name])
             ratio = "" if name == "untraced" else f"{b / ref:.2f}" if ref > 0 else "n/a"
-            say(f"| {name} | {m:.0f} | {m - base:+.0f} | {'' if name == 'untraced' else f'{b:.0f}'} | {ratio} |")
+            ratio_q = "" if name == "untraced" else f"{b / ref_q:.2f}" if ref_q > 0 else "n/a"
+            say(f"| {name} | {m:.0f} | {m - base:+.0f} | {'' if name == 'untraced' else f'{b:.0f}'} | {ratio} | {ratio_q} |")
+        say("\nPer program (BPF run time per I/O, median of the runs; a program that ran for no I/O "
+            "is not listed):\n")
+        say("| configuration | program | ns per I/O |")
+        say("|---|---|---:|")
+        for name, _ in configs:
+            for prog, values in sorted(progs.get(name, {}).items()):
+                say(f"| {name} | {prog} | {median(values):.0f} |")
     finally:
         if loop:
             subprocess.run(["losetup", "-d", loop])
