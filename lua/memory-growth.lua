@@ -881,8 +881,13 @@ add_sections(answer)
 
 -- the key figures `diagnose watch` exports (nil: not measured)
 answer.metric("rss_growth_bytes_per_second", rss_rate, "Resident memory growth over the window")
-answer.metric("heap_growth_bytes_per_second", heap_rate,
-  "Heap the traced allocations still held at the end of the window, per second of it")
+-- The heap's growth that stays: bytes allocated in the window's first half and still held at its
+-- end, per second of that half. outstanding_bytes / window would count every block of a standing
+-- working set replaced during the window (the free of its predecessor, allocated before the window,
+-- is not matched): a cache overwritten in place would look like growth.
+local kept_rate = (allocs and window > 0 and allocs.old_bytes) and allocs.old_bytes / (window / 2) or nil
+answer.metric("heap_growth_bytes_per_second", kept_rate,
+  "Heap allocated in the window's first half and still held at its end, per second of that half")
 answer.metric("rss_bytes", memory and memory.rss_bytes, "Resident memory at the end of the window")
 
 return answer.result()

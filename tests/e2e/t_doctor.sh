@@ -33,7 +33,7 @@ for k in $(catalog_kinds); do
 		fail "probe kind $k: $(grep -E " kind $k " "$TMP/out")"
 done
 for k in block_io kernel_allocs off_cpu; do
-	grep -Eq "^ok +kind $k +needs .*; its object loads \((tp_btf|tracepoint)\)$" "$TMP/out" ||
+	grep -Eq "^ok +kind $k +needs .*; its object loads \((raw_tp|tp_btf|tracepoint)\)$" "$TMP/out" ||
 		fail "probe kind $k: its object's load not reported: $(grep -E " kind $k " "$TMP/out")"
 done
 # The kprobe line follows the kprobe PMU; hardware counters follow the CPU PMU.
