@@ -12,7 +12,7 @@
 --                     x service time); or an I/O load (aqu-sz, read + write time per second)
 --                     >= io_load_warn; or a mean await >= await_warn_ms. Critical at twice the
 --                     load or the await.
---   device-slow       service time p99 >= slow_service_p99_ms while the mean depth at issue is
+--   device-slow       service time p99 >= slow_service_p99_ms while the mean depth at entry is
 --                     <= slow_max_depth (the device itself is slow, not queueing), over >= min_ios
 --   sync-bound        one process spends >= sync_pct_warn (critical: sync_pct_crit) of the window
 --                     in fsync-class calls on one file, at >= sync_min_per_s calls per second
@@ -140,7 +140,7 @@ for _, d in ipairs((blk and blk.devices) or {}) do
     svc_avg = diag.get(d, "service", "avg_us") or 0,
     svc_p99 = diag.percentile(diag.get(d, "service", "buckets"), 99),
     q_p99 = diag.percentile(diag.get(d, "queue", "buckets"), 99),
-    depth_avg = diag.get(d, "depth", "avg_at_issue") or 0,
+    depth_avg = diag.get(d, "depth", "avg_at_entry") or 0,
     depth_max = diag.get(d, "depth", "max") or 0,
     rw_size = rw > 0 and ((d.read_bytes or 0) + (d.write_bytes or 0)) / rw or 0,
     rw_iops = window > 0 and rw / window or 0,
@@ -204,7 +204,7 @@ local function device_evidence(x, rule)
   ev:add("%s: %s IOPS (%s reads, %s writes, %s flushes), %s, mean request %s",
     x.name, diag.fmt_count(x.iops), diag.fmt_count(d.reads), diag.fmt_count(d.writes),
     diag.fmt_count(d.flushes), diag.fmt_byte_rate(d.bytes_per_s), diag.fmt_bytes(d.avg_size_bytes))
-  ev:add("Busy %s of the window (%s); requests queued or in service on average (aqu-sz) %.1f, depth at issue mean %.1f, max %d",
+  ev:add("Busy %s of the window (%s); requests queued or in service on average (aqu-sz) %.1f, depth at entry mean %.1f, max %d",
     diag.fmt_pct(x.busy), x.iostat and string.format("diskstats; traced requests: %s", diag.fmt_pct(d.busy_pct or 0)) or "traced requests",
     x.aqu, x.depth_avg, x.depth_max)
   ev:add("Await (queue + service) mean %s; service mean %s, p99 %s; queue p99 %s",

@@ -26,6 +26,16 @@
 #include "block_io.h"
 
 const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
+/* The block_io_start program is loaded: the pre-flight counts requests there, not at issue. */
+const volatile bool count_at_start = false;
+
+/* Issue times: the kernel's own (rq->io_start_time_ns, stamped at issue on a queue that keeps
+ * request statistics — writeback throttling keeps them on by default) when it has one, else the
+ * block_rq_issue program's. That program is attached only when needed (block_io.c): on a kernel
+ * without block_io_start (it is where requests are first seen then), or once a completion came
+ * without either time (`issue_unknown`, read by block_io.c's tick), which sets `issue_traced`. */
+__u32 issue_traced = 0;
+__u32 issue_unknown = 0;
 
 /* Requests in flight, by their struct request address: a direct-mapped table of slots (the
  * address hashed to one slot, claimed by a compare-and-swap of its `rq`), and a hash map for the
@@ -301,10 +311,10 @@ static __noinline void hist_add(__u64 *hist, __u64 v)
 	__sync_fetch_and_add(&hist[slot], 1);
 }
 
-/* Busy time as the kernel's io_ticks counts it, to the ns: at every issue and completion, the
- * time since the disk's previous event is busy when a timed request was in flight through it
- * (`before`: the count just before this event). The stamp is exchanged atomically, so that two
- * CPUs never count the same interval. */
+/* Busy time as the kernel's io_ticks counts it, to the ns: at every request's entry and
+ * completion, the time since the disk's previous event is busy when a timed request was in
+ * flight through it (`before`: the count just before this event). The stamp is exchanged
+ * atomically, so that two CPUs never count the same interval. */
 static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
 {
 	__u64 prev = __sync_lock_test_and_set(&d->stamp, now);
@@ -312,12 +322,43 @@ static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
 		__sync_fetch_and_add(&d->busy_ns, now - prev);
 }
 
+/* A request enters the disk's count (first seen: at block_io_start, else insert or issue): busy
+ * time, and the depth it finds, itself included — queued or in service, as the kernel's
+ * in-flight count and iostat's aqu-sz count them. */
+static __always_inline void enter_dev(__u32 slot, __u64 now)
+{
+	struct blk_dev *d = dev_at(slot);
+	if (!d)
+		return;
+	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
+	add_busy(d, before, now);
+	__u64 depth = before >= 0 ? before + 1 : 1;
+	hist_add(d->depth_hist, depth);
+	__sync_fetch_and_add(&d->depth_sum, depth);
+	if (depth > d->depth_max)
+		d->depth_max = depth; /* racy max: good enough */
+}
+
+/* ... and leaves it: completed, merged into another, or gone unseen. */
+static __always_inline void leave_dev(__u32 slot, __u64 now)
+{
+	struct blk_dev *d = dev_at(slot);
+	if (d)
+		add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
+}
+
 /* A request starts being accounted, in its submitter's context. */
 static __always_inline int on_start(struct request *rq, __u64 key)
 {
 	bool count_only = diag_count_only();
 	__u32 slot, dev = rq_disk(rq, &slot);
-	if (count_only || !dev_wanted(rq, dev) || !diag_current_wanted() || !diag_sampled_in())
+	if (!dev_wanted(rq, dev) || !diag_current_wanted())
+		return 0;
+	if (count_only) {
+		diag_passed(); /* one request for a wanted device */
+		return 0;
+	}
+	if (!diag_sampled_in())
 		return 0;
 	bool was;
 	struct blk_req *p = req_claim(key, &was);
@@ -326,13 +367,11 @@ static __always_inline int on_start(struct request *rq, __u64 key)
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
 	}
-	if (was && p->issue_ns) {
-		/* The request that had this address was issued and is gone, and no
-		 * block_rq_complete said so (it happens, rarely, around flush sequences): take it
-		 * out of its disk's count now, or the count would never come back to zero. */
-		struct blk_dev *d = dev_at(p->slot);
-		if (d)
-			add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
+	if (was) {
+		/* The request that had this address is gone, and no block_rq_complete said so (it
+		 * happens, rarely, around flush sequences): take it out of its disk's count now, or
+		 * the count would never come back to zero. */
+		leave_dev(p->slot, now);
 		diag_stat_inc(&stats, BLK_STAT_VANISHED);
 	}
 	p->start_ns = now;
@@ -342,6 +381,7 @@ static __always_inline int on_start(struct request *rq, __u64 key)
 	p->owned = 1;
 	p->slot = slot;
 	bpf_get_current_comm(p->comm, sizeof(p->comm));
+	enter_dev(slot, now);
 	return 0;
 }
 
@@ -360,6 +400,7 @@ static __always_inline struct blk_req *unowned(__u64 key, __u32 dev, __u32 slot,
 		return p; /* recorded meanwhile, on another CPU */
 	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot };
 	*p = r;
+	enter_dev(slot, now);
 	diag_stat_inc(&stats, BLK_STAT_UNOWNED);
 	return p;
 }
@@ -380,6 +421,8 @@ static __always_inline int on_issue(struct request *rq, __u64 key)
 {
 	__u32 slot, dev;
 	if (diag_count_only()) {
+		if (count_at_start)
+			return 0;
 		dev = rq_disk(rq, &slot);
 		if (dev_wanted(rq, dev))
 			diag_passed(); /* one request handed to a wanted device */
@@ -393,68 +436,80 @@ static __always_inline int on_issue(struct request *rq, __u64 key)
 		if (!dev_wanted(rq, dev) || !(r = unowned(key, dev, slot, now)))
 			return 0;
 	}
-	if (r->issue_ns)
-		return 0; /* requeued and issued again: keep the first issue */
-	r->issue_ns = now;
-	r->bytes = BPF_CORE_READ(rq, __data_len);
-	fill_kind(rq, r);
-	struct blk_dev *d = dev_at(r->slot);
-	if (!d)
-		return 0;
-	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
-	add_busy(d, before, now);
-	__u64 depth = before >= 0 ? before + 1 : 1;
-	hist_add(d->depth_hist, depth);
-	__sync_fetch_and_add(&d->depth_sum, depth);
-	if (depth > d->depth_max)
-		d->depth_max = depth; /* racy max: good enough */
-	__u64 sector = BPF_CORE_READ(rq, __sector);
-	if (r->bytes && sector == d->next_sector)
-		__sync_fetch_and_add(&d->sequential, 1);
-	d->next_sector = sector + (r->bytes >> 9);
+	if (!r->issue_ns)
+		r->issue_ns = now; /* requeued and issued again: the first issue is kept */
 	return 0;
+}
+
+/* The original request of a flush sequence completes without being issued itself (the flush
+ * machinery's own requests were). RQF_FLUSH_SEQ: an enum since 6.9 (bit 1 in 6.18), (1 << 4)
+ * before. */
+static __always_inline bool in_flush_sequence(struct request *rq)
+{
+	__u32 flags = BPF_CORE_READ(rq, rq_flags), bit = 1u << 4;
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+		bit = 1u << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+	return flags & bit;
 }
 
 static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 {
 	if (diag_count_only())
-		return 0; /* counted at issue */
+		return 0; /* counted where requests enter */
 	struct blk_req r;
 	if (!req_take(key, &r))
 		return 0;
-	if (!r.issue_ns) {
-		/* completed without reaching the driver (a flush sequence's original request), or
-		 * issued before we attached */
-		if (!r.start_ns)
-			diag_stat_inc(&stats, BLK_STAT_UNSEEN);
-		return 0;
-	}
 	__u64 now = bpf_ktime_get_ns();
-	__u64 service = now - r.issue_ns;
-	__u64 queue = r.issue_ns >= r.start_ns ? r.issue_ns - r.start_ns : 0;
-	if ((__s64)service < 0)
-		return 0;
+	leave_dev(r.slot, now);
+	__u64 issued = r.issue_ns;
+	if (!issued)
+		issued = BPF_CORE_READ(rq, io_start_time_ns);
+	if (!issued) {
+		/* never reached the driver: a flush sequence's original request, not one of the
+		 * device's */
+		if (in_flush_sequence(rq))
+			return 0;
+		/* issued on a queue without request statistics (the tick then attaches the issue
+		 * program), or before that program was attached: counted, not split */
+		if (!issue_traced)
+			issue_unknown = 1;
+		diag_stat_inc(&stats, BLK_STAT_UNSPLIT);
+	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	struct blk_dev *d = dev_at(r.slot);
 	if (!d)
 		return 0;
-	add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
+	fill_kind(rq, &r);
+	r.bytes = BPF_CORE_READ(rq, __data_len);
 	__u32 kind = r.kind < BLK_NR_KINDS ? r.kind : BLK_OTHER;
 	asm volatile("%[k] &= 7" : [k] "+r"(kind));
 	if (kind >= BLK_NR_KINDS)
 		return 0;
-	hist_add(d->service_hist, service / 1000);
-	hist_add(d->queue_hist, queue / 1000);
+	/* the kernel's issue stamp may be a plug's cached clock, a little before the start */
+	__u64 total = now > r.start_ns ? now - r.start_ns : 0;
+	__u64 service = 0, queue = 0;
+	if (issued) {
+		service = now > issued ? now - issued : 0;
+		queue = issued > r.start_ns ? issued - r.start_ns : 0;
+		hist_add(d->service_hist, service / 1000);
+		hist_add(d->queue_hist, queue / 1000);
+		__sync_fetch_and_add(&d->service_ns, service);
+		__sync_fetch_and_add(&d->queue_ns, queue);
+		__sync_fetch_and_add(&d->queued, 1);
+		if (service > d->service_max_ns)
+			d->service_max_ns = service;
+		if (queue > d->queue_max_ns)
+			d->queue_max_ns = queue;
+	}
+	__sync_fetch_and_add(&d->await_ns, total);
 	hist_add(d->size_hist, r.bytes);
 	__sync_fetch_and_add(&d->ios[kind], 1);
 	__sync_fetch_and_add(&d->bytes[kind], r.bytes);
-	__sync_fetch_and_add(&d->service_ns, service);
-	__sync_fetch_and_add(&d->queue_ns, queue);
-	__sync_fetch_and_add(&d->queued, 1);
-	if (service > d->service_max_ns)
-		d->service_max_ns = service;
-	if (queue > d->queue_max_ns)
-		d->queue_max_ns = queue;
+	/* sequential: starting where the disk's previous completed request ended */
+	__u64 sector = BPF_CORE_READ(rq, __sector);
+	if (r.bytes && sector == d->next_sector)
+		__sync_fetch_and_add(&d->sequential, 1);
+	d->next_sector = sector + (r.bytes >> 9);
 	/* additions of 0 or 1 rather than branches: fewer paths for the verifier */
 	__sync_fetch_and_add(&d->sync, r.sync);
 	__sync_fetch_and_add(&d->fua, r.fua);
@@ -483,13 +538,14 @@ static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 	return 0;
 }
 
-/* A request merged into another never completes: forget it. */
+/* A request merged into another never completes: it leaves its disk's count, forgotten. */
 static __always_inline int on_merge(__u64 key)
 {
 	if (diag_count_only())
 		return 0;
 	struct blk_req r;
-	req_take(key, &r);
+	if (req_take(key, &r))
+		leave_dev(r.slot, bpf_ktime_get_ns());
 	return 0;
 }
 

@@ -23,10 +23,21 @@
 #include "block_io.skel.h"
 #include "kernel.h"
 
+/* Where issue times come from (block_io.bpf.c: issue_traced). */
+enum blk_issue_times {
+	ISSUE_KERNEL,      /* the kernel's stamps: no issue program */
+	ISSUE_TRACEPOINT,  /* the issue program from the start (no block_io_start) */
+	ISSUE_LATE,        /* the kernel's, then the program too: a disk did not stamp them */
+};
+
 struct blk_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */
 	struct block_io_bpf *skel;
 	char missing[64];     /* optional tracepoints this kernel lacks */
+	struct bpf_program *issue; /* the variant's block_rq_issue program */
+	enum blk_issue_times issue_times;
+	bool attached;        /* between attach and detach: the tick may attach `issue` */
+	char issue_error[96]; /* why attaching it late failed ("" when it did not) */
 };
 
 PROBE_BPF_SKELETON(block_io)
@@ -113,6 +124,10 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
 		drop_missing(p, bp->skel->obj, *v);
+		char name[64];
+		snprintf(name, sizeof(name), "%s_rq_issue", *v);
+		bp->issue = bpf_object__find_program_by_name(bp->skel->obj, name);
+		bp->skel->rodata->count_at_start = !strstr(bp->missing, "io_start");
 		if (probe_variant_loaded(p, &tries, *v, block_io_bpf__load(bp->skel))) {
 			if (bp->missing[0]) {
 				size_t len = strlen(p->note);
@@ -125,6 +140,48 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		}
 	}
 	return probe_no_variant(&tries, "block I/O", err);
+}
+
+/* Every program but the issue one, which runs only where the kernel gives no issue times: from
+ * the start on a kernel without block_io_start (requests are first seen at issue there), else
+ * from the tick that sees a completion without one (blk_tick). */
+static int blk_attach(struct probe *p, struct diag_err *err)
+{
+	struct blk_priv *bp = p->priv;
+	struct bpf_program *prog;
+	bool issue_from_start = strstr(bp->missing, "io_start") != NULL;
+	bp->issue_times = issue_from_start ? ISSUE_TRACEPOINT : ISSUE_KERNEL;
+	bp->skel->bss->issue_traced = issue_from_start;
+	bpf_object__for_each_program(prog, bp->skel->obj) {
+		if (!bpf_program__autoload(prog) || (prog == bp->issue && !issue_from_start))
+			continue;
+		if (probe_bpf_link(p, bpf_program__attach(prog), bpf_program__name(prog), err))
+			return -1;
+	}
+	bp->attached = true;
+	return 0;
+}
+
+static void blk_tick(struct probe *p)
+{
+	struct blk_priv *bp = p->priv;
+	if (!bp->attached || bp->issue_times != ISSUE_KERNEL || !bp->skel->bss->issue_unknown ||
+	    !bp->issue || bp->issue_error[0])
+		return;
+	struct diag_err err;
+	if (probe_bpf_link(p, bpf_program__attach(bp->issue), bpf_program__name(bp->issue), &err)) {
+		snprintf(bp->issue_error, sizeof(bp->issue_error), "%.95s", err.msg);
+		return;
+	}
+	bp->skel->bss->issue_traced = 1;
+	bp->issue_times = ISSUE_LATE;
+}
+
+static void blk_detach(struct probe *p)
+{
+	struct blk_priv *bp = p->priv;
+	bp->attached = false;
+	probe_bpf_detach(p);
 }
 
 /* The kernel's name of a disk ("vda", "loop3"), from /sys/dev/block/MAJ:MIN; "MAJ:MIN" when
@@ -215,14 +272,14 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		if (bpf_map_lookup_elem(fd, &slot, &rows[n].d) || !rows[n].d.dev)
 			continue; /* a slot not handed out, or lost in a race */
 		rows[n].dev = rows[n].d.dev;
-		uint64_t issued = 0;
+		uint64_t entered = 0;
 		for (int k = 0; k < BLK_NR_KINDS; k++)
 			rows[n].ios += rows[n].d.ios[k];
 		for (int s = 0; s < BLK_HIST_SLOTS; s++)
-			issued += rows[n].d.depth_hist[s];
+			entered += rows[n].d.depth_hist[s];
 		/* a disk has a slot from its first request's start, wanted or not (the device filter
-		 * is checked after): listed once a request of it was issued */
-		if (issued || rows[n].ios)
+		 * is checked after): listed once a request of it was counted */
+		if (entered || rows[n].ios)
 			n++;
 	}
 	qsort(rows, n, sizeof(*rows), by_busy_desc);
@@ -254,17 +311,16 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		value_set_int(v, "fua", (int64_t)(d->fua * scale));
 		value_set_int(v, "preflush", (int64_t)(d->preflush * scale));
 		value_set_int(v, "errors", (int64_t)(d->errors * scale));
-		uint64_t issued = 0;
+		uint64_t entered = 0;
 		for (int s = 0; s < BLK_HIST_SLOTS; s++)
-			issued += d->depth_hist[s];
-		value_set_num(v, "sequential_pct", issued ? (double)d->sequential * 100.0 / (double)issued : 0);
+			entered += d->depth_hist[s];
+		value_set_num(v, "sequential_pct", rows[i].ios ? (double)d->sequential * 100.0 / (double)rows[i].ios : 0);
 		value_set_int(v, "in_flight_at_end", d->inflight > 0 ? d->inflight : 0);
 		value_set_num(v, "busy_pct", wall > 0 ? (double)d->busy_ns / 1e9 / wall * 100.0 : 0);
 		value_set_num(v, "avg_in_service", wall > 0 ? (double)(d->service_ns * scale) / 1e9 / wall : 0);
 		value_set_num(v, "avg_in_queue_and_service",
-			      wall > 0 ? (double)((d->service_ns + d->queue_ns) * scale) / 1e9 / wall : 0);
-		value_set_num(v, "await_avg_us", rows[i].ios ? (double)(d->service_ns + d->queue_ns) / 1000.0 /
-							       (double)rows[i].ios : 0);
+			      wall > 0 ? (double)(d->await_ns * scale) / 1e9 / wall : 0);
+		value_set_num(v, "await_avg_us", rows[i].ios ? (double)d->await_ns / 1000.0 / (double)rows[i].ios : 0);
 		value_obj_set(v, "queue", timing_value(d->queue_hist, scale, d->queue_ns, d->queue_max_ns));
 		value_obj_set(v, "service", timing_value(d->service_hist, scale, d->service_ns, d->service_max_ns));
 		uint64_t c;
@@ -272,7 +328,7 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		value_obj_set(size, "buckets", hist_value(d->size_hist, scale, &c));
 		struct value *depth = value_obj_set(v, "depth", value_obj());
 		value_set_int(depth, "max", (int64_t)d->depth_max);
-		value_set_num(depth, "avg_at_issue", issued ? (double)d->depth_sum / (double)issued : 0);
+		value_set_num(depth, "avg_at_entry", entered ? (double)d->depth_sum / (double)entered : 0);
 		value_obj_set(depth, "buckets", hist_value(d->depth_hist, 1, &c));
 	}
 	free(rows);
@@ -391,7 +447,12 @@ static int blk_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 	value_obj_set(res, "owners", owners);
 	value_obj_set(res, "dirtiers", dirtiers_value(bp, scale, probe_opt(p, "top_owners"), ctx->wall_s));
 	value_set_int(res, "unowned", (int64_t)(probe_stat_sum(bp->skel->obj, BLK_STAT_UNOWNED) * scale));
-	value_set_int(res, "untimed", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_UNSEEN));
+	static const char *const issue_times[] = {
+		[ISSUE_KERNEL] = "kernel", [ISSUE_TRACEPOINT] = "tracepoint", [ISSUE_LATE] = "kernel, then tracepoint" };
+	value_set_str(res, "issue_times", issue_times[bp->issue_times]);
+	if (bp->issue_error[0])
+		value_set_str(res, "issue_error", bp->issue_error);
+	value_set_int(res, "unsplit", (int64_t)(probe_stat_sum(bp->skel->obj, BLK_STAT_UNSPLIT) * scale));
 	value_set_int(res, "vanished", (int64_t)probe_stat_sum(bp->skel->obj, BLK_STAT_VANISHED));
 	value_set_int(res, "dropped", (int64_t)probe_stat_sum(bp->skel->obj, DIAG_STAT_MAP_FULL));
 	*out = res;
@@ -431,19 +492,19 @@ static const struct result_field blk_results[] = {
 	{ "devices[].fua", RT_INTEGER, "count", false, "requests flagged REQ_FUA" },
 	{ "devices[].preflush", RT_INTEGER, "count", false, "requests flagged REQ_PREFLUSH" },
 	{ "devices[].errors", RT_INTEGER, "count", false, "requests completed with an error" },
-	{ "devices[].sequential_pct", RT_NUMBER, "pct", false, "issued at the sector the previous one ended at" },
+	{ "devices[].sequential_pct", RT_NUMBER, "pct", false, "completed requests starting at the sector where the disk's previous completed one ended" },
 	{ "devices[].in_flight_at_end", RT_INTEGER, "count", false, "timed requests issued and not completed when the probe stopped" },
-	{ "devices[].busy_pct", RT_NUMBER, "pct", false, "share of the window with a timed request in service (utilisation)" },
+	{ "devices[].busy_pct", RT_NUMBER, "pct", false, "share of the window with a timed request queued or in service (the kernel's io_ticks, %util)" },
 	{ "devices[].avg_in_service", RT_NUMBER, "count", false, "mean requests in service (service time / window)" },
 	{ "devices[].avg_in_queue_and_service", RT_NUMBER, "count", false, "mean requests queued or in service (iostat aqu-sz)" },
-	{ "devices[].await_avg_us", RT_NUMBER, "us", false, "mean queue + service time (iostat await)" },
+	{ "devices[].await_avg_us", RT_NUMBER, "us", false, "mean time from start to completion (iostat await)" },
 	TIMING_FIELDS("devices[].queue", "from accounting start to issue to the driver"),
 	TIMING_FIELDS("devices[].service", "from issue to completion"),
 	{ "devices[].size", RT_OBJECT, NULL, false, "request sizes" },
 	LOG2_BUCKET_FIELDS("devices[].size.buckets", "bytes"),
-	{ "devices[].depth", RT_OBJECT, NULL, false, "requests in service on the disk when one is issued, itself included" },
+	{ "devices[].depth", RT_OBJECT, NULL, false, "requests on the disk (queued or in service) when one enters, itself included" },
 	{ "devices[].depth.max", RT_INTEGER, "count", false, "deepest" },
-	{ "devices[].depth.avg_at_issue", RT_NUMBER, "count", false, "mean at issue" },
+	{ "devices[].depth.avg_at_entry", RT_NUMBER, "count", false, "mean at entry" },
 	LOG2_BUCKET_FIELDS("devices[].depth.buckets", "count"),
 	{ "owners_total", RT_INTEGER, "count", false, "distinct (submitter, disk) pairs" },
 	{ "owners", RT_ARRAY, NULL, false, "submitters, most requests first (top_owners of them)" },
@@ -466,7 +527,9 @@ static const struct result_field blk_results[] = {
 	{ "dirtiers[].bytes", RT_INTEGER, "bytes", false, "page cache dirtied (whole folios: a page, or a large folio)" },
 	{ "dirtiers[].bytes_per_s", RT_NUMBER, "bytes_per_s", false, "over the window" },
 	{ "unowned", RT_INTEGER, "count", false, "requests first seen at insert or issue: submitter unknown (flushes, writeback)" },
-	{ "untimed", RT_INTEGER, "count", false, "completions of requests started before the probe attached" },
+	{ "issue_times", RT_STRING, NULL, false, "where issue times came from: \"kernel\" (the request's own stamp, on queues with request statistics), \"tracepoint\" (block_rq_issue, on a kernel without block_io_start), \"kernel, then tracepoint\" (attached when a completion came without a stamp)" },
+	{ "issue_error", RT_STRING, NULL, true, "why the block_rq_issue program could not be attached late" },
+	{ "unsplit", RT_INTEGER, "count", false, "completions with no issue time (before the issue tracepoint was attached): counted, their queue and service time not split" },
 	{ "vanished", RT_INTEGER, "count", false, "issued requests whose address was reused with no completion event: timed no further, in flight until then" },
 	{ "dropped", RT_INTEGER, "count", false, "requests not counted: a map was full" },
 };
@@ -485,8 +548,9 @@ const struct probe_kind probe_kind_block_io = {
 	.n_results = ARRAY_LEN(blk_results),
 	.features = blk_features,
 	.load = blk_load,
-	.attach = probe_bpf_attach_all,
-	.detach = probe_bpf_detach,
+	.attach = blk_attach,
+	.detach = blk_detach,
+	.tick = blk_tick,
 	.collect = blk_collect,
 	.destroy = probe_bpf_destroy,
 	.object = probe_bpf_object,

@@ -22,17 +22,17 @@ enum blk_kind {
 
 /* stats slots of this probe (engine/probes/common/diag_bpf.h: 3..5 are probe-specific) */
 #define BLK_STAT_UNOWNED 3  /* requests seen first at insert/issue: submitter unknown */
-#define BLK_STAT_UNSEEN 4   /* completions of requests issued before we attached (not timed) */
+#define BLK_STAT_UNSPLIT 4  /* completions with no issue time: counted, queue and service not split */
 #define BLK_STAT_VANISHED 5 /* issued requests that ended without a completion event */
 
 /* A request in flight, by its struct request address (map `reqs`). */
 struct blk_req {
 	__u64 start_ns;  /* block_io_start (accounting starts, submitter's context), else insert */
-	__u64 issue_ns;  /* block_rq_issue: handed to the driver; 0 until then */
+	__u64 issue_ns;  /* block_rq_issue, when its program runs: handed to the driver; 0 until then */
 	__u32 dev;       /* whole disk, the kernel's dev_t (major << 20 | minor) */
 	__u32 tgid;      /* submitter; 0 when unknown */
-	__u32 bytes;     /* size at issue */
-	__u32 kind;      /* enum blk_kind */
+	__u32 bytes;     /* size at completion */
+	__u32 kind;      /* enum blk_kind, at completion */
 	__u8 sync, fua, preflush, owned;
 	__u32 slot;      /* the disk's index in `devs`, as dev_slot resolved it */
 	char comm[16];
@@ -53,18 +53,19 @@ struct blk_dev {
 	__u64 queue_hist[BLK_HIST_SLOTS];   /* start -> issue, us */
 	__u64 service_hist[BLK_HIST_SLOTS]; /* issue -> complete, us */
 	__u64 size_hist[BLK_HIST_SLOTS];    /* bytes per request */
-	__u64 depth_hist[BLK_HIST_SLOTS];   /* in flight on the device at issue, this one included */
+	__u64 depth_hist[BLK_HIST_SLOTS];   /* in flight on the disk at entry (queued or in service), this one included */
 	__u64 ios[BLK_NR_KINDS];            /* completed */
 	__u64 bytes[BLK_NR_KINDS];
 	__u64 queue_ns, service_ns;         /* summed over completed requests */
 	__u64 queue_max_ns, service_max_ns;
-	__u64 queued;                       /* requests whose queue time was measured */
+	__u64 queued;                       /* requests whose queue and service time were measured */
+	__u64 await_ns;                     /* start -> completion, summed over completed requests */
 	__u64 sync, fua, preflush, errors;
-	__u64 sequential;                   /* issued at the sector the previous one ended at */
-	__u64 next_sector;                  /* where the last issued request ended */
-	__u64 depth_sum, depth_max;         /* over issues */
-	__s64 inflight;                     /* issued and timed, not completed yet */
-	__u64 stamp, busy_ns;               /* last issue/completion; time with a timed request in flight */
+	__u64 sequential;                   /* completed, starting where the previous one ended */
+	__u64 next_sector;                  /* where the last completed request ended */
+	__u64 depth_sum, depth_max;         /* over entries */
+	__s64 inflight;                     /* entered (queued or in service), not completed yet */
+	__u64 stamp, busy_ns;               /* last entry/completion; time with a timed request in flight */
 };
 
 /* Per submitter and disk (map `owners`). */

@@ -181,7 +181,7 @@ static void test_slow_device_edited(void **state)
 	value_set_num(d, "avg_in_queue_and_service", 0.5);
 	value_set_num(d, "await_avg_us", 80000);
 	struct value *depth = (struct value *)value_get(d, "depth");
-	value_set_num(depth, "avg_at_issue", 1.0);
+	value_set_num(depth, "avg_at_entry", 1.0);
 	struct value *v = io_verdicts(fx);
 	const struct value *s = find_verdict(v, "device-slow");
 	assert_non_null(s);
