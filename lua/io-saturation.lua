@@ -12,8 +12,9 @@
 --                     x service time); or an I/O load (aqu-sz, read + write time per second)
 --                     >= io_load_warn; or a mean await >= await_warn_ms. Critical at twice the
 --                     load or the await.
---   device-slow       service time p99 >= slow_service_p99_ms while the mean depth at entry is
---                     <= slow_max_depth (the device itself is slow, not queueing), over >= min_ios
+--   device-slow       service time p99 >= slow_service_p99_ms while the mean depth (at entry
+--                     with block_io's queue_depth, else aqu-sz) is <= slow_max_depth (the device
+--                     itself is slow, not queueing), over >= min_ios
 --   sync-bound        one process spends >= sync_pct_warn (critical: sync_pct_crit) of the window
 --                     in fsync-class calls on one file, at >= sync_min_per_s calls per second
 --   small-random-io   a disk busy >= small_io_busy_pct with requests of <= small_io_kb on average,
@@ -110,8 +111,9 @@ local function submitter_line(d, n)
 end
 
 -- Utilisation: /proc/diskstats' (iostat's util, the figure HUATUO's 90% anchor is in) when the
--- sampler read it; else the probe's own busy time (which a request that ends without a
--- completion event inflates until its address is reused: see block_io's `vanished`).
+-- sampler read it; else the probe's own busy time with its queue_depth option (which a request
+-- that ends without a completion event inflates until its address is reused: see block_io's
+-- `vanished`); else not known (0: the rules on the I/O load and await still apply).
 -- Who dirtied page cache on a disk: writeback's requests are submitted by kworker threads, the
 -- data is theirs.
 local function dirtier_line(dname)
@@ -140,8 +142,9 @@ for _, d in ipairs((blk and blk.devices) or {}) do
     svc_avg = diag.get(d, "service", "avg_us") or 0,
     svc_p99 = diag.percentile(diag.get(d, "service", "buckets"), 99),
     q_p99 = diag.percentile(diag.get(d, "queue", "buckets"), 99),
-    depth_avg = diag.get(d, "depth", "avg_at_entry") or 0,
-    depth_max = diag.get(d, "depth", "max") or 0,
+    -- the depth requests find at entry (block_io's queue_depth), else the mean over time (aqu-sz)
+    depth_avg = diag.get(d, "depth", "avg_at_entry") or d.avg_in_queue_and_service or 0,
+    depth_max = diag.get(d, "depth", "max"),
     rw_size = rw > 0 and ((d.read_bytes or 0) + (d.write_bytes or 0)) / rw or 0,
     rw_iops = window > 0 and rw / window or 0,
     iostat = io,
@@ -204,9 +207,17 @@ local function device_evidence(x, rule)
   ev:add("%s: %s IOPS (%s reads, %s writes, %s flushes), %s, mean request %s",
     x.name, diag.fmt_count(x.iops), diag.fmt_count(d.reads), diag.fmt_count(d.writes),
     diag.fmt_count(d.flushes), diag.fmt_byte_rate(d.bytes_per_s), diag.fmt_bytes(d.avg_size_bytes))
-  ev:add("Busy %s of the window (%s); requests queued or in service on average (aqu-sz) %.1f, depth at entry mean %.1f, max %d",
-    diag.fmt_pct(x.busy), x.iostat and string.format("diskstats; traced requests: %s", diag.fmt_pct(d.busy_pct or 0)) or "traced requests",
-    x.aqu, x.depth_avg, x.depth_max)
+  local busy_src = "not measured: no diskstats"
+  if x.iostat and d.busy_pct then
+    busy_src = string.format("diskstats; traced requests: %s", diag.fmt_pct(d.busy_pct))
+  elseif x.iostat then
+    busy_src = "diskstats"
+  elseif d.busy_pct then
+    busy_src = "traced requests"
+  end
+  ev:add("Busy %s of the window (%s); requests queued or in service on average (aqu-sz) %.1f%s",
+    diag.fmt_pct(x.busy), busy_src, x.aqu,
+    x.depth_max and string.format(", depth at entry mean %.1f, max %d", x.depth_avg, x.depth_max) or "")
   ev:add("Await (queue + service) mean %s; service mean %s, p99 %s; queue p99 %s",
     diag.fmt_us(x.await_us), diag.fmt_us(x.svc_avg), diag.fmt_us(x.svc_p99), diag.fmt_us(x.q_p99))
   if x.iostat then

@@ -5,11 +5,13 @@
  * Owns: on the block tracepoints, a record per request in flight (by its struct request address):
  * block_io_start (accounting starts, in the submitter's context: its tgid and comm), else
  * block_rq_insert or block_rq_issue when the request was made elsewhere (flush machinery, a
- * kernel without block_io_start: submitter unknown); block_rq_issue (handed to the driver; the
- * disk's in-flight count and busy time); block_rq_complete (in interrupt context: the record,
- * not the current task, says whose it was) adds log2 histograms of queue time (start -> issue)
- * and service time (issue -> complete), sizes and depth, the read/write/flush/discard mix and
- * bytes per disk, and per (submitter, disk) totals; on writeback_dirty_folio, the folios each
+ * kernel without block_io_start: submitter unknown); block_rq_issue, only where the kernel
+ * stamps no issue time (handed to the driver); block_rq_complete (in interrupt context: the
+ * record, not the current task, says whose it was) adds, to its CPU's own sums per disk, log2
+ * histograms of queue time (start -> issue) and service time (issue -> complete), sizes, the
+ * read/write/flush/discard mix and bytes, and to the submitter whose index the request carries,
+ * its totals; with queue_depth, each disk's requests in flight (depth at entry, busy time); on
+ * writeback_dirty_folio, the folios each
  * process dirties per device (buffered writes reach the disk from writeback threads). Filters: device (the whole disk or a
  * partition) on the request; pid/tid/comm/cgroup on the submitter at block_io_start, so a
  * filtered run counts only the requests it can attribute. Two attach variants of the same logic:
@@ -28,6 +30,10 @@
 const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
 /* The block_io_start program is loaded: the pre-flight counts requests there, not at issue. */
 const volatile bool count_at_start = false;
+/* queue_depth: each disk's requests in flight counted, for the depth they find at entry and the
+ * busy time (two atomic operations on the disk's record at entry and two at completion; the
+ * kernel's io_ticks give busy time without them). */
+const volatile bool track_depth = false;
 
 /* Issue times: the kernel's own (rq->io_start_time_ns, stamped at issue on a queue that keeps
  * request statistics — writeback throttling keeps them on by default) when it has one, else the
@@ -76,6 +82,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 64); /* set from the recipe before load */
 	__type(key, __u32);
+	__type(value, struct blk_disk);
+} disks SEC(".maps");
+
+/* Each CPU's own sums per disk (block_io.h): plain additions, no cache line shared. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 64); /* set from the recipe before load */
+	__type(key, __u32);
 	__type(value, struct blk_dev);
 } devs SEC(".maps");
 
@@ -107,12 +121,37 @@ struct {
 	__type(value, __u64); /* 64 bits: clang 14 cannot use a 32-bit fetch-and-add's result */
 } next_slot SEC(".maps");
 
+/* Submitters per disk (block_io.h: struct blk_owner): the array, indexes handed out in order
+ * (owners_used), and the hash that finds a key's index. */
+const volatile __u32 max_owners = 4096; /* both maps' size, set from the recipe */
+__u64 owners_used = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* set from the recipe before load */
+	__type(key, __u32);
+	__type(value, struct blk_owner);
+} owners SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096); /* set from the recipe before load */
 	__type(key, struct blk_owner_key);
-	__type(value, struct blk_owner);
-} owners SEC(".maps");
+	__type(value, __u32);
+} owner_index SEC(".maps");
+
+/* [0] per CPU: the last submitter this CPU resolved (most I/O comes from a few threads). */
+struct owner_cache {
+	struct blk_owner_key key;
+	__u32 idx, valid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct owner_cache);
+} last_owner SEC(".maps");
 
 /* Folios dirtied in the page cache, per (process, device of the file): buffered writes reach the
  * disk later from writeback threads, whose requests are charged to them; this says who made the
@@ -237,7 +276,7 @@ static __always_inline __u32 dev_slot(__u32 dev)
 		known = bpf_map_lookup_elem(&dev_index, &dev); /* another CPU's, just now */
 		return known ? *known : ~0u;
 	}
-	struct blk_dev *d = bpf_map_lookup_elem(&devs, &slot);
+	struct blk_disk *d = bpf_map_lookup_elem(&disks, &slot);
 	if (d)
 		d->dev = dev;
 	return slot;
@@ -264,9 +303,16 @@ static __always_inline __u32 rq_disk(struct request *rq, __u32 *slot)
 	return dev;
 }
 
+/* This CPU's sums for the disk at slot. */
 static __always_inline struct blk_dev *dev_at(__u32 slot)
 {
 	return slot == ~0u ? NULL : bpf_map_lookup_elem(&devs, &slot);
+}
+
+/* What the CPUs share of it. */
+static __always_inline struct blk_disk *disk_at(__u32 slot)
+{
+	return slot == ~0u ? NULL : bpf_map_lookup_elem(&disks, &slot);
 }
 
 /* The device filter: the request's disk, or the partition it was submitted to. */
@@ -278,7 +324,13 @@ static __always_inline bool dev_wanted(struct request *rq, __u32 dev)
 	return part && BPF_CORE_READ(part, bd_dev) == filter_dev;
 }
 
-static __always_inline void fill_kind(struct request *rq, struct blk_req *r)
+/* What completion reads of the request itself. */
+struct blk_op {
+	__u32 kind, bytes;
+	__u8 sync, fua, preflush;
+};
+
+static __always_inline void fill_kind(struct request *rq, struct blk_op *r)
 {
 	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
 	__u32 op = flags & 0xff; /* REQ_OP_MASK */
@@ -308,14 +360,14 @@ static __noinline void hist_add(__u64 *hist, __u64 v)
 		slot = BLK_HIST_SLOTS - 1;
 	/* the verifier must see the bound on the register used: keep clang from folding it */
 	asm volatile("%[s] &= %[m]" : [s] "+r"(slot) : [m] "i"(BLK_HIST_SLOTS - 1));
-	__sync_fetch_and_add(&hist[slot], 1);
+	hist[slot] += 1; /* this CPU's */
 }
 
 /* Busy time as the kernel's io_ticks counts it, to the ns: at every request's entry and
  * completion, the time since the disk's previous event is busy when a timed request was in
  * flight through it (`before`: the count just before this event). The stamp is exchanged
  * atomically, so that two CPUs never count the same interval. */
-static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
+static __always_inline void add_busy(struct blk_disk *d, __s64 before, __u64 now)
 {
 	__u64 prev = __sync_lock_test_and_set(&d->stamp, now);
 	if (before > 0 && prev && now > prev)
@@ -327,24 +379,81 @@ static __always_inline void add_busy(struct blk_dev *d, __s64 before, __u64 now)
  * in-flight count and iostat's aqu-sz count them. */
 static __always_inline void enter_dev(__u32 slot, __u64 now)
 {
-	struct blk_dev *d = dev_at(slot);
-	if (!d)
+	if (!track_depth)
 		return;
-	__s64 before = __sync_fetch_and_add(&d->inflight, 1);
-	add_busy(d, before, now);
+	struct blk_disk *disk = disk_at(slot);
+	struct blk_dev *d = dev_at(slot);
+	if (!disk || !d)
+		return;
+	__s64 before = __sync_fetch_and_add(&disk->inflight, 1);
+	add_busy(disk, before, now);
 	__u64 depth = before >= 0 ? before + 1 : 1;
+	/* this CPU's sums, as completion's are: an issue program run from an interrupt on this
+	 * CPU while a start program is here could lose one count of the depth histogram */
 	hist_add(d->depth_hist, depth);
-	__sync_fetch_and_add(&d->depth_sum, depth);
+	d->depth_sum += depth;
 	if (depth > d->depth_max)
-		d->depth_max = depth; /* racy max: good enough */
+		d->depth_max = depth;
 }
 
 /* ... and leaves it: completed, merged into another, or gone unseen. */
 static __always_inline void leave_dev(__u32 slot, __u64 now)
 {
-	struct blk_dev *d = dev_at(slot);
-	if (d)
-		add_busy(d, __sync_fetch_and_add(&d->inflight, -1), now);
+	if (!track_depth)
+		return;
+	struct blk_disk *disk = disk_at(slot);
+	if (disk)
+		add_busy(disk, __sync_fetch_and_add(&disk->inflight, -1), now);
+}
+
+static __always_inline bool owner_key_eq(const struct blk_owner_key *a, const struct blk_owner_key *b)
+{
+	__u64 x[3], y[3];
+	__builtin_memcpy(x, a, sizeof(x));
+	__builtin_memcpy(y, b, sizeof(y));
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+}
+
+/* The index in `owners` of submitter k: this CPU's last one, else owner_index's, else a new one
+ * (two CPUs racing for a new key may waste an index: its key stays zero). BLK_NO_OWNER when the
+ * table is full. */
+static __always_inline __u32 owner_of(const struct blk_owner_key *k)
+{
+	__u32 zero = 0, idx;
+	struct owner_cache *c = bpf_map_lookup_elem(&last_owner, &zero);
+	if (c && c->valid && owner_key_eq(&c->key, k))
+		return c->idx;
+	__u32 *known = bpf_map_lookup_elem(&owner_index, k);
+	if (known) {
+		idx = *known;
+	} else {
+		__u64 n = __sync_fetch_and_add(&owners_used, 1);
+		struct blk_owner *o = NULL;
+		if (n < max_owners) {
+			idx = (__u32)n;
+			o = bpf_map_lookup_elem(&owners, &idx);
+		}
+		if (!o) {
+			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+			return BLK_NO_OWNER;
+		}
+		if (bpf_map_update_elem(&owner_index, k, &idx, BPF_NOEXIST) == 0) {
+			o->key = *k;
+		} else {
+			known = bpf_map_lookup_elem(&owner_index, k); /* another CPU's, just now */
+			if (!known) {
+				diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+				return BLK_NO_OWNER;
+			}
+			idx = *known;
+		}
+	}
+	if (c) {
+		c->key = *k;
+		c->idx = idx;
+		c->valid = 1;
+	}
+	return idx;
 }
 
 /* A request starts being accounted, in its submitter's context. */
@@ -374,13 +483,13 @@ static __always_inline int on_start(struct request *rq, __u64 key)
 		leave_dev(p->slot, now);
 		diag_stat_inc(&stats, BLK_STAT_VANISHED);
 	}
+	struct blk_owner_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .dev = dev };
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	p->start_ns = now;
 	p->issue_ns = 0;
 	p->dev = dev;
-	p->tgid = bpf_get_current_pid_tgid() >> 32;
-	p->owned = 1;
 	p->slot = slot;
-	bpf_get_current_comm(p->comm, sizeof(p->comm));
+	p->owner = owner_of(&k);
 	enter_dev(slot, now);
 	return 0;
 }
@@ -398,7 +507,8 @@ static __always_inline struct blk_req *unowned(__u64 key, __u32 dev, __u32 slot,
 	}
 	if (was)
 		return p; /* recorded meanwhile, on another CPU */
-	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot };
+	struct blk_owner_key k = { .dev = dev };
+	struct blk_req r = { .start_ns = now, .dev = dev, .slot = slot, .owner = owner_of(&k) };
 	*p = r;
 	enter_dev(slot, now);
 	diag_stat_inc(&stats, BLK_STAT_UNOWNED);
@@ -477,11 +587,13 @@ static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	struct blk_dev *d = dev_at(r.slot);
-	if (!d)
+	struct blk_disk *disk = disk_at(r.slot);
+	if (!d || !disk)
 		return 0;
-	fill_kind(rq, &r);
-	r.bytes = BPF_CORE_READ(rq, __data_len);
-	__u32 kind = r.kind < BLK_NR_KINDS ? r.kind : BLK_OTHER;
+	struct blk_op op;
+	fill_kind(rq, &op);
+	op.bytes = BPF_CORE_READ(rq, __data_len);
+	__u32 kind = op.kind < BLK_NR_KINDS ? op.kind : BLK_OTHER;
 	asm volatile("%[k] &= 7" : [k] "+r"(kind));
 	if (kind >= BLK_NR_KINDS)
 		return 0;
@@ -493,48 +605,35 @@ static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 		queue = issued > r.start_ns ? issued - r.start_ns : 0;
 		hist_add(d->service_hist, service / 1000);
 		hist_add(d->queue_hist, queue / 1000);
-		__sync_fetch_and_add(&d->service_ns, service);
-		__sync_fetch_and_add(&d->queue_ns, queue);
-		__sync_fetch_and_add(&d->queued, 1);
+		d->service_ns += service;
+		d->queue_ns += queue;
 		if (service > d->service_max_ns)
 			d->service_max_ns = service;
 		if (queue > d->queue_max_ns)
 			d->queue_max_ns = queue;
 	}
-	__sync_fetch_and_add(&d->await_ns, total);
-	hist_add(d->size_hist, r.bytes);
-	__sync_fetch_and_add(&d->ios[kind], 1);
-	__sync_fetch_and_add(&d->bytes[kind], r.bytes);
-	/* sequential: starting where the disk's previous completed request ended */
+	d->await_ns += total;
+	hist_add(d->size_hist, op.bytes);
+	d->ios[kind] += 1;
+	d->bytes[kind] += op.bytes;
+	d->sync += op.sync;
+	d->fua += op.fua;
+	d->preflush += op.preflush;
+	d->errors += error != 0;
+	/* sequential: starting where the disk's previous completed request ended (on any CPU) */
 	__u64 sector = BPF_CORE_READ(rq, __sector);
-	if (r.bytes && sector == d->next_sector)
-		__sync_fetch_and_add(&d->sequential, 1);
-	d->next_sector = sector + (r.bytes >> 9);
-	/* additions of 0 or 1 rather than branches: fewer paths for the verifier */
-	__sync_fetch_and_add(&d->sync, r.sync);
-	__sync_fetch_and_add(&d->fua, r.fua);
-	__sync_fetch_and_add(&d->preflush, r.preflush);
-	__sync_fetch_and_add(&d->errors, error != 0);
+	if (op.bytes && sector == disk->next_sector)
+		d->sequential += 1;
+	disk->next_sector = sector + (op.bytes >> 9);
 
-	struct blk_owner_key ok = { .tgid = r.tgid, .dev = r.dev };
-	__builtin_memcpy(ok.comm, r.comm, sizeof(ok.comm));
-	struct blk_owner *o = bpf_map_lookup_elem(&owners, &ok);
-	if (!o) {
-		static const struct blk_owner zero;
-		bpf_map_update_elem(&owners, &ok, &zero, BPF_NOEXIST);
-		o = bpf_map_lookup_elem(&owners, &ok);
-		if (!o) {
-			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-			return 0;
-		}
-	}
-	__sync_fetch_and_add(&o->ios, 1);
-	__sync_fetch_and_add(&o->bytes, r.bytes);
+	__u32 oi = r.owner;
+	struct blk_owner *o = oi == BLK_NO_OWNER ? NULL : bpf_map_lookup_elem(&owners, &oi);
+	if (!o)
+		return 0;
+	__sync_fetch_and_add(&o->kinds[kind], 1);
+	__sync_fetch_and_add(&o->bytes, op.bytes);
 	__sync_fetch_and_add(&o->queue_ns, queue);
 	__sync_fetch_and_add(&o->service_ns, service);
-	__sync_fetch_and_add(&o->reads, kind == BLK_READ);
-	__sync_fetch_and_add(&o->writes, kind == BLK_WRITE);
-	__sync_fetch_and_add(&o->flushes, kind == BLK_FLUSH);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -52,15 +53,25 @@ static const struct option_spec blk_options[] = {
 		  "two, and a quarter as many in an overflow hash for those whose slot is taken; "
 		  "beyond them new requests are not timed: dropped)" },
 	{ .name = "max_devices", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 64,
-	  .min = 1, .max = 4096, .bytes_per_entry = sizeof(struct blk_dev) + 2 * 4 + 64,
-	  .help = "disks with statistics" },
+	  .min = 1, .max = 4096, .per_cpu = true,
+	  /* each CPU's sums; the shared record and the index entry counted per CPU too (a little
+	   * over) */
+	  .bytes_per_entry = sizeof(struct blk_dev) + sizeof(struct blk_disk) + 2 * 4 + 64,
+	  .help = "disks with statistics (fewer when the machine has fewer: twice the disks of "
+		  "/sys/block and 16 more; each CPU keeps its own sums per disk)" },
 	{ .name = "max_owners", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20,
-	  .bytes_per_entry = 2 * sizeof(struct blk_owner_key) + sizeof(struct blk_owner) + 8 + 128,
+	  /* an element of owners, an entry of owner_index and one of dirtiers (hash overhead ~64) */
+	  .bytes_per_entry = sizeof(struct blk_owner) + 2 * sizeof(struct blk_owner_key) + 4 + 8 + 128,
 	  .help = "distinct (submitter, disk) pairs counted, and as many (process, device) pairs "
 		  "that dirty page cache" },
 	{ .name = "top_owners", .type = OPT_UINT, .dflt = 20, .min = 1, .max = 1000,
 	  .help = "submitters listed in the results, most requests first" },
+	{ .name = "queue_depth", .type = OPT_BOOL, .dflt = 0,
+	  .help = "count each disk's requests in flight: the depth a request finds when it enters "
+		  "(devices[].depth), busy time and requests in flight at the end from the traced "
+		  "requests (busy_pct, in_flight_at_end); off, /proc/diskstats's io_ticks say how busy a "
+		  "disk is, and aqu-sz comes from the requests' times either way" },
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "time 1 request in N at random and scale (raised by the pre-flight under degrade: "
@@ -102,6 +113,22 @@ static void drop_missing(struct probe *p, struct bpf_object *obj, const char *va
 	}
 }
 
+/* Disks with statistics: max_devices, or fewer when this machine has fewer whole disks (those of
+ * /sys/block, with room for as many again and 16 more plugged in during the run): each CPU keeps
+ * its own sums per disk. */
+static __u32 disk_slots(__u32 max_devices)
+{
+	DIR *dir = opendir("/sys/block");
+	if (!dir)
+		return max_devices;
+	__u32 n = 0;
+	for (struct dirent *e; (e = readdir(dir));)
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	n = 2 * n + 16;
+	return n < max_devices ? n : max_devices;
+}
+
 static int blk_load(struct probe *p, struct diag_err *err)
 {
 	struct blk_priv *bp = p->priv;
@@ -117,10 +144,15 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(bp->skel->maps.slots, n_slots);
 		bp->skel->rodata->slot_mask = n_slots - 1;
 		bpf_map__set_max_entries(bp->skel->maps.reqs, in_flight / 4 > 256 ? in_flight / 4 : 256);
-		bpf_map__set_max_entries(bp->skel->maps.devs, (__u32)probe_opt(p, "max_devices"));
-		bpf_map__set_max_entries(bp->skel->maps.dev_index, (__u32)probe_opt(p, "max_devices"));
-		bp->skel->rodata->max_devices = (__u32)probe_opt(p, "max_devices");
+		__u32 n_disks = disk_slots((__u32)probe_opt(p, "max_devices"));
+		bpf_map__set_max_entries(bp->skel->maps.disks, n_disks);
+		bpf_map__set_max_entries(bp->skel->maps.devs, n_disks);
+		bpf_map__set_max_entries(bp->skel->maps.dev_index, n_disks);
+		bp->skel->rodata->max_devices = n_disks;
 		bpf_map__set_max_entries(bp->skel->maps.owners, (__u32)probe_opt(p, "max_owners"));
+		bpf_map__set_max_entries(bp->skel->maps.owner_index, (__u32)probe_opt(p, "max_owners"));
+		bp->skel->rodata->max_owners = (__u32)probe_opt(p, "max_owners");
+		bp->skel->rodata->track_depth = probe_opt(p, "queue_depth") != 0;
 		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
 		drop_missing(p, bp->skel->obj, *v);
@@ -235,43 +267,85 @@ static struct value *timing_value(const __u64 *hist, double scale, uint64_t sum_
 
 struct dev_row {
 	__u32 dev;
-	struct blk_dev d;
+	struct blk_disk disk;
+	struct blk_dev d; /* the CPUs' sums */
 	uint64_t ios;
 };
+
+/* The CPUs' records of one disk (n of them) added up into *sum: counts and histograms summed,
+ * maxima the largest. */
+static void dev_sum(const struct blk_dev *percpu, int n, struct blk_dev *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < n; c++) {
+		const struct blk_dev *d = &percpu[c];
+		for (int i = 0; i < BLK_HIST_SLOTS; i++) {
+			sum->queue_hist[i] += d->queue_hist[i];
+			sum->service_hist[i] += d->service_hist[i];
+			sum->size_hist[i] += d->size_hist[i];
+			sum->depth_hist[i] += d->depth_hist[i];
+		}
+		for (int k = 0; k < BLK_NR_KINDS; k++) {
+			sum->ios[k] += d->ios[k];
+			sum->bytes[k] += d->bytes[k];
+		}
+		sum->queue_ns += d->queue_ns;
+		sum->service_ns += d->service_ns;
+		sum->await_ns += d->await_ns;
+		sum->sync += d->sync;
+		sum->fua += d->fua;
+		sum->preflush += d->preflush;
+		sum->errors += d->errors;
+		sum->sequential += d->sequential;
+		sum->depth_sum += d->depth_sum;
+		if (d->queue_max_ns > sum->queue_max_ns)
+			sum->queue_max_ns = d->queue_max_ns;
+		if (d->service_max_ns > sum->service_max_ns)
+			sum->service_max_ns = d->service_max_ns;
+		if (d->depth_max > sum->depth_max)
+			sum->depth_max = d->depth_max;
+	}
+}
 
 static int by_busy_desc(const void *a, const void *b)
 {
 	const struct dev_row *x = a, *y = b;
-	if (x->d.busy_ns != y->d.busy_ns)
-		return x->d.busy_ns < y->d.busy_ns ? 1 : -1;
+	if (x->disk.busy_ns != y->disk.busy_ns)
+		return x->disk.busy_ns < y->disk.busy_ns ? 1 : -1;
+	if (x->d.await_ns != y->d.await_ns) /* without queue_depth: time in flight (aqu-sz) */
+		return x->d.await_ns < y->d.await_ns ? 1 : -1;
 	return x->ios < y->ios ? 1 : x->ios > y->ios ? -1 : (x->dev > y->dev) - (x->dev < y->dev);
 }
 
 struct owner_row {
-	struct blk_owner_key k;
 	struct blk_owner o;
+	uint64_t ios;
 };
 
 static int by_ios_desc(const void *a, const void *b)
 {
 	const struct owner_row *x = a, *y = b;
-	if (x->o.ios != y->o.ios)
-		return x->o.ios < y->o.ios ? 1 : -1;
-	if (x->k.tgid != y->k.tgid)
-		return x->k.tgid > y->k.tgid ? 1 : -1;
-	return (x->k.dev > y->k.dev) - (x->k.dev < y->k.dev);
+	if (x->ios != y->ios)
+		return x->ios < y->ios ? 1 : -1;
+	if (x->o.key.tgid != y->o.key.tgid)
+		return x->o.key.tgid > y->o.key.tgid ? 1 : -1;
+	return (x->o.key.dev > y->o.key.dev) - (x->o.key.dev < y->o.key.dev);
 }
 
 static struct value *devices_value(struct blk_priv *bp, double scale, double wall,
 				   uint64_t *total_ios)
 {
-	int fd = bpf_map__fd(bp->skel->maps.devs);
-	size_t cap = bpf_map__max_entries(bp->skel->maps.devs), n = 0;
+	int disks_fd = bpf_map__fd(bp->skel->maps.disks), devs_fd = bpf_map__fd(bp->skel->maps.devs);
+	int ncpus = libbpf_num_possible_cpus();
+	size_t cap = bpf_map__max_entries(bp->skel->maps.disks), n = 0;
 	struct dev_row *rows = xcalloc(cap, sizeof(*rows));
-	for (__u32 slot = 0; slot < cap; slot++) {
-		if (bpf_map_lookup_elem(fd, &slot, &rows[n].d) || !rows[n].d.dev)
+	struct blk_dev *percpu = xcalloc(ncpus > 0 ? (size_t)ncpus : 1, sizeof(*percpu));
+	for (__u32 slot = 0; ncpus > 0 && slot < cap; slot++) {
+		if (bpf_map_lookup_elem(disks_fd, &slot, &rows[n].disk) || !rows[n].disk.dev ||
+		    bpf_map_lookup_elem(devs_fd, &slot, percpu))
 			continue; /* a slot not handed out, or lost in a race */
-		rows[n].dev = rows[n].d.dev;
+		dev_sum(percpu, ncpus, &rows[n].d);
+		rows[n].dev = rows[n].disk.dev;
 		uint64_t entered = 0;
 		for (int k = 0; k < BLK_NR_KINDS; k++)
 			rows[n].ios += rows[n].d.ios[k];
@@ -282,6 +356,7 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		if (entered || rows[n].ios)
 			n++;
 	}
+	free(percpu);
 	qsort(rows, n, sizeof(*rows), by_busy_desc);
 	struct value *arr = value_arr();
 	*total_ios = 0;
@@ -315,8 +390,11 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		for (int s = 0; s < BLK_HIST_SLOTS; s++)
 			entered += d->depth_hist[s];
 		value_set_num(v, "sequential_pct", rows[i].ios ? (double)d->sequential * 100.0 / (double)rows[i].ios : 0);
-		value_set_int(v, "in_flight_at_end", d->inflight > 0 ? d->inflight : 0);
-		value_set_num(v, "busy_pct", wall > 0 ? (double)d->busy_ns / 1e9 / wall * 100.0 : 0);
+		if (bp->skel->rodata->track_depth) {
+			const struct blk_disk *disk = &rows[i].disk;
+			value_set_int(v, "in_flight_at_end", disk->inflight > 0 ? disk->inflight : 0);
+			value_set_num(v, "busy_pct", wall > 0 ? (double)disk->busy_ns / 1e9 / wall * 100.0 : 0);
+		}
 		value_set_num(v, "avg_in_service", wall > 0 ? (double)(d->service_ns * scale) / 1e9 / wall : 0);
 		value_set_num(v, "avg_in_queue_and_service",
 			      wall > 0 ? (double)(d->await_ns * scale) / 1e9 / wall : 0);
@@ -326,10 +404,12 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		uint64_t c;
 		struct value *size = value_obj_set(v, "size", value_obj());
 		value_obj_set(size, "buckets", hist_value(d->size_hist, scale, &c));
-		struct value *depth = value_obj_set(v, "depth", value_obj());
-		value_set_int(depth, "max", (int64_t)d->depth_max);
-		value_set_num(depth, "avg_at_entry", entered ? (double)d->depth_sum / (double)entered : 0);
-		value_obj_set(depth, "buckets", hist_value(d->depth_hist, 1, &c));
+		if (bp->skel->rodata->track_depth) {
+			struct value *depth = value_obj_set(v, "depth", value_obj());
+			value_set_int(depth, "max", (int64_t)d->depth_max);
+			value_set_num(depth, "avg_at_entry", entered ? (double)d->depth_sum / (double)entered : 0);
+			value_obj_set(depth, "buckets", hist_value(d->depth_hist, 1, &c));
+		}
 	}
 	free(rows);
 	return arr;
@@ -340,36 +420,41 @@ static struct value *owners_value(struct blk_priv *bp, double scale, size_t top,
 {
 	int fd = bpf_map__fd(bp->skel->maps.owners);
 	size_t cap = bpf_map__max_entries(bp->skel->maps.owners), n = 0;
-	struct owner_row *rows = xcalloc(cap, sizeof(*rows));
-	struct blk_owner_key keys[2], *prev = NULL, *next = &keys[0];
-	while (n < cap && bpf_map_get_next_key(fd, prev, next) == 0) {
-		prev = next;
-		next = next == &keys[0] ? &keys[1] : &keys[0];
-		if (bpf_map_lookup_elem(fd, prev, &rows[n].o))
-			continue;
-		rows[n++].k = *prev;
+	uint64_t used = bp->skel->bss->owners_used;
+	if (used < cap)
+		cap = (size_t)used;
+	struct owner_row *rows = xcalloc(cap ? cap : 1, sizeof(*rows));
+	for (__u32 i = 0; i < cap; i++) {
+		struct owner_row *r = &rows[n];
+		if (bpf_map_lookup_elem(fd, &i, &r->o) || !r->o.key.dev)
+			continue; /* an index lost in a race (its key stays zero) */
+		r->ios = 0;
+		for (int k = 0; k < BLK_NR_KINDS; k++)
+			r->ios += r->o.kinds[k];
+		if (r->ios)
+			n++;
 	}
 	qsort(rows, n, sizeof(*rows), by_ios_desc);
 	struct value *arr = value_arr();
 	*n_out = n;
 	*listed_out = 0;
 	for (size_t i = 0; i < n && i < top; i++) {
-		const struct owner_row *r = &rows[i];
-		unsigned major = r->k.dev >> 20, minor = r->k.dev & ((1u << 20) - 1);
-		char name[64], comm[sizeof(r->k.comm) + 1];
+		const struct blk_owner *o = &rows[i].o;
+		unsigned major = o->key.dev >> 20, minor = o->key.dev & ((1u << 20) - 1);
+		char name[64], comm[sizeof(o->key.comm) + 1];
 		disk_name(major, minor, name, sizeof(name));
-		snprintf(comm, sizeof(comm), "%s", r->k.comm);
+		snprintf(comm, sizeof(comm), "%s", o->key.comm);
 		struct value *v = value_arr_push(arr, value_obj());
-		value_set_int(v, "tgid", r->k.tgid);
-		value_set_str(v, "comm", r->k.tgid ? comm : "[unknown]");
+		value_set_int(v, "tgid", o->key.tgid);
+		value_set_str(v, "comm", o->key.tgid ? comm : "[unknown]");
 		value_set_str(v, "device", name);
-		value_set_int(v, "ios", (int64_t)(r->o.ios * scale));
-		value_set_int(v, "bytes", (int64_t)(r->o.bytes * scale));
-		value_set_int(v, "reads", (int64_t)(r->o.reads * scale));
-		value_set_int(v, "writes", (int64_t)(r->o.writes * scale));
-		value_set_int(v, "flushes", (int64_t)(r->o.flushes * scale));
-		value_set_int(v, "queue_us", (int64_t)(r->o.queue_ns * scale / 1000));
-		value_set_int(v, "service_us", (int64_t)(r->o.service_ns * scale / 1000));
+		value_set_int(v, "ios", (int64_t)(rows[i].ios * scale));
+		value_set_int(v, "bytes", (int64_t)(o->bytes * scale));
+		value_set_int(v, "reads", (int64_t)(o->kinds[BLK_READ] * scale));
+		value_set_int(v, "writes", (int64_t)(o->kinds[BLK_WRITE] * scale));
+		value_set_int(v, "flushes", (int64_t)(o->kinds[BLK_FLUSH] * scale));
+		value_set_int(v, "queue_us", (int64_t)(o->queue_ns * scale / 1000));
+		value_set_int(v, "service_us", (int64_t)(o->service_ns * scale / 1000));
 		(*listed_out)++;
 	}
 	free(rows);
@@ -493,8 +578,8 @@ static const struct result_field blk_results[] = {
 	{ "devices[].preflush", RT_INTEGER, "count", false, "requests flagged REQ_PREFLUSH" },
 	{ "devices[].errors", RT_INTEGER, "count", false, "requests completed with an error" },
 	{ "devices[].sequential_pct", RT_NUMBER, "pct", false, "completed requests starting at the sector where the disk's previous completed one ended" },
-	{ "devices[].in_flight_at_end", RT_INTEGER, "count", false, "timed requests issued and not completed when the probe stopped" },
-	{ "devices[].busy_pct", RT_NUMBER, "pct", false, "share of the window with a timed request queued or in service (the kernel's io_ticks, %util)" },
+	{ "devices[].in_flight_at_end", RT_INTEGER, "count", true, "with queue_depth: traced requests queued or in service when the probe stopped" },
+	{ "devices[].busy_pct", RT_NUMBER, "pct", true, "with queue_depth: share of the window with a traced request queued or in service (as the kernel's io_ticks, %util, count it)" },
 	{ "devices[].avg_in_service", RT_NUMBER, "count", false, "mean requests in service (service time / window)" },
 	{ "devices[].avg_in_queue_and_service", RT_NUMBER, "count", false, "mean requests queued or in service (iostat aqu-sz)" },
 	{ "devices[].await_avg_us", RT_NUMBER, "us", false, "mean time from start to completion (iostat await)" },
@@ -502,7 +587,7 @@ static const struct result_field blk_results[] = {
 	TIMING_FIELDS("devices[].service", "from issue to completion"),
 	{ "devices[].size", RT_OBJECT, NULL, false, "request sizes" },
 	LOG2_BUCKET_FIELDS("devices[].size.buckets", "bytes"),
-	{ "devices[].depth", RT_OBJECT, NULL, false, "requests on the disk (queued or in service) when one enters, itself included" },
+	{ "devices[].depth", RT_OBJECT, NULL, true, "with queue_depth: requests on the disk (queued or in service) when one enters, itself included" },
 	{ "devices[].depth.max", RT_INTEGER, "count", false, "deepest" },
 	{ "devices[].depth.avg_at_entry", RT_NUMBER, "count", false, "mean at entry" },
 	LOG2_BUCKET_FIELDS("devices[].depth.buckets", "count"),

@@ -116,7 +116,9 @@ CHECK_LET="N = '$LN'; P = $PID"
 check "$TMP/randread-host.json" "any(x['id'] == 'device-saturated' and x['title'].startswith(N + ' is saturated') and 'pid %d' % P in x['title'] for x in r['verdicts'])" \
 	"randread host-wide: no saturated verdict for $LN: $(verdicts "$TMP/randread-host.json")"
 # The block probe's filters: a device (only that disk's requests), and the submitter (only the
-# requests the target started, though they complete in interrupt context).
+# requests the target started, though they complete in interrupt context); and its queue_depth
+# option (off in the recipe: diskstats say how busy a disk is), which counts the requests in
+# flight: the 16 the workload keeps are found at entry, the disk busy, the same requests counted.
 R=$(test_recipe blkfilters 2 <<EOF
   - id: dev
     kind: block_io
@@ -126,6 +128,12 @@ R=$(test_recipe blkfilters 2 <<EOF
     kind: block_io
     filters:
       pid: target
+  - id: depth
+    kind: block_io
+    filters:
+      device: $LN
+    options:
+      queue_depth: true
 EOF
 )
 "$DIAG" "$R" --pid "$PID" --json > "$TMP/blkfilters.json" 2> "$TMP/blkfilters.err" || fail "block_io filters: $(cat "$TMP/blkfilters.err")"
@@ -134,6 +142,11 @@ check "$TMP/blkfilters.json" "[d['name'] for d in res['dev']['devices']] == [N] 
 	"block_io device filter: not only $LN"
 check "$TMP/blkfilters.json" "res['own']['owners'] and all(o['tgid'] == P for o in res['own']['owners']) and res['own']['unowned'] == 0" \
 	"block_io pid filter: requests of others counted"
+CHECK_LET="d = res['dev']['devices'][0]; q = res['depth']['devices'][0]"
+check "$TMP/blkfilters.json" "'depth' not in d and 'busy_pct' not in d and q['depth']['avg_at_entry'] >= 4 and q['depth']['max'] <= 64 and q['busy_pct'] > 50 and 'in_flight_at_end' in q" \
+	"block_io queue_depth: $(json "$TMP/blkfilters.json" '[(x.get("depth", {}).get("avg_at_entry"), x.get("busy_pct")) for x in (res["dev"]["devices"][0], res["depth"]["devices"][0])]')"
+check "$TMP/blkfilters.json" "abs(d['ios'] - q['ios']) <= 0.02 * d['ios'] and abs(sum(o['ios'] for o in res['dev']['owners']) - d['ios']) <= 0.02 * d['ios']" \
+	"block_io: the CPUs' sums disagree: $(json "$TMP/blkfilters.json" '[res["dev"]["devices"][0]["ios"], res["depth"]["devices"][0]["ios"], [o["ios"] for o in res["dev"]["owners"]]]')"
 assert_released "io-saturation on random reads"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
 PIDS=""

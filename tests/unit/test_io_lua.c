@@ -163,6 +163,22 @@ static void test_throttled_v2_edited(void **state)
 	value_free(fx);
 }
 
+/* obj without its member key (a field a probe leaves out). */
+static void drop_key(struct value *obj, const char *key)
+{
+	for (size_t i = 0; i < obj->obj.len; i++) {
+		if (strcmp(obj->obj.keys[i], key))
+			continue;
+		free(obj->obj.keys[i]);
+		value_free(obj->obj.vals[i]);
+		memmove(&obj->obj.keys[i], &obj->obj.keys[i + 1], (obj->obj.len - i - 1) * sizeof(char *));
+		memmove(&obj->obj.vals[i], &obj->obj.vals[i + 1], (obj->obj.len - i - 1) * sizeof(struct value *));
+		obj->obj.len--;
+		return;
+	}
+	fail_msg("no member %s", key);
+}
+
 /* The logger's disk, edited into a slow one: p99 of the service time at 64..127 ms, depth 1. */
 static void test_slow_device_edited(void **state)
 {
@@ -189,6 +205,22 @@ static void test_slow_device_edited(void **state)
 	/* with --pid, a device the logger barely waits on is information, not a warning */
 	assert_string_equal(value_get_str(s, "severity"), "info");
 	assert_null(find_verdict(v, "ok"));
+	value_free(v);
+
+	/* without block_io's queue_depth (the recipe's default) no depth at entry: the mean depth
+	 * over time (aqu-sz 0.5) says the same, and the evidence says where busy time came from */
+	drop_key(d, "depth");
+	drop_key(d, "busy_pct");
+	v = io_verdicts(fx);
+	s = find_verdict(v, "device-slow");
+	assert_non_null(s);
+	assert_non_null(strstr(value_get_str(s, "title"), "at a mean depth of 0.5"));
+	assert_false(verdict_evidence_has(s, "depth at entry"));
+	value_free(v);
+	/* queueing (aqu-sz 8) is not a slow device */
+	value_set_num(d, "avg_in_queue_and_service", 8);
+	v = io_verdicts(fx);
+	assert_null(find_verdict(v, "device-slow"));
 	value_free(v);
 	value_free(fx);
 }
