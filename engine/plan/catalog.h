@@ -244,7 +244,9 @@ int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_er
 /* Keeps a link the probe attached (released by probe_bpf_detach). A NULL link is an error
  * "attaching WHAT: <errno>", returned as -1. */
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err);
-/* Attaches every program of the object that is set to load, where its section says. */
+/* Attaches every program of the object that is set to load and to attach, where its section
+ * says (libbpf's autoattach: a probe turns it off for a program it attaches itself, later or only
+ * when needed). */
 int probe_bpf_attach_all(struct probe *p, struct diag_err *err);
 /* Attach variants as program names: loads only the programs named VARIANT_* (tp_btf_switch,
  * raw_tp_switch, ...), so that loading the object is the feature probe of that variant. */

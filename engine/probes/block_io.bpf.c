@@ -39,8 +39,7 @@ const volatile bool track_depth = false;
  * request statistics — writeback throttling keeps them on by default) when it has one, else the
  * block_rq_issue program's. That program is attached only when needed (block_io.c): on a kernel
  * without block_io_start (it is where requests are first seen then), or once a completion came
- * without either time (`issue_unknown`, read by block_io.c's tick), which sets `issue_traced`. */
-__u32 issue_traced = 0;
+ * without either time (`issue_unknown`, read by block_io.c's tick). */
 __u32 issue_unknown = 0;
 
 /* Requests in flight, by their struct request address: a direct-mapped table of slots (the
@@ -113,18 +112,13 @@ struct {
 	__type(value, struct dev_slot);
 } last_dev SEC(".maps");
 
-/* [0]: the slots handed out so far. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64); /* 64 bits: clang 14 cannot use a 32-bit fetch-and-add's result */
-} next_slot SEC(".maps");
+/* Indexes handed out so far in `disks`/`devs` (dev_slot) and in `owners` (owner_of). */
+__u64 disks_used = 0;
 
 /* Submitters per disk (block_io.h: struct blk_owner): the array, indexes handed out in order
  * (owners_used), and the hash that finds a key's index. */
 const volatile __u32 max_owners = 4096; /* both maps' size, set from the recipe */
-__u64 owners_used = 0;
+__u64 owners_used = 0;                   /* indexes handed out (block_io.c reads so many) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -256,27 +250,30 @@ static __always_inline __u32 rq_disk_dev(struct request *rq)
 	return (__u32)BPF_CORE_READ(disk, major) << 20 | (__u32)BPF_CORE_READ(disk, first_minor);
 }
 
-/* The slot of a disk in devs: dev_index's, else a new one (two CPUs racing for a new disk may
- * waste a slot: its dev stays 0). ~0u when devs is full. */
-static __always_inline __u32 dev_slot(__u32 dev)
+/* The index the hash index_map gives key, else the next of *used (below max) given to it: how the
+ * disks' and the submitters' arrays hand out their elements. Two CPUs racing for a new key may
+ * waste an index (its element stays zero: block_io.c skips it). ~0u when the array is full. */
+static __always_inline __u32 index_of(void *index_map, const void *key, __u64 *used, __u32 max)
 {
-	__u32 zero = 0, slot, *known = bpf_map_lookup_elem(&dev_index, &dev);
+	__u32 *known = bpf_map_lookup_elem(index_map, key);
 	if (known)
 		return *known;
-	__u64 *next = bpf_map_lookup_elem(&next_slot, &zero);
-	if (!next)
-		return ~0u;
-	__u64 n = __sync_fetch_and_add(next, 1);
-	if (n >= max_devices) {
-		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-		return ~0u;
-	}
-	slot = (__u32)n;
-	if (bpf_map_update_elem(&dev_index, &dev, &slot, BPF_NOEXIST)) {
-		known = bpf_map_lookup_elem(&dev_index, &dev); /* another CPU's, just now */
-		return known ? *known : ~0u;
-	}
-	struct blk_disk *d = bpf_map_lookup_elem(&disks, &slot);
+	__u64 n = __sync_fetch_and_add(used, 1);
+	__u32 idx = (__u32)n;
+	if (n < max && bpf_map_update_elem(index_map, key, &idx, BPF_NOEXIST) == 0)
+		return idx;
+	known = n < max ? bpf_map_lookup_elem(index_map, key) : NULL; /* another CPU's, just now */
+	if (known)
+		return *known;
+	diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return ~0u;
+}
+
+/* The slot of a disk in `disks` and `devs`; ~0u when they are full. */
+static __always_inline __u32 dev_slot(__u32 dev)
+{
+	__u32 slot = index_of(&dev_index, &dev, &disks_used, max_devices);
+	struct blk_disk *d = slot == ~0u ? NULL : bpf_map_lookup_elem(&disks, &slot);
 	if (d)
 		d->dev = dev;
 	return slot;
@@ -414,40 +411,19 @@ static __always_inline bool owner_key_eq(const struct blk_owner_key *a, const st
 	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
 }
 
-/* The index in `owners` of submitter k: this CPU's last one, else owner_index's, else a new one
- * (two CPUs racing for a new key may waste an index: its key stays zero). BLK_NO_OWNER when the
- * table is full. */
+/* The index in `owners` of submitter k: this CPU's last one, else index_of's. BLK_NO_OWNER when
+ * the table is full. */
 static __always_inline __u32 owner_of(const struct blk_owner_key *k)
 {
-	__u32 zero = 0, idx;
+	__u32 zero = 0;
 	struct owner_cache *c = bpf_map_lookup_elem(&last_owner, &zero);
 	if (c && c->valid && owner_key_eq(&c->key, k))
 		return c->idx;
-	__u32 *known = bpf_map_lookup_elem(&owner_index, k);
-	if (known) {
-		idx = *known;
-	} else {
-		__u64 n = __sync_fetch_and_add(&owners_used, 1);
-		struct blk_owner *o = NULL;
-		if (n < max_owners) {
-			idx = (__u32)n;
-			o = bpf_map_lookup_elem(&owners, &idx);
-		}
-		if (!o) {
-			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-			return BLK_NO_OWNER;
-		}
-		if (bpf_map_update_elem(&owner_index, k, &idx, BPF_NOEXIST) == 0) {
-			o->key = *k;
-		} else {
-			known = bpf_map_lookup_elem(&owner_index, k); /* another CPU's, just now */
-			if (!known) {
-				diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-				return BLK_NO_OWNER;
-			}
-			idx = *known;
-		}
-	}
+	__u32 idx = index_of(&owner_index, k, &owners_used, max_owners);
+	struct blk_owner *o = idx == ~0u ? NULL : bpf_map_lookup_elem(&owners, &idx);
+	if (!o)
+		return BLK_NO_OWNER;
+	o->key = *k;
 	if (c) {
 		c->key = *k;
 		c->idx = idx;
@@ -581,8 +557,7 @@ static __always_inline int on_complete(struct request *rq, __u64 key, int error)
 			return 0;
 		/* issued on a queue without request statistics (the tick then attaches the issue
 		 * program), or before that program was attached: counted, not split */
-		if (!issue_traced)
-			issue_unknown = 1;
+		issue_unknown = 1;
 		diag_stat_inc(&stats, BLK_STAT_UNSPLIT);
 	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

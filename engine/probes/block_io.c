@@ -24,7 +24,7 @@
 #include "block_io.skel.h"
 #include "kernel.h"
 
-/* Where issue times come from (block_io.bpf.c: issue_traced). */
+/* Where issue times come from (block_io.bpf.c: issue_unknown). */
 enum blk_issue_times {
 	ISSUE_KERNEL,      /* the kernel's stamps: no issue program */
 	ISSUE_TRACEPOINT,  /* the issue program from the start (no block_io_start) */
@@ -37,7 +37,6 @@ struct blk_priv {
 	char missing[64];     /* optional tracepoints this kernel lacks */
 	struct bpf_program *issue; /* the variant's block_rq_issue program */
 	enum blk_issue_times issue_times;
-	bool attached;        /* between attach and detach: the tick may attach `issue` */
 	char issue_error[96]; /* why attaching it late failed ("" when it did not) */
 };
 
@@ -156,10 +155,17 @@ static int blk_load(struct probe *p, struct diag_err *err)
 		bpf_map__set_max_entries(bp->skel->maps.dirtiers, (__u32)probe_opt(p, "max_owners"));
 		probe_bpf_select_variant(bp->skel->obj, *v);
 		drop_missing(p, bp->skel->obj, *v);
+		/* The issue program runs only where the kernel gives no issue times: from the start
+		 * on a kernel without block_io_start (requests are first seen at issue there), else
+		 * attached by the tick that sees a completion without one (blk_tick). */
+		bool has_start = !strstr(bp->missing, "io_start");
 		char name[64];
 		snprintf(name, sizeof(name), "%s_rq_issue", *v);
 		bp->issue = bpf_object__find_program_by_name(bp->skel->obj, name);
-		bp->skel->rodata->count_at_start = !strstr(bp->missing, "io_start");
+		if (bp->issue)
+			bpf_program__set_autoattach(bp->issue, !has_start);
+		bp->issue_times = has_start ? ISSUE_KERNEL : ISSUE_TRACEPOINT;
+		bp->skel->rodata->count_at_start = has_start;
 		if (probe_variant_loaded(p, &tries, *v, block_io_bpf__load(bp->skel))) {
 			if (bp->missing[0]) {
 				size_t len = strlen(p->note);
@@ -174,30 +180,12 @@ static int blk_load(struct probe *p, struct diag_err *err)
 	return probe_no_variant(&tries, "block I/O", err);
 }
 
-/* Every program but the issue one, which runs only where the kernel gives no issue times: from
- * the start on a kernel without block_io_start (requests are first seen at issue there), else
- * from the tick that sees a completion without one (blk_tick). */
-static int blk_attach(struct probe *p, struct diag_err *err)
-{
-	struct blk_priv *bp = p->priv;
-	struct bpf_program *prog;
-	bool issue_from_start = strstr(bp->missing, "io_start") != NULL;
-	bp->issue_times = issue_from_start ? ISSUE_TRACEPOINT : ISSUE_KERNEL;
-	bp->skel->bss->issue_traced = issue_from_start;
-	bpf_object__for_each_program(prog, bp->skel->obj) {
-		if (!bpf_program__autoload(prog) || (prog == bp->issue && !issue_from_start))
-			continue;
-		if (probe_bpf_link(p, bpf_program__attach(prog), bpf_program__name(prog), err))
-			return -1;
-	}
-	bp->attached = true;
-	return 0;
-}
-
+/* While attached (a probe the governor stopped is still ticked: it has no links then), the issue
+ * program once a completion came without an issue time. */
 static void blk_tick(struct probe *p)
 {
 	struct blk_priv *bp = p->priv;
-	if (!bp->attached || bp->issue_times != ISSUE_KERNEL || !bp->skel->bss->issue_unknown ||
+	if (!bp->bpf.n_links || bp->issue_times != ISSUE_KERNEL || !bp->skel->bss->issue_unknown ||
 	    !bp->issue || bp->issue_error[0])
 		return;
 	struct diag_err err;
@@ -205,15 +193,7 @@ static void blk_tick(struct probe *p)
 		snprintf(bp->issue_error, sizeof(bp->issue_error), "%.95s", err.msg);
 		return;
 	}
-	bp->skel->bss->issue_traced = 1;
 	bp->issue_times = ISSUE_LATE;
-}
-
-static void blk_detach(struct probe *p)
-{
-	struct blk_priv *bp = p->priv;
-	bp->attached = false;
-	probe_bpf_detach(p);
 }
 
 /* The kernel's name of a disk ("vda", "loop3"), from /sys/dev/block/MAJ:MIN; "MAJ:MIN" when
@@ -269,7 +249,7 @@ struct dev_row {
 	__u32 dev;
 	struct blk_disk disk;
 	struct blk_dev d; /* the CPUs' sums */
-	uint64_t ios;
+	uint64_t ios, entered; /* completed; counted at entry (queue_depth) */
 };
 
 /* The CPUs' records of one disk (n of them) added up into *sum: counts and histograms summed,
@@ -346,14 +326,13 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 			continue; /* a slot not handed out, or lost in a race */
 		dev_sum(percpu, ncpus, &rows[n].d);
 		rows[n].dev = rows[n].disk.dev;
-		uint64_t entered = 0;
 		for (int k = 0; k < BLK_NR_KINDS; k++)
 			rows[n].ios += rows[n].d.ios[k];
 		for (int s = 0; s < BLK_HIST_SLOTS; s++)
-			entered += rows[n].d.depth_hist[s];
+			rows[n].entered += rows[n].d.depth_hist[s];
 		/* a disk has a slot from its first request's start, wanted or not (the device filter
 		 * is checked after): listed once a request of it was counted */
-		if (entered || rows[n].ios)
+		if (rows[n].entered || rows[n].ios)
 			n++;
 	}
 	free(percpu);
@@ -386,9 +365,6 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		value_set_int(v, "fua", (int64_t)(d->fua * scale));
 		value_set_int(v, "preflush", (int64_t)(d->preflush * scale));
 		value_set_int(v, "errors", (int64_t)(d->errors * scale));
-		uint64_t entered = 0;
-		for (int s = 0; s < BLK_HIST_SLOTS; s++)
-			entered += d->depth_hist[s];
 		value_set_num(v, "sequential_pct", rows[i].ios ? (double)d->sequential * 100.0 / (double)rows[i].ios : 0);
 		if (bp->skel->rodata->track_depth) {
 			const struct blk_disk *disk = &rows[i].disk;
@@ -407,7 +383,7 @@ static struct value *devices_value(struct blk_priv *bp, double scale, double wal
 		if (bp->skel->rodata->track_depth) {
 			struct value *depth = value_obj_set(v, "depth", value_obj());
 			value_set_int(depth, "max", (int64_t)d->depth_max);
-			value_set_num(depth, "avg_at_entry", entered ? (double)d->depth_sum / (double)entered : 0);
+			value_set_num(depth, "avg_at_entry", rows[i].entered ? (double)d->depth_sum / (double)rows[i].entered : 0);
 			value_obj_set(depth, "buckets", hist_value(d->depth_hist, 1, &c));
 		}
 	}
@@ -633,8 +609,8 @@ const struct probe_kind probe_kind_block_io = {
 	.n_results = ARRAY_LEN(blk_results),
 	.features = blk_features,
 	.load = blk_load,
-	.attach = blk_attach,
-	.detach = blk_detach,
+	.attach = probe_bpf_attach_all,
+	.detach = probe_bpf_detach,
 	.tick = blk_tick,
 	.collect = blk_collect,
 	.destroy = probe_bpf_destroy,

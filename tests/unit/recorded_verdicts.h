@@ -108,6 +108,23 @@ static inline struct value *recorded_verdicts(const char *recipe, const struct v
 	return v;
 }
 
+/* obj without its member key (a probe that gave no results, a field it leaves out): the others
+ * keep their order. A failure when there is no such member. */
+static inline void value_obj_drop(struct value *obj, const char *key)
+{
+	for (size_t i = 0; i < obj->obj.len; i++) {
+		if (strcmp(obj->obj.keys[i], key))
+			continue;
+		free(obj->obj.keys[i]);
+		value_free(obj->obj.vals[i]);
+		memmove(&obj->obj.keys[i], &obj->obj.keys[i + 1], (obj->obj.len - i - 1) * sizeof(char *));
+		memmove(&obj->obj.vals[i], &obj->obj.vals[i + 1], (obj->obj.len - i - 1) * sizeof(struct value *));
+		obj->obj.len--;
+		return;
+	}
+	fail_msg("no member %s", key);
+}
+
 /* The ruled-out item with this id in an answer, or NULL. */
 static inline const struct value *ruled_out_find(const struct recorded_answer *a, const char *id)
 {

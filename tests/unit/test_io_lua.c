@@ -163,22 +163,6 @@ static void test_throttled_v2_edited(void **state)
 	value_free(fx);
 }
 
-/* obj without its member key (a field a probe leaves out). */
-static void drop_key(struct value *obj, const char *key)
-{
-	for (size_t i = 0; i < obj->obj.len; i++) {
-		if (strcmp(obj->obj.keys[i], key))
-			continue;
-		free(obj->obj.keys[i]);
-		value_free(obj->obj.vals[i]);
-		memmove(&obj->obj.keys[i], &obj->obj.keys[i + 1], (obj->obj.len - i - 1) * sizeof(char *));
-		memmove(&obj->obj.vals[i], &obj->obj.vals[i + 1], (obj->obj.len - i - 1) * sizeof(struct value *));
-		obj->obj.len--;
-		return;
-	}
-	fail_msg("no member %s", key);
-}
-
 /* The logger's disk, edited into a slow one: p99 of the service time at 64..127 ms, depth 1. */
 static void test_slow_device_edited(void **state)
 {
@@ -209,8 +193,8 @@ static void test_slow_device_edited(void **state)
 
 	/* without block_io's queue_depth (the recipe's default) no depth at entry: the mean depth
 	 * over time (aqu-sz 0.5) says the same, and the evidence says where busy time came from */
-	drop_key(d, "depth");
-	drop_key(d, "busy_pct");
+	value_obj_drop(d, "depth");
+	value_obj_drop(d, "busy_pct");
 	v = io_verdicts(fx);
 	s = find_verdict(v, "device-slow");
 	assert_non_null(s);
@@ -233,11 +217,7 @@ static void test_incomplete_edited(void **state)
 	struct value *res = (struct value *)value_get(fx, "results");
 	value_set_int((struct value *)value_get(res, "blk"), "sampled_1_in", 4);
 	/* the same results without the sampler's */
-	struct value *fewer = value_obj();
-	for (size_t i = 0; i < res->obj.len; i++)
-		if (strcmp(res->obj.keys[i], "context") != 0)
-			value_obj_set(fewer, res->obj.keys[i], value_copy(res->obj.vals[i]));
-	value_obj_set(fx, "results", fewer);
+	value_obj_drop(res, "context");
 	struct value *v = io_verdicts(fx);
 	const struct value *inc = find_verdict(v, "incomplete-data");
 	assert_non_null(inc);

@@ -64,16 +64,6 @@ static struct value *mut(struct value *root, const char *a, const char *b, const
 	return (struct value *)v;
 }
 
-/* The trimmed incident with results.KEY left out (a probe that gave no results). */
-static void drop_probe(struct value *fx, const char *key)
-{
-	struct value *res = mut(fx, "results", NULL, NULL), *copy = value_obj();
-	for (size_t i = 0; i < res->obj.len; i++)
-		if (strcmp(res->obj.keys[i], key))
-			value_obj_set(copy, res->obj.keys[i], value_copy(res->obj.vals[i]));
-	value_obj_set(fx, "results", copy);
-}
-
 /* The trimmed incident's live verdict ids, in order, are what the snippet gives on its results. */
 static void assert_as_recorded(const char *name)
 {
@@ -394,7 +384,7 @@ static void test_allocations_missing(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("leak");
-	drop_probe(fx, "allocs");
+	value_obj_drop(mut(fx, "results", NULL, NULL), "allocs");
 	struct value *v = memory(fx);
 	const struct value *g = find(v, "growth");
 	assert_non_null(g);
@@ -479,7 +469,7 @@ static void test_host_slab_sites(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("host-grow");
-	drop_probe(fx, "kallocs");
+	value_obj_drop(mut(fx, "results", NULL, NULL), "kallocs");
 	struct value *v = memory(fx);
 	const struct value *k = find(v, "kernel-slab-growth");
 	assert_non_null(k);
@@ -619,12 +609,9 @@ static void test_host_incomplete(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("host-grow");
-	struct value *k = mut(fx, "results", "kmem", NULL), *copy = value_obj();
-	for (size_t i = 0; i < k->obj.len; i++)
-		if (strcmp(k->obj.keys[i], "slab"))
-			value_obj_set(copy, k->obj.keys[i], value_copy(k->obj.vals[i]));
-	value_set_str(copy, "slab_error", "/proc/slabinfo: Permission denied");
-	value_obj_set(mut(fx, "results", NULL, NULL), "kmem", copy);
+	struct value *k = mut(fx, "results", "kmem", NULL);
+	value_obj_drop(k, "slab");
+	value_set_str(k, "slab_error", "/proc/slabinfo: Permission denied");
 	struct value *v = memory(fx);
 	assert_null(find(v, "kernel-slab-growth"));
 	const struct value *inc = find(v, "incomplete-data");
@@ -647,7 +634,7 @@ static void test_host_incomplete(void **state)
 	value_free(fx);
 
 	fx = load_incident("host-churn");
-	drop_probe(fx, "kmem");
+	value_obj_drop(mut(fx, "results", NULL, NULL), "kmem");
 	v = memory(fx);
 	inc = find(v, "incomplete-data");
 	assert_non_null(inc);
