@@ -16,10 +16,14 @@
 --   allocated in the window's first half (at most what it holds from then plus all it freed), at
 --   least leak_min_old_bytes in leak_min_old_count blocks, or grows a buffer by realloc (grew its
 --   blocks by >= leak_min_old_bytes and holds half of it). What it keeps is then:
---   leak            >= leak_lost_pct of its checked blocks are lost: no word of the process points
---                   to them in the allocations probe's two scans (allocs.reach complete), still
---                   held after; warning, critical only when the memory limit is near.
---   heap-growth     its blocks are referenced (or the scan could not tell): a working set that
+--   leak            >= leak_lost_pct of its checked blocks whose fate the scan could place are
+--                   lost: reached from no root and no unsampled heap memory in the allocations
+--                   probe's two scans (no word points to them, or only words of lost blocks;
+--                   allocs.reach complete), still held after. A block reached only through heap
+--                   memory the probe did not record (heap_only_count: an unsampled block, itself
+--                   perhaps lost) counts neither way. Warning, critical only when the memory
+--                   limit is near.
+--   heap-growth     its blocks are reachable (or the scan could not tell): a working set that
 --                   grows, "held by F and G" with shares, ages, the time to the limit (cgroup, else
 --                   the machine's MemAvailable); warning while RSS or the held heap grows at
 --                   growth_min_bytes_per_s, else info.
@@ -131,8 +135,9 @@ local reach_ok = reach and reach.complete
 
 -- The functions that keep what they allocate (a group: heap.by_function), heaviest first, each
 -- {g = the group, kept = % of its first-half blocks still held, grown = bytes its reallocs grew
--- (a buffer that only grows), lost = the share of its checked blocks no pointer refers to (nil:
--- not known)}; leak = lost blocks enough to call it one (the reference scan: allocations.c).
+-- (a buffer that only grows), lost = the share of its checked blocks nothing reaches, among those
+-- a root reaches or nothing does (nil: not known)}; leak = lost blocks enough to call it one (the
+-- reference scan: allocations.c, heap_refs.h).
 local function find_keepers()
   local keepers = diag.lines()
   for _, g in ipairs(heap.by_function(allocs and allocs.stacks)) do
@@ -147,9 +152,14 @@ local function find_keepers()
       k = { g = g, kept = kept, grown = grown }
     end
     if k then
-      if reach_ok and (g.checked_count or 0) > 0 then
-        k.lost = (g.unref_count or 0) * 100 / g.checked_count
-        k.leak = k.lost >= T.lost and (g.unref_bytes or 0) >= T.min_old_bytes and (g.unref_count or 0) >= T.min_old_count
+      local placed = (g.checked_count or 0) - (g.heap_only_count or 0)
+      if reach_ok and placed > 0 then
+        k.lost = (g.unref_count or 0) * 100 / placed
+        -- what it holds from the first half, lost at that share: the blocks reached only through
+        -- unsampled heap memory are as likely lost as those placed (a sampled leak's head is
+        -- usually unsampled, its parts sampled more often: they are bigger)
+        k.lost_est = math.max(g.unref_bytes or 0, (g.old_bytes or 0) * k.lost / 100)
+        k.leak = k.lost >= T.lost and k.lost_est >= T.min_old_bytes and (g.unref_count or 0) >= T.min_old_count
       end
       keepers:add(k)
     end
@@ -306,11 +316,13 @@ local function leak_verdicts()
     local l, g = leaks[i], leaks[i].g
     local name = diag.fn(g.name)
     local rate = window > 0 and (g.weight or 0) / window or 0
-    local title = string.format("Leak: %s loses at least %s in %s blocks no pointer refers to, growing %s", name,
-      diag.fmt_bytes(g.unref_bytes), diag.fmt_count(g.unref_count), diag.fmt_byte_rate(rate))
+    local title = string.format("Leak: %s loses %s in %s blocks no pointer refers to (about %s of what it keeps), growing %s", name,
+      diag.fmt_bytes(g.unref_bytes), diag.fmt_count(g.unref_count), diag.fmt_bytes(l.lost_est), diag.fmt_byte_rate(rate))
     local ev = diag.lines(
-      string.format("%s of the %s blocks %s allocated in the window's first half and still holds are referenced from nowhere in the process's memory: lost, as valgrind calls \"definitely lost\" (%s)",
-        diag.fmt_count(g.unref_count), diag.fmt_count(g.checked_count), name, diag.fmt_bytes(g.unref_bytes)),
+      string.format("%s of the %s blocks %s allocated in the window's first half and still holds are reached from nowhere in the process's memory (no pointer to them, or only in other lost blocks): lost, as valgrind calls \"definitely\" and \"indirectly lost\" (%s)%s",
+        diag.fmt_count(g.unref_count), diag.fmt_count(g.checked_count), name, diag.fmt_bytes(g.unref_bytes),
+        (g.heap_only_count or 0) > 0 and string.format("; %s more are reached only through heap memory the probe did not sample, which may be lost itself: counted neither way — at the share of those placed (%s lost), about %s of the %s it holds from the window's first half is lost",
+          diag.fmt_count(g.heap_only_count), diag.fmt_pct(l.lost), diag.fmt_bytes(l.lost_est), diag.fmt_bytes(g.old_bytes or 0)) or ""),
       reach_line(),
       string.format("%s holds %s in %s blocks allocated during the %.1f s window: %s of its %s allocations (%s) were freed",
         name, diag.fmt_bytes(g.weight), diag.fmt_count(g.count), window, diag.fmt_count(g.frees or 0), diag.fmt_count(g.allocs or 0),
@@ -356,8 +368,13 @@ local function growth_verdict()
       k.grown and string.format("; its reallocs grew blocks by %s", diag.fmt_bytes(k.grown)) or "", path_of_stack(g.top))
     ev:add(age_line(g))
     if k.lost then
-      ev:add("%s of its %s blocks from the window's first half are still referenced from the process's memory (%s lost): kept on purpose, a working set that grows — a cache, a keyspace, a queue — not a leak",
-        diag.fmt_pct(100 - k.lost), diag.fmt_count(g.checked_count), diag.fmt_pct(k.lost))
+      local heap_only, lost = g.heap_only_count or 0, g.unref_count or 0
+      local rooted = math.max(0, (g.checked_count or 0) - heap_only - lost)
+      ev:add("Of its %s blocks from the window's first half, %s are reachable from the program's roots (its stacks and globals, directly or through recorded blocks), %s only through heap memory the probe did not sample, %s lost (%s of those placed): kept on purpose, a working set that grows — a cache, a keyspace, a queue — not a leak",
+        diag.fmt_count(g.checked_count), diag.fmt_count(rooted), diag.fmt_count(heap_only), diag.fmt_count(lost), diag.fmt_pct(k.lost))
+    elseif reach_ok and (g.checked_count or 0) > 0 then
+      ev:add("Its %s blocks from the window's first half are all reached only through heap memory the probe did not sample (its containers' own small blocks): none is lost, and whether they are kept on purpose is not known from the scan",
+        diag.fmt_count(g.checked_count))
     end
   end
   ev:add(reach_line())

@@ -149,7 +149,7 @@ struct cookie_row {
 /* dwarf mode: what the blocks of one stack row did in the window, scaled (1 / the chance each
  * was recorded). */
 struct row_sums {
-	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth, checked, unref, unref_bytes;
+	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth, checked, unref, unref_bytes, heap_only;
 	uint64_t oldest_ts;
 };
 
@@ -233,8 +233,9 @@ static const struct option_spec alloc_options[] = {
 		  "block is tracked without a stack, counted in lost_stacks)" },
 	{ .name = "reach_scan", .type = OPT_BOOL, .dflt = 1, .max = 1,
 	  .help = "at the end of the window, scan the target's writable memory for pointers to the blocks "
-		  "held since the window's first half (twice; those freed meanwhile left out): a block no "
-		  "word points to is lost (a leak), one still referenced is kept on purpose" },
+		  "held since the window's first half (twice; those freed meanwhile left out): a block that "
+		  "no root and no unrecorded heap memory reaches is lost (a leak), one a root reaches is "
+		  "kept on purpose, one reached only from unrecorded heap memory is not known" },
 	{ .name = "max_scan_bytes", .type = OPT_UINT, .dflt = 1u << 30, .min = 1u << 20, .max = UINT32_MAX,
 	  .help = "reach_scan: resident memory read at most (more: the scan is incomplete and no block is "
 		  "called lost)" },
@@ -535,10 +536,12 @@ static void alloc_destroy(struct probe *p)
 	ap->unref_size = 0;
 }
 
-/* The set of the blocks the scan checked, by address: flags CHECKED, and UNREF for those no word
- * pointed to in either scan and still held after them. */
+/* The set of the blocks the scan checked, by address: flags CHECKED; UNREF for those nothing
+ * reached in either scan and still held after them (lost); HEAP_ONLY for those reached only from
+ * heap memory the probe did not record (not known: an unrecorded block may be lost itself). */
 #define REACH_CHECKED 1u
 #define REACH_UNREF 2u
+#define REACH_HEAP_ONLY 4u
 static void reach_put(struct alloc_priv *ap, uint64_t addr, unsigned flags)
 {
 	size_t mask = ap->unref_size - 1, i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 24) & mask;
@@ -560,11 +563,14 @@ static unsigned reach_get(const struct alloc_priv *ap, uint64_t addr)
 
 /* How long both scans may take at most (the reader's deadline meanwhile). */
 #define REACH_SCAN_NS 2000000000ull
-static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n);
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n,
+			     size_t n_old);
 
-/* The reference scan (heap_refs.h), while the probes still see frees: the blocks held since the
- * window's first half, scanned; those no word points to scanned again (a pointer moved during
- * the first one is caught by the second); those still unreferenced and still held are lost. */
+/* The reference scan (heap_refs.h), while the probes still see frees: every recorded block is
+ * listed (so that a word inside one is known for a block's, not a root's), those held since the
+ * window's first half first, and these are checked: reached from a root, only from unrecorded
+ * heap memory, or lost (twice: a pointer moved during the first scan is caught by the second;
+ * and still held after). At most reach_max_blocks are listed. */
 static void reach_scan(struct alloc_priv *ap, struct probe *p)
 {
 	ap->scanned = true;
@@ -573,99 +579,114 @@ static void reach_scan(struct alloc_priv *ap, struct probe *p)
 	uint64_t now = mono_now_ns();
 	ap->scan_mid = ap->attached_ns + (now - ap->attached_ns) / 2;
 	int fd = bpf_map__fd(ap->skel->maps.blocks);
-	size_t max = (size_t)probe_opt(p, "reach_max_blocks"), n = 0, cap = 0;
-	struct heap_ref_block *b = NULL;
+	size_t max = (size_t)probe_opt(p, "reach_max_blocks");
+	struct heap_ref_block *list[2] = { NULL, NULL }; /* the old ones, the young ones */
+	size_t count[2] = { 0, 0 }, cap[2] = { 0, 0 };
 	__u64 keys[2], *prev = NULL, *next = &keys[0];
-	while (n < max && bpf_map_get_next_key(fd, prev, next) == 0) {
+	while (count[0] < max && bpf_map_get_next_key(fd, prev, next) == 0) {
 		struct alloc_block blk;
 		prev = next;
 		next = next == &keys[0] ? &keys[1] : &keys[0];
-		if (bpf_map_lookup_elem(fd, prev, &blk) || blk.ts >= ap->scan_mid)
+		if (bpf_map_lookup_elem(fd, prev, &blk))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			b = xrealloc(b, cap * sizeof(*b));
+		int young = blk.ts >= ap->scan_mid;
+		if (count[young] == max)
+			continue;
+		if (count[young] == cap[young]) {
+			cap[young] = cap[young] ? cap[young] * 2 : 1024;
+			list[young] = xrealloc(list[young], cap[young] * sizeof(*list[young]));
 		}
-		b[n++] = (struct heap_ref_block){ .addr = *prev, .size = blk.size };
+		list[young][count[young]++] = (struct heap_ref_block){ .addr = *prev, .size = blk.size };
 	}
-	if (!n) {
-		free(b);
+	size_t n_old = count[0], n_young = count[1] < max - n_old ? count[1] : max - n_old;
+	if (!n_old) {
+		free(list[0]);
+		free(list[1]);
 		return;
 	}
+	struct heap_ref_block *b = xrealloc(list[0], (n_old + n_young) * sizeof(*b));
+	if (n_young)
+		memcpy(b + n_old, list[1], n_young * sizeof(*b));
+	free(list[1]);
 	/* both scans within REACH_SCAN_NS of the run's time for reading the target (symbols next) */
 	uint64_t deadline = tfile_reader_deadline(p->files), until = now + REACH_SCAN_NS;
 	tfile_reader_set_deadline(p->files, deadline && deadline < until ? deadline : until);
-	reach_scan_twice(ap, p, b, n);
+	reach_scan_twice(ap, p, b, n_old + n_young, n_old);
 	tfile_reader_set_deadline(p->files, deadline);
 	free(b);
 }
 
-static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n)
+/* One scan of the n blocks b and what reaches each (reach: enum heap_reach): 0, or -1 with
+ * *err when nothing could be scanned. */
+static int reach_once(struct probe *p, struct heap_ref_block *b, size_t n, uint8_t *reach,
+		      struct heap_scan_stats *st, struct diag_err *err)
+{
+	struct heap_ref_edges edges = { 0 };
+	int rc = heap_refs_scan(p->files, p->cfg.filter.pid, b, n, probe_opt(p, "max_scan_bytes"), st, &edges, err);
+	if (!rc)
+		heap_refs_reach(b, n, &edges, reach);
+	heap_refs_edges_free(&edges);
+	return rc;
+}
+
+/* The blocks b[0 .. n_old) checked, b[n_old .. n) listed only for where words lie. */
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n,
+			     size_t n_old)
 {
 	struct diag_err err;
-	int fd = bpf_map__fd(ap->skel->maps.blocks), pid = p->cfg.filter.pid;
-	uint64_t max_bytes = probe_opt(p, "max_scan_bytes");
-	if (heap_refs_scan(p->files, pid, b, n, max_bytes, &ap->scan, &err)) {
+	int fd = bpf_map__fd(ap->skel->maps.blocks);
+	uint8_t *reach = xmalloc(n);
+	if (reach_once(p, b, n, reach, &ap->scan, &err)) {
 		snprintf(ap->scan_error, sizeof(ap->scan_error), "%.150s", err.msg);
+		free(reach);
 		return;
 	}
 	ap->unref_size = 64;
-	while (ap->unref_size < 2 * n)
+	while (ap->unref_size < 2 * n_old)
 		ap->unref_size *= 2;
 	ap->unref = xcalloc(ap->unref_size, sizeof(*ap->unref));
-	ap->checked = n;
-	bool *lost = xcalloc(n, sizeof(*lost));
+	ap->checked = n_old;
+	/* the second scan: what nothing reached, again, alone (a pointer that moved during the first
+	 * is found now; among themselves their words are still edges: a lost object's parts stay
+	 * lost with it) */
+	bool *lost = xcalloc(n_old, sizeof(*lost));
 	struct heap_ref_block *again = xmalloc(n * sizeof(*again));
+	uint32_t *which = xmalloc(n * sizeof(*which));
 	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		reach_put(ap, b[i].addr, REACH_CHECKED);
-		if (!b[i].referenced)
-			again[m++] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size };
-	}
-	/* the second scan: a pointer that moved during the first is found now */
-	struct heap_scan_stats st;
+	for (size_t i = 0; i < n; i++)
+		if (reach[i] == HEAP_REACH_NONE) {
+			again[m] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size };
+			which[m++] = (uint32_t)i;
+		}
 	if (m && ap->scan.complete) {
-		if (heap_refs_scan(p->files, pid, again, m, max_bytes, &st, &err) || !st.complete) {
+		struct heap_scan_stats st;
+		uint8_t *reach2 = xmalloc(m);
+		if (reach_once(p, again, m, reach2, &st, &err) || !st.complete) {
 			ap->scan.complete = false;
 			snprintf(ap->scan.why, sizeof(ap->scan.why), "the second scan did not complete: %.120s",
 				 st.why[0] ? st.why : err.msg);
-			m = 0;
+		} else {
+			for (size_t k = 0; k < m; k++) {
+				size_t i = which[k];
+				struct alloc_block blk;
+				if (reach2[k] != HEAP_REACH_NONE)
+					reach[i] = reach2[k];
+				else if (i < n_old && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0) {
+					lost[i] = true;
+					ap->indirect += again[k].from != 0; /* pointed to, by lost blocks only */
+				}
+			}
 		}
 		ap->scan.elapsed_ns += st.elapsed_ns;
+		free(reach2);
 	}
-	size_t n_lost = 0;
-	for (size_t i = 0, k = 0; i < n && k < m; i++) {
-		if (b[i].referenced)
-			continue;
-		struct alloc_block blk;
-		if (!again[k++].referenced && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0)
-			lost[i] = true, n_lost++;
-	}
-	/* Indirectly lost: what only lost blocks point to (a lost object's own parts), found by
-	 * scanning again with the lost ones quiet, until no more (at most three times). */
-	for (int pass = 0; pass < 3 && n_lost && ap->scan.complete; pass++) {
-		size_t k = 0;
-		for (size_t i = 0; i < n; i++)
-			again[k++] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size, .quiet = lost[i] };
-		if (heap_refs_scan(p->files, pid, again, k, max_bytes, &st, &err) || !st.complete)
-			break; /* what was found directly stands */
-		ap->scan.elapsed_ns += st.elapsed_ns;
-		size_t found = 0;
-		for (size_t i = 0; i < n; i++) {
-			struct alloc_block blk;
-			if (!lost[i] && !again[i].referenced && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0)
-				lost[i] = true, found++;
-		}
-		ap->indirect += found;
-		n_lost += found;
-		if (!found)
-			break;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (lost[i])
-			reach_put(ap, b[i].addr, REACH_CHECKED | REACH_UNREF);
+	for (size_t i = 0; i < n_old; i++)
+		reach_put(ap, b[i].addr, REACH_CHECKED | (lost[i] ? REACH_UNREF : 0) |
+						 (reach[i] == HEAP_REACH_HEAP ? REACH_HEAP_ONLY : 0));
 	free(lost);
 	free(again);
+	free(which);
+	free(reach);
 }
 
 static void alloc_detach(struct probe *p)
@@ -689,7 +710,7 @@ struct site_age {
 	struct alloc_site_key key;
 	bool used;
 	uint64_t old_count, old_bytes, oldest_ts;
-	uint64_t checked, unref, unref_bytes; /* the reference scan's */
+	uint64_t checked, unref, unref_bytes, heap_only; /* the reference scan's */
 };
 
 static size_t site_slot(const struct site_age *ages, size_t size, const struct alloc_site_key *k)
@@ -718,11 +739,11 @@ static int site_python_stack(struct alloc_priv *ap, int pid, int stacks_fd, cons
 }
 
 enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
-       X_REALLOC_GROWTH, X_CHECKED, X_UNREF, X_UNREF_BYTES, X_NR };
+       X_REALLOC_GROWTH, X_CHECKED, X_UNREF, X_UNREF_BYTES, X_HEAP_ONLY, X_NR };
 static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees", "free_bytes",
 					       "old_count", "old_bytes", "oldest_age_ms",
 					       "realloc_growth_bytes", "checked_count", "unref_count",
-					       "unref_bytes" };
+					       "unref_bytes", "heap_only_count" };
 static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
 
 /* dwarf mode: the figures of one row, as stacks[] extras (rows_end: the window's end). */
@@ -744,7 +765,7 @@ static void row_added(void *ctx, size_t row, struct stack_table *t)
 		[X_OLDEST_MS] = r->oldest_ts && r->oldest_ts < dc->end ? (dc->end - r->oldest_ts) / 1000000 : 0,
 		[X_REALLOC_GROWTH] = (uint64_t)(r->growth + 0.5),
 		[X_CHECKED] = (uint64_t)(r->checked + 0.5), [X_UNREF] = (uint64_t)(r->unref + 0.5),
-		[X_UNREF_BYTES] = (uint64_t)(r->unref_bytes + 0.5),
+		[X_UNREF_BYTES] = (uint64_t)(r->unref_bytes + 0.5), [X_HEAP_ONLY] = (uint64_t)(r->heap_only + 0.5),
 	};
 	stacks_last_extra(t, x);
 }
@@ -814,6 +835,7 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, double scale, 
 		r->checked += f & REACH_CHECKED ? n : 0;
 		r->unref += f & REACH_UNREF ? n : 0;
 		r->unref_bytes += f & REACH_UNREF ? b : 0;
+		r->heap_only += f & REACH_HEAP_ONLY ? n : 0;
 		if (blk.ts < mid) {
 			r->old += n;
 			r->old_bytes += b;
@@ -869,6 +891,7 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, double scale, uin
 		ages[i].checked += (f & REACH_CHECKED) != 0;
 		ages[i].unref += (f & REACH_UNREF) != 0;
 		ages[i].unref_bytes += f & REACH_UNREF ? b.size : 0;
+		ages[i].heap_only += (f & REACH_HEAP_ONLY) != 0;
 		out_bytes += b.size;
 		out_count++;
 		if (b.ts < mid) {
@@ -917,7 +940,7 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, double scale, uin
 			[X_OLDEST_MS] = a->oldest_ts && a->oldest_ts < end ? (end - a->oldest_ts) / 1000000 : 0,
 			[X_REALLOC_GROWTH] = s.realloc_growth > 0 ? (uint64_t)s.realloc_growth * scale : 0,
 			[X_CHECKED] = a->checked * scale, [X_UNREF] = a->unref * scale,
-			[X_UNREF_BYTES] = a->unref_bytes * scale,
+			[X_UNREF_BYTES] = a->unref_bytes * scale, [X_HEAP_ONLY] = a->heap_only * scale,
 		};
 		stacks_last_extra(table, x);
 	}
@@ -942,9 +965,11 @@ static void reach_result(const struct alloc_priv *ap, struct probe *p, struct va
 	if (!probe_opt(p, "reach_scan"))
 		return;
 	struct value *r = value_obj_set(res, "reach", value_obj());
-	uint64_t unref = 0;
-	for (size_t i = 0; i < ap->unref_size; i++)
+	uint64_t unref = 0, heap_only = 0;
+	for (size_t i = 0; i < ap->unref_size; i++) {
 		unref += (ap->unref[i] & REACH_UNREF) != 0;
+		heap_only += (ap->unref[i] & REACH_HEAP_ONLY) != 0;
+	}
 	bool ran = ap->unref_size > 0;
 	value_set_bool(r, "complete", ran && ap->scan.complete);
 	if (!ran)
@@ -954,6 +979,7 @@ static void reach_result(const struct alloc_priv *ap, struct probe *p, struct va
 	value_set_int(r, "checked_count", (int64_t)ap->checked);
 	value_set_int(r, "unref_count", (int64_t)unref);
 	value_set_int(r, "indirect_count", (int64_t)ap->indirect);
+	value_set_int(r, "heap_only_count", (int64_t)heap_only);
 	value_set_int(r, "scanned_bytes", (int64_t)ap->scan.scanned_bytes);
 	value_set_int(r, "mappings", (int64_t)ap->scan.mappings);
 	value_set_int(r, "swapped_bytes", (int64_t)ap->scan.swapped_bytes);
@@ -1039,8 +1065,9 @@ static const struct result_field alloc_results[] = {
 	{ "reach.complete", RT_BOOLEAN, NULL, false, "every resident page that could hold a pointer was read, in both scans (else no block is called lost)" },
 	{ "reach.why", RT_STRING, NULL, true, "what was not scanned, when not complete" },
 	{ "reach.checked_count", RT_INTEGER, "count", false, "blocks checked (recorded ones, not scaled)" },
-	{ "reach.unref_count", RT_INTEGER, "count", false, "of those, referenced by no word in either scan and still held after: lost" },
-	{ "reach.indirect_count", RT_INTEGER, "count", false, "of those, referenced only from lost blocks (indirectly lost: a lost object's parts)" },
+	{ "reach.unref_count", RT_INTEGER, "count", false, "of those, reached from no root and no unrecorded heap memory in either scan (no word points to them, or only words of lost blocks) and still held after: lost" },
+	{ "reach.indirect_count", RT_INTEGER, "count", false, "of those lost, pointed to by lost blocks only (indirectly lost: a lost object's parts)" },
+	{ "reach.heap_only_count", RT_INTEGER, "count", false, "of those, reached only from heap memory the probe did not record (blocks it did not sample or that predate the window): neither lost nor known in use" },
 	{ "reach.scanned_bytes", RT_INTEGER, "bytes", false, "resident private writable memory read (first scan)" },
 	{ "reach.mappings", RT_INTEGER, "count", false, "mappings examined" },
 	{ "reach.swapped_bytes", RT_INTEGER, "bytes", false, "swapped out: not read (the scan is then incomplete)" },
@@ -1055,8 +1082,9 @@ static const struct result_field alloc_results[] = {
 	{ "stacks[].old_bytes", RT_INTEGER, "bytes", false, "their bytes" },
 	{ "stacks[].oldest_age_ms", RT_INTEGER, "ms", false, "age of its oldest outstanding block at the end" },
 	{ "stacks[].checked_count", RT_INTEGER, "count", false, "its held blocks the reference scan checked (scaled)" },
-	{ "stacks[].unref_count", RT_INTEGER, "count", false, "of those, lost: referenced from nowhere in the process's memory" },
+	{ "stacks[].unref_count", RT_INTEGER, "count", false, "of those, lost: reached from nowhere in the process's memory" },
 	{ "stacks[].unref_bytes", RT_INTEGER, "bytes", false, "their bytes" },
+	{ "stacks[].heap_only_count", RT_INTEGER, "count", false, "of its checked blocks, reached only from heap memory the probe did not record: not known (scaled)" },
 	{ "stacks[].realloc_growth_bytes", RT_INTEGER, "bytes", false,
 	  "what its reallocs grew blocks by (new size - old size, summed; 0 when they shrank): a buffer it grows" },
 };

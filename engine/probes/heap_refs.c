@@ -12,6 +12,10 @@
  *   pointers into 100,000 blocks: a hash table of pages in front of the binary search, or the
  *   block arrays interleaved, were no faster (the cache misses move, they do not go). Many blocks
  *   inside one large one (not a heap's shape) make each lookup walk them back.
+ * - Where a pointing word lies is asked only of the words that point into a block: its holder
+ *   is found from a cursor that moves forward with the words (one binary search per chunk),
+ *   its mapping's kind (heap or not) was decided once per mapping. An edge repeating the last
+ *   one is not stored again (an array of pointers into one block).
  * - The memory is listed before it is read: the runs of present pages of each mapping
  *   (tfile_read_page_runs), read in chunks of HEAP_REFS_CHUNK_BYTES. A page swapped out or paged
  *   out between the listing and the read is brought back by the read: the window is short, and
@@ -39,14 +43,15 @@ struct ref_index {
 	uint64_t *start, *end; /* end: start + size (size 0: + 1) */
 	uint64_t *max_end;     /* the largest end of blocks 0..i */
 	uint32_t *orig;        /* the caller's index */
-	bool *hit;
+	uint8_t *from;         /* HEAP_FROM_* found */
 	uint64_t lo, span; /* a candidate v: v - lo < span */
 	uint64_t *filter;  /* a bit per hashed granule covered by a block */
 	unsigned shift, bits;
-	/* the quiet blocks (heap_ref_block.quiet): no word of theirs references, sorted, disjoint
-	 * enough for a last-start-before search (heap blocks do not overlap) */
-	size_t nq;
-	uint64_t *q_start, *q_end;
+	/* the words being scanned: HEAP_FROM_HEAP or _ROOT for a word in no block, and the last
+	 * block starting at or before the last word that pointed somewhere (SIZE_MAX: not yet) */
+	uint8_t outside;
+	size_t holder_cursor;
+	struct heap_ref_edges *edges;
 };
 
 struct sort_ent {
@@ -96,33 +101,19 @@ static void index_build(struct ref_index *ix, const struct heap_ref_block *block
 	memset(ix, 0, sizeof(*ix));
 	struct sort_ent *e = xmalloc((n ? n : 1) * sizeof(*e));
 	size_t k = 0;
-	struct sort_ent *q = xmalloc((n ? n : 1) * sizeof(*q));
-	size_t nq = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t size = blocks[i].size ? blocks[i].size : 1;
 		if (blocks[i].addr > UINT64_MAX - size)
 			continue; /* wraps around: no pointer falls in it */
-		if (blocks[i].quiet)
-			q[nq++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
-		else
-			e[k++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
+		e[k++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
 	}
 	qsort(e, k, sizeof(*e), ent_cmp);
-	qsort(q, nq, sizeof(*q), ent_cmp);
-	ix->nq = nq;
-	ix->q_start = xmalloc((nq ? nq : 1) * sizeof(*ix->q_start));
-	ix->q_end = xmalloc((nq ? nq : 1) * sizeof(*ix->q_end));
-	for (size_t i = 0; i < nq; i++) {
-		ix->q_start[i] = q[i].start;
-		ix->q_end[i] = q[i].end;
-	}
-	free(q);
 	ix->n = k;
 	ix->start = xmalloc((k ? k : 1) * sizeof(*ix->start));
 	ix->end = xmalloc((k ? k : 1) * sizeof(*ix->end));
 	ix->max_end = xmalloc((k ? k : 1) * sizeof(*ix->max_end));
 	ix->orig = xmalloc((k ? k : 1) * sizeof(*ix->orig));
-	ix->hit = xcalloc(k ? k : 1, sizeof(*ix->hit));
+	ix->from = xcalloc(k ? k : 1, sizeof(*ix->from));
 	uint64_t hi = 0;
 	for (size_t i = 0; i < k; i++) {
 		ix->start[i] = e[i].start;
@@ -164,51 +155,77 @@ static void index_free(struct ref_index *ix)
 	free(ix->end);
 	free(ix->max_end);
 	free(ix->orig);
-	free(ix->hit);
+	free(ix->from);
 	free(ix->filter);
-	free(ix->q_start);
-	free(ix->q_end);
 }
 
-/* Whether the word at address at lies in a quiet block. */
-static bool in_quiet(const struct ref_index *ix, uint64_t at)
+/* The last block (sorted index) starting at or before v, or 0. */
+static size_t last_start_at_or_before(const struct ref_index *ix, uint64_t v)
 {
-	if (!ix->nq || at < ix->q_start[0])
-		return false;
-	size_t lo = 0, n = ix->nq;
-	while (n > 1) {
-		size_t half = n / 2;
-		lo = ix->q_start[lo + half] <= at ? lo + half : lo;
-		n -= half;
-	}
-	return at < ix->q_end[lo];
-}
-
-/* v, read from the word at address at: marks the blocks it points into, but the one holding it. */
-static void lookup(struct ref_index *ix, uint64_t v, uint64_t at)
-{
-	/* the last block starting at or before v */
 	size_t lo = 0, n = ix->n;
 	while (n > 1) {
 		size_t half = n / 2;
 		lo = ix->start[lo + half] <= v ? lo + half : lo;
 		n -= half;
 	}
-	bool quiet = false, asked = false;
-	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v;)
-		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j])) {
-			if (!asked) {
-				quiet = in_quiet(ix, at);
-				asked = true;
-			}
-			if (!quiet)
-				ix->hit[j] = true;
-		}
+	return lo;
 }
 
-/* Every aligned word of the nwords at address base. */
-static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base)
+/* The block (sorted index) holding the word at address at, or SIZE_MAX: found from the cursor,
+ * which only moves forward within one run of words (they come in address order). */
+static size_t holder_of(struct ref_index *ix, uint64_t at)
 {
+	size_t c = ix->holder_cursor;
+	if (c == SIZE_MAX)
+		c = last_start_at_or_before(ix, at);
+	while (c + 1 < ix->n && ix->start[c + 1] <= at)
+		c++;
+	ix->holder_cursor = c;
+	for (size_t j = c + 1; j-- > 0 && ix->max_end[j] > at;)
+		if (ix->start[j] <= at && ix->end[j] > at)
+			return j;
+	return SIZE_MAX;
+}
+
+/* The word at address at points into block j (sorted index): from where. */
+static void mark(struct ref_index *ix, size_t j, uint64_t at)
+{
+	size_t h = holder_of(ix, at);
+	if (h == SIZE_MAX) {
+		ix->from[j] |= ix->outside;
+		return;
+	}
+	struct heap_ref_edges *e = ix->edges;
+	struct heap_ref_edge edge = { ix->orig[h], ix->orig[j] };
+	if (e->n && e->v[e->n - 1].from == edge.from && e->v[e->n - 1].to == edge.to)
+		return; /* the same block again (an array of pointers into one block) */
+	if (e->n == e->cap) {
+		if (e->cap >= HEAP_REFS_MAX_EDGES) {
+			e->dropped++;
+			ix->from[j] |= HEAP_FROM_HEAP; /* from somewhere in the heap, not kept */
+			return;
+		}
+		e->cap = e->cap ? e->cap * 2 : 1024;
+		e->v = xrealloc(e->v, e->cap * sizeof(*e->v));
+	}
+	e->v[e->n++] = edge;
+	ix->from[j] |= HEAP_FROM_BLOCK;
+}
+
+/* v, read from the word at address at: marks the blocks it points into, but the one holding it. */
+static void lookup(struct ref_index *ix, uint64_t v, uint64_t at)
+{
+	size_t lo = last_start_at_or_before(ix, v);
+	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v;)
+		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j]))
+			mark(ix, j, at);
+}
+
+/* Every aligned word of the nwords at address base (in a mapping of the heap: heap). */
+static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap)
+{
+	ix->outside = heap ? HEAP_FROM_HEAP : HEAP_FROM_ROOT;
+	ix->holder_cursor = SIZE_MAX;
 	const uint64_t lo = ix->lo, span = ix->span;
 	const unsigned shift = ix->shift, bits = ix->bits;
 	const uint64_t *filter = ix->filter;
@@ -243,6 +260,7 @@ static bool special_mapping(const char *path)
 
 struct span {
 	uint64_t start, end;
+	bool heap; /* [heap], or a listed block starts in it */
 };
 
 static void show_bytes(char *buf, size_t len, uint64_t b)
@@ -291,12 +309,13 @@ static void say_why(struct heap_scan_stats *st, uint64_t cap, const char *stop, 
 }
 
 int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *blocks, size_t n,
-		   uint64_t max_scan_bytes, struct heap_scan_stats *st, struct diag_err *err)
+		   uint64_t max_scan_bytes, struct heap_scan_stats *st, struct heap_ref_edges *edges,
+		   struct diag_err *err)
 {
 	uint64_t t0 = mono_ns(), page = (uint64_t)sysconf(_SC_PAGESIZE);
 	memset(st, 0, sizeof(*st));
 	for (size_t i = 0; i < n; i++)
-		blocks[i].referenced = false;
+		blocks[i].from = 0;
 	if (!n) { /* nothing to look for: nothing is read */
 		st->complete = true;
 		return 0;
@@ -308,6 +327,9 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 	if (!maps)
 		return diag_wrap(err, "heap references of process %d", pid);
 	bool maps_cut = maps_len >= TFILE_MAX_TEXT_BYTES;
+	struct ref_index ix;
+	index_build(&ix, blocks, n);
+	ix.edges = edges;
 
 	/* the mappings to scan */
 	struct span *todo = NULL;
@@ -327,12 +349,12 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 		}
 		if (n_todo == cap_todo)
 			todo = xrealloc(todo, (cap_todo = cap_todo ? cap_todo * 2 : 64) * sizeof(*todo));
-		todo[n_todo++] = (struct span){ m.start & ~(page - 1), (m.end + page - 1) & ~(page - 1) };
+		size_t first = ix.n ? last_start_at_or_before(&ix, m.end - 1) : 0;
+		bool heap = !strcmp(m.path, "[heap]") ||
+			    (ix.n && ix.start[first] >= m.start && ix.start[first] < m.end);
+		todo[n_todo++] = (struct span){ m.start & ~(page - 1), (m.end + page - 1) & ~(page - 1), heap };
 	}
 	free(maps);
-
-	struct ref_index ix;
-	index_build(&ix, blocks, n);
 	struct tfile_page_run *runs = xmalloc(RUNS_PER_CALL * sizeof(*runs));
 	uint64_t *buf = xmalloc(HEAP_REFS_CHUNK_BYTES);
 	uint64_t entry_pages = 0, tried = 0; /* tried: bytes read or failed to, against the cap */
@@ -383,7 +405,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 										      : HEAP_REFS_CHUNK_BYTES;
 					tried += len;
 					if (!tfile_read_mem(r, pid, a, len, buf, &e)) {
-						scan_words(&ix, buf, len / sizeof(uint64_t), a);
+						scan_words(&ix, buf, len / sizeof(uint64_t), a, todo[mi].heap);
 						st->scanned_bytes += len;
 					} else {
 						if (!failed)
@@ -409,10 +431,9 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 	free(todo);
 
 	for (size_t i = 0; i < ix.n; i++)
-		if (ix.hit[i] && !blocks[ix.orig[i]].referenced) {
-			blocks[ix.orig[i]].referenced = true;
-			st->referenced++;
-		}
+		blocks[ix.orig[i]].from |= ix.from[i];
+	for (size_t i = 0; i < n; i++)
+		st->referenced += blocks[i].from != 0;
 	index_free(&ix);
 	st->complete = !st->swapped_bytes && !st->device_bytes && !st->unread_bytes && !st->capped_bytes &&
 		       !st->unexamined_bytes && !stopped && !maps_cut;
@@ -425,4 +446,56 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 		return diag_wrap(err, "heap references of process %d", pid);
 	}
 	return 0;
+}
+
+void heap_refs_reach(const struct heap_ref_block *blocks, size_t n, const struct heap_ref_edges *edges,
+		     uint8_t *reach)
+{
+	/* the edges by their holder (compressed rows): block i's targets are to[first[i] .. first[i + 1]) */
+	size_t ne = edges ? edges->n : 0;
+	size_t *first = xcalloc(n + 1, sizeof(*first));
+	uint32_t *to = xmalloc((ne ? ne : 1) * sizeof(*to));
+	for (size_t k = 0; k < ne; k++)
+		if (edges->v[k].from < n && edges->v[k].to < n)
+			first[edges->v[k].from + 1]++;
+	for (size_t i = 0; i < n; i++)
+		first[i + 1] += first[i];
+	size_t *fill = xmalloc((n ? n : 1) * sizeof(*fill));
+	memcpy(fill, first, n * sizeof(*fill));
+	for (size_t k = 0; k < ne; k++)
+		if (edges->v[k].from < n && edges->v[k].to < n)
+			to[fill[edges->v[k].from]++] = edges->v[k].to;
+	free(fill);
+
+	/* from the roots first, then from unlisted heap memory: what a root reaches stays ROOT */
+	memset(reach, HEAP_REACH_NONE, n);
+	uint32_t *todo = xmalloc((n ? n : 1) * sizeof(*todo));
+	static const struct {
+		uint8_t from, reach;
+	} waves[] = { { HEAP_FROM_ROOT, HEAP_REACH_ROOT }, { HEAP_FROM_HEAP, HEAP_REACH_HEAP } };
+	for (size_t w = 0; w < ARRAY_LEN(waves); w++) {
+		size_t top = 0;
+		for (size_t i = 0; i < n; i++)
+			if ((blocks[i].from & waves[w].from) && reach[i] == HEAP_REACH_NONE) {
+				reach[i] = waves[w].reach;
+				todo[top++] = (uint32_t)i;
+			}
+		while (top) { /* each block is pushed once: when it is first reached */
+			uint32_t i = todo[--top];
+			for (size_t k = first[i]; k < first[i + 1]; k++)
+				if (reach[to[k]] == HEAP_REACH_NONE) {
+					reach[to[k]] = waves[w].reach;
+					todo[top++] = to[k];
+				}
+		}
+	}
+	free(todo);
+	free(to);
+	free(first);
+}
+
+void heap_refs_edges_free(struct heap_ref_edges *edges)
+{
+	free(edges->v);
+	memset(edges, 0, sizeof(*edges));
 }

@@ -25,7 +25,11 @@ fi
 # change: $TMP (mktemp -d: root's, 0700) is one.
 export DIAGNOSE_AUDIT_FILE="$TMP/audit.jsonl"
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+# MEM_KEEP_REPORTS=DIR keeps every JSON report a test left in $TMP, as DIR/NAME.json (the recorded
+# incidents of tests/fixtures/trimmed/memory-growth/ are trimmed from those of t_memory.sh and
+# t_memory_real.sh: tests/fixtures/record.sh --trim memory-growth/NAME --from DIR/NAME.json)
+keep_reports() { [ -z "${MEM_KEEP_REPORTS:-}" ] || cp "$TMP"/*.json "$MEM_KEEP_REPORTS/" 2>/dev/null; }
+trap 'keep_reports; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # skip REASON: something the suite needs is missing (root, a tool that make deps installs).
@@ -249,7 +253,7 @@ pg_cluster() {
 	mkdir -p "$PGDIR/data" "$PGDIR/sock"
 	chmod 755 "$TMP"
 	chown -R postgres: "$PGDIR"
-	trap 'pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+	trap 'keep_reports; pg_stop; for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 	as_pg "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres > "$PGDIR/initdb.log" 2>&1 ||
 		fail "initdb: $(tail -3 "$PGDIR/initdb.log")"
 	as_pg "$PGBIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w \

@@ -27,6 +27,7 @@
 
 CG=""
 cleanup() {
+	keep_reports
 	for p in $PIDS; do kill -9 $p 2>/dev/null; wait $p 2>/dev/null; done
 	[ -n "$CG" ] && [ -d "$CG" ] && rmdir "$CG" 2>/dev/null
 	rm -rf "$TMP"

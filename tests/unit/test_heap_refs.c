@@ -5,12 +5,13 @@
  * only what it allocates, so that no stale value of an earlier test points into its blocks. It
  * allocates blocks of sizes from 16 bytes to 1 MiB (those over 128 KiB mapped apart) and keeps a
  * pointer to each in a global (to its start, into its middle, one past its end: not into it) or
- * drops it, plus the cases that say what "referenced" means here: a block only its own words
- * point into (unreferenced), one pointed to only by a block nothing points to (referenced: the
- * scan is conservative; valgrind would call it "indirectly lost"), two dropped blocks pointing
- * to each other (both referenced, for the same reason), one whose address is
- * stored only at an unaligned offset (unreferenced: only aligned words are pointers), one held
- * by a live local of its main (referenced). Its block sizes are multiples of 16, so that glibc's
+ * drops it, plus the cases that say what points where and what reaches what: a block only its
+ * own words point into (unreferenced, lost), one pointed to only by a block nothing points to
+ * (from a block, lost: valgrind's "indirectly lost"), two dropped blocks pointing to each other
+ * (from blocks, lost: a cycle), one whose address is stored only at an unaligned offset
+ * (unreferenced: only aligned words are pointers), one held by a live local of its main (from a
+ * root), one held only by a block it does not list (from the heap: not known), one held only by
+ * a listed block a global holds (from a block, reached from a root). Its block sizes are multiples of 16, so that glibc's
  * pointer to the chunk after a block (the top chunk, a free one) never falls inside the block.
  * The dropped pointers are gone from its memory: the function that held them has returned, the
  * stack below is zeroed, the list it sends its blocks in is zeroed once sent. It also maps 16
@@ -51,32 +52,45 @@
 /* ---- the child ------------------------------------------------------------------------------ */
 
 enum kind {
-	K_START,     /* a global holds its address: referenced */
-	K_INTERIOR,  /* a global holds its address + size / 2: referenced */
-	K_DROPPED,   /* nothing points to it: unreferenced */
-	K_PAST_END,  /* a global holds its address + size, one past its end: unreferenced */
-	K_SELF,      /* only its own words point into it: unreferenced */
-	K_HOLDER,    /* dropped, holds the only pointer to the next one: unreferenced */
-	K_HELD,      /* pointed into only by the unreferenced holder: referenced (conservative) */
-	K_CYCLE,     /* two dropped blocks pointing to each other: referenced (conservative) */
-	K_UNALIGNED, /* its address only at an unaligned offset of a global: unreferenced */
-	K_STACK,     /* a live local of the child's main holds it: referenced */
+	K_START,     /* a global holds its address: from a root */
+	K_INTERIOR,  /* a global holds its address + size / 2: from a root */
+	K_DROPPED,   /* nothing points to it: lost */
+	K_PAST_END,  /* a global holds its address + size, one past its end: lost */
+	K_SELF,      /* only its own words point into it: lost */
+	K_HOLDER,    /* dropped, holds the only pointer to the next one: lost */
+	K_HELD,      /* pointed into only by the lost holder: from a block, lost (indirectly) */
+	K_CYCLE,     /* two dropped blocks pointing to each other: from a block, lost */
+	K_UNALIGNED, /* its address only at an unaligned offset of a global: lost */
+	K_STACK,     /* a live local of the child's main holds it: from a root */
+	K_HEAP_ONLY, /* held only by a malloc'd block not listed (a global holds that): from the
+		      * heap, not known */
+	K_PARENT,    /* a global holds it, it holds the only pointer to the next one: from a root */
+	K_VIA,       /* pointed into only by the parent: from a block, reached from a root */
 };
-static const char *const kind_names[] = { "start", "interior", "dropped", "past-end", "self",
-					  "holder", "held", "cycle", "unaligned", "stack" };
+static const char *const kind_names[] = { "start", "interior", "dropped", "past-end", "self", "holder",
+					  "held", "cycle", "unaligned", "stack", "heap-only", "parent", "via" };
+/* what each kind is pointed to from, and reached from */
+static const uint8_t kind_from[] = { HEAP_FROM_ROOT, HEAP_FROM_ROOT, 0, 0, 0, 0, HEAP_FROM_BLOCK,
+				     HEAP_FROM_BLOCK, 0, HEAP_FROM_ROOT, HEAP_FROM_HEAP, HEAP_FROM_ROOT,
+				     HEAP_FROM_BLOCK };
+static const uint8_t kind_reach[] = { HEAP_REACH_ROOT, HEAP_REACH_ROOT, HEAP_REACH_NONE, HEAP_REACH_NONE,
+				      HEAP_REACH_NONE, HEAP_REACH_NONE, HEAP_REACH_NONE, HEAP_REACH_NONE,
+				      HEAP_REACH_NONE, HEAP_REACH_ROOT, HEAP_REACH_HEAP, HEAP_REACH_ROOT,
+				      HEAP_REACH_ROOT };
 
 struct child_rec {
 	uint64_t addr, size;
-	uint32_t kind, referenced;
+	uint32_t kind, pad;
 };
 
 #define N_CYCLE 64
-#define N_RECS (N_CYCLE + 7)
+#define N_RECS (N_CYCLE + 10)
 #define REGION_PAGES 16
 
 static struct child_rec recs[N_RECS];
 static uint64_t region_addr; /* sent with the records */
 static void *volatile kept[N_CYCLE];
+static void *volatile unlisted_holder, *volatile parent_holder;
 static _Alignas(8) unsigned char unaligned_store[32];
 static unsigned char *volatile region;
 
@@ -86,9 +100,7 @@ static __attribute__((noinline)) uint64_t *new_block(size_t size, enum kind kind
 	if (!b)
 		_exit(3);
 	memset(b, 0xa5, size); /* nothing in it looks like a pointer */
-	bool refd = kind == K_START || kind == K_INTERIOR || kind == K_HELD || kind == K_CYCLE ||
-		    kind == K_STACK;
-	recs[(*nr)++] = (struct child_rec){ (uintptr_t)b, size, kind, refd };
+	recs[(*nr)++] = (struct child_rec){ (uintptr_t)b, size, kind, 0 };
 	return (uint64_t *)b;
 }
 
@@ -116,6 +128,16 @@ static __attribute__((noinline)) void *make_blocks(void)
 	uintptr_t v = (uintptr_t)un;
 	memcpy(unaligned_store + 3, &v, sizeof(v));
 	void *on_stack = new_block(96, K_STACK, &nr);
+	uint64_t *heap_only = new_block(160, K_HEAP_ONLY, &nr);
+	uint64_t *unlisted = malloc(64); /* in the heap, not in the list */
+	if (!unlisted)
+		_exit(3);
+	memset(unlisted, 0xa5, 64);
+	unlisted[2] = (uintptr_t)heap_only;
+	unlisted_holder = unlisted;
+	uint64_t *parent = new_block(208, K_PARENT, &nr), *via = new_block(48, K_VIA, &nr);
+	parent[4] = (uintptr_t)via;
+	parent_holder = parent;
 
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned char *m = mmap(NULL, REGION_PAGES * (size_t)page, PROT_READ | PROT_WRITE,
@@ -300,63 +322,65 @@ static void test_referenced(void **state)
 	 * of the caller's list), and one enclosing a kept block with 64 bytes either side */
 	size_t n = N_RECS + 3;
 	struct heap_ref_block b[N_RECS + 3];
-	bool want[N_RECS + 3];
+	uint8_t want_from[N_RECS + 3], want_reach[N_RECS + 3], reach[N_RECS + 3];
 	for (size_t i = 0; i < N_RECS; i++) {
 		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size };
-		want[i] = c->recs[i].referenced;
+		want_from[i] = kind_from[c->recs[i].kind];
+		want_reach[i] = kind_reach[c->recs[i].kind];
 	}
 	b[N_RECS] = b[0]; /* K_START */
-	want[N_RECS] = true;
 	b[N_RECS + 1] = b[2]; /* K_DROPPED */
-	want[N_RECS + 1] = false;
 	b[N_RECS + 2] = (struct heap_ref_block){ .addr = b[4].addr - 64, .size = b[4].size + 128 }; /* around K_START */
-	want[N_RECS + 2] = true;
+	for (size_t i = 0; i < 3; i++) {
+		size_t like = i == 0 ? 0 : i == 1 ? 2 : 4;
+		want_from[N_RECS + i] = want_from[like];
+		want_reach[N_RECS + i] = want_reach[like];
+	}
 	assert_int_equal(c->recs[0].kind, K_START);
 	assert_int_equal(c->recs[2].kind, K_DROPPED);
 	assert_int_equal(c->recs[4].kind, K_START);
 
 	struct tfile_reader *r = tfile_reader_new();
 	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
 	struct diag_err err = { 0 };
-	int rc = heap_refs_scan(r, c->pid, b, n, 0, &st, &err);
+	int rc = heap_refs_scan(r, c->pid, b, n, 0, &st, &edges, &err);
 	if (rc)
 		fail_msg("scan: %s", err.msg);
 	show_stats("child", &st);
 	assert_true(st.complete);
 	assert_true(st.scanned_bytes > 0 && st.mappings > 0);
+	heap_refs_reach(b, n, &edges, reach);
 	size_t wrong = 0, refd = 0;
 	for (size_t i = 0; i < n; i++) {
-		refd += b[i].referenced;
-		if (b[i].referenced != want[i]) {
+		refd += b[i].from != 0;
+		if (b[i].from != want_from[i] || reach[i] != want_reach[i]) {
 			wrong++;
-			printf("   block %zu (%s, %" PRIu64 " bytes at 0x%" PRIx64 "): %sreferenced, expected %s\n", i,
-			       i < N_RECS ? kind_names[c->recs[i].kind] : "extra", b[i].size, b[i].addr,
-			       b[i].referenced ? "" : "un", want[i] ? "referenced" : "unreferenced");
+			printf("   block %zu (%s, %" PRIu64 " bytes at 0x%" PRIx64 "): from %u reach %u, expected from %u reach %u\n",
+			       i, i < N_RECS ? kind_names[c->recs[i].kind] : "extra", b[i].size, b[i].addr, b[i].from,
+			       reach[i], want_from[i], want_reach[i]);
 		}
 	}
 	assert_int_equal(wrong, 0);
 	assert_int_equal(st.referenced, refd);
+	assert_int_equal(edges.dropped, 0);
+	heap_refs_edges_free(&edges);
 
-	/* the unreferenced holder made quiet (known lost): what only it points to is lost too
-	 * ("indirectly lost"), while the rest is as before */
-	struct heap_ref_block q[N_RECS];
-	size_t holder = N_RECS, held = N_RECS;
-	for (size_t i = 0; i < N_RECS; i++) {
-		q[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size,
-						.quiet = c->recs[i].kind == K_HOLDER };
-		holder = c->recs[i].kind == K_HOLDER ? i : holder;
-		held = c->recs[i].kind == K_HELD ? i : held;
-	}
-	assert_true(holder < N_RECS && held < N_RECS);
-	struct heap_scan_stats qst;
-	if (heap_refs_scan(r, c->pid, q, N_RECS, 0, &qst, &err))
-		fail_msg("quiet scan: %s", err.msg);
-	assert_true(qst.complete);
-	assert_false(q[held].referenced);
-	assert_false(q[holder].referenced); /* quiet: not checked */
+	/* the lost ones alone, scanned again (the caller's second scan): still lost, the holder's
+	 * and the cycle's pointers edges among them */
+	struct heap_ref_block again[N_RECS];
+	uint8_t reach2[N_RECS];
+	size_t m = 0;
 	for (size_t i = 0; i < N_RECS; i++)
-		if (i != held && i != holder)
-			assert_int_equal(q[i].referenced, c->recs[i].referenced);
+		if (want_reach[i] == HEAP_REACH_NONE)
+			again[m++] = b[i];
+	struct heap_scan_stats st2;
+	if (heap_refs_scan(r, c->pid, again, m, 0, &st2, &edges, &err))
+		fail_msg("second scan: %s", err.msg);
+	heap_refs_reach(again, m, &edges, reach2);
+	for (size_t k = 0; k < m; k++)
+		assert_int_equal(reach2[k], HEAP_REACH_NONE);
+	heap_refs_edges_free(&edges);
 
 	/* the pages of the region never touched are still not in memory: the scan read none */
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -388,13 +412,15 @@ static void test_capped(void **state)
 		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size };
 	struct tfile_reader *r = tfile_reader_new();
 	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
 	struct diag_err err = { 0 };
-	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 4096, &st, &err), 0);
+	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 4096, &st, &edges, &err), 0);
 	show_stats("capped", &st);
 	assert_false(st.complete);
 	assert_true(st.scanned_bytes <= 4096);
 	assert_true(st.capped_bytes > 0);
 	assert_non_null(strstr(st.why, "over the 4 KiB cap"));
+	heap_refs_edges_free(&edges);
 	tfile_reader_free(r);
 }
 
@@ -407,15 +433,17 @@ static void test_gone(void **state)
 		_exit(0);
 	waitpid(pid, NULL, 0);
 	struct tfile_reader *r = tfile_reader_new();
-	struct heap_ref_block b = { .addr = 0x1000, .size = 16, .referenced = true };
+	struct heap_ref_block b = { .addr = 0x1000, .size = 16, .from = HEAP_FROM_ROOT };
 	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
 	struct diag_err err = { 0 };
-	assert_int_equal(heap_refs_scan(r, pid, &b, 1, 0, &st, &err), -1);
-	assert_false(b.referenced);
+	assert_int_equal(heap_refs_scan(r, pid, &b, 1, 0, &st, &edges, &err), -1);
+	assert_int_equal(b.from, 0);
 	assert_non_null(strstr(err.msg, "heap references of process"));
 	/* no blocks: nothing to read, nothing to say */
-	assert_int_equal(heap_refs_scan(r, pid, &b, 0, 0, &st, &err), 0);
+	assert_int_equal(heap_refs_scan(r, pid, &b, 0, 0, &st, &edges, &err), 0);
 	assert_true(st.complete);
+	heap_refs_edges_free(&edges);
 	tfile_reader_free(r);
 }
 
@@ -425,16 +453,18 @@ static void test_late(void **state)
 	struct child *c = *state;
 	struct heap_ref_block b[N_RECS];
 	for (size_t i = 0; i < N_RECS; i++)
-		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size, .referenced = true };
+		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size, .from = HEAP_FROM_ROOT };
 	struct tfile_reader *r = tfile_reader_new();
 	tfile_reader_set_deadline(r, 1);
 	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
 	struct diag_err err = { 0 };
-	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 0, &st, &err), -1);
+	assert_int_equal(heap_refs_scan(r, c->pid, b, N_RECS, 0, &st, &edges, &err), -1);
 	assert_int_equal(err.code, TFILE_FAIL_WAIT);
 	assert_non_null(strstr(err.msg, "past the run's time"));
 	for (size_t i = 0; i < N_RECS; i++)
-		assert_false(b[i].referenced);
+		assert_int_equal(b[i].from, 0);
+	heap_refs_edges_free(&edges);
 	tfile_reader_free(r);
 }
 
@@ -515,6 +545,33 @@ static int bench_setup(void **state)
 	return 0;
 }
 
+/* What reaches what, from given marks and edges (no process): a root's chain, an unlisted heap
+ * block's chain that a root's also reaches (root wins), a chain only the heap reaches, a cycle
+ * and a lost head with its part, an edge to a block out of range ignored. */
+static void test_reach_graph(void **state)
+{
+	(void)state;
+	enum { A, B, C, D, E, F, G, H, I, J, K, N };
+	struct heap_ref_block b[N] = { 0 };
+	b[A].from = HEAP_FROM_ROOT;   /* A → B → C */
+	b[D].from = HEAP_FROM_HEAP;   /* D → E, and D → C (C stays ROOT) */
+	b[F].from = HEAP_FROM_HEAP;   /* F → G → F: the heap's, cycle or not */
+	b[H].from = HEAP_FROM_BLOCK;  /* H ↔ I: a cycle nothing else reaches */
+	b[I].from = HEAP_FROM_BLOCK;
+	b[K].from = HEAP_FROM_BLOCK;  /* J (nothing points to it) → K: a lost head and its part */
+	struct heap_ref_edge v[] = { { A, B }, { B, C }, { D, E }, { D, C }, { F, G }, { G, F },
+				     { H, I }, { I, H }, { J, K }, { K, 99 } };
+	struct heap_ref_edges edges = { .v = v, .n = ARRAY_LEN(v), .cap = ARRAY_LEN(v) };
+	uint8_t reach[N];
+	heap_refs_reach(b, N, &edges, reach);
+	const uint8_t want[N] = { HEAP_REACH_ROOT, HEAP_REACH_ROOT, HEAP_REACH_ROOT, HEAP_REACH_HEAP, HEAP_REACH_HEAP,
+				  HEAP_REACH_HEAP, HEAP_REACH_HEAP, HEAP_REACH_NONE, HEAP_REACH_NONE, HEAP_REACH_NONE,
+				  HEAP_REACH_NONE };
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(reach[i], want[i]);
+	heap_refs_reach(b, 0, &edges, reach); /* nothing: nothing touched */
+}
+
 /* HEAP_REFS_BENCH=MiB: the time of a scan of that much heap in BENCH_BLOCKS blocks. */
 static void test_bench(void **state)
 {
@@ -533,15 +590,18 @@ static void test_bench(void **state)
 	free(list);
 	struct tfile_reader *r = tfile_reader_new();
 	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
 	struct diag_err err;
 	for (int run = 0; run < 3; run++) {
-		assert_int_equal(heap_refs_scan(r, c->pid, b, count, 0, &st, &err), 0);
+		assert_int_equal(heap_refs_scan(r, c->pid, b, count, 0, &st, &edges, &err), 0);
 		printf("   bench: %" PRIu64 " blocks, %.1f MiB scanned in %.3f s (%.0f MiB/s), %" PRIu64
-		       " referenced%s%s\n", count, st.scanned_bytes / 1048576.0, st.elapsed_ns / 1e9,
-		       st.scanned_bytes / 1048576.0 / (st.elapsed_ns / 1e9), st.referenced,
-		       st.complete ? "" : "; ", st.complete ? "" : st.why);
+		       " referenced, %zu edges (%" PRIu64 " past the cap)%s%s\n", count, st.scanned_bytes / 1048576.0,
+		       st.elapsed_ns / 1e9, st.scanned_bytes / 1048576.0 / (st.elapsed_ns / 1e9), st.referenced,
+		       edges.n, edges.dropped, st.complete ? "" : "; ", st.complete ? "" : st.why);
+		heap_refs_edges_free(&edges);
 	}
 	free(b);
+	heap_refs_edges_free(&edges);
 	tfile_reader_free(r);
 }
 
@@ -556,6 +616,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_capped, child_setup, child_teardown),
 		cmocka_unit_test_setup_teardown(test_page_runs, child_setup, child_teardown),
 		cmocka_unit_test(test_gone),
+		cmocka_unit_test(test_reach_graph),
 		cmocka_unit_test_setup_teardown(test_late, child_setup, child_teardown),
 		cmocka_unit_test_setup_teardown(test_bench, bench_setup, child_teardown),
 	};

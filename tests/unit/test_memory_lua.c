@@ -90,7 +90,7 @@ static void test_leak_recorded(void **state)
 	assert_null(strstr(title, "handle_request"));
 	assert_true(evidence_has(verdict(v, 0), "main → remember_request"));
 	/* lost: the reference scan found its blocks pointed to by nothing */
-	assert_true(evidence_has(verdict(v, 0), "referenced from nowhere in the process's memory"));
+	assert_true(evidence_has(verdict(v, 0), "reached from nowhere in the process's memory"));
 	assert_true(evidence_has(verdict(v, 0), "of the RSS growth"));
 	/* the churning path is never a leak */
 	for (size_t i = 0; i < v->arr.len; i++)
@@ -195,7 +195,7 @@ static void test_cgroup_recorded(void **state)
 	struct value *v = memory(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "critical");
-	assert_true(evidence_has(verdict(v, 0), "reaches its limit of 64 MiB"));
+	assert_true(evidence_has(verdict(v, 0), "reaches its limit of 96 MiB"));
 	assert_true(evidence_has(verdict(v, 0), "R²"));
 	value_free(v);
 	value_free(fx);
@@ -298,7 +298,8 @@ static void test_redis_keyspace_recorded(void **state)
 	assert_true(strstr(title, "processMultibulkBuffer()") || strstr(title, "dbAdd()"));
 	assert_null(strstr(title, "zmalloc"));
 	assert_null(find(v, "leak"));
-	assert_true(evidence_has(verdict(v, 0), "still referenced from the process's memory"));
+	/* jemalloc's dict entries are rarely sampled: the keyspace's blocks are reached through them */
+	assert_true(evidence_has(verdict(v, 0), "reached only through heap memory the probe did not sample"));
 	assert_true(evidence_has(verdict(v, 0), "of the RSS growth"));
 	assert_true(evidence_has(verdict(v, 0), "maxmemory") || verdict_step_has(verdict(v, 0), "maxmemory"));
 	value_free(v);
@@ -309,6 +310,7 @@ static void test_redis_keyspace_recorded(void **state)
 		struct value *st = stacks->arr.items[i];
 		value_set_int(st, "unref_count", (int64_t)value_get_num(st, "checked_count", 0));
 		value_set_int(st, "unref_bytes", (int64_t)value_get_num(st, "old_bytes", 0));
+		value_set_int(st, "heap_only_count", 0);
 	}
 	v = memory(fx);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
@@ -342,9 +344,9 @@ static double heap_metric(const char *name)
 static void test_heap_growth_metric(void **state)
 {
 	(void)state;
-	/* redis-keyspace: 840,704 bytes kept from the first half of a 4.75 s window */
+	/* redis-keyspace: 904,576 bytes kept from the first half of a 4.75 s window */
 	double grow = heap_metric("redis-keyspace");
-	assert_true(grow > 840704 / 2.4 && grow < 840704 / 2.35);
+	assert_true(grow > 904576 / 2.4 && grow < 904576 / 2.35);
 	assert_true(heap_metric("churn") == 0);
 }
 
@@ -359,6 +361,39 @@ static void test_cxx_leak_recorded(void **state)
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "leak");
 	assert_non_null(strstr(title, "SessionStore::remember(Request const&)"));
 	assert_null(strstr(title, "operator new"));
+	/* most of its 1 KiB bodies hang from unsampled 48-byte heads: not known, counted neither
+	 * way; the lost bytes estimated at the share of those placed */
+	assert_true(evidence_has(verdict(v, 0), "reached only through heap memory the probe did not sample"));
+	assert_non_null(strstr(title, "of what it keeps"));
+	value_free(v);
+
+	/* the same blocks reached from the roots instead: kept on purpose, no leak */
+	struct value *stacks = mut(fx, "results", "allocs", "stacks");
+	for (size_t i = 0; i < stacks->arr.len; i++) {
+		struct value *st = stacks->arr.items[i];
+		value_set_int(st, "unref_count", 0);
+		value_set_int(st, "unref_bytes", 0);
+	}
+	v = memory(fx);
+	assert_null(find(v, "leak"));
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "heap-growth");
+	value_free(v);
+	value_free(fx);
+}
+
+/* Its control: the same blocks kept in a std::vector that only grows: reachable from the
+ * program's roots (the vector's table, recorded, leads to the sampled heads), none lost: growth,
+ * never a leak. */
+static void test_cxx_grow_recorded(void **state)
+{
+	(void)state;
+	assert_as_recorded("cxx-grow");
+	struct value *fx = load_incident("cxx-grow");
+	struct value *v = memory(fx);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "heap-growth");
+	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "SessionStore::remember(Request const&)"));
+	assert_null(find(v, "leak"));
+	assert_true(evidence_has(verdict(v, 0), "reachable from the program's roots"));
 	value_free(v);
 	value_free(fx);
 }
@@ -655,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_realloc_recorded),
 		cmocka_unit_test(test_redis_keyspace_recorded),
 		cmocka_unit_test(test_cxx_leak_recorded),
+		cmocka_unit_test(test_cxx_grow_recorded),
 		cmocka_unit_test(test_heap_growth_unattributed),
 		cmocka_unit_test(test_cgroup_recorded),
 		cmocka_unit_test(test_oom_recorded),
