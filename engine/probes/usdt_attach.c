@@ -16,6 +16,8 @@
 
 const char *usdt_check_binary(const char *binary)
 {
+	if (!binary)
+		return "missing: \"target\", \"lib:NAME\" or an absolute path";
 	if (strcmp(binary, "target") == 0)
 		return NULL;
 	if (strncmp(binary, "lib:", 4) == 0) {
