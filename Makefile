@@ -225,7 +225,7 @@ check:
 # linux-image-rt-amd64's) in a QEMU guest and runs the smoke set of every recipe there
 # (scripts/kernel-guest/run.sh, tests/kernel/smoke.sh; logs in build/kernels/KERNEL/logs/).
 KERNEL ?= 6.1
-check-kernel: all
+check-kernel: all $(BUILD)/tests/test_core_btf
 	@BUILD=$(BUILD) scripts/kernel-guest/run.sh $(KERNEL)
 
 demo: all

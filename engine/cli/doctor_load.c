@@ -29,15 +29,8 @@
  * last line "LOADED variant" or "ERROR message". */
 static int child_load(const struct probe_kind *k)
 {
-	struct probe p = { .kind = k };
-	p.cfg.id = k->name;
-	p.cfg.variants = k->variants;
-	p.cfg.filter.pid = getpid();
-	p.cfg.filter.targets_fd = -1;
-	for (size_t i = 0; i < k->n_options && i < PROBE_MAX_OPTIONS; i++) {
-		p.cfg.opt[i] = k->options[i].dflt;
-		p.cfg.str[i] = k->options[i].dflt_str;
-	}
+	struct probe p;
+	probe_init_defaults(&p, k);
 	p.priv = xcalloc(1, k->private_size ? k->private_size : 1);
 	p.files = tfile_reader_new();
 	kernel_set_libbpf_verbose(true);

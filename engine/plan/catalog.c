@@ -227,6 +227,20 @@ static void *detach_slice_main(void *arg)
 	return NULL;
 }
 
+void probe_init_defaults(struct probe *p, const struct probe_kind *k)
+{
+	memset(p, 0, sizeof(*p));
+	p->kind = k;
+	p->cfg.id = k->name;
+	p->cfg.variants = k->variants;
+	p->cfg.filter.pid = getpid();
+	p->cfg.filter.targets_fd = -1;
+	for (size_t i = 0; i < k->n_options && i < PROBE_MAX_OPTIONS; i++) {
+		p->cfg.opt[i] = k->options[i].dflt;
+		p->cfg.str[i] = k->options[i].dflt_str;
+	}
+}
+
 void probe_bpf_detach(struct probe *p)
 {
 	struct probe_bpf *b = p->priv;

@@ -188,6 +188,9 @@ struct probe {
 	double sample_scale;
 	bool stacks_dropped; /* the governor dropped its stacks (DIAG_CTL_NO_STACKS in its switch) */
 	double load_s;       /* its load's wall time (open, size, the kernel's BTF, the verifier) */
+	/* The BTF its CO-RE relocations are made against (core_btf.h: the kernel's, cut to the
+	 * run's objects), a path; NULL: libbpf reads the kernel's whole. */
+	const char *core_btf;
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,
@@ -224,7 +227,8 @@ struct probe_bpf {
 	static void name##_skel_destroy(void *skel) { name##_bpf__destroy(skel); }                \
 	static struct name##_bpf *name##_skel_open(struct probe *p, struct diag_err *err)         \
 	{                                                                                         \
-		struct name##_bpf *skel = name##_bpf__open();                                     \
+		LIBBPF_OPTS(bpf_object_open_opts, opts_, .btf_custom_path = p->core_btf);         \
+		struct name##_bpf *skel = name##_bpf__open_opts(&opts_);                          \
 		if (!skel) {                                                                      \
 			diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno)); \
 			return NULL;                                                              \
@@ -259,6 +263,10 @@ struct variant_tries {
 };
 bool probe_variant_loaded(struct probe *p, struct variant_tries *t, const char *v, int rc);
 int probe_no_variant(struct variant_tries *t, const char *what, struct diag_err *err);
+/* p as a kind's load sees it with every option at its default, for this process (diagnose
+ * doctor, the tests): kind, id, variants, filter pid, no shared targets map; priv and files are
+ * the caller's. */
+void probe_init_defaults(struct probe *p, const struct probe_kind *k);
 /* Generic ops for kinds built on struct probe_bpf: */
 void probe_bpf_detach(struct probe *p);
 void probe_bpf_destroy(struct probe *p);

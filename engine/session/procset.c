@@ -252,7 +252,8 @@ void procset_settle(struct procset *ps, uint64_t now)
 
 int procset_follow_forks(struct procset *ps, struct diag_err *err)
 {
-	struct procset_bpf *skel = procset_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .btf_custom_path = ps->core_btf);
+	struct procset_bpf *skel = procset_bpf__open_opts(&opts);
 	if (!skel)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "following the set's forks: opening: %s", strerror(errno));
 	if (ps->target->kind == TARGET_COMM) /* a child that execs another name leaves at exec */

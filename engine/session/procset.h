@@ -55,6 +55,7 @@ struct procset {
 	struct target *target; /* the plan's; its procs[] and in_kernel flags are updated here */
 	int map_fd;
 	struct procset_bpf *follower; /* NULL until procset_follow_forks, or when it failed */
+	const char *core_btf;         /* given: the BTF to relocate against (core_btf.h; NULL: the kernel's) */
 	struct ring_buffer *notices;  /* the follower's exec notices (NULL without it) */
 	struct elf_cache *files;      /* shared by every symbolizer below */
 	struct procset_execd *execd;

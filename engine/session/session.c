@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core_btf.h"
 #include "diag_bpf.h"
 #include "kernel.h"
 #include "ksyms.h"
@@ -267,8 +268,24 @@ static void destroy_probes(struct probe *probes, unsigned n)
 
 /* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
  * *n_loaded counts the probes to destroy, also on failure. */
+/* The kernel's BTF cut to the objects of the plan's probes and the process-set follower's. */
+static int build_core_btf(const struct plan *plan, struct core_btf *core, struct diag_err *err)
+{
+	struct core_btf_obj *objs = xcalloc(plan->n_probes + 1, sizeof(*objs));
+	size_t n = 0;
+	for (unsigned i = 0; i < plan->n_probes; i++)
+		if (plan->probes[i].kind->bpf_bytes)
+			objs[n].bytes = plan->probes[i].kind->bpf_bytes(&objs[n].size), n++;
+	if (plan->target)
+		objs[n].bytes = procset_bpf_bytes(&objs[n].size), n++;
+	int rc = n ? core_btf_build(objs, n, core, err) : 0;
+	free(objs);
+	return rc;
+}
+
+/* core_btf: the path of the BTF to relocate against (NULL: the kernel's). */
 static int load_probes(const struct plan *plan, int targets_fd, struct tfile_reader *files,
-		       struct probe **out, unsigned *n_loaded, struct diag_err *err)
+		       const char *core_btf, struct probe **out, unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
 	*out = probes;
@@ -279,6 +296,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		p->cfg = plan->probes[i].cfg;
 		p->cfg.filter.targets_fd = targets_fd;
 		p->files = files;
+		p->core_btf = core_btf;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		uint64_t t0 = mono_ns();
@@ -654,6 +672,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 },
 			     .files = tfile_reader_new() };
 	struct ksyms_loader kl = { 0 };
+	struct core_btf core = { .fd = -1 };
 	struct ksyms *ksyms = NULL;
 	struct usyms *usyms = NULL;
 	struct diag_err soft;
@@ -683,9 +702,16 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				strerror(errno))));
 	}
 
+	/* Loading starts with the kernel's BTF, read once and cut to what the run's objects
+	 * relocate against (core_btf.h); without it each object reads the whole. */
+	uint64_t load_ns = mono_ns();
+	if (build_core_btf(plan, &core, &soft))
+		value_arr_push(out->notes, value_str_take(xasprintf(
+			"each probe read the kernel's whole BTF: cutting it failed (%s)", soft.msg)));
 	if (plan->target) {
 		if (procset_refresh_open(&s.set, plan->target, s.files, err))
 			goto done;
+		s.set.core_btf = core.fd >= 0 ? core.path : NULL;
 		if (procset_follow_forks(&s.set, &soft))
 			value_arr_push(out->notes, value_str_take(xasprintf(
 				"processes forked by the set join it at the next rescan (up to 1 s later), not at fork: %s",
@@ -696,10 +722,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	/* Loading reads the files uprobes go on (a target's libc, its allocator): until then at most.
 	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
 	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_LOAD_NS);
-	uint64_t load_ns = mono_ns();
-	watchdog_arm(opts->watchdog, "loading the probes", load_ns + WATCHDOG_LOAD_NS);
-	if (load_probes(plan, s.set.map_fd, s.files, &s.probes, &s.n_loaded, err))
+	watchdog_arm(opts->watchdog, "loading the probes", mono_ns() + WATCHDOG_LOAD_NS);
+	if (load_probes(plan, s.set.map_fd, s.files, core.fd >= 0 ? core.path : NULL, &s.probes, &s.n_loaded, err))
 		goto done;
+	core_btf_close(&core);
 	tfile_reader_set_deadline(s.files, 0); /* set again when the collection starts */
 	for (unsigned i = 0; i < s.n_loaded; i++)
 		if (s.probes[i].note[0])
@@ -856,6 +882,7 @@ done:
 	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use, and
 					     * before the signal fd its reads wait on closes */
 	destroy_all(&s);
+	core_btf_close(&core); /* a load that failed left it open */
 	usyms_free(usyms);
 	procset_close(&s.set);
 	tfile_reader_free(s.files); /* last: every symbolizer and probe read through it */
@@ -880,8 +907,13 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	int rc = plan->target ? procset_refresh_open(&set, plan->target, files, err) : 0;
 	probes = NULL;
 	n = 0;
+	struct core_btf core = { .fd = -1 };
+	struct diag_err soft;
+	if (rc == 0 && build_core_btf(plan, &core, &soft))
+		core.fd = -1; /* each probe reads the kernel's whole BTF */
 	if (rc == 0)
-		rc = load_probes(plan, set.map_fd, files, &probes, &n, err);
+		rc = load_probes(plan, set.map_fd, files, core.fd >= 0 ? core.path : NULL, &probes, &n, err);
+	core_btf_close(&core);
 	*variants = *preflight_summary = NULL;
 	if (rc == 0) {
 		*variants = value_obj();

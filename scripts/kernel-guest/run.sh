@@ -83,7 +83,8 @@ mkdir -p "$RFS/tree/$BUILD"
 cp -r "$ROOT/recipes" "$ROOT/lua" "$RFS/tree/"
 cp "$ROOT/$BUILD/diagnose" "$RFS/tree/$BUILD/"
 cp -r "$ROOT/$BUILD/workloads" "$RFS/tree/$BUILD/"
-copy_with_libs "$ROOT/$BUILD/diagnose" $(find "$ROOT/$BUILD/workloads" -type f -perm -u+x)
+mkdir -p "$RFS/tree/$BUILD/tests" && cp "$ROOT/$BUILD/tests/test_core_btf" "$RFS/tree/$BUILD/tests/"
+copy_with_libs "$ROOT/$BUILD/diagnose" "$ROOT/$BUILD/tests/test_core_btf" $(find "$ROOT/$BUILD/workloads" -type f -perm -u+x)
 mkdir -p "$RFS/tree/tests/kernel" && cp "$ROOT/tests/kernel/smoke.sh" "$RFS/tree/tests/kernel/"
 cp "$HERE/init" "$RFS/init" && chmod 755 "$RFS/init"
 echo "root:x:0:0:root:/root:/bin/sh" > "$RFS/etc/passwd"

@@ -99,6 +99,17 @@ if [ $rc = 0 ]; then passed=$((passed + 1)); say "ok    doctor: exit 0"
 else failed=$((failed + 1)); say "FAIL  doctor: exit $rc"; fi
 sed 's/^/      /' "$LOGS/doctor.txt"
 
+# ---- the cut BTF: every kind relocated against it as against this kernel's whole BTF ----------
+# (tests/unit/test_core_btf.c, built by `make unit`; runs load it against the cut)
+if [ -x "$ROOT/build/tests/test_core_btf" ]; then
+	"$ROOT/build/tests/test_core_btf" > "$LOGS/core_btf.txt" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then passed=$((passed + 1)); say "ok    core-btf: $(grep -o '[0-9]* kinds: the same instructions' "$LOGS/core_btf.txt")"
+	else failed=$((failed + 1)); say "FAIL  core-btf: exit $rc"; sed 's/^/      /' "$LOGS/core_btf.txt"; fi
+else
+	failed=$((failed + 1)); say "FAIL  core-btf: build/tests/test_core_btf not built (make check-kernel builds it)"
+fi
+
 # ---- high-cpu ---------------------------------------------------------------------------------
 start "$WL/cpu_burner"
 run high-cpu high-cpu --pid "$PID"

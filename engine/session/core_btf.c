@@ -1,0 +1,406 @@
+/* core_btf.c — the kernel's BTF cut down to what a run's BPF objects relocate against (see
+ * core_btf.h).
+ *
+ * Choices:
+ * - The roots are the types the objects' CO-RE relocations start from (.BTF.ext's core_relo
+ *   records: a local type, by its name without a ___flavour suffix): every kernel type of that
+ *   name is kept whole. libbpf looks its candidates up by that name only.
+ * - Kept whole with a root: what it embeds — members' types, array elements and indexes,
+ *   typedefs and modifiers — as a field relocation walks only these (an access string never
+ *   crosses a pointer). A struct or union reached through a pointer is kept as a shell: its
+ *   name, kind and size, no members (CO-RE compares what a pointer points to by kind alone, and
+ *   a pointer field's own type by kind). Everything else reached is small and kept as it is.
+ * - Types only a kernel module defines are not searched for (libbpf searches modules when the
+ *   kernel has no candidate; none of our objects relocates against a module's type).
+ * - The cut is written into a memfd: libbpf parses it from its path at load, like a file.
+ */
+#include "core_btf.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+
+/* .BTF.ext's header and its CO-RE relocation records (the kernel's UAPI btf_ext layout). */
+struct ext_header {
+	uint16_t magic;
+	uint8_t version, flags;
+	uint32_t hdr_len;
+	uint32_t func_info_off, func_info_len, line_info_off, line_info_len;
+	uint32_t core_relo_off, core_relo_len;
+};
+struct ext_core_relo {
+	uint32_t insn_off, type_id, access_str_off, kind;
+};
+#define EXT_MAGIC 0xeB9F
+#define RELO_TYPE_ID_LOCAL 6 /* BPF_CORE_TYPE_ID_LOCAL: needs no kernel type */
+
+/* ---- a set of names (the roots) --------------------------------------------------------------- */
+
+struct name_set {
+	char **slot;
+	size_t size, n;
+};
+
+static uint64_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The length of name without its ___flavour suffix (libbpf's "essential" name). */
+static size_t essential_len(const char *name)
+{
+	const char *f = strstr(name, "___");
+	return f ? (size_t)(f - name) : strlen(name);
+}
+
+static bool name_set_has(const struct name_set *s, const char *name, size_t len)
+{
+	if (!s->size)
+		return false;
+	for (size_t i = name_hash(name, len) & (s->size - 1); s->slot[i]; i = (i + 1) & (s->size - 1))
+		if (strlen(s->slot[i]) == len && !memcmp(s->slot[i], name, len))
+			return true;
+	return false;
+}
+
+static void name_set_add(struct name_set *s, const char *name, size_t len)
+{
+	if (name_set_has(s, name, len))
+		return;
+	if ((s->n + 1) * 2 > s->size) {
+		struct name_set bigger = { .size = s->size ? s->size * 2 : 64 };
+		bigger.slot = xcalloc(bigger.size, sizeof(*bigger.slot));
+		for (size_t i = 0; i < s->size; i++)
+			if (s->slot[i]) {
+				size_t j = name_hash(s->slot[i], strlen(s->slot[i])) & (bigger.size - 1);
+				while (bigger.slot[j])
+					j = (j + 1) & (bigger.size - 1);
+				bigger.slot[j] = s->slot[i];
+			}
+		bigger.n = s->n;
+		free(s->slot);
+		*s = bigger;
+	}
+	size_t i = name_hash(name, len) & (s->size - 1);
+	while (s->slot[i])
+		i = (i + 1) & (s->size - 1);
+	s->slot[i] = xasprintf("%.*s", (int)len, name);
+	s->n++;
+}
+
+static void name_set_free(struct name_set *s)
+{
+	for (size_t i = 0; i < s->size; i++)
+		free(s->slot[i]);
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- the roots of one object ------------------------------------------------------------------ */
+
+/* The section called name of the ELF image, or NULL. */
+static const void *elf_section(const void *bytes, size_t size, const char *name, size_t *len)
+{
+	const Elf64_Ehdr *eh = bytes;
+	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
+	    (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum)
+		return NULL;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)((const char *)bytes + eh->e_shoff);
+	const Elf64_Shdr *strs = &sh[eh->e_shstrndx];
+	if (strs->sh_offset > size || strs->sh_size > size - strs->sh_offset)
+		return NULL;
+	const char *names = (const char *)bytes + strs->sh_offset;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_name >= strs->sh_size || strnlen(names + sh[i].sh_name, strs->sh_size - sh[i].sh_name) !=
+								strlen(name) ||
+		    strcmp(names + sh[i].sh_name, name))
+			continue;
+		if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+			return NULL;
+		*len = sh[i].sh_size;
+		return (const char *)bytes + sh[i].sh_offset;
+	}
+	return NULL;
+}
+
+/* Adds the names the object's CO-RE relocations start from: 0, or -1 with err. */
+static int add_roots(const struct core_btf_obj *o, struct name_set *roots, struct diag_err *err)
+{
+	size_t btf_len = 0, ext_len = 0;
+	const void *btf_data = elf_section(o->bytes, o->size, ".BTF", &btf_len);
+	const char *ext = elf_section(o->bytes, o->size, ".BTF.ext", &ext_len);
+	if (!btf_data || !ext)
+		return 0; /* no BTF, no relocations */
+	struct ext_header h = { 0 };
+	memcpy(&h, ext, ext_len < sizeof(h) ? ext_len : sizeof(h));
+	if (h.magic != EXT_MAGIC || h.hdr_len > ext_len)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "a BPF object's .BTF.ext: bad header");
+	if (h.hdr_len < offsetof(struct ext_header, core_relo_len) + sizeof(uint32_t) || !h.core_relo_len)
+		return 0; /* no CO-RE relocations */
+	const char *sec = ext + h.hdr_len + h.core_relo_off;
+	size_t room = ext_len - h.hdr_len;
+	if (h.core_relo_off > room || h.core_relo_len > room - h.core_relo_off || h.core_relo_len < 4)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "a BPF object's .BTF.ext: CO-RE records out of bounds");
+	struct btf *local = btf__new(btf_data, (uint32_t)btf_len);
+	if (!local)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "a BPF object's .BTF: %s", strerror(errno));
+	uint32_t rec_size;
+	memcpy(&rec_size, sec, 4);
+	const char *p = sec + 4, *end = sec + h.core_relo_len;
+	int rc = 0;
+	if (rec_size < sizeof(struct ext_core_relo))
+		rc = diag_fail(err, DIAG_EXIT_RUNTIME, "a BPF object's .BTF.ext: CO-RE records of %u bytes", rec_size);
+	while (!rc && p + 8 <= end) {
+		uint32_t num;
+		memcpy(&num, p + 4, 4);
+		p += 8;
+		if ((size_t)(end - p) / rec_size < num) {
+			rc = diag_fail(err, DIAG_EXIT_RUNTIME, "a BPF object's .BTF.ext: CO-RE records out of bounds");
+			break;
+		}
+		for (uint32_t k = 0; k < num; k++, p += rec_size) {
+			struct ext_core_relo r;
+			memcpy(&r, p, sizeof(r));
+			if (r.kind == RELO_TYPE_ID_LOCAL)
+				continue;
+			const struct btf_type *t = btf__type_by_id(local, r.type_id);
+			const char *name = t ? btf__name_by_offset(local, t->name_off) : NULL;
+			if (name && name[0])
+				name_set_add(roots, name, essential_len(name));
+		}
+	}
+	btf__free(local);
+	return rc;
+}
+
+/* ---- the cut ------------------------------------------------------------------------------------ */
+
+enum keep { KEEP_NONE, KEEP_SHELL, KEEP_WHOLE };
+
+struct cut {
+	const struct btf *kernel;
+	uint8_t *keep;   /* per kernel type id */
+	uint32_t *todo;  /* (id << 1 | whole) */
+	size_t n_todo, cap_todo;
+};
+
+static void want(struct cut *c, uint32_t id, enum keep level)
+{
+	if (!id || c->keep[id] >= level)
+		return;
+	if (c->n_todo == c->cap_todo)
+		c->todo = xrealloc(c->todo, (c->cap_todo = c->cap_todo ? c->cap_todo * 2 : 1024) * sizeof(*c->todo));
+	c->todo[c->n_todo++] = id << 1 | (level == KEEP_WHOLE);
+}
+
+/* Keeps id at level, and what it needs: see the file's comment. */
+static void keep_type(struct cut *c, uint32_t id, enum keep level)
+{
+	const struct btf_type *t = btf__type_by_id(c->kernel, id);
+	if (!t || c->keep[id] >= level)
+		return;
+	bool composite = btf_is_struct(t) || btf_is_union(t);
+	c->keep[id] = composite ? level : KEEP_WHOLE;
+	if (composite) {
+		if (level == KEEP_WHOLE) {
+			const struct btf_member *m = btf_members(t);
+			for (unsigned i = 0; i < btf_vlen(t); i++)
+				want(c, m[i].type, KEEP_WHOLE);
+		}
+		return;
+	}
+	switch (btf_kind(t)) {
+	case BTF_KIND_PTR:
+		want(c, t->type, KEEP_SHELL);
+		break;
+	case BTF_KIND_ARRAY:
+		want(c, btf_array(t)->type, level);
+		want(c, btf_array(t)->index_type, level);
+		break;
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_TYPE_TAG:
+		want(c, t->type, level);
+		break;
+	case BTF_KIND_FUNC_PROTO: {
+		want(c, t->type, KEEP_SHELL);
+		const struct btf_param *pa = btf_params(t);
+		for (unsigned i = 0; i < btf_vlen(t); i++)
+			want(c, pa[i].type, KEEP_SHELL);
+		break;
+	}
+	default: /* int, enum, enum64, float, fwd: leaves */
+		break;
+	}
+}
+
+/* Kinds a relocation may start from (not functions, variables, sections, tags). */
+static bool root_kind(const struct btf_type *t)
+{
+	switch (btf_kind(t)) {
+	case BTF_KIND_FUNC:
+	case BTF_KIND_VAR:
+	case BTF_KIND_DATASEC:
+	case BTF_KIND_DECL_TAG:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static uint32_t remap(const uint32_t *new_id, uint32_t n, uint32_t old)
+{
+	return old < n ? new_id[old] : 0;
+}
+
+/* The kept types into a new BTF, their references renumbered: NULL with err. */
+static struct btf *emit(const struct cut *c, uint32_t n, struct diag_err *err)
+{
+	uint32_t *new_id = xcalloc(n, sizeof(*new_id)), next = 1;
+	for (uint32_t id = 1; id < n; id++)
+		if (c->keep[id])
+			new_id[id] = next++;
+	struct btf *out = btf__new_empty();
+	if (!out) {
+		free(new_id);
+		diag_fail(err, DIAG_EXIT_RUNTIME, "a new BTF: %s", strerror(errno));
+		return NULL;
+	}
+	for (uint32_t id = 1; id < n; id++) {
+		if (!c->keep[id])
+			continue;
+		const struct btf_type *t = btf__type_by_id(c->kernel, id);
+		const char *name = btf__name_by_offset(c->kernel, t->name_off);
+		int got;
+		if (c->keep[id] == KEEP_SHELL)
+			got = btf_is_struct(t) ? btf__add_struct(out, name, t->size) : btf__add_union(out, name, t->size);
+		else
+			got = btf__add_type(out, c->kernel, t);
+		if (got < 0 || (uint32_t)got != new_id[id]) {
+			btf__free(out);
+			free(new_id);
+			diag_fail(err, DIAG_EXIT_RUNTIME, "copying kernel type %u: %s", id, strerror(got < 0 ? -got : EINVAL));
+			return NULL;
+		}
+		if (c->keep[id] == KEEP_SHELL)
+			continue;
+		/* the copy refers to the kernel's ids: renumbered in place (the new BTF owns it) */
+		struct btf_type *m = (struct btf_type *)btf__type_by_id(out, (uint32_t)got);
+		switch (btf_kind(m)) {
+		case BTF_KIND_PTR:
+		case BTF_KIND_TYPEDEF:
+		case BTF_KIND_VOLATILE:
+		case BTF_KIND_CONST:
+		case BTF_KIND_RESTRICT:
+		case BTF_KIND_TYPE_TAG:
+		case BTF_KIND_FUNC_PROTO:
+			m->type = remap(new_id, n, m->type);
+			break;
+		case BTF_KIND_ARRAY:
+			btf_array(m)->type = remap(new_id, n, btf_array(m)->type);
+			btf_array(m)->index_type = remap(new_id, n, btf_array(m)->index_type);
+			break;
+		default:
+			break;
+		}
+		if (btf_is_composite(m))
+			for (unsigned i = 0; i < btf_vlen(m); i++)
+				btf_members(m)[i].type = remap(new_id, n, btf_members(m)[i].type);
+		if (btf_is_func_proto(m))
+			for (unsigned i = 0; i < btf_vlen(m); i++)
+				btf_params(m)[i].type = remap(new_id, n, btf_params(m)[i].type);
+	}
+	free(new_id);
+	return out;
+}
+
+int core_btf_build_from(const struct btf *kernel, const struct core_btf_obj *objs, size_t n,
+			struct core_btf *out, struct diag_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	struct name_set roots = { 0 };
+	for (size_t i = 0; i < n; i++)
+		if (add_roots(&objs[i], &roots, err)) {
+			name_set_free(&roots);
+			return -1;
+		}
+	uint32_t types = btf__type_cnt(kernel);
+	struct cut c = { .kernel = kernel, .keep = xcalloc(types, 1) };
+	for (uint32_t id = 1; id < types; id++) {
+		const struct btf_type *t = btf__type_by_id(kernel, id);
+		const char *name = btf__name_by_offset(kernel, t->name_off);
+		if (name && name[0] && root_kind(t) && name_set_has(&roots, name, essential_len(name)))
+			want(&c, id, KEEP_WHOLE);
+	}
+	name_set_free(&roots);
+	while (c.n_todo) {
+		uint32_t v = c.todo[--c.n_todo];
+		keep_type(&c, v >> 1, v & 1 ? KEEP_WHOLE : KEEP_SHELL);
+	}
+	free(c.todo);
+	struct btf *cut = emit(&c, types, err);
+	unsigned kept = 0;
+	for (uint32_t id = 1; id < types; id++)
+		kept += c.keep[id] != KEEP_NONE;
+	free(c.keep);
+	if (!cut)
+		return -1;
+	uint32_t size;
+	const void *raw = btf__raw_data(cut, &size);
+	int fd = raw ? memfd_create("diagnose-core-btf", MFD_CLOEXEC) : -1;
+	int rc = fd < 0 ? -1 : 0;
+	for (uint32_t done = 0; !rc && done < size;) {
+		ssize_t w = write(fd, (const char *)raw + done, size - done);
+		if (w <= 0)
+			rc = -1;
+		else
+			done += (uint32_t)w;
+	}
+	btf__free(cut);
+	if (rc) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "writing the cut BTF: %s", strerror(e));
+	}
+	out->fd = fd;
+	snprintf(out->path, sizeof(out->path), "/proc/self/fd/%d", fd);
+	out->types = kept;
+	out->kernel_types = types - 1;
+	out->bytes = size;
+	return 0;
+}
+
+int core_btf_build(const struct core_btf_obj *objs, size_t n, struct core_btf *out, struct diag_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->fd = -1;
+	struct btf *kernel = btf__load_vmlinux_btf();
+	if (!kernel)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "reading the kernel's BTF: %s", strerror(errno));
+	int rc = core_btf_build_from(kernel, objs, n, out, err);
+	btf__free(kernel);
+	return rc;
+}
+
+void core_btf_close(struct core_btf *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+	b->path[0] = '\0';
+}
