@@ -111,19 +111,27 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
-char *read_file(const char *path, size_t *len_out)
+int open_regular(const char *path)
 {
 	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below with devices. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
-		return NULL;
+		return -1;
 	struct stat st;
 	int bad = fstat(fd, &st) ? errno : S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 	if (bad) {
 		close(fd);
 		errno = bad;
-		return NULL;
+		return -1;
 	}
+	return fd;
+}
+
+char *read_file(const char *path, size_t *len_out)
+{
+	int fd = open_regular(path);
+	if (fd < 0)
+		return NULL;
 	size_t cap = 4096, len = 0;
 	char *buf = xmalloc(cap);
 	for (;;) {

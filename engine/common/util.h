@@ -49,6 +49,8 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * EINVAL for a FIFO, socket or device (never blocks on one), EISDIR, EFBIG over READ_FILE_MAX. */
 #define READ_FILE_MAX ((size_t)64 << 20)
 char *read_file(const char *path, size_t *len_out);
+/* path opened for reading if it is a regular file: the fd, or -1 with errno (read_file's). */
+int open_regular(const char *path);
 
 /* Reads a kernel CPU list file ("0-3,8,10-11", e.g. /sys/devices/system/cpu/online). Returns
  * the number of CPUs (0 when unreadable); with cpus non-NULL, also the malloc'ed list. */

@@ -8,14 +8,18 @@
  * module (or of the whole table) extends at most KSYM_TAIL bytes; the section end markers
  * (_etext, _einittext, *_text_end) cover nothing. Module symbols are named "name [mod]".
  * Symbols at the same address: the one with the fewest leading underscores wins, then global.
- * Names live in one arena: the file buffer itself, compacted in place.
+ * Names live in one arena, filled as the file is read in chunks (never whole: see ksyms_load).
+ * The file lists the kernel's symbols in address order (each module's too): aliases of one
+ * address are merged as they come, and the table is sorted only when an address goes back.
  */
 #include "ksyms.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "symbols.h"
 
@@ -60,51 +64,133 @@ static const char *ksym_module(const char *name)
 	return sp ? sp + 1 : "";
 }
 
+/* Read in chunks, not whole: /proc/kallsyms is ~5 MB, of which the table keeps the text symbols'
+ * names (~3 MB) and 16 bytes a symbol; a line longer than KSYMS_LINE_MAX (none is: the kernel's
+ * names are at most 512 bytes) is skipped. */
+#define KSYMS_CHUNK (64 << 10)
+#define KSYMS_LINE_MAX 4096
+
+/* The names, one after another, each '\0'-terminated. */
+struct name_arena {
+	char *p;
+	size_t len, cap;
+};
+
+static uint32_t arena_put(struct name_arena *a, const char *name, size_t nlen, const char *mod, size_t mlen)
+{
+	size_t need = nlen + (mlen ? mlen + 1 : 0) + 1;
+	if (a->len + need > a->cap) {
+		while (a->len + need > a->cap)
+			a->cap = a->cap ? a->cap * 2 : 256 << 10;
+		a->p = xrealloc(a->p, a->cap);
+	}
+	uint32_t at = (uint32_t)a->len;
+	memcpy(a->p + a->len, name, nlen);
+	a->len += nlen;
+	if (mlen) {
+		a->p[a->len++] = ' ';
+		memcpy(a->p + a->len, mod, mlen);
+		a->len += mlen;
+	}
+	a->p[a->len++] = '\0';
+	return at;
+}
+
+/* The table being read: the symbols so far, their names, and whether their addresses went back. */
+struct ksyms_reading {
+	struct ksyms *ks;
+	size_t cap;
+	struct name_arena names;
+	bool unsorted;
+};
+
+/* One line of kallsyms, [line, eol): a text symbol is added (or replaces the alias of its
+ * address just before it, when preferred); anything else is skipped. */
+static void add_line(struct ksyms_reading *rd, const char *line, const char *eol)
+{
+	if (eol - line > KSYMS_LINE_MAX)
+		return;
+	char *q;
+	uint64_t addr = strtoull(line, &q, 16);
+	if (q == line || q + 3 > eol || q[0] != ' ' || q[2] != ' ')
+		return;
+	char type = q[1];
+	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		return;
+	const char *name = q + 3, *tab = memchr(name, '\t', (size_t)(eol - name));
+	size_t nlen = (size_t)((tab ? tab : eol) - name), mlen = tab ? (size_t)(eol - tab - 1) : 0;
+	if (!nlen)
+		return;
+	uint32_t rank = is_end_marker(name, nlen)
+				? KSYM_END_RANK
+				: (uint32_t)leading_underscores(name) * 4 + (type == 'T' ? 0 : type == 't' ? 1 : 2);
+	struct ksyms *ks = rd->ks;
+	struct ksym sym = { .addr = addr, .size = rank,
+			    .name = arena_put(&rd->names, name, nlen, tab ? tab + 1 : NULL, mlen) };
+	if (ks->n && addr == ks->syms[ks->n - 1].addr && !rd->unsorted) {
+		/* an alias of the last address: kept only when preferred (the sort's order) */
+		if (ksym_cmp(&sym, &ks->syms[ks->n - 1], rd->names.p) < 0)
+			ks->syms[ks->n - 1] = sym;
+		return;
+	}
+	if (ks->n && addr < ks->syms[ks->n - 1].addr)
+		rd->unsorted = true;
+	if (ks->n == rd->cap)
+		ks->syms = xrealloc(ks->syms, (rd->cap = rd->cap ? rd->cap * 2 : 65536) * sizeof(*ks->syms));
+	ks->syms[ks->n++] = sym;
+}
+
 struct ksyms *ksyms_load(const char *path, struct diag_err *err)
 {
 	if (!path)
 		path = "/proc/kallsyms";
-	size_t len;
-	char *buf = read_file(path, &len);
-	if (!buf) {
+	int fd = open_regular(path);
+	if (fd < 0) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	struct ksyms *ks = xcalloc(1, sizeof(*ks));
-	size_t cap = 0, w = 0; /* w: write position of the name arena, always <= read position */
-	int nonzero = 0;
-	for (char *p = buf, *end = buf + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		char *eol = nl ? nl : end, *q;
-		char *line = p;
-		p = eol + 1;
-		uint64_t addr = strtoull(line, &q, 16);
-		if (q == line || q + 3 > eol || q[0] != ' ' || q[2] != ' ')
+	struct ksyms_reading rd = { .ks = xcalloc(1, sizeof(struct ksyms)) };
+	struct ksyms *ks = rd.ks;
+	size_t have = 0;
+	bool skipping = false; /* inside a line too long to keep */
+	char *buf = xmalloc(KSYMS_CHUNK + KSYMS_LINE_MAX);
+	for (;;) {
+		ssize_t got = read(fd, buf + have, KSYMS_CHUNK);
+		if (got < 0 && errno == EINTR)
 			continue;
-		char type = q[1];
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		char *name = q + 3, *tab = memchr(name, '\t', (size_t)(eol - name));
-		size_t nlen = (size_t)((tab ? tab : eol) - name), mlen = tab ? (size_t)(eol - tab - 1) : 0;
-		if (!nlen)
-			continue;
-		uint32_t rank = is_end_marker(name, nlen)
-					? KSYM_END_RANK
-					: (uint32_t)leading_underscores(name) * 4 + (type == 'T' ? 0 : type == 't' ? 1 : 2);
-		if (ks->n == cap)
-			ks->syms = xrealloc(ks->syms, (cap = cap ? cap * 2 : 65536) * sizeof(*ks->syms));
-		ks->syms[ks->n++] = (struct ksym){ .addr = addr, .size = rank, .name = (uint32_t)w };
-		nonzero |= addr != 0;
-		memmove(buf + w, name, nlen); /* the written name is shorter than its line: no clobber */
-		w += nlen;
-		if (mlen) {
-			buf[w++] = ' ';
-			memmove(buf + w, tab + 1, mlen);
-			w += mlen;
+		if (got < 0) {
+			diag_fail(err, DIAG_EXIT_RUNTIME, "cannot read %s: %s", path, strerror(errno));
+			free(buf);
+			free(rd.names.p);
+			close(fd);
+			ksyms_free(ks);
+			return NULL;
 		}
-		buf[w++] = '\0';
+		have += (size_t)got;
+		char *p = buf, *end = buf + have;
+		for (char *nl; (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
+			if (!skipping)
+				add_line(&rd, p, nl);
+			skipping = false;
+		}
+		if (got == 0) { /* the last line, without its newline */
+			if (p < end && !skipping)
+				add_line(&rd, p, end);
+			break;
+		}
+		have = (size_t)(end - p);
+		if (have >= KSYMS_LINE_MAX) { /* no newline in sight: dropped, to its end */
+			skipping = true;
+			have = 0;
+		}
+		memmove(buf, p, have);
 	}
-	ks->names = xrealloc(buf, w ? w : 1);
+	close(fd);
+	free(buf);
+	ks->names = rd.names.p ? xrealloc(rd.names.p, rd.names.len) : xcalloc(1, 1);
+	int nonzero = 0;
+	for (size_t i = 0; i < ks->n && !nonzero; i++)
+		nonzero = ks->syms[i].addr != 0;
 	if (!ks->n || !nonzero) {
 		diag_fail(err, DIAG_EXIT_RUNTIME,
 			  ks->n ? "%s: kernel symbol addresses are hidden (all zero): needs "
@@ -114,7 +200,9 @@ struct ksyms *ksyms_load(const char *path, struct diag_err *err)
 		ksyms_free(ks);
 		return NULL;
 	}
-	qsort_r(ks->syms, ks->n, sizeof(*ks->syms), ksym_cmp, ks->names);
+	if (rd.unsorted) /* (in order, the aliases were merged as they came) */
+		sort_in_place(ks->syms, ks->n, sizeof(*ks->syms), ksym_cmp, ks->names);
+	ks->syms = xrealloc(ks->syms, ks->n * sizeof(*ks->syms));
 	/* Keep the preferred symbol of each address; then each one ends where the next begins. */
 	size_t k = 0;
 	for (size_t i = 0; i < ks->n; i++)

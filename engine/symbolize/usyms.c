@@ -98,15 +98,24 @@ struct tmpsym {
 	enum usym_source src;
 };
 
+/* A gathered symbol becomes its file's entry in the same slot (syms_finish): the table is never
+ * held twice. */
+union symslot {
+	struct tmpsym t;
+	struct usym u;
+};
+_Static_assert(sizeof(union symslot) == sizeof(struct usym), "a slot is a struct usym's size");
+
 /* Function symbols gathered from one or more symbol tables (names still in their libelf data). */
 struct symset {
-	struct tmpsym *t;
+	union symslot *v;
 	size_t n, cap;
 };
 
-static int tmpsym_cmp(const void *a, const void *b)
+static int tmpsym_cmp(const void *a, const void *b, void *arg)
 {
-	const struct tmpsym *x = a, *y = b;
+	(void)arg;
+	const struct tmpsym *x = &((const union symslot *)a)->t, *y = &((const union symslot *)b)->t;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	if (x->rank != y->rank)
@@ -140,7 +149,7 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
 	if (!n)
 		return 0;
 	if (s->cap - s->n < n)
-		s->t = xrealloc(s->t, (s->cap = s->n + n) * sizeof(*s->t));
+		s->v = xrealloc(s->v, (s->cap = s->n + n) * sizeof(*s->v));
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
 		if (!gelf_getsym(d, (int)i, &sym))
@@ -153,7 +162,7 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
 		if (!name || !*name)
 			continue;
 		int brank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-		s->t[s->n++] = (struct tmpsym){ sym.st_value, sym.st_size, name,
+		s->v[s->n++].t = (struct tmpsym){ sym.st_value, sym.st_size, name,
 						leading_underscores(name) * 4 + brank, src };
 		added++;
 	}
@@ -166,31 +175,30 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
  * libelf's data as they are (file_name demangles them when looked up). Empties s. */
 static void syms_finish(struct elf_file *f, struct symset *s)
 {
-	struct tmpsym *t = s->t;
+	union symslot *v = s->v;
 	size_t k = s->n, m = 0, len = 0, cap = 0;
-	if (k)
-		qsort(t, k, sizeof(*t), tmpsym_cmp);
-	for (size_t i = 0; i < k; i++)
-		if (!m || t[i].start != t[m - 1].start)
-			t[m++] = t[i];
-	if (m)
-		f->syms = xmalloc(m * sizeof(*f->syms));
-	for (size_t i = 0; i < m; i++) {
-		size_t l = strlen(t[i].name) + 1;
+	sort_in_place(v, k, sizeof(*v), tmpsym_cmp, NULL);
+	for (size_t i = 0; i < k; i++) {
+		struct tmpsym t = v[i].t; /* read before slot m <= i is written */
+		if (m && t.start == v[m - 1].u.start)
+			continue;
+		size_t l = strlen(t.name) + 1;
 		if (len + l > cap) {
 			while (len + l > cap)
 				cap = cap ? cap * 2 : 64 << 10;
 			f->names = xrealloc(f->names, cap);
 		}
-		memcpy(f->names + len, t[i].name, l);
-		f->syms[i] = (struct usym){ t[i].start, t[i].start + t[i].size, len, t[i].src };
+		memcpy(f->names + len, t.name, l);
+		v[m++].u = (struct usym){ t.start, t.start + t.size, len, t.src };
 		len += l;
 	}
 	if (m) {
 		f->names = xrealloc(f->names, len); /* its own size: kept for the run */
+		f->syms = (struct usym *)xrealloc(v, m * sizeof(*v));
 		f->nsyms = m;
+	} else {
+		free(v);
 	}
-	free(t);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -38,6 +38,7 @@
 #include "demangle.h"
 #include "fixture_path.h"
 #include "ksyms.h"
+#include "symbols.h"
 #include "perfmap.h"
 #include "usyms.h"
 #include "util.h"
@@ -210,12 +211,38 @@ static const char fake_kallsyms[] =
 	"0000000000003000 t other_first\t[other]\n"
 	"0000000000003010 t other_last\t[other]\n";
 
-static void test_ksyms_fake(void **state)
+/* The same symbols in address order, as the kernel lists them (the loader merges aliases as they
+ * come and does not sort): each alias pair in both orders, a line too long to be one (skipped),
+ * the last line without its newline. */
+static const char *in_order_kallsyms(void)
 {
-	(void)state;
+	static char text[8192];
+	char longname[5001];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	snprintf(text, sizeof(text),
+		 "0000000000001000 T _stext\n"
+		 "0000000000001000 T first_func\n"
+		 "0000000000001010 t second_func\n"
+		 "0000000000001020 D some_data\n"
+		 "0000000000001040 W weak_func\n"
+		 "0000000000001040 t __weak_func_alias\n"
+		 "0000000000001100 T _etext\n"
+		 "0000000000001200 T __irqentry_text_end\n"
+		 "0000000000002000 t mod_func\t[mymod]\n"
+		 "0000000000002050 t %s\n"
+		 "0000000000002100 t mod_last\t[mymod]\n"
+		 "0000000000003000 t other_first\t[other]\n"
+		 "0000000000003010 t other_last\t[other]",
+		 longname);
+	return text;
+}
+
+static void check_fake_ksyms(const char *text)
+{
 	char path[128];
 	snprintf(path, sizeof(path), "%s/kallsyms", tmpdir);
-	write_text(path, fake_kallsyms);
+	write_text(path, text);
 	struct diag_err err = { 0 };
 	struct ksyms *ks = ksyms_load(path, &err);
 	assert_non_null(ks);
@@ -258,6 +285,58 @@ static void test_ksyms_fake(void **state)
 	assert_string_equal(ksyms_lookup(ks, 0x1011, NULL), "second_func");
 	ksyms_free(ks);
 	unlink(path);
+}
+
+static void test_ksyms_fake(void **state)
+{
+	(void)state;
+	check_fake_ksyms(fake_kallsyms);
+	check_fake_ksyms(in_order_kallsyms());
+}
+
+/* sort_in_place against qsort: random keys with many repeats, already sorted, reversed, tiny. */
+struct sort_item {
+	uint64_t key;
+	uint32_t tie, pad;
+};
+
+static int sort_item_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_item *x = a, *y = b;
+	(void)arg;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->tie < y->tie ? -1 : x->tie > y->tie;
+}
+
+static int sort_item_cmp2(const void *a, const void *b)
+{
+	return sort_item_cmp(a, b, NULL);
+}
+
+static void test_sort_in_place(void **state)
+{
+	(void)state;
+	const size_t sizes[] = { 0, 1, 2, 17, 1000, 100000 };
+	uint64_t rnd = 88172645463325252ull;
+	for (size_t s = 0; s < ARRAY_LEN(sizes); s++)
+		for (int shape = 0; shape < 3; shape++) {
+			size_t n = sizes[s];
+			struct sort_item *a = xcalloc(n ? n : 1, sizeof(*a)), *b = xcalloc(n ? n : 1, sizeof(*b));
+			for (size_t i = 0; i < n; i++) {
+				rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+				a[i].key = shape == 0 ? rnd % (n / 4 + 1) : shape == 1 ? i : n - i;
+				a[i].tie = (uint32_t)(rnd >> 40);
+			}
+			memcpy(b, a, n * sizeof(*a));
+			sort_in_place(a, n, sizeof(*a), sort_item_cmp, NULL);
+			qsort(b, n, sizeof(*b), sort_item_cmp2);
+			for (size_t i = 0; i < n; i++)
+				if (sort_item_cmp(&a[i], &b[i], NULL))
+					fail_msg("n %zu shape %d: element %zu differs", n, shape, i);
+			free(a);
+			free(b);
+		}
 }
 
 static void test_ksyms_restricted(void **state)
@@ -1132,6 +1211,7 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ksyms_fake),
+		cmocka_unit_test(test_sort_in_place),
 		cmocka_unit_test(test_ksyms_restricted),
 		cmocka_unit_test(test_ksyms_proc),
 		cmocka_unit_test(test_usyms_pie),
