@@ -21,8 +21,9 @@
 --                   probe's two scans (no word points to them, or only words of lost blocks;
 --                   allocs.reach complete), still held after. A block reached only through heap
 --                   memory the probe did not record (heap_only_count: an unsampled block, itself
---                   perhaps lost) counts neither way. Warning, critical only when the memory
---                   limit is near.
+--                   perhaps lost) counts neither way. At least leak_min_lost_seen lost blocks found
+--                   (as recorded: one sampled block stands for hundreds). Warning, critical only
+--                   when the memory limit is near.
 --   heap-growth     its blocks are reachable (or the scan could not tell): a working set that
 --                   grows, "held by F and G" with shares, ages, the time to the limit (cgroup, else
 --                   the machine's MemAvailable); warning while RSS or the held heap grows at
@@ -70,6 +71,7 @@ local T = {
   lost = diag.threshold("leak_lost_pct"),
   min_old_bytes = diag.threshold("leak_min_old_bytes"),
   min_old_count = diag.threshold("leak_min_old_count"),
+  min_lost_seen = diag.threshold("leak_min_lost_seen"),
   growth = diag.threshold("growth_min_bytes_per_s"),
   explains = diag.threshold("heap_explains_pct"),
   limit_crit = diag.threshold("limit_crit_s"),
@@ -154,12 +156,15 @@ local function find_keepers()
     if k then
       local placed = (g.checked_count or 0) - (g.heap_only_count or 0)
       if reach_ok and placed > 0 then
-        k.lost = (g.unref_count or 0) * 100 / placed
-        -- what it holds from the first half, lost at that share: the blocks reached only through
-        -- unsampled heap memory are as likely lost as those placed (a sampled leak's head is
-        -- usually unsampled, its parts sampled more often: they are bigger)
-        k.lost_est = math.max(g.unref_bytes or 0, (g.old_bytes or 0) * k.lost / 100)
+        k.lost = math.min(100, (g.unref_count or 0) * 100 / placed) -- (scaled per stack: rounding)
+        -- what it holds from the first half, lost at the share of the placed bytes: the blocks
+        -- reached only through unsampled heap memory are as likely lost as those placed (a
+        -- sampled leak's head is usually unsampled, its parts sampled more often: they are bigger)
+        local placed_bytes = (g.checked_bytes or 0) - (g.heap_only_bytes or 0)
+        local share = placed_bytes > 0 and math.min(1, (g.unref_bytes or 0) / placed_bytes) or k.lost / 100
+        k.lost_est = math.max(g.unref_bytes or 0, (g.old_bytes or 0) * share)
         k.leak = k.lost >= T.lost and k.lost_est >= T.min_old_bytes and (g.unref_count or 0) >= T.min_old_count
+          and (g.unref_seen or 0) >= T.min_lost_seen
       end
       keepers:add(k)
     end

@@ -150,6 +150,8 @@ struct cookie_row {
  * was recorded). */
 struct row_sums {
 	double allocs, alloc_bytes, held, held_bytes, old, old_bytes, growth, checked, unref, unref_bytes, heap_only;
+	double checked_bytes, heap_only_bytes;
+	uint64_t unref_seen; /* lost blocks found, not scaled */
 	uint64_t oldest_ts;
 };
 
@@ -563,8 +565,8 @@ static unsigned reach_get(const struct alloc_priv *ap, uint64_t addr)
 
 /* How long both scans may take at most (the reader's deadline meanwhile). */
 #define REACH_SCAN_NS 2000000000ull
-static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n,
-			     size_t n_old);
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b,
+			     const uint64_t *ts, size_t n, size_t n_old);
 
 /* The reference scan (heap_refs.h), while the probes still see frees: every recorded block is
  * listed (so that a word inside one is known for a block's, not a root's), those held since the
@@ -581,6 +583,7 @@ static void reach_scan(struct alloc_priv *ap, struct probe *p)
 	int fd = bpf_map__fd(ap->skel->maps.blocks);
 	size_t max = (size_t)probe_opt(p, "reach_max_blocks");
 	struct heap_ref_block *list[2] = { NULL, NULL }; /* the old ones, the young ones */
+	uint64_t *stamps[2] = { NULL, NULL };            /* when each was allocated */
 	size_t count[2] = { 0, 0 }, cap[2] = { 0, 0 };
 	__u64 keys[2], *prev = NULL, *next = &keys[0];
 	while (count[0] < max && bpf_map_get_next_key(fd, prev, next) == 0) {
@@ -595,25 +598,34 @@ static void reach_scan(struct alloc_priv *ap, struct probe *p)
 		if (count[young] == cap[young]) {
 			cap[young] = cap[young] ? cap[young] * 2 : 1024;
 			list[young] = xrealloc(list[young], cap[young] * sizeof(*list[young]));
+			stamps[young] = xrealloc(stamps[young], cap[young] * sizeof(*stamps[young]));
 		}
+		stamps[young][count[young]] = blk.ts;
 		list[young][count[young]++] = (struct heap_ref_block){ .addr = *prev, .size = blk.size };
 	}
 	size_t n_old = count[0], n_young = count[1] < max - n_old ? count[1] : max - n_old;
 	if (!n_old) {
-		free(list[0]);
-		free(list[1]);
+		for (int k = 0; k < 2; k++) {
+			free(list[k]);
+			free(stamps[k]);
+		}
 		return;
 	}
 	struct heap_ref_block *b = xrealloc(list[0], (n_old + n_young) * sizeof(*b));
-	if (n_young)
+	uint64_t *ts = xrealloc(stamps[0], (n_old + n_young) * sizeof(*ts));
+	if (n_young) {
 		memcpy(b + n_old, list[1], n_young * sizeof(*b));
+		memcpy(ts + n_old, stamps[1], n_young * sizeof(*ts));
+	}
 	free(list[1]);
+	free(stamps[1]);
 	/* both scans within REACH_SCAN_NS of the run's time for reading the target (symbols next) */
 	uint64_t deadline = tfile_reader_deadline(p->files), until = now + REACH_SCAN_NS;
 	tfile_reader_set_deadline(p->files, deadline && deadline < until ? deadline : until);
-	reach_scan_twice(ap, p, b, n_old + n_young, n_old);
+	reach_scan_twice(ap, p, b, ts, n_old + n_young, n_old);
 	tfile_reader_set_deadline(p->files, deadline);
 	free(b);
+	free(ts);
 }
 
 /* One scan of the n blocks b and what reaches each (reach: enum heap_reach): 0, or -1 with
@@ -629,9 +641,18 @@ static int reach_once(struct probe *p, struct heap_ref_block *b, size_t n, uint8
 	return rc;
 }
 
-/* The blocks b[0 .. n_old) checked, b[n_old .. n) listed only for where words lie. */
-static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b, size_t n,
-			     size_t n_old)
+/* Whether block addr is still the one listed (allocated at ts), not freed since (its memory may
+ * now be another block's, which the probe did not record). */
+static bool still_listed(int fd, uint64_t addr, uint64_t ts)
+{
+	struct alloc_block blk;
+	return bpf_map_lookup_elem(fd, &addr, &blk) == 0 && blk.ts == ts;
+}
+
+/* The blocks b[0 .. n_old) checked, b[n_old .. n) listed only for where words lie; ts: when each
+ * was allocated. */
+static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap_ref_block *b,
+			     const uint64_t *ts, size_t n, size_t n_old)
 {
 	struct diag_err err;
 	int fd = bpf_map__fd(ap->skel->maps.blocks);
@@ -646,15 +667,16 @@ static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap
 		ap->unref_size *= 2;
 	ap->unref = xcalloc(ap->unref_size, sizeof(*ap->unref));
 	ap->checked = n_old;
-	/* the second scan: what nothing reached, again, alone (a pointer that moved during the first
-	 * is found now; among themselves their words are still edges: a lost object's parts stay
-	 * lost with it) */
+	/* the second scan: what nothing reached and is still as listed, again, alone (a pointer that
+	 * moved during the first is found now; among themselves their words are still edges: a lost
+	 * object's parts stay lost with it; a block freed since is not listed: its memory may be
+	 * another's now, unrecorded heap) */
 	bool *lost = xcalloc(n_old, sizeof(*lost));
 	struct heap_ref_block *again = xmalloc(n * sizeof(*again));
 	uint32_t *which = xmalloc(n * sizeof(*which));
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (reach[i] == HEAP_REACH_NONE) {
+		if (reach[i] == HEAP_REACH_NONE && still_listed(fd, b[i].addr, ts[i])) {
 			again[m] = (struct heap_ref_block){ .addr = b[i].addr, .size = b[i].size };
 			which[m++] = (uint32_t)i;
 		}
@@ -668,10 +690,9 @@ static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap
 		} else {
 			for (size_t k = 0; k < m; k++) {
 				size_t i = which[k];
-				struct alloc_block blk;
 				if (reach2[k] != HEAP_REACH_NONE)
 					reach[i] = reach2[k];
-				else if (i < n_old && bpf_map_lookup_elem(fd, &b[i].addr, &blk) == 0) {
+				else if (i < n_old && still_listed(fd, b[i].addr, ts[i])) {
 					lost[i] = true;
 					ap->indirect += again[k].from != 0; /* pointed to, by lost blocks only */
 				}
@@ -710,7 +731,7 @@ struct site_age {
 	struct alloc_site_key key;
 	bool used;
 	uint64_t old_count, old_bytes, oldest_ts;
-	uint64_t checked, unref, unref_bytes, heap_only; /* the reference scan's */
+	uint64_t checked, unref, unref_bytes, heap_only, checked_bytes, heap_only_bytes; /* the reference scan's */
 };
 
 static size_t site_slot(const struct site_age *ages, size_t size, const struct alloc_site_key *k)
@@ -739,12 +760,15 @@ static int site_python_stack(struct alloc_priv *ap, int pid, int stacks_fd, cons
 }
 
 enum { X_ALLOCS, X_ALLOC_BYTES, X_FREES, X_FREE_BYTES, X_OLD_COUNT, X_OLD_BYTES, X_OLDEST_MS,
-       X_REALLOC_GROWTH, X_CHECKED, X_UNREF, X_UNREF_BYTES, X_HEAP_ONLY, X_NR };
+       X_REALLOC_GROWTH, X_CHECKED, X_UNREF, X_UNREF_BYTES, X_HEAP_ONLY, X_CHECKED_BYTES,
+       X_HEAP_ONLY_BYTES, X_UNREF_SEEN, X_NR };
 static const char *const extra_names[X_NR] = { "allocs", "alloc_bytes", "frees", "free_bytes",
 					       "old_count", "old_bytes", "oldest_age_ms",
 					       "realloc_growth_bytes", "checked_count", "unref_count",
-					       "unref_bytes", "heap_only_count" };
+					       "unref_bytes", "heap_only_count", "checked_bytes",
+					       "heap_only_bytes", "unref_seen" };
 static const bool extra_max[X_NR] = { [X_OLDEST_MS] = true };
+_Static_assert(X_NR <= STACKS_MAX_EXTRA, "every extra field of a stack fits the stack table");
 
 /* dwarf mode: the figures of one row, as stacks[] extras (rows_end: the window's end). */
 struct dwarf_collect {
@@ -766,6 +790,8 @@ static void row_added(void *ctx, size_t row, struct stack_table *t)
 		[X_REALLOC_GROWTH] = (uint64_t)(r->growth + 0.5),
 		[X_CHECKED] = (uint64_t)(r->checked + 0.5), [X_UNREF] = (uint64_t)(r->unref + 0.5),
 		[X_UNREF_BYTES] = (uint64_t)(r->unref_bytes + 0.5), [X_HEAP_ONLY] = (uint64_t)(r->heap_only + 0.5),
+		[X_CHECKED_BYTES] = (uint64_t)(r->checked_bytes + 0.5),
+		[X_HEAP_ONLY_BYTES] = (uint64_t)(r->heap_only_bytes + 0.5), [X_UNREF_SEEN] = r->unref_seen,
 	};
 	stacks_last_extra(t, x);
 }
@@ -836,6 +862,9 @@ static void collect_dwarf(struct alloc_priv *ap, struct probe *p, double scale, 
 		r->unref += f & REACH_UNREF ? n : 0;
 		r->unref_bytes += f & REACH_UNREF ? b : 0;
 		r->heap_only += f & REACH_HEAP_ONLY ? n : 0;
+		r->checked_bytes += f & REACH_CHECKED ? b : 0;
+		r->heap_only_bytes += f & REACH_HEAP_ONLY ? b : 0;
+		r->unref_seen += (f & REACH_UNREF) != 0;
 		if (blk.ts < mid) {
 			r->old += n;
 			r->old_bytes += b;
@@ -892,6 +921,8 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, double scale, uin
 		ages[i].unref += (f & REACH_UNREF) != 0;
 		ages[i].unref_bytes += f & REACH_UNREF ? b.size : 0;
 		ages[i].heap_only += (f & REACH_HEAP_ONLY) != 0;
+		ages[i].checked_bytes += f & REACH_CHECKED ? b.size : 0;
+		ages[i].heap_only_bytes += f & REACH_HEAP_ONLY ? b.size : 0;
 		out_bytes += b.size;
 		out_count++;
 		if (b.ts < mid) {
@@ -941,6 +972,8 @@ static void collect_fp(struct alloc_priv *ap, struct probe *p, double scale, uin
 			[X_REALLOC_GROWTH] = s.realloc_growth > 0 ? (uint64_t)s.realloc_growth * scale : 0,
 			[X_CHECKED] = a->checked * scale, [X_UNREF] = a->unref * scale,
 			[X_UNREF_BYTES] = a->unref_bytes * scale, [X_HEAP_ONLY] = a->heap_only * scale,
+			[X_CHECKED_BYTES] = a->checked_bytes * scale, [X_HEAP_ONLY_BYTES] = a->heap_only_bytes * scale,
+			[X_UNREF_SEEN] = a->unref,
 		};
 		stacks_last_extra(table, x);
 	}
@@ -1085,6 +1118,9 @@ static const struct result_field alloc_results[] = {
 	{ "stacks[].unref_count", RT_INTEGER, "count", false, "of those, lost: reached from nowhere in the process's memory" },
 	{ "stacks[].unref_bytes", RT_INTEGER, "bytes", false, "their bytes" },
 	{ "stacks[].heap_only_count", RT_INTEGER, "count", false, "of its checked blocks, reached only from heap memory the probe did not record: not known (scaled)" },
+	{ "stacks[].checked_bytes", RT_INTEGER, "bytes", false, "the bytes of its checked blocks (scaled)" },
+	{ "stacks[].heap_only_bytes", RT_INTEGER, "bytes", false, "the bytes of those not known (scaled)" },
+	{ "stacks[].unref_seen", RT_INTEGER, "count", false, "its lost blocks the scan found, as recorded (not scaled): the evidence the lost figures rest on" },
 	{ "stacks[].realloc_growth_bytes", RT_INTEGER, "bytes", false,
 	  "what its reallocs grew blocks by (new size - old size, summed; 0 when they shrank): a buffer it grows" },
 };

@@ -12,8 +12,8 @@
  *   pointers into 100,000 blocks: a hash table of pages in front of the binary search, or the
  *   block arrays interleaved, were no faster (the cache misses move, they do not go). Many blocks
  *   inside one large one (not a heap's shape) make each lookup walk them back.
- * - Where a pointing word lies is asked only of the words that point into a block: its holder
- *   is found from a cursor that moves forward with the words (one binary search per chunk),
+ * - Where a pointing word lies is asked only of the words that point into a block: its holders
+ *   are found from a cursor that moves forward with the words (one binary search per chunk),
  *   its mapping's kind (heap or not) was decided once per mapping. An edge repeating the last
  *   one is not stored again (an array of pointers into one block).
  * - The memory is listed before it is read: the runs of present pages of each mapping
@@ -171,30 +171,21 @@ static size_t last_start_at_or_before(const struct ref_index *ix, uint64_t v)
 	return lo;
 }
 
-/* The block (sorted index) holding the word at address at, or SIZE_MAX: found from the cursor,
- * which only moves forward within one run of words (they come in address order). */
-static size_t holder_of(struct ref_index *ix, uint64_t at)
+/* The last block (sorted index) starting at or before the word at address at, found from the
+ * cursor, which only moves forward within one run of words (they come in address order); the
+ * blocks holding the word are it and those before it whose ends reach past it (max_end). */
+static size_t holder_cursor(struct ref_index *ix, uint64_t at)
 {
 	size_t c = ix->holder_cursor;
 	if (c == SIZE_MAX)
 		c = last_start_at_or_before(ix, at);
 	while (c + 1 < ix->n && ix->start[c + 1] <= at)
 		c++;
-	ix->holder_cursor = c;
-	for (size_t j = c + 1; j-- > 0 && ix->max_end[j] > at;)
-		if (ix->start[j] <= at && ix->end[j] > at)
-			return j;
-	return SIZE_MAX;
+	return ix->holder_cursor = c;
 }
 
-/* The word at address at points into block j (sorted index): from where. */
-static void mark(struct ref_index *ix, size_t j, uint64_t at)
+static void add_edge(struct ref_index *ix, size_t h, size_t j)
 {
-	size_t h = holder_of(ix, at);
-	if (h == SIZE_MAX) {
-		ix->from[j] |= ix->outside;
-		return;
-	}
 	struct heap_ref_edges *e = ix->edges;
 	struct heap_ref_edge edge = { ix->orig[h], ix->orig[j] };
 	if (e->n && e->v[e->n - 1].from == edge.from && e->v[e->n - 1].to == edge.to)
@@ -210,6 +201,21 @@ static void mark(struct ref_index *ix, size_t j, uint64_t at)
 	}
 	e->v[e->n++] = edge;
 	ix->from[j] |= HEAP_FROM_BLOCK;
+}
+
+/* The word at address at points into block j (sorted index): an edge from every listed block
+ * holding the word (a stale entry inside a live block holds its words too: the target is reached
+ * if either is), else from where the word lies. */
+static void mark(struct ref_index *ix, size_t j, uint64_t at)
+{
+	bool held = false;
+	for (size_t k = holder_cursor(ix, at) + 1; k-- > 0 && ix->max_end[k] > at;)
+		if (ix->start[k] <= at && ix->end[k] > at) {
+			add_edge(ix, k, j);
+			held = true;
+		}
+	if (!held)
+		ix->from[j] |= ix->outside;
 }
 
 /* v, read from the word at address at: marks the blocks it points into, but the one holding it. */

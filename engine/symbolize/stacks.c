@@ -26,7 +26,7 @@ struct stack_row {
 	struct frames user, kernel;
 	uint8_t *user_from; /* enum frame_origin per user frame; NULL: all FRAME_FP */
 	uint64_t weight, count;
-	uint64_t extra[STACKS_MAX_EXTRA];
+	uint64_t *extra; /* the table's n_extra values (stacks_last_extra); NULL: all 0 */
 };
 
 /* The distinct user frame names a perf map gave (JIT code): open addressing over names. */
@@ -88,6 +88,7 @@ static void row_free(struct stack_row *r)
 	free(r->comm);
 	free(r->tag);
 	free(r->user_from);
+	free(r->extra);
 	frames_free(&r->user);
 	frames_free(&r->kernel);
 }
@@ -163,8 +164,12 @@ void stacks_set_extra(struct stack_table *t, const char *const *names, const boo
 
 void stacks_last_extra(struct stack_table *t, const uint64_t *vals)
 {
-	if (t->n)
-		memcpy(t->rows[t->n - 1].extra, vals, t->n_extra * sizeof(*vals));
+	if (!t->n || !t->n_extra)
+		return;
+	struct stack_row *r = &t->rows[t->n - 1];
+	if (!r->extra)
+		r->extra = xmalloc(t->n_extra * sizeof(*r->extra));
+	memcpy(r->extra, vals, t->n_extra * sizeof(*vals));
 }
 
 size_t stacks_refused(const struct stack_table *t)
@@ -480,7 +485,9 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		if (last && by_identity(last, &t->rows[i]) == 0) {
 			last->weight = add_sat(last->weight, t->rows[i].weight);
 			last->count = add_sat(last->count, t->rows[i].count);
-			for (size_t k = 0; k < t->n_extra; k++) {
+			if (t->n_extra && t->rows[i].extra && !last->extra)
+				last->extra = xcalloc(t->n_extra, sizeof(*last->extra));
+			for (size_t k = 0; t->rows[i].extra && k < t->n_extra; k++) {
 				uint64_t v = t->rows[i].extra[k];
 				last->extra[k] = t->extra_max[k] ? (v > last->extra[k] ? v : last->extra[k])
 								 : add_sat(last->extra[k], v);
@@ -504,7 +511,7 @@ struct value *stacks_finish(struct stack_table *t, struct value *res, const char
 		value_set_str(s, "comm", r->comm);
 		value_set_bool(s, "in_kernel", r->in_kernel);
 		for (size_t k = 0; k < t->n_extra; k++)
-			value_set_int(s, t->extra_names[k], clamp_i64(r->extra[k]));
+			value_set_int(s, t->extra_names[k], r->extra ? clamp_i64(r->extra[k]) : 0);
 		value_obj_set(s, "user", frames_value(&r->user));
 		value_obj_set(s, "kernel", frames_value(&r->kernel));
 		if (r->tag)

@@ -75,7 +75,7 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
  * count (allocations: blocks allocated and freed, their age): at most STACKS_MAX_EXTRA, named
  * (each becomes a key of the stack's object), summed when rows merge, or kept as the largest for
  * the names whose is_max is true. Call before adding rows; names must outlive the table. */
-#define STACKS_MAX_EXTRA 12
+#define STACKS_MAX_EXTRA 16
 void stacks_set_extra(struct stack_table *t, const char *const *names, const bool *is_max, size_t n);
 /* The extra values (as many as stacks_set_extra named) of the row added last, after a
  * stacks_add_* that returned 0. */

@@ -87,10 +87,11 @@ function heap.is_allocator(frame) return heap.kind(frame) == "wrapper" end
 
 -- The stacks grouped by own frame, heaviest held first: {name, weight, count, allocs,
 -- alloc_bytes, frees, free_bytes, old_count, old_bytes, oldest_age_ms, realloc_growth_bytes,
--- unref_count, unref_bytes, checked_count, heap_only_count, stacks = its stacks heaviest first, top = the heaviest}.
+-- unref_count, unref_bytes, checked_count, heap_only_count, checked_bytes, heap_only_bytes, unref_seen, stacks = its stacks heaviest first, top = the heaviest}.
 -- Stacks without an own frame group under their leaf (or "?").
 local SUMS = { "weight", "count", "allocs", "alloc_bytes", "frees", "free_bytes", "old_count", "old_bytes",
-  "realloc_growth_bytes", "unref_count", "unref_bytes", "checked_count", "heap_only_count" }
+  "realloc_growth_bytes", "unref_count", "unref_bytes", "checked_count", "heap_only_count", "checked_bytes",
+  "heap_only_bytes", "unref_seen" }
 function heap.by_function(stacks)
   local groups, order = {}, {}
   for _, s in ipairs(stacks or {}) do

@@ -319,10 +319,12 @@ static void test_referenced(void **state)
 {
 	struct child *c = *state;
 	/* the child's blocks, then: a second entry for a kept and for a dropped block (a stale entry
-	 * of the caller's list), and one enclosing a kept block with 64 bytes either side */
-	size_t n = N_RECS + 3;
-	struct heap_ref_block b[N_RECS + 3];
-	uint8_t want_from[N_RECS + 3], want_reach[N_RECS + 3], reach[N_RECS + 3];
+	 * of the caller's list), one enclosing a kept block with 64 bytes either side, and a stale
+	 * entry inside the parent holding the parent's pointer to `via` (the word is both blocks':
+	 * via is reached through the parent, whatever the stale entry is) */
+	size_t n = N_RECS + 4;
+	struct heap_ref_block b[N_RECS + 4];
+	uint8_t want_from[N_RECS + 4], want_reach[N_RECS + 4], reach[N_RECS + 4];
 	for (size_t i = 0; i < N_RECS; i++) {
 		b[i] = (struct heap_ref_block){ .addr = c->recs[i].addr, .size = c->recs[i].size };
 		want_from[i] = kind_from[c->recs[i].kind];
@@ -336,6 +338,13 @@ static void test_referenced(void **state)
 		want_from[N_RECS + i] = want_from[like];
 		want_reach[N_RECS + i] = want_reach[like];
 	}
+	size_t parent = N_RECS;
+	for (size_t i = 0; i < N_RECS; i++)
+		parent = c->recs[i].kind == K_PARENT ? i : parent;
+	assert_true(parent < N_RECS);
+	b[N_RECS + 3] = (struct heap_ref_block){ .addr = b[parent].addr + 16, .size = 32 }; /* parent[4] at +32 */
+	want_from[N_RECS + 3] = 0; /* nothing points into it: the parent's holder points to its start */
+	want_reach[N_RECS + 3] = HEAP_REACH_NONE;
 	assert_int_equal(c->recs[0].kind, K_START);
 	assert_int_equal(c->recs[2].kind, K_DROPPED);
 	assert_int_equal(c->recs[4].kind, K_START);
@@ -569,7 +578,9 @@ static void test_reach_graph(void **state)
 				  HEAP_REACH_NONE };
 	for (size_t i = 0; i < N; i++)
 		assert_int_equal(reach[i], want[i]);
+	reach[0] = 77;
 	heap_refs_reach(b, 0, &edges, reach); /* nothing: nothing touched */
+	assert_int_equal(reach[0], 77);
 }
 
 /* HEAP_REFS_BENCH=MiB: the time of a scan of that much heap in BENCH_BLOCKS blocks. */
