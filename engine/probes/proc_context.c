@@ -712,7 +712,8 @@ static int proc_attach(struct probe *p, struct diag_err *err)
 {
 	struct proc_priv *pp = p->priv;
 	if (take_reading(p, &pp->start, true) < 0)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited", reading_pid(p));
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d exited before collection started",
+				 reading_pid(p));
 	pp->last = pp->start;
 	add_to_series(pp, &pp->start);
 	return 0;
