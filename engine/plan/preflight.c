@@ -225,27 +225,36 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		 * those that cannot (or are at their option's maximum already) are fixed, the others
 		 * are scaled by one factor so that the sum fits. A probe capped by its maximum joins
 		 * the fixed part and the factor is found again. */
-		bool degraded = false, capped[plan->n_probes];
+		bool degraded = false, capped[plan->n_probes], spared[plan->n_probes];
 		memset(capped, 0, sizeof(capped));
-		/* the costliest first: a probe under a quarter of the busiest one's rate is not worth
-		 * sampling (80 run-queue waits a second next to 2.5M syscalls) */
+		/* the costliest first: a probe under a quarter of the busiest one's rate is spared
+		 * sampling (80 run-queue waits a second next to 2.5M syscalls) — unless what cannot
+		 * sample, or is spared, is over the budget by itself: then every probe that can sample
+		 * does (a `yes | cat` reader: 400k syscalls/s and three probes near 100k each) */
 		double busiest = 0;
 		for (unsigned i = 0; i < plan->n_probes; i++)
 			if (rates[i].status == RATE_MEASURED && catalog_sample_option(plan->probes[i].kind) >= 0 &&
 			    rates[i].events_per_s > busiest)
 				busiest = rates[i].events_per_s;
-		for (unsigned i = 0; i < plan->n_probes; i++)
-			capped[i] = rates[i].status == RATE_MEASURED && rates[i].events_per_s < busiest / 4;
-		for (int round = 0; b->degrade_sample && round < 4; round++) {
+		bool sparing = false;
+		for (unsigned i = 0; i < plan->n_probes; i++) {
+			spared[i] = rates[i].status == RATE_MEASURED && rates[i].events_per_s < busiest / 4;
+			sparing |= spared[i];
+		}
+		for (int round = 0; b->degrade_sample && round < 5; round++) {
 			double fixed = 0, scalable = 0;
 			for (unsigned i = 0; i < plan->n_probes; i++) {
 				if (rates[i].status != RATE_MEASURED || rates[i].events_per_s <= 0)
 					continue;
 				double rate = rates[i].events_per_s / (double)rates[i].sample_every;
-				if (catalog_sample_option(plan->probes[i].kind) < 0 || capped[i])
+				if (catalog_sample_option(plan->probes[i].kind) < 0 || capped[i] || (sparing && spared[i]))
 					fixed += rate;
 				else
 					scalable += rate;
+			}
+			if (sparing && fixed >= (double)b->max_events_per_s) {
+				sparing = false; /* sampling the busiest alone cannot do it */
+				continue;
 			}
 			if (scalable <= 0 || fixed >= (double)b->max_events_per_s)
 				break;
@@ -256,7 +265,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			for (unsigned i = 0; i < plan->n_probes; i++) {
 				const struct probe_kind *k = plan->probes[i].kind;
 				int opt = catalog_sample_option(k);
-				if (rates[i].status != RATE_MEASURED || opt < 0 || capped[i] ||
+				if (rates[i].status != RATE_MEASURED || opt < 0 || capped[i] || (sparing && spared[i]) ||
 				    rates[i].events_per_s <= 0)
 					continue;
 				uint64_t n = (uint64_t)ceil(factor * (double)rates[i].sample_every - 1e-9);

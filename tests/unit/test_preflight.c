@@ -127,6 +127,40 @@ static void test_degrade_leaves_room_for_the_fixed(void **state)
 	assert_int_equal(f.rates[1].sample_every, 1);
 }
 
+/* A probe under a quarter of the busiest is spared sampling, but not when the spared are over
+ * the budget by themselves (a `yes | cat` reader under latency, CI: 400k syscalls/s, three probes
+ * near 100k each, 200k allowed — refused before): then every probe that can sample does. */
+static void test_degrade_does_not_spare_past_the_budget(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct diag_err err = { 0 };
+	setup(&f, true);
+	f.pps[2].kind = catalog_find("off_cpu");
+	assert_non_null(f.pps[2].kind);
+	assert_true(catalog_sample_option(f.pps[2].kind) >= 0);
+	for (size_t o = 0; o < f.pps[2].kind->n_options; o++)
+		f.pps[2].cfg.opt[o] = f.pps[2].kind->options[o].dflt;
+	f.rates[2].status = RATE_MEASURED;
+	f.rates[0].passed = 5000; /* 50k/s, the busiest */
+	f.rates[2].passed = 1200; /* 12k/s: under a quarter of it, over the 10k allowed */
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, NULL, &err), 0);
+	assert_true(f.rates[0].degraded && f.rates[2].degraded);
+	assert_int_equal(f.rates[0].sample_every, 7); /* ceil(62k / 10k), both */
+	assert_int_equal(f.rates[2].sample_every, 7);
+	/* spared while the rest can fit: 1k/s next to 50k (1 in 6 for the busiest) */
+	setup(&f, true);
+	f.pps[2].kind = catalog_find("off_cpu");
+	for (size_t o = 0; o < f.pps[2].kind->n_options; o++)
+		f.pps[2].cfg.opt[o] = f.pps[2].kind->options[o].dflt;
+	f.rates[2].status = RATE_MEASURED;
+	f.rates[0].passed = 5000;
+	f.rates[2].passed = 100;
+	assert_int_equal(preflight_decide(&f.plan, &window, f.rates, NULL, &err), 0);
+	assert_false(f.rates[2].degraded);
+	assert_int_equal(f.rates[0].sample_every, 6);
+}
+
 static void test_degrade_impossible_refuses(void **state)
 {
 	(void)state;
@@ -339,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_under_budget),
 		cmocka_unit_test(test_over_budget_refused_without_degrade),
 		cmocka_unit_test(test_degrade_samples_only_what_can),
+		cmocka_unit_test(test_degrade_does_not_spare_past_the_budget),
 		cmocka_unit_test(test_degrade_leaves_room_for_the_fixed),
 		cmocka_unit_test(test_degrade_impossible_refuses),
 		cmocka_unit_test(test_unmeasured_is_not_zero),
