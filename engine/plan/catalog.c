@@ -203,7 +203,7 @@ int probe_bpf_attach_all(struct probe *p, struct diag_err *err)
 	struct bpf_program *prog;
 	bpf_object__for_each_program(prog, b->obj) {
 		if (bpf_program__autoload(prog) && bpf_program__autoattach(prog) &&
-		    probe_bpf_link(p, bpf_program__attach(prog), bpf_program__name(prog), err))
+		    probe_bpf_link(p, tp_btf_attach(prog), bpf_program__name(prog), err))
 			return -1;
 	}
 	return 0;

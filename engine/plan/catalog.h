@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "filters.h"
+#include "tp_btf.h"
 #include "util.h"
 #include "value.h"
 
@@ -228,6 +229,7 @@ struct probe_bpf {
 	static struct name##_bpf *name##_skel_open(struct probe *p, struct diag_err *err)         \
 	{                                                                                         \
 		LIBBPF_OPTS(bpf_object_open_opts, opts_, .btf_custom_path = p->core_btf);         \
+		tp_btf_install();                                                                 \
 		struct name##_bpf *skel = name##_bpf__open_opts(&opts_);                          \
 		if (!skel) {                                                                      \
 			diag_fail(err, DIAG_EXIT_RUNTIME, "opening BPF object: %s", strerror(errno)); \

@@ -189,7 +189,7 @@ static void blk_tick(struct probe *p)
 	    !bp->issue || bp->issue_error[0])
 		return;
 	struct diag_err err;
-	if (probe_bpf_link(p, bpf_program__attach(bp->issue), bpf_program__name(bp->issue), &err)) {
+	if (probe_bpf_link(p, tp_btf_attach(bp->issue), bpf_program__name(bp->issue), &err)) {
 		snprintf(bp->issue_error, sizeof(bp->issue_error), "%.95s", err.msg);
 		return;
 	}

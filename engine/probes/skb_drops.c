@@ -20,6 +20,7 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "kernel_btf.h"
 #include "ksyms.h"
 #include "net_owner.h"
 #include "netowner.h"
@@ -68,17 +69,17 @@ static const char *const skbd_variants[] = { "tracepoint", NULL };
 
 
 /* The names of enum skb_drop_reason, "SKB_DROP_REASON_" removed. */
-static void read_reasons(struct skbd_priv *sp, const struct btf *btf)
+static void read_reasons(struct skbd_priv *sp, const struct kernel_btf *btf)
 {
-	int id = btf__find_by_name_kind(btf, "skb_drop_reason", BTF_KIND_ENUM);
-	if (id < 0)
+	uint32_t id = kernel_btf_find(btf, "skb_drop_reason", BTF_KIND_ENUM);
+	if (!id)
 		return;
-	const struct btf_type *t = btf__type_by_id(btf, id);
+	const struct btf_type *t = kernel_btf_type(btf, id);
 	const struct btf_enum *e = btf_enum(t);
 	size_t n = btf_vlen(t);
 	sp->reasons = xmalloc((n ? n : 1) * sizeof(*sp->reasons));
 	for (size_t i = 0; i < n; i++) {
-		const char *name = btf__name_by_offset(btf, e[i].name_off);
+		const char *name = kernel_btf_name(btf, e[i].name_off);
 		if (!name)
 			continue;
 		if (!strncmp(name, "SKB_DROP_REASON_", 16))
@@ -107,27 +108,27 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 	struct skbd_priv *sp = p->priv;
 	if (!kernel_has_tracepoint("skb/kfree_skb"))
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: this kernel has no tracepoint skb:kfree_skb");
-	struct btf *btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: the kernel's BTF "
-				 "(/sys/kernel/btf/vmlinux) cannot be read: %s", strerror(errno));
-	int id = btf__find_by_name_kind(btf, "trace_event_raw_kfree_skb", BTF_KIND_STRUCT);
-	if (id < 0 || btf__find_by_name_kind(btf, "trace_event_raw_inet_sock_set_state", BTF_KIND_STRUCT) < 0) {
-		btf__free(btf);
+	struct kernel_btf btf;
+	struct diag_err why;
+	if (kernel_btf_open(&btf, &why))
+		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: %s", why.msg);
+	uint32_t id = kernel_btf_find(&btf, "trace_event_raw_kfree_skb", BTF_KIND_STRUCT);
+	if (!id || !kernel_btf_find(&btf, "trace_event_raw_inet_sock_set_state", BTF_KIND_STRUCT)) {
+		kernel_btf_close(&btf);
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: this kernel's BTF has no record type "
 				 "for skb:kfree_skb or sock:inet_sock_set_state: cannot read their fields");
 	}
 	/* Does the record carry a reason (5.17+)? */
-	const struct btf_type *t = btf__type_by_id(btf, id);
+	const struct btf_type *t = kernel_btf_type(&btf, id);
 	const struct btf_member *m = btf_members(t);
 	for (unsigned i = 0; i < btf_vlen(t); i++) {
-		const char *name = btf__name_by_offset(btf, m[i].name_off);
+		const char *name = kernel_btf_name(&btf, m[i].name_off);
 		if (name && !strcmp(name, "reason"))
 			sp->has_reason_field = true;
 	}
 	if (sp->has_reason_field)
-		read_reasons(sp, btf);
-	btf__free(btf);
+		read_reasons(sp, &btf);
+	kernel_btf_close(&btf);
 	if (!sp->has_reason_field)
 		snprintf(p->note, sizeof(p->note), "this kernel's skb:kfree_skb has no drop reason "
 			 "(before 5.17): every drop is reason \"unknown\"");

@@ -21,6 +21,7 @@
 #include "catalog.h"
 #include "diag_bpf.h"
 #include "kernel.h"
+#include "kernel_btf.h"
 #include "net_owner.h"
 #include "netowner.h"
 #include "tcp_events.h"
@@ -62,13 +63,13 @@ static const struct {
 
 static int tcpe_check_kernel(struct diag_err *err)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: the kernel's BTF "
-				 "(/sys/kernel/btf/vmlinux) cannot be read: %s", strerror(errno));
+	struct kernel_btf btf;
+	struct diag_err why;
+	if (kernel_btf_open(&btf, &why))
+		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: %s", why.msg);
 	for (size_t i = 0; i < ARRAY_LEN(tcpe_needs); i++) {
 		if (!kernel_has_tracepoint(tcpe_needs[i].tp)) {
-			btf__free(btf);
+			kernel_btf_close(&btf);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel has no "
 					 "tracepoint %s", tcpe_needs[i].tp);
 		}
@@ -77,15 +78,15 @@ static int tcpe_check_kernel(struct diag_err *err)
 		bool found = false;
 		for (char *save = NULL, *t = strtok_r(types, "|", &save); t && !found;
 		     t = strtok_r(NULL, "|", &save))
-			found = btf__find_by_name_kind(btf, t, BTF_KIND_STRUCT) >= 0;
+			found = kernel_btf_find(&btf, t, BTF_KIND_STRUCT) != 0;
 		if (!found) {
-			btf__free(btf);
+			kernel_btf_close(&btf);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel's tracepoint "
 					 "%s has a record layout this build does not read (no BTF type %s)",
 					 tcpe_needs[i].tp, tcpe_needs[i].type);
 		}
 	}
-	btf__free(btf);
+	kernel_btf_close(&btf);
 	return 0;
 }
 

@@ -12,7 +12,9 @@
  *   a pointer field's own type by kind). Everything else reached is small and kept as it is.
  * - Types only a kernel module defines are not searched for (libbpf searches modules when the
  *   kernel has no candidate; none of our objects relocates against a module's type).
- * - The cut is written into a memfd: libbpf parses it from its path at load, like a file.
+ * - The kernel's BTF is read in place (kernel_btf.h: mapped, not copied) and the cut written as
+ *   raw BTF by hand (header, the kept types with their names and references renumbered, their
+ *   strings), into a memfd: libbpf parses it from its path at load, like a file.
  */
 #include "core_btf.h"
 
@@ -26,6 +28,8 @@
 #include <unistd.h>
 
 #include <bpf/btf.h>
+
+#include "kernel_btf.h"
 
 /* .BTF.ext's header and its CO-RE relocation records (the kernel's UAPI btf_ext layout). */
 struct ext_header {
@@ -189,7 +193,7 @@ static int add_roots(const struct core_btf_obj *o, struct name_set *roots, struc
 enum keep { KEEP_NONE, KEEP_SHELL, KEEP_WHOLE };
 
 struct cut {
-	const struct btf *kernel;
+	const struct kernel_btf *kernel;
 	uint8_t *keep;   /* per kernel type id */
 	uint32_t *todo;  /* (id << 1 | whole) */
 	size_t n_todo, cap_todo;
@@ -197,7 +201,7 @@ struct cut {
 
 static void want(struct cut *c, uint32_t id, enum keep level)
 {
-	if (!id || c->keep[id] >= level)
+	if (!id || id >= c->kernel->n || c->keep[id] >= level)
 		return;
 	if (c->n_todo == c->cap_todo)
 		c->todo = xrealloc(c->todo, (c->cap_todo = c->cap_todo ? c->cap_todo * 2 : 1024) * sizeof(*c->todo));
@@ -207,7 +211,7 @@ static void want(struct cut *c, uint32_t id, enum keep level)
 /* Keeps id at level, and what it needs: see the file's comment. */
 static void keep_type(struct cut *c, uint32_t id, enum keep level)
 {
-	const struct btf_type *t = btf__type_by_id(c->kernel, id);
+	const struct btf_type *t = kernel_btf_type(c->kernel, id);
 	if (!t || c->keep[id] >= level)
 		return;
 	bool composite = btf_is_struct(t) || btf_is_union(t);
@@ -261,74 +265,175 @@ static bool root_kind(const struct btf_type *t)
 	}
 }
 
-static uint32_t remap(const uint32_t *new_id, uint32_t n, uint32_t old)
+/* ---- writing the kept types as raw BTF ------------------------------------------------------- */
+
+struct blob {
+	uint8_t *bytes;
+	size_t len, cap;
+};
+
+static void *blob_put(struct blob *b, const void *src, size_t len)
 {
-	return old < n ? new_id[old] : 0;
+	if (b->len + len > b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 16384;
+		while (b->cap < b->len + len)
+			b->cap *= 2;
+		b->bytes = xrealloc(b->bytes, b->cap);
+	}
+	void *at = b->bytes + b->len;
+	memcpy(at, src, len);
+	b->len += len;
+	return at;
 }
 
-/* The kept types into a new BTF, their references renumbered: NULL with err. */
-static struct btf *emit(const struct cut *c, uint32_t n, struct diag_err *err)
+/* The writer: types and strings of the cut, each kernel string copied once (the kernel's strings
+ * are unique, so its offset is the key). */
+struct writer {
+	const struct kernel_btf *kernel;
+	const uint32_t *new_id; /* per kernel id: its id in the cut, 0 when not kept */
+	struct blob types, strs;
+	uint32_t *str_key, *str_val; /* kernel offset + 1 -> cut offset (open addressing) */
+	size_t str_slots, str_used;
+};
+
+static uint32_t copy_str(struct writer *w, uint32_t off)
 {
-	uint32_t *new_id = xcalloc(n, sizeof(*new_id)), next = 1;
+	if (!off)
+		return 0;
+	if ((w->str_used + 1) * 2 > w->str_slots) {
+		size_t old = w->str_slots;
+		uint32_t *key = w->str_key, *val = w->str_val;
+		w->str_slots = old ? old * 2 : 4096;
+		w->str_key = xcalloc(w->str_slots, sizeof(*w->str_key));
+		w->str_val = xcalloc(w->str_slots, sizeof(*w->str_val));
+		for (size_t i = 0; i < old; i++)
+			if (key[i]) {
+				size_t j = (key[i] * 2654435761u) & (w->str_slots - 1);
+				while (w->str_key[j])
+					j = (j + 1) & (w->str_slots - 1);
+				w->str_key[j] = key[i], w->str_val[j] = val[i];
+			}
+		free(key);
+		free(val);
+	}
+	size_t j = ((off + 1) * 2654435761u) & (w->str_slots - 1);
+	for (; w->str_key[j]; j = (j + 1) & (w->str_slots - 1))
+		if (w->str_key[j] == off + 1)
+			return w->str_val[j];
+	const char *s = kernel_btf_name(w->kernel, off);
+	uint32_t at = (uint32_t)w->strs.len;
+	blob_put(&w->strs, s ? s : "", (s ? strlen(s) : 0) + 1);
+	w->str_key[j] = off + 1, w->str_val[j] = at;
+	w->str_used++;
+	return at;
+}
+
+static uint32_t renumber(const struct writer *w, uint32_t old)
+{
+	return old < w->kernel->n ? w->new_id[old] : 0;
+}
+
+/* Writes kernel type id as kept (a shell: name, kind, size; whole: its record with its names
+ * and references made the cut's): 0, or -1 for a kind a cut cannot hold. */
+static int write_type(struct writer *w, uint32_t id, enum keep level)
+{
+	const struct btf_type *t = kernel_btf_type(w->kernel, id);
+	if (level == KEEP_SHELL) {
+		struct btf_type shell = { .name_off = copy_str(w, t->name_off),
+					  .info = (uint32_t)btf_kind(t) << 24, .size = t->size };
+		blob_put(&w->types, &shell, sizeof(shell));
+		return 0;
+	}
+	size_t at = w->types.len;
+	blob_put(&w->types, t, kernel_btf_record_size(t));
+	struct btf_type *m = (struct btf_type *)(w->types.bytes + at);
+	m->name_off = copy_str(w, t->name_off);
+	switch (btf_kind(m)) {
+	case BTF_KIND_INT:
+	case BTF_KIND_FLOAT:
+	case BTF_KIND_FWD:
+		break;
+	case BTF_KIND_PTR:
+	case BTF_KIND_TYPEDEF:
+	case BTF_KIND_VOLATILE:
+	case BTF_KIND_CONST:
+	case BTF_KIND_RESTRICT:
+	case BTF_KIND_TYPE_TAG:
+		m->type = renumber(w, m->type);
+		break;
+	case BTF_KIND_ARRAY:
+		btf_array(m)->type = renumber(w, btf_array(m)->type);
+		btf_array(m)->index_type = renumber(w, btf_array(m)->index_type);
+		break;
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION:
+		for (unsigned i = 0; i < btf_vlen(m); i++) {
+			struct btf_member *f = btf_members(m) + i;
+			f->name_off = copy_str(w, f->name_off);
+			f->type = renumber(w, f->type);
+		}
+		break;
+	case BTF_KIND_ENUM:
+		for (unsigned i = 0; i < btf_vlen(m); i++)
+			btf_enum(m)[i].name_off = copy_str(w, btf_enum(m)[i].name_off);
+		break;
+	case BTF_KIND_ENUM64:
+		for (unsigned i = 0; i < btf_vlen(m); i++)
+			btf_enum64(m)[i].name_off = copy_str(w, btf_enum64(m)[i].name_off);
+		break;
+	case BTF_KIND_FUNC_PROTO:
+		m->type = renumber(w, m->type);
+		for (unsigned i = 0; i < btf_vlen(m); i++) {
+			btf_params(m)[i].name_off = copy_str(w, btf_params(m)[i].name_off);
+			btf_params(m)[i].type = renumber(w, btf_params(m)[i].type);
+		}
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* The kept types as raw BTF (header, types, strings) written to fd: 0, or -1 with err. */
+static int write_cut(const struct cut *c, int fd, size_t *bytes, struct diag_err *err)
+{
+	uint32_t n = c->kernel->n, next = 1;
+	uint32_t *new_id = xcalloc(n, sizeof(*new_id));
 	for (uint32_t id = 1; id < n; id++)
 		if (c->keep[id])
 			new_id[id] = next++;
-	struct btf *out = btf__new_empty();
-	if (!out) {
-		free(new_id);
-		diag_fail(err, DIAG_EXIT_RUNTIME, "a new BTF: %s", strerror(errno));
-		return NULL;
-	}
-	for (uint32_t id = 1; id < n; id++) {
-		if (!c->keep[id])
-			continue;
-		const struct btf_type *t = btf__type_by_id(c->kernel, id);
-		const char *name = btf__name_by_offset(c->kernel, t->name_off);
-		int got;
-		if (c->keep[id] == KEEP_SHELL)
-			got = btf_is_struct(t) ? btf__add_struct(out, name, t->size) : btf__add_union(out, name, t->size);
-		else
-			got = btf__add_type(out, c->kernel, t);
-		if (got < 0 || (uint32_t)got != new_id[id]) {
-			btf__free(out);
-			free(new_id);
-			diag_fail(err, DIAG_EXIT_RUNTIME, "copying kernel type %u: %s", id, strerror(got < 0 ? -got : EINVAL));
-			return NULL;
+	struct writer w = { .kernel = c->kernel, .new_id = new_id };
+	blob_put(&w.strs, "", 1);
+	int rc = 0;
+	for (uint32_t id = 1; id < n && !rc; id++)
+		if (c->keep[id] && write_type(&w, id, c->keep[id]))
+			rc = diag_fail(err, DIAG_EXIT_RUNTIME, "the kernel's type %u: kind %u kept in the cut", id,
+				       btf_kind(kernel_btf_type(c->kernel, id)));
+	struct btf_header h = { .magic = BTF_MAGIC, .version = BTF_VERSION, .hdr_len = sizeof(h),
+				.type_off = 0, .type_len = (uint32_t)w.types.len,
+				.str_off = (uint32_t)w.types.len, .str_len = (uint32_t)w.strs.len };
+	const struct { const void *p; size_t len; } parts[] = {
+		{ &h, sizeof(h) }, { w.types.bytes, w.types.len }, { w.strs.bytes, w.strs.len },
+	};
+	for (size_t i = 0; i < 3 && !rc; i++)
+		for (size_t done = 0; done < parts[i].len && !rc;) {
+			ssize_t got = write(fd, (const char *)parts[i].p + done, parts[i].len - done);
+			if (got <= 0)
+				rc = diag_fail(err, DIAG_EXIT_RUNTIME, "writing the cut BTF: %s", strerror(errno));
+			else
+				done += (size_t)got;
 		}
-		if (c->keep[id] == KEEP_SHELL)
-			continue;
-		/* the copy refers to the kernel's ids: renumbered in place (the new BTF owns it) */
-		struct btf_type *m = (struct btf_type *)btf__type_by_id(out, (uint32_t)got);
-		switch (btf_kind(m)) {
-		case BTF_KIND_PTR:
-		case BTF_KIND_TYPEDEF:
-		case BTF_KIND_VOLATILE:
-		case BTF_KIND_CONST:
-		case BTF_KIND_RESTRICT:
-		case BTF_KIND_TYPE_TAG:
-		case BTF_KIND_FUNC_PROTO:
-			m->type = remap(new_id, n, m->type);
-			break;
-		case BTF_KIND_ARRAY:
-			btf_array(m)->type = remap(new_id, n, btf_array(m)->type);
-			btf_array(m)->index_type = remap(new_id, n, btf_array(m)->index_type);
-			break;
-		default:
-			break;
-		}
-		if (btf_is_composite(m))
-			for (unsigned i = 0; i < btf_vlen(m); i++)
-				btf_members(m)[i].type = remap(new_id, n, btf_members(m)[i].type);
-		if (btf_is_func_proto(m))
-			for (unsigned i = 0; i < btf_vlen(m); i++)
-				btf_params(m)[i].type = remap(new_id, n, btf_params(m)[i].type);
-	}
+	*bytes = sizeof(h) + w.types.len + w.strs.len;
+	free(w.types.bytes);
+	free(w.strs.bytes);
+	free(w.str_key);
+	free(w.str_val);
 	free(new_id);
-	return out;
+	return rc;
 }
 
-int core_btf_build_from(const struct btf *kernel, const struct core_btf_obj *objs, size_t n,
-			struct core_btf *out, struct diag_err *err)
+int core_btf_build(const struct kernel_btf *kernel, const struct core_btf_obj *objs, size_t n,
+		   struct core_btf *out, struct diag_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
@@ -338,11 +443,10 @@ int core_btf_build_from(const struct btf *kernel, const struct core_btf_obj *obj
 			name_set_free(&roots);
 			return -1;
 		}
-	uint32_t types = btf__type_cnt(kernel);
-	struct cut c = { .kernel = kernel, .keep = xcalloc(types, 1) };
-	for (uint32_t id = 1; id < types; id++) {
-		const struct btf_type *t = btf__type_by_id(kernel, id);
-		const char *name = btf__name_by_offset(kernel, t->name_off);
+	struct cut c = { .kernel = kernel, .keep = xcalloc(kernel->n ? kernel->n : 1, 1) };
+	for (uint32_t id = 1; id < kernel->n; id++) {
+		const struct btf_type *t = kernel_btf_type(kernel, id);
+		const char *name = t->name_off ? kernel_btf_name(kernel, t->name_off) : NULL;
 		if (name && name[0] && root_kind(t) && name_set_has(&roots, name, essential_len(name)))
 			want(&c, id, KEEP_WHOLE);
 	}
@@ -352,49 +456,25 @@ int core_btf_build_from(const struct btf *kernel, const struct core_btf_obj *obj
 		keep_type(&c, v >> 1, v & 1 ? KEEP_WHOLE : KEEP_SHELL);
 	}
 	free(c.todo);
-	struct btf *cut = emit(&c, types, err);
 	unsigned kept = 0;
-	for (uint32_t id = 1; id < types; id++)
+	for (uint32_t id = 1; id < kernel->n; id++)
 		kept += c.keep[id] != KEEP_NONE;
+	int fd = memfd_create("diagnose-core-btf", MFD_CLOEXEC);
+	size_t bytes = 0;
+	int rc = fd < 0 ? diag_fail(err, DIAG_EXIT_RUNTIME, "a memfd for the cut BTF: %s", strerror(errno))
+			: write_cut(&c, fd, &bytes, err);
 	free(c.keep);
-	if (!cut)
-		return -1;
-	uint32_t size;
-	const void *raw = btf__raw_data(cut, &size);
-	int fd = raw ? memfd_create("diagnose-core-btf", MFD_CLOEXEC) : -1;
-	int rc = fd < 0 ? -1 : 0;
-	for (uint32_t done = 0; !rc && done < size;) {
-		ssize_t w = write(fd, (const char *)raw + done, size - done);
-		if (w <= 0)
-			rc = -1;
-		else
-			done += (uint32_t)w;
-	}
-	btf__free(cut);
 	if (rc) {
-		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "writing the cut BTF: %s", strerror(e));
+		return -1;
 	}
 	out->fd = fd;
 	snprintf(out->path, sizeof(out->path), "/proc/self/fd/%d", fd);
 	out->types = kept;
-	out->kernel_types = types - 1;
-	out->bytes = size;
+	out->kernel_types = kernel->n ? kernel->n - 1 : 0;
+	out->bytes = bytes;
 	return 0;
-}
-
-int core_btf_build(const struct core_btf_obj *objs, size_t n, struct core_btf *out, struct diag_err *err)
-{
-	memset(out, 0, sizeof(*out));
-	out->fd = -1;
-	struct btf *kernel = btf__load_vmlinux_btf();
-	if (!kernel)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "reading the kernel's BTF: %s", strerror(errno));
-	int rc = core_btf_build_from(kernel, objs, n, out, err);
-	btf__free(kernel);
-	return rc;
 }
 
 void core_btf_close(struct core_btf *b)

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "core_btf.h"
+#include "kernel_btf.h"
+#include "tp_btf.h"
 #include "diag_bpf.h"
 #include "kernel.h"
 #include "ksyms.h"
@@ -266,8 +268,6 @@ static void destroy_probes(struct probe *probes, unsigned n)
 	free(probes);
 }
 
-/* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
- * *n_loaded counts the probes to destroy, also on failure. */
 /* The kernel's BTF cut to the objects of the plan's probes and the process-set follower's. */
 static int build_core_btf(const struct plan *plan, struct core_btf *core, struct diag_err *err)
 {
@@ -278,12 +278,21 @@ static int build_core_btf(const struct plan *plan, struct core_btf *core, struct
 			objs[n].bytes = plan->probes[i].kind->bpf_bytes(&objs[n].size), n++;
 	if (plan->target)
 		objs[n].bytes = procset_bpf_bytes(&objs[n].size), n++;
-	int rc = n ? core_btf_build(objs, n, core, err) : 0;
+	/* read in place, once: the cut for CO-RE, and tp_btf programs' attach ids (tp_btf.h) */
+	struct kernel_btf kernel;
+	int rc = n ? kernel_btf_open(&kernel, err) : 0;
+	if (n && !rc) {
+		rc = core_btf_build(&kernel, objs, n, core, err);
+		tp_btf_learn(&kernel);
+		kernel_btf_close(&kernel);
+	}
 	free(objs);
 	return rc;
 }
 
-/* core_btf: the path of the BTF to relocate against (NULL: the kernel's). */
+/* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
+ * *n_loaded counts the probes to destroy, also on failure. core_btf: the path of the BTF to
+ * relocate against (NULL: the kernel's). */
 static int load_probes(const struct plan *plan, int targets_fd, struct tfile_reader *files,
 		       const char *core_btf, struct probe **out, unsigned *n_loaded, struct diag_err *err)
 {

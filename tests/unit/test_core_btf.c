@@ -9,6 +9,11 @@
  * once against the cut, gives the same instructions for every program — every CO-RE relocation
  * resolved alike. A kind that does not load here at all is skipped (said so). And a malformed
  * object: its CO-RE records out of bounds are an error, not a read past its end.
+ *
+ * The reader under the cut (engine/session/kernel_btf.c) against libbpf's parse of the same
+ * file: every type's record byte for byte, lookups by name; tp_btf programs' attach ids
+ * (engine/session/tp_btf.c) as libbpf's own handler finds them; and BTF bytes cut, overrun or of
+ * an unknown kind refused with a reason, never read past.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +23,7 @@
 #include <cmocka.h>
 
 #include <elf.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +35,9 @@
 #include "catalog.h"
 #include "core_btf.h"
 #include "kernel.h"
+#include "kernel_btf.h"
 #include "procset.h"
+#include "tp_btf.h"
 #include "tfile.h"
 #include "util.h"
 
@@ -52,8 +60,10 @@ static size_t cut_all(struct core_btf *cut)
 	struct core_btf_obj objs[64];
 	size_t n = all_objects(objs, 64);
 	struct diag_err err = { 0 };
-	if (core_btf_build(objs, n, cut, &err))
+	struct kernel_btf kernel;
+	if (kernel_btf_open(&kernel, &err) || core_btf_build(&kernel, objs, n, cut, &err))
 		fail_msg("%s", err.msg);
+	kernel_btf_close(&kernel);
 	return n;
 }
 
@@ -195,15 +205,139 @@ static void test_malformed(void **state)
 	struct core_btf_obj bad = { copy, objs[which].size };
 	struct core_btf cut;
 	struct diag_err err = { 0 };
-	assert_int_equal(core_btf_build(&bad, 1, &cut, &err), -1);
+	struct kernel_btf kernel;
+	assert_int_equal(kernel_btf_open(&kernel, &err), 0);
+	assert_int_equal(core_btf_build(&kernel, &bad, 1, &cut, &err), -1);
 	assert_non_null(strstr(err.msg, "out of bounds"));
 	assert_int_equal(cut.fd, -1);
 	/* not an ELF image at all: nothing to relocate, an empty cut */
 	struct core_btf_obj junk = { "not an object", 13 };
-	assert_int_equal(core_btf_build(&junk, 1, &cut, &err), 0);
+	assert_int_equal(core_btf_build(&kernel, &junk, 1, &cut, &err), 0);
 	assert_int_equal(cut.types, 0);
 	core_btf_close(&cut);
+	kernel_btf_close(&kernel);
 	free(copy);
+}
+
+/* The reader sees every type as libbpf's parser does: the same record bytes under each id. */
+static void test_reader_matches_libbpf(void **state)
+{
+	(void)state;
+	struct diag_err err = { 0 };
+	struct kernel_btf k;
+	if (kernel_btf_open(&k, &err))
+		fail_msg("%s", err.msg);
+	struct btf *whole = btf__load_vmlinux_btf();
+	assert_non_null(whole);
+	assert_int_equal(k.n, btf__type_cnt(whole));
+	for (uint32_t id = 1; id < k.n; id++) {
+		const struct btf_type *ours = kernel_btf_type(&k, id), *theirs = btf__type_by_id(whole, id);
+		size_t size = kernel_btf_record_size(ours);
+		assert_true(size >= sizeof(*ours));
+		if (memcmp(ours, theirs, size))
+			fail_msg("type %u differs from libbpf's", id);
+		const char *a = kernel_btf_name(&k, ours->name_off), *b = btf__name_by_offset(whole, theirs->name_off);
+		assert_non_null(a);
+		assert_string_equal(a, b);
+	}
+	static const struct { const char *name; unsigned kind; } named[] = {
+		{ "task_struct", BTF_KIND_STRUCT }, { "btf_trace_sched_switch", BTF_KIND_TYPEDEF },
+		{ "trace_event_raw_sched_switch", BTF_KIND_STRUCT }, { "u64", BTF_KIND_TYPEDEF },
+	};
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		assert_int_equal(kernel_btf_find(&k, named[i].name, named[i].kind),
+				 btf__find_by_name_kind(whole, named[i].name, named[i].kind));
+	assert_int_equal(kernel_btf_find(&k, "no_such_type_here", BTF_KIND_STRUCT), 0);
+	assert_null(kernel_btf_type(&k, 0));
+	assert_null(kernel_btf_type(&k, k.n));
+	assert_null(kernel_btf_name(&k, k.strs_len));
+	btf__free(whole);
+	kernel_btf_close(&k);
+}
+
+/* A tp_btf program's attach id is the kernel's btf_trace_<tracepoint> typedef, as libbpf's own
+ * tp_btf handler would look it up; a tracepoint the kernel lacks is -ESRCH. */
+static void test_tp_btf_ids(void **state)
+{
+	(void)state;
+	struct btf *whole = btf__load_vmlinux_btf();
+	assert_non_null(whole);
+	static const char *const tps[] = { "sched_switch", "sched_wakeup", "sched_wakeup_new",
+					   "block_rq_issue", "block_rq_complete" };
+	for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "btf_trace_%s", tps[i]);
+		int want = btf__find_by_name_kind(whole, name, BTF_KIND_TYPEDEF);
+		assert_true(want > 0);
+		assert_int_equal(tp_btf_id(tps[i]), want);
+	}
+	assert_int_equal(tp_btf_id("no_such_tracepoint"), -ESRCH);
+	assert_int_equal(tp_btf_id(""), -ESRCH);
+	btf__free(whole);
+}
+
+#define INFO(kind, vlen) ((uint32_t)(kind) << 24 | (uint32_t)(vlen))
+
+/* Hand-made BTF: a header, then types, then strings ("\0int\0s\0"). */
+struct tiny_btf {
+	struct btf_header h;
+	uint32_t types[10];
+	char strs[8];
+};
+
+static size_t tiny_btf(struct tiny_btf *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->h = (struct btf_header){ .magic = BTF_MAGIC, .version = BTF_VERSION, .hdr_len = sizeof(b->h) };
+	/* 1: int, 4 bytes, 32 bits; 2: struct s { int at 0 } of 4 bytes */
+	uint32_t t[] = { 1, INFO(BTF_KIND_INT, 0), 4, 32,
+			 5, INFO(BTF_KIND_STRUCT, 1), 4, 1, 1, 0 };
+	memcpy(b->types, t, sizeof(t));
+	b->h.type_len = sizeof(t);
+	b->h.str_off = sizeof(b->types);
+	memcpy(b->strs, "\0int\0s\0", 7);
+	b->h.str_len = 7;
+	return sizeof(b->h) + sizeof(b->types) + 7;
+}
+
+static void refused(const struct tiny_btf *b, size_t size, const char *why)
+{
+	struct kernel_btf k;
+	struct diag_err err = { 0 };
+	assert_int_equal(kernel_btf_from_bytes(&k, b, size, &err), -1);
+	if (!strstr(err.msg, why))
+		fail_msg("wanted \"%s\", got \"%s\"", why, err.msg);
+	assert_null(k.start);
+}
+
+static void test_reader_malformed(void **state)
+{
+	(void)state;
+	struct tiny_btf b;
+	size_t size = tiny_btf(&b);
+	struct kernel_btf k;
+	struct diag_err err = { 0 };
+	assert_int_equal(kernel_btf_from_bytes(&k, &b, size, &err), 0);
+	assert_int_equal(k.n, 3);
+	assert_int_equal(kernel_btf_find(&k, "s", BTF_KIND_STRUCT), 2);
+	assert_int_equal(kernel_btf_find(&k, "int", BTF_KIND_STRUCT), 0);
+	kernel_btf_close(&k);
+
+	refused(&b, sizeof(b.h) - 1, "no header");
+	tiny_btf(&b), b.h.magic = 0x9feb;
+	refused(&b, size, "not BTF");
+	tiny_btf(&b), b.h.str_len = 200;
+	refused(&b, size, "out of bounds");
+	tiny_btf(&b), b.h.type_len = 0xfffffff0u;
+	refused(&b, size, "out of bounds");
+	tiny_btf(&b), b.strs[6] = 'x';
+	refused(&b, size, "not terminated");
+	tiny_btf(&b), b.types[5] = INFO(31, 0);
+	refused(&b, size, "unknown kind 31");
+	tiny_btf(&b), b.types[5] = INFO(BTF_KIND_STRUCT, 40); /* members past the section */
+	refused(&b, size, "type 2 cut short");
+	tiny_btf(&b), b.h.type_len = 14; /* a record's header cut */
+	refused(&b, size, "cut short");
 }
 
 int main(void)
@@ -216,6 +350,9 @@ int main(void)
 		cmocka_unit_test(test_cut_shape),
 		cmocka_unit_test(test_same_relocations),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_reader_matches_libbpf),
+		cmocka_unit_test(test_tp_btf_ids),
+		cmocka_unit_test(test_reader_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
