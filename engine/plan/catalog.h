@@ -64,6 +64,9 @@ struct probe_config {
 	const char *str[PROBE_MAX_OPTIONS];   /* OPT_STRING values, owned by the recipe */
 	struct probe_filters filter;          /* the filters the kind honours, resolved */
 	const char *const *variants;          /* attach variants to try, in order, NULL-terminated */
+	/* The run's collection window in seconds, pre-flight included (every run is bounded): what
+	 * a kind whose events come at a known rate may size its maps from; 0: not known (lint). */
+	double window_s;
 };
 
 /* Shared, per-run context handed to a probe when it turns its maps into results. */

@@ -342,6 +342,7 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 		struct plan_probe *pp = &p->probes[p->n_probes++];
 		pp->rp = &r->probes[i];
 		pp->cfg.id = pp->rp->id;
+		pp->cfg.window_s = p->duration_s;
 		pp->kind = catalog_find(pp->rp->kind);
 		if (!pp->kind) {
 			size_t n;

@@ -55,10 +55,10 @@ static const struct option_spec profile_options[] = {
 	{ .name = "max_stacks", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(__u32) + DIAG_STACK_DEPTH * sizeof(__u64),
-	  .help = "distinct stacks kept" },
+	  .help = "distinct stacks kept, at most (a run sizes the map to what it can sample)" },
 	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 16384,
 	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct profile_key) + sizeof(__u64) + 64,
-	  .help = "distinct (thread name, user stack, kernel stack) counted" },
+	  .help = "distinct (thread name, user stack, kernel stack) counted, at most (sized as max_stacks)" },
 	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp", .check = stack_sampler_check_unwind,
 	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack with "
 		  "each sample and unwind it in user space by CFI (frameless code)" },
@@ -115,6 +115,26 @@ static int open_sampling_event(const char *variant, uint64_t hz, int cpu)
 
 STACK_SAMPLER_PROBE_OPS(profile, struct profile_priv)
 
+/* A map's entries for this run: the option's value is the most it may hold. A run samples at
+ * most hz on each CPU for its window: two stack ids a sample (user, kernel) and one count key.
+ * The stack map is a hash table that loses a stack landing on a taken bucket (lost_stacks), so it
+ * gets 4 buckets per id it may store (a quarter taken at the very worst, when no two samples
+ * share a stack); the counts chain their collisions, one entry per sample is enough. Both are
+ * preallocated and charged to the run when created (the stack map 1 KiB an entry: 16 MiB at
+ * 16384, 5 ms on this machine), which a 1 s run at 99 Hz, 400 ids at most, has no use for. */
+static __u32 profile_map_entries(const struct probe *p, int n_cpus, const char *option)
+{
+	uint64_t most = probe_opt(p, option);
+	double samples = (double)probe_opt(p, "frequency_hz") * n_cpus * p->cfg.window_s;
+	double want = strcmp(option, "max_stacks") == 0 ? 8 * samples : samples;
+	if (p->cfg.window_s <= 0 || want >= (double)most)
+		return (__u32)most;
+	uint64_t n = 1024;
+	while ((double)n < want)
+		n <<= 1;
+	return (__u32)(n < most ? n : most);
+}
+
 static int profile_load(struct probe *p, struct diag_err *err)
 {
 	struct profile_priv *pp = p->priv;
@@ -148,8 +168,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 		return -1;
 	pp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
-	bpf_map__set_max_entries(pp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
-	bpf_map__set_max_entries(pp->skel->maps.counts, (__u32)probe_opt(p, "max_stack_counts"));
+	bpf_map__set_max_entries(pp->skel->maps.stacks, profile_map_entries(p, pp->n_cpus, "max_stacks"));
+	bpf_map__set_max_entries(pp->skel->maps.counts, profile_map_entries(p, pp->n_cpus, "max_stack_counts"));
 	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind"));
 	bool leaf_fixup = !dwarf && probe_opt(p, "leaf_fixup");
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")
