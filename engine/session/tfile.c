@@ -1053,6 +1053,7 @@ struct tfile_reader {
 	uint64_t deadline_ns;
 	int stop_fd;
 	pid_t zygote;
+	int zygote_pidfd;           /* its pidfd, to wait for its end without polling (-1: none) */
 	int zsock;                  /* to the zygote (-1: none could start) */
 	pthread_mutex_t spawn_lock; /* one request to the zygote at a time */
 	uint64_t bytes_left;        /* of TFILE_MAX_READER_BYTES, for every image and text read */
@@ -1072,8 +1073,11 @@ struct tfile_reader *tfile_reader_new(void)
 	pthread_mutex_init(&r->spawn_lock, NULL);
 	r->stop_fd = -1;
 	r->bytes_left = TFILE_MAX_READER_BYTES;
+	r->zygote_pidfd = -1;
 	if (zygote_start(&r->zygote, &r->zsock))
 		r->zsock = -1;
+	else
+		r->zygote_pidfd = (int)syscall(SYS_pidfd_open, r->zygote, 0);
 	return r;
 }
 
@@ -1086,10 +1090,19 @@ void tfile_reader_free(struct tfile_reader *r)
 	for (size_t i = 0; i < r->n_behind; i++)
 		helper_end(&r->behind[i]);
 	if (r->zsock >= 0) {
-		close(r->zsock); /* it exits at the end of its socket */
-		for (int i = 0; i < 100 && waitpid(r->zygote, NULL, WNOHANG) == 0; i++)
-			usleep(1000);
+		close(r->zsock); /* it exits at the end of its socket: reaped once it has, 100 ms at most */
+		if (r->zygote_pidfd >= 0) {
+			struct pollfd pfd = { .fd = r->zygote_pidfd, .events = POLLIN };
+			while (poll(&pfd, 1, 100) < 0 && errno == EINTR)
+				;
+			waitpid(r->zygote, NULL, WNOHANG);
+		} else {
+			for (int i = 0; i < 100 && waitpid(r->zygote, NULL, WNOHANG) == 0; i++)
+				usleep(1000);
+		}
 	}
+	if (r->zygote_pidfd >= 0)
+		close(r->zygote_pidfd);
 	pthread_mutex_destroy(&r->spawn_lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
