@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,4 +281,24 @@ uint64_t mono_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int child_wait(pid_t pid, int pidfd, uint64_t deadline_ns, int *status)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR) {
+			*status = 0;
+			return 0;
+		}
+		uint64_t now = mono_ns();
+		if (now >= deadline_ns)
+			return -1;
+		uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		if (pidfd < 0 || poll(&pfd, 1, ms > 60000 ? 60000 : (int)ms) < 0)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
 }

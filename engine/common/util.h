@@ -10,6 +10,7 @@
 #define DIAG_UTIL_H
 
 #include <signal.h>
+#include <sys/types.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -77,6 +78,13 @@ bool decimal_number(const char *s, bool sign, double *out);
 
 /* Monotonic clock in nanoseconds (same clock as bpf_ktime_get_ns). */
 uint64_t mono_ns(void);
+
+/* Waits for child pid to end until deadline_ns (mono_ns), reaping it: 0 with *status (0 when
+ * it reaped itself: SIGCHLD ignored), or -1 when it is still running at the deadline. With its
+ * pidfd (>= 0) woken as it ends; without (pidfd_open before 5.3), by trying every millisecond.
+ * A child that just closed its pipe or socket is still tearing its memory down: a first try
+ * seldom finds it gone, and a sleep between tries cost a whole millisecond. */
+int child_wait(pid_t pid, int pidfd, uint64_t deadline_ns, int *status);
 
 /* FNV-1a over a NUL-terminated string, continuing from h (FNV1A_INIT to start): the hash of the
  * engine's open-addressing tables. */

@@ -241,6 +241,15 @@ void probe_init_defaults(struct probe *p, const struct probe_kind *k)
 	}
 }
 
+const struct kernel_btf *probe_kernel_btf(const struct probe *p, struct kernel_btf *own,
+					  struct diag_err *err)
+{
+	memset(own, 0, sizeof(*own));
+	if (p->kernel_btf)
+		return p->kernel_btf;
+	return kernel_btf_open(own, err) ? NULL : own;
+}
+
 void probe_bpf_detach(struct probe *p)
 {
 	struct probe_bpf *b = p->priv;

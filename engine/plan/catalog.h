@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "filters.h"
+#include "kernel_btf.h"
 #include "tp_btf.h"
 #include "util.h"
 #include "value.h"
@@ -65,7 +66,8 @@ struct probe_config {
 	struct probe_filters filter;          /* the filters the kind honours, resolved */
 	const char *const *variants;          /* attach variants to try, in order, NULL-terminated */
 	/* The run's collection window in seconds, pre-flight included (every run is bounded): what
-	 * a kind whose events come at a known rate may size its maps from; 0: not known (lint). */
+	 * a kind whose events come at a known rate may size its maps from; 0: not known (doctor,
+	 * the tests: the option's value holds). */
 	double window_s;
 };
 
@@ -195,6 +197,9 @@ struct probe {
 	/* The BTF its CO-RE relocations are made against (core_btf.h: the kernel's, cut to the
 	 * run's objects), a path; NULL: libbpf reads the kernel's whole. */
 	const char *core_btf;
+	/* The run's read of the kernel's BTF (kernel_btf.h) for a kind that looks at kernel types
+	 * itself; NULL: none (doctor, the tests): probe_kernel_btf reads it then. */
+	const struct kernel_btf *kernel_btf;
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,
@@ -272,6 +277,11 @@ int probe_no_variant(struct variant_tries *t, const char *what, struct diag_err 
  * doctor, the tests): kind, id, variants, filter pid, no shared targets map; priv and files are
  * the caller's. */
 void probe_init_defaults(struct probe *p, const struct probe_kind *k);
+/* The kernel's BTF for a kind's load: the run's (p->kernel_btf), else read into *own (zeroed
+ * first; kernel_btf_close(own) after use releases it, and does nothing when the run's was used).
+ * NULL with err when it cannot be read. */
+const struct kernel_btf *probe_kernel_btf(const struct probe *p, struct kernel_btf *own,
+					  struct diag_err *err);
 /* Generic ops for kinds built on struct probe_bpf: */
 void probe_bpf_detach(struct probe *p);
 void probe_bpf_destroy(struct probe *p);

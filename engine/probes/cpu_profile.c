@@ -121,12 +121,14 @@ STACK_SAMPLER_PROBE_OPS(profile, struct profile_priv)
  * gets 4 buckets per id it may store (a quarter taken at the very worst, when no two samples
  * share a stack); the counts chain their collisions, one entry per sample is enough. Both are
  * preallocated and charged to the run when created (the stack map 1 KiB an entry: 16 MiB at
- * 16384, 5 ms on this machine), which a 1 s run at 99 Hz, 400 ids at most, has no use for. */
-static __u32 profile_map_entries(const struct probe *p, int n_cpus, const char *option)
+ * 16384, 5 ms on this machine), which a 1 s run at 99 Hz, 400 ids at most, has no use for.
+ * per_sample: the entries a sample may need (8 for the stack map: 2 ids x 4
+ * buckets; 1 for the counts). */
+static __u32 profile_map_entries(const struct probe *p, int n_cpus, const char *option,
+				 unsigned per_sample)
 {
 	uint64_t most = probe_opt(p, option);
-	double samples = (double)probe_opt(p, "frequency_hz") * n_cpus * p->cfg.window_s;
-	double want = strcmp(option, "max_stacks") == 0 ? 8 * samples : samples;
+	double want = (double)per_sample * probe_opt(p, "frequency_hz") * n_cpus * p->cfg.window_s;
 	if (p->cfg.window_s <= 0 || want >= (double)most)
 		return (__u32)most;
 	uint64_t n = 1024;
@@ -168,8 +170,8 @@ static int profile_load(struct probe *p, struct diag_err *err)
 		return -1;
 	pp->skel->rodata->user_stacks = probe_opt(p, "user_stacks") != 0;
 	pp->skel->rodata->kernel_stacks = probe_opt(p, "kernel_stacks") != 0;
-	bpf_map__set_max_entries(pp->skel->maps.stacks, profile_map_entries(p, pp->n_cpus, "max_stacks"));
-	bpf_map__set_max_entries(pp->skel->maps.counts, profile_map_entries(p, pp->n_cpus, "max_stack_counts"));
+	bpf_map__set_max_entries(pp->skel->maps.stacks, profile_map_entries(p, pp->n_cpus, "max_stacks", 8));
+	bpf_map__set_max_entries(pp->skel->maps.counts, profile_map_entries(p, pp->n_cpus, "max_stack_counts", 1));
 	bool dwarf = stack_sampler_wants_dwarf(probe_opt_str(p, "user_unwind"));
 	bool leaf_fixup = !dwarf && probe_opt(p, "leaf_fixup");
 	__u32 copy = dwarf ? (__u32)probe_opt(p, "stack_bytes")

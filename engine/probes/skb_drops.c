@@ -108,27 +108,28 @@ static int skbd_load(struct probe *p, struct diag_err *err)
 	struct skbd_priv *sp = p->priv;
 	if (!kernel_has_tracepoint("skb/kfree_skb"))
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: this kernel has no tracepoint skb:kfree_skb");
-	struct kernel_btf btf;
+	struct kernel_btf own;
 	struct diag_err why;
-	if (kernel_btf_open(&btf, &why))
+	const struct kernel_btf *btf = probe_kernel_btf(p, &own, &why);
+	if (!btf)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: %s", why.msg);
-	uint32_t id = kernel_btf_find(&btf, "trace_event_raw_kfree_skb", BTF_KIND_STRUCT);
-	if (!id || !kernel_btf_find(&btf, "trace_event_raw_inet_sock_set_state", BTF_KIND_STRUCT)) {
-		kernel_btf_close(&btf);
+	uint32_t id = kernel_btf_find(btf, "trace_event_raw_kfree_skb", BTF_KIND_STRUCT);
+	if (!id || !kernel_btf_find(btf, "trace_event_raw_inet_sock_set_state", BTF_KIND_STRUCT)) {
+		kernel_btf_close(&own);
 		return diag_fail(err, DIAG_EXIT_REFUSED, "skb_drops: this kernel's BTF has no record type "
 				 "for skb:kfree_skb or sock:inet_sock_set_state: cannot read their fields");
 	}
 	/* Does the record carry a reason (5.17+)? */
-	const struct btf_type *t = kernel_btf_type(&btf, id);
+	const struct btf_type *t = kernel_btf_type(btf, id);
 	const struct btf_member *m = btf_members(t);
 	for (unsigned i = 0; i < btf_vlen(t); i++) {
-		const char *name = kernel_btf_name(&btf, m[i].name_off);
+		const char *name = kernel_btf_name(btf, m[i].name_off);
 		if (name && !strcmp(name, "reason"))
 			sp->has_reason_field = true;
 	}
 	if (sp->has_reason_field)
-		read_reasons(sp, &btf);
-	kernel_btf_close(&btf);
+		read_reasons(sp, btf);
+	kernel_btf_close(&own);
 	if (!sp->has_reason_field)
 		snprintf(p->note, sizeof(p->note), "this kernel's skb:kfree_skb has no drop reason "
 			 "(before 5.17): every drop is reason \"unknown\"");

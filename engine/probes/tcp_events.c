@@ -61,15 +61,16 @@ static const struct {
 	{ "sock/inet_sk_error_report", "trace_event_raw_inet_sk_error_report" },
 };
 
-static int tcpe_check_kernel(struct diag_err *err)
+static int tcpe_check_kernel(const struct probe *p, struct diag_err *err)
 {
-	struct kernel_btf btf;
+	struct kernel_btf own;
 	struct diag_err why;
-	if (kernel_btf_open(&btf, &why))
+	const struct kernel_btf *btf = probe_kernel_btf(p, &own, &why);
+	if (!btf)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: %s", why.msg);
 	for (size_t i = 0; i < ARRAY_LEN(tcpe_needs); i++) {
 		if (!kernel_has_tracepoint(tcpe_needs[i].tp)) {
-			kernel_btf_close(&btf);
+			kernel_btf_close(&own);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel has no "
 					 "tracepoint %s", tcpe_needs[i].tp);
 		}
@@ -78,15 +79,15 @@ static int tcpe_check_kernel(struct diag_err *err)
 		bool found = false;
 		for (char *save = NULL, *t = strtok_r(types, "|", &save); t && !found;
 		     t = strtok_r(NULL, "|", &save))
-			found = kernel_btf_find(&btf, t, BTF_KIND_STRUCT) != 0;
+			found = kernel_btf_find(btf, t, BTF_KIND_STRUCT) != 0;
 		if (!found) {
-			kernel_btf_close(&btf);
+			kernel_btf_close(&own);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel's tracepoint "
 					 "%s has a record layout this build does not read (no BTF type %s)",
 					 tcpe_needs[i].tp, tcpe_needs[i].type);
 		}
 	}
-	kernel_btf_close(&btf);
+	kernel_btf_close(&own);
 	return 0;
 }
 
@@ -94,7 +95,7 @@ static int tcpe_load(struct probe *p, struct diag_err *err)
 {
 	struct tcpe_priv *tp = p->priv;
 	const struct probe_filters *f = &p->cfg.filter;
-	if (tcpe_check_kernel(err))
+	if (tcpe_check_kernel(p, err))
 		return -1;
 	if (!(tp->skel = tcp_events_skel_open(p, err)))
 		return -1;

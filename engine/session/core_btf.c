@@ -292,30 +292,15 @@ struct writer {
 	const struct kernel_btf *kernel;
 	const uint32_t *new_id; /* per kernel id: its id in the cut, 0 when not kept */
 	struct blob types, strs;
-	uint32_t *str_key, *str_val; /* kernel offset + 1 -> cut offset (open addressing) */
-	size_t str_slots, str_used;
+	uint32_t *str_key, *str_val; /* kernel offset + 1 -> cut offset (open addressing, at most
+				      * half full: sized to the names the kept types can have) */
+	size_t str_slots;
 };
 
 static uint32_t copy_str(struct writer *w, uint32_t off)
 {
 	if (!off)
 		return 0;
-	if ((w->str_used + 1) * 2 > w->str_slots) {
-		size_t old = w->str_slots;
-		uint32_t *key = w->str_key, *val = w->str_val;
-		w->str_slots = old ? old * 2 : 4096;
-		w->str_key = xcalloc(w->str_slots, sizeof(*w->str_key));
-		w->str_val = xcalloc(w->str_slots, sizeof(*w->str_val));
-		for (size_t i = 0; i < old; i++)
-			if (key[i]) {
-				size_t j = (key[i] * 2654435761u) & (w->str_slots - 1);
-				while (w->str_key[j])
-					j = (j + 1) & (w->str_slots - 1);
-				w->str_key[j] = key[i], w->str_val[j] = val[i];
-			}
-		free(key);
-		free(val);
-	}
 	size_t j = ((off + 1) * 2654435761u) & (w->str_slots - 1);
 	for (; w->str_key[j]; j = (j + 1) & (w->str_slots - 1))
 		if (w->str_key[j] == off + 1)
@@ -324,7 +309,6 @@ static uint32_t copy_str(struct writer *w, uint32_t off)
 	uint32_t at = (uint32_t)w->strs.len;
 	blob_put(&w->strs, s ? s : "", (s ? strlen(s) : 0) + 1);
 	w->str_key[j] = off + 1, w->str_val[j] = at;
-	w->str_used++;
 	return at;
 }
 
@@ -399,10 +383,17 @@ static int write_cut(const struct cut *c, int fd, size_t *bytes, struct diag_err
 {
 	uint32_t n = c->kernel->n, next = 1;
 	uint32_t *new_id = xcalloc(n, sizeof(*new_id));
+	size_t names = 0; /* a type's name and its members', params' or values' at most */
 	for (uint32_t id = 1; id < n; id++)
-		if (c->keep[id])
+		if (c->keep[id]) {
 			new_id[id] = next++;
-	struct writer w = { .kernel = c->kernel, .new_id = new_id };
+			names += 1 + btf_vlen(kernel_btf_type(c->kernel, id));
+		}
+	struct writer w = { .kernel = c->kernel, .new_id = new_id, .str_slots = 64 };
+	while (w.str_slots < 2 * names)
+		w.str_slots *= 2;
+	w.str_key = xcalloc(w.str_slots, sizeof(*w.str_key));
+	w.str_val = xcalloc(w.str_slots, sizeof(*w.str_val));
 	blob_put(&w.strs, "", 1);
 	int rc = 0;
 	for (uint32_t id = 1; id < n && !rc; id++)

@@ -4,9 +4,9 @@
  * libbpf 1.1 parses /sys/kernel/btf/vmlinux for every object it loads: 5.5 MB read and copied
  * once more (11 MB of memory at its peak, most of a run's peak RSS), ~126k types searched by
  * name for each relocation, three to six times a run. The run reads it once, in place
- * (kernel_btf.h), and cuts it. Cut to the types the objects' relocations
- * start from and what they embed, it is ~100 KiB (all 20 objects on 6.18: 1,295 of 126,411
- * types), parsed in microseconds by each.
+ * (kernel_btf.h), and cuts it: to the types the objects' relocations start from and what they
+ * embed, ~100 KiB (all 20 objects on 6.18: 1,295 of 126,411 types), parsed in microseconds by
+ * each.
  *
  * Owns: reading each object's CO-RE relocations (.BTF.ext) for the names they start from, the
  * cut (which types, how: core_btf.c), and the memfd holding it.

@@ -268,8 +268,12 @@ static void destroy_probes(struct probe *probes, unsigned n)
 	free(probes);
 }
 
-/* The kernel's BTF cut to the objects of the plan's probes and the process-set follower's. */
-static int build_core_btf(const struct plan *plan, struct core_btf *core, struct diag_err *err)
+/* The kernel's BTF read once into *kernel (kept for the probes' loads: kernel_btf_close after
+ * them; left empty when there is no object or it cannot be read), cut into *core to the objects
+ * of the plan's probes and the process-set follower's, and tp_btf programs' attach ids learnt
+ * from it (tp_btf.h). */
+static int build_core_btf(const struct plan *plan, struct kernel_btf *kernel, struct core_btf *core,
+			  struct diag_err *err)
 {
 	struct core_btf_obj *objs = xcalloc(plan->n_probes + 1, sizeof(*objs));
 	size_t n = 0;
@@ -278,13 +282,11 @@ static int build_core_btf(const struct plan *plan, struct core_btf *core, struct
 			objs[n].bytes = plan->probes[i].kind->bpf_bytes(&objs[n].size), n++;
 	if (plan->target)
 		objs[n].bytes = procset_bpf_bytes(&objs[n].size), n++;
-	/* read in place, once: the cut for CO-RE, and tp_btf programs' attach ids (tp_btf.h) */
-	struct kernel_btf kernel;
-	int rc = n ? kernel_btf_open(&kernel, err) : 0;
+	memset(kernel, 0, sizeof(*kernel));
+	int rc = n ? kernel_btf_open(kernel, err) : 0;
 	if (n && !rc) {
-		rc = core_btf_build(&kernel, objs, n, core, err);
-		tp_btf_learn(&kernel);
-		kernel_btf_close(&kernel);
+		rc = core_btf_build(kernel, objs, n, core, err);
+		tp_btf_learn(kernel);
 	}
 	free(objs);
 	return rc;
@@ -292,9 +294,10 @@ static int build_core_btf(const struct plan *plan, struct core_btf *core, struct
 
 /* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
  * *n_loaded counts the probes to destroy, also on failure. core_btf: the path of the BTF to
- * relocate against (NULL: the kernel's). */
+ * relocate against (NULL: the kernel's); kernel: the run's read of the kernel's BTF (empty: none). */
 static int load_probes(const struct plan *plan, int targets_fd, struct tfile_reader *files,
-		       const char *core_btf, struct probe **out, unsigned *n_loaded, struct diag_err *err)
+		       const char *core_btf, const struct kernel_btf *kernel, struct probe **out,
+		       unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
 	*out = probes;
@@ -306,6 +309,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		p->cfg.filter.targets_fd = targets_fd;
 		p->files = files;
 		p->core_btf = core_btf;
+		p->kernel_btf = kernel->n ? kernel : NULL;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		uint64_t t0 = mono_ns();
@@ -682,6 +686,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			     .files = tfile_reader_new() };
 	struct ksyms_loader kl = { 0 };
 	struct core_btf core = { .fd = -1 };
+	struct kernel_btf kernel = { 0 };
 	struct ksyms *ksyms = NULL;
 	struct usyms *usyms = NULL;
 	struct diag_err soft;
@@ -714,7 +719,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	/* Loading starts with the kernel's BTF, read once and cut to what the run's objects
 	 * relocate against (core_btf.h); without it each object reads the whole. */
 	uint64_t load_ns = mono_ns();
-	if (build_core_btf(plan, &core, &soft))
+	if (build_core_btf(plan, &kernel, &core, &soft))
 		value_arr_push(out->notes, value_str_take(xasprintf(
 			"each probe read the kernel's whole BTF: cutting it failed (%s)", soft.msg)));
 	if (plan->target) {
@@ -732,9 +737,11 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
 	tfile_reader_set_deadline(s.files, mono_ns() + SESSION_READ_LOAD_NS);
 	watchdog_arm(opts->watchdog, "loading the probes", mono_ns() + WATCHDOG_LOAD_NS);
-	if (load_probes(plan, s.set.map_fd, s.files, core.fd >= 0 ? core.path : NULL, &s.probes, &s.n_loaded, err))
+	if (load_probes(plan, s.set.map_fd, s.files, core.fd >= 0 ? core.path : NULL, &kernel, &s.probes,
+			&s.n_loaded, err))
 		goto done;
 	core_btf_close(&core);
+	kernel_btf_close(&kernel);
 	tfile_reader_set_deadline(s.files, 0); /* set again when the collection starts */
 	for (unsigned i = 0; i < s.n_loaded; i++)
 		if (s.probes[i].note[0])
@@ -891,7 +898,8 @@ done:
 	ksyms_free(ksyms_loader_join(&kl)); /* before freeing what the thread may still use, and
 					     * before the signal fd its reads wait on closes */
 	destroy_all(&s);
-	core_btf_close(&core); /* a load that failed left it open */
+	core_btf_close(&core); /* a load that failed left them open */
+	kernel_btf_close(&kernel);
 	usyms_free(usyms);
 	procset_close(&s.set);
 	tfile_reader_free(s.files); /* last: every symbolizer and probe read through it */
@@ -917,12 +925,15 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	probes = NULL;
 	n = 0;
 	struct core_btf core = { .fd = -1 };
+	struct kernel_btf kernel = { 0 };
 	struct diag_err soft;
-	if (rc == 0 && build_core_btf(plan, &core, &soft))
+	if (rc == 0 && build_core_btf(plan, &kernel, &core, &soft))
 		core.fd = -1; /* each probe reads the kernel's whole BTF */
 	if (rc == 0)
-		rc = load_probes(plan, set.map_fd, files, core.fd >= 0 ? core.path : NULL, &probes, &n, err);
+		rc = load_probes(plan, set.map_fd, files, core.fd >= 0 ? core.path : NULL, &kernel, &probes, &n,
+				 err);
 	core_btf_close(&core);
+	kernel_btf_close(&kernel);
 	*variants = *preflight_summary = NULL;
 	if (rc == 0) {
 		*variants = value_obj();

@@ -1091,15 +1091,8 @@ void tfile_reader_free(struct tfile_reader *r)
 		helper_end(&r->behind[i]);
 	if (r->zsock >= 0) {
 		close(r->zsock); /* it exits at the end of its socket: reaped once it has, 100 ms at most */
-		if (r->zygote_pidfd >= 0) {
-			struct pollfd pfd = { .fd = r->zygote_pidfd, .events = POLLIN };
-			while (poll(&pfd, 1, 100) < 0 && errno == EINTR)
-				;
-			waitpid(r->zygote, NULL, WNOHANG);
-		} else {
-			for (int i = 0; i < 100 && waitpid(r->zygote, NULL, WNOHANG) == 0; i++)
-				usleep(1000);
-		}
+		int status;
+		child_wait(r->zygote, r->zygote_pidfd, mono_ns() + 100 * 1000000ull, &status);
 	}
 	if (r->zygote_pidfd >= 0)
 		close(r->zygote_pidfd);

@@ -287,29 +287,14 @@ static int read_child(int rfd, uint64_t deadline, size_t cap, char **buf, size_t
 	}
 }
 
-/* Waits for a child that closed its pipe. Returns its status, or -1 once over the deadline
- * (the child is then killed and reaped). With its pidfd (pidfd >= 0), woken as it exits; else
- * by trying every millisecond. A child that closed its pipe is still tearing down its copy of
- * our memory: a first try almost never finds it gone, so a sleep cost a whole millisecond. */
+/* Waits for a child that closed its pipe (child_wait). Returns its status, or -1 once over the
+ * deadline (the child is then killed and reaped). */
 static int reap(pid_t pid, int pidfd, uint64_t deadline, int *status)
 {
-	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r == pid)
-			return 0;
-		if (r < 0 && errno != EINTR) {
-			/* SIGCHLD ignored by the caller: the child reaped itself, status unknown. */
-			*status = 0;
-			return 0;
-		}
-		if (mono_ns() >= deadline) {
-			kill_and_reap(pid);
-			return -1;
-		}
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-		if (pidfd < 0 || poll(&pfd, 1, ms_until(deadline)) < 0)
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	}
+	if (child_wait(pid, pidfd, deadline, status) == 0)
+		return 0;
+	kill_and_reap(pid);
+	return -1;
 }
 
 /* The child's document, parsed and checked. */
