@@ -196,7 +196,7 @@ quiet io-control
 stop_all
 losetup -d "$LOOP"; losetup -d "$FSLOOP"; rm -f /tmp/io.img /tmp/fs.img
 
-# ---- network-errors: 3% loss between two namespaces, and the same stream without it ----------
+# ---- network-errors: 3% loss between two namespaces, and a new stream without it ------------
 NA=smokea NB=smokeb
 net_ok=1
 { ip netns add $NA && ip netns add $NB && ip link add va type veth peer name vb &&
@@ -217,6 +217,10 @@ if [ $net_ok = 1 ] && printf '%s\n' 'table inet smokeloss {' ' chain in {' \
 	run network-loss-host network-errors
 	expect network-loss-host any packet-drops
 	ip netns exec $NB nft delete table inet smokeloss
+	# the control is a new stream: the lossy one can still be recovering (backed-off RTOs, SACK
+	# recovery) seconds later in this slow guest, and its retransmits would be the fault's
+	kill -9 "$SEND" 2>/dev/null; wait "$SEND" 2>/dev/null
+	start ip netns exec $NA "$WL/net_peer" send 10.231.0.2 5001; SEND=$PID
 	sleep 1
 	run network-control network-errors --pid "$SEND"
 	quiet network-control
