@@ -27,6 +27,8 @@ for t in $tests; do
 		tails="$tails
 $t, last lines:
 $(echo "$out" | tail -15 | sed 's/^/    /')"
+		# why, in one line cut to 300 bytes, for the very end of a CI log (.ci/run)
+		[ -z "${E2E_FAILURES:-}" ] || echo "$t: $(echo "$out" | grep -m1 '^FAIL: ' | cut -c1-300)" >> "$E2E_FAILURES"
 	fi
 done
 echo "e2e: $pass passed, $failed failed, $skipped skipped ($(( $(date +%s) - begin ))s)"

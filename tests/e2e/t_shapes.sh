@@ -114,9 +114,9 @@ check "$J" '"slab" in res["kmem"] and len(res["kallocs"]["sites"]) > 0' "kernel_
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
 check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
-# where the wall time went: every phase, the window the run's duration and its pre-flight, the sum
-# within the wall
-check "$J" "list(r['overhead']['phases_s']) == ['start', 'load', 'attach', 'window', 'detach', 'results', 'verdicts'] and all(v > 0 for v in r['overhead']['phases_s'].values()) and 0 <= r['overhead']['phases_s']['window'] - r['duration_s'] < r['overhead']['preflight']['window_ms'] / 1000 + 0.1 and sum(r['overhead']['phases_s'].values()) <= $wall" \
+# where the wall time went: every phase, the window holding the run's duration and its pre-flight
+# (no upper bound: a time, which a loaded machine stretches), the sum within the wall
+check "$J" "list(r['overhead']['phases_s']) == ['start', 'load', 'attach', 'window', 'detach', 'results', 'verdicts'] and all(v > 0 for v in r['overhead']['phases_s'].values()) and r['overhead']['phases_s']['window'] - r['duration_s'] >= r['overhead']['preflight']['window_ms'] / 1000 - 0.002 and sum(r['overhead']['phases_s'].values()) <= $wall" \
 	"overhead.phases_s: $(json "$J" 'r["overhead"].get("phases_s")'), duration $(json "$J" 'r["duration_s"]') s, wall $wall s"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
