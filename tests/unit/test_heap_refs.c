@@ -27,6 +27,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -105,6 +106,32 @@ static __attribute__((noinline)) uint64_t *new_block(size_t size, enum kind kind
 }
 
 /* Everything allocated; returns the block its caller keeps in a local. */
+/* Whether this kernel maps the shared zero page on a read fault of anonymous memory: two pages
+ * only read have the same frame then. Some do not (6.18 under Firecracker's PVM gives each its
+ * own zeroed page); there the scan has no zero page to skip. */
+static bool kernel_maps_zero_page(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	volatile char *p = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	char sum = (char)(p[0] + p[page]);
+	(void)sum;
+	uint64_t e[2] = { 0, 0 };
+	FILE *f = fopen("/proc/self/pagemap", "re");
+	bool same = false;
+	if (f && fseek(f, (long)((uintptr_t)p / (uintptr_t)page * 8), SEEK_SET) == 0 &&
+	    fread(e, 8, 2, f) == 2) {
+		uint64_t pfn_mask = (1ull << 55) - 1;
+		same = (e[0] >> 63) && (e[1] >> 63) && (e[0] & pfn_mask) && (e[0] & pfn_mask) == (e[1] & pfn_mask);
+	}
+	if (f)
+		fclose(f);
+	munmap((void *)p, (size_t)page * 2);
+	return same;
+}
+
 static __attribute__((noinline)) void *make_blocks(void)
 {
 	static const size_t sizes[] = { 16, 32, 48, 112, 256, 1008, 4096, 5008, 65536, 200000, 1 << 20 };
@@ -406,7 +433,8 @@ static void test_referenced(void **state)
 	assert_int_equal(runs[0].flags, TFILE_PAGE_PRESENT);
 	assert_int_equal(runs[1].start, c->region + 7 * page);
 	assert_int_equal(runs[1].end, c->region + 8 * page);
-	if (how == TFILE_PAGES_SCAN) { /* the page only read maps the zero page: not read */
+	if (how == TFILE_PAGES_SCAN && kernel_maps_zero_page()) { /* the page only read maps the zero
+								     * page: not read */
 		assert_int_equal(runs[1].flags, TFILE_PAGE_PRESENT | TFILE_PAGE_ZERO);
 		assert_true(st.zero_bytes >= page);
 	}
