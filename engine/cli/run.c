@@ -306,6 +306,8 @@ struct run {
 	struct outputs outs;
 	struct session_out s;
 	struct diag_err verr; /* the verdict's error, when its Lua failed */
+	struct verdict_input vin; /* the verdict child's sources, thresholds and limits */
+	struct verdict_child verdict; /* started as the window opens (start_verdict); pid -1: not */
 	struct verdict_answer answer;
 	struct value *report, *info, *summary;
 	sigset_t old_mask;
@@ -529,6 +531,17 @@ static int exit_code_of(const struct run *r, bool lua_ok)
 	}
 }
 
+/* The session's at_window: the verdict child starts as the collection window opens, so that its
+ * fork, sandbox and compilation overlap the collection (verdict.h). One that cannot start is
+ * started again after the window by verdict_run, which then says why. */
+static void start_verdict(void *arg)
+{
+	struct run *r = arg;
+	struct diag_err err = { 0 };
+	if (verdict_start(&r->vin, &r->verdict, &err))
+		r->verdict.pid = -1;
+}
+
 /* The collection (its budget pre-flight is the first preflight_ms of it, session.c), then the
  * verdicts, the report and the output files. *code: the run's exit code. */
 static int run_session(struct run *r, int *code)
@@ -536,21 +549,31 @@ static int run_session(struct run *r, int *code)
 	const struct run_options *c = r->c;
 	const struct plan *plan = r->b.plan;
 	struct abandoned_run abandoned = { &r->au, &r->ev, &r->outs };
+	r->vin = (struct verdict_input){ .lua = &r->b.src.lua, .libs = r->b.src.libs,
+					 .n_libs = r->b.src.n_libs, .thresholds = plan->thresholds };
+	r->verdict = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
 				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
-				   .watchdog = watchdog_start(audit_abandoned, &abandoned) };
+				   .watchdog = watchdog_start(audit_abandoned, &abandoned),
+				   .at_window = start_verdict, .at_window_arg = r };
 	double start_s = (double)(mono_ns() - r->started_ns) / 1e9;
 	int srun = session_run(plan, &so, &r->s, &r->err);
 	watchdog_stop(so.watchdog);
-	if (srun)
+	if (srun) {
+		verdict_cancel(&r->verdict);
 		return -1;
+	}
 	note_degraded(r);
 	r->info = run_info(plan, &r->s);
-	struct verdict_input vin = { .lua = &r->b.src.lua, .libs = r->b.src.libs,
-				     .n_libs = r->b.src.n_libs, .results = r->s.results,
-				     .thresholds = plan->thresholds, .run = r->info };
 	uint64_t verdict_ns = mono_ns();
-	bool lua_ok = verdict_run(&vin, &r->answer, &r->verr) == 0;
+	bool lua_ok;
+	if (r->verdict.pid > 0) {
+		lua_ok = verdict_finish(&r->verdict, r->s.results, r->info, &r->answer, &r->verr) == 0;
+	} else {
+		r->vin.results = r->s.results;
+		r->vin.run = r->info;
+		lua_ok = verdict_run(&r->vin, &r->answer, &r->verr) == 0;
+	}
 	struct report_input in = { .plan = plan, .recipe_sha256 = r->sha, .session = &r->s,
 				   .start_s = start_s, .verdict_s = (double)(mono_ns() - verdict_ns) / 1e9,
 				   .verdicts = r->answer.verdicts,

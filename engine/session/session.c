@@ -764,6 +764,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	uint64_t window_ns = mono_ns();
 	out->phases.attach_s = (double)(window_ns - attach_ns) / 1e9;
 	uint64_t deadline = window_ns + (uint64_t)(plan->duration_s * 1e9);
+	if (opts->at_window)
+		opts->at_window(opts->at_window_arg);
 	tfile_reader_set_deadline(s.files, deadline + SESSION_READ_LATE_NS);
 	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;

@@ -24,6 +24,10 @@ struct session_opts {
 	unsigned preflight_ms; /* count-only window at the start of the duration; 0: none */
 	struct watchdog *watchdog; /* armed for each stage with probes or the target's files in
 				    * play (watchdog.h); NULL: none */
+	void (*at_window)(void *arg); /* called once, as the window opens (the probes attached):
+				       * what it starts runs while they collect (run.c starts the
+				       * verdict child there); NULL: nothing */
+	void *at_window_arg;
 };
 
 /* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */

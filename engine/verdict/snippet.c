@@ -1,12 +1,13 @@
 /* snippet.c — runs a recipe's Lua libraries and snippet in the sandbox, in this process.
  *
- * Owns: the chunk that sets the globals (results, thresholds, run) and runs lua/lib/NAME.lua in
- * order (a library returning a table becomes the global NAME) then the snippet, text chunks only,
- * loaded from the bytes that were hashed; thresholds typed from YAML text; Lua errors as one-line
- * messages; verdict_run_inprocess and the syntax checks of lint.
+ * Owns: the two stages in one state (snippet.h): stage 1 sets `thresholds`, runs lua/lib/NAME.lua
+ * in order (a library returning a table becomes the global NAME) and compiles the snippet, text
+ * chunks only, loaded from the bytes that were hashed; stage 2 sets `results` and `run` and runs
+ * the snippet; thresholds typed from YAML text; Lua errors as one-line messages;
+ * verdict_run_inprocess and the syntax checks of lint.
  * Must not: fork (verdict.c does), print, or read anything but the sources it is given.
  *
- * Every Lua API call that can raise runs inside lua_pcall (sandbox_main), so an error, the memory
+ * Every Lua API call that can raise runs inside lua_pcall (run_stage), so an error, the memory
  * cap or the instruction limit always ends as a clean -1; reading the answer back runs outside it
  * (lua_value.c). Time inside one C library call is invisible to the instruction hook: only the
  * child's deadline (verdict_run) bounds it, so verdict_run_inprocess is for tests and the fuzzer.
@@ -26,6 +27,7 @@
 #include "answer.h"
 #include "lua_value.h"
 #include "sandbox.h"
+#include "snippet.h"
 
 /* ---- running the chunks ----------------------------------------------------------------- */
 
@@ -74,18 +76,17 @@ static void lib_global_name(lua_State *L, const char *path)
 	lua_pushlstring(L, base, strlen(base) - 4); /* minus ".lua" */
 }
 
-static int sandbox_main(lua_State *L)
+/* Stage 1 (verdict_prepare): the state's libraries and the thresholds, each lua/lib/NAME.lua run in
+ * order, the snippet compiled: returns the snippet's function. Nothing here sees results or run:
+ * a library reads them when its functions are called, never while it loads. */
+static int prepare_main(lua_State *L)
 {
 	struct run_ctx *ctx = lua_touserdata(L, 1);
 
 	sandbox_open_libs(L);
 	proxies_init(L);
-	proxy_push_value(L, ctx->results);
-	lua_setglobal(L, "results");
 	proxy_push_value(L, ctx->thresholds);
 	lua_setglobal(L, "thresholds");
-	proxy_push_value(L, ctx->run);
-	lua_setglobal(L, "run");
 
 	for (size_t i = 0; i < ctx->in->n_libs; i++) {
 		run_chunk(L, ctx, &ctx->in->libs[i]);
@@ -98,7 +99,24 @@ static int sandbox_main(lua_State *L)
 		}
 		lua_pop(L, 1);
 	}
-	run_chunk(L, ctx, ctx->in->lua);
+	ctx->current = ctx->in->lua->path;
+	if (load_source(L, ctx->in->lua) != LUA_OK)
+		lua_error(L);
+	return 1;
+}
+
+/* Stage 2 (verdict_answer): results and run as globals, the snippet (argument 2) called. */
+static int answer_main(lua_State *L)
+{
+	struct run_ctx *ctx = lua_touserdata(L, 1);
+
+	proxy_push_value(L, ctx->results);
+	lua_setglobal(L, "results");
+	proxy_push_value(L, ctx->run);
+	lua_setglobal(L, "run");
+	ctx->current = ctx->in->lua->path;
+	lua_pushvalue(L, 2);
+	lua_call(L, 0, 1);
 	return 1;
 }
 
@@ -191,40 +209,91 @@ static void lua_error_message(struct diag_err *err, const char *chunk, const cha
 
 static const struct value empty_obj = { .type = V_OBJ };
 
+/* A state between its stages: the snippet's function at stack index 1 once prepared. */
+struct verdict_state {
+	struct sandbox sb;
+	lua_State *L;
+	struct run_ctx ctx;
+	struct value *thresholds; /* typed: what ctx.thresholds points to */
+	struct diag_err failed;   /* stage 1's error, given back by verdict_answer; code 0 when none */
+};
+
+/* One stage under lua_pcall with the message handler; its result left at the stack's top. 0, or
+ * -1 with err set (the Lua error, the memory cap). */
+static int run_stage(struct verdict_state *st, lua_CFunction stage, int extra_arg, struct diag_err *err)
+{
+	lua_State *L = st->L;
+	int base = lua_gettop(L);
+	lua_pushcfunction(L, message_handler);
+	lua_pushcfunction(L, stage);
+	lua_pushlightuserdata(L, &st->ctx);
+	int nargs = 1;
+	if (extra_arg) {
+		lua_pushvalue(L, extra_arg);
+		nargs++;
+	}
+	int status = lua_pcall(L, nargs, 1, base + 1);
+	lua_remove(L, base + 1); /* the handler */
+	if (status == LUA_OK)
+		return 0;
+	const char *chunk = st->ctx.in->lua->path;
+	if (status == LUA_ERRMEM) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", st->ctx.current ? st->ctx.current : chunk,
+			  st->sb.mem_hit ? "memory limit exceeded" : "out of memory");
+	} else {
+		size_t len = 0;
+		const char *msg = lua_tolstring(L, -1, &len);
+		lua_error_message(err, chunk, msg, len);
+	}
+	lua_settop(L, base);
+	return -1;
+}
+
+struct verdict_state *verdict_prepare(const struct verdict_input *in)
+{
+	struct verdict_state *st = xcalloc(1, sizeof(*st));
+	st->thresholds = typed_thresholds(in->thresholds);
+	st->ctx = (struct run_ctx){ .in = in, .thresholds = st->thresholds };
+	st->L = sandbox_new(&st->sb, in->max_memory_bytes, in->max_instructions);
+	if (!st->L)
+		diag_fail(&st->failed, DIAG_EXIT_RUNTIME, "%s: cannot create a Lua state (memory cap %zu bytes)",
+			  in->lua->path, st->sb.limit);
+	else
+		run_stage(st, prepare_main, 0, &st->failed); /* the snippet's function at index 1 */
+	return st;
+}
+
+int verdict_answer(struct verdict_state *st, const struct value *results, const struct value *run,
+		   struct verdict_answer *out, struct diag_err *err)
+{
+	*out = (struct verdict_answer){ 0 };
+	if (st->failed.code) {
+		*err = st->failed;
+		return -1;
+	}
+	st->ctx.results = results ? results : &empty_obj;
+	st->ctx.run = run ? run : &empty_obj;
+	if (run_stage(st, answer_main, 1, err))
+		return -1;
+	return read_answer(st->L, st->ctx.in, out, err);
+}
+
+void verdict_state_free(struct verdict_state *st)
+{
+	if (!st)
+		return;
+	if (st->L)
+		lua_close(st->L);
+	value_free(st->thresholds);
+	free(st);
+}
+
 int verdict_run_inprocess(const struct verdict_input *in, struct verdict_answer *out,
 			  struct diag_err *err)
 {
-	*out = (struct verdict_answer){ 0 };
-	struct run_ctx ctx = { .in = in, .results = in->results ? in->results : &empty_obj,
-			       .run = in->run ? in->run : &empty_obj };
-	struct value *th = typed_thresholds(in->thresholds);
-	ctx.thresholds = th;
-
-	struct sandbox sb;
-	int rc = -1;
-	lua_State *L = sandbox_new(&sb, in->max_memory_bytes, in->max_instructions);
-	if (!L) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a Lua state (memory cap %zu bytes)",
-			  in->lua->path, sb.limit);
-		goto out;
-	}
-	lua_pushcfunction(L, message_handler);
-	lua_pushcfunction(L, sandbox_main);
-	lua_pushlightuserdata(L, &ctx);
-	int status = lua_pcall(L, 1, 1, 1);
-	if (status == LUA_ERRMEM) {
-		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", ctx.current ? ctx.current : in->lua->path,
-			  sb.mem_hit ? "memory limit exceeded" : "out of memory");
-	} else if (status != LUA_OK) {
-		size_t len = 0;
-		const char *msg = lua_tolstring(L, -1, &len);
-		lua_error_message(err, in->lua->path, msg, len);
-	} else {
-		rc = read_answer(L, in, out, err);
-	}
-	lua_close(L);
-out:
-	value_free(th);
+	struct verdict_state *st = verdict_prepare(in);
+	int rc = verdict_answer(st, in->results, in->run, out, err);
+	verdict_state_free(st);
 	return rc; /* diag_fail keeps messages on one line, without control characters */
 }
 

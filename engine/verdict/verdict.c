@@ -30,20 +30,27 @@
 #include "answer.h"
 #include "json_parse.h"
 #include "lua_value.h"
+#include "snippet.h"
 
 /* ---- in a child process ---------------------------------------------------------------------
- * Protocol: the parent makes a pipe and forks. The child closes every descriptor but the pipe's
- * write end (BPF objects, perf events, the signalfd, the audit file: it needs none), asks to be
- * killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit rounded up, plus one second),
- * RLIMIT_AS (its current size plus room for the Lua cap and the answer; not under ASan, whose
- * shadow memory is huge) and RLIMIT_CORE 0, runs verdict_run_inprocess, writes one JSON document
- * — {"verdicts":[...],"report":[...],"ruled_out":[...],"metrics":[...]} or {"error":"message"} — and leaves
- * with _exit (no atexit handler, no flush of stdio buffers inherited from the parent). Blocked signals stay blocked:
- * Ctrl-C is for the parent to answer, and SIGKILL needs no permission.
- * The parent reads with poll until end of file or the deadline, at most a size derived from the
- * budget, then reaps the child; over the deadline or the size it kills it (SIGKILL) and reaps
- * it. Only an exit status of 0 counts: the document is then parsed (strict JSON, depth and node
- * caps) and checked again as if it came from Lua. Whatever goes wrong ends in -1 and err. */
+ * Protocol: the parent makes two pipes and forks (verdict_start), as early as the caller likes:
+ * the engine does it as its collection window opens, so that the fork, the sandbox and the
+ * libraries and the snippet's compilation are paid while the probes collect. The child closes
+ * every descriptor but its two pipes' ends (BPF objects, perf events, the signalfd, the audit file:
+ * it needs none), asks to be killed when the parent dies, sets RLIMIT_CPU (the wall-clock limit
+ * rounded up, plus one second) and RLIMIT_CORE 0, prepares the state (snippet.h stage 1), then
+ * reads its input to end of file: one document {"results":...,"run":...} in the wire format below,
+ * which verdict_finish writes. It parses it, sets RLIMIT_AS (its current size plus room for the
+ * Lua cap and the answer; not under ASan, whose shadow memory is huge), runs the snippet (stage
+ * 2), writes one JSON document — {"verdicts":[...],"report":[...],"ruled_out":[...],
+ * "metrics":[...]} or {"error":"message"} — and leaves with _exit (no atexit handler, no flush of
+ * stdio buffers inherited from the parent). Blocked signals stay blocked: Ctrl-C is for the parent
+ * to answer, and SIGKILL needs no permission.
+ * The parent writes the input and reads the answer with poll until end of file or the deadline
+ * (max_ms from verdict_finish), at most a size derived from the budget, then reaps the child;
+ * over the deadline or the size it kills it (SIGKILL) and reaps it. Only an exit status of 0
+ * counts: the document is then parsed (strict JSON, depth and node caps) and checked again as if
+ * it came from Lua. Whatever goes wrong ends in -1 and err. */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define VERDICT_ASAN 1
@@ -113,15 +120,19 @@ static size_t wire_cap(size_t max_nodes, size_t max_bytes)
 	return sat_add(sat_add(sat_mul(max_bytes, 6), sat_mul(max_nodes, 40)), WIRE_SLACK_BYTES);
 }
 
-static void child_limits(const struct verdict_input *in, unsigned max_ms, size_t max_nodes,
-			 size_t max_bytes)
+static void child_cpu_limits(unsigned max_ms)
 {
 	rlim_t cpu = max_ms / 1000 + 2; /* rounded up, plus at least one second */
 	setrlimit(RLIMIT_CPU, &(struct rlimit){ cpu, cpu + 1 });
 	setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
+}
+
+static void child_memory_limit(const struct verdict_input *in, size_t max_nodes, size_t max_bytes)
+{
 #ifndef VERDICT_ASAN
-	/* What is mapped now (the parent's heap, libraries), plus twice the Lua cap (realloc of
-	 * the largest block), the answer as C values and as JSON, and room for the C library. */
+	/* What is mapped now (the parent's heap, libraries, the results as read), plus twice the
+	 * Lua cap (realloc of the largest block), the answer as C values and as JSON, and room for
+	 * the C library. */
 	unsigned long pages = 0;
 	FILE *f = fopen("/proc/self/statm", "re");
 	if (f) {
@@ -146,7 +157,46 @@ static void child_limits(const struct verdict_input *in, unsigned max_ms, size_t
 #endif
 }
 
-static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, int wfd,
+/* The input document, read to end of file and parsed: results and run (each NULL when absent).
+ * The parent wrote it; a failure leaves both NULL (the snippet then sees empty objects). */
+static struct value *child_read_input(int rfd, const struct value **results, const struct value **run)
+{
+	*results = *run = NULL;
+	size_t len = 0, size = 64u << 10;
+	char *buf = xmalloc(size);
+	for (;;) {
+		if (len == size)
+			buf = xrealloc(buf, size *= 2);
+		ssize_t n = read(rfd, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	struct json_limits lim = { .raw_bytes = true };
+	struct diag_err perr = { 0 };
+	struct value *doc = json_parse(buf, len, &lim, &perr);
+	free(buf);
+	if (doc && doc->type == V_OBJ) {
+		*results = value_get(doc, "results");
+		*run = value_get(doc, "run");
+	}
+	return doc;
+}
+
+/* Closes every descriptor from 3 up but a and b (both at least 3: pipes made after stdio). */
+static void close_all_but(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+	if (lo > 3)
+		close_range(3, (unsigned)lo - 1, 0);
+	if (hi > lo + 1)
+		close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+	close_range((unsigned)hi + 1, ~0u, 0);
+}
+
+static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, int rfd, int wfd,
 				 unsigned max_ms, size_t max_nodes, size_t max_bytes)
 {
 	/* Never outlive the parent's call: dies with it (checked once, in case it is already gone). */
@@ -154,9 +204,7 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 	prctl(PR_SET_NAME, "diagnose-lua"); /* what ps and pgrep show of it */
 	if (getppid() != parent)
 		_exit(3);
-	if (wfd > 3)
-		close_range(3, (unsigned)wfd - 1, 0);
-	close_range((unsigned)wfd + 1, ~0u, 0);
+	close_all_but(rfd, wfd);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGXCPU, SIG_DFL);
 	sigset_t fatal;
@@ -168,12 +216,20 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 	sigaddset(&fatal, SIGILL);
 	sigaddset(&fatal, SIGABRT);
 	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
-	child_limits(in, max_ms, max_nodes, max_bytes);
+	child_cpu_limits(max_ms);
+
+	struct verdict_state *st = verdict_prepare(in);
+	const struct value *results, *run;
+	struct value *input = child_read_input(rfd, &results, &run);
+	close(rfd);
+	child_memory_limit(in, max_nodes, max_bytes);
 
 	struct verdict_answer answer;
 	struct diag_err err = { 0 };
 	struct value *doc = value_obj();
-	if (verdict_run_inprocess(in, &answer, &err) == 0) {
+	if (!input) {
+		value_set_str(doc, "error", "the verdict phase's input could not be read");
+	} else if (verdict_answer(st, results, run, &answer, &err) == 0) {
 		value_obj_set(doc, "verdicts", answer.verdicts);
 		value_obj_set(doc, "report", answer.report);
 		value_obj_set(doc, "ruled_out", answer.ruled_out);
@@ -341,42 +397,155 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 	return rc;
 }
 
-int verdict_run(const struct verdict_input *in, struct verdict_answer *out, struct diag_err *err)
+/* Writes len bytes of text to fd (non-blocking) by the deadline. 0, or -1: *timed_out, or the
+ * child closed its end (it ended: its status says why). */
+static int write_child(int fd, const char *text, size_t len, uint64_t deadline, bool *timed_out)
+{
+	size_t off = 0;
+	while (off < len) {
+		int left = ms_until(deadline);
+		if (left == 0) {
+			*timed_out = true;
+			return -1;
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		int r = poll(&pfd, 1, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			continue;
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int verdict_start(const struct verdict_input *in, struct verdict_child *ch, struct diag_err *err)
+{
+	*ch = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1, .in = in };
+	const char *chunk = in->lua->path;
+	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
+	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
+	size_t max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES;
+
+	int down[2], up[2]; /* parent → child, child → parent */
+	if (pipe2(down, O_CLOEXEC))
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: pipe: %s",
+				 chunk, strerror(errno));
+	if (pipe2(up, O_CLOEXEC)) {
+		int e = errno;
+		close(down[0]);
+		close(down[1]);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: pipe: %s",
+				 chunk, strerror(e));
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(down[0]);
+		close(down[1]);
+		close(up[0]);
+		close(up[1]);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: fork: %s",
+				 chunk, strerror(e));
+	}
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		child_main(in, parent, down[0], up[1], max_ms, max_nodes, max_bytes);
+	}
+	close(down[0]);
+	close(up[1]);
+	fcntl(down[1], F_SETFL, O_NONBLOCK); /* written with poll, under the deadline */
+	ch->pid = pid;
+	ch->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1 before 5.3: reap tries each ms */
+	ch->to_child = down[1];
+	ch->from_child = up[0];
+	return 0;
+}
+
+static void child_release(struct verdict_child *ch)
+{
+	if (ch->to_child >= 0)
+		close(ch->to_child);
+	if (ch->from_child >= 0)
+		close(ch->from_child);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	*ch = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
+}
+
+void verdict_cancel(struct verdict_child *ch)
+{
+	if (ch->pid > 0)
+		kill_and_reap(ch->pid);
+	child_release(ch);
+}
+
+/* The input document: results and run in the wire format; NULL when memory runs out. */
+static char *input_text(const struct value *results, const struct value *run, size_t *len)
+{
+	char *text = NULL;
+	FILE *f = open_memstream(&text, len);
+	if (!f)
+		return NULL;
+	fputs("{\"results\":", f);
+	if (results)
+		wire_write(results, f);
+	else
+		fputs("{}", f);
+	fputs(",\"run\":", f);
+	if (run)
+		wire_write(run, f);
+	else
+		fputs("{}", f);
+	fputc('}', f);
+	if (fclose(f)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int verdict_finish(struct verdict_child *ch, const struct value *results, const struct value *run,
+		   struct verdict_answer *out, struct diag_err *err)
 {
 	*out = (struct verdict_answer){ 0 };
+	const struct verdict_input *in = ch->in;
 	const char *chunk = in->lua->path;
 	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
 	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
 	size_t max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES;
 	uint64_t deadline = mono_ns() + (uint64_t)max_ms * 1000000;
+	pid_t pid = ch->pid;
 
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC))
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: pipe: %s",
-				 chunk, strerror(errno));
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(fds[0]);
-		close(fds[1]);
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot start the verdict phase: fork: %s",
-				 chunk, strerror(e));
+	size_t in_len;
+	char *in_text = input_text(results, run, &in_len);
+	if (!in_text) {
+		verdict_cancel(ch);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot write the verdict phase's input: out "
+				 "of memory", chunk);
 	}
-	if (pid == 0) {
-		close(fds[0]);
-		child_main(in, parent, fds[1], max_ms, max_nodes, max_bytes);
-	}
-	close(fds[1]);
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1 before 5.3: reap tries each ms */
-
-	char *buf;
-	size_t len;
 	bool timed_out = false, too_big = false;
+	/* A child that ended early (killed, or out of memory) closed its end: its status says why. */
+	write_child(ch->to_child, in_text, in_len, deadline, &timed_out);
+	free(in_text);
+	close(ch->to_child);
+	ch->to_child = -1;
+
+	char *buf = NULL;
+	size_t len;
 	int status, rc = -1;
 	size_t cap = wire_cap(max_nodes, max_bytes);
 	struct diag_err rerr = { 0 };
-	if (read_child(fds[0], deadline, cap, &buf, &len, &timed_out, &too_big, &rerr)) {
+	if (timed_out || read_child(ch->from_child, deadline, cap, &buf, &len, &timed_out, &too_big, &rerr)) {
 		kill_and_reap(pid);
 		if (timed_out)
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
@@ -386,7 +555,7 @@ int verdict_run(const struct verdict_input *in, struct verdict_answer *out, stru
 				  "(killed)", chunk, cap);
 		else
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", chunk, rerr.msg);
-	} else if (reap(pid, pidfd, deadline, &status)) {
+	} else if (reap(pid, ch->pidfd, deadline, &status)) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
 			  "(killed)", chunk, max_ms);
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -394,10 +563,17 @@ int verdict_run(const struct verdict_input *in, struct verdict_answer *out, stru
 	} else {
 		rc = read_document(in, buf, len, max_nodes, out, err);
 	}
-	close(fds[0]);
-	if (pidfd >= 0)
-		close(pidfd);
+	ch->pid = -1; /* reaped on every path above */
+	child_release(ch);
 	free(buf);
 	return rc;
 }
 
+int verdict_run(const struct verdict_input *in, struct verdict_answer *out, struct diag_err *err)
+{
+	struct verdict_child ch;
+	*out = (struct verdict_answer){ 0 };
+	if (verdict_start(in, &ch, err))
+		return -1;
+	return verdict_finish(&ch, in->results, in->run, out, err);
+}

@@ -25,6 +25,7 @@
 #define DIAG_VERDICT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "source.h"
 #include "util.h"
@@ -41,8 +42,8 @@ struct verdict_input {
 	const struct value *run;       /* object: target, duration_s, stop_reason, ... */
 	size_t max_instructions;       /* 0 = VERDICT_DEFAULT_MAX_INSTRUCTIONS */
 	size_t max_memory_bytes;       /* Lua allocator cap; 0 = VERDICT_DEFAULT_MAX_MEMORY */
-	unsigned max_ms;               /* wall clock of the whole phase (child start to answer
-					* parsed); 0 = VERDICT_DEFAULT_MAX_MS */
+	unsigned max_ms;               /* wall clock of the phase (verdict_finish: results sent
+					* to answer parsed); 0 = VERDICT_DEFAULT_MAX_MS */
 	size_t max_nodes;              /* values in the answer (verdicts, report, ruled_out:
 					* every table, string, number, copies of results
 					* included);
@@ -77,6 +78,22 @@ void verdict_answer_free(struct verdict_answer *a);
  * The child is always reaped before this returns; blocked signals stay blocked in it (the parent
  * kills it with SIGKILL). */
 int verdict_run(const struct verdict_input *in, struct verdict_answer *out, struct diag_err *err);
+
+/* verdict_run in two steps, so that the child's start (the fork, the sandbox, the libraries run
+ * and the snippet compiled: most of the phase's time) overlaps the collection: verdict_start
+ * forks it from in (which must outlive it; in->results and in->run are not read), verdict_finish
+ * hands it the results and takes its answer as verdict_run does (its deadline, in->max_ms, counts
+ * from there), verdict_cancel kills and reaps one that will not be needed. After verdict_finish
+ * or verdict_cancel the child is gone. */
+struct verdict_child {
+	pid_t pid;
+	int pidfd, to_child, from_child;
+	const struct verdict_input *in;
+};
+int verdict_start(const struct verdict_input *in, struct verdict_child *ch, struct diag_err *err);
+int verdict_finish(struct verdict_child *ch, const struct value *results, const struct value *run,
+		   struct verdict_answer *out, struct diag_err *err);
+void verdict_cancel(struct verdict_child *ch);
 
 /* The same in this process, for tests and the fuzzer: every limit holds but the wall clock, so
  * one pathological C library call can run for minutes. The engine calls verdict_run. */

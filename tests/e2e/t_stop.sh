@@ -77,17 +77,20 @@ return { verdicts = { diag.verdict("slow", "warning", "took its time",
 EOF
 echo 'return { verdicts = {} }' > "$S/lua/after.lua"
 # term_in_lua ARGS...: runs `diagnose slow ARGS` in the background and sends SIGTERM once its
-# verdict child runs (the collection is over); sets rc.
+# verdict child runs the snippet (the collection is over); sets rc. The child starts as the window
+# opens, loads the libraries and waits for the results asleep: it is in the snippet once it has
+# used 50 ms of CPU (5 ticks; slow.lua's find takes ~0.5 s, the loading a few ms).
 term_in_lua() {
 	"$DIAG" slow --recipes "$S/recipes" --pid "$PID" "$@" > "$TMP/lua-term.out" 2> "$TMP/lua-term.err" &
 	d=$!
-	local child=
+	local child= ticks=0
 	for i in $(seq 1000); do
-		child=$(pgrep -P "$d" -x diagnose-lua | head -1) # not its file readers (diagnose-read)
-		[ -n "$child" ] && break
+		[ -n "$child" ] || child=$(pgrep -P "$d" -x diagnose-lua | head -1) # not its file readers
+		[ -n "$child" ] && ticks=$(awk '{ print $14 + $15 }' "/proc/$child/stat" 2>/dev/null || echo 0)
+		[ "${ticks:-0}" -ge 5 ] && break
 		sleep 0.02
 	done
-	[ -n "$child" ] || fail "SIGTERM in the Lua phase: no verdict child seen"
+	[ "${ticks:-0}" -ge 5 ] || fail "SIGTERM in the Lua phase: no verdict child seen running the snippet"
 	kill -TERM "$d"
 	wait "$d"
 	rc=$?

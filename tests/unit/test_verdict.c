@@ -1757,6 +1757,75 @@ static void test_answer_through_child(void **state)
 			  &in, false, "report[1]: a key holds a NUL byte");
 }
 
+/* The child started before its results exist (as the engine does when the window opens): it
+ * answers on the results handed to it later, as verdict_run does; one cancelled is gone; one
+ * stuck before the results arrive (a library's load in one C call) is killed at the deadline
+ * counted from verdict_finish, and results larger than a pipe's buffer do not block the parent. */
+static void test_started_early(void **state)
+{
+	(void)state;
+	const char *text = "return { verdicts = { { id = 'n', severity = 'info', title = 'stacks ' .. "
+			   "#results.profile.stacks .. ' run ' .. run.recipe .. ' mode ' .. thresholds.mode,"
+			   " evidence = {}, next_steps = {} } } }";
+	struct source_file lua;
+	source_of_text(&lua, "inline.lua", text, strlen(text));
+	struct value *th = value_obj();
+	value_set_str(th, "mode", "user");
+	struct verdict_input in = { .lua = &lua, .thresholds = th };
+	struct value *res = sample_results(), *run = value_obj();
+	value_set_str(run, "recipe", "high-cpu");
+
+	struct verdict_child ch;
+	struct verdict_answer a;
+	struct diag_err err = { 0 };
+	assert_int_equal(verdict_start(&in, &ch, &err), 0);
+	usleep(100 * 1000); /* the collection */
+	if (verdict_finish(&ch, res, run, &a, &err))
+		fail_msg("%s", err.msg);
+	assert_string_equal(value_get_str(a.verdicts->arr.items[0], "title"), "stacks 1 run high-cpu mode user");
+	verdict_answer_free(&a);
+	assert_no_child();
+
+	/* cancelled: killed and reaped */
+	assert_int_equal(verdict_start(&in, &ch, &err), 0);
+	verdict_cancel(&ch);
+	assert_no_child();
+
+	/* a snippet that does not compile: the error comes with the answer, not before */
+	struct source_file bad;
+	source_of_text(&bad, "inline.lua", "return {", 8);
+	struct verdict_input bad_in = { .lua = &bad };
+	assert_int_equal(verdict_start(&bad_in, &ch, &err), 0);
+	assert_int_equal(verdict_finish(&ch, res, run, &a, &err), -1);
+	assert_contains(err.msg, "inline.lua:1:");
+	assert_null(a.verdicts);
+	assert_no_child();
+	source_drop(&bad);
+
+	/* a library stuck in one C call while it loads; 1 MiB of results to write meanwhile */
+	struct source_file lib;
+	const char *stuck = "local found = string.find(('a'):rep(60), ('a*'):rep(7) .. 'b')\nreturn {}";
+	source_of_text(&lib, "lua/lib/stuck.lua", stuck, strlen(stuck));
+	struct verdict_input slow_in = { .lua = &lua, .libs = &lib, .n_libs = 1, .max_ms = 300 };
+	struct value *big = value_obj();
+	char *blob = xmalloc(1u << 20);
+	memset(blob, 'x', (1u << 20) - 1);
+	blob[(1u << 20) - 1] = 0;
+	value_set_str(big, "blob", blob);
+	free(blob);
+	assert_int_equal(verdict_start(&slow_in, &ch, &err), 0);
+	assert_int_equal(verdict_finish(&ch, big, run, &a, &err), -1);
+	assert_contains(err.msg, "inline.lua: verdict phase over its time limit of 300 ms (killed)");
+	assert_no_child();
+	source_drop(&lib);
+
+	value_free(big);
+	value_free(res);
+	value_free(run);
+	value_free(th);
+	source_drop(&lua);
+}
+
 static void test_severity_names(void **state)
 {
 	(void)state;
@@ -1798,6 +1867,7 @@ int main(void)
 		cmocka_unit_test(test_time_limits),
 		cmocka_unit_test(test_child_killed),
 		cmocka_unit_test(test_answer_through_child),
+		cmocka_unit_test(test_started_early),
 		cmocka_unit_test(test_severity_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
