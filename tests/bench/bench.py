@@ -292,15 +292,24 @@ def part1_collection(say):
                           ["perf", "record", "-q", "-F", "99", "-g", "-o", "/dev/null", "-p", P,
                            "--", "sleep", "1"]))
         say("\n## 1 s collection: wall time beyond the window, peak RSS\n")
+        say(f"(round-robin: run i of every tool, then run i+1, so that a drift of the machine lands on "
+            f"all alike; medians of {RUNS}, first and third quartiles in brackets)\n")
         say("| tool | wall beyond 1 s (ms) | peak RSS (MiB) |")
         say("|---|---:|---:|")
-        for name, argv in tools:
-            walls, rss = [], []
-            for _ in range(RUNS):
+        walls = {name: [] for name, _ in tools}
+        rss = {name: [] for name, _ in tools}
+        for _ in range(RUNS):
+            for name, argv in tools:
                 w, r, rc = run_measured(argv, 1.0)
-                walls.append(w * 1000)
-                rss.append(r)
-            say(f"| {name} | {median(walls):.0f} | {median(rss):.1f} |")
+                walls[name].append(w * 1000)
+                rss[name].append(r)
+
+        def spread(xs, fmt):
+            q = sorted(xs)
+            lo, hi = q[len(q) // 4], q[(3 * len(q)) // 4]
+            return f"{median(xs):{fmt}} [{lo:{fmt}}–{hi:{fmt}}]"
+        for name, _ in tools:
+            say(f"| {name} | {spread(walls[name], '.0f')} | {spread(rss[name], '.1f')} |")
     finally:
         burner.kill()
         burner.wait()
