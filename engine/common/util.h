@@ -46,6 +46,11 @@ void *xrealloc(void *ptr, size_t size);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Reads (read_full) or preads at off (pread_full) until len bytes, the end of the file or an
+ * error (EINTR is retried): the bytes read; fewer than len with errno set (0: the end came). */
+size_t read_full(int fd, void *buf, size_t len);
+size_t pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 /* Read a whole (small) regular file into a NUL-terminated buffer. Returns NULL and sets errno:
  * EINVAL for a FIFO, socket or device (never blocks on one), EISDIR, EFBIG over READ_FILE_MAX. */
 #define READ_FILE_MAX ((size_t)64 << 20)

@@ -117,15 +117,8 @@ static uint8_t *read_all(int fd, size_t size)
 	uint8_t *buf = malloc(size ? size : 1);
 	if (!buf)
 		return NULL;
-	size_t got = 0;
-	while (got < size) {
-		ssize_t r = read(fd, buf + got, size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	errno = 0;
+	size_t got = read_full(fd, buf, size);
 	if (got != size) {
 		free(buf);
 		errno = got < size ? EIO : errno;

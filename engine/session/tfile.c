@@ -207,21 +207,6 @@ static int open_checked(const struct tfile_src *s, uint64_t max, struct stat *st
 	return fd;
 }
 
-/* pread until len or the end of the file; the bytes read. */
-static size_t read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return got;
-}
-
 /* ---------------------------------------------------------------------------------------------
  * ELF images (in the helper)
  * ------------------------------------------------------------------------------------------- */
@@ -355,7 +340,7 @@ static void ranges_merge(struct ranges *rs)
 static bool read_ranges(int fd, unsigned char *img, const struct tfile_range *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (read_at(fd, img + r[i].off, r[i].len, r[i].off) != r[i].len)
+		if (pread_full(fd, img + r[i].off, r[i].len, r[i].off) != r[i].len)
 			return false;
 	return true;
 }
@@ -380,7 +365,7 @@ static int image_sections(int fd, unsigned char *img, uint64_t size, const struc
 {
 	uint64_t shnum = l->shnum, shstrndx = l->shstrndx, ent = l->shentsize;
 	struct shdr_info sh;
-	if (read_at(fd, img + l->shoff, ent, l->shoff) != ent)
+	if (pread_full(fd, img + l->shoff, ent, l->shoff) != ent)
 		return snprintf(why, wlen, "section headers cut short"), -1;
 	shdr_at(l, img + l->shoff, &sh);
 	if (!shnum) /* extended numbering: the count is in section 0 */
@@ -389,7 +374,7 @@ static int image_sections(int fd, unsigned char *img, uint64_t size, const struc
 		shstrndx = sh.link;
 	if (!table_fits(l->shoff, shnum, ent, size) || shnum > 1u << 20)
 		return snprintf(why, wlen, "section headers outside the file"), -1;
-	if (read_at(fd, img + l->shoff, shnum * ent, l->shoff) != shnum * ent)
+	if (pread_full(fd, img + l->shoff, shnum * ent, l->shoff) != shnum * ent)
 		return snprintf(why, wlen, "section headers cut short"), -1;
 	range_add(rs, l->shoff, shnum * ent, size);
 
@@ -398,7 +383,7 @@ static int image_sections(int fd, unsigned char *img, uint64_t size, const struc
 	if (shstrndx < shnum) {
 		shdr_at(l, img + l->shoff + shstrndx * ent, &names);
 		if (names.type != SHT_STRTAB || names.offset >= size || names.size > size - names.offset ||
-		    read_at(fd, img + names.offset, names.size, names.offset) != names.size)
+		    pread_full(fd, img + names.offset, names.size, names.offset) != names.size)
 			names.size = 0;
 	}
 	bool *keep = xcalloc(shnum ? shnum : 1, sizeof(*keep));
@@ -440,7 +425,7 @@ static int image_build(int fd, const struct stat *st, uint64_t max_read, uint64_
 	uint64_t size = (uint64_t)st->st_size;
 	unsigned char head[64] = { 0 };
 	struct elf_layout l;
-	if (read_at(fd, head, sizeof(head), 0) < 52 || elf_layout_read(head, size, &l)) {
+	if (pread_full(fd, head, sizeof(head), 0) < 52 || elf_layout_read(head, size, &l)) {
 		snprintf(why, wlen, "not an ELF file");
 		return -1;
 	}
@@ -461,7 +446,7 @@ static int image_build(int fd, const struct stat *st, uint64_t max_read, uint64_
 	if (phdrs_len) {
 		range_add(&rs, l.phoff, phdrs_len, size);
 		phdrs = xmalloc(phdrs_len);
-		ok = read_at(fd, phdrs, phdrs_len, l.phoff) == phdrs_len;
+		ok = pread_full(fd, phdrs, phdrs_len, l.phoff) == phdrs_len;
 		if (!ok)
 			snprintf(why, wlen, "program headers cut short");
 	}
@@ -522,7 +507,7 @@ static uint32_t file_crc(int fd)
 	unsigned char buf[65536];
 	uLong c = crc32(0, Z_NULL, 0);
 	for (uint64_t off = 0;;) {
-		size_t n = read_at(fd, buf, sizeof(buf), off);
+		size_t n = pread_full(fd, buf, sizeof(buf), off);
 		if (!n)
 			break;
 		c = crc32(c, buf, (uInt)n);
@@ -647,7 +632,7 @@ static int serve_mem(int pid, uint64_t addr, size_t len, int *mfd)
 	void *map = MAP_FAILED;
 	bool ok = m >= 0 && ftruncate(m, (off_t)len) == 0 &&
 		  (!len || (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0)) != MAP_FAILED) &&
-		  (!len || read_at(fd, map, len, addr) == len);
+		  (!len || pread_full(fd, map, len, addr) == len);
 	if (map != MAP_FAILED)
 		munmap(map, len);
 	if (fd >= 0)
@@ -690,7 +675,7 @@ static int pages_from_entries(int fd, uint64_t start, uint64_t end, uint64_t pag
 	while (addr < end) {
 		uint64_t want = (end - addr) / page < CHUNK ? (end - addr) / page : CHUNK;
 		errno = 0;
-		size_t got = read_at(fd, e, want * sizeof(*e), addr / page * sizeof(*e)) / sizeof(*e);
+		size_t got = pread_full(fd, e, want * sizeof(*e), addr / page * sizeof(*e)) / sizeof(*e);
 		if (!got) {
 			snprintf(why, wlen, "cannot read its pagemap at 0x%" PRIx64 ": %s", addr,
 				 errno ? strerror(errno) : "end of file");
@@ -1401,7 +1386,7 @@ int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned
 static char *response_bytes(const struct response *rs, int *fds)
 {
 	char *buf = xmalloc(rs->size + 1);
-	size_t got = read_at(fds[0], buf, (size_t)rs->size, 0);
+	size_t got = pread_full(fds[0], buf, (size_t)rs->size, 0);
 	buf[got] = '\0';
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
@@ -1487,7 +1472,7 @@ int tfile_read_mem(struct tfile_reader *r, int pid, uint64_t addr, size_t len, v
 	int fds[2];
 	if (ask_target(r, REQ_MEM, pid, addr, len, 0, 0, &rq, &rs, fds, "the memory", err))
 		return -1;
-	size_t got = rs.size == len ? read_at(fds[0], buf, len, 0) : 0; /* straight into buf */
+	size_t got = rs.size == len ? pread_full(fds[0], buf, len, 0) : 0; /* straight into buf */
 	close_pair(fds);
 	if (rs.size != len || got != len)
 		return diag_fail(err, TFILE_FAIL_FILE, "the memory of process %d: cut short", pid);
@@ -1513,7 +1498,7 @@ int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64
 		return -1;
 	size_t k = (size_t)(rs.size / sizeof(*runs));
 	bool ok = rs.size % sizeof(*runs) == 0 && k <= max &&
-		  read_at(fds[0], runs, (size_t)rs.size, 0) == rs.size && rs.next <= end &&
+		  pread_full(fds[0], runs, (size_t)rs.size, 0) == rs.size && rs.next <= end &&
 		  (rs.next > start || k) && (rs.how == TFILE_PAGES_SCAN || rs.how == TFILE_PAGES_ENTRIES);
 	for (size_t i = 0; ok && i < k; i++) /* in order, inside what was examined */
 		ok = runs[i].start < runs[i].end && runs[i].start >= (i ? runs[i - 1].end : start) &&

@@ -33,16 +33,9 @@ static char *read_bounded(int dfd, const char *name, size_t max, size_t *budget,
 		close(fd);
 		return NULL;
 	}
-	size_t cap = (size_t)st.st_size, n = 0;
+	size_t cap = (size_t)st.st_size;
 	char *buf = xmalloc(cap + 1);
-	while (n < cap) { /* a file that grew meanwhile is read to its size at the fstat */
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
+	size_t n = read_full(fd, buf, cap); /* a file that grew meanwhile: read to its size at the fstat */
 	close(fd);
 	buf[n] = '\0';
 	*budget -= n;
