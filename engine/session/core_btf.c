@@ -30,6 +30,7 @@
 #include <bpf/btf.h>
 
 #include "kernel_btf.h"
+#include "strset.h"
 
 /* .BTF.ext's header and its CO-RE relocation records (the kernel's UAPI btf_ext layout). */
 struct ext_header {
@@ -45,69 +46,11 @@ struct ext_core_relo {
 #define EXT_MAGIC 0xeB9F
 #define RELO_TYPE_ID_LOCAL 6 /* BPF_CORE_TYPE_ID_LOCAL: needs no kernel type */
 
-/* ---- a set of names (the roots) --------------------------------------------------------------- */
-
-struct name_set {
-	char **slot;
-	size_t size, n;
-};
-
-static uint64_t name_hash(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
 /* The length of name without its ___flavour suffix (libbpf's "essential" name). */
 static size_t essential_len(const char *name)
 {
 	const char *f = strstr(name, "___");
 	return f ? (size_t)(f - name) : strlen(name);
-}
-
-static bool name_set_has(const struct name_set *s, const char *name, size_t len)
-{
-	if (!s->size)
-		return false;
-	for (size_t i = name_hash(name, len) & (s->size - 1); s->slot[i]; i = (i + 1) & (s->size - 1))
-		if (strlen(s->slot[i]) == len && !memcmp(s->slot[i], name, len))
-			return true;
-	return false;
-}
-
-static void name_set_add(struct name_set *s, const char *name, size_t len)
-{
-	if (name_set_has(s, name, len))
-		return;
-	if ((s->n + 1) * 2 > s->size) {
-		struct name_set bigger = { .size = s->size ? s->size * 2 : 64 };
-		bigger.slot = xcalloc(bigger.size, sizeof(*bigger.slot));
-		for (size_t i = 0; i < s->size; i++)
-			if (s->slot[i]) {
-				size_t j = name_hash(s->slot[i], strlen(s->slot[i])) & (bigger.size - 1);
-				while (bigger.slot[j])
-					j = (j + 1) & (bigger.size - 1);
-				bigger.slot[j] = s->slot[i];
-			}
-		bigger.n = s->n;
-		free(s->slot);
-		*s = bigger;
-	}
-	size_t i = name_hash(name, len) & (s->size - 1);
-	while (s->slot[i])
-		i = (i + 1) & (s->size - 1);
-	s->slot[i] = xasprintf("%.*s", (int)len, name);
-	s->n++;
-}
-
-static void name_set_free(struct name_set *s)
-{
-	for (size_t i = 0; i < s->size; i++)
-		free(s->slot[i]);
-	free(s->slot);
-	memset(s, 0, sizeof(*s));
 }
 
 /* ---- the roots of one object ------------------------------------------------------------------ */
@@ -139,7 +82,7 @@ static const void *elf_section(const void *bytes, size_t size, const char *name,
 }
 
 /* Adds the names the object's CO-RE relocations start from: 0, or -1 with err. */
-static int add_roots(const struct core_btf_obj *o, struct name_set *roots, struct diag_err *err)
+static int add_roots(const struct core_btf_obj *o, struct strset *roots, struct diag_err *err)
 {
 	size_t btf_len = 0, ext_len = 0;
 	const void *btf_data = elf_section(o->bytes, o->size, ".BTF", &btf_len);
@@ -181,7 +124,7 @@ static int add_roots(const struct core_btf_obj *o, struct name_set *roots, struc
 			const struct btf_type *t = btf__type_by_id(local, r.type_id);
 			const char *name = t ? btf__name_by_offset(local, t->name_off) : NULL;
 			if (name && name[0])
-				name_set_add(roots, name, essential_len(name));
+				strset_add(roots, name, essential_len(name));
 		}
 	}
 	btf__free(local);
@@ -428,20 +371,20 @@ int core_btf_build(const struct kernel_btf *kernel, const struct core_btf_obj *o
 {
 	memset(out, 0, sizeof(*out));
 	out->fd = -1;
-	struct name_set roots = { 0 };
+	struct strset roots = { 0 };
 	for (size_t i = 0; i < n; i++)
 		if (add_roots(&objs[i], &roots, err)) {
-			name_set_free(&roots);
+			strset_free(&roots);
 			return -1;
 		}
 	struct cut c = { .kernel = kernel, .keep = xcalloc(kernel->n ? kernel->n : 1, 1) };
 	for (uint32_t id = 1; id < kernel->n; id++) {
 		const struct btf_type *t = kernel_btf_type(kernel, id);
 		const char *name = t->name_off ? kernel_btf_name(kernel, t->name_off) : NULL;
-		if (name && name[0] && root_kind(t) && name_set_has(&roots, name, essential_len(name)))
+		if (name && name[0] && root_kind(t) && strset_has(&roots, name, essential_len(name)))
 			want(&c, id, KEEP_WHOLE);
 	}
-	name_set_free(&roots);
+	strset_free(&roots);
 	while (c.n_todo) {
 		uint32_t v = c.todo[--c.n_todo];
 		keep_type(&c, v >> 1, v & 1 ? KEEP_WHOLE : KEEP_SHELL);

@@ -10,6 +10,7 @@
 #include "diag_bpf.h"
 #include "ksyms.h"
 #include "pkgdb.h"
+#include "strset.h"
 #include "unwind.h"
 #include "usyms.h"
 
@@ -29,14 +30,6 @@ struct stack_row {
 	uint64_t *extra; /* the table's n_extra values (stacks_last_extra); NULL: all 0 */
 };
 
-/* The distinct user frame names a perf map gave (JIT code): open addressing over names. */
-struct name_set {
-	char **names;
-	size_t n, cap;
-	size_t *slots; /* index + 1, 0 = empty; a power of two, more than twice n */
-	size_t size;
-};
-
 /* A stripped file some user frame points into (named "module+0xOFF"). */
 struct hint_file {
 	char *path, *base, *build_id;
@@ -48,7 +41,7 @@ struct hint_file {
 
 struct stack_table {
 	const struct collect_ctx *ctx;
-	struct name_set jit;
+	struct strset jit; /* the distinct user frame names a perf map gave (JIT code) */
 	struct hint_file *files; /* at most STACKS_MAX_HINT_FILES */
 	size_t nfiles, last;     /* last: the file noted last */
 	struct stack_row *rows;
@@ -93,45 +86,6 @@ static void row_free(struct stack_row *r)
 	frames_free(&r->kernel);
 }
 
-static void name_set_put(struct name_set *s, size_t i)
-{
-	size_t mask = s->size - 1, slot = fnv1a_str(FNV1A_INIT, s->names[i]) & mask;
-	while (s->slots[slot])
-		slot = (slot + 1) & mask;
-	s->slots[slot] = i + 1;
-}
-
-static void name_set_add(struct name_set *s, const char *name)
-{
-	if (s->size) {
-		size_t mask = s->size - 1, slot = fnv1a_str(FNV1A_INIT, name) & mask;
-		for (; s->slots[slot]; slot = (slot + 1) & mask)
-			if (!strcmp(s->names[s->slots[slot] - 1], name))
-				return;
-	}
-	if (s->n == s->cap)
-		s->names = xrealloc(s->names, (s->cap = s->cap ? s->cap * 2 : 16) * sizeof(*s->names));
-	s->names[s->n++] = xstrdup(name);
-	if (s->n * 2 >= s->size) {
-		free(s->slots);
-		s->size = s->size ? s->size * 2 : 64;
-		s->slots = xcalloc(s->size, sizeof(*s->slots));
-		for (size_t i = 0; i < s->n; i++)
-			name_set_put(s, i);
-	} else {
-		name_set_put(s, s->n - 1);
-	}
-}
-
-static void name_set_free(struct name_set *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->names[i]);
-	free(s->names);
-	free(s->slots);
-	memset(s, 0, sizeof(*s));
-}
-
 static int str_ptr_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -150,7 +104,7 @@ void stacks_free(struct stack_table *t)
 	}
 	free(t->files);
 	free(t->rows);
-	name_set_free(&t->jit);
+	strset_free(&t->jit);
 	free(t);
 }
 
@@ -307,7 +261,7 @@ static void frames_name(struct frames *f, const struct collect_ctx *ctx, struct 
 				note_file(t, us, ips[i], i, weight);
 			sym = name;
 			if (t && src == USYM_SRC_PERFMAP)
-				name_set_add(&t->jit, name);
+				strset_add(&t->jit, name, SIZE_MAX);
 		}
 		if (!sym) {
 			snprintf(name, sizeof(name), kernel ? "[unknown]" : "0x%llx",
