@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -529,6 +530,21 @@ void tfile_image_free(struct tfile_image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img);
+}
+
+void tfile_image_release(struct tfile_image *img, size_t off, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (img->memfd < 0 || off >= img->size)
+		return;
+	if (len > img->size - off)
+		len = img->size - off;
+	size_t lo = (off + page - 1) / page * page, hi = (off + len) / page * page;
+	if (hi <= lo)
+		return;
+	/* the memfd's pages freed (and unmapped from the image), then any copy libelf wrote */
+	fallocate(img->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo, (off_t)(hi - lo));
+	madvise(img->bytes + lo, hi - lo, MADV_DONTNEED);
 }
 
 Elf *tfile_image_elf(struct tfile_image *img)

@@ -107,6 +107,9 @@ int tfile_read_elf(struct tfile_reader *r, const struct tfile_src *src, unsigned
 		   struct tfile_image **out, struct diag_err *err);
 /* A libelf handle over the image (elf_end it; the image outlives it). */
 Elf *tfile_image_elf(struct tfile_image *img);
+/* Gives the image's whole pages within [off, off + len) back to the system (they read as zeros
+ * after): for an image read with TFILE_KEEP_MEMFD, whose memfd holds them; else nothing. */
+void tfile_image_release(struct tfile_image *img, size_t off, size_t len);
 /* A descriptor of the image (a memfd: for libraries that want one), or -1. */
 int tfile_image_memfd(const struct tfile_image *img);
 void tfile_image_free(struct tfile_image *img);

@@ -18,7 +18,10 @@
  *   code by function. [vdso] is read from /proc/PID/mem. Names are kept as the file has them and
  *   demangled when a lookup first returns one (kept for the run): a C++ binary has ~100k
  *   function symbols, a run's stacks name a few hundred (node: 33.5 -> 30.9 MiB peak RSS, and
- *   the demangling of all of them no longer on the load).
+ *   the demangling of all of them no longer on the load). The symbol table is read in order and
+ *   the function names in string-table order, both tables given back to the system as the
+ *   reading passes them (tfile_image_release): node's 10 MB of tables and the 6 MB of names
+ *   copied out of them are never in memory together.
  * - JIT: the perf map names only addresses that no file-backed mapping covers.
  * - The runtime (JVM, Node) is told by a mapped file's basename only: a hint for advice, never
  *   a reason to trust a file.
@@ -93,7 +96,7 @@ struct elf_file {
 
 struct tmpsym {
 	uint64_t start, size;
-	const char *name;
+	size_t name; /* syms_collect's first pass: the offset in the string table; then in names */
 	int rank;
 	enum usym_source src;
 };
@@ -106,21 +109,30 @@ union symslot {
 };
 _Static_assert(sizeof(union symslot) == sizeof(struct usym), "a slot is a struct usym's size");
 
-/* Function symbols gathered from one or more symbol tables (names still in their libelf data). */
+/* Function symbols gathered from one or more symbol tables, their names copied into one arena. */
 struct symset {
 	union symslot *v;
 	size_t n, cap;
+	char *names;
+	size_t len, names_cap;
 };
 
 static int tmpsym_cmp(const void *a, const void *b, void *arg)
 {
-	(void)arg;
+	const char *names = arg;
 	const struct tmpsym *x = &((const union symslot *)a)->t, *y = &((const union symslot *)b)->t;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank - y->rank;
-	return strcmp(x->name, y->name);
+	return strcmp(names + x->name, names + y->name);
+}
+
+static int name_off_cmp(const void *a, const void *b, void *arg)
+{
+	(void)arg;
+	size_t x = ((const union symslot *)a)->t.name, y = ((const union symslot *)b)->t.name;
+	return x < y ? -1 : x > y;
 }
 
 /* The number of entries of symbol table section scn, with its header and data; 0 when scn is
@@ -139,65 +151,144 @@ static size_t symtab_entries(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, Elf_Data **d
 	return bytes / sym_size;
 }
 
-/* Adds the function symbols of symbol table section scn of elf (src: where they come from) to s.
- * Returns how many. */
-static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_source src)
+#define SYMS_RELEASE_STEP (256u << 10) /* bytes of a table read before they are given back */
+
+/* Gives back the image's bytes [from, to) (img NULL: nothing to give back). */
+static void release(struct tfile_image *img, uint64_t from, uint64_t to)
 {
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t n = symtab_entries(elf, scn, &sh, &d), added = 0;
-	if (!n)
+	if (img && to > from)
+		tfile_image_release(img, (size_t)from, (size_t)(to - from));
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Whether the bytes of sections a and b (a symbol table and its strings) may be given back: none
+ * of them is what libelf reads after (the ELF header, the program and section headers, the
+ * section names' table), as a crafted file could arrange. */
+static bool tables_releasable(Elf *elf, size_t b_index, const GElf_Shdr *a, const GElf_Shdr *b)
+{
+	GElf_Ehdr eh;
+	size_t shstrndx, shnum;
+	Elf_Scn *names;
+	GElf_Shdr nsh;
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx) || elf_getshdrnum(elf, &shnum) ||
+	    b_index == shstrndx ||
+	    !(names = elf_getscn(elf, shstrndx)) || !gelf_getshdr(names, &nsh))
+		return false;
+	const GElf_Shdr *t[2] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		uint64_t off = t[i]->sh_offset, len = t[i]->sh_size;
+		if (overlaps(off, len, 0, eh.e_ehsize) ||
+		    overlaps(off, len, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize) ||
+		    overlaps(off, len, eh.e_shoff, (uint64_t)shnum * eh.e_shentsize) ||
+		    overlaps(off, len, nsh.sh_offset, nsh.sh_size))
+			return false;
+	}
+	return true;
+}
+
+/* Adds the function symbols of symbol table section scn of elf (src: where they come from) to s,
+ * their names copied. The symbol table is read in order, then the names in string-table order:
+ * with img (the image elf reads), both tables are given back to it as the reading passes them, so
+ * that a 99 MB binary's 10 MB of tables are never all in memory beside the copies. Returns how
+ * many. */
+static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_source src,
+			   struct tfile_image *img)
+{
+	GElf_Shdr sh, strsh;
+	Elf_Data *d, *strd;
+	Elf_Scn *strscn;
+	size_t n = symtab_entries(elf, scn, &sh, &d), first = s->n;
+	if (!n || !(strscn = elf_getscn(elf, sh.sh_link)) || !gelf_getshdr(strscn, &strsh) ||
+	    strsh.sh_type != SHT_STRTAB || !(strd = elf_getdata(strscn, NULL)) || !strd->d_buf)
 		return 0;
+	const char *strs = strd->d_buf;
+	size_t strs_len = strd->d_size;
+	if (img && !tables_releasable(elf, sh.sh_link, &sh, &strsh))
+		img = NULL;
 	if (s->cap - s->n < n)
 		s->v = xrealloc(s->v, (s->cap = s->n + n) * sizeof(*s->v));
+	size_t sym_size = sh.sh_entsize, released = 0;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
+		if ((i + 1) * sym_size - released >= SYMS_RELEASE_STEP) {
+			release(img, sh.sh_offset + released, sh.sh_offset + i * sym_size);
+			released = i * sym_size;
+		}
 		if (!gelf_getsym(d, (int)i, &sym))
 			continue;
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !sym.st_size ||
-		    sym.st_shndx == SHN_UNDEF)
-			continue;
-		const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
-		if (!name || !*name)
+		    sym.st_shndx == SHN_UNDEF || !sym.st_name || sym.st_name >= strs_len)
 			continue;
 		int brank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-		s->v[s->n++].t = (struct tmpsym){ sym.st_value, sym.st_size, name,
-						leading_underscores(name) * 4 + brank, src };
-		added++;
+		s->v[s->n++].t = (struct tmpsym){ sym.st_value, sym.st_size, sym.st_name, brank, src };
 	}
-	return added;
+	release(img, sh.sh_offset, sh.sh_offset + sh.sh_size);
+
+	/* the names, in string-table order: each copied once however many symbols share it */
+	union symslot *v = s->v + first;
+	size_t k = s->n - first, m = 0, prev_off = SIZE_MAX, prev_name = 0;
+	sort_in_place(v, k, sizeof(*v), name_off_cmp, NULL);
+	released = 0;
+	for (size_t i = 0; i < k; i++) {
+		struct tmpsym t = v[i].t;
+		if (t.name != prev_off) {
+			if (t.name - released >= SYMS_RELEASE_STEP) {
+				release(img, strsh.sh_offset + released, strsh.sh_offset + t.name);
+				released = t.name;
+			}
+			const char *name = strs + t.name;
+			const char *end = memchr(name, '\0', strs_len - t.name);
+			if (!end || end == name)
+				continue; /* not terminated in the table, or empty */
+			size_t l = (size_t)(end - name) + 1;
+			if (s->names_cap - s->len < l) {
+				while (s->names_cap - s->len < l)
+					s->names_cap = s->names_cap ? s->names_cap * 2 : 64 << 10;
+				s->names = xrealloc(s->names, s->names_cap);
+			}
+			memcpy(s->names + s->len, name, l);
+			prev_off = t.name;
+			prev_name = s->len;
+			s->len += l;
+		}
+		t.rank += leading_underscores(s->names + prev_name) * 4;
+		t.name = prev_name;
+		v[m++].t = t;
+	}
+	if (m) /* none found: the strings may serve another table (.dynsym's, in an odd file) */
+		release(img, strsh.sh_offset, strsh.sh_offset + strsh.sh_size);
+	s->n = first + m;
+	return m;
 }
 
 #define DEMANGLED_MAX (USYM_NAME_MAX - 1) /* longer (deep templates): stays mangled */
 
-/* The gathered symbols into f: one per start address (the preferred alias), names copied out of
- * libelf's data as they are (file_name demangles them when looked up). Empties s. */
+/* The gathered symbols into f: one per start address (the preferred alias), the names' arena
+ * kept as it is (file_name demangles them when looked up; the names of aliases not kept stay in
+ * it: ~10% of a C++ binary's). Empties s. */
 static void syms_finish(struct elf_file *f, struct symset *s)
 {
 	union symslot *v = s->v;
-	size_t k = s->n, m = 0, len = 0, cap = 0;
-	sort_in_place(v, k, sizeof(*v), tmpsym_cmp, NULL);
+	size_t k = s->n, m = 0;
+	sort_in_place(v, k, sizeof(*v), tmpsym_cmp, s->names);
 	for (size_t i = 0; i < k; i++) {
 		struct tmpsym t = v[i].t; /* read before slot m <= i is written */
 		if (m && t.start == v[m - 1].u.start)
 			continue;
-		size_t l = strlen(t.name) + 1;
-		if (len + l > cap) {
-			while (len + l > cap)
-				cap = cap ? cap * 2 : 64 << 10;
-			f->names = xrealloc(f->names, cap);
-		}
-		memcpy(f->names + len, t.name, l);
-		v[m++].u = (struct usym){ t.start, t.start + t.size, len, t.src };
-		len += l;
+		v[m++].u = (struct usym){ t.start, t.start + t.size, t.name, t.src };
 	}
 	if (m) {
-		f->names = xrealloc(f->names, len); /* its own size: kept for the run */
+		f->names = xrealloc(s->names, s->len); /* its own size: kept for the run */
 		f->syms = (struct usym *)xrealloc(v, m * sizeof(*v));
 		f->nsyms = m;
 	} else {
 		free(v);
+		free(s->names);
 	}
 	memset(s, 0, sizeof(*s));
 }
@@ -260,25 +351,27 @@ static void elf_symtabs(Elf *elf, Elf_Scn **symtab, Elf_Scn **dynsym, int *bad)
 /* Segments and symbols of elf into f: its .symtab; without one, its .dynsym and the .symtab of
  * its separate debug file (searched in the root of pid by r, see debuginfo.h; r NULL: not looked
  * for); still without a full symbol table, the function ranges of its .eh_frame. */
-static void elf_load(struct elf_file *f, Elf *elf, struct tfile_reader *r, int pid)
+static void elf_load(struct elf_file *f, Elf *elf, struct tfile_image *img, struct tfile_reader *r,
+		     int pid)
 {
 	Elf_Scn *symtab, *dynsym;
 	struct symset set = { 0 };
 	if (elf_load_segs(f, elf))
 		return;
 	elf_symtabs(elf, &symtab, &dynsym, NULL);
-	int full = syms_collect(&set, elf, symtab, USYM_SRC_SYMTAB) > 0;
+	int full = syms_collect(&set, elf, symtab, USYM_SRC_SYMTAB, img) > 0;
 	struct tfile_image *dimg = NULL;
 	Elf *delf = NULL;
 	if (!full) {
-		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB);
+		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB, NULL); /* its strings: the dynamic
+									  * linking's, read again */
 		if (r && (dimg = debuginfo_find(r, elf, pid, f->path, 0)) && (delf = tfile_image_elf(dimg))) {
 			Elf_Scn *dsymtab, *ddynsym;
 			elf_symtabs(delf, &dsymtab, &ddynsym, NULL);
-			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO) > 0;
+			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO, dimg) > 0;
 		}
 	}
-	syms_finish(f, &set); /* before elf_end: names point into the files' data */
+	syms_finish(f, &set);
 	unsigned char id[64];
 	size_t idlen = elf_build_id(elf, id, sizeof(id));
 	for (size_t i = 0; i < idlen; i++)
@@ -303,7 +396,7 @@ static void vdso_load(struct elf_file *f, struct tfile_reader *r, int pid, uint6
 	char *img = len <= (64u << 20) ? xmalloc(len) : NULL;
 	if (img && tfile_read_mem(r, pid, start, len, img, &ignore) == 0) {
 		Elf *elf = elf_memory(img, len);
-		elf_load(f, elf, NULL, pid);
+		elf_load(f, elf, NULL, NULL, pid);
 		elf_end(elf);
 	}
 	free(img);
@@ -323,12 +416,12 @@ static void file_load(struct elf_file *f, struct tfile_reader *r, int pid, uint6
 				 .path = f->path, .dev = f->dev, .ino = f->ino };
 	struct tfile_image *img;
 	struct diag_err err;
-	int rc = tfile_read_elf(r, &src, 0, &img, &err);
+	int rc = tfile_read_elf(r, &src, TFILE_KEEP_MEMFD, &img, &err); /* its tables given back as read */
 	if (rc && pid > 0 && err.code == TFILE_FAIL_FILE && f->path[0] == '/') {
 		/* the process gone (or never ours: a hand-added mapping): the path in our own root,
 		 * only if it is the same file */
 		struct tfile_src ours = { .path = f->path, .dev = f->dev, .ino = f->ino };
-		rc = tfile_read_elf(r, &ours, 0, &img, &err);
+		rc = tfile_read_elf(r, &ours, TFILE_KEEP_MEMFD, &img, &err);
 	}
 	if (rc)
 		return;
@@ -336,7 +429,7 @@ static void file_load(struct elf_file *f, struct tfile_reader *r, int pid, uint6
 	f->mtime_ns = img->mtime_ns;
 	f->loaded_by = pid;
 	Elf *elf = tfile_image_elf(img);
-	elf_load(f, elf, r, pid);
+	elf_load(f, elf, img, r, pid);
 	elf_end(elf);
 	tfile_image_free(img);
 }

@@ -188,6 +188,23 @@ static void test_elf_image(void **state)
 	check_image_elf(elf, NULL);
 	elf_end(elf);
 	close(fd);
+
+	/* given back: the memfd's whole pages within a range are freed and read as zeros after; a
+	 * range inside one page frees nothing */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), whole = img->size / page * page;
+	assert_true(whole >= page);
+	tfile_image_release(img, 1, page - 2);
+	assert_memory_equal(img->bytes, "\177ELF", 4);
+	struct stat st;
+	assert_int_equal(fstat(img->memfd, &st), 0);
+	blkcnt_t before = st.st_blocks;
+	tfile_image_release(img, 0, img->size);
+	assert_int_equal(fstat(img->memfd, &st), 0);
+	assert_true(st.st_blocks < before);
+	assert_int_equal(st.st_size, (off_t)img->size); /* the size kept */
+	for (size_t i = 0; i < whole; i++)
+		if (img->bytes[i])
+			fail_msg("byte %zu of a released image is %u", i, img->bytes[i]);
 	tfile_image_free(img);
 
 	/* text and memory */
