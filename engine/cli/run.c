@@ -34,6 +34,7 @@
 #include "session.h"
 #include "sha256.h"
 #include "source.h"
+#include "tfile.h"
 #include "verdict.h"
 #include "watchdog.h"
 
@@ -306,6 +307,7 @@ struct run {
 	struct outputs outs;
 	struct session_out s;
 	struct diag_err verr; /* the verdict's error, when its Lua failed */
+	struct tfile_reader *files; /* the target's files, for the plan and the session */
 	struct verdict_input vin; /* the verdict child's sources, thresholds and limits */
 	struct verdict_child verdict; /* started as the window opens (start_verdict); pid -1: not */
 	struct verdict_answer answer;
@@ -350,8 +352,12 @@ static int load_recipe(struct run *r)
 	if (r->trusted ? production_recipe_path(c, &r->pol, r->path, sizeof(r->path), &r->err)
 		       : recipe_resolve(c->symptom, c->recipes_dir, r->path, sizeof(r->path), &r->err))
 		return -1;
+	/* one reader of the target's files for the plan and the session: its helpers' zygote is
+	 * made once, before the run maps anything of its own (tfile.h) */
+	r->files = tfile_reader_new();
 	struct plan_args args = { .pid = c->pid, .sel = c->target, .duration_s = c->duration_s,
-				  .check_target = true, .params = c->params, .n_params = c->n_params };
+				  .check_target = true, .params = c->params, .n_params = c->n_params,
+				  .files = r->files };
 	if (bundle_load(r->path, r->trusted, &args, &r->b, &r->err))
 		return -1;
 	if (c->capture) {
@@ -555,7 +561,7 @@ static int run_session(struct run *r, int *code)
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
 				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
 				   .watchdog = watchdog_start(audit_abandoned, &abandoned),
-				   .at_window = start_verdict, .at_window_arg = r };
+				   .files = r->files, .at_window = start_verdict, .at_window_arg = r };
 	double start_s = (double)(mono_ns() - r->started_ns) / 1e9;
 	int srun = session_run(plan, &so, &r->s, &r->err);
 	watchdog_stop(so.watchdog);
@@ -641,6 +647,7 @@ static int run_end(struct run *r, int code)
 	verdict_answer_free(&r->answer);
 	session_out_free(&r->s);
 	bundle_free(&r->b);
+	tfile_reader_free(r->files);
 	/* A stop signal held since the collection ended (while the verdicts ran or the report was
 	 * written; one during the collection stopped it, stop_reason "signal") has nothing left to
 	 * stop: the run finished with what it had and keeps its documented exit code. Taken here, so

@@ -216,17 +216,19 @@ static bool probe_runs(const struct recipe_probe *rp, bool has_target)
 
 /* How process pid was started, cmdline[0], into p->target_started_as when it says more than
  * its executable does (a symlink's name: redis-server for /usr/bin/redis-check-rdb); "" when it
- * is the exe's path, its base name, empty, or unread. Read by a reader of its own (tfile.h: the
- * target's memory, whose lock a hostile target can hold, is read by a helper we wait for only
- * so long). */
-static void read_started_as(struct plan *p, int pid)
+ * is the exe's path, its base name, empty, or unread. Read through files (tfile.h: the target's
+ * memory, whose lock a hostile target can hold, is read by a helper we wait for only so long;
+ * NULL: a reader of its own). */
+static void read_started_as(struct plan *p, int pid, struct tfile_reader *files)
 {
-	struct tfile_reader *r = tfile_reader_new();
+	struct tfile_reader *r = files ? files : tfile_reader_new();
 	struct diag_err ignore;
 	size_t len = 0;
 	tfile_reader_set_deadline(r, mono_ns() + TFILE_WAIT_NS);
 	char *cmd = tfile_read_proc(r, pid, "cmdline", sizeof(p->target_started_as), &len, &ignore);
-	tfile_reader_free(r);
+	tfile_reader_set_deadline(r, 0);
+	if (!files)
+		tfile_reader_free(r);
 	p->target_started_as[0] = '\0';
 	if (!cmd)
 		return;
@@ -237,7 +239,7 @@ static void read_started_as(struct plan *p, int pid)
 	free(cmd);
 }
 
-static int check_target(struct plan *p, int pid, struct diag_err *err)
+static int check_target(struct plan *p, int pid, struct tfile_reader *files, struct diag_err *err)
 {
 	char path[64];
 	if (pid <= 0)
@@ -257,14 +259,15 @@ static int check_target(struct plan *p, int pid, struct diag_err *err)
 	if (n <= 0) /* a kernel thread has no executable */
 		snprintf(p->target_exe, sizeof(p->target_exe), "[%s]", p->target_comm);
 	else
-		read_started_as(p, pid);
+		read_started_as(p, pid, files);
 	p->target_pid = pid;
 	return 0;
 }
 
 /* --comm / --cgroup / --unit / --container: resolved and scanned once; the names shown are the
  * first process's. */
-static int check_target_set(struct plan *p, const struct target_sel *sel, struct diag_err *err)
+static int check_target_set(struct plan *p, const struct target_sel *sel, struct tfile_reader *files,
+			    struct diag_err *err)
 {
 	if (!recipe_target_sets(p->recipe->target))
 		return diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes %s, not %s (its probes follow one "
@@ -274,7 +277,7 @@ static int check_target_set(struct plan *p, const struct target_sel *sel, struct
 				 : p->recipe->target == RECIPE_TARGET_PID ? "pid" : "optional-pid");
 	if (target_resolve(sel, &p->target, err))
 		return -1;
-	if (check_target(p, target_first_pid(p->target), err))
+	if (check_target(p, target_first_pid(p->target), files, err))
 		return -1;
 	p->target_pid = 0;
 	return 0;
@@ -317,10 +320,10 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 		diag_fail(err, DIAG_EXIT_USAGE, "--pid and %s: give one target", target_kind_flag(a->sel.kind));
 		goto fail;
 	}
-	if (a->check_target && set && check_target_set(p, &a->sel, err))
+	if (a->check_target && set && check_target_set(p, &a->sel, a->files, err))
 		goto fail;
 	if (a->check_target && !set && (recipe_target_required(r->target) || a->pid) &&
-	    check_target(p, a->pid, err))
+	    check_target(p, a->pid, a->files, err))
 		goto fail;
 	if (a->pid && r->target == RECIPE_TARGET_NONE) {
 		diag_fail(err, DIAG_EXIT_USAGE, "recipe %s takes no --pid", r->name);

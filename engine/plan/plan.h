@@ -51,6 +51,8 @@ struct plan_args {
 	bool check_target; /* false for lint/show: no process needed */
 	const char *const *params; /* "NAME=VALUE" from --param (pid and duration excluded) */
 	size_t n_params;
+	struct tfile_reader *files; /* reads the target's files (tfile.h): the run's, which its
+				     * session reads through after; NULL: one of its own */
 };
 
 /* Resolves and checks statically. Errors: DIAG_EXIT_USAGE for a bad recipe or argument (message

@@ -683,7 +683,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 {
 	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1,
 			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 },
-			     .files = tfile_reader_new() };
+			     .files = opts->files ? opts->files : tfile_reader_new() };
 	struct ksyms_loader kl = { 0 };
 	struct core_btf core = { .fd = -1 };
 	struct kernel_btf kernel = { 0 };
@@ -904,7 +904,10 @@ done:
 	kernel_btf_close(&kernel);
 	usyms_free(usyms);
 	procset_close(&s.set);
-	tfile_reader_free(s.files); /* last: every symbolizer and probe read through it */
+	if (!opts->files) /* last: every symbolizer and probe read through it */
+		tfile_reader_free(s.files);
+	else
+		tfile_reader_set_deadline(s.files, 0);
 	watchdog_arm(opts->watchdog, NULL, 0);
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;

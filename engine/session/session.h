@@ -24,6 +24,8 @@ struct session_opts {
 	unsigned preflight_ms; /* count-only window at the start of the duration; 0: none */
 	struct watchdog *watchdog; /* armed for each stage with probes or the target's files in
 				    * play (watchdog.h); NULL: none */
+	struct tfile_reader *files; /* reads the target's files (tfile.h): the run's, made before
+				     * its plan read through it; NULL: one of the session's own */
 	void (*at_window)(void *arg); /* called once, as the window opens (the probes attached):
 				       * what it starts runs while they collect (run.c starts the
 				       * verdict child there); NULL: nothing */
