@@ -129,11 +129,13 @@ int open_regular(const char *path)
 	return fd;
 }
 
-size_t read_full(int fd, void *buf, size_t len)
+/* read (off < 0) or pread at off until len, the end or an error */
+static size_t io_full(int fd, void *buf, size_t len, int64_t off)
 {
 	size_t got = 0;
 	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
+		ssize_t n = off < 0 ? read(fd, (char *)buf + got, len - got)
+				    : pread(fd, (char *)buf + got, len - got, (off_t)((uint64_t)off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -143,18 +145,15 @@ size_t read_full(int fd, void *buf, size_t len)
 	return got;
 }
 
+size_t read_full(int fd, void *buf, size_t len) { return io_full(fd, buf, len, -1); }
+
 size_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
+	if (off > INT64_MAX) {
+		errno = EINVAL;
+		return 0;
 	}
-	return got;
+	return io_full(fd, buf, len, (int64_t)off);
 }
 
 char *read_file(const char *path, size_t *len_out)

@@ -295,6 +295,23 @@ static int ms_until(uint64_t deadline)
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
+/* Waits until fd is ready for events, or the deadline: 1, 0 (the deadline passed), -1 (poll's
+ * error, errno set). */
+static int ready_by(int fd, short events, uint64_t deadline)
+{
+	for (;;) {
+		int left = ms_until(deadline);
+		if (left == 0)
+			return 0;
+		struct pollfd pfd = { .fd = fd, .events = events };
+		int r = poll(&pfd, 1, left);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
 /* Reads the child's document until end of file. Returns 0, or -1 with *timed_out or *too_big
  * set, or errno-style failure (err set). */
 static int read_child(int rfd, uint64_t deadline, size_t cap, char **buf, size_t *len,
@@ -304,19 +321,13 @@ static int read_child(int rfd, uint64_t deadline, size_t cap, char **buf, size_t
 	*buf = NULL;
 	*len = 0;
 	for (;;) {
-		int left = ms_until(deadline);
-		if (left == 0) {
+		int ready = ready_by(rfd, POLLIN, deadline);
+		if (ready == 0) {
 			*timed_out = true;
 			return -1;
 		}
-		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
-		int r = poll(&pfd, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
+		if (ready < 0)
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "poll: %s", strerror(errno));
-		if (r == 0)
-			continue;
 		if (*len == size) {
 			if (size > cap) {
 				*too_big = true;
@@ -403,19 +414,11 @@ static int write_child(int fd, const char *text, size_t len, uint64_t deadline, 
 {
 	size_t off = 0;
 	while (off < len) {
-		int left = ms_until(deadline);
-		if (left == 0) {
+		int ready = ready_by(fd, POLLOUT, deadline);
+		if (ready == 0)
 			*timed_out = true;
+		if (ready <= 0)
 			return -1;
-		}
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		int r = poll(&pfd, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			continue;
 		ssize_t n = write(fd, text + off, len - off);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
