@@ -274,6 +274,31 @@ static bool is_zombie(int pid)
 	return zombie;
 }
 
+/* The parent of pid (0 when unknown). */
+static int parent_of(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	char *text = read_file(path, NULL);
+	const char *paren = text ? strrchr(text, ')') : NULL;
+	int ppid = 0;
+	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
+		ppid = 0;
+	free(text);
+	return ppid;
+}
+
+/* Whether pid is diagnose's own: itself, or a helper of its own (the verdict child, the file
+ * reader's zygote and the helpers the zygote forks), which share its cgroup and never are its
+ * subject. */
+static bool is_ours(int pid, int self)
+{
+	if (pid == self)
+		return true;
+	int parent = parent_of(pid);
+	return parent == self || (parent > 1 && parent_of(parent) == self);
+}
+
 static void scan_comm(const struct target *t, struct scan *s)
 {
 	DIR *d = opendir("/proc");
@@ -288,7 +313,7 @@ static void scan_comm(const struct target *t, struct scan *s)
 			continue;
 		char comm[16];
 		read_comm((int)pid, comm, sizeof(comm));
-		if (target_comm_matches(t->text, comm) && !is_zombie((int)pid))
+		if (target_comm_matches(t->text, comm) && !is_zombie((int)pid) && !is_ours((int)pid, self))
 			scan_add(s, (int)pid);
 	}
 	closedir(d);
@@ -368,6 +393,8 @@ size_t target_scan(struct target *t)
 		for (size_t k = 0; k < t->n_procs && !p; k++)
 			if (t->procs[k].pid == s.pids[i])
 				p = &t->procs[k];
+		if (!p && is_ours(s.pids[i], self)) /* asked of new processes only */
+			continue;
 		if (!p) {
 			if (t->n_procs >= TARGET_MAX_RECORDS) {
 				t->over_limit++;

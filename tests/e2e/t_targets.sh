@@ -7,7 +7,7 @@
 #     burner; its twin outside is not covered; below it, directories laid out as docker and
 #     systemd make them are found by --container SHORT-ID and --unit NAME, and the parent
 #     covers its descendants. (c) --cgroup on a v1 hierarchy (memory), below
-#     this test's own v1 cgroup. (d) latency --comm over two lock-contended processes names the
+#     this test's own v1 cgroup, and again with diagnose inside it (its helpers not covered). (d) latency --comm over two lock-contended processes names the
 #     lock; io-saturation --comm over two fsync-per-write journals names them, and over two
 #     quiet loggers of the same name does not; network-errors
 #     --comm counts the two clients' refused connects, not a bystander's. (e) every process of the set exits: the run stops as target-exited with its data.
@@ -109,6 +109,15 @@ if [ -d /sys/fs/cgroup/memory ] && [ -n "$OWNMEM" ] && mkdir "/sys/fs/cgroup/mem
 	CHECK_LET='t = r["target"]'
 	check "$TMP/v1.json" "[p['pid'] for p in t['processes']] == [$IN] and t['cgroup_version'] == 1" "--cgroup v1: not exactly the process in $MEMCG"
 	check "$TMP/v1.json" "res['profile']['samples'] > 0" "--cgroup v1: no samples"
+	# diagnose run inside the cgroup it looks at: neither it nor its helpers (the file reader's
+	# zygote from the start, the verdict child from the window's start, seen by the rescans
+	# during the window) are its subject
+	( echo "$BASHPID" > "$MEMCG/cgroup.procs" && exec "$DIAG" high-cpu --cgroup "$MEMCG" --duration 3 --json ) \
+		> "$TMP/v1self.json" 2> "$TMP/v1self.err"
+	rc=$?
+	[ "$rc" = 0 ] || [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "--cgroup v1 from inside it: exit $rc: $(cat "$TMP/v1self.err")"
+	check "$TMP/v1self.json" "[p['pid'] for p in t['processes']] == [$IN]" \
+		"--cgroup v1 from inside it: diagnose or a helper of its own taken for its subject"
 	kill -9 "$IN" 2>/dev/null; wait "$IN" 2>/dev/null
 else
 	echo "note: (c) skipped: no v1 memory hierarchy to make a directory in"
