@@ -47,7 +47,8 @@ char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Reads (read_full) or preads at off (pread_full) until len bytes, the end of the file or an
- * error (EINTR is retried): the bytes read; fewer than len with errno set (0: the end came). */
+ * error (EINTR is retried): the bytes read; fewer than len at the end of the file or an error
+ * (errno then says which, if the caller cleared it before). */
 size_t read_full(int fd, void *buf, size_t len);
 size_t pread_full(int fd, void *buf, size_t len, uint64_t off);
 

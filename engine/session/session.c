@@ -754,18 +754,20 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	watchdog_arm(opts->watchdog, "attaching the probes", attach_ns + WATCHDOG_ATTACH_NS);
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
-	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
-	kl.usyms = usyms;
-	ksyms_loader_start(&kl);
-
 	/* The duration counts from here; its first preflight_ms measure, the rest collects. No read
 	 * of a target's file holds the collection more than a second past it (the loop's last turn
 	 * may still unwind what it drains). */
 	uint64_t window_ns = mono_ns();
 	out->phases.attach_s = (double)(window_ns - attach_ns) / 1e9;
 	uint64_t deadline = window_ns + (uint64_t)(plan->duration_s * 1e9);
+	/* What the caller starts as the window opens (a fork: the verdict child) comes before the
+	 * symbol loader's thread, so that no thread of ours holds an allocator's lock as it forks
+	 * (glibc's fork takes malloc's; the sanitizers' allocator in Debian 12's GCC does not). */
 	if (opts->at_window)
 		opts->at_window(opts->at_window_arg);
+	/* After loading: libbpf has freed the kernel BTF it parsed, so the two never peak together. */
+	kl.usyms = usyms;
+	ksyms_loader_start(&kl);
 	tfile_reader_set_deadline(s.files, deadline + SESSION_READ_LATE_NS);
 	watchdog_arm(opts->watchdog, "the collection", deadline + WATCHDOG_COLLECT_LATE_NS);
 	bool stopped_early = false;

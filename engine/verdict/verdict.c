@@ -4,8 +4,9 @@
  * Owns: verdict_run: the forked child (descriptors closed, death with the parent, RLIMIT_CPU,
  * RLIMIT_AS, no core), the wall-clock deadline, the pipe protocol (described below) and reading
  * the child's document with a size cap, its end as a message (exit status, signal).
- * Must not: print, read anything but the Lua sources it is given, interpret results, or return
- * with its child still alive. The sandbox is sandbox.c, running the chunks snippet.c, reading
+ * Must not: print, read anything but the Lua sources it is given, interpret results, or leave a
+ * child behind: verdict_start returns with one alive by design, and verdict_finish and
+ * verdict_cancel always reap it. The sandbox is sandbox.c, running the chunks snippet.c, reading
  * the answer lua_value.c, checking it answer.c.
  */
 #include "verdict.h"
@@ -157,9 +158,10 @@ static void child_memory_limit(const struct verdict_input *in, size_t max_nodes,
 #endif
 }
 
-/* The input document, read to end of file and parsed: results and run (each NULL when absent).
- * The parent wrote it; a failure leaves both NULL (the snippet then sees empty objects). */
-static struct value *child_read_input(int rfd, const struct value **results, const struct value **run)
+/* The input document, read to end of file and parsed: results and run (each NULL when absent),
+ * or NULL with err (the parent wrote it: only a child out of memory or cut short fails here). */
+static struct value *child_read_input(int rfd, const char *chunk, const struct value **results,
+				      const struct value **run, struct diag_err *err)
 {
 	*results = *run = NULL;
 	size_t len = 0, size = 64u << 10;
@@ -174,11 +176,16 @@ static struct value *child_read_input(int rfd, const struct value **results, con
 			break;
 		len += (size_t)n;
 	}
-	struct json_limits lim = { .raw_bytes = true };
+	/* results nest a few levels; the cap is jansson's own, held below */
+	struct json_limits lim = { .raw_bytes = true, .max_depth = 1024 };
 	struct diag_err perr = { 0 };
 	struct value *doc = json_parse(buf, len, &lim, &perr);
 	free(buf);
-	if (doc && doc->type == V_OBJ) {
+	if (!doc) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: the verdict phase's input: %s", chunk, perr.msg);
+		return NULL;
+	}
+	if (doc->type == V_OBJ) {
 		*results = value_get(doc, "results");
 		*run = value_get(doc, "run");
 	}
@@ -219,16 +226,16 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 	child_cpu_limits(max_ms);
 
 	struct verdict_state *st = verdict_prepare(in);
-	const struct value *results, *run;
-	struct value *input = child_read_input(rfd, &results, &run);
+	const struct value *results = NULL, *run = NULL;
+	struct diag_err err = { 0 };
+	struct value *input = child_read_input(rfd, in->lua->path, &results, &run, &err);
 	close(rfd);
 	child_memory_limit(in, max_nodes, max_bytes);
 
 	struct verdict_answer answer;
-	struct diag_err err = { 0 };
 	struct value *doc = value_obj();
 	if (!input) {
-		value_set_str(doc, "error", "the verdict phase's input could not be read");
+		value_set_str(doc, "error", err.msg);
 	} else if (verdict_answer(st, results, run, &answer, &err) == 0) {
 		value_obj_set(doc, "verdicts", answer.verdicts);
 		value_obj_set(doc, "report", answer.report);
@@ -476,11 +483,12 @@ int verdict_start(const struct verdict_input *in, struct verdict_child *ch, stru
 
 static void child_release(struct verdict_child *ch)
 {
-	if (ch->to_child >= 0)
+	/* above stdio: a zeroed struct (no child) holds none of these */
+	if (ch->to_child > 2)
 		close(ch->to_child);
-	if (ch->from_child >= 0)
+	if (ch->from_child > 2)
 		close(ch->from_child);
-	if (ch->pidfd >= 0)
+	if (ch->pidfd > 2)
 		close(ch->pidfd);
 	*ch = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
 }
@@ -522,6 +530,10 @@ int verdict_finish(struct verdict_child *ch, const struct value *results, const 
 {
 	*out = (struct verdict_answer){ 0 };
 	const struct verdict_input *in = ch->in;
+	if (ch->pid <= 0 || !in) { /* never started: nothing to hand results to (and no pid to kill) */
+		child_release(ch);
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "the verdict phase was not started");
+	}
 	const char *chunk = in->lua->path;
 	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
 	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;

@@ -1791,6 +1791,21 @@ static void test_started_early(void **state)
 	verdict_cancel(&ch);
 	assert_no_child();
 
+	/* ended before its results came (the OOM killer, an operator): the results written to no
+	 * one, its end said */
+	assert_int_equal(verdict_start(&in, &ch, &err), 0);
+	kill(ch.pid, SIGKILL);
+	assert_int_equal(verdict_finish(&ch, res, run, &a, &err), -1);
+	assert_contains(err.msg, "inline.lua: verdict phase killed by SIGKILL");
+	assert_null(a.verdicts);
+	assert_no_child();
+
+	/* never started: an error, nothing killed, no descriptor closed */
+	struct verdict_child none = { .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
+	assert_int_equal(verdict_finish(&none, res, run, &a, &err), -1);
+	assert_contains(err.msg, "not started");
+	verdict_cancel(&none);
+
 	/* a snippet that does not compile: the error comes with the answer, not before */
 	struct source_file bad;
 	source_of_text(&bad, "inline.lua", "return {", 8);
