@@ -171,17 +171,18 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 static bool tables_releasable(Elf *elf, size_t b_index, const GElf_Shdr *a, const GElf_Shdr *b)
 {
 	GElf_Ehdr eh;
-	size_t shstrndx, shnum;
+	size_t shstrndx, shnum, ehsize;
 	Elf_Scn *names;
 	GElf_Shdr nsh;
 	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx) || elf_getshdrnum(elf, &shnum) ||
+	    !(ehsize = gelf_fsize(elf, ELF_T_EHDR, 1, EV_CURRENT)) ||
 	    b_index == shstrndx ||
 	    !(names = elf_getscn(elf, shstrndx)) || !gelf_getshdr(names, &nsh))
 		return false;
 	const GElf_Shdr *t[2] = { a, b };
 	for (int i = 0; i < 2; i++) {
 		uint64_t off = t[i]->sh_offset, len = t[i]->sh_size;
-		if (overlaps(off, len, 0, eh.e_ehsize) ||
+		if (overlaps(off, len, 0, ehsize > eh.e_ehsize ? ehsize : eh.e_ehsize) || /* not the file's word */
 		    overlaps(off, len, eh.e_phoff, (uint64_t)eh.e_phnum * eh.e_phentsize) ||
 		    overlaps(off, len, eh.e_shoff, (uint64_t)shnum * eh.e_shentsize) ||
 		    overlaps(off, len, nsh.sh_offset, nsh.sh_size))
@@ -365,7 +366,8 @@ static void elf_load(struct elf_file *f, Elf *elf, struct tfile_image *img, stru
 	if (!full) {
 		syms_collect(&set, elf, dynsym, USYM_SRC_SYMTAB, NULL); /* its strings: the dynamic
 									  * linking's, read again */
-		if (r && (dimg = debuginfo_find(r, elf, pid, f->path, 0)) && (delf = tfile_image_elf(dimg))) {
+		if (r && (dimg = debuginfo_find(r, elf, pid, f->path, TFILE_KEEP_MEMFD)) &&
+		    (delf = tfile_image_elf(dimg))) {
 			Elf_Scn *dsymtab, *ddynsym;
 			elf_symtabs(delf, &dsymtab, &ddynsym, NULL);
 			full = syms_collect(&set, delf, dsymtab, USYM_SRC_DEBUGINFO, dimg) > 0;

@@ -60,3 +60,15 @@ $(SYMFIX)/libsymfix_%link.so: $(SYMFIX)/libsymfix.so $(SYMFIX)/dbg/libsymfix_%.d
 
 UNIT_FIXTURES += $(SYMFIX)/dbg/libsymfix_right.debug $(SYMFIX)/dbg/libsymfix_wrong.debug \
 		 $(SYMFIX)/libsymfix_rightlink.so $(SYMFIX)/libsymfix_wronglink.so
+
+# A library of 20,000 functions with long names: its .symtab (~480 KB) and .strtab (~1.3 MB) are
+# larger than the steps in which usyms gives a file's tables back as it reads them, so names are
+# read on both sides of released pages (test_usyms_large_tables).
+$(SYMFIX)/symmany.c: tests/unit/symbols.mk
+	@mkdir -p $(dir $@)
+	awk 'BEGIN { for (i = 0; i < 20000; i++) printf "int many_function_with_a_long_name_for_the_string_table_%05d(int x) { return x * %d + 1; }\n", i, i + 2 }' > $@
+
+$(SYMFIX)/libsymmany.so: $(SYMFIX)/symmany.c
+	$(CC) -O0 -shared -fPIC -o $@ $<
+
+UNIT_FIXTURES += $(SYMFIX)/libsymmany.so

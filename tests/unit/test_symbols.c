@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -502,6 +503,55 @@ static void test_usyms_stripped(void **state)
 /* Hand-built layout: the live library's mappings, replayed onto its stripped copy (strip keeps the
  * loadable layout). .dynsym still names the exported function; the local one is an offset. Then a
  * newer overlapping mapping replaces part of an older one. */
+/* A file whose symbol and string tables span several of the steps in which they are given back
+ * as they are read (usyms.c syms_collect): every one of its 20,000 functions is still named,
+ * as libelf reads the file itself. */
+static void test_usyms_large_tables(void **state)
+{
+	(void)state;
+	const char *lib = fixture("libsymmany.so");
+	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	GElf_Phdr exec = { 0 };
+	size_t nph = 0;
+	assert_int_equal(elf_getphdrnum(elf, &nph), 0);
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			exec = ph;
+	}
+	assert_true(exec.p_filesz > 0);
+	const uint64_t base = 0x7f0000000000ull;
+	struct usyms *us = usyms_new(0);
+	usyms_add_mapping(us, base + exec.p_offset, base + exec.p_offset + exec.p_filesz, exec.p_offset, lib);
+	size_t checked = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		assert_true(sh.sh_size > (256u << 10)); /* over a release step (its strings: four) */
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    !sym.st_size || !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) ||
+			    strncmp(name, "many_function_", 14))
+				continue;
+			assert_sym(us, base + exec.p_offset + (sym.st_value - exec.p_vaddr) + sym.st_size / 2, name, 1);
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 20000);
+	usyms_free(us);
+	elf_end(elf);
+	close(fd);
+}
+
 static void test_usyms_hand_built(void **state)
 {
 	(void)state;
@@ -1217,6 +1267,7 @@ int main(void)
 		cmocka_unit_test(test_usyms_pie),
 		cmocka_unit_test(test_usyms_nopie),
 		cmocka_unit_test(test_usyms_stripped),
+		cmocka_unit_test(test_usyms_large_tables),
 		cmocka_unit_test(test_usyms_hand_built),
 		cmocka_unit_test(test_usyms_deleted),
 		cmocka_unit_test(test_usyms_vdso),
