@@ -1,5 +1,5 @@
 /* test_core_btf.c — the kernel's BTF cut to what the run's objects relocate against
- * (engine/session/core_btf.c), on this machine's kernel (needs root: it loads every probe kind).
+ * (engine/kernel/core_btf.c), on this machine's kernel (needs root: it loads every probe kind).
  *
  * The cut for every catalog kind's object and the process-set follower's: a small part of the
  * kernel's types; a struct a relocation starts from kept whole (task_struct: size and every
@@ -10,9 +10,9 @@
  * resolved alike. A kind that does not load here at all is skipped (said so). And a malformed
  * object: its CO-RE records out of bounds are an error, not a read past its end.
  *
- * The reader under the cut (engine/session/kernel_btf.c) against libbpf's parse of the same
+ * The reader under the cut (engine/kernel/kernel_btf.c) against libbpf's parse of the same
  * file: every type's record byte for byte, lookups by name; tp_btf programs' attach ids
- * (engine/session/tp_btf.c) as libbpf's own handler finds them; and BTF bytes cut, overrun or of
+ * (engine/kernel/tp_btf.c) as libbpf's own handler finds them; and BTF bytes cut, overrun or of
  * an unknown kind refused with a reason, never read past.
  */
 #include <setjmp.h>
