@@ -105,7 +105,11 @@ int procfs_parse_stat(const char *text, struct procfs_stat *out)
 			p++;
 		if (!*p || *p == '\n')
 			return -1;
-		if (field == 14)
+		if (field == 3)
+			out->state = *p;
+		else if (field == 4)
+			out->ppid = (int)strtol(p, NULL, 10);
+		else if (field == 14)
 			out->utime_ticks = strtoull(p, NULL, 10);
 		else if (field == 15)
 			out->stime_ticks = strtoull(p, NULL, 10);

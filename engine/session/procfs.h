@@ -22,10 +22,12 @@
  * matched whole-key: "rss" does not match "rss_huge". Returns false when there is no such line. */
 bool procfs_key_u64(const char *text, const char *key, uint64_t *out);
 
-/* /proc/PID/stat: comm (between the first '(' and the last ')'), utime and stime in clock
- * ticks, num_threads. Returns -1 on malformed text. */
+/* /proc/PID/stat: comm (between the first '(' and the last ')'), state, parent, utime and stime
+ * in clock ticks, num_threads. Returns -1 on malformed text. */
 struct procfs_stat {
 	char comm[64];
+	char state; /* 'R', 'S', 'Z' (exited, not reaped), 'X'... */
+	int ppid;
 	uint64_t utime_ticks, stime_ticks;
 	long threads;
 	uint64_t start_ticks; /* when the process started, in clock ticks after boot (boot time) */

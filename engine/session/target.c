@@ -15,6 +15,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "procfs.h"
+
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
@@ -262,41 +264,25 @@ static void read_comm(int pid, char *comm, size_t len)
 	free(text);
 }
 
-/* A process that exited and waits for its parent to reap it: nothing left to observe. */
-static bool is_zombie(int pid)
+/* pid's /proc/PID/stat, parsed: 0, or -1 when it is gone or unreadable. */
+static int stat_of(int pid, struct procfs_stat *st)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	char *text = read_file(path, NULL);
-	const char *paren = text ? strrchr(text, ')') : NULL;
-	bool zombie = !paren || (paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+	int rc = text ? procfs_parse_stat(text, st) : -1;
 	free(text);
-	return zombie;
+	return rc;
 }
 
-/* The parent of pid (0 when unknown). */
-static int parent_of(int pid)
+/* Whether pid, child of parent, is diagnose's own: itself, or a helper of its own (the verdict
+ * child, the file reader's zygote and the helpers the zygote forks), which share its cgroup and
+ * never are its subject. */
+static bool is_ours(int pid, int parent, int self)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	char *text = read_file(path, NULL);
-	const char *paren = text ? strrchr(text, ')') : NULL;
-	int ppid = 0;
-	if (!paren || sscanf(paren + 1, " %*c %d", &ppid) != 1)
-		ppid = 0;
-	free(text);
-	return ppid;
-}
-
-/* Whether pid is diagnose's own: itself, or a helper of its own (the verdict child, the file
- * reader's zygote and the helpers the zygote forks), which share its cgroup and never are its
- * subject. */
-static bool is_ours(int pid, int self)
-{
-	if (pid == self)
-		return true;
-	int parent = parent_of(pid);
-	return parent == self || (parent > 1 && parent_of(parent) == self);
+	struct procfs_stat grand;
+	return pid == self || parent == self ||
+	       (parent > 1 && stat_of(parent, &grand) == 0 && grand.ppid == self);
 }
 
 static void scan_comm(const struct target *t, struct scan *s)
@@ -312,8 +298,11 @@ static void scan_comm(const struct target *t, struct scan *s)
 		if (*end || pid <= 0 || pid == self)
 			continue;
 		char comm[16];
+		struct procfs_stat st;
 		read_comm((int)pid, comm, sizeof(comm));
-		if (target_comm_matches(t->text, comm) && !is_zombie((int)pid) && !is_ours((int)pid, self))
+		/* not a process that exited and waits to be reaped: nothing left to observe */
+		if (target_comm_matches(t->text, comm) && stat_of((int)pid, &st) == 0 && st.state != 'Z' &&
+		    st.state != 'X' && !is_ours((int)pid, st.ppid, self))
 			scan_add(s, (int)pid);
 	}
 	closedir(d);
@@ -393,7 +382,8 @@ size_t target_scan(struct target *t)
 		for (size_t k = 0; k < t->n_procs && !p; k++)
 			if (t->procs[k].pid == s.pids[i])
 				p = &t->procs[k];
-		if (!p && is_ours(s.pids[i], self)) /* asked of new processes only */
+		struct procfs_stat st; /* asked of new processes only */
+		if (!p && stat_of(s.pids[i], &st) == 0 && is_ours(s.pids[i], st.ppid, self))
 			continue;
 		if (!p) {
 			if (t->n_procs >= TARGET_MAX_RECORDS) {

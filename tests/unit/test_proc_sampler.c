@@ -173,6 +173,8 @@ static void test_stat(void **state)
 	struct procfs_stat st;
 	assert_int_equal(procfs_parse_stat(STAT, &st), 0);
 	assert_string_equal(st.comm, "my (odd) comm");
+	assert_int_equal(st.state, 'S');
+	assert_int_equal(st.ppid, 1);
 	assert_int_equal(st.utime_ticks, 250);
 	assert_int_equal(st.stime_ticks, 50);
 	assert_int_equal(st.threads, 3);
