@@ -156,18 +156,14 @@ size_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return io_full(fd, buf, len, (int64_t)off);
 }
 
-char *read_file(const char *path, size_t *len_out)
+char *read_fd(int fd, size_t max, size_t *len_out)
 {
-	int fd = open_regular(path);
-	if (fd < 0)
-		return NULL;
 	size_t cap = 4096, len = 0;
 	char *buf = xmalloc(cap);
 	for (;;) {
 		if (len + 1 >= cap) {
-			if (cap >= READ_FILE_MAX) {
+			if (cap >= max) {
 				free(buf);
-				close(fd);
 				errno = EFBIG;
 				return NULL;
 			}
@@ -180,7 +176,6 @@ char *read_file(const char *path, size_t *len_out)
 				continue;
 			int saved = errno;
 			free(buf);
-			close(fd);
 			errno = saved;
 			return NULL;
 		}
@@ -188,10 +183,21 @@ char *read_file(const char *path, size_t *len_out)
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
 	buf[len] = '\0';
 	if (len_out)
 		*len_out = len;
+	return buf;
+}
+
+char *read_file(const char *path, size_t *len_out)
+{
+	int fd = open_regular(path);
+	if (fd < 0)
+		return NULL;
+	char *buf = read_fd(fd, READ_FILE_MAX, len_out);
+	int saved = errno;
+	close(fd);
+	errno = saved;
 	return buf;
 }
 

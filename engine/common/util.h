@@ -56,6 +56,8 @@ size_t pread_full(int fd, void *buf, size_t len, uint64_t off);
  * EINVAL for a FIFO, socket or device (never blocks on one), EISDIR, EFBIG over READ_FILE_MAX. */
 #define READ_FILE_MAX ((size_t)64 << 20)
 char *read_file(const char *path, size_t *len_out);
+/* The same from fd to its end (a pipe's too), buffers of at most max bytes (EFBIG beyond). */
+char *read_fd(int fd, size_t max, size_t *len_out);
 /* path opened for reading if it is a regular file: the fd, or -1 with errno (read_file's). */
 int open_regular(const char *path);
 

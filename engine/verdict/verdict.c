@@ -164,17 +164,11 @@ static struct value *child_read_input(int rfd, const char *chunk, const struct v
 				      const struct value **run, struct diag_err *err)
 {
 	*results = *run = NULL;
-	size_t len = 0, size = 64u << 10;
-	char *buf = xmalloc(size);
-	for (;;) {
-		if (len == size)
-			buf = xrealloc(buf, size *= 2);
-		ssize_t n = read(rfd, buf + len, size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
+	size_t len = 0;
+	char *buf = read_fd(rfd, SIZE_MAX / 2, &len); /* the parent's document: no cap of ours */
+	if (!buf) {
+		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: the verdict phase's input: %s", chunk, strerror(errno));
+		return NULL;
 	}
 	/* results nest a few levels; the cap is jansson's own, held below */
 	struct json_limits lim = { .raw_bytes = true, .max_depth = 1024 };
