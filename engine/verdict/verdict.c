@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -409,6 +410,29 @@ static int read_document(const struct verdict_input *in, const char *text, size_
 	return rc;
 }
 
+/* write(2) to a pipe whose reader may be gone, without the SIGPIPE that would end a caller that
+ * kept its default disposition (a library must not rely on main's SIG_IGN): the signal blocked in
+ * this thread for the call, and one it raised taken back unless it was pending already. */
+static ssize_t write_no_sigpipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old_mask, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+	ssize_t n = write(fd, buf, len);
+	int saved = errno;
+	if (n < 0 && errno == EPIPE && !was_pending) {
+		const struct timespec now = { 0, 0 };
+		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	errno = saved;
+	return n;
+}
+
 /* Writes len bytes of text to fd (non-blocking) by the deadline. 0, or -1: *timed_out, or the
  * child closed its end (it ended: its status says why). */
 static int write_child(int fd, const char *text, size_t len, uint64_t deadline, bool *timed_out)
@@ -420,7 +444,7 @@ static int write_child(int fd, const char *text, size_t len, uint64_t deadline, 
 			*timed_out = true;
 		if (ready <= 0)
 			return -1;
-		ssize_t n = write(fd, text + off, len - off);
+		ssize_t n = write_no_sigpipe(fd, text + off, len - off);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
