@@ -177,7 +177,7 @@ void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n)
 				respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
 		}
 		if (c->resp) {
-			ssize_t put = write(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off);
+			ssize_t put = send(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off, MSG_NOSIGNAL);
 			if (put > 0)
 				c->resp_off += (size_t)put;
 			if ((put < 0 && errno != EAGAIN && errno != EINTR) || c->resp_off == c->resp_len)
