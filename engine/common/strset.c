@@ -11,59 +11,41 @@
 
 #include "util.h"
 
-static size_t hash(const char *s, size_t len)
+static uint64_t hash(const char *s, size_t len)
 {
 	uint64_t h = FNV1A_INIT;
 	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return (size_t)h;
+		h = (h ^ (unsigned char)s[i]) * FNV1A_PRIME;
+	return h;
 }
 
-static bool same(const char *stored, const char *name, size_t len)
+static bool found(const struct strset *s, const char *name, size_t len, uint64_t h)
 {
-	return !strncmp(stored, name, len) && stored[len] == '\0';
-}
-
-static void put(struct strset *s, size_t i)
-{
-	size_t mask = s->size - 1, slot = hash(s->names[i], strlen(s->names[i])) & mask;
-	while (s->slots[slot])
-		slot = (slot + 1) & mask;
-	s->slots[slot] = i + 1;
+	for (size_t cur = 0, i; (i = posindex_next(&s->index, h, &cur)) != POSINDEX_END;)
+		if (!strncmp(s->names[i], name, len) && s->names[i][len] == '\0')
+			return true;
+	return false;
 }
 
 bool strset_has(const struct strset *s, const char *name, size_t len)
 {
 	len = strnlen(name, len);
-	if (!s->size)
-		return false;
-	size_t mask = s->size - 1;
-	for (size_t slot = hash(name, len) & mask; s->slots[slot]; slot = (slot + 1) & mask)
-		if (same(s->names[s->slots[slot] - 1], name, len))
-			return true;
-	return false;
+	return found(s, name, len, hash(name, len));
 }
 
 void strset_add(struct strset *s, const char *name, size_t len)
 {
 	len = strnlen(name, len);
-	if (strset_has(s, name, len))
+	uint64_t h = hash(name, len);
+	if (found(s, name, len, h))
 		return;
 	if (s->n == s->cap)
 		s->names = xrealloc(s->names, (s->cap = s->cap ? s->cap * 2 : 16) * sizeof(*s->names));
 	char *copy = xmalloc(len + 1);
 	memcpy(copy, name, len);
 	copy[len] = '\0';
+	posindex_add(&s->index, h, s->n);
 	s->names[s->n++] = copy;
-	if (s->n * 2 >= s->size) {
-		free(s->slots);
-		s->size = s->size ? s->size * 2 : 64;
-		s->slots = xcalloc(s->size, sizeof(*s->slots));
-		for (size_t i = 0; i < s->n; i++)
-			put(s, i);
-	} else {
-		put(s, s->n - 1);
-	}
 }
 
 void strset_free(struct strset *s)
@@ -71,6 +53,6 @@ void strset_free(struct strset *s)
 	for (size_t i = 0; i < s->n; i++)
 		free(s->names[i]);
 	free(s->names);
-	free(s->slots);
+	posindex_free(&s->index);
 	memset(s, 0, sizeof(*s));
 }

@@ -1,7 +1,7 @@
 /* strset.h — a set of distinct strings, kept in the order they were added.
  *
- * Owns: the copies of the strings added, an open-addressing index over them (FNV-1a, linear
- * probing, at most half full), lookups by bytes and length (a name need not end where the
+ * Owns: the copies of the strings added, their index (FNV-1a, a posindex), lookups by bytes and
+ * length (a name need not end where the
  * caller's text does: libbpf's "essential" names, a name inside a longer buffer).
  * Must not: hold global state, or keep pointers into what its callers pass.
  */
@@ -11,12 +11,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "posindex.h"
+
 struct strset {
 	char **names;  /* the strings, in the order added (a caller may sort them once it adds and
 			* looks up no more) */
 	size_t n, cap;
-	size_t *slots; /* index + 1, 0 = empty; a power of two, more than twice n */
-	size_t size;
+	struct posindex index; /* positions in names by their hash */
 };
 
 bool strset_has(const struct strset *s, const char *name, size_t len);

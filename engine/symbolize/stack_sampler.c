@@ -12,6 +12,7 @@
 
 #include "diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
 #include "diag_bpf.h"
+#include "posindex.h"
 #include "python.h"
 #include "unwind.h"
 #include "util.h"
@@ -55,7 +56,7 @@ struct stack_sampler {
 	struct unwinder *unw;
 	struct srow *rows;
 	size_t n_rows, cap_rows, max_rows;
-	size_t *index, index_size; /* open addressing over rows: i + 1, 0 = empty */
+	struct posindex index; /* rows by their hash */
 	uint64_t received, bad, refused, copied_bytes, cut;
 	uint64_t fixed_leaves, leaf_frame_ok, leaf_unknown;
 	uint64_t dwarf_complete, dwarf_truncated, dwarf_failed, dwarf_spliced;
@@ -108,7 +109,7 @@ void stack_sampler_free(struct stack_sampler *s)
 		free(s->rows[i].from);
 	}
 	free(s->rows);
-	free(s->index);
+	posindex_free(&s->index);
 	free(s->pend);
 	free(s);
 }
@@ -205,14 +206,6 @@ static bool row_eq(const struct srow *r, uint64_t h, uint32_t tgid, const char *
 	       !memcmp(r->ips, ips, n * sizeof(*ips)) && !memcmp(r->from, from, n);
 }
 
-static void index_put(struct stack_sampler *s, size_t i)
-{
-	size_t mask = s->index_size - 1, slot = s->rows[i].hash & mask;
-	while (s->index[slot])
-		slot = (slot + 1) & mask;
-	s->index[slot] = i + 1;
-}
-
 /* Counts one fixed stack (count: 1, or 0 for a sample whose weight is to come) and returns its
  * row; a new one past max_rows is refused (counted) and gives -1. */
 static long row_add(struct stack_sampler *s, uint32_t tgid, const char *comm, uint32_t tag, int32_t kid,
@@ -220,15 +213,12 @@ static long row_add(struct stack_sampler *s, uint32_t tgid, const char *comm, ui
 		    uint64_t count)
 {
 	uint64_t h = row_hash(tgid, comm, tag, kid, ips, from, n);
-	if (s->index_size) {
-		size_t mask = s->index_size - 1;
-		for (size_t slot = h & mask; s->index[slot]; slot = (slot + 1) & mask) {
-			struct srow *r = &s->rows[s->index[slot] - 1];
-			if (row_eq(r, h, tgid, comm, tag, kid, ips, from, n)) {
-				r->weight += weight;
-				r->count += count;
-				return (long)(s->index[slot] - 1);
-			}
+	for (size_t cur = 0, i; (i = posindex_next(&s->index, h, &cur)) != POSINDEX_END;) {
+		struct srow *r = &s->rows[i];
+		if (row_eq(r, h, tgid, comm, tag, kid, ips, from, n)) {
+			r->weight += weight;
+			r->count += count;
+			return (long)i;
 		}
 	}
 	if (s->n_rows >= s->max_rows) {
@@ -252,15 +242,7 @@ static long row_add(struct stack_sampler *s, uint32_t tgid, const char *comm, ui
 	r->hash = h;
 	r->weight = weight;
 	r->count = count;
-	if (s->n_rows * 2 >= s->index_size) {
-		free(s->index);
-		s->index_size = s->index_size ? s->index_size * 2 : 256;
-		s->index = xcalloc(s->index_size, sizeof(*s->index));
-		for (size_t i = 0; i < s->n_rows; i++)
-			index_put(s, i);
-	} else {
-		index_put(s, s->n_rows - 1);
-	}
+	posindex_add(&s->index, h, s->n_rows - 1);
 	return (long)(s->n_rows - 1);
 }
 

@@ -52,6 +52,7 @@
 #include "demangle.h"
 #include "ehframe.h"
 #include "perfmap.h"
+#include "posindex.h"
 #include "procfs.h"
 #include "symbols.h"
 #include "tfile.h"
@@ -653,8 +654,7 @@ struct elf_cache {
 	unsigned generation;  /* one per snapshot or hand-added mapping, of any sharer */
 	struct elf_file **files;
 	size_t nfiles, capfiles;
-	size_t *index;        /* open addressing over files: i + 1, 0 = empty slot */
-	size_t index_size;    /* a power of two, more than twice nfiles; 0 before the first file */
+	struct posindex index; /* files by file_key_hash */
 };
 
 struct usyms {
@@ -681,7 +681,7 @@ void elf_cache_release(struct elf_cache *c)
 	for (size_t i = 0; i < c->nfiles; i++)
 		file_free(c->files[i]);
 	free(c->files);
-	free(c->index);
+	posindex_free(&c->index);
 	if (c->own_reader)
 		tfile_reader_free(c->reader);
 	free(c);
@@ -731,26 +731,13 @@ static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev,
 	return ino ? f->ino == ino && f->dev == dev : !f->ino && f->dev == dev && !strcmp(f->path, path);
 }
 
-static void index_insert(struct elf_cache *us, size_t file)
-{
-	const struct elf_file *f = us->files[file];
-	size_t mask = us->index_size - 1, slot = file_key_hash(f->path, f->dev, f->ino) & mask;
-	while (us->index[slot])
-		slot = (slot + 1) & mask;
-	us->index[slot] = file + 1;
-}
-
 static struct elf_file *file_find(const struct elf_cache *us, const char *path, uint64_t dev,
 				  uint64_t ino)
 {
-	if (!us->index_size)
-		return NULL;
-	size_t mask = us->index_size - 1, slot = file_key_hash(path, dev, ino) & mask;
-	for (; us->index[slot]; slot = (slot + 1) & mask) {
-		struct elf_file *f = us->files[us->index[slot] - 1];
-		if (file_key_eq(f, path, dev, ino))
-			return f;
-	}
+	uint64_t h = file_key_hash(path, dev, ino);
+	for (size_t cur = 0, i; (i = posindex_next(&us->index, h, &cur)) != POSINDEX_END;)
+		if (file_key_eq(us->files[i], path, dev, ino))
+			return us->files[i];
 	return NULL;
 }
 
@@ -776,16 +763,8 @@ static struct elf_file *file_get(struct usyms *owner, const char *path, uint64_t
 			us->capfiles = us->capfiles ? us->capfiles * 2 : 16;
 			us->files = xrealloc(us->files, us->capfiles * sizeof(*us->files));
 		}
+		posindex_add(&us->index, file_key_hash(path, dev, ino), us->nfiles);
 		us->files[us->nfiles++] = f;
-		if (us->nfiles * 2 >= us->index_size) {
-			free(us->index);
-			us->index_size = us->index_size ? us->index_size * 2 : 64;
-			us->index = xcalloc(us->index_size, sizeof(*us->index));
-			for (size_t i = 0; i < us->nfiles; i++)
-				index_insert(us, i);
-		} else {
-			index_insert(us, us->nfiles - 1);
-		}
 	}
 	if (!f->loaded && f->tried != us->generation) {
 		f->tried = us->generation;

@@ -44,7 +44,7 @@ static void test_growth(void **state)
 		strset_add(&s, name, SIZE_MAX);
 	}
 	assert_int_equal(s.n, 5000);
-	assert_true(s.size > 2 * s.n);
+	assert_true(s.index.size > 2 * s.n && s.index.count == s.n);
 	for (int i = 0; i < 5000; i++) {
 		snprintf(name, sizeof(name), "f%d", i);
 		assert_true(strset_has(&s, name, SIZE_MAX));
