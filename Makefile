@@ -75,7 +75,8 @@ WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOAD_CXX_SRCS := $(wildcard tests/workloads/*.cpp)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS)) \
 	     $(patsubst tests/workloads/%.cpp,$(BUILD)/workloads/%,$(WORKLOAD_CXX_SRCS)) \
-	     $(BUILD)/workloads/cpu_burner_stripped $(BUILD)/workloads/mem_leaker_je
+	     $(BUILD)/workloads/cpu_burner_stripped $(BUILD)/workloads/mem_leaker_je \
+	     $(BUILD)/workloads/mem_leaker_tc $(BUILD)/workloads/mem_leaker_mi
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
@@ -169,6 +170,16 @@ $(BUILD)/workloads/%: tests/workloads/%.cpp | $(DEPS_STAMP)
 $(BUILD)/workloads/mem_leaker_je: tests/workloads/mem_leaker.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -ljemalloc -lpthread
+
+# And against tcmalloc (libgoogle-perftools-dev) and mimalloc (libmimalloc-dev), the other two
+# allocators a service links instead of glibc's.
+$(BUILD)/workloads/mem_leaker_tc: tests/workloads/mem_leaker.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -ltcmalloc -lpthread
+
+$(BUILD)/workloads/mem_leaker_mi: tests/workloads/mem_leaker.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CLANG) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -Wall -Wextra -Werror -o $@ $< -lmimalloc -lpthread
 
 # The same CPU burner as a distribution ships binaries: no .symtab, no .dynsym names of its own.
 $(BUILD)/workloads/cpu_burner_stripped: $(BUILD)/workloads/cpu_burner

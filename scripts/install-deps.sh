@@ -6,12 +6,15 @@ set -eu
 PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev libyaml-dev
       libcyaml-dev liblua5.4-dev lua5.4 libcmocka-dev libclang-rt-14-dev pkg-config make gcc g++
       binutils python3 libc6-dbg xz-utils util-linux libjemalloc2 libjemalloc-dev iproute2 \
+      libgoogle-perftools-dev libmimalloc-dev \
       nftables ethtool protobuf-c-compiler libprotobuf-c-dev nettle-dev libjansson-dev \
       systemtap-sdt-dev"
 # xz-utils: tests/e2e/t_stripped.sh diagnoses xz, whose work is in the stripped liblzma5.
 # libjemalloc2: tests/e2e/t_memory.sh probes an allocator other than glibc's. libjemalloc-dev:
 # libjemalloc.so, to link tests/workloads/mem_leaker.c against jemalloc (build/workloads/
-# mem_leaker_je: jemalloc bound at run time, not preloaded). iproute2 (ip netns,
+# mem_leaker_je: jemalloc bound at run time, not preloaded); libgoogle-perftools-dev and
+# libmimalloc-dev, the same leaker against tcmalloc and mimalloc (mem_leaker_tc, mem_leaker_mi,
+# tests/e2e/t_memory_real.sh). iproute2 (ip netns,
 # veth), nftables (numgen drop rules) and ethtool (segmentation offloads off, so that a dropped
 # packet is one segment): the network-errors tests build a private lossy network.
 # protobuf-c: the pprof writer's code is generated from proto/profile.proto at build time.

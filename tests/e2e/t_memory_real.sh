@@ -13,7 +13,10 @@
 #     (mem_cxx churn) → exit 0, no warning;
 # (d) a program linked with -ljemalloc (mem_leaker_je) losing blocks in remember_request → `leak`
 #     naming it, allocator jemalloc (shared library); mem_leaker grow (the same copies kept in a
-#     growing table) → `heap-growth` naming remember_request, no leak.
+#     growing table) → `heap-growth` naming remember_request, no leak;
+# (e) the same leaker linked with -ltcmalloc and with -lmimalloc: `leak` naming remember_request,
+#     the allocator reported as tcmalloc / mimalloc; each one's grow control → `heap-growth`, no
+#     leak (the reference scan finds the kept blocks whatever allocator holds them).
 # Nothing stays attached after any run.
 . "$(dirname "$0")/lib.sh"
 
@@ -99,5 +102,16 @@ stop_wl
 wl c-grow warn "$WL/mem_leaker" grow 1024
 warns c-grow "v['id'] == 'heap-growth' and 'remember_request()' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts'])"
 stop_wl
+
+# ---- (e) linked with tcmalloc, with mimalloc -----------------------------------------------------
+for alloc in tc:tcmalloc mi:mimalloc; do
+	short=${alloc%%:*} family=${alloc#*:}
+	wl "$short-leak" warn "$WL/mem_leaker_$short" leak 1024
+	warns "$short-leak" "v['id'] == 'leak' and 'remember_request()' in v['title'] and res['allocs']['allocator_family'] == '$family' and res['allocs']['allocator_linked'] == 'shared' and 'malloc' in res['allocs']['functions']"
+	stop_wl
+	wl "$short-grow" warn "$WL/mem_leaker_$short" grow 1024
+	warns "$short-grow" "v['id'] == 'heap-growth' and 'remember_request()' in v['title'] and not any(x['id'] == 'leak' for x in r['verdicts']) and res['allocs']['allocator_family'] == '$family'"
+	stop_wl
+done
 
 exit 0
