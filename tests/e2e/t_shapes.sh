@@ -19,7 +19,9 @@ USDT_APP="$ROOT/$BUILD/fixtures/usdt_app"
 PG_BIN=/usr/lib/postgresql/15/bin/postgres
 [ -x "$USDT_APP" ] || fail "$USDT_APP missing: run make check-build"
 [ -x "$PG_BIN" ] || skip "postgresql-15 is not installed (make deps): pg_statements needs its binary"
-start "$WORKLOAD" 5
+# 6 ms of CPU an iteration, more than the profile's sampling period (199 Hz): its stacks are there
+# to check (sleeping alone, the process may run only between two samples: none at all in a CI run)
+start "$WORKLOAD" 5 6
 R=$(test_recipe shapes-all <<EOF
   - id: profile
     kind: cpu_profile

@@ -4,6 +4,9 @@
  * or 2^21.. ns log2 bucket), then recurse(DEPTH) once: DEPTH + 1 nested calls whose innermost
  * sleeps LEAF_US = 300 us, so every one of them takes at least 300 us. DEPTH is argv[1]
  * (default 5); a depth beyond the probe's per-thread limit shows calls counted as lost.
+ * argv[2] (default 0) is the milliseconds of CPU spin() burns after each recurse(): without it
+ * the process runs only for microseconds after each timer wakeup, which a cpu-clock sampler
+ * (its hrtimer the one the wakeup is coalesced with, within the timer slack) may never catch.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -39,11 +42,26 @@ __attribute__((noinline)) unsigned long recurse(int depth)
 	return r;
 }
 
+/* Burns ms milliseconds of this thread's CPU time. */
+__attribute__((noinline)) void spin(long ms)
+{
+	struct timespec start, now;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink += (unsigned long)i;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	} while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < ms * 1000000L);
+}
+
 int main(int argc, char **argv)
 {
 	int depth = argc > 1 ? atoi(argv[1]) : 5;
+	long spin_ms = argc > 2 ? atol(argv[2]) : 0;
 	for (;;) {
 		slow_op();
 		recurse(depth);
+		if (spin_ms > 0)
+			spin(spin_ms);
 	}
 }
