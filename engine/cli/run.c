@@ -78,11 +78,12 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 
 /* Dry run: the verifier sees every program, and (measure) the pre-flight runs as a real run's
  * would, with the probes' programs counting only; nothing collects. */
-static int dry_run(const struct plan *plan, bool measure, struct value **summary,
-		   struct diag_err *pf_err, struct diag_err *err)
+static int dry_run(const struct plan *plan, struct tfile_reader *files, bool measure,
+		   struct value **summary, struct diag_err *pf_err, struct diag_err *err)
 {
 	struct value *loaded, *preflight;
-	if (session_dry_run(plan, measure ? preflight_window_ms(plan) : 0, &loaded, &preflight, pf_err, err))
+	if (session_dry_run(plan, files, measure ? preflight_window_ms(plan) : 0, &loaded, &preflight, pf_err,
+			    err))
 		return -1;
 	*summary = plan_to_value(plan, loaded);
 	value_free(loaded);
@@ -479,7 +480,7 @@ static int dry_run_report(struct run *r, int *code)
 	const struct run_options *c = r->c;
 	struct diag_err pf_err = { 0 };
 	bool measure = !(r->production && !r->ev.approved);
-	if (dry_run(r->b.plan, measure, &r->summary, &pf_err, &r->err))
+	if (dry_run(r->b.plan, r->files, measure, &r->summary, &pf_err, &r->err))
 		return -1;
 	bool pf_ok = pf_err.msg[0] == 0;
 	if (r->ev.reason) /* production, not approved: a real run would be refused */
@@ -538,14 +539,13 @@ static int exit_code_of(const struct run *r, bool lua_ok)
 }
 
 /* The session's at_window: the verdict child starts as the collection window opens, so that its
- * fork, sandbox and compilation overlap the collection (verdict.h). One that cannot start is
- * started again after the window by verdict_run, which then says why. */
+ * fork, sandbox and compilation overlap the collection (verdict.h). One that cannot start (its
+ * pid then -1) is tried again after the window, and that error is the one the report gives. */
 static void start_verdict(void *arg)
 {
 	struct run *r = arg;
 	struct diag_err err = { 0 };
-	if (verdict_start(&r->vin, &r->verdict, &err))
-		r->verdict.pid = -1;
+	verdict_start(&r->vin, &r->verdict, &err);
 }
 
 /* The collection (its budget pre-flight is the first preflight_ms of it, session.c), then the
@@ -557,7 +557,7 @@ static int run_session(struct run *r, int *code)
 	struct abandoned_run abandoned = { &r->au, &r->ev, &r->outs };
 	r->vin = (struct verdict_input){ .lua = &r->b.src.lua, .libs = r->b.src.libs,
 					 .n_libs = r->b.src.n_libs, .thresholds = plan->thresholds };
-	r->verdict = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
+	r->verdict = VERDICT_CHILD_NONE;
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
 				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
 				   .watchdog = watchdog_start(audit_abandoned, &abandoned),
@@ -572,14 +572,8 @@ static int run_session(struct run *r, int *code)
 	note_degraded(r);
 	r->info = run_info(plan, &r->s);
 	uint64_t verdict_ns = mono_ns();
-	bool lua_ok;
-	if (r->verdict.pid > 0) {
-		lua_ok = verdict_finish(&r->verdict, r->s.results, r->info, &r->answer, &r->verr) == 0;
-	} else {
-		r->vin.results = r->s.results;
-		r->vin.run = r->info;
-		lua_ok = verdict_run(&r->vin, &r->answer, &r->verr) == 0;
-	}
+	bool lua_ok = (r->verdict.pid > 0 || verdict_start(&r->vin, &r->verdict, &r->verr) == 0) &&
+		      verdict_finish(&r->verdict, r->s.results, r->info, &r->answer, &r->verr) == 0;
 	struct report_input in = { .plan = plan, .recipe_sha256 = r->sha, .session = &r->s,
 				   .start_s = start_s, .verdict_s = (double)(mono_ns() - verdict_ns) / 1e9,
 				   .verdicts = r->answer.verdicts,

@@ -115,11 +115,27 @@ static void wire_write(const struct value *v, FILE *f)
 static size_t sat_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
 
+/* The phase's limits from its input, 0 there meaning the default. */
+struct limits {
+	unsigned max_ms;
+	size_t max_nodes, max_bytes, max_memory;
+};
+
+static struct limits limits_of(const struct verdict_input *in)
+{
+	return (struct limits){
+		.max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS,
+		.max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES,
+		.max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES,
+		.max_memory = in->max_memory_bytes ? in->max_memory_bytes : VERDICT_DEFAULT_MAX_MEMORY,
+	};
+}
+
 /* The most text a child's document can take within the budget: every text byte escaped as
  * \uNNNN, every node with its punctuation and a 24-character number. */
-static size_t wire_cap(size_t max_nodes, size_t max_bytes)
+static size_t wire_cap(const struct limits *lim)
 {
-	return sat_add(sat_add(sat_mul(max_bytes, 6), sat_mul(max_nodes, 40)), WIRE_SLACK_BYTES);
+	return sat_add(sat_add(sat_mul(lim->max_bytes, 6), sat_mul(lim->max_nodes, 40)), WIRE_SLACK_BYTES);
 }
 
 static void child_cpu_limits(unsigned max_ms)
@@ -129,7 +145,7 @@ static void child_cpu_limits(unsigned max_ms)
 	setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
 }
 
-static void child_memory_limit(const struct verdict_input *in, size_t max_nodes, size_t max_bytes)
+static void child_memory_limit(const struct limits *lim)
 {
 #ifndef VERDICT_ASAN
 	/* What is mapped now (the parent's heap, libraries, the results as read), plus twice the
@@ -143,19 +159,16 @@ static void child_memory_limit(const struct verdict_input *in, size_t max_nodes,
 		fclose(f);
 	}
 	if (pages) {
-		size_t lua = in->max_memory_bytes ? in->max_memory_bytes : VERDICT_DEFAULT_MAX_MEMORY;
 		size_t as = sat_mul(pages, (size_t)sysconf(_SC_PAGESIZE));
-		as = sat_add(as, sat_mul(lua, 2));
-		as = sat_add(as, sat_mul(max_nodes, 256));
-		as = sat_add(as, sat_mul(max_bytes, 4));
+		as = sat_add(as, sat_mul(lim->max_memory, 2));
+		as = sat_add(as, sat_mul(lim->max_nodes, 256));
+		as = sat_add(as, sat_mul(lim->max_bytes, 4));
 		as = sat_add(as, 128u << 20);
 		if (as < RLIM_INFINITY)
 			setrlimit(RLIMIT_AS, &(struct rlimit){ as, as });
 	}
 #else
-	(void)in;
-	(void)max_nodes;
-	(void)max_bytes;
+	(void)lim;
 #endif
 }
 
@@ -199,7 +212,7 @@ static void close_all_but(int a, int b)
 }
 
 static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, int rfd, int wfd,
-				 unsigned max_ms, size_t max_nodes, size_t max_bytes)
+				 const struct limits *lim)
 {
 	/* Never outlive the parent's call: dies with it (checked once, in case it is already gone). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -218,14 +231,14 @@ static _Noreturn void child_main(const struct verdict_input *in, pid_t parent, i
 	sigaddset(&fatal, SIGILL);
 	sigaddset(&fatal, SIGABRT);
 	sigprocmask(SIG_UNBLOCK, &fatal, NULL);
-	child_cpu_limits(max_ms);
+	child_cpu_limits(lim->max_ms);
 
 	struct verdict_state *st = verdict_prepare(in);
 	const struct value *results = NULL, *run = NULL;
 	struct diag_err err = { 0 };
 	struct value *input = child_read_input(rfd, in->lua->path, &results, &run, &err);
 	close(rfd);
-	child_memory_limit(in, max_nodes, max_bytes);
+	child_memory_limit(lim);
 
 	struct verdict_answer answer;
 	struct value *doc = value_obj();
@@ -456,11 +469,10 @@ static int write_child(int fd, const char *text, size_t len, uint64_t deadline, 
 
 int verdict_start(const struct verdict_input *in, struct verdict_child *ch, struct diag_err *err)
 {
-	*ch = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1, .in = in };
+	*ch = VERDICT_CHILD_NONE;
+	ch->in = in;
 	const char *chunk = in->lua->path;
-	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
-	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
-	size_t max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES;
+	struct limits lim = limits_of(in);
 
 	int down[2], up[2]; /* parent → child, child → parent */
 	if (pipe2(down, O_CLOEXEC))
@@ -487,7 +499,7 @@ int verdict_start(const struct verdict_input *in, struct verdict_child *ch, stru
 	if (pid == 0) {
 		close(down[1]);
 		close(up[0]);
-		child_main(in, parent, down[0], up[1], max_ms, max_nodes, max_bytes);
+		child_main(in, parent, down[0], up[1], &lim);
 	}
 	close(down[0]);
 	close(up[1]);
@@ -508,7 +520,7 @@ static void child_release(struct verdict_child *ch)
 		close(ch->from_child);
 	if (ch->pidfd > 2)
 		close(ch->pidfd);
-	*ch = (struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
+	*ch = VERDICT_CHILD_NONE;
 }
 
 void verdict_cancel(struct verdict_child *ch)
@@ -553,10 +565,8 @@ int verdict_finish(struct verdict_child *ch, const struct value *results, const 
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "the verdict phase was not started");
 	}
 	const char *chunk = in->lua->path;
-	unsigned max_ms = in->max_ms ? in->max_ms : VERDICT_DEFAULT_MAX_MS;
-	size_t max_nodes = in->max_nodes ? in->max_nodes : VERDICT_DEFAULT_MAX_NODES;
-	size_t max_bytes = in->max_text_bytes ? in->max_text_bytes : VERDICT_DEFAULT_MAX_TEXT_BYTES;
-	uint64_t deadline = mono_ns() + (uint64_t)max_ms * 1000000;
+	struct limits lim = limits_of(in);
+	uint64_t deadline = mono_ns() + (uint64_t)lim.max_ms * 1000000;
 	pid_t pid = ch->pid;
 
 	size_t in_len;
@@ -576,13 +586,13 @@ int verdict_finish(struct verdict_child *ch, const struct value *results, const 
 	char *buf = NULL;
 	size_t len;
 	int status, rc = -1;
-	size_t cap = wire_cap(max_nodes, max_bytes);
+	size_t cap = wire_cap(&lim);
 	struct diag_err rerr = { 0 };
 	if (timed_out || read_child(ch->from_child, deadline, cap, &buf, &len, &timed_out, &too_big, &rerr)) {
 		kill_and_reap(pid);
 		if (timed_out)
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
-				  "(killed)", chunk, max_ms);
+				  "(killed)", chunk, lim.max_ms);
 		else if (too_big)
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase sent more than %zu bytes "
 				  "(killed)", chunk, cap);
@@ -590,11 +600,11 @@ int verdict_finish(struct verdict_child *ch, const struct value *results, const 
 			diag_fail(err, DIAG_EXIT_RUNTIME, "%s: %s", chunk, rerr.msg);
 	} else if (reap(pid, ch->pidfd, deadline, &status)) {
 		diag_fail(err, DIAG_EXIT_RUNTIME, "%s: verdict phase over its time limit of %u ms "
-			  "(killed)", chunk, max_ms);
+			  "(killed)", chunk, lim.max_ms);
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		child_status_fail(chunk, status, err);
 	} else {
-		rc = read_document(in, buf, len, max_nodes, out, err);
+		rc = read_document(in, buf, len, lim.max_nodes, out, err);
 	}
 	ch->pid = -1; /* reaped on every path above */
 	child_release(ch);

@@ -90,6 +90,8 @@ struct verdict_child {
 	int pidfd, to_child, from_child;
 	const struct verdict_input *in;
 };
+/* A verdict_child with no child: what verdict_start leaves on failure, and after the end. */
+#define VERDICT_CHILD_NONE ((struct verdict_child){ .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 })
 int verdict_start(const struct verdict_input *in, struct verdict_child *ch, struct diag_err *err);
 int verdict_finish(struct verdict_child *ch, const struct value *results, const struct value *run,
 		   struct verdict_answer *out, struct diag_err *err);

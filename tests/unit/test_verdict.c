@@ -1805,7 +1805,7 @@ static void test_started_early(void **state)
 	assert_no_child();
 
 	/* never started: an error, nothing killed, no descriptor closed */
-	struct verdict_child none = { .pid = -1, .pidfd = -1, .to_child = -1, .from_child = -1 };
+	struct verdict_child none = VERDICT_CHILD_NONE;
 	assert_int_equal(verdict_finish(&none, res, run, &a, &err), -1);
 	assert_contains(err.msg, "not started");
 	verdict_cancel(&none);
