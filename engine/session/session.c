@@ -683,7 +683,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 {
 	struct session s = { .plan = plan, .sig_fd = -1, .pid_fd = -1,
 			     .gov = { .stats_fd = -1, .last_pct = -1 }, .set = { .map_fd = -1 },
-			     .files = opts->files ? opts->files : tfile_reader_new() };
+			     .files = opts->files };
 	struct ksyms_loader kl = { 0 };
 	struct core_btf core = { .fd = -1 };
 	struct kernel_btf kernel = { 0 };
@@ -906,10 +906,7 @@ done:
 	kernel_btf_close(&kernel);
 	usyms_free(usyms);
 	procset_close(&s.set);
-	if (!opts->files) /* last: every symbolizer and probe read through it */
-		tfile_reader_free(s.files);
-	else
-		tfile_reader_set_deadline(s.files, 0);
+	tfile_reader_set_deadline(s.files, 0); /* the caller's: the collection's deadline is over */
 	watchdog_arm(opts->watchdog, NULL, 0);
 	if (rc) { /* a refusal keeps its pre-flight summary for the report */
 		struct value *pf = out->preflight;
@@ -920,14 +917,14 @@ done:
 	return rc;
 }
 
-int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value **variants,
-		    struct value **preflight_summary, struct diag_err *pf_err, struct diag_err *err)
+int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigned preflight_ms,
+		    struct value **variants, struct value **preflight_summary, struct diag_err *pf_err,
+		    struct diag_err *err)
 {
 	struct probe *probes;
 	unsigned n;
 	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
 	struct procset set = { .map_fd = -1 };
-	struct tfile_reader *files = tfile_reader_new();
 	int rc = plan->target ? procset_refresh_open(&set, plan->target, files, err) : 0;
 	probes = NULL;
 	n = 0;
@@ -963,7 +960,6 @@ int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value
 	}
 	destroy_probes(probes, n);
 	procset_close(&set);
-	tfile_reader_free(files);
 	free(rates);
 	return rc;
 }

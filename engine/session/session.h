@@ -25,7 +25,7 @@ struct session_opts {
 	struct watchdog *watchdog; /* armed for each stage with probes or the target's files in
 				    * play (watchdog.h); NULL: none */
 	struct tfile_reader *files; /* reads the target's files (tfile.h): the run's, made before
-				     * its plan read through it; NULL: one of the session's own */
+				     * its plan read through it (required) */
 	void (*at_window)(void *arg); /* called once, as the window opens (the probes attached):
 				       * what it starts runs while they collect (run.c starts the
 				       * verdict child there); NULL: nothing */
@@ -75,7 +75,8 @@ void session_out_free(struct session_out *out);
  * and decide as a run would (*preflight gets the summary, *pf_err the refusal, if any); release
  * everything. *variants gets an object probe id -> {variant, note}. Returns -1 (err) when a
  * probe cannot load or attach; a refusal is not a failure of the dry run. */
-int session_dry_run(const struct plan *plan, unsigned preflight_ms, struct value **variants,
-		    struct value **preflight, struct diag_err *pf_err, struct diag_err *err);
+int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigned preflight_ms,
+		    struct value **variants, struct value **preflight, struct diag_err *pf_err,
+		    struct diag_err *err);
 
 #endif
