@@ -290,19 +290,19 @@ static void scan_comm(const struct target *t, struct scan *s)
 	DIR *d = opendir("/proc");
 	if (!d)
 		return;
-	int self = getpid();
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == self)
+		if (*end || pid <= 0)
 			continue;
 		char comm[16];
 		struct procfs_stat st;
 		read_comm((int)pid, comm, sizeof(comm));
-		/* not a process that exited and waits to be reaped: nothing left to observe */
+		/* not a process that exited and waits to be reaped: nothing left to observe (diagnose's
+		 * own helpers are left out by target_scan, for every kind of target) */
 		if (target_comm_matches(t->text, comm) && stat_of((int)pid, &st) == 0 && st.state != 'Z' &&
-		    st.state != 'X' && !is_ours((int)pid, st.ppid, self))
+		    st.state != 'X')
 			scan_add(s, (int)pid);
 	}
 	closedir(d);
@@ -370,7 +370,7 @@ size_t target_scan(struct target *t)
 		t->procs[i].alive = false;
 	t->n_alive = 0;
 	t->over_limit = 0;
-	int self = getpid(); /* a cgroup diagnose runs in: never its own subject */
+	int self = getpid(); /* diagnose and its helpers (is_ours): never their own subject */
 	for (size_t i = 0; i < s.n; i++) {
 		if ((i && s.pids[i] == s.pids[i - 1]) || s.pids[i] == self)
 			continue;
