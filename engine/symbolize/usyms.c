@@ -161,6 +161,16 @@ static void release(struct tfile_image *img, uint64_t from, uint64_t to)
 		tfile_image_release(img, (size_t)from, (size_t)(to - from));
 }
 
+/* The reading of a table at base has passed pos: what lies before it goes back in steps of
+ * SYMS_RELEASE_STEP (*done: how far it went back). */
+static void release_passed(struct tfile_image *img, uint64_t base, size_t *done, size_t pos)
+{
+	if (pos - *done >= SYMS_RELEASE_STEP) {
+		release(img, base + *done, base + pos);
+		*done = pos;
+	}
+}
+
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
 	return alen && blen && a < b + blen && b < a + alen;
@@ -216,10 +226,7 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
 	size_t sym_size = sh.sh_entsize, released = 0;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
-		if ((i + 1) * sym_size - released >= SYMS_RELEASE_STEP) {
-			release(img, sh.sh_offset + released, sh.sh_offset + i * sym_size);
-			released = i * sym_size;
-		}
+		release_passed(img, sh.sh_offset, &released, i * sym_size);
 		if (!gelf_getsym(d, (int)i, &sym))
 			continue;
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
@@ -239,10 +246,7 @@ static size_t syms_collect(struct symset *s, Elf *elf, Elf_Scn *scn, enum usym_s
 	for (size_t i = 0; i < k; i++) {
 		struct tmpsym t = v[i].t;
 		if (t.name != prev_off) {
-			if (t.name - released >= SYMS_RELEASE_STEP) {
-				release(img, strsh.sh_offset + released, strsh.sh_offset + t.name);
-				released = t.name;
-			}
+			release_passed(img, strsh.sh_offset, &released, t.name);
 			const char *name = strs + t.name;
 			const char *end = memchr(name, '\0', strs_len - t.name);
 			if (!end || end == name)
