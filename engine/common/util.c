@@ -156,6 +156,23 @@ size_t pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return io_full(fd, buf, len, (int64_t)off);
 }
 
+size_t write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	return done;
+}
+
 char *read_fd(int fd, size_t max, size_t *len_out)
 {
 	size_t cap = 4096, len = 0;

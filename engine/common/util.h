@@ -51,6 +51,9 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * (errno then says which, if the caller cleared it before). */
 size_t read_full(int fd, void *buf, size_t len);
 size_t pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* Writes until len bytes are written or an error (EINTR is retried): the bytes written, fewer
+ * than len with errno set. For files and memfds; a pipe's writer wants poll and a deadline. */
+size_t write_full(int fd, const void *buf, size_t len);
 
 /* Read a whole (small) regular file into a NUL-terminated buffer. Returns NULL and sets errno:
  * EINVAL for a FIFO, socket or device (never blocks on one), EISDIR, EFBIG over READ_FILE_MAX. */

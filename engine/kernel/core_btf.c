@@ -350,13 +350,8 @@ static int write_cut(const struct cut *c, int fd, size_t *bytes, struct diag_err
 		{ &h, sizeof(h) }, { w.types.bytes, w.types.len }, { w.strs.bytes, w.strs.len },
 	};
 	for (size_t i = 0; i < 3 && !rc; i++)
-		for (size_t done = 0; done < parts[i].len && !rc;) {
-			ssize_t got = write(fd, (const char *)parts[i].p + done, parts[i].len - done);
-			if (got <= 0)
-				rc = diag_fail(err, DIAG_EXIT_RUNTIME, "writing the cut BTF: %s", strerror(errno));
-			else
-				done += (size_t)got;
-		}
+		if (write_full(fd, parts[i].p, parts[i].len) != parts[i].len)
+			rc = diag_fail(err, DIAG_EXIT_RUNTIME, "writing the cut BTF: %s", strerror(errno));
 	*bytes = sizeof(h) + w.types.len + w.strs.len;
 	free(w.types.bytes);
 	free(w.strs.bytes);

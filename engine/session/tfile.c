@@ -588,14 +588,9 @@ struct response {
 static int memfd_of(const void *buf, size_t len)
 {
 	int mfd = memfd_create("diagnose-read", MFD_CLOEXEC);
-	size_t done = 0;
-	while (mfd >= 0 && done < len) {
-		ssize_t n = write(mfd, (const char *)buf + done, len - done);
-		if (n <= 0) {
-			close(mfd);
-			return -1;
-		}
-		done += (size_t)n;
+	if (mfd >= 0 && write_full(mfd, buf, len) != len) {
+		close(mfd);
+		return -1;
 	}
 	return mfd;
 }

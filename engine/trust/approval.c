@@ -515,15 +515,8 @@ int approval_lock_write(const struct approval_lock *lock, const char *path, stru
 		rc = diag_fail(err, DIAG_EXIT_RUNTIME, "%s: cannot create a temporary file: %s", path,
 			       strerror(errno));
 	else {
-		size_t len = strlen(text), off = 0;
-		bool ok = fchmod(fd, 0644) == 0;
-		while (ok && off < len) {
-			ssize_t w = write(fd, text + off, len - off);
-			if (w < 0 && errno == EINTR)
-				continue;
-			ok = w > 0;
-			off += w > 0 ? (size_t)w : 0;
-		}
+		size_t len = strlen(text);
+		bool ok = fchmod(fd, 0644) == 0 && write_full(fd, text, len) == len;
 		ok = ok && fsync(fd) == 0;
 		ok = (close(fd) == 0) && ok;
 		if (!ok || rename(tmp, path)) {
