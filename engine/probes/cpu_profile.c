@@ -254,7 +254,7 @@ static void profile_before_symbols(struct probe *p, int pid, const struct usyms 
 	struct diag_err err;
 	if (!probe_opt(p, "jvm_perfmap"))
 		return;
-	if (jcmd_perfmap(pid, us, mono_ns() + JCMD_TIMEOUT_NS, what, sizeof(what), &err) == 0)
+	if (jcmd_perfmap(pid, us, p->files, mono_ns() + JCMD_TIMEOUT_NS, what, sizeof(what), &err) == 0)
 		snprintf(pp->jvm_perfmap, sizeof(pp->jvm_perfmap), "ran: %s", what);
 	else
 		snprintf(pp->jvm_perfmap, sizeof(pp->jvm_perfmap), "failed: %.*s", 760, err.msg);

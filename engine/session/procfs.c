@@ -476,6 +476,77 @@ int procfs_cgroup_locate(const char *text, const char *controller, const char *v
 	return 0;
 }
 
+/* The mount point of the cgroup hierarchy whose controllers (v1: "cpu,cpuacct",
+ * "name=systemd"; NULL: the v2 hierarchy) are ctl[0..ctl_len), mounted whole, into mnt. */
+static bool cgroup_mount_of(const char *mountinfo, const char *ctl, size_t ctl_len, char *mnt,
+			    size_t len)
+{
+	for (const char *line = mountinfo; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t n = eol ? (size_t)(eol - line) : strlen(line);
+		char buf[4096], root[256], point[256], fstype[16], source[64], super[1024];
+		if (n < sizeof(buf)) {
+			memcpy(buf, line, n);
+			buf[n] = '\0';
+			char *sep = strstr(buf, " - ");
+			int got = sep ? sscanf(sep + 3, "%15s %63s %1023s", fstype, source, super) : 0;
+			if (got >= 2 && sscanf(buf, "%*s %*s %*s %255s %255s", root, point) == 2 &&
+			    !strcmp(root, "/") && strlen(point) < len) {
+				bool match = false;
+				if (!ctl)
+					match = !strcmp(fstype, "cgroup2");
+				else if (!strcmp(fstype, "cgroup") && got == 3) {
+					match = ctl_len > 0;
+					for (const char *c = ctl, *end = ctl + ctl_len; match && c < end;) {
+						size_t l = strcspn(c, ",");
+						l = c + l > end ? (size_t)(end - c) : l;
+						char word[128];
+						if (l >= sizeof(word))
+							return false;
+						memcpy(word, c, l);
+						word[l] = '\0';
+						match = list_has(super, strlen(super), word);
+						c += l + 1;
+					}
+				}
+				if (match) {
+					snprintf(mnt, len, "%s", point);
+					return true;
+				}
+			}
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
+int procfs_cgroup_dirs(const char *mountinfo, const char *proc_cgroup, struct procfs_cgroup_dir *out,
+		       size_t max)
+{
+	size_t k = 0;
+	for (const char *line = proc_cgroup; line && *line && k < max;) {
+		const char *next = strchr(line, '\n');
+		size_t llen = next ? (size_t)(next - line) : strlen(line);
+		const char *c1 = memchr(line, ':', llen);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', llen - (size_t)(c1 + 1 - line)) : NULL;
+		if (!c2 || c2[1] != '/')
+			return llen ? -1 : (int)k;
+		const char *path = c2 + 1;
+		size_t plen = llen - (size_t)(path - line), clen = (size_t)(c2 - c1 - 1);
+		if (plen >= sizeof(out[k].path))
+			return -1;
+		bool v2 = c1 - line == 1 && line[0] == '0' && clen == 0;
+		if (cgroup_mount_of(mountinfo, v2 ? NULL : c1 + 1, clen, out[k].mount,
+				    sizeof(out[k].mount))) {
+			memcpy(out[k].path, path, plen);
+			out[k].path[plen] = '\0';
+			k++;
+		}
+		line = next ? next + 1 : NULL;
+	}
+	return (int)k;
+}
+
 int procfs_parse_limit(const char *text, uint64_t *bytes, bool *unlimited)
 {
 	*bytes = 0;

@@ -167,6 +167,19 @@ struct procfs_cgroup {
 int procfs_cgroup_locate(const char *text, const char *controller, const char *v1_root,
 			 const char *v2_root, struct procfs_cgroup *out);
 
+/* Every cgroup a process is in, each hierarchy's: from its /proc/PID/cgroup text (lines
+ * "ID:CONTROLLERS:PATH") and our /proc/self/mountinfo's cgroup and cgroup2 mounts of the whole
+ * hierarchy (root "/"): a v1 line's hierarchy is the "cgroup" mount whose super options name
+ * each of its controllers (or its name=...), the "0::PATH" line the "cgroup2" mount. A line whose
+ * hierarchy is not mounted here is left out. At most max; returns how many, or -1 when a line or
+ * a mount point does not fit. The caller opens `path` beneath `mount` (PATH is "/"-rooted). */
+struct procfs_cgroup_dir {
+	char mount[256]; /* e.g. "/sys/fs/cgroup/memory", "/sys/fs/cgroup" */
+	char path[512];  /* e.g. "/system.slice/x.service" */
+};
+int procfs_cgroup_dirs(const char *mountinfo, const char *proc_cgroup, struct procfs_cgroup_dir *out,
+		       size_t max);
+
 /* A limit file: "max" (v2) or a v1 value of at least 2^62 (PAGE_COUNTER_MAX) is unlimited.
  * Returns -1 on malformed text. */
 int procfs_parse_limit(const char *text, uint64_t *bytes, bool *unlimited);

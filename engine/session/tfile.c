@@ -1119,6 +1119,14 @@ void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd)
 	pthread_mutex_unlock(&r->lock);
 }
 
+int tfile_reader_stop_fd(struct tfile_reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	int fd = r->stop_fd;
+	pthread_mutex_unlock(&r->lock);
+	return fd;
+}
+
 char *tfile_reader_note(struct tfile_reader *r)
 {
 	pthread_mutex_lock(&r->lock);

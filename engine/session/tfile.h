@@ -79,6 +79,8 @@ uint64_t tfile_reader_deadline(struct tfile_reader *r);
 /* A descriptor that becomes readable when the run is asked to stop (its signalfd; -1: none):
  * a wait ends there, and the signal is left for its owner to read. */
 void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd);
+/* That descriptor (-1: none), for a caller that waits on something else of the target's (jcmd). */
+int tfile_reader_stop_fd(struct tfile_reader *r);
 /* What was not read and why, in one line for the report's notes (NULL when everything asked for
  * was read, or failed for reasons of its own: not a regular file, too large, gone). */
 char *tfile_reader_note(struct tfile_reader *r);

@@ -19,6 +19,14 @@
 # (e) its executable on a FUSE file system that stops answering (tests/workloads/stallfs.c):
 #     high-cpu ends on time with its CPU verdict, the frames as addresses, and a note naming the
 #     stalled file; a SIGINT during such a run stops it at once. Before: hung with probes attached.
+# (g) --param jvm_perfmap=yes on a fake JVM whose libjvm.so lives on a FUSE file system that stops
+#     answering: the run ends, jcmd refused (no JDK of root's holds that file). Before: find_jcmd()
+#     stat()ed the path the target names: diagnose in D state for ever, SIGKILL included.
+# (h) a fake JDK tree of nobody's (bin/jcmd a link to /usr/bin/true): nothing is run. Before: "ran:
+#     /usr/bin/true ... as uid 65534" (the link's target was root's).
+# (i) a real JVM of nobody's in a cgroup of its own (below this test's), whose user SIGSTOPs every
+#     jcmd it sees: jcmd ran in the JVM's cgroup and was killed as soon as it was stopped. Before:
+#     in diagnose's cgroup, and waited on for its whole 15 s.
 # (f) DEBUGINFOD_URLS naming a listener, HOME a fresh directory: no connection is made, nothing is
 #     created under HOME. Before: root fetched /buildid/.../debuginfo and wrote ~/.cache.
 . "$(dirname "$0")/lib.sh"
@@ -237,6 +245,99 @@ wait "$FS_PID" 2>/dev/null
 umount -l "$HX/mnt" 2>/dev/null
 FS_PID=""
 
+# --- (g) a JVM's libjvm.so on a FUSE file system that stops answering --------------------------
+printf 'int jvm_marker(void) { return 1; }\n' | gcc -shared -fPIC -x c -o "$HX/fakejvm.so" - ||
+	fail "jvm-fuse: cannot build a shared library"
+mkdir -p "$HX/jmnt"
+"$WL/stallfs" "$HX/jmnt" "$HX/fakejvm.so" "$HX/jstall" jdk/lib/server/libjvm.so >/dev/null 2>&1 &
+FS_PID=$!
+for i in $(seq 50); do [ -f "$HX/jmnt/jdk/lib/server/libjvm.so" ] && break; sleep 0.1; done
+[ -f "$HX/jmnt/jdk/lib/server/libjvm.so" ] || fail "jvm-fuse: stallfs did not mount"
+# fakejvm: a process as nobody that maps LIB and sleeps
+fakejvm() {
+	"${NOBODY[@]}" python3 -c 'import ctypes, sys, time
+ctypes.CDLL(sys.argv[1])
+time.sleep(600)' "$1" >/dev/null 2>&1 &
+	PID=$!
+	PIDS="$PIDS $PID"
+	for i in $(seq 50); do grep -q "$1" "/proc/$PID/maps" 2>/dev/null && return; sleep 0.1; done
+	fail "fakejvm: $1 is not mapped"
+}
+fakejvm "$HX/jmnt/jdk/lib/server/libjvm.so"
+touch "$HX/jstall"
+# not run(): a run stuck in the kernel does not die of SIGKILL; the file system's end frees it
+"$DIAG" high-cpu --pid "$PID" --duration 1 --param jvm_perfmap=yes --json > "$TMP/jvm-fuse.json" \
+	2> "$TMP/jvm-fuse.err" &
+RUN=$!
+for i in $(seq 250); do kill -0 "$RUN" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$RUN" 2>/dev/null; then
+	stop_bg "$FS_PID"
+	umount -l "$HX/jmnt"
+	stop_bg "$RUN"
+	fail "jvm-fuse: still running after 25 s (stuck on the JVM's file system: $(cat "/proc/$RUN/wchan" 2>/dev/null))"
+fi
+wait "$RUN"
+rc=$?
+case $rc in 0 | 4 | 5) ;; *) fail "jvm-fuse: exit $rc: $(tail -3 "$TMP/jvm-fuse.err")" ;; esac
+assert_released "jvm-fuse"
+check "$TMP/jvm-fuse.json" 'res["profile"].get("jvm_perfmap", "").startswith("failed: no jcmd to trust")' \
+	"jvm-fuse: jcmd not refused: $(json "$TMP/jvm-fuse.json" 'r["results"]["profile"].get("jvm_perfmap")')"
+stop_bg "$PID" "$FS_PID"
+umount -l "$HX/jmnt" 2>/dev/null
+FS_PID=""
+
+# --- (h) a JDK tree of the target's own, its bin/jcmd a link to a program of root's ------------
+mkdir -p "$HX/u/jdk/lib/server" "$HX/u/jdk/bin"
+cp "$HX/fakejvm.so" "$HX/u/jdk/lib/server/libjvm.so"
+ln -s /usr/bin/true "$HX/u/jdk/bin/jcmd"
+chown -R 65534:65534 "$HX/u"
+fakejvm "$HX/u/jdk/lib/server/libjvm.so"
+run jvm-tree 25 high-cpu --pid "$PID" --duration 1 --param jvm_perfmap=yes
+check "$TMP/jvm-tree.json" 'res["profile"].get("jvm_perfmap", "").startswith("failed: no jcmd to trust")' \
+	"jvm-tree: $(json "$TMP/jvm-tree.json" 'r["results"]["profile"].get("jvm_perfmap")')"
+stop_bg "$PID"
+
+# --- (i) a real JVM whose user stops the jcmd run for it -----------------------------------------
+command -v javac >/dev/null && command -v jcmd >/dev/null ||
+	fail "javac and jcmd are needed (openjdk-17-jdk-headless: make deps)"
+JCG="" # a cgroup of the JVM's own, in the pids hierarchy below ours (v1), else v2's
+OWNPIDS=$(awk -F: '$2 == "pids" { print $3; exit }' /proc/self/cgroup)
+V2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+if [ -d /sys/fs/cgroup/pids ] && [ -n "$OWNPIDS" ]; then
+	JCG="/sys/fs/cgroup/pids${OWNPIDS%/}/diag-e2e-jvm-$$"
+elif [ -n "$V2" ]; then
+	JCG="$V2$(sed -n 's/^0:://p' /proc/self/cgroup | sed 's:/$::')/diag-e2e-jvm-$$"
+fi
+[ -n "$JCG" ] && mkdir "$JCG" || fail "jvm-stop: cannot make a cgroup below this test's own"
+mkdir "$HX/java" && javac -d "$HX/java" "$ROOT/tests/workloads/HotRows.java" 2> "$TMP/javac.err" ||
+	fail "jvm-stop: javac: $(head -3 "$TMP/javac.err")"
+chmod 777 "$HX/java" && chmod a+r "$HX/java/HotRows.class"
+(echo "$BASHPID" > "$JCG/cgroup.procs" && cd "$HX/java" &&
+	exec "${NOBODY[@]}" java -XX:-UsePerfData -cp "$HX/java" HotRows > /dev/null 2>&1) &
+PID=$!
+PIDS="$PIDS $PID"
+for i in $(seq 100); do [ -e "/proc/$PID" ] && [ "$(stat -c %u "/proc/$PID")" = 65534 ] && break; sleep 0.1; done
+sleep 2 # the JVM is up: its attach listener answers
+# its user: every jcmd of nobody's, as soon as seen, has its cgroups noted, then is stopped
+"${NOBODY[@]}" bash -c 'while :; do for p in $(pgrep -u 65534 -x jcmd); do
+	cat /proc/$p/cgroup > "$1/jcmd.$p" 2>/dev/null
+	kill -STOP "$p"; done; sleep 0.02; done' sh "$HX/java" &
+STOPPER=$!
+PIDS="$PIDS $STOPPER"
+run jvm-stop 40 high-cpu --pid "$PID" --duration 1 --param jvm_perfmap=yes
+stop_bg "$STOPPER"
+check "$TMP/jvm-stop.json" '"was stopped by a signal" in res["profile"].get("jvm_perfmap", "")' \
+	"jvm-stop: a stopped jcmd was not killed at once: $(json "$TMP/jvm-stop.json" 'r["results"]["profile"].get("jvm_perfmap")')"
+seen=$(grep -l "^0::" "$HX/java"/jcmd.* 2>/dev/null | head -1)
+[ -n "$seen" ] || fail "jvm-stop: no jcmd was seen running"
+# the hierarchy of the JVM's own cgroup (this machine may move processes in others by itself)
+JLINE=$(grep -F "/diag-e2e-jvm-$$" "/proc/$PID/cgroup")
+[ -n "$JLINE" ] || fail "jvm-stop: the JVM is not in $JCG"
+grep -qxF "$JLINE" "$seen" || fail "jvm-stop: jcmd did not run in the JVM's cgroup ($JLINE): $(tr '\n' ' ' < "$seen")"
+stop_bg "$PID"
+rm -f "/tmp/perf-$PID.map" "/tmp/.java_pid$PID" "/tmp/.attach_pid$PID" "$HX/java/.attach_pid$PID"
+rmdir "$JCG" 2>/dev/null
+
 # --- (f) no network, nothing under HOME -------------------------------------------------------
 python3 - "$TMP/debuginfod.log" "$TMP/debuginfod.port" <<'EOF' &
 import socket, sys
@@ -261,4 +362,4 @@ DEBUGINFOD_URLS="http://127.0.0.1:$(cat "$TMP/debuginfod.port")" HOME="$TMP/home
 	run debuginfod 20 high-cpu --pid "$PID" --duration 2 --param unwind=dwarf
 [ ! -s "$TMP/debuginfod.log" ] || fail "debuginfod: a connection was made to DEBUGINFOD_URLS"
 [ -z "$(ls -A "$TMP/home")" ] || fail "debuginfod: files created under HOME: $(find "$TMP/home" | head -3)"
-echo "ok: a FIFO debug file, a climbing debuglink, a FIFO over the executable, a chroot, a stalled FUSE file system and DEBUGINFOD_URLS neither hang, steer nor escape a run"
+echo "ok: a FIFO debug file, a climbing debuglink, a FIFO over the executable, a chroot, a stalled FUSE file system, a JVM's own JDK tree or stalled libjvm.so, a stopped jcmd and DEBUGINFOD_URLS neither hang, steer nor escape a run"

@@ -394,6 +394,53 @@ static void test_softnet(void **state)
 	assert_int_equal(sn.dropped, 0);
 }
 
+/* mountinfo of a hybrid host (cgroup v1 hierarchies, an empty v2 at unified) and of a pure v2 one,
+ * with a bind mount of a subtree (root not "/") that must not be taken for the hierarchy. */
+static const char MOUNTINFO_HYBRID[] =
+	"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+	"32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+	"33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+	"35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+	"38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
+	"90 31 0:32 /process_api /mnt/mem rw,relatime - cgroup cgroup rw,memory\n"
+	"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+	"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+static const char MOUNTINFO_JOINED[] =
+	"32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n"
+	"40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd\n"
+	"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,nsdelegate\n";
+static const char MOUNTINFO_V2[] = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+
+static void test_cgroup_dirs(void **state)
+{
+	(void)state;
+	struct procfs_cgroup_dir d[8];
+	/* every hierarchy mounted here, in the order of /proc/PID/cgroup; pids is not mounted */
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_HYBRID, CGROUP_HYBRID, d, 8), 6);
+	assert_string_equal(d[0].mount, "/sys/fs/cgroup/systemd");
+	assert_string_equal(d[0].path, "/");
+	assert_string_equal(d[1].mount, "/sys/fs/cgroup/blkio");
+	assert_string_equal(d[2].mount, "/sys/fs/cgroup/memory"); /* not the subtree at /mnt/mem */
+	assert_string_equal(d[2].path, "/process_api/7478832c35d808be4db978ec6eb9a1e4");
+	assert_string_equal(d[3].mount, "/sys/fs/cgroup/cpuacct");
+	assert_string_equal(d[4].mount, "/sys/fs/cgroup/cpu");
+	assert_string_equal(d[5].mount, "/sys/fs/cgroup/unified");
+	/* a hierarchy of two controllers is the mount naming both; cpuacct_x is no such mount */
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_JOINED, CGROUP_HYBRID_JOINED, d, 8), 3);
+	assert_string_equal(d[0].mount, "/sys/fs/cgroup/cpu,cpuacct");
+	assert_string_equal(d[0].path, "/system.slice/db.service");
+	assert_string_equal(d[1].mount, "/sys/fs/cgroup/systemd");
+	assert_string_equal(d[2].mount, "/sys/fs/cgroup/unified");
+	assert_string_equal(d[2].path, "/system.slice/db.service");
+	/* pure v2; at most max; a malformed line */
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_V2, CGROUP_V2, d, 8), 1);
+	assert_string_equal(d[0].mount, "/sys/fs/cgroup");
+	assert_string_equal(d[0].path, "/system.slice/nginx.service");
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_HYBRID, CGROUP_HYBRID, d, 2), 2);
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_V2, "0:/x\n", d, 8), -1);
+	assert_int_equal(procfs_cgroup_dirs(MOUNTINFO_V2, "", d, 8), 0);
+}
+
 static void test_cgroup_locate(void **state)
 {
 	(void)state;
@@ -768,6 +815,7 @@ int main(void)
 		cmocka_unit_test(test_netdev),
 		cmocka_unit_test(test_softnet),
 		cmocka_unit_test(test_cgroup_locate),
+		cmocka_unit_test(test_cgroup_dirs),
 		cmocka_unit_test(test_limits_and_cgroup_io),
 		cmocka_unit_test(test_slope_and_series),
 		cmocka_unit_test(test_sections_option),
