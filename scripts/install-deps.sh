@@ -32,7 +32,9 @@ PEER_PKGS="bpftrace libbpf-tools time"
 # python3.11 and python3.11-dev: Debian 12's own CPython, whose frames t_python.sh reads, and the
 # headers tests/unit/test_python.c checks python.c's table of its layout against.
 # fio: the real I/O load of tests/e2e/t_io_fio.sh (fsync=1 at full speed through triage).
-TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3 python3.11 python3.11-dev fio"
+# libcap2-bin: setcap, for tests/e2e/t_capabilities.sh (a binary given cap_bpf,cap_perfmon run by
+# another user).
+TEST_PKGS="chromium golang-go ansible zsh libfuse3-dev fuse3 python3.11 python3.11-dev fio libcap2-bin"
 # `make check-kernel` (scripts/kernel-guest/run.sh) boots Debian's 6.1 kernels in QEMU: the
 # emulator, busybox-static and cpio for the guest's initramfs, jq to read reports there, and
 # e2fsprogs (mkfs.ext4) for the file system its io-saturation case writes through.

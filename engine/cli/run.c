@@ -27,6 +27,7 @@
 #include "outfile.h"
 #include "plan.h"
 #include "pprof.h"
+#include "privilege.h"
 #include "preflight.h"
 #include "recipe.h"
 #include "recipe_find.h"
@@ -226,26 +227,27 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 	return rc;
 }
 
-/* Production's trust root: the policy's recipes_dir, else the installed recipes. --recipes may
- * only name the same directory; $DIAGNOSE_RECIPES and ./recipes are not searched. The directory
- * and every one above it must be root's alone. */
-static int production_recipe_path(const struct run_options *c, const struct policy *pol, char *out,
-				  size_t len, struct diag_err *err)
+/* Production's trust root (and a run's with capabilities but not root: mode says which): the
+ * policy's recipes_dir, else the installed recipes. --recipes may only name the same directory;
+ * $DIAGNOSE_RECIPES and ./recipes are not searched. The directory and every one above it must be
+ * root's alone. */
+static int trusted_recipe_path(const struct run_options *c, const struct policy *pol, const char *mode,
+			       char *out, size_t len, struct diag_err *err)
 {
 	char installed[PATH_MAX], real[PATH_MAX], asked[PATH_MAX];
 	recipe_installed_dir(installed, sizeof(installed));
 	const char *root = pol->recipes_dir ? pol->recipes_dir : installed;
 	if (!realpath(root, real))
-		return diag_fail(err, DIAG_EXIT_REFUSED, "production mode: recipes directory %s (%s): %s",
+		return diag_fail(err, DIAG_EXIT_REFUSED, "%s: recipes directory %s (%s): %s", mode,
 				 root, pol->recipes_dir ? "the policy's recipes_dir" : "the installed recipes",
 				 strerror(errno));
 	if (c->recipes_dir && !(realpath(c->recipes_dir, asked) && strcmp(asked, real) == 0))
 		return diag_fail(err, DIAG_EXIT_REFUSED,
-				 "production mode runs recipes only from %s (%s), not from --recipes %s", real,
+				 "%s runs recipes only from %s (%s), not from --recipes %s", mode, real,
 				 pol->recipes_dir ? "the policy's recipes_dir" : "the installed recipes",
 				 c->recipes_dir);
 	if (source_check_trusted_dir(real, err))
-		return diag_wrap(err, "production mode");
+		return diag_wrap(err, "%s", mode);
 	return recipe_resolve(c->symptom, real, out, len, err);
 }
 
@@ -345,12 +347,20 @@ static int load_recipe(struct run *r)
 {
 	const struct run_options *c = r->c;
 	r->adhoc = approval_is_adhoc(c->symptom);
+	/* A user given capabilities, not root's trust (privilege.h): the trust root's recipes only,
+	 * as production takes them, whether or not they are approved. */
+	bool user = privilege_on_behalf_of_user();
+	if (user && r->adhoc)
+		return diag_fail(&r->err, DIAG_EXIT_REFUSED, "with capabilities but not root, diagnose "
+				 "runs the installed recipes by name only, not the file %s "
+				 "(docs/production.md#running-with-capabilities)", c->symptom);
 	if (r->production && !c->dry_run && r->adhoc)
 		return diag_fail(&r->err, DIAG_EXIT_REFUSED, "production mode runs approved recipes by "
 				 "name only, not the file %s: put it in the recipes directory and get it "
 				 "approved with `diagnose approve NAME` in a pull request", c->symptom);
-	r->trusted = r->production && !r->adhoc;
-	if (r->trusted ? production_recipe_path(c, &r->pol, r->path, sizeof(r->path), &r->err)
+	r->trusted = (r->production || user) && !r->adhoc;
+	const char *mode = r->production ? "production mode" : "capability mode (capabilities, not root)";
+	if (r->trusted ? trusted_recipe_path(c, &r->pol, mode, r->path, sizeof(r->path), &r->err)
 		       : recipe_resolve(c->symptom, c->recipes_dir, r->path, sizeof(r->path), &r->err))
 		return -1;
 	/* one reader of the target's files for the plan and the session: its helpers' zygote is
@@ -663,6 +673,11 @@ int run_recipe(const struct run_options *c)
 {
 	struct diag_err err = { 0 };
 	/* Without the privileges nothing else matters, and nothing could be recorded anyway. */
+	if (privilege_now() == PRIV_SETUID) {
+		diag_fail(&err, DIAG_EXIT_REFUSED, "diagnose is set-user-ID root: it runs as root (sudo) "
+			  "or with capabilities, never with root's credentials on another user's behalf");
+		return fail(&err);
+	}
 	if (kernel_check_privileges(&err))
 		return fail(&err);
 	struct run r = { 0 };

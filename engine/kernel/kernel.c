@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,10 +40,12 @@ int kernel_check_privileges(struct diag_err *err)
 		return 0;
 	if (!bpf && !perfmon)
 		return diag_fail(err, DIAG_EXIT_REFUSED,
-				 "not root: missing CAP_BPF and CAP_PERFMON (run with sudo, or grant "
-				 "cap_bpf,cap_perfmon+ep)");
-	return diag_fail(err, DIAG_EXIT_REFUSED, "missing %s (run with sudo, or grant it)",
-			 bpf ? "CAP_PERFMON" : "CAP_BPF");
+				 "not root: missing CAP_BPF and CAP_PERFMON: run with sudo (or give the "
+				 "binary cap_bpf,cap_perfmon+ep: then any local user runs the installed "
+				 "recipes on the processes they could ptrace, docs/production.md"
+				 "#running-with-capabilities)");
+	return diag_fail(err, DIAG_EXIT_REFUSED, "missing %s: run with sudo (or grant it: "
+			 "docs/production.md#running-with-capabilities)", bpf ? "CAP_PERFMON" : "CAP_BPF");
 }
 
 int kernel_check_btf(struct diag_err *err)
@@ -54,11 +57,16 @@ int kernel_check_btf(struct diag_err *err)
 			 "built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
 }
 
-static bool is_tracefs(const char *dir)
+/* 0 when dir is a tracefs we can read (its events/ is there), else the errno of looking
+ * (EACCES: mounted, but its mode lets only root in). Our effective ids and capabilities count
+ * (AT_EACCESS: access() would ask for the real uid's, without them). */
+static int tracefs_at(const char *dir)
 {
 	char events[256];
 	snprintf(events, sizeof(events), "%s/events", dir);
-	return access(events, F_OK) == 0;
+	if (faccessat(AT_FDCWD, events, R_OK | X_OK, AT_EACCESS) == 0)
+		return 0;
+	return errno == EACCES ? EACCES : ENOENT;
 }
 
 bool kernel_has_tracepoint(const char *tp)
@@ -76,8 +84,25 @@ bool kernel_has_tracepoint(const char *tp)
 int kernel_ensure_tracefs(bool *mounted_now, struct diag_err *err)
 {
 	*mounted_now = false;
-	if (is_tracefs("/sys/kernel/tracing") || is_tracefs("/sys/kernel/debug/tracing"))
-		return 0;
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	int why[2];
+	for (size_t i = 0; i < 2; i++)
+		if ((why[i] = tracefs_at(roots[i])) == 0)
+			return 0;
+	if (why[0] == EACCES || why[1] == EACCES) {
+		struct stat st;
+		const char *at = roots[why[0] == EACCES ? 0 : 1];
+		char mode[32] = "";
+		if (stat(at, &st) == 0)
+			snprintf(mode, sizeof(mode), " (mode %04o)", (unsigned)(st.st_mode & 07777));
+		return diag_fail(err, DIAG_EXIT_REFUSED,
+				 "tracefs at %s is not readable by uid %u%s: tracepoints need root, "
+				 "CAP_DAC_READ_SEARCH beside CAP_BPF and CAP_PERFMON, or tracefs mounted "
+				 "with mode=755", at, (unsigned)geteuid(), mode);
+	}
+	if (geteuid() != 0)
+		return diag_fail(err, DIAG_EXIT_REFUSED, "tracefs is not mounted (/sys/kernel/tracing), "
+				 "and mounting it takes root: mount -t tracefs tracefs /sys/kernel/tracing");
 	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0)
 		return diag_fail(err, DIAG_EXIT_REFUSED,
 				 "tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s",

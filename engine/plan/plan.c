@@ -3,6 +3,7 @@
  */
 #include "plan.h"
 
+#include "privilege.h"
 #include "tfile.h"
 
 #include <errno.h>
@@ -250,6 +251,12 @@ static int check_target(struct plan *p, int pid, struct tfile_reader *files, str
 	char *comm = read_file(path, NULL);
 	if (!comm)
 		return diag_fail(err, DIAG_EXIT_USAGE, "no process with pid %d", pid);
+	if (privilege_on_behalf_of_user() && !privilege_can_ptrace(pid)) {
+		free(comm);
+		return diag_fail(err, DIAG_EXIT_REFUSED, "process %d: uid %u could not ptrace it: with "
+				 "capabilities but not root, diagnose takes only such processes "
+				 "(docs/production.md#running-with-capabilities)", pid, (unsigned)getuid());
+	}
 	comm[strcspn(comm, "\n")] = '\0';
 	snprintf(p->target_comm, sizeof(p->target_comm), "%s", comm);
 	free(comm);
@@ -322,6 +329,13 @@ int plan_build(const struct recipe *r, const struct plan_args *a, struct plan **
 	}
 	if (a->check_target && set && check_target_set(p, &a->sel, a->files, err))
 		goto fail;
+	if (a->check_target && !set && !a->pid && privilege_on_behalf_of_user() && !privilege_ptrace_any()) {
+		diag_fail(err, DIAG_EXIT_REFUSED, "with capabilities but not root, a run needs a target "
+			  "the caller could ptrace (--pid, --comm, --cgroup, --unit, --container): a run of "
+			  "the whole host needs root or CAP_SYS_PTRACE "
+			  "(docs/production.md#running-with-capabilities)");
+		goto fail;
+	}
 	if (a->check_target && !set && (recipe_target_required(r->target) || a->pid) &&
 	    check_target(p, a->pid, a->files, err))
 		goto fail;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "privilege.h"
 #include "recipe.h"
 
 #ifndef DIAG_SHARE_DIR
@@ -59,12 +60,14 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
 {
 	if (explicit_dir) /* an explicit choice is not silently replaced by another directory */
 		return is_dir(explicit_dir) ? put(out, out_len, explicit_dir, "") : -1;
-	const char *env = getenv("DIAGNOSE_RECIPES");
+	/* A user given capabilities chooses no directory of their own (privilege.h): the runs
+	 * themselves take the installed recipes only (run.c); list and show look there too. */
+	const char *env = privilege_on_behalf_of_user() ? NULL : getenv("DIAGNOSE_RECIPES");
 	if (is_dir(env))
 		return put(out, out_len, env, "");
 	/* As root (often through sudo) the current directory is anyone's: a recipes/ there is not
 	 * searched unless named with --recipes. */
-	if (geteuid() != 0 && is_dir("recipes"))
+	if (!privilege_strict() && is_dir("recipes"))
 		return put(out, out_len, "recipes", "");
 	char installed[PATH_MAX];
 	recipe_installed_dir(installed, sizeof(installed));
@@ -77,7 +80,7 @@ int recipe_dir_find(const char *explicit_dir, char *out, size_t out_len)
  * and how to use it on purpose. "" when not root or there is none. */
 static const char *root_cwd_note(void)
 {
-	if (geteuid() != 0 || !is_dir("recipes"))
+	if (!privilege_strict() || !is_dir("recipes"))
 		return "";
 	return "; ./recipes was not searched: as root, recipes are read only from --recipes, "
 	       "$DIAGNOSE_RECIPES or the installed directory, since a directory others can write would "
@@ -94,7 +97,7 @@ void recipe_dir_none(char *out, size_t out_len)
 	else
 		snprintf(env, sizeof(env), "$DIAGNOSE_RECIPES is not set");
 	snprintf(out, out_len, "no recipes directory (--recipes not given, %s, %sno %.512s)%s", env,
-		 geteuid() != 0 ? "no ./recipes, " : "", installed, root_cwd_note());
+		 !privilege_strict() ? "no ./recipes, " : "", installed, root_cwd_note());
 }
 
 /* Edit distance (insertions, deletions, substitutions, and swaps of neighbours) between two

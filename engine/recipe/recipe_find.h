@@ -1,8 +1,8 @@
 /* recipe_find.h — where recipes are found: the search path of the DESIGN contract, a recipe
  * name resolved to its file, and the names a directory holds.
  *
- * Owns: the order directories are searched in (--recipes, $DIAGNOSE_RECIPES, ./recipes unless
- * root, the installed directory), the installed directory found from the running binary's path,
+ * Owns: the order directories are searched in (--recipes, $DIAGNOSE_RECIPES unless run with
+ * capabilities but not root, ./recipes unless root or capabilities, the installed directory), the installed directory found from the running binary's path,
  * and the messages that say where nothing was found ("did you mean", what is available).
  * Must not: read or parse a recipe (recipe.h does), or print: errors come back in diag_err with
  * DIAG_EXIT_USAGE.
@@ -14,8 +14,9 @@
 
 #include "util.h"
 
-/* The directory recipes are searched in, in DESIGN order: explicit dir (may be NULL),
- * $DIAGNOSE_RECIPES, ./recipes (not when euid is 0: root does not trust the current directory),
+/* The directory recipes are searched in, in the order of docs/commands.md: explicit dir (may be
+ * NULL), $DIAGNOSE_RECIPES (not with capabilities but not root), ./recipes (not as root or with
+ * capabilities: privilege_strict; the current directory is anyone's),
  * then the installed recipes (recipe_installed_dir). Writes the first one that exists. Returns -1
  * when none exists. An explicit dir is the only candidate: when it does not exist the answer is
  * -1, not another directory. */

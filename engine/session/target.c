@@ -15,6 +15,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "privilege.h"
 #include "procfs.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -370,7 +371,10 @@ size_t target_scan(struct target *t)
 		t->procs[i].alive = false;
 	t->n_alive = 0;
 	t->over_limit = 0;
+	t->not_permitted = 0;
 	int self = getpid(); /* diagnose and its helpers (is_ours): never their own subject */
+	/* a user given capabilities: only what they could ptrace (privilege.h) */
+	bool only_ptraceable = privilege_on_behalf_of_user() && !privilege_ptrace_any();
 	for (size_t i = 0; i < s.n; i++) {
 		if ((i && s.pids[i] == s.pids[i - 1]) || s.pids[i] == self)
 			continue;
@@ -385,6 +389,10 @@ size_t target_scan(struct target *t)
 		struct procfs_stat st; /* asked of new processes only */
 		if (!p && stat_of(s.pids[i], &st) == 0 && is_ours(s.pids[i], st.ppid, self))
 			continue;
+		if (only_ptraceable && !privilege_can_ptrace(s.pids[i])) {
+			t->not_permitted++;
+			continue;
+		}
 		if (!p) {
 			if (t->n_procs >= TARGET_MAX_RECORDS) {
 				t->over_limit++;
@@ -461,7 +469,12 @@ int target_resolve(const struct target_sel *sel, struct target **out, struct dia
 			t->cgroup_id = (uint64_t)st.st_ino;
 	}
 	if (!target_scan(t)) {
-		if (t->kind == TARGET_COMM)
+		if (t->not_permitted)
+			diag_fail(err, DIAG_EXIT_REFUSED, "%s %s: none of its %zu processes could be "
+				  "ptraced by uid %u: with capabilities but not root, diagnose takes only "
+				  "those (docs/production.md#running-with-capabilities)",
+				  target_kind_flag(t->kind), t->text, t->not_permitted, (unsigned)getuid());
+		else if (t->kind == TARGET_COMM)
 			diag_fail(err, DIAG_EXIT_USAGE, "--comm %s: no process has that name", t->text);
 		else
 			diag_fail(err, DIAG_EXIT_USAGE, "%s %s: no process in %s", target_kind_flag(t->kind),
@@ -487,6 +500,8 @@ struct value *target_to_value(const struct target *t)
 	value_set_int(v, "processes_alive", (int64_t)t->n_alive);
 	if (t->over_limit)
 		value_set_int(v, "processes_not_covered", (int64_t)t->over_limit);
+	if (t->not_permitted)
+		value_set_int(v, "processes_not_permitted", (int64_t)t->not_permitted);
 	if (t->follows_forks)
 		value_set_int(v, "processes_joined_at_fork", (int64_t)t->joined_at_fork);
 	struct value *procs = value_obj_set(v, "processes", value_arr());

@@ -57,6 +57,8 @@ struct target {
 	size_t n_alive;             /* alive after the last scan */
 	size_t over_limit;          /* processes the last scan could not cover: beyond
 				     * TARGET_MAX_PROCS alive or TARGET_MAX_RECORDS recorded */
+	size_t not_permitted;       /* processes the last scan left out: run with capabilities
+				     * but not root, the caller could not ptrace them (privilege.h) */
 	bool follows_forks;         /* the session's: members' children joined at fork */
 	uint64_t joined_at_fork;    /* the session's: how many did (short-lived ones included,
 				     * which no scan may have seen) */

@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "audit.h"
+#include "privilege.h"
 #include "recipe.h"
 #include "verdict.h"
 
@@ -84,7 +85,7 @@ int policy_parse_file(const char *path, bool from_env, struct policy *p, struct 
 	/* Root reads a policy only if no one else can have written it, and not from a pseudo file
 	 * system (source_read): its owner and mode would say nothing there. */
 	struct source_file f;
-	if (source_read(path, geteuid() == 0, 0, &f, err))
+	if (source_read(path, privilege_strict(), 0, &f, err))
 		return diag_wrap(err, "policy");
 	if (p->n_files < ARRAY_LEN(p->files))
 		p->files[p->n_files++] = xstrdup(path);
@@ -170,7 +171,8 @@ int policy_load(struct policy *p, struct diag_err *err)
 	memset(p, 0, sizeof(*p));
 	if (access(POLICY_DEFAULT_PATH, F_OK) == 0 && policy_parse_file(POLICY_DEFAULT_PATH, false, p, err))
 		return -1;
-	const char *env = getenv("DIAGNOSE_POLICY");
+	/* a user given capabilities chooses no policy of their own (privilege.h) */
+	const char *env = privilege_on_behalf_of_user() ? NULL : getenv("DIAGNOSE_POLICY");
 	if (env && *env && strcmp(env, POLICY_DEFAULT_PATH) && policy_parse_file(env, true, p, err))
 		return -1;
 	return 0;
@@ -424,14 +426,14 @@ int audit_open(struct audit *a, const struct policy *pol, bool production, struc
 	a->production = production;
 	a->syslog_fd = -1;
 	int rc = 0;
-	bool root = geteuid() == 0;
+	bool root = privilege_strict();
 	for (size_t i = 0; pol && i < pol->n_audit_files; i++)
 		add_file(a, pol->audit_files[i], root && pol->audit_from_env[i],
 			 pol->audit_from_env[i] ? "audit_file of $DIAGNOSE_POLICY" : "audit_file of the policy",
 			 err, &rc);
 	/* Production's trail is the policy's: the variable would only let a caller choose where root
 	 * writes. Ignored there (said, when it names a file the policy does not). */
-	const char *env = getenv("DIAGNOSE_AUDIT_FILE");
+	const char *env = privilege_on_behalf_of_user() ? NULL : getenv("DIAGNOSE_AUDIT_FILE");
 	if (env && *env && production) {
 		bool listed = false;
 		for (size_t i = 0; i < a->n; i++)
