@@ -191,9 +191,13 @@ $(BUILD)/workloads/cpu_burner_stripped: $(BUILD)/workloads/cpu_burner
 unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; DIAG_SRCDIR=$(CURDIR) BUILD=$(BUILD) $$t; done
 
-# The recipe checks a pull request must pass: lint, and the approvals lock still matching.
+# The recipe checks a pull request must pass: lint, and the approvals lock still matching. And the
+# engine's: every call that opens, stats or resolves a path is placed in tests/target-paths.allow
+# (a target's files go through tfile.c only), the check shown to catch a planted one.
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
+	@echo "== paths the engine opens (scripts/check-target-paths.py)"
+	@python3 scripts/check-target-paths.py --selftest && python3 scripts/check-target-paths.py
 
 # The recorded incidents replayed against their expectations (RECIPE/NAME.expect), for a recipe
 # author: no root, no BPF. `make lint` runs it too.

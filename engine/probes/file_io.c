@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,9 +236,13 @@ static void name_fd(struct fio_priv *fp, uint32_t tgid, int32_t fd)
 	 * /proc/PID/fdinfo/N and that mount's MAJ:MIN in /proc/PID/mountinfo. A block device node
 	 * (/dev/..., on devtmpfs) names its own device: its st_rdev. */
 	unsigned major, minor;
-	struct stat st;
-	if (strncmp(target, "/dev/", 5) == 0 && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
-		device_of(st.st_rdev, nm->device, sizeof(nm->device));
+	struct statx st;
+	/* the link's text is the target's (its own mount namespace may put anything under /dev):
+	 * cached attributes only, no request to the file's file system */
+	if (strncmp(target, "/dev/", 5) == 0 &&
+	    statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_TYPE, &st) == 0 &&
+	    S_ISBLK(st.stx_mode))
+		device_of(makedev(st.stx_rdev_major, st.stx_rdev_minor), nm->device, sizeof(nm->device));
 	else if (fd_mount_dev(tgid, fd, &major, &minor) == 0)
 		device_of(makedev(major, minor), nm->device, sizeof(nm->device));
 }
