@@ -1,8 +1,9 @@
 /* util.h — error reporting and allocation helpers shared by every engine file.
  *
  * Owns: the error record (struct diag_err) that functions fill and return instead of printing,
- * the process exit codes of the DESIGN contract, the x*alloc wrappers, and how a number is written
- * (decimal_*: recipes and the command line alike).
+ * the process exit codes of the DESIGN contract, the x*alloc wrappers, how a number is written
+ * (decimal_*: recipes and the command line alike), and how text a target, a report or a recipe
+ * controls is shown (utf8_*: the one rule of every output).
  * Must not: print anything, or hold state. Allocation failure is fatal (as in Redis's zmalloc):
  * a diagnosis tool that cannot allocate a few kilobytes has nothing better to do than stop.
  */
@@ -96,6 +97,31 @@ uint64_t mono_ns(void);
  * A child that just closed its pipe or socket is still tearing its memory down: a first try
  * seldom finds it gone, and a sleep between tries cost a whole millisecond. */
 int child_wait(pid_t pid, int pidfd, uint64_t deadline_ns, int *status);
+
+/* ---- text that a target, a report or a recipe controls ---- */
+
+/* Length (1..4) of the well-formed UTF-8 character at s, 0 at the terminating NUL or when the
+ * bytes there are not well-formed UTF-8 (never reads past a NUL). */
+size_t utf8_char_len(const char *s);
+/* The one rule of every output (text, JSON, folded, SVG, pprof, error lines) for text that the
+ * target, a report or a recipe may carry: whether the character at s, n = utf8_char_len(s), must
+ * not go out as it is. True when n is 0 (not UTF-8) and for the characters a reader does not see
+ * but that act on what is shown around them: C0 controls, DEL, C1 controls (U+0080..U+009F), the
+ * bidirectional formatting controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069:
+ * they reorder the text around them), the line and paragraph separators (U+2028, U+2029) and the
+ * noncharacters U+FFFE, U+FFFF. Each writer shows such a character its own way: "\xNN" per byte
+ * (utf8_safe_char: text, error lines, Prometheus; folded, SVG, pprof), \uNNNN (JSON). */
+bool utf8_char_unsafe(const char *s, size_t n);
+/* The code point of the well-formed UTF-8 character at s of n = utf8_char_len(s) >= 1 bytes. */
+uint32_t utf8_code_point(const char *s, size_t n);
+/* The next character of s as text shows it, into out (NUL-terminated): a character
+ * utf8_char_unsafe lets through as it is; each byte of one it names, or of anything that is not
+ * UTF-8, as "\xNN". What comes out is valid UTF-8 without a control: no terminal escape
+ * sequence, line break or reordering of what s holds reaches a terminal, a log or a format that
+ * wants UTF-8 (Prometheus's). Returns the bytes of s consumed (at least 1; s must not be at its
+ * NUL). */
+#define UTF8_SAFE_CHAR_MAX 17 /* 4 bytes as "\xNN" each, and a NUL */
+size_t utf8_safe_char(const char *s, char out[UTF8_SAFE_CHAR_MAX]);
 
 /* FNV-1a over a NUL-terminated string, continuing from h (FNV1A_INIT to start): the hash of the
  * engine's open-addressing tables. */

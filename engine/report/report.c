@@ -2,7 +2,7 @@
  * Must not: know any probe's or symptom's meaning; it renders generic shapes. Must not write a
  * string of the report raw: any of them may carry text the target controls (comm, exe, symbol
  * names, through Lua into verdicts and sections). The text report prints them through
- * text_char, the folded writer through write_folded_name, the JSON writer through
+ * utf8_safe_char, the folded writer through write_folded_name, the JSON writer through
  * json_write_string (value.c).
  */
 #include "report.h"
@@ -91,35 +91,16 @@ void report_write_json(const struct value *report, FILE *out)
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
-#define TEXT_CHAR_MAX 17 /* 4 bytes as "\xNN" each, and a NUL */
-
-/* The next character of s as the text report shows it, into out (NUL-terminated): a printable
+/* The text report shows every string of the report through utf8_safe_char (util.h): a printable
  * UTF-8 character as it is; each byte of what utf8_char_unsafe names (C0 controls, newline and
  * tab included, DEL, C1 controls, the bidirectional controls, ...) or of anything that is not
  * UTF-8 as "\xNN". So no terminal escape sequence, no line break and no reordering of the
- * target's reaches the terminal. Returns the bytes of s consumed (at least 1; s must not be at
- * its NUL). */
-static size_t text_char(const char *s, char out[TEXT_CHAR_MAX])
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = utf8_char_len(s);
-	if (!utf8_char_unsafe(s, n)) {
-		memcpy(out, s, n);
-		out[n] = '\0';
-		return n;
-	}
-	n = n ? n : 1;
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 4 * i, TEXT_CHAR_MAX - 4 * i, "\\x%02x", p[i]);
-	return n;
-}
-
-/* Prints s (NULL: nothing) through text_char. */
+ * target's reaches the terminal. report_put_text prints one string so. */
 void report_put_text(FILE *out, const char *s)
 {
-	char c[TEXT_CHAR_MAX];
+	char c[UTF8_SAFE_CHAR_MAX];
 	while (s && *s) {
-		s += text_char(s, c);
+		s += utf8_safe_char(s, c);
 		fputs(c, out);
 	}
 }
@@ -131,14 +112,14 @@ void report_put_error(const char *msg)
 	fputc('\n', stderr);
 }
 
-/* s through text_char into buf, cut at a whole character when it does not fit. */
+/* s through utf8_safe_char into buf, cut at a whole character when it does not fit. */
 static void text_copy(char *buf, size_t len, const char *s)
 {
-	char c[TEXT_CHAR_MAX];
+	char c[UTF8_SAFE_CHAR_MAX];
 	size_t used = 0;
 	buf[0] = '\0';
 	for (size_t n; s && *s; s += n) {
-		n = text_char(s, c);
+		n = utf8_safe_char(s, c);
 		size_t cl = strlen(c);
 		if (used + cl >= len)
 			break;
@@ -188,14 +169,14 @@ static size_t text_cols(const char *s)
 
 size_t report_text_fit(const char *s, size_t max, char *buf, size_t len)
 {
-	/* Each unit is what text_char makes of one character: a code point or a "\xNN" escape,
+	/* Each unit is what utf8_safe_char makes of one character: a code point or a "\xNN" escape,
 	 * which is never split. */
 	size_t cap = 16, n = 0, total = 0, used = 0;
 	size_t *at = xmalloc(cap * sizeof(*at)), *cols = xmalloc(cap * sizeof(*cols));
 	char *esc = xmalloc(strlen(s ? s : "") * 4 + 1);
-	char c[TEXT_CHAR_MAX];
+	char c[UTF8_SAFE_CHAR_MAX];
 	for (const char *p = s; p && *p;) {
-		p += text_char(p, c);
+		p += utf8_safe_char(p, c);
 		if (n == cap) {
 			cap *= 2;
 			at = xrealloc(at, cap * sizeof(*at));

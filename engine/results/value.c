@@ -181,60 +181,6 @@ double value_get_num(const struct value *obj, const char *key, double dflt)
 	return dflt;
 }
 
-size_t utf8_char_len(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
-	size_t n;
-	if (!p[0])
-		return 0;
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 2;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		if (p[0] == 0xe0)
-			lo = 0xa0; /* overlong */
-		else if (p[0] == 0xed)
-			hi = 0x9f; /* UTF-16 surrogates */
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		if (p[0] == 0xf0)
-			lo = 0x90; /* overlong */
-		else if (p[0] == 0xf4)
-			hi = 0x8f; /* above U+10FFFF */
-	} else {
-		return 0; /* continuation byte, overlong lead C0/C1, or F5..FF */
-	}
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++) /* stops at the NUL: it is no continuation byte */
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-uint32_t utf8_code_point(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	static const unsigned char lead_mask[5] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
-	uint32_t cp = p[0] & lead_mask[n < 5 ? n : 0];
-	for (size_t i = 1; i < n; i++)
-		cp = cp << 6 | (p[i] & 0x3f);
-	return cp;
-}
-
-bool utf8_char_unsafe(const char *s, size_t n)
-{
-	if (n == 0)
-		return true;
-	uint32_t cp = utf8_code_point(s, n);
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c || cp == 0x200e ||
-	       cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
-	       cp == 0xfffe || cp == 0xffff;
-}
-
 /* raw: bytes that are not UTF-8 go out as they are (json_write_bytes), else as U+FFFD. */
 static void write_string(FILE *out, const char *s, bool raw)
 {

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util.h" /* utf8_char_len, utf8_char_unsafe: the one rule the JSON writer follows */
+
 enum value_type { V_NULL, V_BOOL, V_INT, V_NUM, V_STR, V_ARR, V_OBJ };
 
 struct value {
@@ -78,20 +80,5 @@ void json_write_string(FILE *out, const char *s);
  * that accepts them (json_parse with raw_bytes, e.g. the verdict child's pipe); not a JSON
  * document for anyone else, so never for a report. */
 void json_write_bytes(FILE *out, const char *s);
-
-/* Length (1..4) of the well-formed UTF-8 character at s, 0 at the terminating NUL or when the
- * bytes there are not well-formed UTF-8 (never reads past a NUL). */
-size_t utf8_char_len(const char *s);
-/* The one rule of every output (text, JSON, folded, SVG, pprof, error lines) for text that the
- * target, a report or a recipe may carry: whether the character at s, n = utf8_char_len(s), must
- * not go out as it is. True when n is 0 (not UTF-8) and for the characters a reader does not see
- * but that act on what is shown around them: C0 controls, DEL, C1 controls (U+0080..U+009F), the
- * bidirectional formatting controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069:
- * they reorder the text around them), the line and paragraph separators (U+2028, U+2029) and the
- * noncharacters U+FFFE, U+FFFF. Each writer shows such a character its own way: "\xNN" per byte
- * (text, folded, SVG, pprof), \uNNNN (JSON). */
-bool utf8_char_unsafe(const char *s, size_t n);
-/* The code point of the well-formed UTF-8 character at s of n = utf8_char_len(s) >= 1 bytes. */
-uint32_t utf8_code_point(const char *s, size_t n);
 
 #endif
