@@ -1,9 +1,12 @@
-/* prom.c — Prometheus's text exposition format. Contract: prom.h. Owns the escaping and names;
- * must not decide which metrics there are. */
+/* prom.c — Prometheus's text exposition format. Contract: prom.h. Owns the escaping (on top of
+ * util.h's utf8_safe_char, the rule every output shares) and names; must not decide which metrics
+ * there are. */
 #include "prom.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "util.h"
 
 static bool name_ok(const char *s, bool colon)
 {
@@ -21,18 +24,23 @@ bool prom_metric_name_ok(const char *name)
 	return name_ok(name, true);
 }
 
-/* help text: backslash and newline escaped; label values: double quote too */
+/* Text a target or a recipe controls, as the format wants it: first made safe text by the one rule
+ * of every output (utf8_safe_char: each byte that is not UTF-8 or is a control, a newline
+ * included, as "\xNN"), then escaped for Prometheus — backslash (that of "\xNN" too) and, in a
+ * label value (quote), the double quote. No newline is left to escape. */
 static void put_escaped(FILE *out, const char *s, bool quote)
 {
-	for (; s && *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", out);
-		else if (*s == '\n')
-			fputs("\\n", out);
-		else if (quote && *s == '"')
-			fputs("\\\"", out);
-		else
-			fputc(*s, out);
+	char c[UTF8_SAFE_CHAR_MAX];
+	while (s && *s) {
+		s += utf8_safe_char(s, c);
+		for (const char *p = c; *p; p++) {
+			if (*p == '\\')
+				fputs("\\\\", out);
+			else if (quote && *p == '"')
+				fputs("\\\"", out);
+			else
+				fputc(*p, out);
+		}
 	}
 }
 

@@ -2,8 +2,12 @@
  *
  * Owns: the format's rules — a family's # HELP and # TYPE lines once, before its samples; metric
  * and label names checked ([a-zA-Z_:][a-zA-Z0-9_:]* and [a-zA-Z_][a-zA-Z0-9_]*); label values
- * and help text escaped (backslash, double quote, newline), so that text a target or a recipe
- * controls cannot forge a line; numbers as Prometheus reads them (NaN, +Inf, -Inf).
+ * and help text valid UTF-8 without controls whatever they hold — made safe text by the rule every
+ * output shares (util.h's utf8_safe_char: each byte that is not UTF-8 or is a control, newline
+ * included, as "\xNN", as the text report shows it), then escaped for the format (backslash, and
+ * in label values the double quote) — so that text a target or a recipe controls can neither
+ * forge a line nor make Prometheus refuse the scrape (it refuses invalid UTF-8); numbers as
+ * Prometheus reads them (NaN, +Inf, -Inf).
  * Must not: decide which metrics exist or hold state between two expositions.
  */
 #ifndef DIAG_PROM_H

@@ -2,7 +2,9 @@
  * metrics. Contract: watch.h.
  * Owns the event loop (signals, the metrics endpoint, the run in progress) and the decisions:
  * when a run starts, which follow-up runs, what a run cost. Must not collect or judge: each run is
- * run_recipe in a child process, its report written into its ring directory. */
+ * run_recipe in a child process, its report written into its ring directory. Must not write a log
+ * line but through say() (what a target or a recipe controls shown by the rule every output
+ * shares). */
 #include "watch.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,7 @@
 #include "json_parse.h"
 #include "outfile.h"
 #include "prom.h"
+#include "report.h"
 #include "ring.h"
 #include "value.h"
 
@@ -176,6 +180,24 @@ static struct recipe_stats *stats_of(struct watch *w, const char *name)
 	struct recipe_stats *s = &w->recipes[w->n_recipes++];
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	return s;
+}
+
+/* A line of watch's log (its stderr): the whole line through the rule every output shares
+ * (report_put_text: each byte that is not UTF-8 or is a control as "\xNN"), for most lines quote
+ * what a target or a recipe controls — the target's name, verdict ids and follow-ups from a
+ * recipe's Lua, a run's last line of errors, paths. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	report_put_text(stderr, n >= 0 ? line : fmt);
+	fputc('\n', stderr);
+	if (n >= 0)
+		free(line);
 }
 
 /* ---- the budget ------------------------------------------------------------------------------ */
@@ -390,7 +412,7 @@ static void write_textfile(struct watch *w)
 		outfile_close(of, &err);
 	}
 	if (err.msg[0])
-		fprintf(stderr, "diagnose watch: %s\n", err.msg);
+		say("diagnose watch: %s", err.msg);
 }
 
 /* ---- one run, in a child process ------------------------------------------------------------ */
@@ -493,7 +515,7 @@ static int start_run(struct watch *w, const char *recipe, bool scheduled)
 	memset(c, 0, sizeof(*c));
 	int slotfd = ring_begin(&w->ring, recipe, &c->entry, &err);
 	if (slotfd < 0) {
-		fprintf(stderr, "diagnose watch: %s\n", err.msg);
+		say("diagnose watch: %s", err.msg);
 		return -1;
 	}
 	if (!scheduled) {
@@ -503,7 +525,7 @@ static int start_run(struct watch *w, const char *recipe, bool scheduled)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "diagnose watch: fork: %s\n", strerror(errno));
+		say("diagnose watch: fork: %s", strerror(errno));
 		close(slotfd);
 		ring_abandon(&w->ring, &c->entry);
 		return -1;
@@ -532,7 +554,7 @@ static struct value *read_summary(int slotfd)
 }
 
 /* The last line a failed or refused run wrote on its stderr (why it failed), at most len - 1
- * bytes of it, control bytes shown as '?'; "" when it wrote none. */
+ * bytes of it as they are (say() shows them safely); "" when it wrote none. */
 static void last_line_of(int slotfd, const char *name, char *out, size_t len)
 {
 	out[0] = '\0';
@@ -553,7 +575,7 @@ static void last_line_of(int slotfd, const char *name, char *out, size_t len)
 		start--;
 	size_t k = 0;
 	for (ssize_t i = start; i < n && k + 1 < len; i++)
-		out[k++] = (unsigned char)buf[i] < 0x20 || buf[i] == 0x7f ? '?' : buf[i];
+		out[k++] = buf[i] ? buf[i] : '?';
 	out[k] = '\0';
 }
 
@@ -628,28 +650,28 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 	close(c->slotfd);
 	struct diag_err err = { 0 };
 	if (ring_commit(&w->ring, &c->entry, &err))
-		fprintf(stderr, "diagnose watch: %s\n", err.msg);
+		say("diagnose watch: %s", err.msg);
 	char when[32];
 	log_time(when, sizeof(when));
-	fprintf(stderr, "%s %s #%llu: exit %d, %s%s%s, %.1f s, CPU %.3f s (BPF %.3f s) -> %s/%s\n", when,
+	say("%s %s #%llu: exit %d, %s%s%s, %.1f s, CPU %.3f s (BPF %.3f s) -> %s/%s", when,
 		c->entry.recipe, (unsigned long long)c->entry.seq, code,
 		c->entry.worst_severity[0] ? c->entry.worst_severity : "no verdict",
 		c->entry.worst_id[0] ? " " : "", c->entry.worst_id, wall, cpu + bpf, bpf, w->ring.path,
 		c->entry.dir);
 	if (why[0])
-		fprintf(stderr, "%s %s #%llu: %s\n", when, c->entry.recipe, (unsigned long long)c->entry.seq, why);
+		say("%s %s #%llu: %s", when, c->entry.recipe, (unsigned long long)c->entry.seq, why);
 	if (c->scheduled && w->first_code < 0)
 		w->first_code = code;
 	const struct value *f = value_get(sum, "follow");
 	const char *frecipe = value_get_str(f, "recipe"), *fverdict = value_get_str(f, "verdict");
 	if (c->scheduled && !w->stopping && frecipe && fverdict) {
 		if (value_get_str(f, "why_not"))
-			fprintf(stderr, "%s %s #%llu: follow-up of %s not run: %s\n", when, c->entry.recipe,
+			say("%s %s #%llu: follow-up of %s not run: %s", when, c->entry.recipe,
 				(unsigned long long)c->entry.seq, fverdict, value_get_str(f, "why_not"));
 		else if (rate_limited(w, c->entry.recipe, fverdict)) {
 			w->skipped_rate++;
-			fprintf(stderr, "%s %s #%llu: follow-up %s of %s not run: it ran less than %.0f s ago "
-				"(--follow-every)\n", when, c->entry.recipe, (unsigned long long)c->entry.seq,
+			say("%s %s #%llu: follow-up %s of %s not run: it ran less than %.0f s ago "
+				"(--follow-every)", when, c->entry.recipe, (unsigned long long)c->entry.seq,
 				frecipe, fverdict, w->o->follow_every_s);
 		} else {
 			struct pending *p = &w->pending;
@@ -677,9 +699,10 @@ static void make_target_label(struct watch *w)
 	if (r->pid > 0) {
 		char path[64], comm[64] = "?";
 		snprintf(path, sizeof(path), "/proc/%d/comm", r->pid);
-		char *text = read_file(path, NULL);
-		if (text) {
-			snprintf(comm, sizeof(comm), "%.*s", (int)strcspn(text, "\n"), text);
+		size_t len = 0;
+		char *text = read_file(path, &len);
+		if (text) { /* the comm is any 15 bytes (a newline too), then the newline procfs adds */
+			snprintf(comm, sizeof(comm), "%.*s", (int)(len && text[len - 1] == '\n' ? len - 1 : len), text);
 			free(text);
 		}
 		snprintf(w->target_label, sizeof(w->target_label), "process:%s", comm);
@@ -705,11 +728,11 @@ static void take_signals(struct watch *w, uint64_t *next_due)
 		} else if (si.ssi_signo == SIGHUP) {
 			*next_due = mono_ns();
 			w->n_followed = 0;
-			fprintf(stderr, "diagnose watch: SIGHUP: running %s now; follow-up limits cleared "
-				"(recipes, approvals and policy are read by every run)\n", w->o->recipe);
+			say("diagnose watch: SIGHUP: running %s now; follow-up limits cleared "
+				"(recipes, approvals and policy are read by every run)", w->o->recipe);
 		} else {
 			if (!w->stopping)
-				fprintf(stderr, "diagnose watch: SIG%s: stopping%s\n",
+				say("diagnose watch: SIG%s: stopping%s",
 					sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?",
 					w->child.pid ? " (the run in progress ends early, its report kept)" : "");
 			w->stopping = true;
@@ -731,8 +754,8 @@ static void maybe_start(struct watch *w, uint64_t *next_due)
 		snprintf(recipe, sizeof(recipe), "%s", w->pending.recipe);
 		if (!budget_allows(w, recipe)) {
 			w->skipped_budget++;
-			fprintf(stderr, "diagnose watch: follow-up %s of %s skipped: over the CPU budget "
-				"(%.3f of %.3f s in %.0f s)\n", recipe, w->pending.verdict, spent_s(w),
+			say("diagnose watch: follow-up %s of %s skipped: over the CPU budget "
+				"(%.3f of %.3f s in %.0f s)", recipe, w->pending.verdict, spent_s(w),
 				budget_s(w), w->o->budget_window_s);
 		} else if (!ring_has_room(&w->ring)) {
 			w->skipped_disk++;
@@ -756,14 +779,14 @@ static void maybe_start(struct watch *w, uint64_t *next_due)
 	w->scheduled_runs++;
 	if (!budget_allows(w, w->o->recipe)) {
 		w->skipped_budget++;
-		fprintf(stderr, "diagnose watch: %s skipped: over the CPU budget (%.3f of %.3f s in %.0f s)\n",
+		say("diagnose watch: %s skipped: over the CPU budget (%.3f of %.3f s in %.0f s)",
 			w->o->recipe, spent_s(w), budget_s(w), w->o->budget_window_s);
 		write_textfile(w);
 		return;
 	}
 	if (!ring_has_room(&w->ring)) {
 		w->skipped_disk++;
-		fprintf(stderr, "diagnose watch: %s skipped: the file system of %s is nearly full\n",
+		say("diagnose watch: %s skipped: the file system of %s is nearly full",
 			w->o->recipe, w->ring.path);
 		write_textfile(w);
 		return;
@@ -785,7 +808,7 @@ int watch_run(const struct watch_options *o)
 	if (ring_open(&w->ring, o->state_dir, o->keep, o->keep_bytes, &err) ||
 	    (o->listen && strcmp(o->listen, "none") != 0 &&
 	     httpd_open(&w->http, o->listen, metrics_body, w, &err))) {
-		fprintf(stderr, "diagnose watch: %s\n", err.msg);
+		say("diagnose watch: %s", err.msg);
 		code = err.code ? err.code : DIAG_EXIT_RUNTIME;
 		goto out;
 	}
@@ -799,15 +822,15 @@ int watch_run(const struct watch_options *o)
 	sigprocmask(SIG_BLOCK, &mask, &w->old_mask);
 	w->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (w->sigfd < 0) {
-		fprintf(stderr, "diagnose watch: signalfd: %s\n", strerror(errno));
+		say("diagnose watch: signalfd: %s", strerror(errno));
 		code = DIAG_EXIT_RUNTIME;
 		goto restore;
 	}
 	make_target_label(w);
 	getrusage(RUSAGE_SELF, &w->self_last);
-	fprintf(stderr, "diagnose watch: %s every %.0f s on %s; budget %.3g%% of a CPU over %.0f s "
+	say("diagnose watch: %s every %.0f s on %s; budget %.3g%% of a CPU over %.0f s "
 		"(%.2f s); follow-ups at %s, once per verdict per %.0f s; history %s (%zu runs, %llu "
-		"bytes)%s%s%s%s\n", o->recipe, o->every_s, w->target_label, o->max_cpu_pct,
+		"bytes)%s%s%s%s", o->recipe, o->every_s, w->target_label, o->max_cpu_pct,
 		o->budget_window_s, budget_s(w), o->follow_at == 3 ? "critical" : o->follow_at ? "warning" : "never",
 		o->follow_every_s, o->state_dir, o->keep, (unsigned long long)o->keep_bytes,
 		w->http.listen_fd >= 0 ? "; metrics on http://" : "", w->http.listen_fd >= 0 ? w->http.addr : "",
@@ -818,8 +841,8 @@ int watch_run(const struct watch_options *o)
 		maybe_start(w, &next_due);
 		/* a first run that could not start at all will not start next time either */
 		if (w->first_code == DIAG_EXIT_USAGE || w->first_code == DIAG_EXIT_REFUSED) {
-			fprintf(stderr, "diagnose watch: the first run of %s exited %d (see %s/%s/stderr.txt): "
-				"stopping\n", o->recipe, w->first_code, w->ring.path,
+			say("diagnose watch: the first run of %s exited %d (see %s/%s/stderr.txt): "
+				"stopping", o->recipe, w->first_code, w->ring.path,
 				w->ring.n ? w->ring.entries[w->ring.n - 1].dir : "runs");
 			code = w->first_code;
 			w->stopping = true;
@@ -846,8 +869,8 @@ int watch_run(const struct watch_options *o)
 		httpd_service(&w->http, fds + 1, n - 1);
 	}
 	write_textfile(w);
-	fprintf(stderr, "diagnose watch: stopped after %llu scheduled run(s), %llu follow-up(s), %llu "
-		"skipped over budget; CPU %.3f s (BPF %.3f s)\n", (unsigned long long)w->scheduled_runs,
+	say("diagnose watch: stopped after %llu scheduled run(s), %llu follow-up(s), %llu "
+		"skipped over budget; CPU %.3f s (BPF %.3f s)", (unsigned long long)w->scheduled_runs,
 		(unsigned long long)w->follow_ups, (unsigned long long)w->skipped_budget,
 		w->cpu_s_total + w->bpf_s_total, w->bpf_s_total);
 	close(w->sigfd);

@@ -23,12 +23,17 @@
 #     SIGHUP runs the next run now.
 # (h) production: nothing approved, watch's first run is refused (exit 3, audited) before anything
 #     loads; with the chain approved, the follow-up runs and every run is audited.
+# (i) a target whose comm is not UTF-8, with quotes, a backslash and a carriage return: the scrape
+#     (taken by the real Prometheus), the textfile (read by node_exporter) and watch's log are
+#     valid UTF-8 without controls, the bytes shown as "\xNN".
 . "$(dirname "$0")/lib.sh"
 command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
 command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_get() { python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
+# http_bytes URL: the body as it came, byte for byte
+http_bytes() { python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1], timeout=5).read())' "$1"; }
 index() { json "$1/index.json" "$2"; }
 # quiet_history LABEL: every run kept in $S is a control's (control_quiet: exit 0, or only
 # cpu-starved on this shared machine), and none was followed up
@@ -281,6 +286,90 @@ runs=$(tail -n +$((lines + 1)) "$DIAGNOSE_AUDIT_FILE" | python3 -c 'import json,
 # cpu-bound or cpu-starved: either follows up with high-cpu
 [ "$runs" = "start:triage run:triage start:high-cpu run:high-cpu" ] || fail "production: audited runs: $runs (want triage, then its follow-up high-cpu): $(cat "$W/log2")"
 assert_released "watch (h)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (i) a target whose comm is not UTF-8 (prctl PR_SET_NAME takes any 15 bytes): quotes, a
+#     backslash, \xff\xfe, a carriage return. The target label, the scrape, the textfile and
+#     watch's log are valid UTF-8 without a control (the bytes as "\xNN", as the text report shows
+#     them); the real Prometheus takes the scrape (it refuses one with an invalid UTF-8 label value)
+#     and returns the label as that text; node_exporter's textfile collector reads the file.
+cat > "$TMP/comm.py" <<'EOP'
+import ctypes, time
+ctypes.CDLL(None).prctl(15, b'x"}\xff\xfe\r{a="\\', 0, 0, 0)
+time.sleep(600)
+EOP
+python3 "$TMP/comm.py" &
+PID=$!
+PIDS="$PIDS $PID"
+for i in $(seq 50); do grep -q '^x"}' "/proc/$PID/comm" 2> /dev/null && break; sleep 0.1; done
+W="$TMP/i"
+mkdir -m 700 "$W" "$W/textfile"
+chmod 755 "$W/textfile"
+MPORT=$(free_port)
+"$DIAG" watch --pid "$PID" --recipe triage --duration 1 --every 10m --runs 2 --max-cpu-pct 50 \
+	--budget-window 60s --state-dir "$W/state" --listen "127.0.0.1:$MPORT" \
+	--textfile "$W/textfile/diagnose.prom" 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+PPORT=$(free_port)
+cat > "$W/prometheus.yml" <<EOC
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+scrape_configs:
+  - job_name: diagnose
+    static_configs: [ { targets: ['127.0.0.1:$MPORT'] } ]
+EOC
+prometheus --config.file="$W/prometheus.yml" --storage.tsdb.path="$W/prom-data" \
+	--web.listen-address="127.0.0.1:$PPORT" > "$W/prometheus.log" 2>&1 &
+PROM=$!
+PIDS="$PIDS $PROM"
+NPORT=$(free_port)
+prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+	--collector.textfile.directory="$W/textfile" --web.listen-address="127.0.0.1:$NPORT" > "$W/node.log" 2>&1 &
+NODE=$!
+PIDS="$PIDS $NODE"
+want='process:x"}\xff\xfe\x0d{a="\'
+q='diagnose_worst_severity%7Brecipe%3D%22triage%22%7D'
+got=""
+for i in $(seq 120); do
+	kill -0 "$WPID" 2> /dev/null || break
+	if http_get "http://127.0.0.1:$PPORT/api/v1/query?query=$q" 2> /dev/null > "$W/q.json" &&
+		[ "$(json "$W/q.json" 'len(r["data"]["result"])')" -ge 1 ]; then
+		got=$(json "$W/q.json" 'r["data"]["result"][0]["metric"]["target"]')
+		break
+	fi
+	sleep 0.5
+done
+http_get "http://127.0.0.1:$PPORT/api/v1/targets" > "$W/targets.json" 2> /dev/null
+[ "$got" = "$want" ] || fail "comm not UTF-8: Prometheus's target label is '$got', want '$want'; its scrape: $(json "$W/targets.json" '[t.get("lastError") for t in r["data"]["activeTargets"]]' 2> /dev/null); watch: $(head -c 600 "$W/log")"
+http_bytes "http://127.0.0.1:$MPORT/metrics" > "$W/scrape.txt" || fail "comm not UTF-8: no scrape"
+node=""
+for i in $(seq 40); do
+	http_bytes "http://127.0.0.1:$NPORT/metrics" > "$W/node.txt" 2> /dev/null &&
+		grep -q '^diagnose_worst_severity{' "$W/node.txt" && { node=yes; break; }
+	sleep 0.25
+done
+[ -n "$node" ] && grep -q 'node_textfile_scrape_error 0' "$W/node.txt" ||
+	fail "comm not UTF-8: node_exporter could not read the textfile: $(grep -i -m3 'textfile\|error' "$W/node.txt" "$W/node.log")"
+kill -TERM "$WPID"
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (i): exit $rc: $(head -c 600 "$W/log")"
+kill "$PROM" "$NODE" 2> /dev/null
+# every output byte-wise: valid UTF-8 (iconv), no control but the line ends, the target's bytes as
+# "\xNN"; the exposition's label value parses back to that text
+for f in "$W/scrape.txt" "$W/textfile/diagnose.prom" "$W/log"; do
+	iconv -f UTF-8 -t UTF-8 "$f" > /dev/null 2>&1 || fail "comm not UTF-8: $f is not valid UTF-8: $(grep -a -m2 'x"}' "$f" | od -c | head -5)"
+	LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$f" && fail "comm not UTF-8: $f holds a control byte: $(LC_ALL=C grep -a -m2 $'[\x01-\x09\x0b-\x1f\x7f]' "$f" | od -c | head -5)"
+done
+grep -qF 'on process:x"}\xff\xfe\x0d{a="\;' "$W/log" || fail "comm not UTF-8: watch's log does not name the target as text: $(head -1 "$W/log")"
+python3 - "$W/scrape.txt" "$want" <<'EOP' || fail "comm not UTF-8: the scrape's target label does not parse back: $(grep -a -m1 '^diagnose_worst_severity{' "$W/scrape.txt")"
+import re, sys
+line = [l for l in open(sys.argv[1], encoding='utf-8') if l.startswith('diagnose_worst_severity{')][0]
+m = re.fullmatch(r'diagnose_worst_severity\{recipe="triage",target="((?:[^"\\\n]|\\[\\"n])*)"\} [0-3]\n', line)
+value = re.sub(r'\\(.)', lambda x: {'n': '\n'}.get(x.group(1), x.group(1)), m.group(1))
+sys.exit(0 if value == sys.argv[2] else 1)
+EOP
+assert_released "watch (i)"
 { kill -9 "$PID"; wait "$PID"; } 2> /dev/null
 
 exit 0

@@ -1,5 +1,6 @@
 /* test_watch.c — `diagnose watch`'s pieces that need no kernel: its intervals and sizes
- * (watch.c), the Prometheus exposition's escaping and names (prom.c), and the history ring
+ * (watch.c), the Prometheus exposition's escaping and names (prom.c: a label value cannot forge a
+ * line; what a target controls comes out valid UTF-8 without controls), and the history ring
  * (ring.c): limits by count and bytes, the oldest dropped first and never the newest, the index
  * read back by the next watch, a run cut short removed, and a state directory others could write
  * to, or a symbolic link, refused.
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "prom.h"
+#include "prom_check.h"
 #include "ring.h"
 #include "watch.h"
 
@@ -73,19 +75,57 @@ static void test_prom(void **state)
 {
 	(void)state;
 	char *t = exposition(write_forged);
-	assert_string_equal(t, "# HELP diagnose_verdict help with \\\\ and\\nnewline\n"
+	/* the newline is made "\x0a" (the one rule: utf8_safe_char), whose backslash is escaped */
+	assert_string_equal(t, "# HELP diagnose_verdict help with \\\\ and\\\\x0anewline\n"
 			       "# TYPE diagnose_verdict gauge\n"
-			       "diagnose_verdict{verdict=\"x\\\"} 1\\ndiagnose_fake 1\",target=\"a\\\\b\"} 1\n"
+			       "diagnose_verdict{verdict=\"x\\\"} 1\\\\x0adiagnose_fake 1\",target=\"a\\\\b\"} 1\n"
 			       "diagnose_ratio 0.25\n"
 			       "diagnose_big 1e+20\n"
 			       "diagnose_nan NaN\n"
 			       "diagnose_inf -Inf\n");
+	size_t line;
+	const char *why = prom_check(t, strlen(t), &line);
+	if (why)
+		fail_msg("line %zu: %s:\n%s", line, why, t);
 	free(t);
 	assert_true(prom_metric_name_ok("diagnose_watch_runs_total"));
 	assert_true(prom_metric_name_ok("a:b_c"));
 	assert_false(prom_metric_name_ok("9lives"));
 	assert_false(prom_metric_name_ok("high-cpu"));
 	assert_false(prom_metric_name_ok(""));
+}
+
+/* A target's comm (prctl PR_SET_NAME takes any bytes): quotes and backslashes, bytes that are not
+ * UTF-8, a carriage return, a terminal's escape sequence, C1's CSI, a right-to-left override. */
+#define HOSTILE_COMM "x\"}\xff\xfe\r{a=\"\\"
+#define HOSTILE_MORE "\x1b[31m\xc2\x9b\xe2\x80\xae\xc3\xa9\xe6\x97\xa5"
+
+static void write_hostile(FILE *f)
+{
+	const char *l[] = { "recipe", "triage", "target", "process:" HOSTILE_COMM, "verdict", HOSTILE_MORE };
+	prom_family(f, "diagnose_cpu_usage_ratio", "gauge", "help " HOSTILE_COMM HOSTILE_MORE "\n");
+	prom_sample(f, "diagnose_cpu_usage_ratio", l, 3, 0.5);
+}
+
+/* Label values and help text are valid UTF-8 without controls, whatever a target or a recipe
+ * gives: each byte that is not UTF-8 or is a control "\xNN" (as the text report shows it), that
+ * backslash escaped for Prometheus; what is UTF-8 and visible (é, 日) kept. Prometheus refuses a
+ * whole scrape over one invalid UTF-8 label value. */
+static void test_prom_utf8(void **state)
+{
+	(void)state;
+	char *t = exposition(write_hostile);
+	size_t line;
+	const char *why = prom_check(t, strlen(t), &line);
+	if (why)
+		fail_msg("line %zu: %s:\n%s", line, why, t);
+	assert_string_equal(t, "# HELP diagnose_cpu_usage_ratio help x\"}\\\\xff\\\\xfe\\\\x0d{a=\"\\\\"
+			       "\\\\x1b[31m\\\\xc2\\\\x9b\\\\xe2\\\\x80\\\\xae\xc3\xa9\xe6\x97\xa5\\\\x0a\n"
+			       "# TYPE diagnose_cpu_usage_ratio gauge\n"
+			       "diagnose_cpu_usage_ratio{recipe=\"triage\",target=\"process:x\\\"}"
+			       "\\\\xff\\\\xfe\\\\x0d{a=\\\"\\\\\",verdict=\"\\\\x1b[31m\\\\xc2\\\\x9b"
+			       "\\\\xe2\\\\x80\\\\xae\xc3\xa9\xe6\x97\xa5\"} 0.5\n");
+	free(t);
 }
 
 /* A run with n bytes in one file, committed with its verdict. */
@@ -189,6 +229,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intervals),
 		cmocka_unit_test(test_prom),
+		cmocka_unit_test(test_prom_utf8),
 		cmocka_unit_test(test_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
