@@ -1,5 +1,6 @@
-/* httpd.c — `diagnose watch`'s metrics endpoint. Contract: httpd.h. Owns its sockets; must not
- * build metrics or serve anything but /metrics. */
+/* httpd.c — `diagnose watch`'s metrics endpoint. Contract: httpd.h. Owns its sockets, their
+ * deadlines and what serving them costs; must not build metrics or serve anything but /metrics,
+ * and must not leave its listening socket readable and unaccepted (the loop would spin). */
 #include "httpd.h"
 
 #include <arpa/inet.h>
@@ -10,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-#define CONN_TIMEOUT_NS (5ull * 1000000000ull)
+#define NS_PER_MS 1000000ull
+#define ACCEPTS_PER_CALL (2 * HTTPD_MAX_CONNS) /* more wait: the next call takes them */
+#define ACCEPT_PAUSE_MS 100 /* no descriptor left for an accept: listening paused this long */
 
 int httpd_open(struct httpd *h, const char *spec, httpd_body_fn body, void *ctx, struct diag_err *err)
 {
@@ -77,6 +81,7 @@ static void conn_close(struct httpd_conn *c)
 	c->fd = -1;
 	c->resp = NULL;
 	c->req_len = c->resp_len = c->resp_off = 0;
+	c->deadline_ns = c->active_ns = 0;
 }
 
 void httpd_close(struct httpd *h)
@@ -93,12 +98,29 @@ size_t httpd_pollfds(const struct httpd *h, struct pollfd *fds)
 	size_t n = 0;
 	if (h->listen_fd < 0)
 		return 0;
-	fds[n++] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
+	if (h->paused_until_ns <= mono_ns())
+		fds[n++] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
 	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
 		if (h->conns[i].fd >= 0)
 			fds[n++] = (struct pollfd){ .fd = h->conns[i].fd,
 						    .events = h->conns[i].resp ? POLLOUT : POLLIN };
 	return n;
+}
+
+int httpd_timeout_ms(const struct httpd *h, int max_ms)
+{
+	uint64_t now = mono_ns(), next = UINT64_MAX;
+	if (h->listen_fd < 0)
+		return max_ms;
+	if (h->paused_until_ns > now)
+		next = h->paused_until_ns;
+	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
+		if (h->conns[i].fd >= 0 && h->conns[i].deadline_ns < next)
+			next = h->conns[i].deadline_ns;
+	if (next == UINT64_MAX)
+		return max_ms;
+	uint64_t ms = next > now ? (next - now + NS_PER_MS - 1) / NS_PER_MS : 0;
+	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
 }
 
 static void respond(struct httpd_conn *c, int status, const char *reason,
@@ -138,22 +160,88 @@ static void handle(struct httpd *h, struct httpd_conn *c)
 	}
 }
 
-void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n)
+/* What the client sent: once its head is whole, the answer; the answer's deadline from then. */
+static void conn_read(struct httpd *h, struct httpd_conn *c, uint64_t now)
+{
+	ssize_t got = read(c->fd, c->req + c->req_len, sizeof(c->req) - 1 - c->req_len);
+	if (got <= 0) {
+		if (got == 0 || (errno != EAGAIN && errno != EINTR))
+			conn_close(c);
+		return;
+	}
+	c->active_ns = now;
+	c->req_len += (size_t)got;
+	c->req[c->req_len] = '\0';
+	if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
+		handle(h, c);
+	else if (c->req_len == sizeof(c->req) - 1)
+		respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
+	if (c->resp)
+		c->deadline_ns = now + HTTPD_ANSWER_MS * NS_PER_MS;
+}
+
+static void conn_write(struct httpd_conn *c, uint64_t now)
+{
+	ssize_t put = send(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off, MSG_NOSIGNAL);
+	if (put > 0) {
+		c->resp_off += (size_t)put;
+		c->active_ns = now;
+	}
+	if ((put < 0 && errno != EAGAIN && errno != EINTR) || c->resp_off == c->resp_len)
+		conn_close(c);
+}
+
+/* The slot for a new connection: a free one, or the one idle longest, a connection still sending
+ * its request head before one being answered — an idle crowd sheds itself, a scrape (its head
+ * sent at once, answered at once) is never the idlest for long. */
+static struct httpd_conn *slot_for_new(struct httpd *h)
+{
+	struct httpd_conn *idlest = NULL;
+	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++) {
+		struct httpd_conn *c = &h->conns[i];
+		if (c->fd < 0)
+			return c;
+		if (!idlest || (!c->resp && idlest->resp) ||
+		    (!c->resp == !idlest->resp && c->active_ns < idlest->active_ns))
+			idlest = c;
+	}
+	conn_close(idlest);
+	h->shed++;
+	return idlest;
+}
+
+/* Accepts what waits in the backlog — always: a listening socket left readable would wake the
+ * loop at once, again and again — reading at once what each new client sent. */
+static void accept_waiting(struct httpd *h, uint64_t now)
+{
+	for (size_t k = 0; k < ACCEPTS_PER_CALL; k++) {
+		int fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EPERM || errno == EPROTO)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) /* EMFILE, ENFILE, ENOBUFS, ENOMEM */
+				h->paused_until_ns = now + ACCEPT_PAUSE_MS * NS_PER_MS;
+			return;
+		}
+		struct httpd_conn *c = slot_for_new(h);
+		c->fd = fd;
+		c->active_ns = now;
+		c->deadline_ns = now + HTTPD_HEAD_MS * NS_PER_MS;
+		conn_read(h, c, now);
+		if (c->fd >= 0 && c->resp)
+			conn_write(c, now);
+	}
+}
+
+static void service(struct httpd *h, const struct pollfd *fds, size_t n)
 {
 	uint64_t now = mono_ns();
+	bool listen_ready = false;
+	/* the connections first: one closed here frees its descriptor's number, which an accept
+	 * below may reuse, and fds[] must not then be read as the new connection's */
 	for (size_t k = 0; k < n; k++) {
 		if (fds[k].fd == h->listen_fd) {
-			if (!(fds[k].revents & POLLIN))
-				continue;
-			for (size_t i = 0; i < HTTPD_MAX_CONNS; i++) {
-				if (h->conns[i].fd >= 0)
-					continue;
-				int fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-				if (fd < 0)
-					break;
-				h->conns[i].fd = fd;
-				h->conns[i].deadline_ns = now + CONN_TIMEOUT_NS;
-			}
+			listen_ready = fds[k].revents != 0;
 			continue;
 		}
 		struct httpd_conn *c = NULL;
@@ -162,29 +250,40 @@ void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n)
 				c = &h->conns[i];
 		if (!c || !fds[k].revents)
 			continue;
-		if (!c->resp) {
-			ssize_t got = read(c->fd, c->req + c->req_len, sizeof(c->req) - 1 - c->req_len);
-			if (got <= 0) {
-				if (got == 0 || (errno != EAGAIN && errno != EINTR))
-					conn_close(c);
-				continue;
-			}
-			c->req_len += (size_t)got;
-			c->req[c->req_len] = '\0';
-			if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
-				handle(h, c);
-			else if (c->req_len == sizeof(c->req) - 1)
-				respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
-		}
-		if (c->resp) {
-			ssize_t put = send(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off, MSG_NOSIGNAL);
-			if (put > 0)
-				c->resp_off += (size_t)put;
-			if ((put < 0 && errno != EAGAIN && errno != EINTR) || c->resp_off == c->resp_len)
-				conn_close(c);
-		}
+		if (!c->resp)
+			conn_read(h, c, now);
+		if (c->fd >= 0 && c->resp)
+			conn_write(c, now);
 	}
 	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
 		if (h->conns[i].fd >= 0 && now > h->conns[i].deadline_ns)
 			conn_close(&h->conns[i]);
+	if (listen_ready)
+		accept_waiting(h, now);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n)
+{
+	if (h->listen_fd < 0)
+		return;
+	h->serving_from = thread_cpu_ns();
+	h->serving = true;
+	service(h, fds, n);
+	uint64_t to = thread_cpu_ns();
+	h->cpu_ns += to > h->serving_from ? to - h->serving_from : 0;
+	h->serving = false;
+}
+
+uint64_t httpd_cpu_ns(const struct httpd *h)
+{
+	uint64_t now = h->serving ? thread_cpu_ns() : 0;
+	return h->cpu_ns + (now > h->serving_from ? now - h->serving_from : 0);
 }

@@ -2,22 +2,29 @@
  * Prometheus's scrapes, served from watch's own event loop (no thread).
  *
  * Owns: the listening socket (an address literal and a port, IPv4 or IPv6; no name lookup), at
- * most HTTPD_MAX_CONNS connections at once (more wait in the kernel's backlog), each bounded in
- * request size (8 KiB) and time (5 s from accept to the last byte written); `GET /metrics` gets
- * the exposition the callback builds, any other path 404, any other method 405. Nonblocking:
- * a slow client never stalls watch.
+ * most HTTPD_MAX_CONNS connections at once, each bounded in request size (8 KiB) and time (its
+ * request head within HTTPD_HEAD_MS of its accept, its answer's last byte within HTTPD_ANSWER_MS
+ * of the head), and what serving them costs (the thread's CPU in httpd_service, the metrics body
+ * built by the callback included: httpd_cpu_ns). `GET /metrics` gets the exposition the callback
+ * builds, any other path 404, any other method 405. Nonblocking: a slow client never stalls watch,
+ * and a crowd of them never makes it spin: a connection waiting in the backlog is always accepted
+ * — when every slot is taken, the connection idle longest is closed for it, one still sending its
+ * request head first (a scrape sends its head at once: idle connections are what is shed).
  * Must not: build metrics, read more than the request line's path, or serve files.
  */
 #ifndef DIAG_HTTPD_H
 #define DIAG_HTTPD_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "util.h"
 
 #define HTTPD_MAX_CONNS 8
+#define HTTPD_HEAD_MS 2000    /* from accept to a whole request head */
+#define HTTPD_ANSWER_MS 10000 /* from the head to the answer's last byte (Prometheus waits 10 s) */
 
 /* Builds the body for a scrape: *body malloc'd (the caller of the callback frees it). */
 typedef void (*httpd_body_fn)(void *ctx, char **body, size_t *len);
@@ -25,6 +32,7 @@ typedef void (*httpd_body_fn)(void *ctx, char **body, size_t *len);
 struct httpd_conn {
 	int fd;              /* -1: free */
 	uint64_t deadline_ns;
+	uint64_t active_ns;  /* accepted, or a byte read or written last: the idlest is shed first */
 	char req[8192];
 	size_t req_len;
 	char *resp;
@@ -38,6 +46,11 @@ struct httpd {
 	httpd_body_fn body;
 	void *ctx;
 	uint64_t scrapes;    /* /metrics answered */
+	uint64_t shed;       /* connections closed for a newer one, every slot being taken */
+	uint64_t cpu_ns;     /* this thread's CPU in httpd_service, the calls ended */
+	uint64_t serving_from; /* and at the start of the call in progress, when serving */
+	bool serving;
+	uint64_t paused_until_ns; /* accept failed for want of descriptors: listening paused */
 };
 
 /* Listens on spec ("ADDR:PORT", "[ADDR6]:PORT"). DIAG_EXIT_USAGE for a spec that is not one,
@@ -47,7 +60,12 @@ void httpd_close(struct httpd *h);
 
 /* The descriptors to poll (up to 1 + HTTPD_MAX_CONNS): returns how many were written to fds. */
 size_t httpd_pollfds(const struct httpd *h, struct pollfd *fds);
+/* The poll timeout that wakes the loop for the endpoint's next deadline: at most max_ms. */
+int httpd_timeout_ms(const struct httpd *h, int max_ms);
 /* After poll: accepts, reads, answers and closes what is ready or past its deadline. */
 void httpd_service(struct httpd *h, const struct pollfd *fds, size_t n);
+/* The CPU the endpoint has cost this thread (httpd_service, the bodies built in it), in ns; also
+ * when called from within httpd_service (by the body callback). */
+uint64_t httpd_cpu_ns(const struct httpd *h);
 
 #endif

@@ -4,8 +4,9 @@
  *
  * Owns: the schedule (--every; --runs bounds it), the budget (--max-cpu-pct of one CPU over a
  * sliding --budget-window: each run's measured cost, its process's CPU — user and system, the
- * Lua child's included — plus its BPF programs' run time; a run whose expected cost would go over
- * is skipped and counted), the follow-ups (a verdict at or above --follow-at with a follow-up, as
+ * Lua child's included — plus its BPF programs' run time, and watch's own CPU but for what its
+ * metrics endpoint costs, counted apart: no client of it can spend the budget; a run whose expected
+ * cost would go over is skipped and counted), the follow-ups (a verdict at or above --follow-at with a follow-up, as
  * --follow picks it; one per verdict per --follow-every), each run in a child process (one
  * run_recipe: its own policy, approval, audit and budgets; its probes released by its exit
  * whatever happens), the metrics (served by httpd.c, written for node_exporter's textfile

@@ -26,6 +26,8 @@
 # (i) a target whose comm is not UTF-8, with quotes, a backslash and a carriage return: the scrape
 #     (taken by the real Prometheus), the textfile (read by node_exporter) and watch's log are
 #     valid UTF-8 without controls, the bytes shown as "\xNN".
+# (j) a dozen idle connections to the endpoint, more than its slots: watch does not spin (its CPU
+#     stays near zero), a scrape behind them is answered, the endpoint's CPU is counted apart.
 . "$(dirname "$0")/lib.sh"
 command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
 command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
@@ -370,6 +372,43 @@ value = re.sub(r'\\(.)', lambda x: {'n': '\n'}.get(x.group(1), x.group(1)), m.gr
 sys.exit(0 if value == sys.argv[2] else 1)
 EOP
 assert_released "watch (i)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (j) a dozen idle connections to the endpoint (more than its 8 slots; any local user can open
+#     them): watch does not spin — its CPU, from /proc/PID/stat, stays near zero over 3 s — a
+#     scrape made behind them is answered, and the endpoint's CPU is counted apart from the budget.
+start "$WL/cpu_burner" 0 64 600
+W="$TMP/j"
+mkdir -m 700 "$W"
+MPORT=$(free_port)
+"$DIAG" watch --pid "$PID" --recipe triage --duration 1 --every 10m --runs 2 --max-cpu-pct 50 \
+	--budget-window 60s --state-dir "$W/state" --listen "127.0.0.1:$MPORT" 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+for i in $(seq 150); do [ -s "$W/state/index.json" ] && break; sleep 0.1; done
+[ -s "$W/state/index.json" ] || fail "watch (j): its first run did not end: $(cat "$W/log")"
+python3 - "$WPID" "$MPORT" > "$W/flood.txt" 2>&1 <<'EOP' || fail "watch (j): idle connections: $(cat "$W/flood.txt"); watch: $(cat "$W/log")"
+import os, socket, sys, time, urllib.request
+pid, port = sys.argv[1], int(sys.argv[2])
+def cpu():  # watch's own user + system time, its children's not included
+    f = open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+idle = [socket.create_connection(('127.0.0.1', port)) for _ in range(12)]
+c0 = cpu()
+time.sleep(3)
+spent = cpu() - c0
+body = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5).read().decode()
+print('CPU %.2f s in 3 s with 12 idle connections' % spent)
+assert spent < 0.5, 'watch spun'
+assert 'diagnose_watch_cpu_seconds_total{kind="endpoint"}' in body, body
+EOP
+echo "note: $(head -1 "$W/flood.txt")" >&2
+kill -TERM "$WPID"
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (j): exit $rc: $(cat "$W/log")"
+grep -q 'the metrics endpoint [0-9.]* s more, outside the budget' "$W/log" || fail "watch (j): its last line does not give the endpoint's CPU: $(tail -1 "$W/log")"
+assert_released "watch (j)"
 { kill -9 "$PID"; wait "$PID"; } 2> /dev/null
 
 exit 0

@@ -1,0 +1,240 @@
+/* test_httpd.c — `diagnose watch`'s metrics endpoint (httpd.c) driven over real loopback sockets,
+ * as watch's loop drives it (poll on httpd_pollfds, then httpd_service), against the clients an
+ * unprivileged user can be: more idle connections than it has slots (it must not spin, and a
+ * scrape must still get in), clients that trickle their request head or never finish it.
+ * Wall time is never asserted tightly: CPU is, with a generous bound.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpd.h"
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void body_fn(void *ctx, char **body, size_t *len)
+{
+	(void)ctx;
+	*body = strdup("diagnose_up 1\n");
+	*len = strlen(*body);
+}
+
+/* A port nothing listens on now (the kernel's pick, released). */
+static unsigned free_port(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &l), 0);
+	close(s);
+	return ntohs(a.sin_port);
+}
+
+static void open_endpoint(struct httpd *h, unsigned *port)
+{
+	char spec[64];
+	struct diag_err err = { 0 };
+	*port = free_port();
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", *port);
+	if (httpd_open(h, spec, body_fn, NULL, &err))
+		fail_msg("httpd_open %s: %s", spec, err.msg);
+}
+
+static int client(unsigned port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_true(s >= 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+/* A scrape in progress: its socket and what came back. */
+struct scrape {
+	int fd;
+	char got[4096];
+	size_t len;
+	bool done; /* the endpoint closed it */
+};
+
+static bool scrape_step(struct scrape *s)
+{
+	for (;;) {
+		ssize_t n = recv(s->fd, s->got + s->len, sizeof(s->got) - 1 - s->len, MSG_DONTWAIT);
+		if (n > 0) {
+			s->len += (size_t)n;
+			s->got[s->len] = '\0';
+			continue;
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			s->done = true;
+		return s->done;
+	}
+}
+
+/* Runs the endpoint as watch's loop does for ms milliseconds, or until the scrape s (if any) is
+ * answered. Returns the polls made. */
+static unsigned drive(struct httpd *h, unsigned ms, struct scrape *s)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned polls = 0;
+	for (;;) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			break;
+		if (s && scrape_step(s))
+			break;
+		struct pollfd fds[1 + HTTPD_MAX_CONNS];
+		size_t n = httpd_pollfds(h, fds);
+		if (poll(fds, n, 100) >= 0)
+			httpd_service(h, fds, n);
+		polls++;
+	}
+	return polls;
+}
+
+/* More idle connections than slots (an unprivileged user's nine, or a dozen): the endpoint does
+ * not spin — its listening socket stays readable while it cannot accept — and a scrape that
+ * comes after them is answered, well before any of them times out. */
+static void test_idle_flood(void **state)
+{
+	(void)state;
+	struct httpd h;
+	unsigned port;
+	open_endpoint(&h, &port);
+	int idle[12];
+	for (size_t i = 0; i < 12; i++)
+		idle[i] = client(port);
+	uint64_t cpu0 = thread_cpu_ns();
+	unsigned polls = drive(&h, 1000, NULL);
+	double cpu_s = (double)(thread_cpu_ns() - cpu0) / 1e9;
+	/* spinning: ~1 s of CPU in 1 s and hundreds of thousands of polls; idle: a few ms */
+	if (cpu_s > 0.25)
+		fail_msg("12 idle connections: the endpoint spun, %.3f s of CPU in 1 s (%u polls)", cpu_s, polls);
+
+	struct scrape s = { .fd = client(port) };
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	assert_int_equal(send(s.fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	drive(&h, 3000, &s);
+	if (!strstr(s.got, "HTTP/1.0 200 OK\r\n") || !strstr(s.got, "\r\n\r\ndiagnose_up 1\n"))
+		fail_msg("a scrape behind 12 idle connections was not answered in 3 s: \"%s\"", s.got);
+	close(s.fd);
+	for (size_t i = 0; i < 12; i++)
+		close(idle[i]);
+	httpd_close(&h);
+}
+
+/* Slowloris: every slot taken by a client that sends its request head a byte at a time and never
+ * ends it. Each is closed at the head's deadline however often it sends, and a scrape that comes
+ * meanwhile is answered at once (a trickling client is shed for it). */
+static void test_trickling_heads(void **state)
+{
+	(void)state;
+	struct httpd h;
+	unsigned port;
+	open_endpoint(&h, &port);
+	int slow[HTTPD_MAX_CONNS];
+	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
+		slow[i] = client(port);
+	drive(&h, 200, NULL);
+	struct scrape s = { .fd = client(port) };
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	assert_int_equal(send(s.fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	drive(&h, 3000, &s);
+	if (!strstr(s.got, "HTTP/1.0 200 OK\r\n"))
+		fail_msg("a scrape while %d clients trickled was not answered in 3 s: \"%s\"", HTTPD_MAX_CONNS, s.got);
+	close(s.fd);
+	assert_int_equal(h.scrapes, 1);
+	/* the trickle: a byte each 200 ms, until the endpoint closes the connection */
+	size_t closed = 0;
+	bool gone[HTTPD_MAX_CONNS] = { 0 };
+	for (unsigned round = 0; round < (HTTPD_HEAD_MS + 3000) / 200 && closed < HTTPD_MAX_CONNS; round++) {
+		for (size_t i = 0; i < HTTPD_MAX_CONNS; i++) {
+			char c;
+			if (gone[i])
+				continue;
+			if (send(slow[i], "G", 1, MSG_NOSIGNAL) != 1 || recv(slow[i], &c, 1, MSG_DONTWAIT) == 0) {
+				gone[i] = true;
+				closed++;
+			}
+		}
+		drive(&h, 200, NULL);
+	}
+	if (closed < HTTPD_MAX_CONNS)
+		fail_msg("%zu of %d clients trickling a request head were still connected %d ms after the "
+			 "head's deadline", HTTPD_MAX_CONNS - closed, HTTPD_MAX_CONNS, 3000);
+	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
+		close(slow[i]);
+	httpd_close(&h);
+}
+
+/* What serving costs is measured, the body built included, and seen from within the body's
+ * callback too (watch's budget asks then). */
+struct cost {
+	struct httpd *h;
+	uint64_t seen_in_body;
+};
+
+static void dear_body(void *ctx, char **body, size_t *len)
+{
+	struct cost *c = ctx;
+	uint64_t t0 = thread_cpu_ns();
+	volatile uint64_t x = 0;
+	while (thread_cpu_ns() - t0 < 30000000ull) /* 30 ms of CPU */
+		x++;
+	c->seen_in_body = httpd_cpu_ns(c->h);
+	body_fn(NULL, body, len);
+}
+
+static void test_cpu_measured(void **state)
+{
+	(void)state;
+	struct httpd h;
+	struct cost cost = { .h = &h };
+	unsigned port = free_port();
+	char spec[64];
+	struct diag_err err = { 0 };
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", port);
+	assert_int_equal(httpd_open(&h, spec, dear_body, &cost, &err), 0);
+	assert_int_equal(httpd_cpu_ns(&h), 0);
+	struct scrape s = { .fd = client(port) };
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	assert_int_equal(send(s.fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	drive(&h, 3000, &s);
+	assert_non_null(strstr(s.got, "diagnose_up 1\n"));
+	close(s.fd);
+	assert_true(cost.seen_in_body >= 30000000ull);
+	assert_true(httpd_cpu_ns(&h) >= cost.seen_in_body);
+	httpd_close(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_idle_flood),
+		cmocka_unit_test(test_trickling_heads),
+		cmocka_unit_test(test_cpu_measured),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
