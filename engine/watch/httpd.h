@@ -1,7 +1,8 @@
 /* httpd.h — the metrics endpoint of `diagnose watch`: a minimal HTTP/1.0 responder for
  * Prometheus's scrapes, served from watch's own event loop (no thread).
  *
- * Owns: the listening socket (an address literal and a port, IPv4 or IPv6; no name lookup), at
+ * Owns: the listening socket (an address literal and a port, IPv4 or IPv6, no name lookup; or
+ * the one systemd passed, socket activation; when the port is taken, whose socket holds it), at
  * most HTTPD_MAX_CONNS connections at once, each bounded in request size (8 KiB) and time (its
  * request head within HTTPD_HEAD_MS of its accept, its answer's last byte within HTTPD_ANSWER_MS
  * of the head), and what serving them costs (the thread's CPU in httpd_service, the metrics body
@@ -19,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #include "util.h"
 
@@ -54,8 +57,24 @@ struct httpd {
 };
 
 /* Listens on spec ("ADDR:PORT", "[ADDR6]:PORT"). DIAG_EXIT_USAGE for a spec that is not one,
- * DIAG_EXIT_RUNTIME when the bind fails (the port in use). */
+ * DIAG_EXIT_RUNTIME when the bind fails; for the port in use, the error names the uid of the
+ * socket that holds it when /proc/net/tcp{,6} shows one (another user's may be serving forged
+ * metrics in diagnose's place: httpd_inherit is the way to have the port first). */
 int httpd_open(struct httpd *h, const char *spec, httpd_body_fn body, void *ctx, struct diag_err *err);
+
+/* systemd's socket activation (sd_listen_fds(3)'s protocol): when LISTEN_PID is this process and
+ * LISTEN_FDS is 1, the listening socket on descriptor 3 (HTTPD_LISTEN_FDS_START), bound by systemd
+ * before any user could take the port, is the endpoint's: 1. 0 when the variables are absent or
+ * another process's. DIAG_EXIT_USAGE when they are ours but pass more than one socket or one that
+ * is not a listening TCP (IPv4 or IPv6) socket. LISTEN_PID, LISTEN_FDS and LISTEN_FDNAMES are
+ * unset in every case: the processes watch starts must not take them as theirs. */
+#define HTTPD_LISTEN_FDS_START 3
+int httpd_inherit(struct httpd *h, httpd_body_fn body, void *ctx, struct diag_err *err);
+
+/* In the text of /proc/net/tcp or /proc/net/tcp6, the uid of a socket that keeps sa (its address
+ * and port) from being bound: on that port, with that address, a wildcard, or the IPv4-mapped
+ * form; a listening one first, never one in TIME_WAIT. 1 when found, else 0. */
+int httpd_port_holder(const char *table, const struct sockaddr *sa, uid_t *uid);
 void httpd_close(struct httpd *h);
 
 /* The descriptors to poll (up to 1 + HTTPD_MAX_CONNS): returns how many were written to fds. */

@@ -814,9 +814,14 @@ int watch_run(const struct watch_options *o)
 	w->first_code = -1;
 	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
 		w->http.conns[i].fd = -1;
-	if (ring_open(&w->ring, o->state_dir, o->keep, o->keep_bytes, &err) ||
-	    (o->listen && strcmp(o->listen, "none") != 0 &&
-	     httpd_open(&w->http, o->listen, metrics_body, w, &err))) {
+	/* the endpoint's socket: systemd's when it passed one (bound before any user could take the
+	 * port), else bound here; --listen none serves nothing either way */
+	bool listen = o->listen && strcmp(o->listen, "none") != 0;
+	int inherited = httpd_inherit(&w->http, metrics_body, w, &err);
+	if (inherited > 0 && !listen)
+		httpd_close(&w->http);
+	if (inherited < 0 || ring_open(&w->ring, o->state_dir, o->keep, o->keep_bytes, &err) ||
+	    (listen && inherited == 0 && httpd_open(&w->http, o->listen, metrics_body, w, &err))) {
 		say("diagnose watch: %s", err.msg);
 		code = err.code ? err.code : DIAG_EXIT_RUNTIME;
 		goto out;
@@ -843,7 +848,8 @@ int watch_run(const struct watch_options *o)
 		o->budget_window_s, budget_s(w), o->follow_at == 3 ? "critical" : o->follow_at ? "warning" : "never",
 		o->follow_every_s, o->state_dir, o->keep, (unsigned long long)o->keep_bytes,
 		w->http.listen_fd >= 0 ? "; metrics on http://" : "", w->http.listen_fd >= 0 ? w->http.addr : "",
-		w->http.listen_fd >= 0 ? "/metrics" : "", o->textfile ? "; textfile written" : "");
+		w->http.listen_fd < 0 ? "" : inherited > 0 ? "/metrics (socket from systemd)" : "/metrics",
+		o->textfile ? "; textfile written" : "");
 	write_textfile(w);
 	uint64_t next_due = mono_ns();
 	for (;;) {

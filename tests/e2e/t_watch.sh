@@ -28,6 +28,8 @@
 #     valid UTF-8 without controls, the bytes shown as "\xNN".
 # (j) a dozen idle connections to the endpoint, more than its slots: watch does not spin (its CPU
 #     stays near zero), a scrape behind them is answered, the endpoint's CPU is counted apart.
+# (k) the port taken first by nobody: watch exits 1 naming uid 65534; socket activation (descriptor
+#     3, LISTEN_PID, LISTEN_FDS, as systemd passes them) serves the scrape.
 . "$(dirname "$0")/lib.sh"
 command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
 command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
@@ -409,6 +411,63 @@ rc=$?
 [ "$rc" = 0 ] || fail "watch (j): exit $rc: $(cat "$W/log")"
 grep -q 'the metrics endpoint [0-9.]* s more, outside the budget' "$W/log" || fail "watch (j): its last line does not give the endpoint's CPU: $(tail -1 "$W/log")"
 assert_released "watch (j)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (k) the port taken first: nobody (any local user) listens on the endpoint's port before watch
+#     starts — watch exits 1 naming the uid of the socket that holds it; then the way to have the
+#     port first, systemd's socket activation: a listening socket on descriptor 3 with LISTEN_PID
+#     and LISTEN_FDS (as systemd passes it; here python3 binds it and execs watch, the pid staying
+#     the same) is served, and --listen's own address is not bound.
+# a python3 nobody can run (the one on PATH may be in root's home)
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(readlink -f "$(command -v python3)")
+SPORT=$(free_port)
+setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$PY" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+print("up", flush=True); time.sleep(120)' "$SPORT" > "$TMP/squat.out" 2>&1 &
+SQUAT=$!
+PIDS="$PIDS $SQUAT"
+for i in $(seq 50); do grep -q up "$TMP/squat.out" && break; sleep 0.1; done
+grep -q up "$TMP/squat.out" || fail "watch (k): nobody's listener did not start: $(cat "$TMP/squat.out")"
+W="$TMP/k"
+mkdir -m 700 "$W"
+"$DIAG" watch --recipe triage --every 10m --runs 1 --state-dir "$W/s1" --listen "127.0.0.1:$SPORT" 2> "$W/squat.log"
+rc=$?
+[ "$rc" = 1 ] && grep -q "127.0.0.1:$SPORT is taken by a socket of uid 65534: another user may be serving metrics in diagnose's place; see docs/watch.md (socket activation)" "$W/squat.log" ||
+	fail "watch (k): a port nobody took first: exit $rc, want 1 and nobody's uid named: $(cat "$W/squat.log")"
+kill "$SQUAT" 2> /dev/null
+start "$WL/cpu_burner" 0 64 600
+APORT=$(free_port)
+OPORT=$(free_port)
+cat > "$W/activate.py" <<'EOP'
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.bind(('127.0.0.1', int(sys.argv[1])))
+s.listen(16)
+if s.fileno() != 3:
+    os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS='1', LISTEN_FDNAMES='diagnose-watch.socket')
+os.execve(sys.argv[2], sys.argv[2:], env)
+EOP
+python3 "$W/activate.py" "$APORT" "$DIAG" watch --pid "$PID" --recipe triage --duration 1 --every 10m \
+	--runs 2 --max-cpu-pct 50 --budget-window 60s --state-dir "$W/s2" --listen "127.0.0.1:$OPORT" 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+for i in $(seq 150); do [ -s "$W/s2/index.json" ] && break; sleep 0.1; done
+http_bytes "http://127.0.0.1:$APORT/metrics" > "$W/scrape.txt" 2> "$W/scrape.err"
+grep -q '^diagnose_watch_runs_total{recipe="triage",outcome="ok"} 1$' "$W/scrape.txt" ||
+	fail "watch (k): socket activation: the scrape of the socket passed: $(head -c 300 "$W/scrape.txt" "$W/scrape.err"); watch: $(cat "$W/log")"
+grep -q "metrics on http://127.0.0.1:$APORT/metrics (socket from systemd)" "$W/log" ||
+	fail "watch (k): socket activation: the log does not say so: $(head -1 "$W/log")"
+python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)' "$OPORT" 2> /dev/null &&
+	fail "watch (k): socket activation: watch also listens on --listen's 127.0.0.1:$OPORT"
+kill -TERM "$WPID"
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (k): exit $rc: $(cat "$W/log")"
+assert_released "watch (k)"
 { kill -9 "$PID"; wait "$PID"; } 2> /dev/null
 
 exit 0

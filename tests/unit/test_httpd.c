@@ -1,7 +1,9 @@
 /* test_httpd.c — `diagnose watch`'s metrics endpoint (httpd.c) driven over real loopback sockets,
  * as watch's loop drives it (poll on httpd_pollfds, then httpd_service), against the clients an
  * unprivileged user can be: more idle connections than it has slots (it must not spin, and a
- * scrape must still get in), clients that trickle their request head or never finish it.
+ * scrape must still get in), clients that trickle their request head or never finish it, a port
+ * another user took first (the error names whose socket holds it), and the socket systemd passes
+ * (socket activation).
  * Wall time is never asserted tightly: CPU is, with a generous bound.
  */
 #include <stdarg.h>
@@ -11,6 +13,7 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -229,12 +232,146 @@ static void test_cpu_measured(void **state)
 	httpd_close(&h);
 }
 
+/* A port someone else bound first (here: this test; in life, another user serving forged metrics
+ * in diagnose's place): the error says whose socket holds it. */
+static void test_port_taken(void **state)
+{
+	(void)state;
+	unsigned port = free_port();
+	int squat = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(squat, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(squat, 1), 0);
+	struct httpd h;
+	struct diag_err err = { 0 };
+	char spec[64], want[128];
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", port);
+	assert_int_equal(httpd_open(&h, spec, body_fn, NULL, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
+	snprintf(want, sizeof(want), "127.0.0.1:%u is taken by a socket of uid %u", port, (unsigned)geteuid());
+	if (!strstr(err.msg, want))
+		fail_msg("the port held: \"%s\", want \"%s\"", err.msg, want);
+	close(squat);
+}
+
+/* Who holds a port, read from /proc/net/tcp{,6}'s text: the address itself, a wildcard, the
+ * IPv4-mapped form in tcp6; a listening socket before another; never TIME_WAIT; other ports not. */
+static void test_port_holder(void **state)
+{
+	(void)state;
+	static const char tcp[] =
+		"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+		"   0: 0100007F:24D8 0100007F:9C40 06 00000000:00000000 03:00000F2B 00000000     0        0 0 3 0\n"
+		"   1: 0100007F:24D8 0100007F:A000 01 00000000:00000000 00:00000000 00000000  1001        0 7 1 0\n"
+		"   2: 0100007F:24D8 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 8 1 0\n"
+		"   3: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000   108        0 9 1 0\n";
+	static const char tcp6[] =
+		"  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+		"   0: 0000000000000000FFFF00000100007F:24D9 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1002        0 10 1 0\n"
+		"   1: 00000000000000000000000001000000:24DA 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1003        0 11 1 0\n";
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9432) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	uid_t uid = 0;
+	assert_int_equal(httpd_port_holder(tcp, (struct sockaddr *)&a, &uid), 1);
+	assert_int_equal(uid, 1000); /* the listener, not the connection (1001) nor TIME_WAIT (0) */
+	a.sin_port = htons(8080);    /* 0.0.0.0:8080 holds 127.0.0.1:8080 */
+	assert_int_equal(httpd_port_holder(tcp, (struct sockaddr *)&a, &uid), 1);
+	assert_int_equal(uid, 108);
+	a.sin_port = htons(9433); /* ::ffff:127.0.0.1 */
+	assert_int_equal(httpd_port_holder(tcp6, (struct sockaddr *)&a, &uid), 1);
+	assert_int_equal(uid, 1002);
+	a.sin_port = htons(9999);
+	assert_int_equal(httpd_port_holder(tcp, (struct sockaddr *)&a, &uid), 0);
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(9434) };
+	inet_pton(AF_INET6, "::1", &a6.sin6_addr);
+	assert_int_equal(httpd_port_holder(tcp6, (struct sockaddr *)&a6, &uid), 1);
+	assert_int_equal(uid, 1003);
+	inet_pton(AF_INET6, "::2", &a6.sin6_addr);
+	assert_int_equal(httpd_port_holder(tcp6, (struct sockaddr *)&a6, &uid), 0);
+	assert_int_equal(httpd_port_holder("", (struct sockaddr *)&a6, &uid), 0);
+	assert_int_equal(httpd_port_holder("   0: 0100007F:24D8 garbage\n", (struct sockaddr *)&a, &uid), 0);
+}
+
+/* Socket activation: what systemd passes on descriptor 3 with LISTEN_PID and LISTEN_FDS. The
+ * test's own descriptor 3, if any, is kept aside and put back. */
+static int with_fd3(int fd, const char *pid, const char *nfds, struct httpd *h, struct diag_err *err)
+{
+	int saved = fcntl(3, F_DUPFD_CLOEXEC, 100);
+	assert_int_equal(dup2(fd, 3), 3);
+	if (pid)
+		setenv("LISTEN_PID", pid, 1);
+	if (nfds)
+		setenv("LISTEN_FDS", nfds, 1);
+	setenv("LISTEN_FDNAMES", "diagnose-watch.socket", 1);
+	int r = httpd_inherit(h, body_fn, NULL, err);
+	assert_null(getenv("LISTEN_PID")); /* unset whatever happened: the children must not see them */
+	assert_null(getenv("LISTEN_FDS"));
+	assert_null(getenv("LISTEN_FDNAMES"));
+	if (r > 0) { /* served below, then closed by httpd_close */
+		h->listen_fd = fcntl(3, F_DUPFD_CLOEXEC, 100);
+		assert_true(h->listen_fd >= 0);
+	}
+	close(3);
+	if (saved >= 0) {
+		dup2(saved, 3);
+		close(saved);
+	}
+	return r;
+}
+
+static void test_inherit(void **state)
+{
+	(void)state;
+	char me[32];
+	snprintf(me, sizeof(me), "%d", (int)getpid());
+	struct httpd h;
+	struct diag_err err = { 0 };
+	unsigned port = free_port();
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	/* bound, not listening: refused */
+	assert_int_equal(with_fd3(ls, me, "1", &h, &err), -1);
+	assert_int_equal(err.code, DIAG_EXIT_USAGE);
+	assert_non_null(strstr(err.msg, "not a listening TCP socket"));
+	assert_int_equal(listen(ls, 16), 0);
+	/* another process's variables, or none: not ours */
+	assert_int_equal(with_fd3(ls, "1", "1", &h, &err), 0);
+	assert_int_equal(h.listen_fd, -1);
+	assert_int_equal(with_fd3(ls, NULL, NULL, &h, &err), 0);
+	/* two sockets: refused */
+	assert_int_equal(with_fd3(ls, me, "2", &h, &err), -1);
+	assert_non_null(strstr(err.msg, "2 sockets passed"));
+	/* a datagram socket: refused */
+	int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(with_fd3(udp, me, "1", &h, &err), -1);
+	close(udp);
+	/* ours: served */
+	assert_int_equal(with_fd3(ls, me, "1", &h, &err), 1);
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%u", port);
+	assert_string_equal(h.addr, want);
+	close(ls);
+	struct scrape s = { .fd = client(port) };
+	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+	assert_int_equal(send(s.fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	drive(&h, 3000, &s);
+	assert_non_null(strstr(s.got, "diagnose_up 1\n"));
+	close(s.fd);
+	httpd_close(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_flood),
 		cmocka_unit_test(test_trickling_heads),
 		cmocka_unit_test(test_cpu_measured),
+		cmocka_unit_test(test_port_taken),
+		cmocka_unit_test(test_port_holder),
+		cmocka_unit_test(test_inherit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
