@@ -265,7 +265,8 @@ bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o $(BUILD)/bench/symben
 
 # --- fuzzing: libFuzzer + ASan + UBSan (tests/fuzz/README.md) ----------------------------------
 # Targets: recipe (the recipe loader), verdict (a Lua snippet through the sandbox and the bounded
-# conversion back to C), json (the JSON reader), lock (the approvals lock parser). `make fuzz`
+# conversion back to C), json (the JSON reader), lock (the approvals lock parser), http (the
+# metrics endpoint's request-head parser), prom (the Prometheus exposition writer). `make fuzz`
 # runs FUZZ_TARGET (default: recipe) for FUZZ_TIME seconds, its corpus kept in
 # $(BUILD)/fuzz/corpus-TARGET; `fuzz-smoke` (part of check) runs each target FUZZ_SMOKE_TIME
 # seconds on a fresh copy of its seeds. A crash leaves its input in $(BUILD)/fuzz/TARGET-*
@@ -273,16 +274,20 @@ bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o $(BUILD)/bench/symben
 FUZZ_TIME ?= 300
 FUZZ_SMOKE_TIME ?= 10
 FUZZ_TARGET ?= recipe
-FUZZ_TARGETS := recipe verdict json lock
+FUZZ_TARGETS := recipe verdict json lock http prom
 FUZZ_COMMON := -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1
 FUZZ_FLAGS_recipe := -dict=tests/fuzz/recipe.dict -max_len=65536
 FUZZ_FLAGS_verdict := -dict=tests/fuzz/lua.dict -max_len=4096
 FUZZ_FLAGS_json := -dict=tests/fuzz/json.dict -max_len=65536
 FUZZ_FLAGS_lock := -dict=tests/fuzz/lock.dict -max_len=65536
+FUZZ_FLAGS_http := -dict=tests/fuzz/http.dict -max_len=9000
+FUZZ_FLAGS_prom := -dict=tests/fuzz/prom.dict -max_len=4096
 FUZZ_SEEDS_recipe = $(wildcard recipes/*.yaml tests/fuzz/seeds/*.yaml) $(shell find tests/recipes -name '*.yaml' 2>/dev/null)
 FUZZ_SEEDS_verdict = $(wildcard tests/fuzz/seeds/lua/*.lua tests/unit/lua/*.lua)
 FUZZ_SEEDS_json = $(wildcard tests/fuzz/seeds/json/*.json)
 FUZZ_SEEDS_lock = $(wildcard recipes/approved.lock tests/fuzz/seeds/lock/*.lock)
+FUZZ_SEEDS_http = $(wildcard tests/fuzz/seeds/http/*)
+FUZZ_SEEDS_prom = $(wildcard tests/fuzz/seeds/prom/*)
 
 # The recipe loader and what it links: recipe.c and util.c (recipe_find.c, the search path, is
 # not the loader's and is not linked), and libyaml (libcyaml's header only: its schema format).
@@ -314,6 +319,12 @@ $(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_pa
 
 $(BUILD)/fuzz/fuzz_lock: tests/fuzz/fuzz_lock.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+$(BUILD)/fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(call fuzz_objs,watch/httpd common/util)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -lm
+
+$(BUILD)/fuzz/fuzz_prom: tests/fuzz/fuzz_prom.c tests/unit/prom_check.h $(call fuzz_objs,watch/prom common/util)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -Itests/unit -o $@ $(filter-out %.h,$^) -lm
 
 # Seeds get unique names: several directories hold files of the same name. $(1): corpus
 # directory, $(2): the seed files.

@@ -281,18 +281,36 @@ static void respond(struct httpd_conn *c, int status, const char *reason,
 	c->resp_off = 0;
 }
 
-/* A whole request head is in: answer it from its request line. */
-static void handle(struct httpd *h, struct httpd_conn *c)
+enum httpd_head httpd_parse_head(const char *buf, size_t len, size_t *head_len)
+{
+	*head_len = 0;
+	size_t n = len < HTTPD_HEAD_MAX ? len : HTTPD_HEAD_MAX;
+	const char *crlf = memmem(buf, n, "\r\n\r\n", 4), *lf = memmem(buf, n, "\n\n", 2);
+	size_t end = SIZE_MAX;
+	if (crlf)
+		end = (size_t)(crlf - buf) + 4;
+	if (lf && (size_t)(lf - buf) + 2 < end)
+		end = (size_t)(lf - buf) + 2;
+	if (end == SIZE_MAX)
+		return len >= HTTPD_HEAD_MAX ? HTTPD_HEAD_TOO_LARGE : HTTPD_HEAD_PARTIAL;
+	*head_len = end;
+	if (end < 4 || memcmp(buf, "GET ", 4) != 0)
+		return HTTPD_HEAD_BAD_METHOD;
+	size_t p = 4, plen = 0; /* the head ends in LF: the path does before it */
+	while (p + plen < end && !memchr(" ?\r\n", buf[p + plen], 5)) /* 5: NUL too */
+		plen++;
+	return plen == 8 && memcmp(buf + p, "/metrics", 8) == 0 ? HTTPD_HEAD_METRICS : HTTPD_HEAD_NOT_FOUND;
+}
+
+/* A request head has come in whole, or too large: its answer. */
+static void answer(struct httpd *h, struct httpd_conn *c, enum httpd_head head)
 {
 	static const char text[] = "text/plain; charset=utf-8";
-	char *sp = memchr(c->req, ' ', c->req_len);
-	if (!sp || (size_t)(sp - c->req) != 3 || memcmp(c->req, "GET", 3) != 0) {
+	if (head == HTTPD_HEAD_TOO_LARGE) {
+		respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
+	} else if (head == HTTPD_HEAD_BAD_METHOD) {
 		respond(c, 405, "Method Not Allowed", text, (char *)"GET only\n", 9);
-		return;
-	}
-	const char *path = sp + 1;
-	size_t plen = strcspn(path, " ?\r\n");
-	if (plen == 8 && memcmp(path, "/metrics", 8) == 0) {
+	} else if (head == HTTPD_HEAD_METRICS) {
 		char *body = NULL;
 		size_t len = 0;
 		h->body(h->ctx, &body, &len);
@@ -307,7 +325,7 @@ static void handle(struct httpd *h, struct httpd_conn *c)
 /* What the client sent: once its head is whole, the answer; the answer's deadline from then. */
 static void conn_read(struct httpd *h, struct httpd_conn *c, uint64_t now)
 {
-	ssize_t got = read(c->fd, c->req + c->req_len, sizeof(c->req) - 1 - c->req_len);
+	ssize_t got = read(c->fd, c->req + c->req_len, sizeof(c->req) - c->req_len);
 	if (got <= 0) {
 		if (got == 0 || (errno != EAGAIN && errno != EINTR))
 			conn_close(c);
@@ -315,13 +333,12 @@ static void conn_read(struct httpd *h, struct httpd_conn *c, uint64_t now)
 	}
 	c->active_ns = now;
 	c->req_len += (size_t)got;
-	c->req[c->req_len] = '\0';
-	if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
-		handle(h, c);
-	else if (c->req_len == sizeof(c->req) - 1)
-		respond(c, 431, "Request Header Fields Too Large", "text/plain", NULL, 0);
-	if (c->resp)
-		c->deadline_ns = now + HTTPD_ANSWER_MS * NS_PER_MS;
+	size_t head_len;
+	enum httpd_head head = httpd_parse_head(c->req, c->req_len, &head_len);
+	if (head == HTTPD_HEAD_PARTIAL)
+		return;
+	answer(h, c, head);
+	c->deadline_ns = now + HTTPD_ANSWER_MS * NS_PER_MS;
 }
 
 static void conn_write(struct httpd_conn *c, uint64_t now)

@@ -29,6 +29,25 @@
 #define HTTPD_HEAD_MS 2000    /* from accept to a whole request head */
 #define HTTPD_ANSWER_MS 10000 /* from the head to the answer's last byte (Prometheus waits 10 s) */
 
+#define HTTPD_HEAD_MAX 8192 /* bytes of a request head, its empty line included */
+
+/* What a request head says, as httpd_parse_head reads it. */
+enum httpd_head {
+	HTTPD_HEAD_PARTIAL,    /* its end (an empty line: CRLF CRLF, or LF LF) is not in yet */
+	HTTPD_HEAD_TOO_LARGE,  /* HTTPD_HEAD_MAX bytes without its end: 431 */
+	HTTPD_HEAD_BAD_METHOD, /* whole, and not a GET: 405 */
+	HTTPD_HEAD_METRICS,    /* whole, GET /metrics (a query string ignored): the exposition */
+	HTTPD_HEAD_NOT_FOUND,  /* whole, GET of another path: 404 */
+};
+
+/* The request head at the start of buf[0..len): a pure function of those bytes (no NUL needed, none
+ * read past len), so that what a client sends in pieces reads as it does whole: PARTIAL for every
+ * prefix shorter than the head, the same answer for every longer one. *head_len: the head's bytes
+ * when whole, its empty line included (else 0). Its end must lie within the first HTTPD_HEAD_MAX
+ * bytes. The request line is read as far as its path: the method "GET" and a blank, then the path up
+ * to a blank, '?', CR, LF or NUL; nothing else (version, header fields) is looked at. */
+enum httpd_head httpd_parse_head(const char *buf, size_t len, size_t *head_len);
+
 /* Builds the body for a scrape: *body malloc'd (the caller of the callback frees it). */
 typedef void (*httpd_body_fn)(void *ctx, char **body, size_t *len);
 
@@ -36,7 +55,7 @@ struct httpd_conn {
 	int fd;              /* -1: free */
 	uint64_t deadline_ns;
 	uint64_t active_ns;  /* accepted, or a byte read or written last: the idlest is shed first */
-	char req[8192];
+	char req[HTTPD_HEAD_MAX];
 	size_t req_len;
 	char *resp;
 	size_t resp_len, resp_off;

@@ -2,8 +2,8 @@
  * as watch's loop drives it (poll on httpd_pollfds, then httpd_service), against the clients an
  * unprivileged user can be: more idle connections than it has slots (it must not spin, and a
  * scrape must still get in), clients that trickle their request head or never finish it, a port
- * another user took first (the error names whose socket holds it), and the socket systemd passes
- * (socket activation).
+ * another user took first (the error names whose socket holds it), the socket systemd passes
+ * (socket activation), and the request head's parser.
  * Wall time is never asserted tightly: CPU is, with a generous bound.
  */
 #include <stdarg.h>
@@ -363,6 +363,69 @@ static void test_inherit(void **state)
 	httpd_close(&h);
 }
 
+/* The request head's parser (what httpd.c and tests/fuzz/fuzz_http.c call): routes, where the
+ * head ends, and every prefix of a request read as a client sending it in pieces would have it
+ * read. */
+static void test_parse_head(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *req;
+		size_t len; /* 0: strlen */
+		enum httpd_head want;
+		size_t head_len;
+	} cases[] = {
+		{ "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 0, HTTPD_HEAD_METRICS, 34 },
+		{ "GET /metrics HTTP/1.0\n\nbody", 0, HTTPD_HEAD_METRICS, 23 },
+		{ "GET /metrics?name[]=up HTTP/1.0\r\n\r\n", 0, HTTPD_HEAD_METRICS, 35 },
+		{ "GET /metrics\r\n\r\n", 0, HTTPD_HEAD_METRICS, 16 },
+		{ "GET /metricsx HTTP/1.0\r\n\r\n", 0, HTTPD_HEAD_NOT_FOUND, 26 },
+		{ "GET / HTTP/1.0\r\n\r\n", 0, HTTPD_HEAD_NOT_FOUND, 18 },
+		{ "GET \n\n", 0, HTTPD_HEAD_NOT_FOUND, 6 },
+		{ "GET /metrics\0/x HTTP/1.0\n\n", 26, HTTPD_HEAD_METRICS, 26 },
+		{ "GET /met\0rics HTTP/1.0\n\n", 24, HTTPD_HEAD_NOT_FOUND, 24 },
+		{ "POST /metrics HTTP/1.0\r\n\r\n", 0, HTTPD_HEAD_BAD_METHOD, 26 },
+		{ "get /metrics HTTP/1.0\r\n\r\n", 0, HTTPD_HEAD_BAD_METHOD, 25 },
+		{ "GET\t/metrics\n\n", 0, HTTPD_HEAD_BAD_METHOD, 14 },
+		{ "\n\n", 0, HTTPD_HEAD_BAD_METHOD, 2 },
+		{ "GET /metrics HTTP/1.0\r\n", 0, HTTPD_HEAD_PARTIAL, 0 },
+		{ "GET /metrics HTTP/1.0\n\r\n", 0, HTTPD_HEAD_PARTIAL, 0 }, /* LF CR LF: no end */
+		{ "", 0, HTTPD_HEAD_PARTIAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].req);
+		char *buf = malloc(len + 1); /* exactly the bytes: nothing after them is read */
+		memcpy(buf, cases[i].req, len);
+		size_t head_len;
+		enum httpd_head got = httpd_parse_head(buf, len, &head_len);
+		if (got != cases[i].want || head_len != cases[i].head_len)
+			fail_msg("case %zu: %d, head %zu; want %d, head %zu", i, got, head_len, cases[i].want,
+				 cases[i].head_len);
+		for (size_t k = 0; k < len; k++) { /* sent in pieces */
+			size_t hk;
+			enum httpd_head gk = httpd_parse_head(buf, k, &hk);
+			if (k < cases[i].head_len || !cases[i].head_len)
+				assert_int_equal(gk, HTTPD_HEAD_PARTIAL);
+			else
+				assert_true(gk == got && hk == head_len);
+		}
+		free(buf);
+	}
+	/* no end within HTTPD_HEAD_MAX bytes: too large, and an end after them does not count */
+	char *big = malloc(HTTPD_HEAD_MAX + 4);
+	memcpy(big, "GET /", 5);
+	memset(big + 5, 'a', HTTPD_HEAD_MAX - 5);
+	memcpy(big + HTTPD_HEAD_MAX, "\r\n\r\n", 4);
+	size_t head_len;
+	assert_int_equal(httpd_parse_head(big, HTTPD_HEAD_MAX - 1, &head_len), HTTPD_HEAD_PARTIAL);
+	assert_int_equal(httpd_parse_head(big, HTTPD_HEAD_MAX, &head_len), HTTPD_HEAD_TOO_LARGE);
+	assert_int_equal(httpd_parse_head(big, HTTPD_HEAD_MAX + 4, &head_len), HTTPD_HEAD_TOO_LARGE);
+	memcpy(big + HTTPD_HEAD_MAX - 4, "\r\n\r\n", 4);
+	assert_int_equal(httpd_parse_head(big, HTTPD_HEAD_MAX, &head_len), HTTPD_HEAD_NOT_FOUND);
+	assert_int_equal(head_len, HTTPD_HEAD_MAX);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_port_taken),
 		cmocka_unit_test(test_port_holder),
 		cmocka_unit_test(test_inherit),
+		cmocka_unit_test(test_parse_head),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
