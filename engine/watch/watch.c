@@ -133,7 +133,7 @@ struct child {
 	struct ring_entry entry;
 	uint64_t start_ns;
 	bool scheduled;
-	bool term_sent;
+	uint64_t term_ns, kill_ns; /* when watch, stopping, sent it SIGTERM, SIGKILL (0: not yet) */
 };
 
 /* A follow-up waiting to start as soon as the run before it has ended. */
@@ -803,6 +803,63 @@ static void maybe_start(struct watch *w, uint64_t *next_due)
 	start_run(w, w->o->recipe, true);
 }
 
+enum watch_stop_step watch_stop_step(uint64_t term_ns, uint64_t kill_ns, uint64_t now_ns)
+{
+	if (!term_ns)
+		return WATCH_STOP_TERM;
+	if (!kill_ns)
+		return now_ns - term_ns >= WATCH_STOP_GRACE_S * 1000000000ull ? WATCH_STOP_KILL : WATCH_STOP_WAIT;
+	return now_ns - kill_ns >= WATCH_KILL_WAIT_S * 1000000000ull ? WATCH_STOP_LEAVE : WATCH_STOP_WAIT;
+}
+
+/* A process's state as /proc/PID/stat gives it (the letter after the command's closing
+ * parenthesis), '?' when unreadable. */
+static char proc_state(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	char *text = read_file(path, NULL), state = '?';
+	const char *paren = text ? strrchr(text, ')') : NULL;
+	if (paren && paren[1] == ' ' && paren[2])
+		state = paren[2];
+	free(text);
+	return state;
+}
+
+/* Stopping with a run that has not ended: SIGTERM (it ends its collection early and writes its
+ * report), SIGKILL after WATCH_STOP_GRACE_S, and a run still not reaped WATCH_KILL_WAIT_S after
+ * that (stuck in the kernel: state D) is left behind, said, so that watch itself ends: -1 then. */
+static int stop_child(struct watch *w)
+{
+	struct child *c = &w->child;
+	uint64_t now = mono_ns();
+	switch (watch_stop_step(c->term_ns, c->kill_ns, now)) {
+	case WATCH_STOP_TERM:
+		kill(c->pid, SIGTERM);
+		c->term_ns = now;
+		return 0;
+	case WATCH_STOP_KILL:
+		say("diagnose watch: %s #%llu (pid %d) has not ended %d s after SIGTERM: SIGKILL",
+		    c->entry.recipe, (unsigned long long)c->entry.seq, (int)c->pid, WATCH_STOP_GRACE_S);
+		kill(c->pid, SIGKILL);
+		c->kill_ns = now;
+		return 0;
+	case WATCH_STOP_LEAVE: {
+		char state = proc_state(c->pid);
+		say("diagnose watch: %s #%llu (pid %d, state %c%s) has not ended %d s after SIGKILL: left "
+		    "behind (it ends when the kernel lets it; its run directory is removed at the next "
+		    "start)", c->entry.recipe, (unsigned long long)c->entry.seq, (int)c->pid, state,
+		    state == 'D' ? ": waiting in the kernel, uninterruptibly" : "", WATCH_KILL_WAIT_S);
+		close(c->slotfd);
+		memset(c, 0, sizeof(*c));
+		return -1;
+	}
+	case WATCH_STOP_WAIT:
+		break;
+	}
+	return 0;
+}
+
 int watch_run(const struct watch_options *o)
 {
 	struct watch *w = xcalloc(1, sizeof(*w));
@@ -862,10 +919,8 @@ int watch_run(const struct watch_options *o)
 			code = w->first_code;
 			w->stopping = true;
 		}
-		if (w->stopping && w->child.pid && !w->child.term_sent) {
-			kill(w->child.pid, SIGTERM);
-			w->child.term_sent = true;
-		}
+		if (w->stopping && w->child.pid && stop_child(w) < 0)
+			code = DIAG_EXIT_RUNTIME;
 		if (w->stopping && !w->child.pid)
 			break;
 		struct pollfd fds[2 + HTTPD_MAX_CONNS];

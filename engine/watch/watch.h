@@ -11,7 +11,8 @@
  * run_recipe: its own policy, approval, audit and budgets; its probes released by its exit
  * whatever happens), the metrics (served by httpd.c, written for node_exporter's textfile
  * collector), and the signals (SIGTERM/SIGINT: the running run stopped early, its partial report
- * kept, then exit; SIGHUP: the schedule now).
+ * kept, then exit — a run that does not stop is killed, or left behind if even that does not end
+ * it; SIGHUP: the schedule now).
  * Must not: collect or judge anything itself (a run does), or keep a run's memory after it ends.
  */
 #ifndef DIAG_WATCH_H
@@ -48,8 +49,19 @@ double watch_parse_interval(const char *s);
 /* "1000", "64K", "256M", "2G": bytes. false when not one. */
 bool watch_parse_bytes(const char *s, uint64_t *out);
 
+/* Stopping, watch sends the run in progress SIGTERM (it ends its collection early, its report
+ * kept); a run that has not ended WATCH_STOP_GRACE_S later gets SIGKILL; one still not reaped
+ * WATCH_KILL_WAIT_S after that (stuck in the kernel) is left behind, its pid and state said, and
+ * watch ends anyway (exit 1). watch_stop_step is that decision: term_ns and kill_ns when each was
+ * sent (0: not yet), now_ns on the same clock (mono_ns). */
+#define WATCH_STOP_GRACE_S 15
+#define WATCH_KILL_WAIT_S 5
+enum watch_stop_step { WATCH_STOP_TERM, WATCH_STOP_WAIT, WATCH_STOP_KILL, WATCH_STOP_LEAVE };
+enum watch_stop_step watch_stop_step(uint64_t term_ns, uint64_t kill_ns, uint64_t now_ns);
+
 /* Runs until stopped or --runs are done. Returns 0, or the exit code of a first run that could
- * not start at all (2 usage or invalid recipe, 3 refused: not approved in production). */
+ * not start at all (2 usage or invalid recipe, 3 refused: not approved in production), or 1 when
+ * stopping left a run behind. */
 int watch_run(const struct watch_options *o);
 
 #endif

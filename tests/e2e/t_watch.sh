@@ -30,6 +30,8 @@
 #     stays near zero), a scrape behind them is answered, the endpoint's CPU is counted apart.
 # (k) the port taken first by nobody: watch exits 1 naming uid 65534; socket activation (descriptor
 #     3, LISTEN_PID, LISTEN_FDS, as systemd passes them) serves the scrape.
+# (l) SIGTERM while the run's process is SIGSTOPped (it cannot act on the SIGTERM watch passes on):
+#     watch SIGKILLs it after its grace period and exits 0, nothing attached.
 . "$(dirname "$0")/lib.sh"
 command -v prometheus > /dev/null || skip "prometheus (Debian's package) is not installed: make deps"
 command -v prometheus-node-exporter > /dev/null || skip "prometheus-node-exporter is not installed: make deps"
@@ -468,6 +470,37 @@ wait "$WPID"
 rc=$?
 [ "$rc" = 0 ] || fail "watch (k): exit $rc: $(cat "$W/log")"
 assert_released "watch (k)"
+{ kill -9 "$PID"; wait "$PID"; } 2> /dev/null
+
+# (l) stopping with a run that does not end: the run's process SIGSTOPped, so that it does not act
+#     on watch's SIGTERM (as a run stuck in the kernel would not): watch SIGKILLs it once its grace
+#     period is over, reaps it and exits 0; nothing stays attached.
+start "$WL/cpu_burner"
+W="$TMP/l"
+mkdir -m 700 "$W"
+"$DIAG" watch --pid "$PID" --recipe high-cpu --duration 60 --every 10m --max-cpu-pct 50 \
+	--state-dir "$W/state" --listen none 2> "$W/log" &
+WPID=$!
+PIDS="$PIDS $WPID"
+for i in $(seq 100); do [ "$(our_links)" -gt 0 ] && break; sleep 0.1; done
+[ "$(our_links)" -gt 0 ] || fail "watch (l): its run never attached: $(cat "$W/log")"
+RUN=""
+read -r RUN _ < "/proc/$WPID/task/$WPID/children"
+[ -n "$RUN" ] || fail "watch (l): no run process"
+kill -STOP "$RUN"
+kill -TERM "$WPID"
+for i in $(seq 400); do kill -0 "$WPID" 2> /dev/null || break; sleep 0.1; done
+if kill -0 "$WPID" 2> /dev/null; then
+	kill -CONT "$RUN"
+	fail "watch (l): still running 40 s after SIGTERM, its run stopped: $(cat "$W/log")"
+fi
+wait "$WPID"
+rc=$?
+[ "$rc" = 0 ] || fail "watch (l): exit $rc: $(cat "$W/log")"
+grep -q "high-cpu #1 (pid $RUN) has not ended [0-9]* s after SIGTERM: SIGKILL" "$W/log" ||
+	fail "watch (l): the SIGKILL is not in its log: $(cat "$W/log")"
+kill -0 "$RUN" 2> /dev/null && fail "watch (l): its run $RUN is still there"
+assert_released "watch (l)"
 { kill -9 "$PID"; wait "$PID"; } 2> /dev/null
 
 exit 0

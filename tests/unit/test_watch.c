@@ -1,5 +1,5 @@
-/* test_watch.c — `diagnose watch`'s pieces that need no kernel: its intervals and sizes
- * (watch.c), the Prometheus exposition's escaping and names (prom.c: a label value cannot forge a
+/* test_watch.c — `diagnose watch`'s pieces that need no kernel: its intervals and sizes and what
+ * stopping does with a run that does not end (watch.c), the Prometheus exposition's escaping and names (prom.c: a label value cannot forge a
  * line; what a target controls comes out valid UTF-8 without controls), and the history ring
  * (ring.c): limits by count and bytes, the oldest dropped first and never the newest, the index
  * read back by the next watch, a run cut short removed, and a state directory others could write
@@ -47,6 +47,22 @@ static void test_intervals(void **state)
 	assert_false(watch_parse_bytes("12T", &b));
 	assert_false(watch_parse_bytes("-1M", &b));
 	assert_false(watch_parse_bytes("99999999999999999999", &b));
+}
+
+/* Stopping with a run that does not end: SIGTERM at once, SIGKILL after the grace period, left
+ * behind (watch ends) when even SIGKILL has not ended it some seconds later. */
+static void test_stop_steps(void **state)
+{
+	(void)state;
+	const uint64_t s = 1000000000ull, t0 = 1000 * s;
+	assert_int_equal(watch_stop_step(0, 0, t0), WATCH_STOP_TERM);
+	assert_int_equal(watch_stop_step(t0, 0, t0), WATCH_STOP_WAIT);
+	assert_int_equal(watch_stop_step(t0, 0, t0 + WATCH_STOP_GRACE_S * s - 1), WATCH_STOP_WAIT);
+	assert_int_equal(watch_stop_step(t0, 0, t0 + WATCH_STOP_GRACE_S * s), WATCH_STOP_KILL);
+	uint64_t k = t0 + WATCH_STOP_GRACE_S * s;
+	assert_int_equal(watch_stop_step(t0, k, k + WATCH_KILL_WAIT_S * s - 1), WATCH_STOP_WAIT);
+	assert_int_equal(watch_stop_step(t0, k, k + WATCH_KILL_WAIT_S * s), WATCH_STOP_LEAVE);
+	assert_true(WATCH_STOP_GRACE_S >= 10 && WATCH_KILL_WAIT_S >= 2); /* a run's report needs time */
 }
 
 static char *exposition(void (*fn)(FILE *))
@@ -228,6 +244,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intervals),
+		cmocka_unit_test(test_stop_steps),
 		cmocka_unit_test(test_prom),
 		cmocka_unit_test(test_prom_utf8),
 		cmocka_unit_test(test_ring),
