@@ -36,8 +36,8 @@ static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
 	const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
 	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
 	bool v6 = ss->ss_family == AF_INET6;
-	inet_ntop(ss->ss_family, v6 ? (const void *)&s6->sin6_addr : (const void *)&s4->sin_addr, host,
-		  sizeof(host));
+	inet_ntop(ss->ss_family, v6 ? (const void *)&s6->sin6_addr : (const void *)&s4->sin_addr,
+		  host, sizeof(host));
 	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
 		 (unsigned)ntohs(v6 ? s6->sin6_port : s4->sin_port));
 }
@@ -69,28 +69,32 @@ static bool all_zero(const unsigned char *b, size_t n)
 int httpd_port_holder(const char *table, const struct sockaddr *sa, uid_t *uid)
 {
 	bool want6 = sa->sa_family == AF_INET6;
-	const unsigned char *want = want6 ? ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr
-					  : (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+	const unsigned char *want =
+		want6 ? ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr
+		      : (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
 	unsigned port = ntohs(want6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
 				    : ((const struct sockaddr_in *)sa)->sin_port);
 	size_t wlen = want6 ? 16 : 4;
 	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	int found = 0;
-	for (const char *line = table; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+	for (const char *line = table; line && *line;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		/* "  0: 0100007F:2458 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 ..." */
 		char local[40], st[3];
 		unsigned lport, u;
 		if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %*39[0-9A-Fa-f]:%*x %2s %*x:%*x %*x:%*x %*x %u",
-			   local, &lport, st, &u) != 4 || lport != port)
+			   local, &lport, st, &u) != 4 ||
+		    lport != port)
 			continue;
 		size_t llen = strlen(local) / 2;
 		unsigned char a[16];
 		if ((llen != 4 && llen != 16) || !proc_addr(local, llen / 4, a))
 			continue;
-		bool match = all_zero(a, llen) || all_zero(want, wlen) || /* a wildcard either side */
-			     (llen == wlen && !memcmp(a, want, wlen)) ||
-			     (llen == 16 && wlen == 4 && !memcmp(a, mapped, 12) && !memcmp(a + 12, want, 4)) ||
-			     (llen == 4 && wlen == 16 && !memcmp(want, mapped, 12) && !memcmp(want + 12, a, 4));
+		bool match =
+			all_zero(a, llen) || all_zero(want, wlen) || /* a wildcard either side */
+			(llen == wlen && !memcmp(a, want, wlen)) ||
+			(llen == 16 && wlen == 4 && !memcmp(a, mapped, 12) && !memcmp(a + 12, want, 4)) ||
+			(llen == 4 && wlen == 16 && !memcmp(want, mapped, 12) && !memcmp(want + 12, a, 4));
 		if (!match || !strcmp(st, "06")) /* TIME_WAIT holds nothing against SO_REUSEADDR */
 			continue;
 		if (!found || !strcmp(st, "0A")) { /* a listening socket above all */
@@ -117,15 +121,20 @@ static int port_taken(const struct sockaddr_storage *ss, const char *where, stru
 		free(text);
 	}
 	if (!found)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "--listen %s: %s: another program may be serving "
-				 "metrics in diagnose's place; see docs/watch.md (socket activation)", where,
-				 strerror(EADDRINUSE));
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "--listen %s: %s: another program may be serving "
+				 "metrics in diagnose's place; see docs/watch.md (socket activation)",
+				 where, strerror(EADDRINUSE));
 	if (uid == geteuid())
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "--listen: %s is taken by a socket of uid %u, this "
-				 "user's (another diagnose watch?)", where, (unsigned)uid);
-	return diag_fail(err, DIAG_EXIT_RUNTIME, "--listen: %s is taken by a socket of uid %u: another "
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "--listen: %s is taken by a socket of uid %u, this "
+				 "user's (another diagnose watch?)",
+				 where, (unsigned)uid);
+	return diag_fail(err, DIAG_EXIT_RUNTIME,
+			 "--listen: %s is taken by a socket of uid %u: another "
 			 "user may be serving metrics in diagnose's place; see docs/watch.md (socket "
-			 "activation)", where, (unsigned)uid);
+			 "activation)",
+			 where, (unsigned)uid);
 }
 
 int httpd_open(struct httpd *h, const char *spec, httpd_body_fn body, void *ctx, struct diag_err *err)
@@ -185,8 +194,8 @@ int httpd_inherit(struct httpd *h, httpd_body_fn body, void *ctx, struct diag_er
 	init(h, body, ctx);
 	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
 	uint64_t pid = 0, nfds = 0;
-	bool ours = pid_s && fds_s && decimal_uint(pid_s, UINT32_MAX, &pid) && pid == (uint64_t)getpid() &&
-		    decimal_uint(fds_s, 1024, &nfds);
+	bool ours = pid_s && fds_s && decimal_uint(pid_s, UINT32_MAX, &pid) &&
+		    pid == (uint64_t)getpid() && decimal_uint(fds_s, 1024, &nfds);
 	/* the protocol's variables are this process's alone: its children must not take them */
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
@@ -194,20 +203,24 @@ int httpd_inherit(struct httpd *h, httpd_body_fn body, void *ctx, struct diag_er
 	if (!ours || nfds == 0)
 		return 0;
 	if (nfds != 1)
-		return diag_fail(err, DIAG_EXIT_USAGE, "socket activation: %llu sockets passed (LISTEN_FDS); "
+		return diag_fail(err, DIAG_EXIT_USAGE,
+				 "socket activation: %llu sockets passed (LISTEN_FDS); "
 				 "diagnose watch takes one, its metrics endpoint's (one ListenStream= in its "
-				 ".socket unit)", (unsigned long long)nfds);
+				 ".socket unit)",
+				 (unsigned long long)nfds);
 	int fd = HTTPD_LISTEN_FDS_START, domain = 0, type = 0, listening = 0;
 	socklen_t l = sizeof(int);
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || (l = sizeof(int),
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) || (l = sizeof(int),
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l)) ||
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) ||
+	    (l = sizeof(int), getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) ||
+	    (l = sizeof(int), getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l)) ||
 	    (domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM || !listening ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl))
-		return diag_fail(err, DIAG_EXIT_USAGE, "socket activation: descriptor %d is not a listening "
-				 "TCP socket (ListenStream=ADDRESS:PORT in the .socket unit)", fd);
+		return diag_fail(err, DIAG_EXIT_USAGE,
+				 "socket activation: descriptor %d is not a listening "
+				 "TCP socket (ListenStream=ADDRESS:PORT in the .socket unit)",
+				 fd);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "socket activation: descriptor %d: %s", fd,

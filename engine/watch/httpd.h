@@ -54,7 +54,7 @@ typedef void (*httpd_body_fn)(void *ctx, char **body, size_t *len);
 struct httpd_conn {
 	int fd;              /* -1: free */
 	uint64_t deadline_ns;
-	uint64_t active_ns;  /* accepted, or a byte read or written last: the idlest is shed first */
+	uint64_t active_ns; /* accepted, or a byte read or written last: the idlest is shed first */
 	char req[HTTPD_HEAD_MAX];
 	size_t req_len;
 	char *resp;

@@ -373,7 +373,8 @@ static void write_metrics(struct watch *w, FILE *out)
 		    "CPU diagnose spent: user_space (the runs' processes and watch itself, user and "
 		    "system time) and bpf (its BPF programs' run time), both within the budget; endpoint "
 		    "(serving this endpoint, outside the budget)");
-	const char *ku[] = { "kind", "user_space" }, *kb[] = { "kind", "bpf" }, *ke[] = { "kind", "endpoint" };
+	const char *ku[] = { "kind", "user_space" }, *kb[] = { "kind", "bpf" },
+		   *ke[] = { "kind", "endpoint" };
 	prom_sample(out, "diagnose_watch_cpu_seconds_total", ku, 1, w->cpu_s_total);
 	prom_sample(out, "diagnose_watch_cpu_seconds_total", kb, 1, w->bpf_s_total);
 	prom_sample(out, "diagnose_watch_cpu_seconds_total", ke, 1, w->endpoint_s_total);
@@ -663,10 +664,10 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 	char when[32];
 	log_time(when, sizeof(when));
 	say("%s %s #%llu: exit %d, %s%s%s, %.1f s, CPU %.3f s (BPF %.3f s) -> %s/%s", when,
-		c->entry.recipe, (unsigned long long)c->entry.seq, code,
-		c->entry.worst_severity[0] ? c->entry.worst_severity : "no verdict",
-		c->entry.worst_id[0] ? " " : "", c->entry.worst_id, wall, cpu + bpf, bpf, w->ring.path,
-		c->entry.dir);
+	    c->entry.recipe, (unsigned long long)c->entry.seq, code,
+	    c->entry.worst_severity[0] ? c->entry.worst_severity : "no verdict",
+	    c->entry.worst_id[0] ? " " : "", c->entry.worst_id, wall, cpu + bpf, bpf, w->ring.path,
+	    c->entry.dir);
 	if (why[0])
 		say("%s %s #%llu: %s", when, c->entry.recipe, (unsigned long long)c->entry.seq, why);
 	if (c->scheduled && w->first_code < 0)
@@ -676,12 +677,13 @@ static void finish_run(struct watch *w, int status, const struct rusage *ru)
 	if (c->scheduled && !w->stopping && frecipe && fverdict) {
 		if (value_get_str(f, "why_not"))
 			say("%s %s #%llu: follow-up of %s not run: %s", when, c->entry.recipe,
-				(unsigned long long)c->entry.seq, fverdict, value_get_str(f, "why_not"));
+			    (unsigned long long)c->entry.seq, fverdict, value_get_str(f, "why_not"));
 		else if (rate_limited(w, c->entry.recipe, fverdict)) {
 			w->skipped_rate++;
 			say("%s %s #%llu: follow-up %s of %s not run: it ran less than %.0f s ago "
-				"(--follow-every)", when, c->entry.recipe, (unsigned long long)c->entry.seq,
-				frecipe, fverdict, w->o->follow_every_s);
+			    "(--follow-every)",
+			    when, c->entry.recipe, (unsigned long long)c->entry.seq, frecipe,
+			    fverdict, w->o->follow_every_s);
 		} else {
 			struct pending *p = &w->pending;
 			free_pending(p);
@@ -711,7 +713,8 @@ static void make_target_label(struct watch *w)
 		size_t len = 0;
 		char *text = read_file(path, &len);
 		if (text) { /* the comm is any 15 bytes (a newline too), then the newline procfs adds */
-			snprintf(comm, sizeof(comm), "%.*s", (int)(len && text[len - 1] == '\n' ? len - 1 : len), text);
+			snprintf(comm, sizeof(comm), "%.*s",
+				 (int)(len && text[len - 1] == '\n' ? len - 1 : len), text);
 			free(text);
 		}
 		snprintf(w->target_label, sizeof(w->target_label), "process:%s", comm);
@@ -738,12 +741,14 @@ static void take_signals(struct watch *w, uint64_t *next_due)
 			*next_due = mono_ns();
 			w->n_followed = 0;
 			say("diagnose watch: SIGHUP: running %s now; follow-up limits cleared "
-				"(recipes, approvals and policy are read by every run)", w->o->recipe);
+			    "(recipes, approvals and policy are read by every run)",
+			    w->o->recipe);
 		} else {
 			if (!w->stopping)
 				say("diagnose watch: SIG%s: stopping%s",
-					sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?",
-					w->child.pid ? " (the run in progress ends early, its report kept)" : "");
+				    sigabbrev_np((int)si.ssi_signo) ? sigabbrev_np((int)si.ssi_signo) : "?",
+				    w->child.pid ? " (the run in progress ends early, its report kept)"
+						 : "");
 			w->stopping = true;
 		}
 	}
@@ -764,8 +769,8 @@ static void maybe_start(struct watch *w, uint64_t *next_due)
 		if (!budget_allows(w, recipe)) {
 			w->skipped_budget++;
 			say("diagnose watch: follow-up %s of %s skipped: over the CPU budget "
-				"(%.3f of %.3f s in %.0f s)", recipe, w->pending.verdict, spent_s(w),
-				budget_s(w), w->o->budget_window_s);
+			    "(%.3f of %.3f s in %.0f s)",
+			    recipe, w->pending.verdict, spent_s(w), budget_s(w), w->o->budget_window_s);
 		} else if (!ring_has_room(&w->ring)) {
 			w->skipped_disk++;
 		} else if (start_run(w, recipe, false) == 0) {
@@ -789,14 +794,14 @@ static void maybe_start(struct watch *w, uint64_t *next_due)
 	if (!budget_allows(w, w->o->recipe)) {
 		w->skipped_budget++;
 		say("diagnose watch: %s skipped: over the CPU budget (%.3f of %.3f s in %.0f s)",
-			w->o->recipe, spent_s(w), budget_s(w), w->o->budget_window_s);
+		    w->o->recipe, spent_s(w), budget_s(w), w->o->budget_window_s);
 		write_textfile(w);
 		return;
 	}
 	if (!ring_has_room(&w->ring)) {
 		w->skipped_disk++;
 		say("diagnose watch: %s skipped: the file system of %s is nearly full",
-			w->o->recipe, w->ring.path);
+		    w->o->recipe, w->ring.path);
 		write_textfile(w);
 		return;
 	}
@@ -808,7 +813,8 @@ enum watch_stop_step watch_stop_step(uint64_t term_ns, uint64_t kill_ns, uint64_
 	if (!term_ns)
 		return WATCH_STOP_TERM;
 	if (!kill_ns)
-		return now_ns - term_ns >= WATCH_STOP_GRACE_S * 1000000000ull ? WATCH_STOP_KILL : WATCH_STOP_WAIT;
+		return now_ns - term_ns >= WATCH_STOP_GRACE_S * 1000000000ull ? WATCH_STOP_KILL
+									      : WATCH_STOP_WAIT;
 	return now_ns - kill_ns >= WATCH_KILL_WAIT_S * 1000000000ull ? WATCH_STOP_LEAVE : WATCH_STOP_WAIT;
 }
 
@@ -848,14 +854,14 @@ static int stop_child(struct watch *w)
 		char state = proc_state(c->pid);
 		say("diagnose watch: %s #%llu (pid %d, state %c%s) has not ended %d s after SIGKILL: left "
 		    "behind (it ends when the kernel lets it; its run directory is removed at the next "
-		    "start)", c->entry.recipe, (unsigned long long)c->entry.seq, (int)c->pid, state,
+		    "start)",
+		    c->entry.recipe, (unsigned long long)c->entry.seq, (int)c->pid, state,
 		    state == 'D' ? ": waiting in the kernel, uninterruptibly" : "", WATCH_KILL_WAIT_S);
 		close(c->slotfd);
 		memset(c, 0, sizeof(*c));
 		return -1;
 	}
-	case WATCH_STOP_WAIT:
-		break;
+	case WATCH_STOP_WAIT: break;
 	}
 	return 0;
 }
@@ -900,13 +906,19 @@ int watch_run(const struct watch_options *o)
 	make_target_label(w);
 	getrusage(RUSAGE_SELF, &w->self_last);
 	say("diagnose watch: %s every %.0f s on %s; budget %.3g%% of a CPU over %.0f s "
-		"(%.2f s); follow-ups at %s, once per verdict per %.0f s; history %s (%zu runs, %llu "
-		"bytes)%s%s%s%s", o->recipe, o->every_s, w->target_label, o->max_cpu_pct,
-		o->budget_window_s, budget_s(w), o->follow_at == 3 ? "critical" : o->follow_at ? "warning" : "never",
-		o->follow_every_s, o->state_dir, o->keep, (unsigned long long)o->keep_bytes,
-		w->http.listen_fd >= 0 ? "; metrics on http://" : "", w->http.listen_fd >= 0 ? w->http.addr : "",
-		w->http.listen_fd < 0 ? "" : inherited > 0 ? "/metrics (socket from systemd)" : "/metrics",
-		o->textfile ? "; textfile written" : "");
+	    "(%.2f s); follow-ups at %s, once per verdict per %.0f s; history %s (%zu runs, %llu "
+	    "bytes)%s%s%s%s",
+	    o->recipe, o->every_s, w->target_label, o->max_cpu_pct, o->budget_window_s, budget_s(w),
+	    o->follow_at == 3 ? "critical"
+	    : o->follow_at    ? "warning"
+			      : "never",
+	    o->follow_every_s, o->state_dir, o->keep, (unsigned long long)o->keep_bytes,
+	    w->http.listen_fd >= 0 ? "; metrics on http://" : "",
+	    w->http.listen_fd >= 0 ? w->http.addr : "",
+	    w->http.listen_fd < 0 ? ""
+	    : inherited > 0       ? "/metrics (socket from systemd)"
+				  : "/metrics",
+	    o->textfile ? "; textfile written" : "");
 	write_textfile(w);
 	uint64_t next_due = mono_ns();
 	for (;;) {
@@ -914,8 +926,9 @@ int watch_run(const struct watch_options *o)
 		/* a first run that could not start at all will not start next time either */
 		if (w->first_code == DIAG_EXIT_USAGE || w->first_code == DIAG_EXIT_REFUSED) {
 			say("diagnose watch: the first run of %s exited %d (see %s/%s/stderr.txt): "
-				"stopping", o->recipe, w->first_code, w->ring.path,
-				w->ring.n ? w->ring.entries[w->ring.n - 1].dir : "runs");
+			    "stopping",
+			    o->recipe, w->first_code, w->ring.path,
+			    w->ring.n ? w->ring.entries[w->ring.n - 1].dir : "runs");
 			code = w->first_code;
 			w->stopping = true;
 		}
@@ -943,12 +956,13 @@ int watch_run(const struct watch_options *o)
 	write_textfile(w);
 	char endpoint[80] = "";
 	if (w->http.listen_fd >= 0)
-		snprintf(endpoint, sizeof(endpoint), "; the metrics endpoint %.3f s more, outside the budget",
-			 w->endpoint_s_total);
+		snprintf(endpoint, sizeof(endpoint),
+			 "; the metrics endpoint %.3f s more, outside the budget", w->endpoint_s_total);
 	say("diagnose watch: stopped after %llu scheduled run(s), %llu follow-up(s), %llu "
-		"skipped over budget; CPU %.3f s (BPF %.3f s)%s", (unsigned long long)w->scheduled_runs,
-		(unsigned long long)w->follow_ups, (unsigned long long)w->skipped_budget,
-		w->cpu_s_total + w->bpf_s_total, w->bpf_s_total, endpoint);
+	    "skipped over budget; CPU %.3f s (BPF %.3f s)%s",
+	    (unsigned long long)w->scheduled_runs, (unsigned long long)w->follow_ups,
+	    (unsigned long long)w->skipped_budget, w->cpu_s_total + w->bpf_s_total, w->bpf_s_total,
+	    endpoint);
 	close(w->sigfd);
 restore:
 	sigprocmask(SIG_SETMASK, &w->old_mask, NULL);

@@ -5,14 +5,14 @@
  * Owns: the schedule (--every; --runs bounds it), the budget (--max-cpu-pct of one CPU over a
  * sliding --budget-window: each run's measured cost, its process's CPU — user and system, the
  * Lua child's included — plus its BPF programs' run time, and watch's own CPU but for what its
- * metrics endpoint costs, counted apart: no client of it can spend the budget; a run whose expected
- * cost would go over is skipped and counted), the follow-ups (a verdict at or above --follow-at with a follow-up, as
- * --follow picks it; one per verdict per --follow-every), each run in a child process (one
- * run_recipe: its own policy, approval, audit and budgets; its probes released by its exit
- * whatever happens), the metrics (served by httpd.c, written for node_exporter's textfile
- * collector), and the signals (SIGTERM/SIGINT: the running run stopped early, its partial report
- * kept, then exit — a run that does not stop is killed, or left behind if even that does not end
- * it; SIGHUP: the schedule now).
+ * metrics endpoint costs, counted apart: no client of it can spend the budget; a run whose
+ * expected cost would go over is skipped and counted), the follow-ups (a verdict at or above
+ * --follow-at with a follow-up, as --follow picks it; one per verdict per --follow-every), each
+ * run in a child process (one run_recipe: its own policy, approval, audit and budgets; its probes
+ * released by its exit whatever happens), the metrics (served by httpd.c, written for
+ * node_exporter's textfile collector), and the signals (SIGTERM/SIGINT: the running run stopped
+ * early, its partial report kept, then exit — a run that does not stop is killed, or left behind
+ * if even that does not end it; SIGHUP: the schedule now).
  * Must not: collect or judge anything itself (a run does), or keep a run's memory after it ends.
  */
 #ifndef DIAG_WATCH_H

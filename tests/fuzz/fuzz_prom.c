@@ -96,7 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *help = field[0], *label = field[2];
 	const char *name = prom_metric_name_ok(field[1]) ? field[1] : "diagnose_fuzz";
 	bool label_ok = label[0] && !strchr("0123456789", label[0]) &&
-			strspn(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(label);
+			strspn(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+				strlen(label);
 	const char *l[] = { "recipe", field[3], label, field[4], "target", field[5] };
 
 	char *text = NULL;
@@ -114,7 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(!why);
 	/* # HELP name help */
 	const char *p = text;
-	CHECK(!strncmp(p, "# HELP ", 7) && !strncmp(p + 7, name, strlen(name)) && p[7 + strlen(name)] == ' ');
+	CHECK(!strncmp(p, "# HELP ", 7) && !strncmp(p + 7, name, strlen(name)) &&
+	      p[7 + strlen(name)] == ' ');
 	p += 8 + strlen(name);
 	char *got = unescape(&p, '\n'), *safe = safe_text(help);
 	CHECK(!strcmp(got, safe));

@@ -19,8 +19,8 @@
 
 static bool pc_name_char(char c, bool first, bool colon)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':') ||
-	       (!first && c >= '0' && c <= '9');
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	       (colon && c == ':') || (!first && c >= '0' && c <= '9');
 }
 
 /* A name at *p before end: advances past it. */
@@ -55,7 +55,8 @@ static bool pc_escaped(const char **p, const char *end, bool quote)
 static bool pc_number(const char *s, const char *end)
 {
 	size_t n = (size_t)(end - s);
-	if ((n == 3 && !memcmp(s, "NaN", 3)) || (n == 4 && (!memcmp(s, "+Inf", 4) || !memcmp(s, "-Inf", 4))))
+	if ((n == 3 && !memcmp(s, "NaN", 3)) ||
+	    (n == 4 && (!memcmp(s, "+Inf", 4) || !memcmp(s, "-Inf", 4))))
 		return true;
 	if (n == 0 || n > 40)
 		return false;
@@ -84,7 +85,8 @@ static const char *pc_line(const char *s, const char *end)
 			return "TYPE: no metric name and blank";
 		static const char *const types[] = { "counter", "gauge", "histogram", "summary", "untyped" };
 		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-			if ((size_t)(end - s) == strlen(types[i]) && !memcmp(s, types[i], strlen(types[i])))
+			if ((size_t)(end - s) == strlen(types[i]) &&
+			    !memcmp(s, types[i], strlen(types[i])))
 				return NULL;
 		return "TYPE: not a type";
 	}

@@ -6,11 +6,14 @@
  * (socket activation), and the request head's parser.
  * Wall time is never asserted tightly: CPU is, with a generous bound.
  */
+/* cmocka.h needs these before it */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
+
 #include <cmocka.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +67,8 @@ static void open_endpoint(struct httpd *h, unsigned *port)
 static int client(unsigned port)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_true(s >= 0);
 	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -134,7 +138,8 @@ static void test_idle_flood(void **state)
 	double cpu_s = (double)(thread_cpu_ns() - cpu0) / 1e9;
 	/* spinning: ~1 s of CPU in 1 s and hundreds of thousands of polls; idle: a few ms */
 	if (cpu_s > 0.25)
-		fail_msg("12 idle connections: the endpoint spun, %.3f s of CPU in 1 s (%u polls)", cpu_s, polls);
+		fail_msg("12 idle connections: the endpoint spun, %.3f s of CPU in 1 s (%u polls)",
+			 cpu_s, polls);
 
 	struct scrape s = { .fd = client(port) };
 	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -166,7 +171,8 @@ static void test_trickling_heads(void **state)
 	assert_int_equal(send(s.fd, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
 	drive(&h, 3000, &s);
 	if (!strstr(s.got, "HTTP/1.0 200 OK\r\n"))
-		fail_msg("a scrape while %d clients trickled was not answered in 3 s: \"%s\"", HTTPD_MAX_CONNS, s.got);
+		fail_msg("a scrape while %d clients trickled was not answered in 3 s: \"%s\"",
+			 HTTPD_MAX_CONNS, s.got);
 	close(s.fd);
 	assert_int_equal(h.scrapes, 1);
 	/* the trickle: a byte each 200 ms, until the endpoint closes the connection */
@@ -177,7 +183,8 @@ static void test_trickling_heads(void **state)
 			char c;
 			if (gone[i])
 				continue;
-			if (send(slow[i], "G", 1, MSG_NOSIGNAL) != 1 || recv(slow[i], &c, 1, MSG_DONTWAIT) == 0) {
+			if (send(slow[i], "G", 1, MSG_NOSIGNAL) != 1 ||
+			    recv(slow[i], &c, 1, MSG_DONTWAIT) == 0) {
 				gone[i] = true;
 				closed++;
 			}
@@ -186,7 +193,8 @@ static void test_trickling_heads(void **state)
 	}
 	if (closed < HTTPD_MAX_CONNS)
 		fail_msg("%zu of %d clients trickling a request head were still connected %d ms after the "
-			 "head's deadline", HTTPD_MAX_CONNS - closed, HTTPD_MAX_CONNS, 3000);
+			 "head's deadline",
+			 HTTPD_MAX_CONNS - closed, HTTPD_MAX_CONNS, 3000);
 	for (size_t i = 0; i < HTTPD_MAX_CONNS; i++)
 		close(slow[i]);
 	httpd_close(&h);
@@ -239,7 +247,8 @@ static void test_port_taken(void **state)
 	(void)state;
 	unsigned port = free_port();
 	int squat = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(bind(squat, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(squat, 1), 0);
@@ -249,7 +258,8 @@ static void test_port_taken(void **state)
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u", port);
 	assert_int_equal(httpd_open(&h, spec, body_fn, NULL, &err), -1);
 	assert_int_equal(err.code, DIAG_EXIT_RUNTIME);
-	snprintf(want, sizeof(want), "127.0.0.1:%u is taken by a socket of uid %u", port, (unsigned)geteuid());
+	snprintf(want, sizeof(want), "127.0.0.1:%u is taken by a socket of uid %u", port,
+		 (unsigned)geteuid());
 	if (!strstr(err.msg, want))
 		fail_msg("the port held: \"%s\", want \"%s\"", err.msg, want);
 	close(squat);
@@ -329,7 +339,8 @@ static void test_inherit(void **state)
 	struct diag_err err = { 0 };
 	unsigned port = free_port();
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
 	/* bound, not listening: refused */
@@ -399,8 +410,8 @@ static void test_parse_head(void **state)
 		size_t head_len;
 		enum httpd_head got = httpd_parse_head(buf, len, &head_len);
 		if (got != cases[i].want || head_len != cases[i].head_len)
-			fail_msg("case %zu: %d, head %zu; want %d, head %zu", i, got, head_len, cases[i].want,
-				 cases[i].head_len);
+			fail_msg("case %zu: %d, head %zu; want %d, head %zu", i, got, head_len,
+				 cases[i].want, cases[i].head_len);
 		for (size_t k = 0; k < len; k++) { /* sent in pieces */
 			size_t hk;
 			enum httpd_head gk = httpd_parse_head(buf, k, &hk);
@@ -429,12 +440,9 @@ static void test_parse_head(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_idle_flood),
-		cmocka_unit_test(test_trickling_heads),
-		cmocka_unit_test(test_cpu_measured),
-		cmocka_unit_test(test_port_taken),
-		cmocka_unit_test(test_port_holder),
-		cmocka_unit_test(test_inherit),
+		cmocka_unit_test(test_idle_flood),   cmocka_unit_test(test_trickling_heads),
+		cmocka_unit_test(test_cpu_measured), cmocka_unit_test(test_port_taken),
+		cmocka_unit_test(test_port_holder),  cmocka_unit_test(test_inherit),
 		cmocka_unit_test(test_parse_head),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

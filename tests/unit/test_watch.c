@@ -1,9 +1,9 @@
 /* test_watch.c — `diagnose watch`'s pieces that need no kernel: its intervals and sizes and what
- * stopping does with a run that does not end (watch.c), the Prometheus exposition's escaping and names (prom.c: a label value cannot forge a
- * line; what a target controls comes out valid UTF-8 without controls), and the history ring
- * (ring.c): limits by count and bytes, the oldest dropped first and never the newest, the index
- * read back by the next watch, a run cut short removed, and a state directory others could write
- * to, or a symbolic link, refused.
+ * stopping does with a run that does not end (watch.c), the Prometheus exposition's escaping and
+ * names (prom.c: a label value cannot forge a line; what a target controls comes out valid UTF-8
+ * without controls), and the history ring (ring.c): limits by count and bytes, the oldest dropped
+ * first and never the newest, the index read back by the next watch, a run cut short removed, and
+ * a state directory others could write to, or a symbolic link, refused.
  */
 #include <stdarg.h>
 #include <stddef.h>
