@@ -52,6 +52,7 @@ struct ref_index {
 	uint8_t outside;
 	size_t holder_cursor;
 	struct heap_ref_edges *edges;
+	uint64_t steps; /* index entries examined (heap_scan_stats.index_steps) */
 };
 
 struct sort_ent {
@@ -160,13 +161,14 @@ static void index_free(struct ref_index *ix)
 }
 
 /* The last block (sorted index) starting at or before v, or 0. */
-static size_t last_start_at_or_before(const struct ref_index *ix, uint64_t v)
+static size_t last_start_at_or_before(struct ref_index *ix, uint64_t v)
 {
 	size_t lo = 0, n = ix->n;
 	while (n > 1) {
 		size_t half = n / 2;
 		lo = ix->start[lo + half] <= v ? lo + half : lo;
 		n -= half;
+		ix->steps++;
 	}
 	return lo;
 }
@@ -179,8 +181,10 @@ static size_t holder_cursor(struct ref_index *ix, uint64_t at)
 	size_t c = ix->holder_cursor;
 	if (c == SIZE_MAX)
 		c = last_start_at_or_before(ix, at);
-	while (c + 1 < ix->n && ix->start[c + 1] <= at)
+	while (c + 1 < ix->n && ix->start[c + 1] <= at) {
 		c++;
+		ix->steps++;
+	}
 	return ix->holder_cursor = c;
 }
 
@@ -209,7 +213,7 @@ static void add_edge(struct ref_index *ix, size_t h, size_t j)
 static void mark(struct ref_index *ix, size_t j, uint64_t at)
 {
 	bool held = false;
-	for (size_t k = holder_cursor(ix, at) + 1; k-- > 0 && ix->max_end[k] > at;)
+	for (size_t k = holder_cursor(ix, at) + 1; k-- > 0 && ix->max_end[k] > at && ++ix->steps;)
 		if (ix->start[k] <= at && ix->end[k] > at) {
 			add_edge(ix, k, j);
 			held = true;
@@ -222,13 +226,15 @@ static void mark(struct ref_index *ix, size_t j, uint64_t at)
 static void lookup(struct ref_index *ix, uint64_t v, uint64_t at)
 {
 	size_t lo = last_start_at_or_before(ix, v);
-	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v;)
+	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v && ++ix->steps;)
 		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j]))
 			mark(ix, j, at);
 }
 
-/* Every aligned word of the nwords at address base (in a mapping of the heap: heap). */
-static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap)
+/* Every aligned word of the nwords at address base (in a mapping of the heap: heap); the words
+ * looked up counted in *looked_up. */
+static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap,
+		       uint64_t *looked_up)
 {
 	ix->outside = heap ? HEAP_FROM_HEAP : HEAP_FROM_ROOT;
 	ix->holder_cursor = SIZE_MAX;
@@ -242,6 +248,7 @@ static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, u
 		uint64_t h = granule_hash(v >> shift, bits);
 		if (!(filter[h >> 6] >> (h & 63) & 1))
 			continue;
+		++*looked_up;
 		lookup(ix, v, base + i * sizeof(uint64_t));
 	}
 }
@@ -384,6 +391,8 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 					first = e;
 				failed = true;
 				stopped = e.code == TFILE_FAIL_WAIT;
+				if (stopped)
+					st->stopped_at = addr;
 				st->unexamined_bytes += end - addr;
 				break;
 			}
@@ -411,7 +420,8 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 										      : HEAP_REFS_CHUNK_BYTES;
 					tried += len;
 					if (!tfile_read_mem(r, pid, a, len, buf, &e)) {
-						scan_words(&ix, buf, len / sizeof(uint64_t), a, todo[mi].heap);
+						scan_words(&ix, buf, len / sizeof(uint64_t), a, todo[mi].heap,
+							   &st->looked_up);
 						st->scanned_bytes += len;
 					} else {
 						if (!failed)
@@ -419,6 +429,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 						failed = true;
 						if (e.code == TFILE_FAIL_WAIT) { /* nothing more will be read */
 							stopped = true;
+							st->stopped_at = a;
 							st->unexamined_bytes += end - a;
 							break;
 						}
@@ -436,6 +447,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 	free(buf);
 	free(todo);
 
+	st->index_steps = ix.steps;
 	for (size_t i = 0; i < ix.n; i++)
 		blocks[ix.orig[i]].from |= ix.from[i];
 	for (size_t i = 0; i < n; i++)

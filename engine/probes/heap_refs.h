@@ -96,6 +96,11 @@ struct heap_scan_stats {
 	uint64_t unexamined_bytes; /* mappings (their size) whose pages were not even listed: a stop,
 				    * the deadline, a stall, or HEAP_REFS_MAX_ENTRY_PAGES */
 	uint64_t referenced;       /* blocks some word outside them points into */
+	uint64_t looked_up;        /* words that passed the filters and were looked up among the blocks */
+	uint64_t index_steps;      /* the scan's work: index entries examined for them (binary search
+				    * probes, blocks walked over) */
+	uint64_t stopped_at;       /* where a stop (the deadline, a stop signal, a stall) cut the scan:
+				    * the first address not scanned; 0: none did */
 	bool complete;             /* every page that could hold a pointer was scanned: no swapped,
 				    * device, unread, capped or unexamined bytes */
 	char why[160];             /* when not complete: one line saying what was not scanned */
