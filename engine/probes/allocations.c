@@ -688,6 +688,9 @@ static void reach_scan_twice(struct alloc_priv *ap, struct probe *p, struct heap
 			snprintf(ap->scan.why, sizeof(ap->scan.why), "the second scan did not complete: %.120s",
 				 st.why[0] ? st.why : err.msg);
 		} else {
+			if (st.undecided && !ap->scan.undecided)
+				snprintf(ap->scan.why, sizeof(ap->scan.why), "the second scan: %.140s", st.why);
+			ap->scan.undecided += st.undecided;
 			for (size_t k = 0; k < m; k++) {
 				size_t i = which[k];
 				if (reach2[k] != HEAP_REACH_NONE)
@@ -1007,12 +1010,13 @@ static void reach_result(const struct alloc_priv *ap, struct probe *p, struct va
 	value_set_bool(r, "complete", ran && ap->scan.complete);
 	if (!ran)
 		value_set_str(r, "why", ap->scan_error[0] ? ap->scan_error : "no block held since the window's first half to check");
-	else if (!ap->scan.complete)
+	else if (!ap->scan.complete || ap->scan.undecided)
 		value_set_str(r, "why", ap->scan.why);
 	value_set_int(r, "checked_count", (int64_t)ap->checked);
 	value_set_int(r, "unref_count", (int64_t)unref);
 	value_set_int(r, "indirect_count", (int64_t)ap->indirect);
 	value_set_int(r, "heap_only_count", (int64_t)heap_only);
+	value_set_int(r, "undecided_count", (int64_t)ap->scan.undecided);
 	value_set_int(r, "scanned_bytes", (int64_t)ap->scan.scanned_bytes);
 	value_set_int(r, "mappings", (int64_t)ap->scan.mappings);
 	value_set_int(r, "swapped_bytes", (int64_t)ap->scan.swapped_bytes);
@@ -1096,11 +1100,12 @@ static const struct result_field alloc_results[] = {
 	STACK_SAMPLER_RESULT_FIELDS,
 	{ "reach", RT_OBJECT, NULL, true, "reach_scan: the scan of the target's writable memory for pointers to the blocks held since the window's first half" },
 	{ "reach.complete", RT_BOOLEAN, NULL, false, "every resident page that could hold a pointer was read, in both scans (else no block is called lost)" },
-	{ "reach.why", RT_STRING, NULL, true, "what was not scanned, when not complete" },
+	{ "reach.why", RT_STRING, NULL, true, "what was not scanned, when not complete; how many blocks were not decided, when some were not" },
 	{ "reach.checked_count", RT_INTEGER, "count", false, "blocks checked (recorded ones, not scaled)" },
 	{ "reach.unref_count", RT_INTEGER, "count", false, "of those, reached from no root and no unrecorded heap memory in either scan (no word points to them, or only words of lost blocks) and still held after: lost" },
 	{ "reach.indirect_count", RT_INTEGER, "count", false, "of those lost, pointed to by lost blocks only (indirectly lost: a lost object's parts)" },
 	{ "reach.heap_only_count", RT_INTEGER, "count", false, "of those, reached only from heap memory the probe did not record (blocks it did not sample or that predate the window): neither lost nor known in use" },
+	{ "reach.undecided_count", RT_INTEGER, "count", true, "blocks listed (checked or not) the scans could not decide: over 8 listed blocks lay at one address (a target's own allocator reporting blocks inside blocks); counted as reached only from heap memory the probe did not record (heap_only_count): never lost" },
 	{ "reach.scanned_bytes", RT_INTEGER, "bytes", false, "resident private writable memory read (first scan)" },
 	{ "reach.mappings", RT_INTEGER, "count", false, "mappings examined" },
 	{ "reach.swapped_bytes", RT_INTEGER, "bytes", false, "swapped out: not read (the scan is then incomplete)" },

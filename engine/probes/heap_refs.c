@@ -2,20 +2,29 @@
  * (see heap_refs.h).
  *
  * Choices:
- * - The blocks are indexed once: sorted by address (an index of them, the caller's array stays
- *   as it is), with the running maximum of their ends, so that overlapping blocks (a stale entry
- *   of the caller's list under a newer one) are all found. A word is rejected first by one
- *   comparison (below the lowest block or past the highest end), then by a bitmap hashed from the
- *   pages (4 KiB; coarser when the blocks cover many) the blocks cover; only what passes both is
- *   looked up by binary search. Most words (zeros, small integers, text, code addresses) stop at
- *   the first test, pointers elsewhere in the heap at the second. Measured on 256 MiB holding 2 M
- *   pointers into 100,000 blocks: a hash table of pages in front of the binary search, or the
- *   block arrays interleaved, were no faster (the cache misses move, they do not go). Many blocks
- *   inside one large one (not a heap's shape) make each lookup walk them back.
+ * - The blocks are indexed once, in layers (the caller's array stays as it is): each block, in
+ *   address order, goes to the first layer whose blocks all end at or before its start, so that
+ *   a layer's blocks never overlap and a binary search finds the one holding an address. A heap
+ *   fills the first layer; a stale entry of the caller's list under a newer one goes to the
+ *   next; as many layers are used as blocks lie over one address (the fewest possible), at most
+ *   HEAP_REFS_MAX_DEPTH: a block that would need another is not placed (not decided, see
+ *   heap_refs.h), and the ranges such blocks cover are kept merged, to tell the words inside
+ *   them. A word thus costs one binary search per layer whatever the blocks are: the index
+ *   before this one walked back over every block starting below the address whose end reached
+ *   past it, and a target's allocator reporting 8,192 blocks inside one made each pointer into
+ *   them cost 8,192 steps (a 4 MiB chunk: 7 s). A word is rejected first by one comparison (below
+ *   the lowest block or past the highest end), then by a bitmap hashed from the pages (4 KiB;
+ *   coarser when the blocks cover many) the blocks cover; only what passes both is looked up.
+ *   Most words (zeros, small integers, text, code addresses) stop at the first test, pointers
+ *   elsewhere in the heap at the second. Measured on 256 MiB holding 2 M pointers into 100,000
+ *   blocks: a hash table of pages in front of the binary search, or the block arrays
+ *   interleaved, were no faster (the cache misses move, they do not go); the layers cost nothing
+ *   there (one layer: 0.7-0.9 s before and after).
  * - Where a pointing word lies is asked only of the words that point into a block: its holders
- *   are found from a cursor that moves forward with the words (one binary search per chunk),
- *   its mapping's kind (heap or not) was decided once per mapping. An edge repeating the last
- *   one is not stored again (an array of pointers into one block).
+ *   are found from a cursor per layer that moves forward with the words (the entry last found,
+ *   then its next two, then a binary search), its mapping's kind (heap or not) was decided once
+ *   per mapping. An edge repeating the last one is not stored again (an array of pointers into
+ *   one block).
  * - The memory is listed before it is read: the runs of present pages of each mapping
  *   (tfile_read_page_runs), read in chunks of HEAP_REFS_CHUNK_BYTES. A page swapped out or paged
  *   out between the listing and the read is brought back by the read: the window is short, and
@@ -37,20 +46,29 @@
 #define RUNS_PER_CALL 1024
 #define FILTER_MAX_GRANULES ((uint64_t)1 << 22) /* pages set in the bitmap, at most */
 
-/* The blocks sorted by address. */
+/* The blocks in layers: each layer's blocks do not overlap and are sorted by address (the first
+ * layer holds all of a heap's, the next ones the stale entries over them), then the blocks the
+ * index could not place (over HEAP_REFS_MAX_DEPTH deep: not decided). */
 struct ref_index {
-	size_t n;
+	size_t n;              /* blocks indexed: the layers', then the undecided */
 	uint64_t *start, *end; /* end: start + size (size 0: + 1) */
-	uint64_t *max_end;     /* the largest end of blocks 0..i */
 	uint32_t *orig;        /* the caller's index */
 	uint8_t *from;         /* HEAP_FROM_* found */
+	unsigned layers;
+	size_t lay[HEAP_REFS_MAX_DEPTH + 1];  /* layer l: entries lay[l] .. lay[l + 1] - 1 (the
+					       * last one: ud_first) */
+	uint64_t lay_lo[HEAP_REFS_MAX_DEPTH]; /* a layer's first start and last end */
+	uint64_t lay_hi[HEAP_REFS_MAX_DEPTH];
+	size_t ud_first;                      /* the undecided: entries ud_first .. n - 1 */
+	uint64_t *ud_start, *ud_end;          /* the ranges they cover, merged, in address order */
+	size_t n_ud;
 	uint64_t lo, span; /* a candidate v: v - lo < span */
-	uint64_t *filter;  /* a bit per hashed granule covered by a block */
+	uint64_t *filter;  /* a bit per hashed granule covered by a placed block */
 	unsigned shift, bits;
-	/* the words being scanned: HEAP_FROM_HEAP or _ROOT for a word in no block, and the last
-	 * block starting at or before the last word that pointed somewhere (SIZE_MAX: not yet) */
+	/* the words being scanned: HEAP_FROM_HEAP or _ROOT for a word in no block, and per layer
+	 * (and the undecided ranges) the entry that last held a word (SIZE_MAX: none yet) */
 	uint8_t outside;
-	size_t holder_cursor;
+	size_t cursor[HEAP_REFS_MAX_DEPTH + 1];
 	struct heap_ref_edges *edges;
 	uint64_t steps; /* index entries examined (heap_scan_stats.index_steps) */
 };
@@ -65,7 +83,9 @@ static int ent_cmp(const void *a, const void *b)
 	const struct sort_ent *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->orig < y->orig ? -1 : x->orig > y->orig;
 }
 
 static inline uint64_t granule_hash(uint64_t g, unsigned bits)
@@ -79,12 +99,17 @@ static void filter_set(struct ref_index *ix, uint64_t g)
 	ix->filter[h >> 6] |= 1ull << (h & 63);
 }
 
-/* The granules (of 1 << shift bytes) the blocks cover, overlaps of neighbours counted once. */
-static uint64_t granules_at(const struct ref_index *ix, unsigned shift)
+#define UNPLACED HEAP_REFS_MAX_DEPTH /* layer[i] of a block not placed */
+
+/* The granules (of 1 << shift bytes) the placed blocks cover (e: sorted by start), overlaps of
+ * neighbours counted once. */
+static uint64_t granules_at(const struct sort_ent *e, const uint8_t *layer, size_t k, unsigned shift)
 {
 	uint64_t total = 0, last_end = 0; /* the first granule not counted yet */
-	for (size_t i = 0; i < ix->n; i++) {
-		uint64_t first = ix->start[i] >> shift, last = (ix->end[i] - 1) >> shift;
+	for (size_t i = 0; i < k; i++) {
+		if (layer[i] == UNPLACED)
+			continue;
+		uint64_t first = e[i].start >> shift, last = (e[i].end - 1) >> shift;
 		if (first < last_end)
 			first = last_end;
 		if (first <= last) {
@@ -109,28 +134,69 @@ static void index_build(struct ref_index *ix, const struct heap_ref_block *block
 		e[k++] = (struct sort_ent){ blocks[i].addr, blocks[i].addr + size, (uint32_t)i };
 	}
 	qsort(e, k, sizeof(*e), ent_cmp);
+
+	/* each block in the first layer free at its start (the fewest layers: all those in use hold
+	 * a block over that address); none free and HEAP_REFS_MAX_DEPTH in use: not placed */
+	uint8_t *layer = xmalloc(k ? k : 1);
+	uint64_t busy_until[HEAP_REFS_MAX_DEPTH];
+	size_t count[HEAP_REFS_MAX_DEPTH + 1] = { 0 };
+	unsigned used = 0;
+	for (size_t i = 0; i < k; i++) {
+		unsigned l = 0;
+		while (l < used && busy_until[l] > e[i].start)
+			l++;
+		if (l == used && used < HEAP_REFS_MAX_DEPTH)
+			used++;
+		if (l < used)
+			busy_until[l] = e[i].end;
+		layer[i] = (uint8_t)(l < used ? l : UNPLACED);
+		count[layer[i]]++;
+	}
+	ix->layers = used;
+	size_t at[HEAP_REFS_MAX_DEPTH + 1], off = 0;
+	for (unsigned l = 0; l < used; l++) {
+		ix->lay[l] = at[l] = off;
+		off += count[l];
+	}
+	ix->lay[used] = ix->ud_first = at[UNPLACED] = off;
 	ix->n = k;
 	ix->start = xmalloc((k ? k : 1) * sizeof(*ix->start));
 	ix->end = xmalloc((k ? k : 1) * sizeof(*ix->end));
-	ix->max_end = xmalloc((k ? k : 1) * sizeof(*ix->max_end));
 	ix->orig = xmalloc((k ? k : 1) * sizeof(*ix->orig));
 	ix->from = xcalloc(k ? k : 1, sizeof(*ix->from));
-	uint64_t hi = 0;
-	for (size_t i = 0; i < k; i++) {
-		ix->start[i] = e[i].start;
-		ix->end[i] = e[i].end;
-		ix->orig[i] = e[i].orig;
+	ix->ud_start = xmalloc((count[UNPLACED] ? count[UNPLACED] : 1) * sizeof(*ix->ud_start));
+	ix->ud_end = xmalloc((count[UNPLACED] ? count[UNPLACED] : 1) * sizeof(*ix->ud_end));
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < k; i++) { /* in address order: each layer stays sorted */
+		size_t j = at[layer[i]]++;
+		ix->start[j] = e[i].start;
+		ix->end[j] = e[i].end;
+		ix->orig[j] = e[i].orig;
+		if (layer[i] == UNPLACED) {
+			ix->from[j] = HEAP_FROM_HEAP; /* not decided: not known, never lost */
+			if (ix->n_ud && e[i].start <= ix->ud_end[ix->n_ud - 1]) {
+				if (e[i].end > ix->ud_end[ix->n_ud - 1])
+					ix->ud_end[ix->n_ud - 1] = e[i].end;
+			} else {
+				ix->ud_start[ix->n_ud] = e[i].start;
+				ix->ud_end[ix->n_ud++] = e[i].end;
+			}
+			continue;
+		}
+		lo = e[i].start < lo ? e[i].start : lo;
 		hi = e[i].end > hi ? e[i].end : hi;
-		ix->max_end[i] = hi;
 	}
-	free(e);
-	ix->lo = k ? ix->start[0] : 1;
-	ix->span = k ? hi - ix->lo : 0;
+	for (unsigned l = 0; l < used; l++) { /* no layer is empty: each got its first block */
+		ix->lay_lo[l] = ix->start[ix->lay[l]];
+		ix->lay_hi[l] = ix->end[ix->lay[l + 1] - 1];
+	}
+	ix->lo = used ? lo : 1;
+	ix->span = used ? hi - lo : 0;
 
 	/* pages first; coarser granules while they are too many for a bitmap that stays in cache */
 	unsigned shift = 12;
 	uint64_t g;
-	while ((g = granules_at(ix, shift)) > FILTER_MAX_GRANULES && shift < 40)
+	while ((g = granules_at(e, layer, k, shift)) > FILTER_MAX_GRANULES && shift < 40)
 		shift += 2;
 	unsigned bits = 16;
 	while (bits < 24 && ((uint64_t)1 << bits) < g * 8)
@@ -140,7 +206,9 @@ static void index_build(struct ref_index *ix, const struct heap_ref_block *block
 	ix->filter = xcalloc(((size_t)1 << bits) / 64, sizeof(*ix->filter));
 	uint64_t last_end = 0;
 	for (size_t i = 0; i < k; i++) {
-		uint64_t first = ix->start[i] >> shift, last = (ix->end[i] - 1) >> shift;
+		if (layer[i] == UNPLACED)
+			continue;
+		uint64_t first = e[i].start >> shift, last = (e[i].end - 1) >> shift;
 		if (first < last_end)
 			first = last_end;
 		for (uint64_t x = first; x <= last && x >= first; x++)
@@ -148,44 +216,65 @@ static void index_build(struct ref_index *ix, const struct heap_ref_block *block
 		if (first <= last)
 			last_end = last + 1;
 	}
+	free(layer);
+	free(e);
 }
 
 static void index_free(struct ref_index *ix)
 {
 	free(ix->start);
 	free(ix->end);
-	free(ix->max_end);
 	free(ix->orig);
 	free(ix->from);
+	free(ix->ud_start);
+	free(ix->ud_end);
 	free(ix->filter);
 }
 
-/* The last block (sorted index) starting at or before v, or 0. */
-static size_t last_start_at_or_before(struct ref_index *ix, uint64_t v)
+/* The last of the sorted starts s[a .. b - 1] at or before v (a, when none is: the caller checks),
+ * by binary search. */
+static size_t last_at_or_before(struct ref_index *ix, const uint64_t *s, size_t a, size_t b, uint64_t v)
 {
-	size_t lo = 0, n = ix->n;
+	size_t lo = a, n = b - a;
 	while (n > 1) {
 		size_t half = n / 2;
-		lo = ix->start[lo + half] <= v ? lo + half : lo;
+		lo = s[lo + half] <= v ? lo + half : lo;
 		n -= half;
 		ix->steps++;
 	}
 	return lo;
 }
 
-/* The last block (sorted index) starting at or before the word at address at, found from the
- * cursor, which only moves forward within one run of words (they come in address order); the
- * blocks holding the word are it and those before it whose ends reach past it (max_end). */
-static size_t holder_cursor(struct ref_index *ix, uint64_t at)
+/* The entry among s[a .. b - 1] (sorted, not overlapping, ends in e) that holds x, or SIZE_MAX;
+ * hint (when not NULL): the one found last, tried first with its next two (the words come in
+ * address order), and set to what is found. */
+static size_t find_in(struct ref_index *ix, const uint64_t *s, const uint64_t *e, size_t a, size_t b,
+		      uint64_t x, size_t *hint)
 {
-	size_t c = ix->holder_cursor;
-	if (c == SIZE_MAX)
-		c = last_start_at_or_before(ix, at);
-	while (c + 1 < ix->n && ix->start[c + 1] <= at) {
-		c++;
-		ix->steps++;
+	size_t j;
+	ix->steps++;
+	if (a == b || x < s[a])
+		return SIZE_MAX;
+	if (hint && *hint != SIZE_MAX && *hint >= a && *hint < b && s[*hint] <= x) {
+		j = *hint;
+		for (int k = 0; k < 2 && j + 1 < b && s[j + 1] <= x; k++, ix->steps++)
+			j++;
+		if (j + 1 < b && s[j + 1] <= x)
+			j = last_at_or_before(ix, s, j, b, x);
+	} else {
+		j = last_at_or_before(ix, s, a, b, x);
 	}
-	return ix->holder_cursor = c;
+	if (hint)
+		*hint = j;
+	return e[j] > x ? j : SIZE_MAX;
+}
+
+/* The block of layer l holding x (its blocks do not overlap), or SIZE_MAX. */
+static inline size_t layer_find(struct ref_index *ix, unsigned l, uint64_t x, size_t *hint)
+{
+	if (x < ix->lay_lo[l] || x >= ix->lay_hi[l])
+		return SIZE_MAX;
+	return find_in(ix, ix->start, ix->end, ix->lay[l], ix->lay[l + 1], x, hint);
 }
 
 static void add_edge(struct ref_index *ix, size_t h, size_t j)
@@ -207,28 +296,62 @@ static void add_edge(struct ref_index *ix, size_t h, size_t j)
 	ix->from[j] |= HEAP_FROM_BLOCK;
 }
 
-/* The word at address at points into block j (sorted index): an edge from every listed block
- * holding the word (a stale entry inside a live block holds its words too: the target is reached
- * if either is), else from where the word lies. */
-static void mark(struct ref_index *ix, size_t j, uint64_t at)
+/* What holds the word being looked up: a placed block of each layer at most, and whether an
+ * undecided one may (found once a word, when it points somewhere). */
+struct holders {
+	bool known, undecided;
+	unsigned n;
+	size_t k[HEAP_REFS_MAX_DEPTH];
+};
+
+/* The word at address at points into block j (placed): an edge from every placed block holding
+ * the word (a stale entry inside a live block holds its words too: the target is reached if
+ * either is); from unlisted heap memory when an undecided block may hold it (whether that one
+ * is reached is not known); else from where the word lies. */
+static void mark(struct ref_index *ix, size_t j, uint64_t at, struct holders *h)
 {
-	bool held = false;
-	for (size_t k = holder_cursor(ix, at) + 1; k-- > 0 && ix->max_end[k] > at && ++ix->steps;)
-		if (ix->start[k] <= at && ix->end[k] > at) {
-			add_edge(ix, k, j);
-			held = true;
+	if (!h->known) {
+		h->known = true;
+		for (unsigned l = 0; l < ix->layers; l++) {
+			size_t k = layer_find(ix, l, at, &ix->cursor[l]);
+			if (k != SIZE_MAX)
+				h->k[h->n++] = k;
 		}
-	if (!held)
+		h->undecided = ix->n_ud && find_in(ix, ix->ud_start, ix->ud_end, 0, ix->n_ud, at,
+						   &ix->cursor[HEAP_REFS_MAX_DEPTH]) != SIZE_MAX;
+	}
+	for (unsigned i = 0; i < h->n; i++)
+		add_edge(ix, h->k[i], j);
+	if (h->undecided)
+		ix->from[j] |= HEAP_FROM_HEAP;
+	else if (!h->n)
 		ix->from[j] |= ix->outside;
 }
 
-/* v, read from the word at address at: marks the blocks it points into, but the one holding it. */
+/* v, read from the word at address at: marks the placed blocks it points into (one a layer at
+ * most), but one holding the word itself. */
 static void lookup(struct ref_index *ix, uint64_t v, uint64_t at)
 {
-	size_t lo = last_start_at_or_before(ix, v);
-	for (size_t j = lo + 1; j-- > 0 && ix->max_end[j] > v && ++ix->steps;)
-		if (ix->end[j] > v && ix->start[j] <= v && !(at >= ix->start[j] && at < ix->end[j]))
-			mark(ix, j, at);
+	struct holders h = { .known = false };
+	for (unsigned l = 0; l < ix->layers; l++) {
+		size_t j = layer_find(ix, l, v, NULL);
+		if (j != SIZE_MAX && !(at >= ix->start[j] && at < ix->end[j]))
+			mark(ix, j, at, &h);
+	}
+}
+
+/* Whether a listed block (placed or not) starts in [start, end). */
+static bool block_starts_in(struct ref_index *ix, uint64_t start, uint64_t end)
+{
+	for (unsigned l = 0; l <= ix->layers; l++) {
+		size_t a = ix->lay[l], b = l < ix->layers ? ix->lay[l + 1] : ix->n;
+		if (a == b)
+			continue;
+		size_t j = last_at_or_before(ix, ix->start, a, b, end - 1);
+		if (ix->start[j] >= start && ix->start[j] < end)
+			return true;
+	}
+	return false;
 }
 
 /* Every aligned word of the nwords at address base (in a mapping of the heap: heap); the words
@@ -237,7 +360,8 @@ static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, u
 		       uint64_t *looked_up)
 {
 	ix->outside = heap ? HEAP_FROM_HEAP : HEAP_FROM_ROOT;
-	ix->holder_cursor = SIZE_MAX;
+	for (size_t l = 0; l < ARRAY_LEN(ix->cursor); l++)
+		ix->cursor[l] = SIZE_MAX;
 	const uint64_t lo = ix->lo, span = ix->span;
 	const unsigned shift = ix->shift, bits = ix->bits;
 	const uint64_t *filter = ix->filter;
@@ -286,7 +410,8 @@ static void show_bytes(char *buf, size_t len, uint64_t b)
 		snprintf(buf, len, "%" PRIu64 " KiB", (b + 1023) / 1024);
 }
 
-/* st->why: what was not scanned, in one line. */
+/* st->why: what was not scanned (when not complete) and how many blocks were not decided, in one
+ * line. */
 static void say_why(struct heap_scan_stats *st, uint64_t cap, const char *stop, bool maps_cut)
 {
 	char parts[6][96], b[32], c[32];
@@ -315,10 +440,16 @@ static void say_why(struct heap_scan_stats *st, uint64_t cap, const char *stop, 
 	if (maps_cut)
 		snprintf(parts[n++], sizeof(parts[0]), "the mappings past its maps' first %zu MiB",
 			 TFILE_MAX_TEXT_BYTES >> 20);
-	size_t off = (size_t)(stop && stop[0] ? snprintf(st->why, sizeof(st->why), "stopped (%.80s); not scanned: ", stop)
+	size_t off = 0;
+	if (!st->complete)
+		off = (size_t)(stop && stop[0] ? snprintf(st->why, sizeof(st->why), "stopped (%.80s); not scanned: ", stop)
 					       : snprintf(st->why, sizeof(st->why), "not scanned: "));
 	for (size_t i = 0; i < n && off < sizeof(st->why); i++)
 		off += (size_t)snprintf(st->why + off, sizeof(st->why) - off, "%s%s", i ? ", " : "", parts[i]);
+	if (st->undecided && off < sizeof(st->why))
+		snprintf(st->why + off, sizeof(st->why) - off, "%s%" PRIu64 " blocks not decided (over %d "
+			 "listed blocks at one address): not known", off ? "; " : "", st->undecided,
+			 HEAP_REFS_MAX_DEPTH);
 }
 
 int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *blocks, size_t n,
@@ -362,9 +493,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 		}
 		if (n_todo == cap_todo)
 			todo = xrealloc(todo, (cap_todo = cap_todo ? cap_todo * 2 : 64) * sizeof(*todo));
-		size_t first = ix.n ? last_start_at_or_before(&ix, m.end - 1) : 0;
-		bool heap = !strcmp(m.path, "[heap]") ||
-			    (ix.n && ix.start[first] >= m.start && ix.start[first] < m.end);
+		bool heap = !strcmp(m.path, "[heap]") || block_starts_in(&ix, m.start, m.end);
 		todo[n_todo++] = (struct span){ m.start & ~(page - 1), (m.end + page - 1) & ~(page - 1), heap };
 	}
 	free(maps);
@@ -448,6 +577,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 	free(todo);
 
 	st->index_steps = ix.steps;
+	st->undecided = ix.n - ix.ud_first;
 	for (size_t i = 0; i < ix.n; i++)
 		blocks[ix.orig[i]].from |= ix.from[i];
 	for (size_t i = 0; i < n; i++)
@@ -455,7 +585,7 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 	index_free(&ix);
 	st->complete = !st->swapped_bytes && !st->device_bytes && !st->unread_bytes && !st->capped_bytes &&
 		       !st->unexamined_bytes && !stopped && !maps_cut;
-	if (!st->complete)
+	if (!st->complete || st->undecided)
 		say_why(st, max_scan_bytes, stopped ? first.msg : NULL, maps_cut);
 	st->elapsed_ns = mono_ns() - t0;
 	if (!st->scanned_bytes && failed) {

@@ -25,6 +25,14 @@
  * lost — a sampled leak's head is usually unlisted), or from neither (lost, directly or through
  * lost blocks only, cycles included).
  *
+ * The blocks are whatever the caller's list says, and a target's own allocator may report any:
+ * the work a word costs is bounded whatever they are (a few binary searches), not by how many
+ * blocks lie around the address it holds. Where more than HEAP_REFS_MAX_DEPTH listed blocks lie
+ * over one address (not a heap's shape: a few stale entries at most), those the index cannot
+ * place are not decided: marked as pointed to from unlisted heap memory (not known, never
+ * lost), and so is every block a word inside one of them points to; the stats count them and
+ * `why` says so.
+ *
  * Conservative, as valgrind's leak check is: a word that looks like a pointer is one (a stale
  * value, an integer that happens to fall in a block): blocks may be reported reachable that
  * leaked (under-reporting). What could make a block that is in use look lost (over-reporting),
@@ -54,7 +62,8 @@ enum {
 	HEAP_FROM_ROOT = 1,  /* ... memory outside the heap: a stack, a global, an anonymous mapping
 			      * that holds none of the listed blocks */
 	HEAP_FROM_HEAP = 2,  /* ... heap memory in none of the listed blocks (or an edge past
-			      * HEAP_REFS_MAX_EDGES: its holder not kept) */
+			      * HEAP_REFS_MAX_EDGES: its holder not kept; or a block not decided, or a
+			      * word inside one: see HEAP_REFS_MAX_DEPTH) */
 	HEAP_FROM_BLOCK = 4, /* ... another listed block: an edge */
 };
 
@@ -83,6 +92,11 @@ struct heap_ref_edges {
 	uint64_t dropped; /* edges past HEAP_REFS_MAX_EDGES: their targets marked HEAP_FROM_HEAP */
 };
 #define HEAP_REFS_MAX_EDGES ((size_t)1 << 20) /* 8 MiB */
+/* Listed blocks over one address that the scan tells apart: a word is looked up by one binary
+ * search per layer of non-overlapping blocks, at most this many layers; a block that would need
+ * one more is not decided (HEAP_FROM_HEAP). A heap's blocks fill one layer, stale entries over
+ * them the next few. */
+#define HEAP_REFS_MAX_DEPTH 8
 
 struct heap_scan_stats {
 	uint64_t scanned_bytes;    /* resident private writable memory read and scanned */
@@ -96,6 +110,8 @@ struct heap_scan_stats {
 	uint64_t unexamined_bytes; /* mappings (their size) whose pages were not even listed: a stop,
 				    * the deadline, a stall, or HEAP_REFS_MAX_ENTRY_PAGES */
 	uint64_t referenced;       /* blocks some word outside them points into */
+	uint64_t undecided;        /* blocks not decided: over HEAP_REFS_MAX_DEPTH others at an address
+				    * (marked HEAP_FROM_HEAP: not known) */
 	uint64_t looked_up;        /* words that passed the filters and were looked up among the blocks */
 	uint64_t index_steps;      /* the scan's work: index entries examined for them (binary search
 				    * probes, blocks walked over) */
@@ -103,7 +119,8 @@ struct heap_scan_stats {
 				    * the first address not scanned; 0: none did */
 	bool complete;             /* every page that could hold a pointer was scanned: no swapped,
 				    * device, unread, capped or unexamined bytes */
-	char why[160];             /* when not complete: one line saying what was not scanned */
+	char why[160];             /* when not complete, or blocks were not decided: one line saying
+				    * what was not scanned or decided */
 	uint64_t elapsed_ns;
 };
 
