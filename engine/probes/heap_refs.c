@@ -355,9 +355,11 @@ static bool block_starts_in(struct ref_index *ix, uint64_t start, uint64_t end)
 }
 
 /* Every aligned word of the nwords at address base (in a mapping of the heap: heap); the words
- * looked up counted in *looked_up. */
-static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap,
-		       uint64_t *looked_up)
+ * looked up counted in *looked_up. Every HEAP_REFS_CHECK_WORDS words the reader's deadline and
+ * stop descriptor are looked at: returns the words scanned (fewer than nwords: stopped, why in
+ * err). */
+static size_t scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap,
+			 uint64_t *looked_up, struct tfile_reader *r, struct diag_err *err)
 {
 	ix->outside = heap ? HEAP_FROM_HEAP : HEAP_FROM_ROOT;
 	for (size_t l = 0; l < ARRAY_LEN(ix->cursor); l++)
@@ -366,6 +368,8 @@ static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, u
 	const unsigned shift = ix->shift, bits = ix->bits;
 	const uint64_t *filter = ix->filter;
 	for (size_t i = 0; i < nwords; i++) {
+		if (i && i % HEAP_REFS_CHECK_WORDS == 0 && tfile_reader_check(r, err))
+			return i;
 		uint64_t v = w[i];
 		if (v - lo >= span)
 			continue;
@@ -375,6 +379,7 @@ static void scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, u
 		++*looked_up;
 		lookup(ix, v, base + i * sizeof(uint64_t));
 	}
+	return nwords;
 }
 
 /* A mapping's file that a read may have side effects on (a device, a kernel file). */
@@ -549,9 +554,18 @@ int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *block
 										      : HEAP_REFS_CHUNK_BYTES;
 					tried += len;
 					if (!tfile_read_mem(r, pid, a, len, buf, &e)) {
-						scan_words(&ix, buf, len / sizeof(uint64_t), a, todo[mi].heap,
-							   &st->looked_up);
-						st->scanned_bytes += len;
+						size_t words = len / sizeof(uint64_t);
+						size_t done = scan_words(&ix, buf, words, a, todo[mi].heap,
+									 &st->looked_up, r, &e);
+						st->scanned_bytes += done * sizeof(uint64_t);
+						if (done < words) { /* the deadline or a stop, within the chunk */
+							if (!failed)
+								first = e;
+							failed = stopped = true;
+							st->stopped_at = a + done * sizeof(uint64_t);
+							st->unexamined_bytes += end - st->stopped_at;
+							break;
+						}
 					} else {
 						if (!failed)
 							first = e;

@@ -11,6 +11,8 @@
  * scanned.
  * Every read of the target goes through the caller's tfile reader (its helper processes, its
  * deadline, its stop descriptor): a target holding its memory map's lock stalls a helper, never us.
+ * The deadline and the stop descriptor are also looked at while what was read is scanned (every
+ * HEAP_REFS_CHECK_WORDS words): the scan ends within a chunk, said as a stop.
  * Must not: read the target other than through tfile, read a page that is not present, read
  * shared or device mappings, write to the target, stop it, or judge what is a leak (the recipe's
  * Lua does, from the counts and the `complete` flag).
@@ -126,6 +128,9 @@ struct heap_scan_stats {
 
 /* Memory is read in chunks of this size (each a round trip to a helper of the reader). */
 #define HEAP_REFS_CHUNK_BYTES ((size_t)4 << 20)
+/* Words scanned between two looks at the reader's deadline and stop descriptor (besides those
+ * before each read): 128 KiB, a few milliseconds at most (a word's work is bounded). */
+#define HEAP_REFS_CHECK_WORDS ((size_t)1 << 14)
 /* On kernels without PAGEMAP_SCAN (before 6.7) the page tables are listed by reading 8 bytes of
  * /proc/PID/pagemap per page of a mapping, present or not (measured: 4 ns a page): at most this
  * many pages a scan, 1 TiB of mappings with 4 KiB pages, about a second (a sanitizer's shadow

@@ -1171,6 +1171,19 @@ static bool fd_readable(int fd)
 	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
 }
 
+int tfile_reader_check(struct tfile_reader *r, struct diag_err *err)
+{
+	pthread_mutex_lock(&r->lock);
+	uint64_t deadline = r->deadline_ns;
+	int stop_fd = r->stop_fd;
+	pthread_mutex_unlock(&r->lock);
+	if (deadline && mono_ns() >= deadline)
+		return diag_fail(err, TFILE_FAIL_WAIT, "past the run's time for reading files");
+	if (fd_readable(stop_fd))
+		return diag_fail(err, TFILE_FAIL_WAIT, "a stop signal arrived");
+	return 0;
+}
+
 /* Ends the helpers left behind that have answered since (or died). Under the lock. */
 static void reap_behind(struct tfile_reader *r)
 {

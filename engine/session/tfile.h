@@ -81,6 +81,10 @@ uint64_t tfile_reader_deadline(struct tfile_reader *r);
 void tfile_reader_set_stop_fd(struct tfile_reader *r, int fd);
 /* That descriptor (-1: none), for a caller that waits on something else of the target's (jcmd). */
 int tfile_reader_stop_fd(struct tfile_reader *r);
+/* Whether a caller's own work between reads (scanning what it read) may go on: 0, or -1 with err
+ * (code TFILE_FAIL_WAIT) once the deadline has passed or the stop descriptor is readable, as the
+ * next read would fail. Reads nothing, counts nothing in the note. */
+int tfile_reader_check(struct tfile_reader *r, struct diag_err *err);
 /* What was not read and why, in one line for the report's notes (NULL when everything asked for
  * was read, or failed for reasons of its own: not a regular file, too large, gone). */
 char *tfile_reader_note(struct tfile_reader *r);

@@ -28,6 +28,10 @@
  * cost 6,839 a word), its results exact where at most 8 blocks lie over an address, and the
  * ninth block and what a word inside it points to are not known, never lost.
  *
+ * The deadline and the stop descriptor within a chunk (`--words-child`: 32 MiB of pointers):
+ * scans given one that arrives somewhere within the time a whole scan takes stop inside a chunk
+ * of the words, not only before a read (a few tries; no time is asserted).
+ *
  * HEAP_REFS_BENCH=MiB (e.g. 256) also measures a scan of that much heap in 100,000 blocks and
  * prints the time (no assertion on it).
  */
@@ -48,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -304,6 +309,41 @@ static int nested_main(int fd)
 	if (write(fd, &nested_msg, sizeof(nested_msg)) != sizeof(nested_msg))
 		_exit(4);
 	explicit_bzero(&nested_msg, sizeof(nested_msg));
+	close(fd);
+	for (;;)
+		pause();
+}
+
+/* --words-child: WORDS_MIB of pointers into 1,024 blocks of 64 bytes (every word one), in a
+ * mapping of its own (guard pages either side: never merged with a neighbour), all present;
+ * sends where the blocks and the words are (struct words_msg), then sleeps. */
+#define WORDS_MIB 32
+#define WORDS_BLOCKS 1024
+struct words_msg {
+	uint64_t blocks, words, words_len;
+};
+static struct words_msg words_msg;
+
+static __attribute__((noinline)) void make_words(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)WORDS_MIB << 20;
+	unsigned char *blocks = mmap(NULL, WORDS_BLOCKS * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *area = mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (blocks == MAP_FAILED || area == MAP_FAILED || mprotect(area + page, len, PROT_READ | PROT_WRITE))
+		_exit(3);
+	memset(blocks, 0xa5, WORDS_BLOCKS * 64);
+	uint64_t *w = (uint64_t *)(area + page);
+	for (size_t i = 0; i < len / 8; i++)
+		w[i] = (uintptr_t)(blocks + 64 * (i % WORDS_BLOCKS) + 8);
+	words_msg = (struct words_msg){ (uintptr_t)blocks, (uintptr_t)w, len };
+}
+
+static int words_main(int fd)
+{
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	make_words();
+	if (write(fd, &words_msg, sizeof(words_msg)) != sizeof(words_msg))
+		_exit(4);
 	close(fd);
 	for (;;)
 		pause();
@@ -763,6 +803,90 @@ static void test_nested(void **state)
 	free(reach);
 }
 
+static int words_setup(void **state)
+{
+	struct child *c = xcalloc(1, sizeof(*c));
+	c->pid = c->fd = -1;
+	*state = c;
+	struct words_msg m;
+	char end;
+	struct pollfd p = { .fd = -1, .events = POLLIN };
+	if (spawn(c, "--words-child", NULL) || read_all(c->fd, &m, sizeof(m)) ||
+	    (p.fd = c->fd, poll(&p, 1, 30000) <= 0) || read(c->fd, &end, 1) != 0) {
+		child_end(c);
+		return -1;
+	}
+	c->recs[0] = (struct child_rec){ .addr = m.blocks };
+	c->recs[1] = (struct child_rec){ .addr = m.words, .size = m.words_len };
+	return 0;
+}
+
+/* The deadline and the stop descriptor are honoured inside a chunk, not only between two: scans
+ * of WORDS_MIB of pointers (each word looked up) given a deadline, or a stop descriptor (a
+ * timerfd) that becomes readable, somewhere within the time a whole scan takes. A stop found
+ * before a read leaves the scan at a chunk's start; one found while the scan looks at what it
+ * read leaves it within the chunk. Nothing here asserts a time: each try either stops within a
+ * chunk of the words' mapping (pass) or elsewhere (try again, 40 times at most); scanned only
+ * between chunks, no try ever does. */
+static void test_stop_in_chunk(void **state)
+{
+	struct child *c = *state;
+	uint64_t words = c->recs[1].addr, words_end = words + c->recs[1].size;
+	struct heap_ref_block b[WORDS_BLOCKS];
+	for (size_t i = 0; i < WORDS_BLOCKS; i++)
+		b[i] = (struct heap_ref_block){ .addr = c->recs[0].addr + 64 * i, .size = 64 };
+	struct heap_scan_stats st;
+	struct heap_ref_edges edges = { 0 };
+	struct diag_err err = { 0 };
+	struct tfile_reader *r = tfile_reader_new();
+	if (heap_refs_scan(r, c->pid, b, WORDS_BLOCKS, 0, &st, &edges, &err))
+		fail_msg("scan: %s", err.msg);
+	show_stats("words", &st);
+	assert_true(st.complete);
+	assert_true(st.looked_up >= c->recs[1].size / 8);
+	uint64_t whole = st.elapsed_ns;
+	heap_refs_edges_free(&edges);
+	tfile_reader_free(r);
+
+	for (int how = 0; how < 2; how++) { /* the deadline, then the stop descriptor */
+		bool within = false;
+		for (int k = 0; k < 40 && !within; k++) {
+			uint64_t after = whole / 10 + whole * (uint64_t)((k * 37) % 80) / 100;
+			r = tfile_reader_new();
+			int tfd = -1;
+			if (how == 0) {
+				tfile_reader_set_deadline(r, mono_ns() + after);
+			} else {
+				tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+				assert_true(tfd >= 0);
+				struct itimerspec when = { .it_value = { (time_t)(after / 1000000000),
+									 (long)(after % 1000000000) } };
+				assert_int_equal(timerfd_settime(tfd, 0, &when, NULL), 0);
+				tfile_reader_set_stop_fd(r, tfd);
+			}
+			int rc = heap_refs_scan(r, c->pid, b, WORDS_BLOCKS, 0, &st, &edges, &err);
+			heap_refs_edges_free(&edges);
+			tfile_reader_free(r);
+			if (tfd >= 0)
+				close(tfd);
+			if (rc || st.complete)
+				continue; /* stopped before anything was read, or the scan was quicker */
+			if (!strstr(st.why, how == 0 ? "run's time" : "stop signal"))
+				fail_msg("why: %s", st.why);
+			assert_true(st.stopped_at != 0);
+			within = st.stopped_at > words && st.stopped_at < words_end &&
+				 (st.stopped_at - words) % HEAP_REFS_CHUNK_BYTES != 0;
+			if (within)
+				printf("   %s: stopped %" PRIu64 " KiB into a chunk of the words (try %d, after %.1f ms "
+				       "of %.1f)\n", how == 0 ? "deadline" : "stop descriptor",
+				       ((st.stopped_at - words) % HEAP_REFS_CHUNK_BYTES) >> 10, k + 1, after / 1e6,
+				       whole / 1e6);
+		}
+		if (!within)
+			fail_msg("the %s was never honoured within a chunk", how == 0 ? "deadline" : "stop descriptor");
+	}
+}
+
 /* HEAP_REFS_BENCH=MiB: the time of a scan of that much heap in BENCH_BLOCKS blocks. */
 static void test_bench(void **state)
 {
@@ -800,6 +924,8 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "--heap-child"))
 		return child_main(atoi(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "--words-child"))
+		return words_main(atoi(argv[2]));
 	if (argc >= 3 && !strcmp(argv[1], "--nested-child"))
 		return nested_main(atoi(argv[2]));
 	if (argc >= 4 && !strcmp(argv[1], "--heap-bench"))
@@ -812,6 +938,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_reach_graph),
 		cmocka_unit_test_setup_teardown(test_late, child_setup, child_teardown),
 		cmocka_unit_test_setup_teardown(test_nested, nested_setup, child_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_in_chunk, words_setup, child_teardown),
 		cmocka_unit_test_setup_teardown(test_bench, bench_setup, child_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
