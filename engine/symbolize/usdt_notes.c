@@ -462,6 +462,7 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 			out->sites[out->n++] = site;
 		}
 	}
+	out->sym_indexed = syms.n;
 	free(syms.sorted);
 	elf_end(elf);
 	return 0;

@@ -40,6 +40,7 @@ struct usdt_notes {
 	struct usdt_site *sites;
 	size_t n;
 	size_t skipped; /* malformed notes, sites outside every loadable segment, beyond the cap */
+	size_t sym_indexed; /* symbols the index of %rip operands' variables holds (0: not built) */
 };
 
 struct tfile_image;
