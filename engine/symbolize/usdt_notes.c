@@ -145,7 +145,7 @@ static const char *parse_one(const char *text, size_t len, uint64_t site_vaddr,
 			return "an indexed memory operand whose scale is not 1, 2, 4 or 8";
 	}
 	int64_t off = 0, more;
-	char sym[96] = "";
+	char sym[USDT_SYM_MAX] = "";
 	const char *q = p;
 	while (q < open) {
 		if (*q == '+' && q + 1 < open && !isdigit((unsigned char)q[1]) && q[1] != '-')
@@ -246,7 +246,12 @@ static int vaddr_offset(const struct segs *s, uint64_t vaddr, unsigned flag, uin
 
 /* The defined symbols of .symtab and .dynsym, sorted by name, built on the first %rip operand
  * (once per file: a note with twelve such arguments, many notes, must not scan the tables each
- * time). Counts come from the section's size and the ELF symbol size, never from its sh_entsize. */
+ * time). Counts come from the section's size and the ELF symbol size, never from its sh_entsize.
+ * Only names an operand can give are indexed (shorter than USDT_SYM_MAX, measured by a bounded
+ * strnlen), at most USDT_SYM_INDEX_MAX of them and USDT_SYM_INDEX_BYTES of their names: the sort
+ * compares at most USDT_SYM_MAX bytes a comparison, of a bounded number of names. The cap on
+ * symbols alone let a file whose 20,000 symbols share one 1 MiB name (one string) cost 5 s of
+ * strcmp. */
 struct sym_entry {
 	const char *name;
 	uint64_t addr;
@@ -256,11 +261,9 @@ struct sym_tables {
 	Elf *elf;
 	Elf_Scn *scn[2]; /* .symtab, .dynsym */
 	struct sym_entry *sorted;
-	size_t n;
+	size_t n, name_bytes, too_long, cut;
 	bool built;
 };
-
-#define SYM_INDEX_MAX (4u << 20) /* symbols indexed per file; a larger table is not believed */
 
 static int by_name(const void *a, const void *b)
 {
@@ -273,19 +276,29 @@ static void build_index(struct sym_tables *t)
 {
 	t->built = true;
 	size_t cap = 0, symsz = gelf_fsize(t->elf, ELF_T_SYM, 1, EV_CURRENT);
-	for (int k = 0; k < 2 && symsz; k++) {
+	for (int k = 0; k < 2 && symsz && !t->cut; k++) { /* .symtab, then .dynsym unless cut */
 		GElf_Shdr sh;
 		Elf_Data *d = t->scn[k] ? elf_getdata(t->scn[k], NULL) : NULL;
 		if (!d || !gelf_getshdr(t->scn[k], &sh))
 			continue;
 		size_t n = d->d_size / symsz;
-		for (size_t i = 0; i < n && t->n < SYM_INDEX_MAX; i++) {
+		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
 			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_name)
 				continue;
 			const char *name = elf_strptr(t->elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
+			size_t len = strnlen(name, USDT_SYM_MAX);
+			if (len == USDT_SYM_MAX) {
+				t->too_long++; /* no operand names it */
+				continue;
+			}
+			if (t->n == USDT_SYM_INDEX_MAX || t->name_bytes + len + 1 > USDT_SYM_INDEX_BYTES) {
+				t->cut += n - i; /* this one and the rest of the table, not looked at */
+				break;
+			}
+			t->name_bytes += len + 1;
 			if (t->n == cap) {
 				cap = cap ? cap * 2 : 1024;
 				t->sorted = xrealloc(t->sorted, cap * sizeof(*t->sorted));
@@ -297,27 +310,36 @@ static void build_index(struct sym_tables *t)
 		qsort(t->sorted, t->n, sizeof(*t->sorted), by_name);
 }
 
-/* A defined symbol named `name`, one address (several equal ones: one; different ones: none). */
+/* The first entry whose name is past `name` (after: the first not before it). */
+static size_t name_bound(const struct sym_tables *t, const char *name, bool after)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(t->sorted[mid].name, name);
+		if (c < 0 || (after && c == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A defined symbol named `name`, one address (several equal ones: one; different ones: none).
+ * The entries of one name are sorted by address: its first and last tell (a table of one name
+ * many times costs two binary searches, not a walk). */
 static bool lookup_symbol(void *arg, const char *name, uint64_t *addr)
 {
 	struct sym_tables *t = arg;
 	if (!t->built)
 		build_index(t);
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) { /* the first entry >= name */
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(t->sorted[mid].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == t->n || strcmp(t->sorted[lo].name, name))
+	if (strnlen(name, USDT_SYM_MAX) == USDT_SYM_MAX)
 		return false;
-	*addr = t->sorted[lo].addr;
-	for (size_t i = lo + 1; i < t->n && !strcmp(t->sorted[i].name, name); i++)
-		if (t->sorted[i].addr != *addr)
-			return false; /* two different variables of that name */
-	return true;
+	size_t first = name_bound(t, name, false), end = name_bound(t, name, true);
+	if (first == end)
+		return false;
+	*addr = t->sorted[first].addr;
+	return t->sorted[end - 1].addr == *addr; /* else two different variables of that name */
 }
 
 /* Copies the NUL-terminated string at desc[*pos..size) into out; false when it does not end
@@ -454,6 +476,11 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 				site.args_ok = usdt_parse_args(site.args_text, site.vaddr, lookup_symbol, &syms,
 							       &site.spec, site.args_error,
 							       sizeof(site.args_error)) == 0;
+				char *v = site.args_ok || !syms.cut ? NULL : strstr(site.args_error, "a variable the file's");
+				if (v) /* not found: perhaps among those not indexed */
+					snprintf(v, sizeof(site.args_error) - (size_t)(v - site.args_error),
+						 "a variable not among the symbols indexed (%zu more past its caps)",
+						 syms.cut);
 			}
 			if (out->n == cap) {
 				cap = cap ? cap * 2 : 64;
@@ -463,6 +490,9 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 		}
 	}
 	out->sym_indexed = syms.n;
+	out->sym_name_bytes = syms.name_bytes;
+	out->sym_too_long = syms.too_long;
+	out->sym_cut = syms.cut;
 	free(syms.sorted);
 	elf_end(elf);
 	return 0;

@@ -7,7 +7,10 @@
  * counted, never trusted), the .stapsdt.base adjustment (a prelinked file), turning addresses
  * into file offsets (where a uprobe and its reference counter go), and parsing the x86-64
  * argument specifications ("-4@%ebx", "8@-144(%rbp)", "4@(%r12)", "1@$0", "8@(%rax,%rdx,8)",
- * "-4@40+CheckpointStats(%rip)") into the fetch plans of diag_usdt.h.
+ * "-4@40+CheckpointStats(%rip)") into the fetch plans of diag_usdt.h, the variables %rip operands
+ * name found in an index of the file's symbols that only names an operand can hold go in (shorter
+ * than USDT_SYM_MAX), within caps on their count and bytes: a crafted table of long or many names
+ * costs a bounded sort.
  * Must not: open files, attach anything, or print: errors are returned.
  */
 #ifndef DIAG_USDT_NOTES_H
@@ -22,6 +25,9 @@
 
 #define USDT_NAME_MAX 64   /* a provider's or a probe's name, NUL included */
 #define USDT_ARGS_TEXT_MAX 256
+#define USDT_SYM_MAX 96     /* a symbol an operand names, NUL included (longer: refused) */
+#define USDT_SYM_INDEX_MAX (4u << 20)        /* symbols indexed for the operands, at most */
+#define USDT_SYM_INDEX_BYTES ((size_t)32 << 20) /* and their names' bytes (NULs included) */
 #define USDT_MAX_SITES 4096 /* of one file (PostgreSQL 15: 71; a JVM: ~500) */
 
 struct usdt_site {
@@ -40,7 +46,14 @@ struct usdt_notes {
 	struct usdt_site *sites;
 	size_t n;
 	size_t skipped; /* malformed notes, sites outside every loadable segment, beyond the cap */
-	size_t sym_indexed; /* symbols the index of %rip operands' variables holds (0: not built) */
+	/* the index of the variables %rip operands name, built at the first such operand: */
+	size_t sym_indexed;     /* symbols it holds (0: not built) */
+	size_t sym_name_bytes;  /* their names' bytes, NULs included */
+	size_t sym_too_long;    /* names no operand can name (USDT_SYM_MAX or longer): not indexed */
+	size_t sym_cut;         /* symbols from the one that would pass USDT_SYM_INDEX_MAX or
+				 * USDT_SYM_INDEX_BYTES to the end of its table: not looked at, nor
+				 * .dynsym after .symtab (an operand naming one is not fetched, and
+				 * says so) */
 };
 
 struct tfile_image;

@@ -8,7 +8,11 @@
  * through %rip, in the library it links) checked against nm's addresses; Debian's PostgreSQL 15 and Python 3.11 binaries
  * when installed (every site's arguments readable, the counts readelf -n gives); and hostile
  * copies of the fixture: a note whose strings run past its end, one whose size runs past its
- * section, one whose site lies outside the code: each skipped and counted, never trusted.
+ * section, one whose site lies outside the code: each skipped and counted, never trusted. Crafted
+ * ELF files (written here: one site reading a variable through %rip, and a symbol table of one
+ * name many times): 20,000 symbols sharing one 1 MiB name are not indexed at all (no operand can
+ * name them; their sort took 5 s), and names of 95 bytes past the index's bytes cap are counted
+ * and not indexed (the variable found before the cap, not after it, and its site says why).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -377,6 +381,171 @@ static void test_hostile_notes(void **state)
 	unlink(to);
 }
 
+/* ---- a crafted symbol table ---------------------------------------------------------------- */
+
+#define CRAFT_TEXT 0x401000ull
+#define CRAFT_DATA 0x402000ull
+#define CRAFT_SITE (CRAFT_TEXT + 0x10)
+#define CRAFT_SEMA (CRAFT_DATA + 0x8)
+#define CRAFT_VAR (CRAFT_DATA + 0x10)
+
+static void put(unsigned char *buf, size_t *off, const void *p, size_t len)
+{
+	memcpy(buf + *off, p, len);
+	*off += len;
+}
+
+/* Writes an x86-64 ELF executable at path: one USDT site, app:probe, behind a semaphore, whose
+ * argument reads the variable sema_var through %rip ("8@sema_var(%rip)"), and a .symtab of
+ * `many` symbols that all share one name of name_len bytes (one string, every st_name its
+ * offset), sema_var first (var_first) or last. 0, or -1. */
+static int write_crafted(const char *path, size_t many, size_t name_len, bool var_first)
+{
+	static const char shstr[] = "\0.text\0.data\0.note.stapsdt\0.symtab\0.strtab\0.shstrtab";
+	enum { SH_TEXT = 1, SH_DATA = 7, SH_NOTE = 13, SH_SYMTAB = 27, SH_STRTAB = 35, SH_SHSTRTAB = 43 };
+	static const char args[] = "8@sema_var(%rip)";
+	size_t nsyms = many + 2; /* the null symbol, the many, sema_var */
+	size_t note_desc = 24 + sizeof("app") + sizeof("probe") + sizeof(args);
+	size_t note_size = 12 + 8 + ((note_desc + 3) & ~(size_t)3);
+	size_t off_note = 0x3000, off_sym = (off_note + note_size + 7) & ~(size_t)7;
+	size_t off_str = off_sym + nsyms * sizeof(Elf64_Sym);
+	size_t str_size = 1 + name_len + 1 + sizeof("sema_var");
+	size_t off_shstr = off_str + str_size, off_sh = (off_shstr + sizeof(shstr) + 7) & ~(size_t)7;
+	size_t size = off_sh + 7 * sizeof(Elf64_Shdr);
+	unsigned char *buf = calloc(1, size);
+	if (!buf)
+		return -1;
+	Elf64_Ehdr eh = { .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			  .e_entry = CRAFT_TEXT, .e_phoff = sizeof(Elf64_Ehdr), .e_shoff = off_sh,
+			  .e_ehsize = sizeof(Elf64_Ehdr), .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 2,
+			  .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 7, .e_shstrndx = 6 };
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	size_t off = 0;
+	put(buf, &off, &eh, sizeof(eh));
+	Elf64_Phdr ph[2] = {
+		{ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0x1000, .p_vaddr = CRAFT_TEXT,
+		  .p_paddr = CRAFT_TEXT, .p_filesz = 0x100, .p_memsz = 0x100, .p_align = 0x1000 },
+		{ .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = 0x2000, .p_vaddr = CRAFT_DATA,
+		  .p_paddr = CRAFT_DATA, .p_filesz = 0x100, .p_memsz = 0x100, .p_align = 0x1000 },
+	};
+	put(buf, &off, ph, sizeof(ph));
+	/* the note: its header, "stapsdt", the site, no .stapsdt.base, the semaphore, the strings */
+	off = off_note;
+	uint32_t nh[3] = { 8, (uint32_t)note_desc, 3 };
+	uint64_t addrs[3] = { CRAFT_SITE, 0, CRAFT_SEMA };
+	put(buf, &off, nh, sizeof(nh));
+	put(buf, &off, "stapsdt", 8);
+	put(buf, &off, addrs, sizeof(addrs));
+	put(buf, &off, "app", sizeof("app"));
+	put(buf, &off, "probe", sizeof("probe"));
+	put(buf, &off, args, sizeof(args));
+	/* the symbols */
+	off = off_sym + sizeof(Elf64_Sym);
+	Elf64_Sym var = { .st_name = (uint32_t)(1 + name_len + 1), .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
+			  .st_shndx = 2, .st_value = CRAFT_VAR, .st_size = 8 };
+	Elf64_Sym same = { .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = 2,
+			   .st_value = CRAFT_DATA + 0x40, .st_size = 8 };
+	if (var_first)
+		put(buf, &off, &var, sizeof(var));
+	for (size_t i = 0; i < many; i++)
+		put(buf, &off, &same, sizeof(same));
+	if (!var_first)
+		put(buf, &off, &var, sizeof(var));
+	off = off_str + 1;
+	memset(buf + off, 'A', name_len);
+	off += name_len + 1;
+	put(buf, &off, "sema_var", sizeof("sema_var"));
+	off = off_shstr;
+	put(buf, &off, shstr, sizeof(shstr));
+	Elf64_Shdr sh[7] = {
+		{ 0 },
+		{ .sh_name = SH_TEXT, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+		  .sh_addr = CRAFT_TEXT, .sh_offset = 0x1000, .sh_size = 0x100, .sh_addralign = 16 },
+		{ .sh_name = SH_DATA, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_WRITE,
+		  .sh_addr = CRAFT_DATA, .sh_offset = 0x2000, .sh_size = 0x100, .sh_addralign = 8 },
+		{ .sh_name = SH_NOTE, .sh_type = SHT_NOTE, .sh_offset = off_note, .sh_size = note_size,
+		  .sh_addralign = 4 },
+		{ .sh_name = SH_SYMTAB, .sh_type = SHT_SYMTAB, .sh_offset = off_sym,
+		  .sh_size = nsyms * sizeof(Elf64_Sym), .sh_link = 5, .sh_info = 1, .sh_addralign = 8,
+		  .sh_entsize = sizeof(Elf64_Sym) },
+		{ .sh_name = SH_STRTAB, .sh_type = SHT_STRTAB, .sh_offset = off_str, .sh_size = str_size,
+		  .sh_addralign = 1 },
+		{ .sh_name = SH_SHSTRTAB, .sh_type = SHT_STRTAB, .sh_offset = off_shstr, .sh_size = sizeof(shstr),
+		  .sh_addralign = 1 },
+	};
+	off = off_sh;
+	put(buf, &off, sh, sizeof(sh));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int rc = fd >= 0 && write(fd, buf, size) == (ssize_t)size ? 0 : -1;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+/* 20,000 symbols sharing one 1 MiB name (the parse sorted them by name with strcmp: 5 s): names
+ * no operand can name (USDT_SYM_MAX) are never indexed, so the index holds sema_var alone and
+ * the site's argument still reads it. */
+static void test_long_symbol_names(void **state)
+{
+	(void)state;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/diag-test-usdt-syms.%d", (int)getpid());
+	assert_int_equal(write_crafted(path, 20000, 1 << 20, false), 0);
+	struct usdt_notes n;
+	assert_int_equal(read_notes(path, &n), 0);
+	unlink(path);
+	assert_int_equal(n.n, 1);
+	const struct usdt_site *s = site(&n, "probe");
+	assert_non_null(s);
+	assert_int_equal(s->sema_vaddr, CRAFT_SEMA);
+	assert_int_equal(s->sema_offset, 0x2008);
+	if (!s->args_ok)
+		fail_msg("app:probe: %s", s->args_error);
+	assert_int_equal(s->spec.nargs, 1);
+	assert_int_equal(s->spec.args[0].kind, DIAG_USDT_ARG_IP_DEREF);
+	assert_int_equal(s->spec.args[0].val_off, (int64_t)(CRAFT_VAR - CRAFT_SITE));
+	assert_int_equal(n.sym_indexed, 1); /* sema_var only */
+	assert_int_equal(n.sym_name_bytes, sizeof("sema_var"));
+	assert_int_equal(n.sym_too_long, 20000);
+	assert_int_equal(n.sym_cut, 0);
+	usdt_notes_free(&n);
+}
+
+/* Names an operand could name (95 bytes), more of them than the index's bytes cap holds: those
+ * past it are not indexed, and counted; a variable before the cap is found, one after it is not,
+ * and its site says why. */
+static void test_symbol_index_caps(void **state)
+{
+	(void)state;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/diag-test-usdt-caps.%d", (int)getpid());
+	size_t many = USDT_SYM_INDEX_BYTES / USDT_SYM_MAX + 1000;
+	struct usdt_notes n;
+	for (int var_first = 1; var_first >= 0; var_first--) {
+		assert_int_equal(write_crafted(path, many, USDT_SYM_MAX - 1, var_first), 0);
+		assert_int_equal(read_notes(path, &n), 0);
+		unlink(path);
+		const struct usdt_site *s = site(&n, "probe");
+		assert_non_null(s);
+		assert_true(n.sym_name_bytes <= USDT_SYM_INDEX_BYTES);
+		assert_true(n.sym_cut >= 1000);
+		assert_int_equal(n.sym_indexed + n.sym_cut, many + 1);
+		if (var_first) {
+			assert_true(s->args_ok);
+			assert_int_equal(s->spec.args[0].val_off, (int64_t)(CRAFT_VAR - CRAFT_SITE));
+		} else {
+			assert_false(s->args_ok);
+			if (!strstr(s->args_error, "not among the symbols indexed"))
+				fail_msg("app:probe: %s", s->args_error);
+		}
+		usdt_notes_free(&n);
+	}
+}
+
 /* ---- SQL normalization ---------------------------------------------------------------------- */
 
 static void norm_is(const char *in, const char *want)
@@ -417,6 +586,8 @@ int main(void)
 		cmocka_unit_test(test_fixture_notes),
 		cmocka_unit_test(test_real_binaries),
 		cmocka_unit_test(test_hostile_notes),
+		cmocka_unit_test(test_long_symbol_names),
+		cmocka_unit_test(test_symbol_index_caps),
 		cmocka_unit_test(test_normalize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
