@@ -1,4 +1,6 @@
-/* posindex.h — an index of positions in a caller's array, by a hash the caller computes.
+/* posindex.h — an index of positions in a caller's array, by a hash the caller computes (keyed,
+ * hash.h, where a target chooses the keys: a slot is the hash's low bits, and keys chosen to share
+ * them make every lookup walk).
  *
  * Owns: its slots (open addressing, linear probing, at most half full, each slot the position
  * and its hash, so that growing needs nothing from the caller and a lookup compares keys only

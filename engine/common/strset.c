@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "util.h"
 
+/* Keyed (hash.h): the names are a target's (symbols, JIT names), and FNV-1a, unkeyed, let it
+ * choose 2,048 names that all went to one slot, each added one walking past all the others. */
 static uint64_t hash(const char *s, size_t len)
 {
-	uint64_t h = FNV1A_INIT;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * FNV1A_PRIME;
-	return h;
+	return hash_mem(s, len);
 }
 
 static bool found(const struct strset *s, const char *name, size_t len, uint64_t h)

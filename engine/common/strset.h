@@ -1,6 +1,7 @@
 /* strset.h — a set of distinct strings, kept in the order they were added.
  *
- * Owns: the copies of the strings added, their index (FNV-1a, a posindex), lookups by bytes and
+ * Owns: the copies of the strings added, their index (a posindex by the keyed hash of hash.h: the
+ * names are often a target's), lookups by bytes and
  * length (a name need not end where the
  * caller's text does: libbpf's "essential" names, a name inside a longer buffer).
  * Must not: hold global state, or keep pointers into what its callers pass.

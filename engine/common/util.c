@@ -388,13 +388,6 @@ size_t utf8_safe_char(const char *s, char out[UTF8_SAFE_CHAR_MAX])
 	return n;
 }
 
-uint64_t fnv1a_str(uint64_t h, const char *s)
-{
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-		h = (h ^ *c) * FNV1A_PRIME;
-	return h;
-}
-
 uint64_t mono_ns(void)
 {
 	struct timespec ts;

@@ -123,12 +123,6 @@ uint32_t utf8_code_point(const char *s, size_t n);
 #define UTF8_SAFE_CHAR_MAX 17 /* 4 bytes as "\xNN" each, and a NUL */
 size_t utf8_safe_char(const char *s, char out[UTF8_SAFE_CHAR_MAX]);
 
-/* FNV-1a over a NUL-terminated string, continuing from h (FNV1A_INIT to start): the hash of the
- * engine's open-addressing tables. */
-#define FNV1A_INIT 0xcbf29ce484222325ull
-#define FNV1A_PRIME 0x100000001b3ull
-uint64_t fnv1a_str(uint64_t h, const char *s);
-
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

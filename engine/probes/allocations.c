@@ -34,6 +34,7 @@
 #include "allocations.h"
 #include "allocations.skel.h"
 #include "diag_unwind.h"
+#include "hash.h"
 #include "heap_refs.h"
 #include "stacks.h"
 #include "procfs.h"
@@ -544,9 +545,18 @@ static void alloc_destroy(struct probe *p)
 #define REACH_CHECKED 1u
 #define REACH_UNREF 2u
 #define REACH_HEAP_ONLY 4u
+/* Keyed (hash.h): the addresses are what the target's allocator returned. */
+static size_t reach_slot(uint64_t addr)
+{
+	struct hash_state h;
+	hash_init(&h);
+	hash_u64(&h, addr);
+	return (size_t)hash_final(&h);
+}
+
 static void reach_put(struct alloc_priv *ap, uint64_t addr, unsigned flags)
 {
-	size_t mask = ap->unref_size - 1, i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 24) & mask;
+	size_t mask = ap->unref_size - 1, i = reach_slot(addr) & mask;
 	while (ap->unref[i] && (ap->unref[i] & ~7ull) != addr)
 		i = (i + 1) & mask;
 	ap->unref[i] = addr | flags; /* blocks are 8-aligned: the low bits are free */
@@ -556,7 +566,7 @@ static unsigned reach_get(const struct alloc_priv *ap, uint64_t addr)
 {
 	if (!ap->unref_size)
 		return 0;
-	size_t mask = ap->unref_size - 1, i = (size_t)(addr * 0x9e3779b97f4a7c15ull >> 24) & mask;
+	size_t mask = ap->unref_size - 1, i = reach_slot(addr) & mask;
 	for (; ap->unref[i]; i = (i + 1) & mask)
 		if ((ap->unref[i] & ~7ull) == addr)
 			return (unsigned)(ap->unref[i] & 7u);
@@ -739,8 +749,11 @@ struct site_age {
 
 static size_t site_slot(const struct site_age *ages, size_t size, const struct alloc_site_key *k)
 {
-	uint64_t h = ((uint64_t)(uint32_t)k->stack_id * 0x9e3779b97f4a7c15ull) ^ k->py_id;
-	size_t i = (size_t)(h ^ h >> 29) & (size - 1);
+	struct hash_state hs; /* keyed (hash.h): py_id hashes the target's code objects */
+	hash_init(&hs);
+	hash_u64(&hs, (uint32_t)k->stack_id);
+	hash_u64(&hs, k->py_id);
+	size_t i = (size_t)hash_final(&hs) & (size - 1);
 	while (ages[i].used && (ages[i].key.stack_id != k->stack_id || ages[i].key.py_id != k->py_id))
 		i = (i + 1) & (size - 1);
 	return i;

@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "diag_bpf.h"
+#include "hash.h"
 #include "pg_normalize.h"
 #include "pg_statements.h"
 #include "pg_statements.skel.h"
@@ -191,10 +192,11 @@ static int pg_attach(struct probe *p, struct diag_err *err)
 	return 0;
 }
 
-/* The statement of this text, created when there is room; NULL when the table is full. */
+/* The statement of this text, created when there is room; NULL when the table is full. The texts
+ * are the clients' (keyed hash, hash.h: chosen texts must not share a slot). */
 static struct stmt *stmt_of(struct pg_priv *pp, const char *text)
 {
-	uint64_t h = fnv1a_str(FNV1A_INIT, text);
+	uint64_t h = hash_mem(text, strlen(text));
 	size_t mask = pp->index_size - 1;
 	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
 		size_t at = pp->index[i];
@@ -376,10 +378,13 @@ static void wait_value(struct value *v, const struct pg_wait_stat *w)
 	value_set_int(v, "max_ns", (int64_t)w->max_ns);
 }
 
+/* The heaviest first; ties by text (never by where a table put them). */
 static int by_total(const void *a, const void *b)
 {
 	const struct stmt *x = a, *y = b;
-	return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : 0;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
+	return strcmp(x->text, y->text);
 }
 
 struct lock_line {
@@ -390,7 +395,9 @@ struct lock_line {
 static int lock_by_total(const void *a, const void *b)
 {
 	const struct lock_line *x = a, *y = b;
-	return x->w.total_ns < y->w.total_ns ? 1 : x->w.total_ns > y->w.total_ns ? -1 : 0;
+	if (x->w.total_ns != y->w.total_ns)
+		return x->w.total_ns < y->w.total_ns ? 1 : -1;
+	return memcmp(&x->key, &y->key, sizeof(x->key)); /* not the kernel map's order */
 }
 
 struct tranche_line {
@@ -401,7 +408,9 @@ struct tranche_line {
 static int tranche_by_total(const void *a, const void *b)
 {
 	const struct tranche_line *x = a, *y = b;
-	return x->w.total_ns < y->w.total_ns ? 1 : x->w.total_ns > y->w.total_ns ? -1 : 0;
+	if (x->w.total_ns != y->w.total_ns)
+		return x->w.total_ns < y->w.total_ns ? 1 : -1;
+	return strcmp(x->name, y->name);
 }
 
 #define TOP_STATEMENTS 50

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "profile.pb-c.h"
 
 enum { MAP_USER = 1, MAP_KERNEL = 2 };
@@ -34,12 +35,10 @@ struct builder {
 	size_t cap_func_of_str;
 };
 
-static uint32_t str_hash(const char *s)
+/* Keyed (hash.h): the strings are the target's frame and file names. */
+static uint64_t str_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
+	return hash_mem(s, strlen(s));
 }
 
 static void slots_grow(struct builder *b)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "procfs.h"
 #include "tfile.h"
 #include "unwind.h"
@@ -506,9 +507,15 @@ static void read_code(struct python_procs *py, const struct pyproc *p, uint64_t 
 	c->table_len = (size_t)size;
 }
 
+/* Keyed (hash.h): the code objects' addresses are the target's (under a fixed multiplier,
+ * objects 2^k bytes apart shared a slot of a table of 2^k). */
 static uint64_t code_hash(int tgid, uint64_t code)
 {
-	return ((uint64_t)(uint32_t)tgid * 0x9e3779b97f4a7c15ull) ^ (code * 0xff51afd7ed558ccdull);
+	struct hash_state h;
+	hash_init(&h);
+	hash_u64(&h, (uint32_t)tgid);
+	hash_u64(&h, code);
+	return hash_final(&h);
 }
 
 /* The cached code object (read now when first asked for); NULL once the cache is full. */

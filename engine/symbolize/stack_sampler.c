@@ -12,6 +12,7 @@
 
 #include "diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
 #include "diag_bpf.h"
+#include "hash.h"
 #include "posindex.h"
 #include "python.h"
 #include "unwind.h"
@@ -187,15 +188,18 @@ uint64_t stack_sampler_refused(const struct stack_sampler *s)
 	return s->refused + s->bad;
 }
 
+/* Keyed (hash.h): the comm and the addresses are the target's to choose. */
 static uint64_t row_hash(uint32_t tgid, const char *comm, uint32_t tag, int32_t kid, const uint64_t *ips,
 			 const uint8_t *from, size_t n)
 {
-	uint64_t h = fnv1a_str((FNV1A_INIT ^ tgid) * FNV1A_PRIME, comm); /* FNV-1a */
-	h = (h ^ tag) * FNV1A_PRIME;
-	h = (h ^ (uint32_t)kid) * FNV1A_PRIME;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ips[i] ^ ((uint64_t)from[i] << 56)) * FNV1A_PRIME;
-	return h;
+	struct hash_state h;
+	hash_init(&h);
+	hash_u64(&h, (uint64_t)tgid << 32 | tag);
+	hash_u64(&h, (uint32_t)kid);
+	hash_str(&h, comm);
+	hash_update(&h, ips, n * sizeof(*ips));
+	hash_update(&h, from, n);
+	return hash_final(&h);
 }
 
 static bool row_eq(const struct srow *r, uint64_t h, uint32_t tgid, const char *comm, uint32_t tag, int32_t kid,

@@ -51,6 +51,7 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "ehframe.h"
+#include "hash.h"
 #include "perfmap.h"
 #include "posindex.h"
 #include "procfs.h"
@@ -715,17 +716,16 @@ struct usyms *usyms_new(int pid)
 }
 
 /* Cache key: (dev, ino) from maps, or the path for hand-added mappings and [vdso] (ino 0; dev
- * then 0, or the vdso's size). */
+ * then 0, or the vdso's size). Keyed (hash.h): the paths are a target's. */
 static uint64_t file_key_hash(const char *path, uint64_t dev, uint64_t ino)
 {
-	uint64_t h = FNV1A_INIT;
-	if (ino) {
-		h ^= dev * 0x9e3779b97f4a7c15ull + ino;
-		h *= FNV1A_PRIME;
-		h ^= h >> 29;
-		return h;
-	}
-	return fnv1a_str(h, path);
+	struct hash_state h;
+	hash_init(&h);
+	hash_u64(&h, dev);
+	hash_u64(&h, ino);
+	if (!ino)
+		hash_str(&h, path);
+	return hash_final(&h);
 }
 
 static int file_key_eq(const struct elf_file *f, const char *path, uint64_t dev, uint64_t ino)
