@@ -111,12 +111,13 @@ struct heap_scan_stats {
 	uint64_t capped_bytes;     /* present pages over max_scan_bytes: not read */
 	uint64_t unexamined_bytes; /* mappings (their size) whose pages were not even listed: a stop,
 				    * the deadline, a stall, or HEAP_REFS_MAX_ENTRY_PAGES */
-	uint64_t referenced;       /* blocks some word outside them points into */
+	uint64_t referenced;       /* blocks some word outside them points into (the undecided ones
+				    * counted too) */
 	uint64_t undecided;        /* blocks not decided: over HEAP_REFS_MAX_DEPTH others at an address
 				    * (marked HEAP_FROM_HEAP: not known) */
 	uint64_t looked_up;        /* words that passed the filters and were looked up among the blocks */
 	uint64_t index_steps;      /* the scan's work: index entries examined for them (binary search
-				    * probes, blocks walked over) */
+				    * probes, a cursor's steps) */
 	uint64_t stopped_at;       /* where a stop (the deadline, a stop signal, a stall) cut the scan:
 				    * the first address not scanned; 0: none did */
 	bool complete;             /* every page that could hold a pointer was scanned: no swapped,
@@ -129,7 +130,7 @@ struct heap_scan_stats {
 /* Memory is read in chunks of this size (each a round trip to a helper of the reader). */
 #define HEAP_REFS_CHUNK_BYTES ((size_t)4 << 20)
 /* Words scanned between two looks at the reader's deadline and stop descriptor (besides those
- * before each read): 128 KiB, a few milliseconds at most (a word's work is bounded). */
+ * before each read): 128 KiB, a millisecond on a heap, tens at most (a word's work is bounded). */
 #define HEAP_REFS_CHECK_WORDS ((size_t)1 << 14)
 /* On kernels without PAGEMAP_SCAN (before 6.7) the page tables are listed by reading 8 bytes of
  * /proc/PID/pagemap per page of a mapping, present or not (measured: 4 ns a page): at most this
