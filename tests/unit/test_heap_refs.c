@@ -22,8 +22,9 @@
  * deadline (-1, nothing marked); the page runs by PAGEMAP_SCAN and by pagemap's entries agree.
  * The child is killed and reaped on every path (each test's teardown).
  *
- * Blocks a target's own malloc could report (a child of its own, `--nested-child`): 8,192 inside
- * one, and 8 over one range with a ninth over their end. The scan's work is counted (index
+ * Blocks a target's own malloc could report (a child of its own, `--nested-child`, whose pointers
+ * the test writes into it: it never holds a copy that could point elsewhere): 8,192 inside one,
+ * and 8 over one range with a ninth over their end. The scan's work is counted (index
  * steps per word looked up: bounded, where the walk back over the blocks inside the outer one
  * cost 6,839 a word), its results exact where at most 8 blocks lie over an address, and the
  * ninth block and what a word inside it points to are not known, never lost.
@@ -53,6 +54,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -262,19 +264,22 @@ static int bench_main(int fd, uint64_t mib)
 		pause();
 }
 
-/* --nested-child: blocks a target's own allocator could report (see test_nested), in mappings of
- * their own; sends where they are (struct nested_msg), then sleeps. */
+/* --nested-child: the mappings of the blocks a target's own allocator could report (see
+ * test_nested), their bytes 0xa5; sends where they are and where its array of roots (.bss) is
+ * (struct nested_msg), then sleeps. The pointers are written into it by the test
+ * (process_vm_writev): the child never holds them, so no stale copy of one in a register it
+ * spilled, or in a sanitizer's stack, can point where the test says nothing does. */
 #define NESTED 8192 /* blocks of 64 bytes inside one */
 #define WALLS 8     /* blocks over one address: the most the scan places (HEAP_REFS_MAX_DEPTH) */
+#define NESTED_ROOTS (NESTED / 4 + 1)
 struct nested_msg {
-	uint64_t region, deep, lone;
+	uint64_t region, deep, lone, roots;
 };
-static struct nested_msg nested_msg;
-static volatile uint64_t nested_roots[NESTED / 4];
-static volatile uint64_t deep_root;
+static volatile uint64_t nested_roots[NESTED_ROOTS];
 
-static __attribute__((noinline)) void make_nested(void)
+static int nested_main(int fd)
 {
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned char *r = mmap(NULL, NESTED * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *d = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -284,31 +289,10 @@ static __attribute__((noinline)) void make_nested(void)
 	memset(r, 0xa5, NESTED * 64);
 	memset(d, 0xa5, page);
 	memset(lone, 0xa5, page);
-	for (size_t g = 0; g < NESTED / 4; g++) {
-		unsigned char *b = r + 4 * g * 64;
-		nested_roots[g] = (uintptr_t)(b + 8);                  /* into 4g: a root */
-		((uint64_t *)b)[2] = (uintptr_t)(b + 64);   /* 4g -> 4g+1 */
-		((uint64_t *)b)[19] = (uintptr_t)(b + 208); /* 4g+2 (nothing points to it) -> 4g+3 */
-	}
-	/* the walls [d, d + 2056), the block over them [d + 2048, d + 4096) a root holds: the word at
-	 * d + 2048, in both, points into lone's first block; one at d + 8, in the walls only, into
-	 * its third */
-	deep_root = (uintptr_t)(d + 3000);
-	((uint64_t *)d)[256] = (uintptr_t)(lone + 8);
-	((uint64_t *)d)[1] = (uintptr_t)(lone + 136);
-	nested_msg = (struct nested_msg){ (uintptr_t)r, (uintptr_t)d, (uintptr_t)lone };
-	(void)getppid(); /* a system call: the scratch registers that held the last pointers (which the
-			  * next calls might spill to the stack) hold other values now */
-}
-
-static int nested_main(int fd)
-{
-	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-	make_nested();
-	scrub_stack();
-	if (write(fd, &nested_msg, sizeof(nested_msg)) != sizeof(nested_msg))
+	nested_roots[0] = 1; /* present */
+	struct nested_msg m = { (uintptr_t)r, (uintptr_t)d, (uintptr_t)lone, (uintptr_t)nested_roots };
+	if (write(fd, &m, sizeof(m)) != sizeof(m))
 		_exit(4);
-	explicit_bzero(&nested_msg, sizeof(nested_msg));
 	close(fd);
 	for (;;)
 		pause();
@@ -709,6 +693,18 @@ static void test_reach_graph(void **state)
 	assert_int_equal(reach[0], 77);
 }
 
+/* Writes len bytes at addr of process pid: 0, or -1. */
+static int poke(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	return process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/* The nested child's blocks (see test_nested for what points where): the outer block over the
+ * NESTED ones at region; at deep, the walls [deep + 512, deep + 2056) and the block over their end
+ * [deep + 2048, deep + 4096); in lone, Y_BOTH at + 512, Y_WALLS at + 640, Y_NONE at + 768. */
+#define WALLS_AT 512
+#define Y_AT 512
 static int nested_setup(void **state)
 {
 	struct child *c = xcalloc(1, sizeof(*c));
@@ -719,6 +715,25 @@ static int nested_setup(void **state)
 	struct pollfd p = { .fd = -1, .events = POLLIN };
 	if (spawn(c, "--nested-child", NULL) || read_all(c->fd, &m, sizeof(m)) ||
 	    (p.fd = c->fd, poll(&p, 1, 30000) <= 0) || read(c->fd, &end, 1) != 0) {
+		child_end(c);
+		return -1;
+	}
+	uint64_t *region = xmalloc(NESTED * 64), deep[512], roots[NESTED_ROOTS];
+	memset(region, 0xa5, NESTED * 64);
+	memset(deep, 0xa5, sizeof(deep));
+	for (size_t g = 0; g < NESTED / 4; g++) {
+		uint64_t b = m.region + 4 * g * 64;
+		roots[g] = b + 8;                  /* into 4g: a root */
+		region[32 * g + 2] = b + 64;       /* 4g -> 4g+1 */
+		region[32 * g + 19] = b + 208;     /* 4g+2 (nothing points to it) -> 4g+3 */
+	}
+	roots[NESTED / 4] = m.deep + 3000;          /* into the block over the walls' end */
+	deep[2048 / 8] = m.lone + Y_AT + 8;         /* in the walls and that block: to Y_BOTH */
+	deep[(WALLS_AT + 8) / 8] = m.lone + Y_AT + 136; /* in the walls only: to Y_WALLS */
+	int rc = poke(c->pid, m.region, region, NESTED * 64) || poke(c->pid, m.deep, deep, sizeof(deep)) ||
+		 poke(c->pid, m.roots, roots, sizeof(roots));
+	free(region);
+	if (rc) {
 		child_end(c);
 		return -1;
 	}
@@ -753,14 +768,14 @@ static void test_nested(void **state)
 	want_from[OUTER] = HEAP_FROM_ROOT;
 	want_reach[OUTER] = HEAP_REACH_ROOT;
 	for (size_t k = 0; k < WALLS; k++) {
-		b[WALL0 + k] = (struct heap_ref_block){ .addr = d, .size = 2056 };
+		b[WALL0 + k] = (struct heap_ref_block){ .addr = d + WALLS_AT, .size = 2056 - WALLS_AT };
 		want_from[WALL0 + k] = 0;
 		want_reach[WALL0 + k] = HEAP_REACH_NONE;
 	}
 	b[OVER] = (struct heap_ref_block){ .addr = d + 2048, .size = 2048 };
-	b[Y_BOTH] = (struct heap_ref_block){ .addr = lone, .size = 64 };
-	b[Y_WALLS] = (struct heap_ref_block){ .addr = lone + 128, .size = 64 };
-	b[Y_NONE] = (struct heap_ref_block){ .addr = lone + 256, .size = 64 };
+	b[Y_BOTH] = (struct heap_ref_block){ .addr = lone + Y_AT, .size = 64 };
+	b[Y_WALLS] = (struct heap_ref_block){ .addr = lone + Y_AT + 128, .size = 64 };
+	b[Y_NONE] = (struct heap_ref_block){ .addr = lone + Y_AT + 256, .size = 64 };
 	want_from[Y_WALLS] = HEAP_FROM_BLOCK;
 	want_reach[Y_WALLS] = HEAP_REACH_NONE; /* held by the lost walls only */
 	want_reach[Y_NONE] = HEAP_REACH_NONE;
