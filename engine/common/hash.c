@@ -37,22 +37,22 @@ static inline uint64_t load_le64(const uint8_t *p)
 	return v;
 }
 
-#define SIPROUND(s)                                                                                \
-	do {                                                                                       \
-		(s)->v0 += (s)->v1;                                                                \
-		(s)->v1 = rotl((s)->v1, 13);                                                       \
-		(s)->v1 ^= (s)->v0;                                                                \
-		(s)->v0 = rotl((s)->v0, 32);                                                       \
-		(s)->v2 += (s)->v3;                                                                \
-		(s)->v3 = rotl((s)->v3, 16);                                                       \
-		(s)->v3 ^= (s)->v2;                                                                \
-		(s)->v0 += (s)->v3;                                                                \
-		(s)->v3 = rotl((s)->v3, 21);                                                       \
-		(s)->v3 ^= (s)->v0;                                                                \
-		(s)->v2 += (s)->v1;                                                                \
-		(s)->v1 = rotl((s)->v1, 17);                                                       \
-		(s)->v1 ^= (s)->v2;                                                                \
-		(s)->v2 = rotl((s)->v2, 32);                                                       \
+#define SIPROUND(s)                          \
+	do {                                 \
+		(s)->v0 += (s)->v1;          \
+		(s)->v1 = rotl((s)->v1, 13); \
+		(s)->v1 ^= (s)->v0;          \
+		(s)->v0 = rotl((s)->v0, 32); \
+		(s)->v2 += (s)->v3;          \
+		(s)->v3 = rotl((s)->v3, 16); \
+		(s)->v3 ^= (s)->v2;          \
+		(s)->v0 += (s)->v3;          \
+		(s)->v3 = rotl((s)->v3, 21); \
+		(s)->v3 ^= (s)->v0;          \
+		(s)->v2 += (s)->v1;          \
+		(s)->v1 = rotl((s)->v1, 17); \
+		(s)->v1 ^= (s)->v2;          \
+		(s)->v2 = rotl((s)->v2, 32); \
 	} while (0)
 
 static inline void compress(struct hash_state *s, uint64_t m)
@@ -102,9 +102,9 @@ static void key_init(void)
 	struct timespec mono, real;
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &real);
-	uint64_t seen[] = { (uint64_t)mono.tv_sec, (uint64_t)mono.tv_nsec, (uint64_t)real.tv_sec,
-			    (uint64_t)real.tv_nsec, (uint64_t)getpid(), (uintptr_t)&mono,
-			    (uintptr_t)&key_init, (uintptr_t)&errno };
+	uint64_t seen[] = { (uint64_t)mono.tv_sec,  (uint64_t)mono.tv_nsec, (uint64_t)real.tv_sec,
+			    (uint64_t)real.tv_nsec, (uint64_t)getpid(),     (uintptr_t)&mono,
+			    (uintptr_t)&key_init,   (uintptr_t)&errno };
 	static const uint8_t fixed[16] = "diagnose-hashkey";
 	struct hash_state h;
 	hash_init_key(&h, fixed);

@@ -59,8 +59,8 @@ struct ref_index {
 					       * last one: ud_first) */
 	uint64_t lay_lo[HEAP_REFS_MAX_DEPTH]; /* a layer's first start and last end */
 	uint64_t lay_hi[HEAP_REFS_MAX_DEPTH];
-	size_t ud_first;                      /* the undecided: entries ud_first .. n - 1 */
-	uint64_t *ud_start, *ud_end;          /* the ranges they cover, merged, in address order */
+	size_t ud_first;             /* the undecided: entries ud_first .. n - 1 */
+	uint64_t *ud_start, *ud_end; /* the ranges they cover, merged, in address order */
 	size_t n_ud;
 	uint64_t lo, span; /* a candidate v: v - lo < span */
 	uint64_t *filter;  /* a bit per hashed granule covered by a placed block */
@@ -248,8 +248,8 @@ static size_t last_at_or_before(struct ref_index *ix, const uint64_t *s, size_t 
 /* The entry among s[a .. b - 1] (sorted, not overlapping, ends in e) that holds x, or SIZE_MAX;
  * hint (when not NULL): the one found last, tried first with its next two (the words come in
  * address order), and set to what is found. */
-static size_t find_in(struct ref_index *ix, const uint64_t *s, const uint64_t *e, size_t a, size_t b,
-		      uint64_t x, size_t *hint)
+static size_t find_in(struct ref_index *ix, const uint64_t *s, const uint64_t *e, size_t a,
+		      size_t b, uint64_t x, size_t *hint)
 {
 	size_t j;
 	ix->steps++;
@@ -358,8 +358,8 @@ static bool block_starts_in(struct ref_index *ix, uint64_t start, uint64_t end)
  * looked up counted in *looked_up. Every HEAP_REFS_CHECK_WORDS words the reader's deadline and
  * stop descriptor are looked at: returns the words scanned (fewer than nwords: stopped, why in
  * err). */
-static size_t scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base, bool heap,
-			 uint64_t *looked_up, struct tfile_reader *r, struct diag_err *err)
+static size_t scan_words(struct ref_index *ix, const uint64_t *w, size_t nwords, uint64_t base,
+			 bool heap, uint64_t *looked_up, struct tfile_reader *r, struct diag_err *err)
 {
 	ix->outside = heap ? HEAP_FROM_HEAP : HEAP_FROM_ROOT;
 	for (size_t l = 0; l < ARRAY_LEN(ix->cursor); l++)
@@ -447,14 +447,16 @@ static void say_why(struct heap_scan_stats *st, uint64_t cap, const char *stop, 
 			 TFILE_MAX_TEXT_BYTES >> 20);
 	size_t off = 0;
 	if (!st->complete)
-		off = (size_t)(stop && stop[0] ? snprintf(st->why, sizeof(st->why), "stopped (%.80s); not scanned: ", stop)
+		off = (size_t)(stop && stop[0] ? snprintf(st->why, sizeof(st->why),
+							  "stopped (%.80s); not scanned: ", stop)
 					       : snprintf(st->why, sizeof(st->why), "not scanned: "));
 	for (size_t i = 0; i < n && off < sizeof(st->why); i++)
 		off += (size_t)snprintf(st->why + off, sizeof(st->why) - off, "%s%s", i ? ", " : "", parts[i]);
 	if (st->undecided && off < sizeof(st->why))
-		snprintf(st->why + off, sizeof(st->why) - off, "%s%" PRIu64 " blocks not decided (over %d "
-			 "listed blocks at one address): not known", off ? "; " : "", st->undecided,
-			 HEAP_REFS_MAX_DEPTH);
+		snprintf(st->why + off, sizeof(st->why) - off,
+			 "%s%" PRIu64 " blocks not decided (over %d "
+			 "listed blocks at one address): not known",
+			 off ? "; " : "", st->undecided, HEAP_REFS_MAX_DEPTH);
 }
 
 int heap_refs_scan(struct tfile_reader *r, int pid, struct heap_ref_block *blocks, size_t n,

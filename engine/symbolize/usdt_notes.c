@@ -476,7 +476,9 @@ int usdt_read_notes(struct tfile_image *img, const char *path, struct usdt_notes
 				site.args_ok = usdt_parse_args(site.args_text, site.vaddr, lookup_symbol, &syms,
 							       &site.spec, site.args_error,
 							       sizeof(site.args_error)) == 0;
-				char *v = site.args_ok || !syms.cut ? NULL : strstr(site.args_error, "a variable the file's");
+				char *v = site.args_ok || !syms.cut
+						  ? NULL
+						  : strstr(site.args_error, "a variable the file's");
 				if (v) /* not found: perhaps among those not indexed */
 					snprintf(v, sizeof(site.args_error) - (size_t)(v - site.args_error),
 						 "a variable not among the symbols indexed (%zu more past its caps)",

@@ -66,8 +66,8 @@ static void test_vectors(void **state)
 	(void)state;
 	for (size_t len = 0; len < 64; len++)
 		if (keyed(key, msg, len) != vectors[len])
-			fail_msg("%zu bytes: %016" PRIx64 ", expected %016" PRIx64, len, keyed(key, msg, len),
-				 vectors[len]);
+			fail_msg("%zu bytes: %016" PRIx64 ", expected %016" PRIx64, len,
+				 keyed(key, msg, len), vectors[len]);
 }
 
 /* Streamed in pieces of every size from 1 to 9 (across the 8-byte words), and hash_final in the

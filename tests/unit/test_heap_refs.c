@@ -281,9 +281,11 @@ static int nested_main(int fd)
 {
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	unsigned char *r = mmap(NULL, NESTED * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *r =
+		mmap(NULL, NESTED * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *d = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	unsigned char *lone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *lone =
+		mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r == MAP_FAILED || d == MAP_FAILED || lone == MAP_FAILED || page < 4096)
 		_exit(3);
 	memset(r, 0xa5, NESTED * 64);
@@ -311,7 +313,8 @@ static struct words_msg words_msg;
 static __attribute__((noinline)) void make_words(void)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)WORDS_MIB << 20;
-	unsigned char *blocks = mmap(NULL, WORDS_BLOCKS * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *blocks = mmap(NULL, WORDS_BLOCKS * 64, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *area = mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (blocks == MAP_FAILED || area == MAP_FAILED || mprotect(area + page, len, PROT_READ | PROT_WRITE))
 		_exit(3);
@@ -723,14 +726,15 @@ static int nested_setup(void **state)
 	memset(deep, 0xa5, sizeof(deep));
 	for (size_t g = 0; g < NESTED / 4; g++) {
 		uint64_t b = m.region + 4 * g * 64;
-		roots[g] = b + 8;                  /* into 4g: a root */
-		region[32 * g + 2] = b + 64;       /* 4g -> 4g+1 */
-		region[32 * g + 19] = b + 208;     /* 4g+2 (nothing points to it) -> 4g+3 */
+		roots[g] = b + 8;              /* into 4g: a root */
+		region[32 * g + 2] = b + 64;   /* 4g -> 4g+1 */
+		region[32 * g + 19] = b + 208; /* 4g+2 (nothing points to it) -> 4g+3 */
 	}
-	roots[NESTED / 4] = m.deep + 3000;          /* into the block over the walls' end */
-	deep[2048 / 8] = m.lone + Y_AT + 8;         /* in the walls and that block: to Y_BOTH */
+	roots[NESTED / 4] = m.deep + 3000;              /* into the block over the walls' end */
+	deep[2048 / 8] = m.lone + Y_AT + 8;             /* in the walls and that block: to Y_BOTH */
 	deep[(WALLS_AT + 8) / 8] = m.lone + Y_AT + 136; /* in the walls only: to Y_WALLS */
-	int rc = poke(c->pid, m.region, region, NESTED * 64) || poke(c->pid, m.deep, deep, sizeof(deep)) ||
+	int rc = poke(c->pid, m.region, region, NESTED * 64) ||
+		 poke(c->pid, m.deep, deep, sizeof(deep)) ||
 		 poke(c->pid, m.roots, roots, sizeof(roots));
 	free(region);
 	if (rc) {
@@ -755,7 +759,15 @@ static void test_nested(void **state)
 {
 	struct child *c = *state;
 	uint64_t r = c->recs[0].addr, d = c->recs[1].addr, lone = c->recs[2].addr;
-	enum { OUTER = NESTED, WALL0 = NESTED + 1, OVER = WALL0 + WALLS, Y_BOTH, Y_WALLS, Y_NONE, N };
+	enum {
+		OUTER = NESTED,
+		WALL0 = NESTED + 1,
+		OVER = WALL0 + WALLS,
+		Y_BOTH,
+		Y_WALLS,
+		Y_NONE,
+		N
+	};
 	struct heap_ref_block *b = xcalloc(N, sizeof(*b));
 	uint8_t *want_from = xcalloc(N, 1), *want_reach = xcalloc(N, 1), *reach = xcalloc(N, 1);
 	for (size_t i = 0; i < NESTED; i++) {
@@ -801,8 +813,9 @@ static void test_nested(void **state)
 		    ((i == OVER || i == Y_BOTH) && reach[i] == HEAP_REACH_NONE)) {
 			if (wrong++ < 10)
 				printf("   block %zu (%" PRIu64 " bytes at 0x%" PRIx64 "): from %u reach %u, expected "
-				       "from %u reach %u\n", i, b[i].size, b[i].addr, b[i].from, reach[i],
-				       want_from[i], want_reach[i]);
+				       "from %u reach %u\n",
+				       i, b[i].size, b[i].addr, b[i].from, reach[i], want_from[i],
+				       want_reach[i]);
 		}
 	assert_int_equal(wrong, 0);
 	/* OVER cannot be placed: not known, and said */
@@ -893,12 +906,14 @@ static void test_stop_in_chunk(void **state)
 				 (st.stopped_at - words) % HEAP_REFS_CHUNK_BYTES != 0;
 			if (within)
 				printf("   %s: stopped %" PRIu64 " KiB into a chunk of the words (try %d, after %.1f ms "
-				       "of %.1f)\n", how == 0 ? "deadline" : "stop descriptor",
-				       ((st.stopped_at - words) % HEAP_REFS_CHUNK_BYTES) >> 10, k + 1, after / 1e6,
-				       whole / 1e6);
+				       "of %.1f)\n",
+				       how == 0 ? "deadline" : "stop descriptor",
+				       ((st.stopped_at - words) % HEAP_REFS_CHUNK_BYTES) >> 10,
+				       k + 1, after / 1e6, whole / 1e6);
 		}
 		if (!within)
-			fail_msg("the %s was never honoured within a chunk", how == 0 ? "deadline" : "stop descriptor");
+			fail_msg("the %s was never honoured within a chunk",
+				 how == 0 ? "deadline" : "stop descriptor");
 	}
 }
 

@@ -113,8 +113,8 @@ static void test_flood(void **state)
 	for (size_t slot = 0; slot < s.index.size; slot++)
 		if (s.index.slots[slot].pos_1)
 			walked += (slot - ((size_t)s.index.slots[slot].hash & mask)) & mask;
-	printf("   %d names, %zu slots: %zu slots walked past their homes in all\n", FLOOD, s.index.size,
-	       walked);
+	printf("   %d names, %zu slots: %zu slots walked past their homes in all\n", FLOOD,
+	       s.index.size, walked);
 	assert_true(walked <= 4 * FLOOD);
 	for (size_t i = 0; i < FLOOD; i++)
 		assert_true(strset_has(&s, names[i], SIZE_MAX));

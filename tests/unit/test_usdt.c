@@ -402,7 +402,14 @@ static void put(unsigned char *buf, size_t *off, const void *p, size_t len)
 static int write_crafted(const char *path, size_t many, size_t name_len, bool var_first)
 {
 	static const char shstr[] = "\0.text\0.data\0.note.stapsdt\0.symtab\0.strtab\0.shstrtab";
-	enum { SH_TEXT = 1, SH_DATA = 7, SH_NOTE = 13, SH_SYMTAB = 27, SH_STRTAB = 35, SH_SHSTRTAB = 43 };
+	enum {
+		SH_TEXT = 1,
+		SH_DATA = 7,
+		SH_NOTE = 13,
+		SH_SYMTAB = 27,
+		SH_STRTAB = 35,
+		SH_SHSTRTAB = 43
+	};
 	static const char args[] = "8@sema_var(%rip)";
 	size_t nsyms = many + 2; /* the null symbol, the many, sema_var */
 	size_t note_desc = 24 + sizeof("app") + sizeof("probe") + sizeof(args);
@@ -415,10 +422,18 @@ static int write_crafted(const char *path, size_t many, size_t name_len, bool va
 	unsigned char *buf = calloc(1, size);
 	if (!buf)
 		return -1;
-	Elf64_Ehdr eh = { .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
-			  .e_entry = CRAFT_TEXT, .e_phoff = sizeof(Elf64_Ehdr), .e_shoff = off_sh,
-			  .e_ehsize = sizeof(Elf64_Ehdr), .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 2,
-			  .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 7, .e_shstrndx = 6 };
+	Elf64_Ehdr eh = { .e_type = ET_EXEC,
+			  .e_machine = EM_X86_64,
+			  .e_version = EV_CURRENT,
+			  .e_entry = CRAFT_TEXT,
+			  .e_phoff = sizeof(Elf64_Ehdr),
+			  .e_shoff = off_sh,
+			  .e_ehsize = sizeof(Elf64_Ehdr),
+			  .e_phentsize = sizeof(Elf64_Phdr),
+			  .e_phnum = 2,
+			  .e_shentsize = sizeof(Elf64_Shdr),
+			  .e_shnum = 7,
+			  .e_shstrndx = 6 };
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
 	eh.e_ident[EI_CLASS] = ELFCLASS64;
 	eh.e_ident[EI_DATA] = ELFDATA2LSB;
@@ -426,10 +441,22 @@ static int write_crafted(const char *path, size_t many, size_t name_len, bool va
 	size_t off = 0;
 	put(buf, &off, &eh, sizeof(eh));
 	Elf64_Phdr ph[2] = {
-		{ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0x1000, .p_vaddr = CRAFT_TEXT,
-		  .p_paddr = CRAFT_TEXT, .p_filesz = 0x100, .p_memsz = 0x100, .p_align = 0x1000 },
-		{ .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = 0x2000, .p_vaddr = CRAFT_DATA,
-		  .p_paddr = CRAFT_DATA, .p_filesz = 0x100, .p_memsz = 0x100, .p_align = 0x1000 },
+		{ .p_type = PT_LOAD,
+		  .p_flags = PF_R | PF_X,
+		  .p_offset = 0x1000,
+		  .p_vaddr = CRAFT_TEXT,
+		  .p_paddr = CRAFT_TEXT,
+		  .p_filesz = 0x100,
+		  .p_memsz = 0x100,
+		  .p_align = 0x1000 },
+		{ .p_type = PT_LOAD,
+		  .p_flags = PF_R | PF_W,
+		  .p_offset = 0x2000,
+		  .p_vaddr = CRAFT_DATA,
+		  .p_paddr = CRAFT_DATA,
+		  .p_filesz = 0x100,
+		  .p_memsz = 0x100,
+		  .p_align = 0x1000 },
 	};
 	put(buf, &off, ph, sizeof(ph));
 	/* the note: its header, "stapsdt", the site, no .stapsdt.base, the semaphore, the strings */
@@ -444,10 +471,16 @@ static int write_crafted(const char *path, size_t many, size_t name_len, bool va
 	put(buf, &off, args, sizeof(args));
 	/* the symbols */
 	off = off_sym + sizeof(Elf64_Sym);
-	Elf64_Sym var = { .st_name = (uint32_t)(1 + name_len + 1), .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
-			  .st_shndx = 2, .st_value = CRAFT_VAR, .st_size = 8 };
-	Elf64_Sym same = { .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = 2,
-			   .st_value = CRAFT_DATA + 0x40, .st_size = 8 };
+	Elf64_Sym var = { .st_name = (uint32_t)(1 + name_len + 1),
+			  .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
+			  .st_shndx = 2,
+			  .st_value = CRAFT_VAR,
+			  .st_size = 8 };
+	Elf64_Sym same = { .st_name = 1,
+			   .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT),
+			   .st_shndx = 2,
+			   .st_value = CRAFT_DATA + 0x40,
+			   .st_size = 8 };
 	if (var_first)
 		put(buf, &off, &var, sizeof(var));
 	for (size_t i = 0; i < many; i++)
@@ -462,18 +495,38 @@ static int write_crafted(const char *path, size_t many, size_t name_len, bool va
 	put(buf, &off, shstr, sizeof(shstr));
 	Elf64_Shdr sh[7] = {
 		{ 0 },
-		{ .sh_name = SH_TEXT, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
-		  .sh_addr = CRAFT_TEXT, .sh_offset = 0x1000, .sh_size = 0x100, .sh_addralign = 16 },
-		{ .sh_name = SH_DATA, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_WRITE,
-		  .sh_addr = CRAFT_DATA, .sh_offset = 0x2000, .sh_size = 0x100, .sh_addralign = 8 },
-		{ .sh_name = SH_NOTE, .sh_type = SHT_NOTE, .sh_offset = off_note, .sh_size = note_size,
-		  .sh_addralign = 4 },
-		{ .sh_name = SH_SYMTAB, .sh_type = SHT_SYMTAB, .sh_offset = off_sym,
-		  .sh_size = nsyms * sizeof(Elf64_Sym), .sh_link = 5, .sh_info = 1, .sh_addralign = 8,
+		{ .sh_name = SH_TEXT,
+		  .sh_type = SHT_PROGBITS,
+		  .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+		  .sh_addr = CRAFT_TEXT,
+		  .sh_offset = 0x1000,
+		  .sh_size = 0x100,
+		  .sh_addralign = 16 },
+		{ .sh_name = SH_DATA,
+		  .sh_type = SHT_PROGBITS,
+		  .sh_flags = SHF_ALLOC | SHF_WRITE,
+		  .sh_addr = CRAFT_DATA,
+		  .sh_offset = 0x2000,
+		  .sh_size = 0x100,
+		  .sh_addralign = 8 },
+		{ .sh_name = SH_NOTE, .sh_type = SHT_NOTE, .sh_offset = off_note, .sh_size = note_size, .sh_addralign = 4 },
+		{ .sh_name = SH_SYMTAB,
+		  .sh_type = SHT_SYMTAB,
+		  .sh_offset = off_sym,
+		  .sh_size = nsyms * sizeof(Elf64_Sym),
+		  .sh_link = 5,
+		  .sh_info = 1,
+		  .sh_addralign = 8,
 		  .sh_entsize = sizeof(Elf64_Sym) },
-		{ .sh_name = SH_STRTAB, .sh_type = SHT_STRTAB, .sh_offset = off_str, .sh_size = str_size,
+		{ .sh_name = SH_STRTAB,
+		  .sh_type = SHT_STRTAB,
+		  .sh_offset = off_str,
+		  .sh_size = str_size,
 		  .sh_addralign = 1 },
-		{ .sh_name = SH_SHSTRTAB, .sh_type = SHT_STRTAB, .sh_offset = off_shstr, .sh_size = sizeof(shstr),
+		{ .sh_name = SH_SHSTRTAB,
+		  .sh_type = SHT_STRTAB,
+		  .sh_offset = off_shstr,
+		  .sh_size = sizeof(shstr),
 		  .sh_addralign = 1 },
 	};
 	off = off_sh;
@@ -581,14 +634,10 @@ static void test_normalize(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_args_forms),
-		cmocka_unit_test(test_args_refused),
-		cmocka_unit_test(test_fixture_notes),
-		cmocka_unit_test(test_real_binaries),
-		cmocka_unit_test(test_hostile_notes),
-		cmocka_unit_test(test_long_symbol_names),
-		cmocka_unit_test(test_symbol_index_caps),
-		cmocka_unit_test(test_normalize),
+		cmocka_unit_test(test_args_forms),        cmocka_unit_test(test_args_refused),
+		cmocka_unit_test(test_fixture_notes),     cmocka_unit_test(test_real_binaries),
+		cmocka_unit_test(test_hostile_notes),     cmocka_unit_test(test_long_symbol_names),
+		cmocka_unit_test(test_symbol_index_caps), cmocka_unit_test(test_normalize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
