@@ -29,6 +29,7 @@
 
 #include "catalog.h"
 #include "doctor_load.h"
+#include "hitcost.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -322,28 +323,6 @@ static enum status check_kprobe(const struct ctx *c, char *detail, size_t n)
 			    "vfs_read", detail, n);
 }
 
-/* Our own executable, at the file offset of doctor_run: found from /proc/self/maps. */
-static int self_offset(uint64_t *offset)
-{
-	uintptr_t addr = (uintptr_t)doctor_run;
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return -1;
-	char line[512];
-	int rc = -1;
-	while (rc != 0 && fgets(line, sizeof(line), f)) {
-		unsigned long start, end, off;
-		if (sscanf(line, "%lx-%lx %*s %lx", &start, &end, &off) == 3 && addr >= start &&
-		    addr < end) {
-			*offset = addr - start + off;
-			rc = 0;
-		}
-	}
-	fclose(f);
-	if (rc != 0)
-		errno = ENOENT;
-	return rc;
-}
 
 static enum status check_uprobe(const struct ctx *c, char *detail, size_t n)
 {
@@ -356,7 +335,7 @@ static enum status check_uprobe(const struct ctx *c, char *detail, size_t n)
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	uint64_t offset;
-	if (len < 0 || self_offset(&offset) != 0)
+	if (len < 0 || hitcost_self_offset((const void *)doctor_run, &offset) != 0)
 		return fail_errno(detail, n, "locating our own executable", errno);
 	exe[len] = '\0';
 	struct perf_event_attr attr = { .type = (uint32_t)type, .sample_period = 1,

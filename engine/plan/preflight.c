@@ -9,6 +9,12 @@
 
 #define DEFAULT_PREFLIGHT_MS 250
 
+/* ns of CPU in the window as a share (%) of the machine's CPUs. */
+static double cost_pct(const struct plan *plan, const struct preflight_window *w, double ns)
+{
+	return w->wall_s > 0 ? ns / 1e9 * 100.0 / (w->wall_s * plan->ncpus) : 0;
+}
+
 static char *human_rate(double r, char *buf, size_t len)
 {
 	if (r >= 1e6)
@@ -37,14 +43,15 @@ static bool can_raise(const struct governor_probe *g)
 
 /* Raises the sample_every of the probes at or above min_pct that can sample by the factor that
  * brings the window to half of what the budget leaves them; false when that factor cannot be
- * found (what they do not cover uses the budget already) or raises nothing. */
+ * found (what they do not cover uses the budget already: their hits' fixed cost, which sampling
+ * does not lower, counts there) or raises nothing. */
 static bool governor_raise(double budget, double window_pct, double min_pct,
 			   struct governor_probe *probes, unsigned n)
 {
 	double chosen = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (can_raise(&probes[i]) && probes[i].pct >= min_pct)
-			chosen += probes[i].pct;
+			chosen += probes[i].pct - probes[i].fixed_pct;
 	double rest = window_pct - chosen;
 	if (chosen <= 0 || rest >= budget)
 		return false;
@@ -169,7 +176,7 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 {
 	const struct recipe_budgets *b = &plan->recipe->budgets;
 	struct value *s = value_obj();
-	double bpf_ns = 0;
+	double bpf_ns = 0, fixed_ns = 0;
 	value_set_int(s, "window_ms", w->planned_ms);
 	value_set_num(s, "events_per_s", round(total));
 	value_set_int(s, "max_events_per_s", (int64_t)b->max_events_per_s);
@@ -182,6 +189,14 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 			value_set_num(p, "events_per_s", round(rates[i].events_per_s));
 			value_set_num(p, "firings_per_s", round(rates[i].firings_per_s));
 			bpf_ns += (double)rates[i].bpf_ns;
+			fixed_ns += (double)rates[i].fixed_ns;
+			if (rates[i].trap_hits)
+				value_set_num(p, "trap_hits_per_s", round((double)rates[i].trap_hits / w->wall_s));
+			if (rates[i].slowed_syscalls)
+				value_set_num(p, "slowed_syscalls_per_s",
+					      round((double)rates[i].slowed_syscalls / w->wall_s));
+			if (rates[i].fixed_ns)
+				value_set_num(p, "fixed_cpu_pct", round(cost_pct(plan, w, (double)rates[i].fixed_ns) * 1000) / 1000);
 			break;
 		case RATE_UNMEASURED:
 			value_set_str(p, "rate", "unmeasured");
@@ -195,10 +210,18 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 		if (rates[i].sample_every > 1)
 			value_set_int(p, "sample_every", (int64_t)rates[i].sample_every);
 	}
-	/* The probes' own programs, counting only: a lower bound for what full mode costs. */
-	if (w->bpf_stats && w->wall_s > 0)
-		value_set_num(s, "estimated_bpf_cpu_pct_min",
-			      round(bpf_ns / 1e9 * 100.0 / (w->wall_s * plan->ncpus) * 1000) / 1000);
+	/* The probes' own programs, counting only: a lower bound for what full mode costs; and what
+	 * their hits cost beyond it (traps, the syscall slow path), which sampling does not lower. */
+	if (w->bpf_stats && w->wall_s > 0) {
+		value_set_num(s, "estimated_bpf_cpu_pct_min", round(cost_pct(plan, w, bpf_ns) * 1000) / 1000);
+		value_set_num(s, "fixed_cpu_pct", round(cost_pct(plan, w, fixed_ns) * 1000) / 1000);
+		value_set_num(s, "estimated_server_cpu_pct_min",
+			      round(cost_pct(plan, w, bpf_ns + fixed_ns) * 1000) / 1000);
+		if (w->per_trap_ns > 0)
+			value_set_num(s, "per_trap_ns", round(w->per_trap_ns));
+		if (w->per_syscall_ns > 0)
+			value_set_num(s, "per_syscall_ns", round(w->per_syscall_ns));
+	}
 	return s;
 }
 
@@ -218,6 +241,38 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		r->events_per_s = (double)r->passed / secs;
 		r->firings_per_s = (double)r->firings / secs;
 		total += r->events_per_s / (double)r->sample_every;
+	}
+
+	/* What the probes' hits cost beyond their programs (uprobe traps, the syscall slow path):
+	 * sampling does not lower it, only fewer hits do. Over the CPU budget by itself, with no
+	 * probe that costs none of it to go on with (the live governor stops a costly probe and goes
+	 * on with the others): refused now rather than stopped a few windows in. */
+	double fixed = 0, worst_fixed = 0;
+	unsigned worst_i = 0, others = 0;
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		if (rates[i].status != RATE_MEASURED)
+			continue;
+		fixed += (double)rates[i].fixed_ns;
+		others += rates[i].fixed_ns == 0;
+		if ((double)rates[i].fixed_ns > worst_fixed)
+			worst_fixed = (double)rates[i].fixed_ns, worst_i = i;
+	}
+	if (b->max_cpu_pct > 0 && w->bpf_stats && !others && cost_pct(plan, w, fixed) > b->max_cpu_pct) {
+		const struct preflight_rate *r = &rates[worst_i];
+		char traps[32], sys[32];
+		human_rate((double)r->trap_hits / secs, traps, sizeof(traps));
+		human_rate((double)r->slowed_syscalls / secs, sys, sizeof(sys));
+		diag_fail(err, DIAG_EXIT_REFUSED,
+			  "over budget: the probes' hits would cost the server %.1f%% of the CPUs beyond "
+			  "their programs (probe %s: %s uprobe traps at %.1f us each, %s syscalls slowed "
+			  "at %.0f ns), max_cpu_pct allows %g%%; sampling does not lower it: narrow the "
+			  "target (--pid of one process), turn off the probe's busiest sites (its options), "
+			  "or raise max_cpu_pct",
+			  cost_pct(plan, w, fixed), plan->probes[worst_i].rp->id, traps,
+			  w->per_trap_ns / 1000, sys, w->per_syscall_ns, b->max_cpu_pct);
+		if (summary)
+			*summary = summarize(plan, w, rates, total);
+		return -1;
 	}
 
 	if (b->max_events_per_s && total > (double)b->max_events_per_s) {

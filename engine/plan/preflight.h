@@ -29,6 +29,9 @@ struct preflight_rate {
 	uint64_t passed;      /* program runs that passed the probe's filters: its events */
 	uint64_t firings;     /* every run of its programs: what it costs */
 	uint64_t bpf_ns;      /* run time of its programs in the window (0: statistics unavailable) */
+	uint64_t fixed_ns;    /* what its hits cost beyond that run time: uprobe traps, the syscall
+			       * slow path (engine/session/cost.h); sampling does not take it off */
+	uint64_t trap_hits, slowed_syscalls; /* those hits */
 	/* Set by preflight_decide: */
 	double events_per_s, firings_per_s;
 	uint64_t sample_every; /* 1: every event; N: keep 1 in N at random */
@@ -40,6 +43,7 @@ struct preflight_window {
 	unsigned planned_ms;
 	double wall_s;
 	bool bpf_stats;
+	double per_trap_ns, per_syscall_ns; /* as measured on this machine (0: not measured) */
 };
 
 /* Applies the recipe's max_events_per_s to the rates (rates[plan->n_probes]): sets each rate's
@@ -55,15 +59,18 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
  * most half the run's duration; 0 when no probe has event-driven BPF programs. */
 unsigned preflight_window_ms(const struct plan *plan);
 
-/* The live governor, after one measuring window in which our programs used window_pct of the
- * CPUs (-1: none measured): must the run stop over max_cpu_pct (budget)? One 50 ms window is a
+/* The live governor, after one measuring window in which the run cost the server window_pct of
+ * the CPUs (-1: none measured): must the run stop over max_cpu_pct (budget)? One 50 ms window is a
  * burst, not a trend: two windows in a row over the budget stop it, or one over twice the
  * budget (a runaway). *over_before carries the previous window's answer between calls. */
 bool governor_stops(double budget, double window_pct, bool *over_before);
 
 /* One probe as the live governor sees it when a measuring window closes. */
 struct governor_probe {
-	double pct;            /* CPU share (% of the CPUs) its programs used in the window */
+	double pct;            /* what it cost the server in the window (% of the CPUs): its
+				* programs' run time and its hits' fixed cost */
+	double fixed_pct;      /* of which its hits' fixed cost (traps, the syscall slow path):
+				* what sampling cannot lower */
 	bool running;          /* has BPF programs, attached (not stopped by the governor) */
 	uint64_t sample_every; /* in force; raised by governor_decide when it degrades the probe */
 	uint64_t max_every;    /* how far it may be raised; 0: it cannot sample */

@@ -48,6 +48,8 @@ struct value *report_build(const struct report_input *in)
 	} else {
 		value_obj_set(o, "bpf_cpu_pct", value_null());
 	}
+	if (s && s->cost) /* what the server paid: BPF, traps and slow paths, diagnose's own CPU */
+		value_obj_set(o, "server", value_copy(s->cost));
 	if (s) { /* where the run's wall time went, each phase in seconds (the report's own writing
 		  * and the audit's end record come after) */
 		struct value *ph = value_obj_set(o, "phases_s", value_obj());
@@ -90,6 +92,53 @@ void report_write_json(const struct value *report, FILE *out)
 }
 
 /* ---- text ---------------------------------------------------------------------------------- */
+
+/* A rate as "130k/s". */
+static void put_rate(FILE *out, double r)
+{
+	if (r >= 1e6)
+		fprintf(out, "%.1fM/s", r / 1e6);
+	else if (r >= 1e3)
+		fprintf(out, "%.0fk/s", r / 1e3);
+	else
+		fprintf(out, "%.0f/s", r);
+}
+
+/* The header's cost: what the server paid, of the machine's CPUs, and what it went to; "BPF
+ * overhead" alone for a report without it (an older one, read back). */
+static void put_cost(FILE *out, const struct value *o)
+{
+	const struct value *c = value_get(o, "server");
+	const struct value *pct = value_get(o, "bpf_cpu_pct");
+	if (!c || c->type != V_OBJ) {
+		if (pct && pct->type != V_NULL)
+			fprintf(out, "BPF overhead %.3f%% of CPU", value_get_num(o, "bpf_cpu_pct", 0));
+		else
+			fputs("BPF overhead not measured", out);
+		return;
+	}
+	const struct value *unit = value_get(c, "per_hit_ns");
+	double traps = value_get_num(c, "uprobe_hits_per_s", 0) + value_get_num(c, "uretprobe_hits_per_s", 0);
+	double sys = value_get_num(c, "slowed_syscalls_per_s", 0);
+	double per_trap = unit ? value_get_num(unit, "uprobe", 0) : 0;
+	double per_sys = unit ? value_get_num(unit, "syscall", 0) : 0;
+	fprintf(out, "cost to the server %.2f%% of CPU (BPF %.2f%%", value_get_num(c, "server_cpu_pct", 0),
+		value_get_num(c, "bpf_cpu_pct", 0));
+	if (traps > 0) {
+		fputs(", uprobe traps ", out);
+		put_rate(out, traps);
+		if (per_trap > 0)
+			fprintf(out, " at %.1f us", per_trap / 1000);
+	}
+	if (sys > 0 && per_sys > 0) {
+		fputs(", syscall slow path ", out);
+		put_rate(out, sys);
+		fprintf(out, " at %.0f ns", per_sys);
+	}
+	if (traps > 0 || (sys > 0 && per_sys > 0))
+		fprintf(out, ": %.2f%%", value_get_num(c, "fixed_cpu_pct", 0));
+	fprintf(out, ", diagnose %.2f%%)", value_get_num(c, "self_cpu_pct", 0));
+}
 
 /* The text report shows every string of the report through utf8_safe_char (util.h): a printable
  * UTF-8 character as it is; each byte of what utf8_char_unsafe names (C0 controls, newline and
@@ -514,8 +563,13 @@ void report_write_plan_text(const struct value *plan, FILE *out)
 				value_get_num(b, "max_events_per_s", 0) ? rmax : "unlimited",
 				value_get_str(b, "degrade") ? value_get_str(b, "degrade") : "refuse");
 		}
-		fprintf(out, "; BPF CPU at most %.3g%%", value_get_num(b, "max_cpu_pct", 0));
-		if (pf && value_get(pf, "estimated_bpf_cpu_pct_min"))
+		fprintf(out, "; cost to the server at most %.3g%% of CPU", value_get_num(b, "max_cpu_pct", 0));
+		if (pf && value_get(pf, "estimated_server_cpu_pct_min"))
+			fprintf(out, " (at least %.3g%% estimated from the pre-flight: BPF %.3g%%, traps "
+				"and slow paths %.3g%%)", value_get_num(pf, "estimated_server_cpu_pct_min", 0),
+				value_get_num(pf, "estimated_bpf_cpu_pct_min", 0),
+				value_get_num(pf, "fixed_cpu_pct", 0));
+		else if (pf && value_get(pf, "estimated_bpf_cpu_pct_min"))
 			fprintf(out, " (at least %.3g%% estimated from the pre-flight)",
 				value_get_num(pf, "estimated_bpf_cpu_pct_min", 0));
 		fputs("\n", out);
@@ -652,12 +706,8 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 	} else {
 		fprintf(out, "collected %.2f s (stopped: ", value_get_num(r, "duration_s", 0));
 		report_put_text(out, stop);
-		fputs("); BPF overhead ", out);
-		const struct value *pct = value_get(o, "bpf_cpu_pct");
-		if (pct && pct->type != V_NULL)
-			fprintf(out, "%.3f%% of CPU", value_get_num(o, "bpf_cpu_pct", 0));
-		else
-			fputs("not measured", out);
+		fputs("); ", out);
+		put_cost(out, o);
 		fprintf(out, ", %.0f events, %.0f dropped\n", value_get_num(o, "events", 0),
 			value_get_num(o, "dropped", 0));
 	}

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core_btf.h"
+#include "cost.h"
 #include "kernel_btf.h"
 #include "tp_btf.h"
 #include "diag_bpf.h"
@@ -53,13 +54,14 @@
 
 /* The overhead governor. BPF run-time statistics make every BPF program on the machine read the
  * clock twice per run (about +100 ns per event on a VM, more than our programs cost), so they are
- * switched on for a 50 ms window each second, and the CPU share our programs used in those
- * windows is the measurement. */
+ * switched on for a 50 ms window each second, and what the server paid in those windows is the
+ * measurement (cost.h): our programs' run time, the traps and slow paths their hits cost beyond
+ * it, and our own collecting thread's CPU. */
 struct governor {
 	int stats_fd;                 /* open while a window is measuring */
 	bool unavailable;
-	uint64_t window_start, window_ns0;
-	uint64_t measured_ns, measured_wall; /* sums over the finished windows */
+	uint64_t window_start;
+	uint64_t measured_ns, measured_wall; /* BPF run time, and wall, over the finished windows */
 	double last_pct;              /* -1 until a window finished */
 	bool over_before;             /* the last window was over the budget */
 	/* Per loaded probe: what the governor decides from (its share in the last window, its
@@ -72,7 +74,6 @@ struct governor {
  * stretch's kept events count for the rate then in force (see apply_degrade, settle_scales). */
 struct live_sampling {
 	int opt;          /* its sample-every option's index; -1: it cannot sample */
-	uint64_t ns0;     /* its programs' run time when the measuring window opened */
 	uint64_t kept0;   /* its sampled events when the rate in force took effect */
 	double weighted;  /* the finished stretches' kept events times their rates */
 	bool raised;      /* the governor raised its rate at least once */
@@ -89,24 +90,8 @@ struct session {
 	struct governor gov;
 	struct procset set;       /* a set of processes (plan->target); map_fd -1 otherwise */
 	struct tfile_reader *files; /* reads what the target names (tfile.h) */
+	struct cost_meter cost;   /* what the run costs the server, window by window (cost.h) */
 };
-
-/* Run time of a probe's loaded programs so far (while BPF run-time statistics are on). */
-static uint64_t probe_runtime_ns(struct probe *p)
-{
-	struct bpf_object *obj = p->kind->object ? p->kind->object(p) : NULL;
-	struct bpf_program *prog;
-	uint64_t ns = 0;
-	if (!obj)
-		return 0;
-	bpf_object__for_each_program(prog, obj) {
-		uint64_t pns, pcnt;
-		int fd = bpf_program__fd(prog);
-		if (fd >= 0 && kernel_prog_runtime(fd, &pns, &pcnt) == 0)
-			ns += pns;
-	}
-	return ns;
-}
 
 /* Whether p takes stacks the governor could drop: one of its OPT_ROLE_STACKS options is on. */
 static bool takes_stacks(const struct probe *p)
@@ -115,24 +100,6 @@ static bool takes_stacks(const struct probe *p)
 		if (p->kind->options[i].role == OPT_ROLE_STACKS && p->cfg.opt[i])
 			return true;
 	return false;
-}
-
-/* The probes' run time so far, in total; each probe's in live[i].ns0 when start is set (a
- * window opens), else its share of the window into the governor's probes[i].pct. */
-static void sum_runtime(struct session *s, uint64_t *ns, bool start, double window_wall_ns)
-{
-	*ns = 0;
-	for (unsigned i = 0; i < s->n_loaded; i++) {
-		uint64_t pns = probe_runtime_ns(&s->probes[i]);
-		*ns += pns;
-		if (!s->gov.live)
-			continue;
-		if (start)
-			s->gov.live[i].ns0 = pns;
-		else if (window_wall_ns > 0)
-			s->gov.probes[i].pct = (double)(pns - s->gov.live[i].ns0) * 100.0 /
-					       (window_wall_ns * s->plan->ncpus);
-	}
 }
 
 static uint64_t sampled_events(struct probe *p)
@@ -165,9 +132,14 @@ static void governor_init(struct session *s)
  * probe's share of it and the budget. */
 static char *governor_why(const struct session *s, unsigned i, double window_pct)
 {
-	return xasprintf("the governor: BPF CPU %.2f%% of the CPUs in a measuring window, %.2f%% of it "
-			 "this probe's, over max_cpu_pct %g%%", window_pct, s->gov.probes[i].pct,
-			 s->plan->recipe->budgets.max_cpu_pct);
+	const struct governor_probe *g = &s->gov.probes[i];
+	char fixed[96] = "";
+	if (g->fixed_pct >= 0.005)
+		snprintf(fixed, sizeof(fixed), " (%.2f%% its hits' traps and slow paths, which sampling "
+			 "does not lower)", g->fixed_pct);
+	return xasprintf("the governor: the run cost the server %.2f%% of the CPUs in a measuring "
+			 "window, %.2f%% of it this probe's%s, over max_cpu_pct %g%%", window_pct, g->pct,
+			 fixed, s->plan->recipe->budgets.max_cpu_pct);
 }
 
 /* The governor raised some probes' sampling, or dropped one's stacks: the stretch at the old
@@ -217,9 +189,11 @@ static void stop_probe(struct session *s, unsigned i, double at_s, double window
 	s->gov.live[i].stopped_s = at_s > 0 ? at_s : 1e-3;
 	s->gov.probes[i].running = false;
 	char *why = governor_why(s, i, window_pct);
+	const struct live_sampling *l = &s->gov.live[i];
 	value_arr_push(notes, value_str_take(xasprintf(
 		"%s: stopped %.1f s into the collection (%s%s); %s", p->cfg.id, at_s, why,
-		s->gov.live[i].opt >= 0 ? ", sampling did not bring it under" : "",
+		l->opt < 0 ? "" : l->raised ? ", sampling did not bring it under"
+					    : ", sampling could not bring it under",
 		s->gov.live[i].opt >= 0 ? "its figures are scaled from that time to the window: estimates"
 					: "its figures cover that time only")));
 	free(why);
@@ -322,6 +296,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 
 static void destroy_all(struct session *s)
 {
+	cost_meter_free(&s->cost);
 	destroy_probes(s->probes, s->n_loaded);
 	s->probes = NULL;
 	s->n_loaded = 0;
@@ -419,25 +394,33 @@ static int wait_window(uint64_t deadline, int sig_fd, int pid_fd, enum stop_reas
  * options, which collect() reads to scale). Returns 0 to go on, -1 with err when refused, 1 when
  * a stop arrived during the window (*why). */
 static int preflight(const struct plan *plan, struct probe *probes, unsigned n, unsigned window_ms,
-		     int sig_fd, int pid_fd, struct preflight_rate *rates, struct value **summary,
-		     enum stop_reason *why, struct diag_err *err)
+		     int sig_fd, int pid_fd, struct cost_meter *cost, struct preflight_rate *rates,
+		     struct value **summary, enum stop_reason *why, struct diag_err *err)
 {
 	struct preflight_window w = { .planned_ms = window_ms };
 	int stats_fd = kernel_enable_bpf_stats();
-	uint64_t *ns0 = xcalloc(n ? n : 1, sizeof(*ns0));
+	struct cost_share *share = xcalloc(n ? n : 1, sizeof(*share));
+	struct cost_window cw;
 	w.bpf_stats = stats_fd >= 0;
-	for (unsigned i = 0; i < n; i++)
-		ns0[i] = probe_runtime_ns(&probes[i]);
+	cost_window_begin(cost);
 	uint64_t t0 = mono_ns();
 	int stopped = wait_window(t0 + (uint64_t)window_ms * 1000000ull, sig_fd, pid_fd, why);
-	w.wall_s = (double)(mono_ns() - t0) / 1e9;
+	uint64_t wall = mono_ns() - t0;
+	w.wall_s = (double)wall / 1e9;
+	cost_window_end(cost, (double)wall, &cw, share, false);
 	for (unsigned i = 0; i < n; i++) {
 		if (rates[i].status != RATE_MEASURED)
 			continue;
 		probe_count_only_totals(&probes[i], &rates[i].firings, &rates[i].passed);
-		rates[i].bpf_ns = w.bpf_stats ? probe_runtime_ns(&probes[i]) - ns0[i] : 0;
+		rates[i].bpf_ns = w.bpf_stats ? (uint64_t)share[i].bpf_ns : 0;
+		/* what sampling cannot take off: its hits' traps and slow paths */
+		rates[i].fixed_ns = w.bpf_stats ? (uint64_t)share[i].fixed_ns : 0;
+		rates[i].trap_hits = (uint64_t)(share[i].hits[HIT_UPROBE] + share[i].hits[HIT_URETPROBE]);
+		rates[i].slowed_syscalls = (uint64_t)share[i].hits[HIT_SYSCALL];
 	}
-	free(ns0);
+	w.per_trap_ns = cost->unit.ns[HIT_UPROBE];
+	w.per_syscall_ns = cost->unit.ns[HIT_SYSCALL];
+	free(share);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	if (stopped)
@@ -489,25 +472,33 @@ static void governor_open_window(struct session *s, uint64_t now)
 		g->unavailable = true;
 		return;
 	}
-	sum_runtime(s, &g->window_ns0, true, 0);
+	cost_window_begin(&s->cost);
 	g->window_start = now;
 }
 
-/* Closes the window; returns the CPU share (%) our programs used in it, -1 when none was open. */
+/* Closes the window; returns the share (%) of the CPUs the run cost the server in it (our
+ * programs, their hits' traps and slow paths, our collecting thread), each probe's part into the
+ * governor's probes[i].pct; -1 when none was open. */
 static double governor_close_window(struct session *s, uint64_t now)
 {
 	struct governor *g = &s->gov;
 	if (g->stats_fd < 0)
 		return -1;
-	uint64_t ns, wall = now - g->window_start;
-	sum_runtime(s, &ns, false, (double)wall);
+	uint64_t wall = now - g->window_start;
+	struct cost_share share[s->n_loaded ? s->n_loaded : 1];
+	struct cost_window w;
+	cost_window_end(&s->cost, (double)wall, &w, share, wall > 0);
 	close(g->stats_fd);
 	g->stats_fd = -1;
 	if (wall == 0)
 		return -1;
-	g->measured_ns += ns - g->window_ns0;
+	for (unsigned i = 0; g->probes && i < s->n_loaded; i++) {
+		g->probes[i].pct = cost_pct(&s->cost, &w, share[i].bpf_ns + share[i].fixed_ns);
+		g->probes[i].fixed_pct = cost_pct(&s->cost, &w, share[i].fixed_ns);
+	}
+	g->measured_ns += (uint64_t)w.bpf_ns;
 	g->measured_wall += wall;
-	g->last_pct = (double)(ns - g->window_ns0) * 100.0 / ((double)wall * s->plan->ncpus);
+	g->last_pct = cost_pct(&s->cost, &w, cost_total_ns(&w));
 	return g->last_pct;
 }
 
@@ -749,11 +740,18 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 									    s.probes[i].note)));
 	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
 	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
+	/* what a hit costs here, measured before anything of ours slows the syscalls (cost.h) */
+	cost_meter_init(&s.cost, s.probes, s.n_loaded, plan->ncpus);
+	cost_meter_wait_unattached(&s.cost);
 	uint64_t attach_ns = mono_ns();
 	out->phases.load_s = (double)(attach_ns - load_ns) / 1e9;
 	watchdog_arm(opts->watchdog, "attaching the probes", attach_ns + WATCHDOG_ATTACH_NS);
 	if (attach_probes(s.probes, s.n_loaded, err))
 		goto done;
+	char *cost_note;
+	cost_meter_attached(&s.cost, &cost_note);
+	if (cost_note)
+		value_arr_push(out->notes, value_str_take(cost_note));
 	/* The duration counts from here; its first preflight_ms measure, the rest collects. No read
 	 * of a target's file holds the collection more than a second past it (the loop's last turn
 	 * may still unwind what it drains). */
@@ -773,7 +771,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	bool stopped_early = false;
 	if (opts->preflight_ms) {
 		int pf = preflight(plan, s.probes, s.n_loaded, opts->preflight_ms, s.sig_fd, s.pid_fd,
-				   out->rates, &out->preflight, &out->stop_reason, err);
+				   &s.cost, out->rates, &out->preflight, &out->stop_reason, err);
 		if (pf < 0) {
 			detach_all(&s);
 			goto done;
@@ -782,6 +780,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	}
 	utc_now(out->started_at, sizeof(out->started_at));
 	uint64_t start_ns = mono_ns();
+	cost_collection_start(&s.cost);
 	if (!stopped_early)
 		governor_init(&s);
 	if (!stopped_early)
@@ -791,6 +790,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	 * symbols read the target's files until then at the latest. */
 	tfile_reader_set_deadline(s.files, end_ns + SESSION_READ_AFTER_NS);
 	governor_close_window(&s, end_ns);
+	cost_collection_end(&s.cost);
 	uint64_t detach_ns = mono_ns();
 	out->phases.window_s = (double)(detach_ns - window_ns) / 1e9;
 	watchdog_arm(opts->watchdog, "detaching the probes", detach_ns + WATCHDOG_DETACH_NS);
@@ -808,6 +808,12 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 						 ((double)s.gov.measured_wall * plan->ncpus)
 					       : -1;
 	out->bpf_cpu_s = s.gov.measured_wall ? (double)s.gov.measured_ns / 1e9 : -1;
+	{
+		const char *ids[s.n_loaded ? s.n_loaded : 1];
+		for (unsigned i = 0; i < s.n_loaded; i++)
+			ids[i] = s.probes[i].cfg.id;
+		out->cost = cost_summary(&s.cost, ids);
+	}
 	if (s.gov.unavailable)
 		value_arr_push(out->notes, value_str("BPF run-time statistics unavailable: overhead not measured, governor off"));
 
@@ -950,13 +956,22 @@ int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigne
 	}
 	if (rc == 0 && preflight_ms) {
 		enum stop_reason why;
+		struct cost_meter cost;
+		char *cost_note;
 		set_start_mode(probes, n, true, rates);
+		cost_meter_init(&cost, probes, n, plan->ncpus);
+		cost_meter_wait_unattached(&cost);
 		rc = attach_probes(probes, n, err);
-		if (rc == 0)
-			preflight(plan, probes, n, preflight_ms, -1, -1, rates, preflight_summary, &why, pf_err);
+		if (rc == 0) {
+			cost_meter_attached(&cost, &cost_note);
+			free(cost_note);
+			preflight(plan, probes, n, preflight_ms, -1, -1, &cost, rates, preflight_summary, &why,
+				  pf_err);
+		}
 		for (unsigned i = 0; i < n; i++)
 			if (probes[i].kind->detach)
 				probes[i].kind->detach(&probes[i]);
+		cost_meter_free(&cost);
 	}
 	destroy_probes(probes, n);
 	procset_close(&set);
@@ -970,7 +985,8 @@ void session_out_free(struct session_out *out)
 	value_free(out->probes);
 	value_free(out->notes);
 	value_free(out->preflight);
+	value_free(out->cost);
 	free(out->rates);
-	out->results = out->probes = out->notes = out->preflight = NULL;
+	out->results = out->probes = out->notes = out->preflight = out->cost = NULL;
 	out->rates = NULL;
 }

@@ -51,6 +51,8 @@ struct session_out {
 	double bpf_cpu_pct;      /* BPF run time / (wall * CPUs) in the governor's windows; -1 when
 				    statistics were unavailable */
 	double bpf_cpu_s;        /* that BPF run time in seconds (-1 likewise) */
+	struct value *cost;      /* what the run cost the server (cost.h's cost_summary); NULL when
+				    nothing was measured */
 	uint64_t events;         /* events that passed the probes' filters */
 	uint64_t dropped;        /* map-full + lost, over all probes */
 	struct value *preflight; /* preflight.c's summary; NULL when there was none */

@@ -7,6 +7,11 @@
 # uprobe probe (it cannot sample) is refused with exit 3; (c) a tracepoint_count probe under
 # `degrade: sample` counts 1 in N and its scaled total stays within a factor of 2 of the real
 # count; nothing stays attached after any of them.
+# (d) a uprobe storm (paced_op at 20,000 calls/s, a trap at each entry and return) under a 2%
+# max_cpu_pct: its programs' run time alone is under the budget, its traps are not (the cost the
+# server pays, measured per trap on this machine): refused, the message naming the traps; (e)
+# beside a probe whose hits cost nothing fixed, the run goes on and the live governor stops the
+# uprobe probe, saying its traps are what cost (a uprobe probe does not sample).
 . "$(dirname "$0")/lib.sh"
 RATE=5000
 STATUS="$TMP/paced.status"
@@ -74,4 +79,33 @@ check "$TMP/sample.json" "sirq / 2 <= res['softirq']['total'] / r['duration_s'] 
 	"scaled total $(json "$TMP/sample.json" 'r["results"]["softirq"]["total"] / r["duration_s"]')/s not within 2x of $SOFTIRQ_RATE/s"
 json "$TMP/sample.json" '" ".join(r["notes"])' | grep -q 'counted 1 in [0-9]* at random (degrade: sample)' || fail "no degrade note"
 assert_released "a degraded run"
+
+# ---- (d) a uprobe storm that BPF run time alone calls cheap: refused -------------------------
+STORM_STATUS="$TMP/storm.status"
+"$WL/paced_calls" 20000 "$STORM_STATUS" > /dev/null 2>&1 &
+STORM=$!
+PIDS="$PIDS $STORM"
+sleep 0.3
+cheap() { sed -i 's/^  max_cpu_pct: .*/  max_cpu_pct: 2/' "$1"; echo "$1"; }
+R=$(cheap "$(echo "$UPROBE" | TEST_BUDGETS='  degrade: sample' test_recipe storm-refuse 2)")
+"$DIAG" "$R" --pid "$STORM" --dry-run --json > "$TMP/storm-dry.json" 2> "$TMP/storm-dry.err"; rc=$?
+[ "$rc" = 3 ] || fail "uprobe storm, dry run: exit $rc, want 3: $(cat "$TMP/storm-dry.err")"
+check "$TMP/storm-dry.json" "(lambda pf: pf['estimated_bpf_cpu_pct_min'] < 2 < pf['fixed_cpu_pct'] and pf['per_trap_ns'] > 0 and pf['probes']['op']['trap_hits_per_s'] > 10000)(r['plan']['preflight'])" \
+	"uprobe storm: the pre-flight does not show cheap BPF and costly traps: $(json "$TMP/storm-dry.json" 'r["plan"]["preflight"]')"
+"$DIAG" "$R" --pid "$STORM" --json > "$TMP/storm-refuse.json" 2> "$TMP/storm-refuse.err"; rc=$?
+[ "$rc" = 3 ] || fail "uprobe storm: exit $rc, want 3: $(cat "$TMP/storm-refuse.err")"
+grep -q "over budget: the probes' hits would cost the server .* (probe op: [0-9.]*k/s uprobe traps at [0-9.]* us each.*max_cpu_pct allows 2%; sampling does not lower it" "$TMP/storm-refuse.err" ||
+	fail "uprobe storm: refusal message: $(cat "$TMP/storm-refuse.err")"
+assert_released "a uprobe storm refused"
+
+# ---- (e) the same beside a probe with no fixed cost: the governor stops the uprobe probe -------
+R=$(cheap "$(printf '%s\n%s\n' "$UPROBE" "$SOFTIRQ" | TEST_BUDGETS='  degrade: sample' test_recipe storm-stop 3)")
+"$DIAG" "$R" --pid "$STORM" --json > "$TMP/storm-stop.json" 2> "$TMP/storm-stop.err"; rc=$?
+[ "$rc" = 0 ] || fail "uprobe storm beside another probe: exit $rc: $(cat "$TMP/storm-stop.err")"
+CHECK_LET='notes = " ".join(r["notes"]); stopped = {p["id"]: p.get("stopped_at_s") for p in r["probes"]}'
+check "$TMP/storm-stop.json" "r['stop_reason'] == 'duration' and stopped['op'] and not stopped['softirq'] and 'op: sampled' not in notes and 'its hits\' traps and slow paths, which sampling does not lower' in notes" \
+	"uprobe storm: the governor did not stop op at once for its traps: $(json "$TMP/storm-stop.json" '[r["notes"], [(p["id"], p.get("stopped_at_s")) for p in r["probes"]]]')"
+check "$TMP/storm-stop.json" "r['overhead']['server']['uprobe_hits_per_s'] > 0 and r['overhead']['server']['fixed_cpu_pct'] > 0" \
+	"uprobe storm: the report's cost does not show the traps: $(json "$TMP/storm-stop.json" 'r["overhead"].get("server")')"
+assert_released "a uprobe storm stopped by the governor"
 exit 0
