@@ -209,6 +209,8 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 			value_set_num(p, "events_per_s_max", (double)plan->probes[i].sample_hz * plan->ncpus);
 		if (rates[i].sample_every > 1)
 			value_set_int(p, "sample_every", (int64_t)rates[i].sample_every);
+		if (rates[i].dropped)
+			value_set_bool(p, "dropped", true);
 	}
 	/* The probes' own programs, counting only: a lower bound for what full mode costs; and what
 	 * their hits cost beyond it (traps, the syscall slow path), which sampling does not lower. */
@@ -240,6 +242,9 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			continue;
 		r->events_per_s = (double)r->passed / secs;
 		r->firings_per_s = (double)r->firings / secs;
+		r->fixed_pct = cost_pct(plan, w, (double)r->fixed_ns);
+		r->trap_hits_per_s = (double)r->trap_hits / secs;
+		r->slowed_syscalls_per_s = (double)r->slowed_syscalls / secs;
 		total += r->events_per_s / (double)r->sample_every;
 	}
 
@@ -256,6 +261,22 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		others += rates[i].fixed_ns == 0;
 		if ((double)rates[i].fixed_ns > worst_fixed)
 			worst_fixed = (double)rates[i].fixed_ns, worst_i = i;
+	}
+	/* Others to go on with: the costliest such probes are dropped, until what is left of that
+	 * cost is at most half the budget (the rest is the programs', and diagnose's). */
+	if (b->max_cpu_pct > 0 && w->bpf_stats && others && cost_pct(plan, w, fixed) > b->max_cpu_pct) {
+		while (cost_pct(plan, w, fixed) > b->max_cpu_pct / 2) {
+			unsigned dearest = plan->n_probes;
+			for (unsigned i = 0; i < plan->n_probes; i++)
+				if (rates[i].status == RATE_MEASURED && !rates[i].dropped && rates[i].fixed_ns &&
+				    (dearest == plan->n_probes || rates[i].fixed_ns > rates[dearest].fixed_ns))
+					dearest = i;
+			if (dearest == plan->n_probes)
+				break;
+			rates[dearest].dropped = true;
+			fixed -= (double)rates[dearest].fixed_ns;
+			total -= rates[dearest].events_per_s / (double)rates[dearest].sample_every;
+		}
 	}
 	if (b->max_cpu_pct > 0 && w->bpf_stats && !others && cost_pct(plan, w, fixed) > b->max_cpu_pct) {
 		const struct preflight_rate *r = &rates[worst_i];
@@ -288,18 +309,19 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 		 * does (a `yes | cat` reader: 400k syscalls/s and three probes near 100k each) */
 		double busiest = 0;
 		for (unsigned i = 0; i < plan->n_probes; i++)
-			if (rates[i].status == RATE_MEASURED && catalog_sample_option(plan->probes[i].kind) >= 0 &&
-			    rates[i].events_per_s > busiest)
+			if (rates[i].status == RATE_MEASURED && !rates[i].dropped &&
+			    catalog_sample_option(plan->probes[i].kind) >= 0 && rates[i].events_per_s > busiest)
 				busiest = rates[i].events_per_s;
 		bool sparing = false;
 		for (unsigned i = 0; i < plan->n_probes; i++) {
-			spared[i] = rates[i].status == RATE_MEASURED && rates[i].events_per_s < busiest / 4;
+			spared[i] = rates[i].status == RATE_MEASURED && !rates[i].dropped &&
+				    rates[i].events_per_s < busiest / 4;
 			sparing |= spared[i];
 		}
 		for (int round = 0; b->degrade_sample && round < 5; round++) {
 			double fixed = 0, scalable = 0;
 			for (unsigned i = 0; i < plan->n_probes; i++) {
-				if (rates[i].status != RATE_MEASURED || rates[i].events_per_s <= 0)
+				if (rates[i].status != RATE_MEASURED || rates[i].dropped || rates[i].events_per_s <= 0)
 					continue;
 				double rate = rates[i].events_per_s / (double)rates[i].sample_every;
 				if (catalog_sample_option(plan->probes[i].kind) < 0 || capped[i] || (sparing && spared[i]))
@@ -320,8 +342,8 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			for (unsigned i = 0; i < plan->n_probes; i++) {
 				const struct probe_kind *k = plan->probes[i].kind;
 				int opt = catalog_sample_option(k);
-				if (rates[i].status != RATE_MEASURED || opt < 0 || capped[i] || (sparing && spared[i]) ||
-				    rates[i].events_per_s <= 0)
+				if (rates[i].status != RATE_MEASURED || rates[i].dropped || opt < 0 || capped[i] ||
+				    (sparing && spared[i]) || rates[i].events_per_s <= 0)
 					continue;
 				uint64_t n = (uint64_t)ceil(factor * (double)rates[i].sample_every - 1e-9);
 				if (n >= k->options[opt].max) {

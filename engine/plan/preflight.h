@@ -34,8 +34,12 @@ struct preflight_rate {
 	uint64_t trap_hits, slowed_syscalls; /* those hits */
 	/* Set by preflight_decide: */
 	double events_per_s, firings_per_s;
+	double fixed_pct;      /* fixed_ns as a share (%) of the machine's CPUs */
+	double trap_hits_per_s, slowed_syscalls_per_s;
 	uint64_t sample_every; /* 1: every event; N: keep 1 in N at random */
 	bool degraded;         /* sample_every was raised to fit the budget */
+	bool dropped;          /* not to run: its hits' fixed cost alone is over the budget, and
+				* other probes go on (the session detaches it before the collection) */
 };
 
 /* Window as measured: its wall time and whether the run-time statistics were on. */
@@ -46,9 +50,12 @@ struct preflight_window {
 	double per_trap_ns, per_syscall_ns; /* as measured on this machine (0: not measured) */
 };
 
-/* Applies the recipe's max_events_per_s to the rates (rates[plan->n_probes]): sets each rate's
- * events_per_s, firings_per_s and sample_every (the overrides the session applies); the plan is
- * not changed. Over budget: a probe whose kind declares an OPT_ROLE_SAMPLE_EVERY option samples
+/* Applies the recipe's budgets to the rates (rates[plan->n_probes]): sets each rate's
+ * events_per_s, firings_per_s and sample_every (the overrides the session applies), and drops
+ * the probes whose hits' fixed cost (traps, slow paths: sampling does not lower it) puts the run
+ * over max_cpu_pct when other probes can go on without them, costliest first, until what is left
+ * of that cost is at most half the budget (refused when no such probe is left); the plan is not
+ * changed. Over budget: a probe whose kind declares an OPT_ROLE_SAMPLE_EVERY option samples
  * when the recipe says `degrade: sample`, worst first; otherwise returns -1 with
  * DIAG_EXIT_REFUSED and a message with measured vs allowed rates and what to do.
  * *summary (may be NULL) receives an object for the report whatever the outcome. */

@@ -199,6 +199,29 @@ static void stop_probe(struct session *s, unsigned i, double at_s, double window
 	free(why);
 }
 
+/* The probes the pre-flight dropped (preflight.h): stopped before the collection starts, as the
+ * governor stops one (their links go, the run goes on without them), and said why. */
+static void drop_before_collection(struct session *s, const struct preflight_rate *rates,
+				   struct value *notes)
+{
+	for (unsigned i = 0; i < s->n_loaded; i++) {
+		if (!rates[i].dropped)
+			continue;
+		struct probe *p = &s->probes[i];
+		probe_set_mode(p, true, 0);
+		if (p->kind->detach)
+			p->kind->detach(p);
+		s->gov.live[i].stopped_s = 1e-3;
+		s->gov.probes[i].running = false;
+		value_arr_push(notes, value_str_take(xasprintf(
+			"%s: not run: in the pre-flight its hits cost the server %.1f%% of the CPUs beyond its "
+			"programs (%.0f uprobe traps/s, %.0f syscalls/s slowed), over max_cpu_pct %g%% whatever "
+			"it samples; the run goes on with the other probes", p->cfg.id, rates[i].fixed_pct,
+			rates[i].trap_hits_per_s, rates[i].slowed_syscalls_per_s,
+			s->plan->recipe->budgets.max_cpu_pct)));
+	}
+}
+
 /* The run is over: what one kept event stands for, over every stretch of a probe the governor
  * sampled more (the kept events of each at its rate, over all kept events). A probe it stopped
  * and that can scale stands for the whole window, sampled in time: its figures are scaled from
@@ -781,8 +804,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	utc_now(out->started_at, sizeof(out->started_at));
 	uint64_t start_ns = mono_ns();
 	cost_collection_start(&s.cost);
-	if (!stopped_early)
+	if (!stopped_early) {
 		governor_init(&s);
+		drop_before_collection(&s, out->rates, out->notes);
+	}
 	if (!stopped_early)
 		out->stop_reason = run_loop(&s, opts, start_ns, deadline, out->notes);
 	uint64_t end_ns = mono_ns();
