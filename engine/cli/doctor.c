@@ -395,6 +395,28 @@ static enum status check_stats(const struct ctx *c, char *detail, size_t n)
 	return ST_OK;
 }
 
+/* What a hit costs the traced code on this machine beyond the program: a run measures it too,
+ * for the budgets (engine/kernel/hitcost.h); a VM's traps can cost several times bare metal's. */
+static enum status check_hit_costs(const struct ctx *c, char *detail, size_t n)
+{
+	(void)c;
+	struct hit_costs hc = { 0 };
+	struct hitcost_held held = { .n = 0 };
+	struct diag_err err;
+	int rc = hitcost_measure((1u << HIT_UPROBE) | (1u << HIT_URETPROBE) | (1u << HIT_SYSCALL), &hc,
+				 &held, &err);
+	hitcost_release(&held);
+	if (rc) {
+		snprintf(detail, n, "%s", err.msg);
+		return ST_WARN;
+	}
+	snprintf(detail, n, "a uprobe trap %.1f us, a uretprobe's return %.1f us more, a syscall's slow "
+		 "path %.0f ns while a syscall tracepoint is attached%s", hc.ns[HIT_UPROBE] / 1000,
+		 hc.ns[HIT_URETPROBE] / 1000, hc.ns[HIT_SYSCALL],
+		 hc.ns[HIT_SYSCALL] < 5 ? " (about 0: another tracer keeps the syscalls on it already)" : "");
+	return ST_OK;
+}
+
 static enum status check_task_storage(const struct ctx *c, char *detail, size_t n)
 {
 	(void)c;
@@ -459,6 +481,8 @@ static const struct check checks[] = {
 	  "sampling uses the cpu-clock software event" },
 	{ "bpf_stats", check_stats, false, "the overhead governor measures what probes cost",
 	  "the overhead governor cannot measure probe CPU time (needs CAP_SYS_ADMIN, Linux 5.8+)" },
+	{ "hit_costs", check_hit_costs, false, "what each probe hit costs the traced code is measured",
+	  "the budgets count the probes' run time only, not their traps and slow paths" },
 	{ "task_storage", check_task_storage, false, "probes can keep per-thread state in task storage",
 	  "probes with task local storage cannot load (needs Linux 5.11+)" },
 };

@@ -13,13 +13,16 @@ cat "$TMP/out"
 tail -1 "$TMP/out" | grep -Eq '^doctor: [0-9]+ ok, [0-9]+ missing' || fail "no summary line"
 
 for c in kernel btf privileges tracefs perf_paranoid bpf_jit unpriv_bpf tracepoint raw_tp tp_btf \
-	 fentry kprobe uprobe perf_event hw_counters bpf_stats task_storage; do
+	 fentry kprobe uprobe perf_event hw_counters bpf_stats hit_costs task_storage; do
 	[ "$(grep -c "^[a-z]* *$c " "$TMP/out")" = 1 ] || fail "not exactly one line for $c"
 	grep -E "^[a-z]+ +$c " "$TMP/out" | grep -Eq ': [^:]{10,}$' || fail "$c line lacks a consequence"
 done
-for c in btf privileges tracefs tracepoint raw_tp tp_btf uprobe perf_event bpf_stats; do
+for c in btf privileges tracefs tracepoint raw_tp tp_btf uprobe perf_event bpf_stats hit_costs; do
 	[ "$(status_of $c)" = ok ] || fail "$c: $(status_of $c), want ok"
 done
+# the per-hit costs the budgets count: a trap costs something, in microseconds
+grep -E '^ok +hit_costs +a uprobe trap [0-9.]+ us' "$TMP/out" | grep -qv 'trap 0.0 us' ||
+	fail "hit_costs: $(grep hit_costs "$TMP/out")"
 for c in kprobe fentry hw_counters; do
 	case $(status_of $c) in ok|missing) ;; *) fail "$c: '$(status_of $c)', want ok or missing" ;; esac
 done
