@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "diag_bpf.h"
+#include "uprobe_multi.h"
 
 #define PROBE_KIND(n) extern const struct probe_kind probe_kind_##n;
 #include "catalog_list.h"
@@ -171,6 +172,14 @@ void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), 
 	b->skel = skel;
 	b->destroy_skel = destroy_skel;
 	b->obj = obj;
+	/* uprobe programs loaded for multi-uprobe links where the kernel has them (their sites are
+	 * then attached through probe_bpf_uprobe only) */
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, obj) {
+		const char *sec = bpf_program__section_name(prog);
+		if (p->uprobe_multi && sec && (!strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9)))
+			bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
+	}
 }
 
 int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_err *err)
@@ -184,17 +193,105 @@ int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_er
 	return 0;
 }
 
+static void keep_link(struct probe_bpf *b, struct bpf_link *link, int fd)
+{
+	if (b->n_links == b->cap_links) {
+		b->cap_links = b->cap_links ? 2 * b->cap_links : 8;
+		b->links = xrealloc(b->links, b->cap_links * sizeof(*b->links));
+	}
+	b->links[b->n_links++] = (struct probe_link){ .link = link, .fd = fd };
+}
+
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err)
 {
 	struct probe_bpf *b = p->priv;
 	if (!link)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching %s: %s", what, strerror(errno));
-	if (b->n_links == b->cap_links) {
-		b->cap_links = b->cap_links ? 2 * b->cap_links : 8;
-		b->links = xrealloc(b->links, b->cap_links * sizeof(*b->links));
-	}
-	b->links[b->n_links++] = link;
+	keep_link(b, link, -1);
 	return 0;
+}
+
+/* Sites gathered for one multi-uprobe link. */
+struct uprobe_batch {
+	struct uprobe_site first;  /* prog, pid, direction; path copied: */
+	char path[PATH_MAX];
+	char what[256];            /* the first site's, for an error */
+	uint64_t *offsets, *cookies, *ref_ctr;
+	size_t n, cap;
+};
+
+static bool same_batch(const struct uprobe_batch *u, const struct uprobe_site *s)
+{
+	return u->n && u->first.prog == s->prog && u->first.pid == s->pid &&
+	       u->first.retprobe == s->retprobe && !strcmp(u->path, s->path) &&
+	       u->n < UPROBE_MULTI_MAX_SITES;
+}
+
+int probe_bpf_uprobes_flush(struct probe *p, struct diag_err *err)
+{
+	struct probe_bpf *b = p->priv;
+	struct uprobe_batch *u = b->pending;
+	if (!u || !u->n)
+		return 0;
+	bool any_ref = false;
+	for (size_t i = 0; i < u->n; i++)
+		any_ref |= u->ref_ctr[i] != 0;
+	int fd = uprobe_multi_link(bpf_program__fd(u->first.prog), u->path, u->offsets,
+				   any_ref ? u->ref_ctr : NULL, u->cookies, u->n, u->first.pid,
+				   u->first.retprobe);
+	size_t n = u->n;
+	u->n = 0;
+	if (fd < 0)
+		return diag_fail(err, DIAG_EXIT_RUNTIME, "attaching %s%s (one multi-uprobe link for %zu "
+				 "sites): %s", u->what, n > 1 ? " and the program's other sites" : "", n,
+				 strerror(errno));
+	keep_link(b, NULL, fd);
+	return 0;
+}
+
+int probe_bpf_uprobe(struct probe *p, const struct uprobe_site *site, const char *what,
+		     struct diag_err *err)
+{
+	struct probe_bpf *b = p->priv;
+	if (!p->uprobe_multi) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = site->retprobe, .bpf_cookie = site->cookie,
+			    .ref_ctr_offset = (size_t)site->ref_ctr_offset);
+		return probe_bpf_link(p, bpf_program__attach_uprobe_opts(site->prog, site->pid > 0 ? site->pid : -1,
+									 site->path, (size_t)site->offset, &opts),
+				      what, err);
+	}
+	if (!b->pending)
+		b->pending = xcalloc(1, sizeof(*b->pending));
+	struct uprobe_batch *u = b->pending;
+	if (u->n && !same_batch(u, site) && probe_bpf_uprobes_flush(p, err))
+		return -1;
+	if (!u->n) {
+		u->first = *site;
+		snprintf(u->path, sizeof(u->path), "%s", site->path);
+		snprintf(u->what, sizeof(u->what), "%s", what);
+	}
+	if (u->n == u->cap) {
+		u->cap = u->cap ? 2 * u->cap : 16;
+		u->offsets = xrealloc(u->offsets, u->cap * sizeof(*u->offsets));
+		u->cookies = xrealloc(u->cookies, u->cap * sizeof(*u->cookies));
+		u->ref_ctr = xrealloc(u->ref_ctr, u->cap * sizeof(*u->ref_ctr));
+	}
+	u->offsets[u->n] = site->offset;
+	u->cookies[u->n] = site->cookie;
+	u->ref_ctr[u->n] = site->ref_ctr_offset;
+	u->n++;
+	return 0;
+}
+
+static void batch_free(struct probe_bpf *b)
+{
+	if (!b->pending)
+		return;
+	free(b->pending->offsets);
+	free(b->pending->cookies);
+	free(b->pending->ref_ctr);
+	free(b->pending);
+	b->pending = NULL;
 }
 
 int probe_bpf_attach_all(struct probe *p, struct diag_err *err)
@@ -211,19 +308,30 @@ int probe_bpf_attach_all(struct probe *p, struct diag_err *err)
 
 /* Releasing a uprobe's link waits for the kernel's grace periods (~55-110 ms each on 6.18; the
  * kernel serializes most of it). Released from several threads at once, part of the waits overlap:
- * `latency --duration 1` went from 2.2 s to 1.9 s. libbpf 1.1 has no multi-uprobe link. */
+ * `latency --duration 1` went from 2.2 s to 1.9 s. Where the kernel has multi-uprobe links (6.6+),
+ * a program's sites are one link (probe_bpf_uprobe), released with one wait. */
 #define DETACH_THREADS 16
 
 struct detach_slice {
-	struct bpf_link **links;
+	struct probe_link *links;
 	size_t n, first, step;
 };
+
+static void release_link(struct probe_link *l)
+{
+	if (l->link)
+		bpf_link__destroy(l->link);
+	else if (l->fd >= 0)
+		close(l->fd);
+	l->link = NULL;
+	l->fd = -1;
+}
 
 static void *detach_slice_main(void *arg)
 {
 	const struct detach_slice *d = arg;
 	for (size_t i = d->first; i < d->n; i += d->step)
-		bpf_link__destroy(d->links[i]);
+		release_link(&d->links[d->n - 1 - i]); /* last first */
 	return NULL;
 }
 
@@ -271,6 +379,7 @@ void probe_bpf_detach(struct probe *p)
 	free(b->links);
 	b->links = NULL;
 	b->n_links = b->cap_links = 0;
+	batch_free(b);
 }
 
 void probe_bpf_destroy(struct probe *p)

@@ -200,6 +200,9 @@ struct probe {
 	/* The run's read of the kernel's BTF (kernel_btf.h) for a kind that looks at kernel types
 	 * itself; NULL: none (doctor, the tests): probe_kernel_btf reads it then. */
 	const struct kernel_btf *kernel_btf;
+	/* The kernel has multi-uprobe links (uprobe_multi.h): the object's uprobe programs are
+	 * loaded for them and probe_bpf_uprobe gathers their sites into one link each. */
+	bool uprobe_multi;
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,
@@ -220,12 +223,18 @@ struct probe {
 /* The BPF half of a probe's private state: the FIRST member of every kind with BPF programs, so
  * that the engine's generic ops below reach its object and release its links without knowing
  * the kind. Filled by NAME_skel_open (PROBE_BPF_SKELETON) and probe_bpf_link. */
+struct probe_link {
+	struct bpf_link *link;            /* libbpf's, or NULL: */
+	int fd;                           /* a link made by the engine (a multi-uprobe link) */
+};
+struct uprobe_batch;
 struct probe_bpf {
 	void *skel;                       /* the kind's skeleton, struct NAME_bpf */
 	void (*destroy_skel)(void *skel);
 	struct bpf_object *obj;
-	struct bpf_link **links;          /* released last first (attach returns before entries) */
+	struct probe_link *links;         /* released last first (attach returns before entries) */
 	size_t n_links, cap_links;
+	struct uprobe_batch *pending;     /* uprobe sites gathered for one multi link */
 };
 
 /* Defines, in engine/probes/NAME.c, `static struct NAME_bpf *NAME_skel_open(p, err)`: opens
@@ -258,6 +267,25 @@ int probe_bpf_share_targets(struct probe *p, struct bpf_map *map, struct diag_er
 /* Keeps a link the probe attached (released by probe_bpf_detach). A NULL link is an error
  * "attaching WHAT: <errno>", returned as -1. */
 int probe_bpf_link(struct probe *p, struct bpf_link *link, const char *what, struct diag_err *err);
+
+/* A uprobe site: prog on a file's offset (path: as the kernel opens it, /proc/self/fd/N for the
+ * very file read), in process pid (<= 0: every process), an entry or a return, with a cookie and a
+ * USDT semaphore's offset (0: none). Where the probe's programs were loaded for multi-uprobe links
+ * (p->uprobe_multi), sites of one program, file, pid and direction are gathered and attached as
+ * one link by probe_bpf_uprobes_flush (or by the next site that differs); else each is a uprobe
+ * of its own at once. what names the site in an error. */
+struct uprobe_site {
+	struct bpf_program *prog;
+	const char *path;
+	uint64_t offset, cookie, ref_ctr_offset;
+	int pid;
+	bool retprobe;
+};
+int probe_bpf_uprobe(struct probe *p, const struct uprobe_site *site, const char *what,
+		     struct diag_err *err);
+/* Attaches the sites gathered so far (the end of a kind's attach, or before sites whose order
+ * matters: returns before entries). */
+int probe_bpf_uprobes_flush(struct probe *p, struct diag_err *err);
 /* Attaches every program of the object that is set to load and to attach, where its section
  * says (libbpf's autoattach: a probe turns it off for a program it attaches itself, later or only
  * when needed). */

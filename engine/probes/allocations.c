@@ -492,8 +492,6 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 	struct alloc_priv *ap = p->priv;
 	ap->attached_ns = mono_now_ns();
 	pid_t pid = p->cfg.filter.pid;
-	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
-	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
 	char what[PATH_MAX + 96];
 	/* Returns first: a call entered after this is always seen returning; the links are
 	 * released last first, so entries stop before returns. */
@@ -501,21 +499,23 @@ static int alloc_attach(struct probe *p, struct diag_err *err)
 		if (!ap->found[i] || alloc_funcs[i].prog == AP_FREE)
 			continue;
 		snprintf(what, sizeof(what), "a uretprobe to %s:%s", ap->path, alloc_funcs[i].name);
-		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(ap->skel->progs.alloc_return, pid,
-								       ap->attach_path, ap->offset[i],
-								       &ret_opts), what, err))
+		struct uprobe_site site = { .prog = ap->skel->progs.alloc_return, .path = ap->attach_path,
+					    .offset = ap->offset[i], .pid = pid, .retprobe = true };
+		if (probe_bpf_uprobe(p, &site, what, err))
 			return -1;
 	}
+	if (probe_bpf_uprobes_flush(p, err))
+		return -1;
 	for (size_t i = 0; i < N_FUNCS; i++) {
 		if (!ap->found[i])
 			continue;
 		snprintf(what, sizeof(what), "a uprobe to %s:%s", ap->path, alloc_funcs[i].name);
-		if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(entry_prog(ap->skel, alloc_funcs[i].prog),
-								       pid, ap->attach_path, ap->offset[i],
-								       &entry_opts), what, err))
+		struct uprobe_site site = { .prog = entry_prog(ap->skel, alloc_funcs[i].prog),
+					    .path = ap->attach_path, .offset = ap->offset[i], .pid = pid };
+		if (probe_bpf_uprobe(p, &site, what, err))
 			return -1;
 	}
-	return 0;
+	return probe_bpf_uprobes_flush(p, err);
 }
 
 static void alloc_destroy(struct probe *p)

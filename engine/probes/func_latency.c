@@ -123,8 +123,6 @@ static int fl_attach(struct probe *p, struct diag_err *err)
 {
 	struct fl_priv *fp = p->priv;
 	pid_t pid = p->cfg.filter.pid > 0 ? p->cfg.filter.pid : -1;
-	LIBBPF_OPTS(bpf_uprobe_opts, ret_opts, .retprobe = true);
-	LIBBPF_OPTS(bpf_uprobe_opts, entry_opts, .retprobe = false);
 
 	char where[PATH_MAX + SYMBOL_MAX + 64];
 	snprintf(where, sizeof(where), "%s:%s (file offset 0x%" PRIx64 ")", fp->binary, fp->symbol,
@@ -133,15 +131,14 @@ static int fl_attach(struct probe *p, struct diag_err *err)
 	 * released last first, so entries stop before returns. */
 	char what[sizeof(where) + 16];
 	snprintf(what, sizeof(what), "a uretprobe to %s", where);
-	int rc = probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_return, pid,
-								    fp->attach_path, fp->offset, &ret_opts),
-				what, err);
+	struct uprobe_site ret = { .prog = fp->skel->progs.func_lat_return, .path = fp->attach_path,
+				   .offset = fp->offset, .pid = pid, .retprobe = true };
+	struct uprobe_site entry = { .prog = fp->skel->progs.func_lat_entry, .path = fp->attach_path,
+				     .offset = fp->offset, .pid = pid };
+	if (probe_bpf_uprobe(p, &ret, what, err) || probe_bpf_uprobes_flush(p, err))
+		return -1;
 	snprintf(what, sizeof(what), "a uprobe to %s", where);
-	if (!rc)
-		rc = probe_bpf_link(p, bpf_program__attach_uprobe_opts(fp->skel->progs.func_lat_entry, pid,
-									fp->attach_path, fp->offset, &entry_opts),
-				    what, err);
-	return rc;
+	return probe_bpf_uprobe(p, &entry, what, err) || probe_bpf_uprobes_flush(p, err) ? -1 : 0;
 }
 
 static void fl_destroy(struct probe *p)

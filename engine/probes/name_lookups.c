@@ -143,21 +143,23 @@ static int nl_attach(struct probe *p, struct diag_err *err)
 	pid_t pid = p->cfg.filter.pid > 0 ? p->cfg.filter.pid : -1;
 	/* Returns first for every function: a lookup entered after its uprobe is always seen
 	 * returning (links are released last first: entries stop before returns). */
-	for (int pass = 0; pass < 2; pass++)
+	for (int pass = 0; pass < 2; pass++) {
 		for (int f = 0; f < LOOKUP_NR_FNS; f++) {
 			if (!np->offset[f])
 				continue;
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = pass == 0, .bpf_cookie = (__u64)f);
 			char what[PATH_MAX + 128];
 			snprintf(what, sizeof(what), "a %s to %s:%s (file offset 0x%" PRIx64 ")",
 				 pass == 0 ? "uretprobe" : "uprobe", np->libc_shown, fn_names[f], np->offset[f]);
-			struct bpf_program *prog = pass == 0 ? np->skel->progs.lookup_return
-							     : np->skel->progs.lookup_entry;
-			if (probe_bpf_link(p, bpf_program__attach_uprobe_opts(prog, pid, np->libc,
-									      np->offset[f], &opts),
-					   what, err))
+			struct uprobe_site site = { .prog = pass == 0 ? np->skel->progs.lookup_return
+								       : np->skel->progs.lookup_entry,
+						    .path = np->libc, .offset = np->offset[f],
+						    .cookie = (uint64_t)f, .pid = pid, .retprobe = pass == 0 };
+			if (probe_bpf_uprobe(p, &site, what, err))
 				return -1;
 		}
+		if (probe_bpf_uprobes_flush(p, err))
+			return -1;
+	}
 	return 0;
 }
 

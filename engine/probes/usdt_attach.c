@@ -198,19 +198,17 @@ int usdt_attach_probe(struct probe *p, struct usdt_binary *b, struct bpf_program
 		if (bpf_map_update_elem(specs_fd, &slot, &spec, BPF_ANY))
 			return diag_fail(err, DIAG_EXIT_RUNTIME, "storing a USDT site's plan: %s",
 					 strerror(errno));
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = slot,
-			    .ref_ctr_offset = (size_t)s->sema_offset);
 		char what[PATH_MAX + 2 * USDT_NAME_MAX + 64];
 		snprintf(what, sizeof(what), "a USDT probe %s:%s to %s (file offset 0x%" PRIx64 "%s)",
 			 provider, name, b->path, s->offset, s->sema_offset ? ", with its semaphore" : "");
-		struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, b->pid, b->attach_path,
-									(size_t)s->offset, &opts);
-		if (!link && s->sema_offset &&
+		if (s->sema_offset &&
 		    access("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", F_OK) != 0)
 			return diag_fail(err, DIAG_EXIT_REFUSED, "%s:%s of %s is guarded by a semaphore, and "
 					 "this kernel cannot raise it (uprobe ref_ctr_offset: Linux 4.20+): the "
 					 "application would skip the probe", provider, name, b->path);
-		if (probe_bpf_link(p, link, what, err))
+		struct uprobe_site site = { .prog = prog, .path = b->attach_path, .offset = s->offset,
+					    .cookie = slot, .ref_ctr_offset = s->sema_offset, .pid = b->pid };
+		if (probe_bpf_uprobe(p, &site, what, err))
 			return -1;
 		b->next_spec++;
 		b->sites_attached++;

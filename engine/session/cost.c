@@ -26,6 +26,7 @@
 
 #include "kernel.h"
 
+#define COST_SELF_AFTER_NS 1000000000ull /* the collecting thread counts from the first second on */
 #define COST_SYSCALL_READY 1u
 #define COST_ALL_READY 2u
 
@@ -204,7 +205,9 @@ void cost_window_end(struct cost_meter *m, double wall_ns, struct cost_window *w
 	w->wall_ns = wall_ns;
 	if (m->self_mark_ns) { /* the collecting thread's share of the interval, on this window */
 		uint64_t cpu = cpu_ns(CLOCK_THREAD_CPUTIME_ID), now = mono_ns();
-		if (now > m->self_mark_ns)
+		/* over an interval that starts after the first second: the first drains (what the
+		 * pre-flight left, the symbol loader's start) are a burst, not a rate */
+		if (now > m->self_mark_ns && m->self_mark_ns - m->process0_ns >= COST_SELF_AFTER_NS)
 			w->self_ns = (double)(cpu - m->self_mark) * wall_ns / (double)(now - m->self_mark_ns);
 		m->self_mark = cpu;
 		m->self_mark_ns = now;

@@ -23,6 +23,7 @@
 #include "cost.h"
 #include "kernel_btf.h"
 #include "tp_btf.h"
+#include "uprobe_multi.h"
 #include "diag_bpf.h"
 #include "kernel.h"
 #include "ksyms.h"
@@ -297,6 +298,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		       unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
+	bool uprobe_multi = uprobe_multi_supported(kernel->n ? kernel : NULL);
 	*out = probes;
 	*n_loaded = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
@@ -307,6 +309,7 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		p->files = files;
 		p->core_btf = core_btf;
 		p->kernel_btf = kernel->n ? kernel : NULL;
+		p->uprobe_multi = uprobe_multi;
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		uint64_t t0 = mono_ns();
@@ -381,7 +384,8 @@ static int attach_probes(struct probe *probes, unsigned n, struct diag_err *err)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct probe *p = &probes[i];
-		if (p->kind->attach(p, err))
+		/* uprobe sites a kind left gathered for a multi-uprobe link: attached with it */
+		if (p->kind->attach(p, err) || (p->kind->object && probe_bpf_uprobes_flush(p, err)))
 			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
 	}
 	return 0;

@@ -165,7 +165,11 @@ assert_released "memory-growth in a limited cgroup"
 # ---- (e) an allocation storm over the budget ------------------------------------------------
 mkdir -p "$TMP/recipes" "$TMP/lua/lib"
 cp "$ROOT/lua/memory-growth.lua" "$TMP/lua/" && cp "$ROOT/lua/lib/"*.lua "$TMP/lua/lib/"
-sed 's/^  max_events_per_s: .*/  max_events_per_s: 2000/' "$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-sample.yaml"
+# (the CPU budget raised out of the way: the churn's 20,000 traced malloc/free a second cost ~15% of
+# the CPUs in traps alone on this VM, near memory-growth's own max_cpu_pct, which sampling does not
+# lower: this case is about the event budget)
+sed -e 's/^  max_events_per_s: .*/  max_events_per_s: 2000/' -e 's/^  max_cpu_pct: .*/  max_cpu_pct: 50/' \
+	"$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-sample.yaml"
 sed -e 's/^name: memory-growth/name: storm-refuse/' -e 's/^  max_events_per_s: .*/  max_events_per_s: 2000/' \
 	-e 's/^  degrade: sample/  degrade: refuse/' "$ROOT/recipes/memory-growth.yaml" > "$TMP/recipes/storm-refuse.yaml"
 sed -i 's/^name: memory-growth/name: storm-sample/' "$TMP/recipes/storm-sample.yaml"
