@@ -2,7 +2,8 @@
 # (tests/workloads/func_workload.c: sleeps, spins in a recursion, makes syscalls), optional fields
 # turned on where an option does it (timing, sampling, every proc_context section). The engine
 # checks each probe's results against its kind's declaration (engine/plan/shape.h) and notes any
-# mismatch in the report: there must be none, and every probe must have results.
+# mismatch in the report: there must be none, and every probe must have results. pg_activity,
+# which needs a PostgreSQL server to read, has a run of its own on a temporary cluster at the end.
 . "$(dirname "$0")/lib.sh"
 
 WORKLOAD="$WL/func_workload"
@@ -91,6 +92,9 @@ R=$(test_recipe shapes-all <<EOF
     kind: pg_statements
     filters: {pid: target}
     options: {binary: "$PG_BIN"}
+  - id: pgact
+    kind: pg_activity
+    filters: {pid: target}
   - id: kmem
     kind: kernel_memory
   - id: kallocs
@@ -120,6 +124,32 @@ check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_even
 # (no upper bound: a time, which a loaded machine stretches), the sum within the wall
 check "$J" "list(r['overhead']['phases_s']) == ['start', 'load', 'attach', 'window', 'detach', 'results', 'verdicts'] and all(v > 0 for v in r['overhead']['phases_s'].values()) and r['overhead']['phases_s']['window'] - r['duration_s'] >= r['overhead']['preflight']['window_ms'] / 1000 - 0.002 and sum(r['overhead']['phases_s'].values()) <= $wall" \
 	"overhead.phases_s: $(json "$J" 'r["overhead"].get("phases_s")'), duration $(json "$J" 'r["duration_s"]') s, wall $wall s"
+check "$J" 'res["pgact"]["available"] is False and "PostgreSQL" in res["pgact"]["unavailable"]' "pg_activity on a process that is no PostgreSQL server: $(json "$J" 'r["results"]["pgact"]')"
 assert_released "a run with every probe kind"
 { kill -9 "$PID"; wait "$PID"; } 2>/dev/null
+
+# pg_activity needs a PostgreSQL server to read: its own run on a temporary cluster (Debian's
+# postgresql-15), a row lock held and waited for, so that its optional fields (the in-flight
+# backends' lock, blocked_by, elapsed times, raw text) are there to be checked too.
+pg_cluster 16MB
+sql -c "CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0);" || fail "pg_activity: cannot create the table"
+{ echo "BEGIN; UPDATE t SET v = v + 1 WHERE id = 1; SELECT pg_sleep(60);"; } | session &
+PIDS="$PIDS $!"
+[ -n "$(backend_where "query LIKE '%pg_sleep(60)%'")" ] || fail "pg_activity: the holder did not start"
+{ echo "UPDATE t SET v = v - 1 WHERE id = 1;"; } | session &
+PIDS="$PIDS $!"
+[ -n "$(backend_where "wait_event_type = 'Lock'")" ] || fail "pg_activity: no lock waiter"
+R=$(test_recipe shapes-pg <<EOF
+  - id: pgact
+    kind: pg_activity
+    filters: {pid: target}
+    options: {raw_text: true, hz: 50}
+EOF
+)
+"$DIAG" "$R" --pid "$(head -1 "$PGDIR/data/postmaster.pid")" --duration 1 --json > "$TMP/pg.json" 2> "$TMP/pg.err" ||
+	fail "pg_activity's run: $(cat "$TMP/pg.err")"
+assert_shapes "$TMP/pg.json"
+check "$TMP/pg.json" 'any("lock" in f and f["blocked_by"] and "query_raw" in f for f in res["pgact"]["in_flight"]) and res["pgact"]["statements"] and res["pgact"]["activity"] and res["pgact"]["in_flight_at_start"]' \
+	"pg_activity: optional fields absent: $(json "$TMP/pg.json" 'r["results"]["pgact"]')"
+assert_released "pg_activity on a PostgreSQL server"
 exit 0
