@@ -8,7 +8,7 @@ PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-de
       binutils python3 libc6-dbg xz-utils util-linux libjemalloc2 libjemalloc-dev iproute2 \
       libgoogle-perftools-dev libmimalloc-dev \
       nftables ethtool protobuf-c-compiler libprotobuf-c-dev nettle-dev libjansson-dev \
-      systemtap-sdt-dev"
+      systemtap-sdt-dev postgresql-server-dev-15"
 # xz-utils: tests/e2e/t_stripped.sh diagnoses xz, whose work is in the stripped liblzma5.
 # libjemalloc2: tests/e2e/t_memory.sh probes an allocator other than glibc's. libjemalloc-dev:
 # libjemalloc.so, to link tests/workloads/mem_leaker.c against jemalloc (build/workloads/
@@ -21,6 +21,8 @@ PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-de
 # nettle-dev: SHA-256 of recipes, snippets and BPF objects (engine/trust/sha256.c). libjansson-dev:
 # the JSON reader of reports and of the verdict child's answer (engine/results/json_parse.c).
 # systemtap-sdt-dev: sys/sdt.h, for the USDT fixture (tests/unit/fixtures/usdt_app.c).
+# postgresql-server-dev-15: PostgreSQL 15's server headers, which tests/unit/test_pg_activity.c
+# checks pg_activity's table of the server's shared-memory layout against (tests/unit/pglayout.mk).
 # Peers for `make bench`, and GNU time to measure their peak RSS; optional for the build,
 # installed alongside when root.
 PEER_PKGS="bpftrace libbpf-tools time"
