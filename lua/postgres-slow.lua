@@ -2,8 +2,9 @@
 -- statements are slow over the window, and why, in PostgreSQL's own terms.
 --
 -- Reads results.pg (pg_statements: statements by normalized text with their time split, lock
--- waits by lock, LWLock waits by tranche, checkpoints, buffers, sorts), results.context
--- (proc_context), run and thresholds.
+-- waits by lock, LWLock waits by tranche, checkpoints, buffers, sorts), results.activity
+-- (pg_activity: the backends sampled in the server's shared memory, and what is in flight at the
+-- window's end), results.context (proc_context), run and thresholds.
 --
 -- How it decides. A statement is slow when its executions in the window average at least
 -- slow_statement_ms; the slow ones are taken by total time, heaviest first (at most 3 verdicts).
@@ -20,9 +21,15 @@
 -- min_buffer_accesses (buffer_hits on), whatever the statements' times.
 -- checkpoints: a checkpoint that finished in the window is evidence (info), a warning when slow
 -- statements wait on the WAL or buffer LWLocks meanwhile (the checkpoint's writes stall them).
--- ok: statements finished and none is slow. idle: none finished (nothing ran, or the target is
--- not a PostgreSQL backend doing work). incomplete-data: the ring filled, texts over the limit,
--- an early stop.
+-- in-flight: a client backend's statement still running at the window's end that started
+-- in_flight_warn_s or more before it (critical from in_flight_crit_s), however long it has run:
+-- it need not finish in the window to be seen. Named with what it waits on (the lock, in
+-- pg_locks' words, and the pids holding it, with what they are doing; an LWLock tranche; I/O; a
+-- sleep) or that it runs; lock waits first, each the longest first, at most 3 verdicts.
+-- ok: statements finished, none is slow and nothing is stuck. idle: none finished and nothing is
+-- in flight past the threshold (nothing ran, or the target is not a PostgreSQL server doing
+-- work). incomplete-data: the ring filled, texts over the limit, an early stop, the server's
+-- shared memory unreadable (pg_activity).
 
 local T = {
   slow_ns = diag.threshold("slow_statement_ms") * 1e6,
@@ -32,10 +39,16 @@ local T = {
   hit_warn = diag.threshold("hit_ratio_warn_pct"),
   min_accesses = diag.threshold("min_buffer_accesses"),
   top_n = diag.threshold("top_n"),
+  flight_warn = diag.threshold("in_flight_warn_s"),
+  flight_crit = diag.threshold("in_flight_crit_s"),
 }
 local MAX_SLOW_VERDICTS = 3
+local MAX_FLIGHT_VERDICTS = 3
 
 local pg, context = results.pg, results.context
+-- pg_activity's results when it could read the server (absent in reports recorded before it)
+local activity = results.activity
+local act = activity and activity.available and activity or nil
 local target_arg = diag.target(run, context)
 -- the probes' window (proc_context's first reading may come before the USDT sites are attached)
 local window = run.duration_s or (context and context.wall_s) or 0
@@ -182,6 +195,117 @@ local function slow_verdict(s)
       pct(100 - lock - lw - rd), (s.sorts_disk or 0) > 0 and "; its sorts spill to disk" or ""), ev, steps)
 end
 
+-- ---- statements in flight at the window's end (pg_activity) -------------------------------
+
+local function secs(x) return x and string.format("%.1f s", x) or "?" end
+
+local function by_pid(list)
+  local m = {}
+  for _, f in ipairs(list or {}) do m[f.pid] = f end
+  return m
+end
+
+-- What a backend waits on, in words: "a lock: transaction 725 (...), ShareLock", "the LWLock
+-- WALWrite", "I/O (DataFileRead)"; nil when it has no wait event (it runs).
+local function wait_words(f)
+  local t, e = f.wait_event_type, f.wait_event
+  if not t then return nil end
+  if t == "Lock" then return "a lock: " .. lock_words(f.lock or { locktype = e }) end
+  if t == "LWLock" then return string.format("the LWLock %s", e) end
+  if t == "IO" then return string.format("I/O (%s)", e) end
+  if t == "Timeout" and e == "PgSleep" then return "pg_sleep()" end
+  if t == "Client" then return string.format("its client (%s)", e) end
+  return string.format("%s (%s)", e, t)
+end
+
+-- "pid 123 (idle in transaction for 40.2 s, its transaction open 41.0 s; last statement: ...)"
+local function holder_words(pid, flights)
+  local h = flights[pid]
+  if not h then return string.format("pid %s", math.tointeger(pid) or pid) end
+  return string.format("pid %s (%s for %s, its transaction open %s; %s: %s)", math.tointeger(pid) or pid, h.state,
+    secs(h.state_elapsed_s), secs(h.xact_elapsed_s), h.state == "active" and "running" or "last statement",
+    short_query(h.query))
+end
+
+local function stuck_statements()
+  local stuck = {}
+  for _, f in ipairs((act and act.in_flight) or {}) do
+    if f.backend_type == "client backend" and (f.state == "active" or f.state == "fastpath function call")
+      and (f.query_elapsed_s or 0) >= T.flight_warn then
+      stuck[#stuck + 1] = f
+    end
+  end
+  -- lock waits first (the story on-call needs: who blocks whom), each group the longest first
+  table.sort(stuck, function(a, b)
+    local la, lb = a.wait_event_type == "Lock", b.wait_event_type == "Lock"
+    if la ~= lb then return la end
+    return (a.query_elapsed_s or 0) > (b.query_elapsed_s or 0)
+  end)
+  return stuck
+end
+
+-- The share of the window's samples the statement spent in each wait (pg_activity's statements).
+local function sampled_waits(q)
+  for _, s in ipairs((act and act.statements) or {}) do
+    if s.query == q and (s.samples or 0) > 0 then
+      local parts = {}
+      for i, w in ipairs(s.waits or {}) do
+        if i > 3 then break end
+        parts[#parts + 1] = string.format("%s %s", w.wait_event and (w.wait_event_type .. ":" .. w.wait_event) or "running",
+          pct(diag.pct(w.samples, s.samples)))
+      end
+      return string.format("Sampled at %s Hz over the window: %s backend-samples, %s", math.tointeger(act.hz) or act.hz,
+        diag.fmt_count(s.samples), table.concat(parts, ", "))
+    end
+  end
+  return nil
+end
+
+local function flight_verdict(f, flights, at_start)
+  local q = short_query(f.query)
+  local ww = wait_words(f)
+  local holders = {}
+  for _, pid in ipairs(f.blocked_by or {}) do holders[#holders + 1] = holder_words(pid, flights) end
+  local title = string.format("%s has been running for %s%s", q, secs(f.query_elapsed_s),
+    ww and (", waiting for " .. ww) or ", and runs (no wait event: on a CPU, or in code without one)")
+  if #(f.blocked_by or {}) > 0 then
+    local pids = {}
+    for _, pid in ipairs(f.blocked_by) do pids[#pids + 1] = tostring(math.tointeger(pid) or pid) end
+    title = title .. " held by pid " .. table.concat(pids, ", ")
+  end
+  local ev = diag.lines(string.format("pid %s (%s), %s: its statement started %s before the window's end, its transaction %s",
+    math.tointeger(f.pid) or f.pid, f.backend_type, f.state, secs(f.query_elapsed_s), secs(f.xact_elapsed_s)))
+  if ww then ev:add("It waits for %s (%s:%s) since %s", ww, f.wait_event_type, f.wait_event, secs(f.state_elapsed_s)) end
+  for _, h in ipairs(holders) do ev:add("Held by %s", h) end
+  if f.blocked_by_unknown then ev:add("Who holds the lock could not be read (it changed while read): " .. PG_BLOCKERS) end
+  local s = at_start[f.pid]
+  if s and s.query == f.query then
+    ev:add("Already in flight when the window opened (%s then): it has not finished in the %.1f s window", secs(s.query_elapsed_s), window)
+  end
+  local sw = sampled_waits(f.query)
+  if sw then ev:add(sw) end
+  if f.text_cut then ev:add("Its text was longer than what was read") end
+  local steps = diag.lines()
+  if f.wait_event_type == "Lock" then
+    steps:extend(lock_steps(f.lock))
+    for _, pid in ipairs(f.blocked_by or {}) do
+      local h = flights[pid]
+      if h and h.state:find("^idle in transaction") then
+        steps:add("Its blocker pid %s is idle in transaction: its client holds the locks without working; end it (SELECT pg_terminate_backend(%s);) or fix the client that leaves transactions open",
+          math.tointeger(pid) or pid, math.tointeger(pid) or pid)
+      end
+    end
+  else
+    steps:add(explain_step(f))
+    if f.wait_event_type == "LWLock" then steps:add("Which LWLocks, live: " .. PG_WAITS) end
+    if f.wait_event_type == "IO" then steps:add("The disk it reads or writes: diagnose io-saturation " .. target_arg) end
+  end
+  steps:add("Cancel it if it must not go on: SELECT pg_cancel_backend(%s); bound the next ones: statement_timeout, lock_timeout",
+    math.tointeger(f.pid) or f.pid)
+  local sev = (f.query_elapsed_s or 0) >= T.flight_crit and "critical" or "warning"
+  return diag.verdict("in-flight", sev, title, ev, steps)
+end
+
 -- ---- the server ---------------------------------------------------------------------------
 
 local function cache_misses()
@@ -244,6 +368,11 @@ local function incomplete()
       p.note("unreadable sites", string.format("%s probe sites have arguments that cannot be fetched (diagnose show --usdt %s)", diag.fmt_count(pg.sites_unreadable), pg.binary or "BINARY"))
     end
   end
+  if activity and not activity.available then
+    p.note("activity unavailable", string.format("activity: the server's shared memory was not read (%s): statements in flight are not seen", activity.unavailable or "?"))
+  elseif act and (act.samples_failed or 0) > 0 and (act.samples or 0) == 0 then
+    p.note("activity unread", string.format("activity: no sample could be read (%s)", act.last_error or "?"), "warning")
+  end
   p.stop(run.stop_reason, window, context and context.exited)
   return p.verdict()
 end
@@ -251,6 +380,24 @@ end
 -- ---- main --------------------------------------------------------------------------------------
 
 local answer = diag.answer()
+local stuck = stuck_statements()
+do
+  local flights, at_start = by_pid(act and act.in_flight), by_pid(act and act.in_flight_at_start)
+  for i, f in ipairs(stuck) do
+    if i > MAX_FLIGHT_VERDICTS then break end
+    answer.add(flight_verdict(f, flights, at_start))
+  end
+  if act and act.in_flight and #stuck == 0 then
+    local longest = 0
+    for _, f in ipairs(act.in_flight) do
+      if f.backend_type == "client backend" and (f.state == "active" or f.state == "fastpath function call") then
+        longest = math.max(longest, f.query_elapsed_s or 0)
+      end
+    end
+    answer.add(diag.ruled_out("in-flight", "no statement in flight at the window's end has run %s or more (the longest: %s)",
+      diag.fmt_s(T.flight_warn), secs(longest)))
+  end
+end
 if pg then
   local all = {}
   for _, s in ipairs(pg.statements or {}) do all[#all + 1] = s end -- by total time already
@@ -269,7 +416,7 @@ if pg then
       { "PostgreSQL aborted a transaction to break each (deadlock__found); the server log has the statements of both" },
       { "Take locks in one order in every transaction (update rows sorted by key), and keep transactions short" }))
   end
-  if #slow == 0 then
+  if #slow == 0 and #stuck == 0 then
     local n = pg.statements_finished or 0
     if n == 0 then
       answer.add(diag.verdict("idle", "info", "No statement finished in the window",
@@ -344,11 +491,41 @@ if pg then
   }))
 end
 
+if act and act.in_flight then
+  local rows = diag.lines()
+  for i, f in ipairs(act.in_flight) do
+    if i > T.top_n * 2 then break end
+    local pids = {}
+    for _, pid in ipairs(f.blocked_by or {}) do pids[#pids + 1] = tostring(math.tointeger(pid) or pid) end
+    rows:add({ math.tointeger(f.pid) or f.pid, f.state, f.wait_event and (f.wait_event_type .. ":" .. f.wait_event) or "-",
+      secs(f.query_elapsed_s), secs(f.xact_elapsed_s), #pids > 0 and table.concat(pids, " ") or "-", short_query(f.query) })
+  end
+  if #rows > 0 then
+    answer.section(diag.table("In flight at the window's end (pg_activity)", { "pid", "state", "wait", "statement for", "transaction for", "blocked by", "statement" }, rows))
+  end
+  local waits = diag.lines()
+  for i, a in ipairs(act.activity or {}) do
+    if i > T.top_n then break end
+    waits:add({ a.backend_type, a.state ~= "" and a.state or "-", a.wait_event and (a.wait_event_type .. ":" .. a.wait_event) or "-",
+      string.format("%.2f", a.avg_backends or 0), pct(a.share_pct or 0) })
+  end
+  if #waits > 0 then
+    answer.section(diag.table(string.format("Backends by state and wait event, sampled at %s Hz (pg_activity)", math.tointeger(act.hz) or act.hz),
+      { "backend type", "state", "wait", "backends on average", "share" }, waits))
+  end
+end
+
 -- the key figures `diagnose watch` exports (nil: not measured)
 local buf = pg and pg.buffers
 local looked = buf and (buf.hits or 0) + (buf.misses or 0) or 0
 answer.metric("pg_statements_per_second", pg and window > 0 and (pg.statements_finished or 0) / window or nil,
   "Statements the server finished per second over the window")
+local longest_flight
+for _, f in ipairs((act and act.in_flight) or {}) do
+  if f.backend_type == "client backend" and f.state == "active" then longest_flight = math.max(longest_flight or 0, f.query_elapsed_s or 0) end
+end
+answer.metric("pg_in_flight_longest_seconds", act and (longest_flight or 0) or nil,
+  "The longest-running statement of a client backend still running at the window's end")
 answer.metric("pg_buffer_miss_ratio", buf and buf.hits_counted and looked > 0 and (buf.misses or 0) / looked or nil,
   "Shared-buffer lookups that missed (read from the kernel) over all lookups")
 
