@@ -22,6 +22,9 @@ sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint); INSERT INTO 
 	fail "cannot create the table"
 UPDATE_TEXT='UPDATE accounts SET balance = balance - ? WHERE id = ?;'
 verdicts() { json "$1" '[(x["id"], x["severity"], x["title"][:160]) for x in r["verdicts"]]'; }
+# KEEP_REPORTS=DIR keeps the reports as DIR/NAME.json: tests/fixtures/trimmed/postgres-slow/
+# stuck.json and idle.json were trimmed from them (tests/fixtures/record.sh --trim
+# postgres-slow/NAME --from DIR/NAME.json)
 keep() { [ -z "${KEEP_REPORTS:-}" ] || cp "$TMP/$1.json" "$KEEP_REPORTS/$2.json"; }
 
 # ---- (a) and (b): stuck since before the run ------------------------------------------------

@@ -7,6 +7,11 @@
  * statement's time in LWLock waits (lwlock-wait, naming the tranche), in reads (read-wait), a
  * checkpoint meanwhile (checkpoint-stall), a deadlock, no statement at all (idle), a slow
  * statement twenty times the threshold (critical), and a ring that overflowed (incomplete-data).
+ * pg_activity's trimmed incidents, from tests/e2e/t_pg_activity.sh: two UPDATEs blocked since
+ * before the run behind an idle-in-transaction holder, and a pg_sleep (stuck), and the same server
+ * idle (idle); their edits: a statement past in_flight_crit_s (critical), nothing long enough (idle,
+ * in-flight ruled out), an LWLock, an I/O wait and no wait at all named as such, a server that
+ * could not be read (incomplete-data, the rest unchanged).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -220,6 +225,168 @@ static void test_misses(void **state)
 	value_free(fx);
 }
 
+
+static struct value *activity_of(struct value *fx)
+{
+	return (struct value *)value_get(value_get(fx, "results"), "activity");
+}
+
+/* The in-flight backend of pid in the incident's end snapshot. */
+static struct value *flight_of(struct value *fx, int64_t pid)
+{
+	const struct value *arr = value_get(activity_of(fx), "in_flight");
+	for (size_t i = 0; i < arr->arr.len; i++)
+		if ((int64_t)value_get_num(arr->arr.items[i], "pid", 0) == pid)
+			return arr->arr.items[i];
+	fail_msg("no in-flight backend %lld", (long long)pid);
+	return NULL;
+}
+
+/* The incident's first backend in a Lock wait on a transactionid, and its holder. */
+static struct value *xid_waiter(struct value *fx, int64_t *holder)
+{
+	const struct value *arr = value_get(activity_of(fx), "in_flight");
+	for (size_t i = 0; i < arr->arr.len; i++) {
+		const char *e = value_get_str(arr->arr.items[i], "wait_event");
+		if (e && !strcmp(e, "transactionid")) {
+			const struct value *b = value_get(arr->arr.items[i], "blocked_by")->arr.items[0];
+			*holder = b->type == V_INT ? b->i : (int64_t)b->n;
+			return arr->arr.items[i];
+		}
+	}
+	fail_msg("no backend waits for a transactionid");
+	return NULL;
+}
+
+static void test_stuck(void **state)
+{
+	(void)state;
+	assert_recorded_verdicts("postgres-slow", "stuck");
+	assert_recorded_verdicts("postgres-slow", "idle");
+	struct value *fx = incident("stuck");
+	int64_t holder = 0;
+	xid_waiter(fx, &holder);
+	struct value *v = verdicts_of(fx);
+	/* the lock waits first, each named with the UPDATE, the lock and its holder */
+	const struct value *w = verdict_at(v, 0);
+	assert_string_equal(value_get_str(w, "id"), "in-flight");
+	assert_string_equal(value_get_str(w, "severity"), "warning"); /* 15 s: under in_flight_crit_s */
+	assert_title_has(w, "UPDATE accounts SET balance = balance - ? WHERE id = ?; has been running for");
+	assert_title_has(w, "waiting for a lock");
+	assert_title_has(w, "held by pid");
+	assert_title_has(verdict_at(v, 1), "waiting for a lock");
+	assert_title_has(verdict_at(v, 2), "SELECT pg_sleep(?); has been running for");
+	assert_title_has(verdict_at(v, 2), "waiting for pg_sleep()");
+	assert_null(verdict_find(v, "idle"));
+	assert_null(verdict_find(v, "ok"));
+	/* the transactionid waiter's holder is idle in transaction: said, and its way out */
+	bool named = false, step = false;
+	char want_ev[64], want_step[64];
+	snprintf(want_ev, sizeof(want_ev), "pid %lld (idle in transaction for", (long long)holder);
+	snprintf(want_step, sizeof(want_step), "pg_terminate_backend(%lld)", (long long)holder);
+	for (size_t i = 0; i < 2; i++) {
+		named |= verdict_evidence_has(verdict_at(v, i), want_ev);
+		step |= verdict_step_has(verdict_at(v, i), want_step);
+	}
+	assert_true(named && step);
+	assert_true(verdict_evidence_has(w, "Already in flight when the window opened"));
+	assert_true(verdict_evidence_has(w, "Sampled at 20 Hz over the window"));
+	value_free(v);
+	/* the report: the backends in flight, and by state and wait event */
+	struct recorded_answer a = recorded_answer("postgres-slow", fx, NULL, true);
+	bool table = false;
+	for (size_t i = 0; i < a.report->arr.len; i++)
+		table |= !strcmp(value_get_str(a.report->arr.items[i], "title"), "In flight at the window's end (pg_activity)");
+	assert_true(table);
+	recorded_answer_free(&a);
+
+	/* past in_flight_crit_s: critical */
+	struct value *f = xid_waiter(fx, &holder);
+	value_set_num(f, "query_elapsed_s", 45);
+	v = verdicts_of(fx);
+	assert_string_equal(value_get_str(verdict_at(v, 0), "severity"), "critical");
+	assert_title_has(verdict_at(v, 0), "has been running for 45.0 s");
+	value_free(v);
+	value_free(fx);
+}
+
+/* Nothing in flight long enough: no in-flight verdict, said as ruled out; with nothing finished
+ * either, idle. */
+static void test_stuck_under_threshold(void **state)
+{
+	(void)state;
+	struct value *fx = incident("stuck");
+	const struct value *arr = value_get(activity_of(fx), "in_flight");
+	for (size_t i = 0; i < arr->arr.len; i++)
+		value_set_num(arr->arr.items[i], "query_elapsed_s", 4.9);
+	struct recorded_answer a = recorded_answer("postgres-slow", fx, NULL, true);
+	assert_null(verdict_find(a.verdicts, "in-flight"));
+	assert_string_equal(value_get_str(verdict_at(a.verdicts, 0), "id"), "idle");
+	assert_non_null(ruled_out_find(&a, "in-flight"));
+	recorded_answer_free(&a);
+	value_free(fx);
+}
+
+/* What it waits on, in words, for the wait classes the live run did not give. */
+static void test_stuck_waits(void **state)
+{
+	(void)state;
+	struct value *fx = incident("stuck");
+	int64_t holder = 0;
+	struct value *f = xid_waiter(fx, &holder);
+	int64_t pid = (int64_t)value_get_num(f, "pid", 0);
+	value_set_str(f, "wait_event_type", "LWLock");
+	value_set_str(f, "wait_event", "WALWrite");
+	value_obj_drop(f, "lock");
+	value_obj_drop(f, "blocked_by");
+	struct value *v = verdicts_of(fx);
+	const struct value *w = verdict_at(v, 1); /* the other lock wait comes first */
+	assert_title_has(w, "waiting for the LWLock WALWrite");
+	assert_true(verdict_step_has(w, "EXPLAIN (ANALYZE, BUFFERS)"));
+	value_free(v);
+	value_set_str(f, "wait_event_type", "IO");
+	value_set_str(f, "wait_event", "DataFileRead");
+	v = verdicts_of(fx);
+	assert_title_has(verdict_at(v, 1), "waiting for I/O (DataFileRead)");
+	assert_true(verdict_step_has(verdict_at(v, 1), "diagnose io-saturation"));
+	value_free(v);
+	value_obj_drop(f, "wait_event_type");
+	value_obj_drop(f, "wait_event");
+	v = verdicts_of(fx);
+	assert_title_has(verdict_at(v, 1), "and runs (no wait event");
+	value_free(v);
+	(void)flight_of(fx, pid);
+	value_free(fx);
+}
+
+/* A server whose memory could not be read: said, and the rest as before. */
+static void test_activity_unavailable(void **state)
+{
+	(void)state;
+	struct value *fx = incident("stuck");
+	struct value *act = activity_of(fx);
+	struct value *res = (struct value *)value_get(fx, "results");
+	struct value *none = value_obj();
+	value_set_bool(none, "available", false);
+	value_set_str(none, "unavailable", "PostgreSQL 12.4: its shared memory's layout is known for 13 to 17 only");
+	value_obj_set(res, "activity", none);
+	(void)act;
+	struct value *v = verdicts_of(fx);
+	assert_null(verdict_find(v, "in-flight"));
+	assert_non_null(verdict_find(v, "idle"));
+	const struct value *inc = verdict_find(v, "incomplete-data");
+	assert_non_null(inc);
+	assert_true(verdict_evidence_has(inc, "statements in flight are not seen"));
+	value_free(v);
+	value_free(fx);
+	/* a report recorded before pg_activity existed: as it was (test_as_recorded), no note */
+	fx = incident("lock");
+	v = verdicts_of(fx);
+	assert_null(verdict_find(v, "incomplete-data"));
+	value_free(v);
+	value_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +398,10 @@ int main(void)
 		cmocka_unit_test(test_sort_critical),
 		cmocka_unit_test(test_deadlock_idle_partial),
 		cmocka_unit_test(test_misses),
+		cmocka_unit_test(test_stuck),
+		cmocka_unit_test(test_stuck_under_threshold),
+		cmocka_unit_test(test_stuck_waits),
+		cmocka_unit_test(test_activity_unavailable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
