@@ -44,22 +44,22 @@
 #include "tfile.h"
 
 #define MAX_SEGMENT_CANDIDATES 16
-#define MAX_INDEX_ELEMENTS 4096  /* ShmemIndex entries walked at most (a server has ~100) */
+#define MAX_INDEX_ELEMENTS 4096 /* ShmemIndex entries walked at most (a server has ~100) */
 #define MAX_HASH_SEGS 256
 #define MAX_HASH_SSIZE 4096
-#define MAX_TEXT_SIZE (1u << 20)  /* track_activity_query_size's own maximum */
+#define MAX_TEXT_SIZE (1u << 20) /* track_activity_query_size's own maximum */
 #define MAX_VERSION_SCAN ((size_t)64 << 20)
 #define VERSION_CHUNK ((size_t)1 << 20)
 #define SPAN_READ_MAX ((size_t)256 << 10) /* texts read in one piece up to this span */
 #define SLOT_RETRIES 2
-#define STMT_WAITS 12         /* wait events kept per statement; the rest are "other" */
+#define STMT_WAITS 12 /* wait events kept per statement; the rest are "other" */
 #define MAX_AGG_ROWS 4096
 #define TOP_ACTIVITY 100
 #define TOP_STATEMENTS 50
 #define MAX_IN_FLIGHT 200
 #define MAX_BLOCKERS 8
-#define MAX_PROCLOCKS 64      /* holders walked per lock */
-#define NORM_MAX 1024         /* a normalized text kept, at most */
+#define MAX_PROCLOCKS 64                   /* holders walked per lock */
+#define NORM_MAX 1024                      /* a normalized text kept, at most */
 #define PG_EPOCH_UNIX_US 946684800000000LL /* 2000-01-01 in Unix microseconds */
 
 struct slot_memo {
@@ -92,8 +92,8 @@ struct flight {
 	int pid, btype, state;
 	uint32_t wait, dbid;
 	int64_t activity_start, xact_start, state_start;
-	char *query;      /* normalized */
-	char *raw;        /* with raw_text only */
+	char *query; /* normalized */
+	char *raw;   /* with raw_text only */
 	bool cut, torn;
 	bool has_lock;
 	int lock_type, lock_mode;
@@ -114,8 +114,8 @@ struct snapshot {
 
 struct pga_priv {
 	const struct pg_layout *L;
-	bool ok;                 /* found: sampling runs */
-	char why[768];           /* why not, when !ok */
+	bool ok;       /* found: sampling runs */
+	char why[768]; /* why not, when !ok */
 	char version[40];
 	int major, pid, target_pid, postmaster;
 	uint64_t seg_start, seg_end;
@@ -149,19 +149,37 @@ struct pga_priv {
 /* ---- options ------------------------------------------------------------------------------ */
 
 static const struct option_spec pga_options[] = {
-	{ .name = "hz", .type = OPT_UINT, .dflt = 20, .min = 1, .max = 100,
+	{ .name = "hz",
+	  .type = OPT_UINT,
+	  .dflt = 20,
+	  .min = 1,
+	  .max = 100,
 	  .help = "samples a second of the backends' states (each a few reads of the server's shared "
 		  "memory, whatever its statement rate)" },
-	{ .name = "raw_text", .type = OPT_BOOL, .dflt = 0,
+	{ .name = "raw_text",
+	  .type = OPT_BOOL,
+	  .dflt = 0,
 	  .help = "also report the in-flight statements' texts as they are, constants included "
 		  "(they can be sensitive: off by default; the normalized text is always there)" },
-	{ .name = "text_bytes", .type = OPT_UINT, .dflt = 1024, .min = 64, .max = 65536,
+	{ .name = "text_bytes",
+	  .type = OPT_UINT,
+	  .dflt = 1024,
+	  .min = 64,
+	  .max = 65536,
 	  .help = "bytes of a statement's text read at most (the server keeps "
 		  "track_activity_query_size)" },
-	{ .name = "max_backends", .type = OPT_UINT, .dflt = 4096, .min = 16, .max = 65536,
+	{ .name = "max_backends",
+	  .type = OPT_UINT,
+	  .dflt = 4096,
+	  .min = 16,
+	  .max = 65536,
 	  .help = "backend slots (max_connections and the server's own processes) read at most: a "
 		  "server with more is refused" },
-	{ .name = "max_statements", .type = OPT_UINT, .dflt = 1024, .min = 16, .max = 65536,
+	{ .name = "max_statements",
+	  .type = OPT_UINT,
+	  .dflt = 1024,
+	  .min = 16,
+	  .max = 65536,
 	  .help = "distinct statements (normalized) kept; the others are counted" },
 };
 static const char *const pga_variants[] = { "shmem", NULL };
@@ -245,8 +263,8 @@ static bool next_map(char **cur, struct map_line *m)
 		unsigned long long s, e, off, ino;
 		unsigned maj, min;
 		int n = 0;
-		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &s, &e, m->perms, &off, &maj, &min, &ino,
-			   &n) < 7)
+		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &s, &e, m->perms, &off, &maj,
+			   &min, &ino, &n) < 7)
 			continue;
 		m->start = s;
 		m->end = e;
@@ -295,8 +313,10 @@ static int find_segment(struct probe *p, int pid, char *maps, uint64_t *start, u
 		*creator = i32_at(h, PG_SHMEM_HDR_CREATOR);
 	}
 	if (!best)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d maps no PostgreSQL shared memory "
-				 "segment (%u shared mappings looked at)", pid, tried);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "process %d maps no PostgreSQL shared memory "
+				 "segment (%u shared mappings looked at)",
+				 pid, tried);
 	return 0;
 }
 
@@ -330,8 +350,8 @@ static int find_version(struct probe *p, int pid, char *maps, struct diag_err *e
 			exe_inode = m.inode;
 	free(copy);
 	if (!exe_inode)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "process %d: its executable's mapping not found",
-				 pid);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "process %d: its executable's mapping not found", pid);
 	char *buf = xmalloc(VERSION_CHUNK + 1024);
 	size_t scanned = 0;
 	bool found = false;
@@ -341,7 +361,8 @@ static int find_version(struct probe *p, int pid, char *maps, struct diag_err *e
 		if (m.inode != exe_inode || strcmp(m.perms, "r--p"))
 			continue;
 		for (uint64_t a = m.start; a < m.end && !found && scanned < MAX_VERSION_SCAN;) {
-			size_t len = m.end - a < VERSION_CHUNK + 1024 ? (size_t)(m.end - a) : VERSION_CHUNK + 1024;
+			size_t len = m.end - a < VERSION_CHUNK + 1024 ? (size_t)(m.end - a)
+								      : VERSION_CHUNK + 1024;
 			struct diag_err e2;
 			if (mem_of(p, pid, a, len, buf, &e2))
 				break;
@@ -353,9 +374,11 @@ static int find_version(struct probe *p, int pid, char *maps, struct diag_err *e
 	free(copy);
 	free(buf);
 	if (!found)
-		return diag_fail(err, DIAG_EXIT_USAGE, "process %d: no PostgreSQL version string in its "
+		return diag_fail(err, DIAG_EXIT_USAGE,
+				 "process %d: no PostgreSQL version string in its "
 				 "executable (%zu bytes of its read-only mappings read): not a PostgreSQL "
-				 "server", pid, scanned);
+				 "server",
+				 pid, scanned);
 	return 0;
 }
 
@@ -374,17 +397,20 @@ static int walk_index(struct probe *p, uint64_t hctl, struct index_want *want, s
 	struct pga_priv *pp = p->priv;
 	const struct pg_layout *L = pp->L;
 	unsigned char h[1024];
-	if (L->hash_size > sizeof(h) || !in_seg(pp, hctl, L->hash_size) || mem(p, hctl, L->hash_size, h, err))
+	if (L->hash_size > sizeof(h) || !in_seg(pp, hctl, L->hash_size) ||
+	    mem(p, hctl, L->hash_size, h, err))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "the shared-memory index's header is unreadable");
 	uint64_t keysize = u64_at(h, L->hash_keysize), entrysize = u64_at(h, L->hash_entrysize);
-	int64_t dsize = i64_at(h, L->hash_dsize), nsegs = i64_at(h, L->hash_nsegs), ssize = i64_at(h, L->hash_ssize);
+	int64_t dsize = i64_at(h, L->hash_dsize), nsegs = i64_at(h, L->hash_nsegs),
+		ssize = i64_at(h, L->hash_ssize);
 	int32_t sshift = i32_at(h, L->hash_sshift);
 	uint32_t max_bucket = u32_at(h, L->hash_max_bucket);
-	if (keysize != PG_SHMEM_INDEX_KEYSIZE || entrysize != PG_SHMEM_INDEX_ENT_SIZE || nsegs < 1 ||
-	    nsegs > dsize || nsegs > MAX_HASH_SEGS || ssize < 1 || ssize > MAX_HASH_SSIZE ||
-	    (ssize & (ssize - 1)) || sshift < 0 || sshift > 12 || (1LL << sshift) != ssize ||
-	    (uint64_t)max_bucket >= (uint64_t)nsegs * (uint64_t)ssize)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "the shared-memory index's header does not have "
+	if (keysize != PG_SHMEM_INDEX_KEYSIZE || entrysize != PG_SHMEM_INDEX_ENT_SIZE ||
+	    nsegs < 1 || nsegs > dsize || nsegs > MAX_HASH_SEGS || ssize < 1 ||
+	    ssize > MAX_HASH_SSIZE || (ssize & (ssize - 1)) || sshift < 0 || sshift > 12 ||
+	    (1LL << sshift) != ssize || (uint64_t)max_bucket >= (uint64_t)nsegs * (uint64_t)ssize)
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "the shared-memory index's header does not have "
 				 "PostgreSQL %d's layout (key size %" PRIu64 ", entry size %" PRIu64 ")",
 				 pp->major, keysize, entrysize);
 	uint64_t dir[MAX_HASH_SEGS];
@@ -398,15 +424,18 @@ static int walk_index(struct probe *p, uint64_t hctl, struct index_want *want, s
 	for (int64_t s = 0; s < nsegs && !rc; s++) {
 		if (s * ssize > (int64_t)max_bucket)
 			break;
-		if (!in_seg(pp, dir[s], (uint64_t)ssize * 8) || mem(p, dir[s], (size_t)ssize * 8, buckets, err)) {
-			rc = diag_fail(err, DIAG_EXIT_RUNTIME, "a segment of the shared-memory index is unreadable");
+		if (!in_seg(pp, dir[s], (uint64_t)ssize * 8) ||
+		    mem(p, dir[s], (size_t)ssize * 8, buckets, err)) {
+			rc = diag_fail(err, DIAG_EXIT_RUNTIME,
+				       "a segment of the shared-memory index is unreadable");
 			break;
 		}
 		for (int64_t b = 0; b < ssize && s * ssize + b <= (int64_t)max_bucket && !rc; b++) {
 			for (uint64_t e = buckets[b]; e; e = u64_at(el, 0)) {
 				if (++walked > MAX_INDEX_ELEMENTS || !in_seg(pp, e, sizeof(el)) ||
 				    mem(p, e, sizeof(el), el, err)) {
-					rc = diag_fail(err, DIAG_EXIT_RUNTIME, "the shared-memory index's entries are "
+					rc = diag_fail(err, DIAG_EXIT_RUNTIME,
+						       "the shared-memory index's entries are "
 						       "unreadable or too many");
 					break;
 				}
@@ -415,8 +444,11 @@ static int walk_index(struct probe *p, uint64_t hctl, struct index_want *want, s
 					continue;
 				for (size_t w = 0; w < n_want; w++)
 					if (!strcmp(key, want[w].name)) {
-						want[w].location = u64_at(el, PG_HASH_ELEMENT_SIZE + PG_SHMEM_INDEX_LOCATION);
-						want[w].size = u64_at(el, PG_HASH_ELEMENT_SIZE + PG_SHMEM_INDEX_SIZE);
+						want[w].location =
+							u64_at(el, PG_HASH_ELEMENT_SIZE +
+									   PG_SHMEM_INDEX_LOCATION);
+						want[w].size = u64_at(el, PG_HASH_ELEMENT_SIZE +
+										  PG_SHMEM_INDEX_SIZE);
 						want[w].found = true;
 					}
 			}
@@ -458,8 +490,10 @@ static int discover(struct probe *p, int pid, struct diag_err *err)
 	int creator = 0;
 	int rc = find_version(p, pid, maps, err);
 	if (!rc && !(pp->L = pg_layout_of(pp->major)))
-		rc = diag_fail(err, DIAG_EXIT_USAGE, "PostgreSQL %s: its shared memory's layout is known "
-			       "for %d to %d only", pp->version, PG_LAYOUT_MIN_MAJOR, PG_LAYOUT_MAX_MAJOR);
+		rc = diag_fail(err, DIAG_EXIT_USAGE,
+			       "PostgreSQL %s: its shared memory's layout is known "
+			       "for %d to %d only",
+			       pp->version, PG_LAYOUT_MIN_MAJOR, PG_LAYOUT_MAX_MAJOR);
 	char *copy = rc ? NULL : xstrdup(maps);
 	if (!rc)
 		rc = find_segment(p, pid, copy, &pp->seg_start, &pp->seg_end, &inode, &creator, err);
@@ -482,19 +516,25 @@ static int discover(struct probe *p, int pid, struct diag_err *err)
 		return -1;
 	for (size_t i = 0; i < ARRAY_LEN(want); i++)
 		if (!want[i].found || !in_seg(pp, want[i].location, want[i].size))
-			return diag_fail(err, DIAG_EXIT_RUNTIME, "the shared-memory index has no valid \"%s\"",
-					 want[i].name);
+			return diag_fail(err, DIAG_EXIT_RUNTIME,
+					 "the shared-memory index has no valid \"%s\"", want[i].name);
 	const struct pg_layout *L = pp->L;
 	if (!want[0].size || want[0].size % L->st_size)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "the backend status array's %" PRIu64 " bytes are "
-				 "not slots of PostgreSQL %d's %u", want[0].size, pp->major, L->st_size);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "the backend status array's %" PRIu64 " bytes are "
+				 "not slots of PostgreSQL %d's %u",
+				 want[0].size, pp->major, L->st_size);
 	uint64_t slots = want[0].size / L->st_size;
 	if (slots > probe_opt(p, "max_backends"))
-		return diag_fail(err, DIAG_EXIT_REFUSED, "the server has %" PRIu64 " backend slots, over "
-				 "max_backends %" PRIu64, slots, probe_opt(p, "max_backends"));
+		return diag_fail(err, DIAG_EXIT_REFUSED,
+				 "the server has %" PRIu64 " backend slots, over "
+				 "max_backends %" PRIu64,
+				 slots, probe_opt(p, "max_backends"));
 	if (want[1].size % slots || want[1].size / slots < 64 || want[1].size / slots > MAX_TEXT_SIZE)
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "the backend activity buffer's %" PRIu64
-				 " bytes do not fit %" PRIu64 " slots", want[1].size, slots);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "the backend activity buffer's %" PRIu64
+				 " bytes do not fit %" PRIu64 " slots",
+				 want[1].size, slots);
 	unsigned char hdr[64];
 	if (want[2].size < L->hdr_all_proc_count + 4 || want[2].size > 4096 ||
 	    mem(p, want[2].location, L->hdr_all_proc_count + 4, hdr, err))
@@ -502,13 +542,17 @@ static int discover(struct probe *p, int pid, struct diag_err *err)
 	uint64_t all_procs = u64_at(hdr, L->hdr_all_procs);
 	uint32_t nprocs = u32_at(hdr, L->hdr_all_proc_count);
 	if (!nprocs || nprocs > slots + 64 || !in_seg(pp, all_procs, (uint64_t)nprocs * L->proc_size))
-		return diag_fail(err, DIAG_EXIT_RUNTIME, "the proc header's array (%u procs) is not inside "
-				 "the segment", nprocs);
+		return diag_fail(err, DIAG_EXIT_RUNTIME,
+				 "the proc header's array (%u procs) is not inside "
+				 "the segment",
+				 nprocs);
 	pp->slots = (uint32_t)slots;
 	pp->status_addr = want[0].location;
 	pp->activity_addr = want[1].location;
 	pp->text_size = (uint32_t)(want[1].size / slots);
-	pp->text_read = pp->text_size < probe_opt(p, "text_bytes") ? pp->text_size : (uint32_t)probe_opt(p, "text_bytes");
+	pp->text_read = pp->text_size < probe_opt(p, "text_bytes")
+				? pp->text_size
+				: (uint32_t)probe_opt(p, "text_bytes");
 	pp->procs_addr = all_procs;
 	pp->nprocs = nprocs;
 	pp->pid = reader_pid(p, pid, inode, creator);
@@ -575,7 +619,8 @@ static void agg_count(struct pga_priv *pp, int btype, int state, uint32_t wait)
 static int proc_of(struct pga_priv *pp, int pid)
 {
 	size_t mask = pp->pid_index_size - 1;
-	for (size_t i = (size_t)(uint32_t)pid * 2654435761u & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+	for (size_t i = (size_t)(uint32_t)pid * 2654435761u & mask, n = 0; n <= mask;
+	     i = (i + 1) & mask, n++) {
 		int32_t at = pp->pid_index[i];
 		if (!at)
 			return -1;
@@ -657,8 +702,8 @@ static bool retry_slot(struct probe *p, uint32_t i, char *text, bool *cut)
 		int32_t cc = i32_at(pp->one, L->st_changecount);
 		if (cc & 1)
 			continue;
-		if (!text_where(pp, pp->one, i, &taddr) || mem(p, taddr, pp->text_read, tbuf, &e2) ||
-		    mem(p, at, 4, again, &e2))
+		if (!text_where(pp, pp->one, i, &taddr) ||
+		    mem(p, taddr, pp->text_read, tbuf, &e2) || mem(p, at, 4, again, &e2))
 			return false;
 		if (i32_at(again, 0) == cc) {
 			slot_text(pp, tbuf, text, cut);
@@ -697,7 +742,8 @@ static void lock_of(struct probe *p, int k, struct flight *f)
 		uint64_t at = link - PG_PROCLOCK_LOCKLINK;
 		if (n == MAX_PROCLOCKS || !in_seg(pp, at, sizeof(pl)) || mem(p, at, sizeof(pl), pl, &e2))
 			return;
-		uint64_t who = u64_at(pl, PG_PROCLOCK_MYPROC), leader = u64_at(pl, PG_PROCLOCK_GROUPLEADER);
+		uint64_t who = u64_at(pl, PG_PROCLOCK_MYPROC),
+			 leader = u64_at(pl, PG_PROCLOCK_GROUPLEADER);
 		uint32_t held = u32_at(pl, PG_PROCLOCK_HOLDMASK);
 		link = u64_at(pl, PG_PROCLOCK_LOCKLINK + 8);
 		if (who == self || leader == self || !(held & conflicts))
@@ -705,7 +751,8 @@ static void lock_of(struct probe *p, int k, struct flight *f)
 		if (who < pp->procs_addr || (who - pp->procs_addr) % L->proc_size ||
 		    (who - pp->procs_addr) / L->proc_size >= pp->nprocs)
 			continue;
-		int pid = i32_at(pp->procs, (size_t)((who - pp->procs_addr) / L->proc_size) * L->proc_size + L->proc_pid);
+		int pid = i32_at(pp->procs, (size_t)((who - pp->procs_addr) / L->proc_size) * L->proc_size +
+						    L->proc_pid);
 		if (pid <= 0)
 			continue;
 		if (f->n_blockers == MAX_BLOCKERS)
@@ -781,7 +828,8 @@ static int sample(struct probe *p, struct snapshot *snap)
 		} else {
 			for (uint32_t i = lo; i <= hi && texts_ok; i++)
 				if (pp->need[i]) {
-					texts_ok = !mem(p, pp->activity_addr + (uint64_t)i * pp->text_size, pp->text_read,
+					texts_ok = !mem(p, pp->activity_addr + (uint64_t)i * pp->text_size,
+							pp->text_read,
 							pp->texts + (size_t)i * pp->text_size, &err);
 					pp->text_reads++;
 				}
@@ -813,7 +861,8 @@ static int sample(struct probe *p, struct snapshot *snap)
 		if (pp->need[i]) {
 			uint64_t taddr;
 			int32_t cc = i32_at(s, L->st_changecount);
-			if (texts_ok && !(cc & 1) && i32_at(pp->st_b + (size_t)i * L->st_size, L->st_changecount) == cc &&
+			if (texts_ok && !(cc & 1) &&
+			    i32_at(pp->st_b + (size_t)i * L->st_size, L->st_changecount) == cc &&
 			    text_where(pp, s, i, &taddr)) {
 				slot_text(pp, pp->texts + (size_t)i * pp->text_size, text, &cut);
 				have_text = true;
@@ -856,7 +905,8 @@ static int sample(struct probe *p, struct snapshot *snap)
 		f->state_start = pg_ts_to_unix_us(i64_at(s, L->st_state_start));
 		f->torn = !have_text;
 		f->cut = cut;
-		f->query = xstrdup(have_text ? (norm[0] ? norm : "(no text)") : "(not read: it changed while read)");
+		f->query = xstrdup(have_text ? (norm[0] ? norm : "(no text)")
+					     : "(not read: it changed while read)");
 		if (have_text && pp->raw_text)
 			f->raw = xstrdup(text);
 		int k = proc_of(pp, pid);
@@ -1031,8 +1081,8 @@ static struct value *flights_value(struct pga_priv *pp, const struct snapshot *s
 			const char *type = pg_lock_type_name(pp->major, f->lock_type);
 			value_set_str(l, "locktype", type);
 			value_set_str(l, "mode", pg_lock_mode_name(f->lock_mode));
-			if (!strcmp(type, "relation") || !strcmp(type, "extend") || !strcmp(type, "page") ||
-			    !strcmp(type, "tuple")) {
+			if (!strcmp(type, "relation") || !strcmp(type, "extend") ||
+			    !strcmp(type, "page") || !strcmp(type, "tuple")) {
 				value_set_int(l, "database", f->f1);
 				value_set_int(l, "relation", f->f2);
 				if (!strcmp(type, "page") || !strcmp(type, "tuple"))
@@ -1133,9 +1183,11 @@ static int pga_collect(struct probe *p, const struct collect_ctx *ctx, struct va
 		wait_fields(v, pp->major, r->wait);
 		value_set_int(v, "samples", (int64_t)r->samples);
 		value_set_num(v, "avg_backends", (double)r->samples / samples);
-		value_set_num(v, "share_pct", pp->slot_samples ? 100.0 * (double)r->samples / (double)pp->slot_samples : 0);
+		value_set_num(v, "share_pct",
+			      pp->slot_samples ? 100.0 * (double)r->samples / (double)pp->slot_samples : 0);
 	}
-	value_set_int(res, "activity_rows_over", (int64_t)(pp->agg_over + (pp->n_agg > TOP_ACTIVITY ? pp->n_agg - TOP_ACTIVITY : 0)));
+	value_set_int(res, "activity_rows_over",
+		      (int64_t)(pp->agg_over + (pp->n_agg > TOP_ACTIVITY ? pp->n_agg - TOP_ACTIVITY : 0)));
 
 	qsort(pp->stmts, pp->n_stmts, sizeof(*pp->stmts), stmt_by_samples);
 	struct value *st = value_obj_set(res, "statements", value_arr());
@@ -1211,39 +1263,56 @@ static struct bpf_object *pga_object(struct probe *p)
 	return NULL;
 }
 
-#define WAIT_FIELDS(name)                                                                          \
-	{ name ".wait_event_type", RT_STRING, NULL, true, "as pg_stat_activity.wait_event_type (absent: not waiting)" }, \
-	{ name ".wait_event", RT_STRING, NULL, true, "as pg_stat_activity.wait_event (transactionid, ClientRead, WALWrite, ...)" }
+#define WAIT_FIELDS(name)                                                                           \
+	{ name ".wait_event_type", RT_STRING, NULL, true,                                           \
+	  "as pg_stat_activity.wait_event_type (absent: not waiting)" },                            \
+	{                                                                                           \
+		name ".wait_event", RT_STRING, NULL, true,                                          \
+			"as pg_stat_activity.wait_event (transactionid, ClientRead, WALWrite, ...)" \
+	}
 
-#define FLIGHT_FIELDS(name)                                                                        \
-	{ name, RT_ARRAY, NULL, true, "backends with a statement or a transaction open (active, idle in transaction)" }, \
-	{ name "[]", RT_OBJECT, NULL, false, "one backend" },                                         \
-	{ name "[].pid", RT_INTEGER, NULL, false, "its pid (as the server's pid namespace sees it)" }, \
-	{ name "[].backend_type", RT_STRING, NULL, false, "as pg_stat_activity.backend_type" },       \
-	{ name "[].state", RT_STRING, NULL, false, "as pg_stat_activity.state" },                     \
-	WAIT_FIELDS(name "[]"),                                                                        \
-	{ name "[].query", RT_STRING, NULL, false, "its statement (idle in transaction: the last one), constants replaced by ?" }, \
-	{ name "[].query_raw", RT_STRING, NULL, true, "the text as the server has it (raw_text only)" }, \
-	{ name "[].text_cut", RT_BOOLEAN, NULL, true, "the text was longer than what was read" },     \
-	{ name "[].text_unread", RT_BOOLEAN, NULL, true, "the text changed each time it was read" },  \
-	{ name "[].database", RT_INTEGER, NULL, true, "the database's OID" },                          \
-	{ name "[].query_elapsed_s", RT_NUMBER, "s", true, "since its statement started (query_start)" }, \
-	{ name "[].xact_elapsed_s", RT_NUMBER, "s", true, "since its transaction started (xact_start)" }, \
-	{ name "[].state_elapsed_s", RT_NUMBER, "s", true, "since its state last changed (state_change)" }, \
-	{ name "[].lock", RT_OBJECT, NULL, true, "a Lock wait: the lock, as pg_locks shows it" },      \
-	{ name "[].lock.locktype", RT_STRING, NULL, false, "relation, tuple, transactionid, ..." },    \
-	{ name "[].lock.mode", RT_STRING, NULL, false, "the mode it waits for" },                     \
-	{ name "[].lock.database", RT_INTEGER, NULL, true, "the database's OID" },                    \
-	{ name "[].lock.relation", RT_INTEGER, NULL, true, "the relation's OID (SELECT OID::regclass)" }, \
-	{ name "[].lock.page", RT_INTEGER, NULL, true, "page, tuple: the block" },                    \
-	{ name "[].lock.tuple", RT_INTEGER, NULL, true, "tuple: its offset in the block" },           \
-	{ name "[].lock.transactionid", RT_INTEGER, NULL, true, "transactionid: the xid waited for" }, \
-	{ name "[].lock.virtualxid", RT_STRING, NULL, true, "virtualxid: backend/local xid" },        \
-	{ name "[].lock.objid", RT_INTEGER, NULL, true, "object, advisory, ...: its second field" },  \
-	{ name "[].blocked_by", RT_ARRAY, NULL, true, "a Lock wait: the pids that hold the lock in a conflicting mode" }, \
-	{ name "[].blocked_by[]", RT_INTEGER, NULL, false, "a pid" },                                 \
-	{ name "[].blocked_by_cut", RT_BOOLEAN, NULL, true, "more holders than listed (8)" },         \
-	{ name "[].blocked_by_unknown", RT_BOOLEAN, NULL, true, "the lock's holders could not be read (it changed meanwhile)" }
+#define FLIGHT_FIELDS(name)                                                                                  \
+	{ name, RT_ARRAY, NULL, true,                                                                        \
+	  "backends with a statement or a transaction open (active, idle in transaction)" },                 \
+		{ name "[]", RT_OBJECT, NULL, false, "one backend" },                                        \
+		{ name "[].pid", RT_INTEGER, NULL, false,                                                    \
+		  "its pid (as the server's pid namespace sees it)" },                                       \
+		{ name "[].backend_type", RT_STRING, NULL, false, "as pg_stat_activity.backend_type" },      \
+		{ name "[].state", RT_STRING, NULL, false, "as pg_stat_activity.state" },                    \
+		WAIT_FIELDS(name "[]"),                                                                      \
+		{ name "[].query", RT_STRING, NULL, false,                                                   \
+		  "its statement (idle in transaction: the last one), constants replaced by ?" },            \
+		{ name "[].query_raw", RT_STRING, NULL, true,                                                \
+		  "the text as the server has it (raw_text only)" },                                         \
+		{ name "[].text_cut", RT_BOOLEAN, NULL, true, "the text was longer than what was read" },    \
+		{ name "[].text_unread", RT_BOOLEAN, NULL, true, "the text changed each time it was read" }, \
+		{ name "[].database", RT_INTEGER, NULL, true, "the database's OID" },                        \
+		{ name "[].query_elapsed_s", RT_NUMBER, "s", true,                                           \
+		  "since its statement started (query_start)" },                                             \
+		{ name "[].xact_elapsed_s", RT_NUMBER, "s", true,                                            \
+		  "since its transaction started (xact_start)" },                                            \
+		{ name "[].state_elapsed_s", RT_NUMBER, "s", true,                                           \
+		  "since its state last changed (state_change)" },                                           \
+		{ name "[].lock", RT_OBJECT, NULL, true, "a Lock wait: the lock, as pg_locks shows it" },    \
+		{ name "[].lock.locktype", RT_STRING, NULL, false, "relation, tuple, transactionid, ..." },  \
+		{ name "[].lock.mode", RT_STRING, NULL, false, "the mode it waits for" },                    \
+		{ name "[].lock.database", RT_INTEGER, NULL, true, "the database's OID" },                   \
+		{ name "[].lock.relation", RT_INTEGER, NULL, true,                                           \
+		  "the relation's OID (SELECT OID::regclass)" },                                             \
+		{ name "[].lock.page", RT_INTEGER, NULL, true, "page, tuple: the block" },                   \
+		{ name "[].lock.tuple", RT_INTEGER, NULL, true, "tuple: its offset in the block" },          \
+		{ name "[].lock.transactionid", RT_INTEGER, NULL, true,                                      \
+		  "transactionid: the xid waited for" },                                                     \
+		{ name "[].lock.virtualxid", RT_STRING, NULL, true, "virtualxid: backend/local xid" },       \
+		{ name "[].lock.objid", RT_INTEGER, NULL, true, "object, advisory, ...: its second field" }, \
+		{ name "[].blocked_by", RT_ARRAY, NULL, true,                                                \
+		  "a Lock wait: the pids that hold the lock in a conflicting mode" },                        \
+		{ name "[].blocked_by[]", RT_INTEGER, NULL, false, "a pid" },                                \
+		{ name "[].blocked_by_cut", RT_BOOLEAN, NULL, true, "more holders than listed (8)" },        \
+	{                                                                                                    \
+		name "[].blocked_by_unknown", RT_BOOLEAN, NULL, true,                                        \
+			"the lock's holders could not be read (it changed meanwhile)"                        \
+	}
 
 static const struct result_field pga_results[] = {
 	{ "available", RT_BOOLEAN, NULL, false, "the server's shared memory was found and read" },
@@ -1256,7 +1325,8 @@ static const struct result_field pga_results[] = {
 	{ "server.segment_bytes", RT_INTEGER, "bytes", false, "the main shared-memory segment" },
 	{ "server.backend_slots", RT_INTEGER, "count", false, "slots of the backend status array" },
 	{ "server.procs", RT_INTEGER, "count", false, "PGPROC entries" },
-	{ "server.track_activity_query_size", RT_INTEGER, "bytes", false, "the server's text buffer per backend" },
+	{ "server.track_activity_query_size", RT_INTEGER, "bytes", false,
+	  "the server's text buffer per backend" },
 	{ "hz", RT_INTEGER, "per_s", true, "the sampling rate" },
 	{ "samples", RT_INTEGER, "count", true, "samples taken (the window's start and end included)" },
 	{ "samples_failed", RT_INTEGER, "count", true, "samples the arrays could not be read for" },
@@ -1269,17 +1339,21 @@ static const struct result_field pga_results[] = {
 	{ "slots_torn", RT_INTEGER, "count", true, "slots never read whole (their statement not counted)" },
 	{ "cost", RT_OBJECT, NULL, true, "what sampling cost diagnose" },
 	{ "cost.wall_us_per_sample", RT_NUMBER, "us", false, "wall time of a sample" },
-	{ "cost.cpu_us_per_sample", RT_NUMBER, "us", false, "CPU time of a sample (diagnose's thread; the reader helper's not included)" },
+	{ "cost.cpu_us_per_sample", RT_NUMBER, "us", false,
+	  "CPU time of a sample (diagnose's thread; the reader helper's not included)" },
 	{ "cost.reads_per_sample", RT_NUMBER, "count", false, "memory reads a sample" },
 	{ "cost.bytes_per_sample", RT_NUMBER, "bytes", false, "bytes read a sample" },
 	{ "cost.read_us_max", RT_NUMBER, "us", false, "the longest read" },
-	{ "activity", RT_ARRAY, NULL, true, "samples by backend type, state and wait event, most first (at most 100)" },
+	{ "activity", RT_ARRAY, NULL, true,
+	  "samples by backend type, state and wait event, most first (at most 100)" },
 	{ "activity[]", RT_OBJECT, NULL, false, "one combination" },
 	{ "activity[].backend_type", RT_STRING, NULL, false, "as pg_stat_activity.backend_type" },
-	{ "activity[].state", RT_STRING, NULL, false, "as pg_stat_activity.state (\"\" for processes without one)" },
+	{ "activity[].state", RT_STRING, NULL, false,
+	  "as pg_stat_activity.state (\"\" for processes without one)" },
 	WAIT_FIELDS("activity[]"),
 	{ "activity[].samples", RT_INTEGER, "count", false, "backend-samples in it" },
-	{ "activity[].avg_backends", RT_NUMBER, "count", false, "backends in it on average (samples / samples taken)" },
+	{ "activity[].avg_backends", RT_NUMBER, "count", false,
+	  "backends in it on average (samples / samples taken)" },
 	{ "activity[].share_pct", RT_NUMBER, "pct", false, "share of all backend-samples" },
 	{ "activity_rows_over", RT_INTEGER, "count", true, "combinations not listed" },
 	{ "statements", RT_ARRAY, NULL, true, "running statements by samples, most first (at most 50)" },
@@ -1289,10 +1363,12 @@ static const struct result_field pga_results[] = {
 	{ "statements[].samples", RT_INTEGER, "count", false, "backend-samples running it" },
 	{ "statements[].avg_backends", RT_NUMBER, "count", false, "backends running it on average" },
 	{ "statements[].waits", RT_ARRAY, NULL, false, "its samples by wait event, most first" },
-	{ "statements[].waits[]", RT_OBJECT, NULL, false, "one wait event (none: running, or in code without one)" },
+	{ "statements[].waits[]", RT_OBJECT, NULL, false,
+	  "one wait event (none: running, or in code without one)" },
 	WAIT_FIELDS("statements[].waits[]"),
 	{ "statements[].waits[].samples", RT_INTEGER, "count", false, "samples in it" },
-	{ "statements[].other_wait_samples", RT_INTEGER, "count", true, "samples in wait events past the 12 listed" },
+	{ "statements[].other_wait_samples", RT_INTEGER, "count", true,
+	  "samples in wait events past the 12 listed" },
 	{ "distinct_statements", RT_INTEGER, "count", true, "texts after normalization" },
 	{ "statements_over_limit", RT_INTEGER, "count", true, "samples of texts beyond max_statements" },
 	FLIGHT_FIELDS("in_flight"),

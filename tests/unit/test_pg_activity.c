@@ -40,7 +40,8 @@ static void check_fixture(const char *path)
 			snprintf(got, sizeof(got), "%s:%s", pg_wait_type((uint32_t)value),
 				 pg_wait_event(major, (uint32_t)value));
 			if (strcmp(got, text))
-				fail_msg("%s: wait_event_info 0x%08lx is %s, the table says %s", path, value, text, got);
+				fail_msg("%s: wait_event_info 0x%08lx is %s, the table says %s",
+					 path, value, text, got);
 			checked++;
 			continue;
 		}
@@ -54,11 +55,15 @@ static void check_fixture(const char *path)
 		if (!strcmp(name, "major")) {
 			major = (int)value;
 			if (!(l = pg_layout_of(major)))
-				fail_msg("%s: PostgreSQL %d has headers here but no layout in the table", path, major);
+				fail_msg("%s: PostgreSQL %d has headers here but no layout in the table",
+					 path, major);
 			continue;
 		}
 		assert_non_null(l);
-		const struct { const char *name; unsigned long have; } fields[] = {
+		const struct {
+			const char *name;
+			unsigned long have;
+		} fields[] = {
 			{ "st_size", l->st_size },
 			{ "st_changecount", l->st_changecount },
 			{ "st_procpid", l->st_procpid },
@@ -96,7 +101,7 @@ static void check_fixture(const char *path)
 			{ "PG_PROCLOCK_HOLDMASK", PG_PROCLOCK_HOLDMASK },
 			{ "PG_PROCLOCK_LOCKLINK", PG_PROCLOCK_LOCKLINK },
 			{ "PG_PROCLOCK_SIZE", PG_PROCLOCK_SIZE },
-			{ "locktag_type", 14 },   /* pg_activity.c reads the tag's type at byte 14 */
+			{ "locktag_type", 14 }, /* pg_activity.c reads the tag's type at byte 14 */
 			{ "locktag_field4", 12 }, /* and field4 at 12 */
 		};
 		bool known = false;
@@ -138,7 +143,8 @@ static void test_layout_against_headers(void **state)
 	}
 	closedir(d);
 	if (!have15)
-		fail_msg("no pglayout fixture for /usr/include/postgresql/15/server (postgresql-server-dev-15): %zu others", n);
+		fail_msg("no pglayout fixture for /usr/include/postgresql/15/server (postgresql-server-dev-15): %zu others",
+			 n);
 }
 
 static void test_version_string(void **state)
@@ -217,9 +223,10 @@ static void test_states_and_conflicts(void **state)
 	assert_true(pg_lock_conflicts(5) & (1u << 7));
 	assert_false(pg_lock_conflicts(5) & (1u << 5)); /* ShareLock does not conflict with itself */
 	assert_true(pg_lock_conflicts(1) == (1u << 8)); /* AccessShare: only AccessExclusive */
-	for (int a = 1; a <= 8; a++) /* the table is symmetric */
+	for (int a = 1; a <= 8; a++)                    /* the table is symmetric */
 		for (int b = 1; b <= 8; b++)
-			assert_int_equal(!!(pg_lock_conflicts(a) & (1u << b)), !!(pg_lock_conflicts(b) & (1u << a)));
+			assert_int_equal(!!(pg_lock_conflicts(a) & (1u << b)),
+					 !!(pg_lock_conflicts(b) & (1u << a)));
 	assert_int_equal(pg_lock_conflicts(9), 0);
 	assert_string_equal(pg_lock_mode_name(9), "unknown");
 }
