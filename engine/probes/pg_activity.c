@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "hash.h"
 #include "pg_layout.h"
 #include "pg_normalize.h"
 #include "target.h"
@@ -563,7 +564,7 @@ static int discover(struct probe *p, int pid, struct diag_err *err)
 
 static int32_t stmt_of(struct pga_priv *pp, const char *text, bool cut)
 {
-	uint64_t h = fnv1a_str(FNV1A_INIT, text);
+	uint64_t h = hash_mem(text, strlen(text)); /* keyed: the texts are the clients' */
 	size_t mask = pp->stmt_index_size - 1;
 	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
 		size_t at = pp->stmt_index[i];
