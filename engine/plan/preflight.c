@@ -255,8 +255,10 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 	double fixed = 0, worst_fixed = 0;
 	unsigned worst_i = 0, others = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
-		if (rates[i].status != RATE_MEASURED)
+		if (rates[i].status != RATE_MEASURED) { /* it goes on whatever the others cost */
+			others++;
 			continue;
+		}
 		fixed += (double)rates[i].fixed_ns;
 		others += rates[i].fixed_ns == 0;
 		if ((double)rates[i].fixed_ns > worst_fixed)
