@@ -53,10 +53,16 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	value_set_str(run, "stop_reason", stop_reason_name(s->stop_reason));
 	value_set_int(run, "ncpus", plan->ncpus);
 	/* probes the governor stopped over budget, or whose stacks it dropped: how far into the
-	 * window (diag.partial notes them) */
-	struct value *stopped = NULL, *dropped = NULL;
+	 * window (diag.partial notes them); probes the run went on without, the target lacking what
+	 * they need */
+	struct value *stopped = NULL, *dropped = NULL, *na = NULL;
 	for (size_t i = 0; s->probes && i < s->probes->arr.len; i++) {
 		const struct value *info = s->probes->arr.items[i];
+		if (value_get_str(info, "not_applicable")) { /* run.not_applicable[id]: why (lib/diag.lua) */
+			if (!na)
+				na = value_obj_set(run, "not_applicable", value_obj());
+			value_set_str(na, value_get_str(info, "id"), value_get_str(info, "not_applicable"));
+		}
 		if (value_get(info, "stacks_dropped_at_s")) {
 			if (!dropped)
 				dropped = value_obj_set(run, "stacks_dropped", value_obj());

@@ -26,6 +26,10 @@ enum diag_exit {
 	DIAG_EXIT_WARNING = 4,  /* ran; worst verdict is warning */
 	DIAG_EXIT_CRITICAL = 5, /* ran; worst verdict is critical */
 };
+/* Not an exit code: a probe's load found that the target lacks what the probe needs (no libc, no
+ * USDT probes, no allocator of its own): the run goes on without it (session.c), and it becomes
+ * DIAG_EXIT_USAGE when no probe is left. */
+#define DIAG_ERR_NOT_APPLICABLE 100
 
 /* One error: the exit code it maps to and a one-line message (no trailing newline). */
 struct diag_err {

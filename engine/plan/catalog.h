@@ -127,6 +127,10 @@ struct probe_kind {
 	/* Its programs honour DIAG_CTL_NO_STACKS (diag_stacks_dropped): over the CPU budget with its
 	 * sampling spent, the live governor drops its stacks before it stops it. */
 	bool drops_stacks;
+	/* It describes the target's context (its CPU, memory, I/O from /proc) for the other probes'
+	 * verdicts: a run whose other probes all found nothing to apply to (DIAG_ERR_NOT_APPLICABLE)
+	 * is not run for it alone. */
+	bool context_only;
 	/* The fields collect() may emit: every one of them, optional ones included (shape.h checks
 	 * results against them; `show` prints them). */
 	const struct result_field *results;
@@ -161,7 +165,9 @@ struct probe_kind {
 	 * session bounds it (watchdog); the kind bounds its own waits. */
 	void (*before_symbols)(struct probe *p, int pid, const struct usyms *us, char *note,
 			       size_t len);
-	/* Read what was collected into *out (an object). Called after detach; symbolizes. */
+	/* Read what was collected into *out (an object). Called after detach; symbolizes. A load
+	 * that finds the target lacks what the kind needs (no libc, no USDT probes, no allocator)
+	 * fails with err->code DIAG_ERR_NOT_APPLICABLE: the run goes on without the probe. */
 	int (*collect)(struct probe *p, const struct collect_ctx *ctx, struct value **out,
 		       struct diag_err *err);
 	/* Detach and free everything; safe after a failed load or attach, and twice. */
@@ -203,6 +209,10 @@ struct probe {
 	/* The kernel has multi-uprobe links (uprobe_multi.h): the object's uprobe programs are
 	 * loaded for them and probe_bpf_uprobe gathers their sites into one link each. */
 	bool uprobe_multi;
+	/* Its load found the target lacks what it needs (DIAG_ERR_NOT_APPLICABLE): released, kind
+	 * replaced by one that does nothing, not_applicable says why; the run goes on without it. */
+	bool skipped;
+	char not_applicable[768];
 };
 
 /* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,

@@ -204,6 +204,9 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 		case RATE_NOT_EVENT_DRIVEN:
 			value_set_str(p, "rate", "not event-driven");
 			break;
+		case RATE_NOT_APPLICABLE:
+			value_set_str(p, "rate", "not applicable");
+			break;
 		}
 		if (plan->probes[i].sample_hz)
 			value_set_num(p, "events_per_s_max", (double)plan->probes[i].sample_hz * plan->ncpus);
@@ -256,7 +259,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 	unsigned worst_i = 0, others = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		if (rates[i].status != RATE_MEASURED) { /* it goes on whatever the others cost */
-			others++;
+			others += rates[i].status != RATE_NOT_APPLICABLE;
 			continue;
 		}
 		fixed += (double)rates[i].fixed_ns;

@@ -21,6 +21,7 @@ enum rate_status {
 	RATE_NOT_EVENT_DRIVEN = 0, /* no BPF programs (reads /proc): costs nothing per event */
 	RATE_MEASURED,             /* counted by its own programs in count-only mode */
 	RATE_UNMEASURED,           /* BPF programs that cannot run count-only: budget unknown */
+	RATE_NOT_APPLICABLE,       /* not run: the target lacks what it needs (catalog.h: skipped) */
 };
 
 /* One probe in the pre-flight window: what session.c measured, then what preflight_decide set. */

@@ -370,7 +370,7 @@ static int find_allocator(struct alloc_priv *ap, struct tfile_reader *r, int pid
 		return 0;
 	}
 	if (!libc)
-		return diag_fail(err, DIAG_EXIT_USAGE, "process %d maps no file that defines malloc "
+		return diag_fail(err, DIAG_ERR_NOT_APPLICABLE, "process %d maps no file that defines malloc "
 				 "(a static binary without symbols, or an allocator this probe does not know)", pid);
 	snprintf(ap->path, sizeof(ap->path), "%s", libc_path);
 	*img = libc;

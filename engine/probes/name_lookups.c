@@ -94,7 +94,7 @@ static int find_libc(struct nl_priv *np, struct tfile_reader *r, int pid, struct
 	}
 	free(maps);
 	if (found)
-		return diag_fail(err, DIAG_EXIT_USAGE, "%s maps no libc (a static or non-glibc binary): "
+		return diag_fail(err, DIAG_ERR_NOT_APPLICABLE, "%s maps no libc (a static or non-glibc binary): "
 				 "no resolver functions to probe", pid > 0 ? "the target" : "this process");
 	return 0;
 }

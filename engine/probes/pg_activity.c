@@ -375,7 +375,7 @@ static int find_version(struct probe *p, int pid, char *maps, struct diag_err *e
 	free(copy);
 	free(buf);
 	if (!found)
-		return diag_fail(err, DIAG_EXIT_USAGE,
+		return diag_fail(err, DIAG_ERR_NOT_APPLICABLE,
 				 "process %d: no PostgreSQL version string in its "
 				 "executable (%zu bytes of its read-only mappings read): not a PostgreSQL "
 				 "server",
@@ -959,8 +959,11 @@ static int pga_load(struct probe *p, struct diag_err *err)
 		else if (!why.msg[0] || i == 0)
 			why = e;
 	}
+	if (!pp->ok && why.code == DIAG_ERR_NOT_APPLICABLE) /* not PostgreSQL: nothing to sample */
+		return diag_fail(err, DIAG_ERR_NOT_APPLICABLE, "%s", why.msg);
 	if (!pp->ok) {
-		/* the recipe's other probes still run: the results say why this one has nothing */
+		/* a server it cannot read: the recipe's other probes still run, the results say why
+		 * this one has nothing */
 		memcpy(pp->why, why.msg, sizeof(pp->why));
 		snprintf(p->note, sizeof(p->note), "no backend activity: %.200s", why.msg);
 		return 0;

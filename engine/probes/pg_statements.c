@@ -142,7 +142,7 @@ static int pg_load(struct probe *p, struct diag_err *err)
 	pp->pg_major = major_of_path(pp->bin.path);
 	if (!usdt_binary_sites(&pp->bin, "postgresql", "query__start") ||
 	    !usdt_binary_sites(&pp->bin, "postgresql", "query__done"))
-		return diag_fail(err, DIAG_EXIT_USAGE, "%s has no USDT probes postgresql:query__start and "
+		return diag_fail(err, DIAG_ERR_NOT_APPLICABLE, "%s has no USDT probes postgresql:query__start and "
 				 "query__done: not a PostgreSQL server built with --enable-dtrace (Debian's "
 				 "and PGDG's are; diagnose show --usdt %s lists what it has)",
 				 pp->bin.path, pp->bin.path);

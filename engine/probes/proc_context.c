@@ -1360,6 +1360,7 @@ static struct bpf_object *proc_object(struct probe *p) { (void)p; return NULL; }
 
 const struct probe_kind probe_kind_proc_context = {
 	.name = "proc_context",
+	.context_only = true,
 	.summary = "The target's CPU, memory, I/O and network over the window, and its cgroup's "
 		   "(/proc, cgroupfs; sections chosen by the recipe)",
 	.options = proc_options,

@@ -151,7 +151,7 @@ static int usdt_load(struct probe *p, struct diag_err *err)
 
 	struct diag_err open_err;
 	if (usdt_binary_open_for(&up->bin, p, probe_opt_str(p, "binary"), USDT_MAX_SPECS, &open_err)) {
-		if (!missing_ok || open_err.code != DIAG_EXIT_USAGE) {
+		if (!missing_ok || (open_err.code != DIAG_EXIT_USAGE && open_err.code != DIAG_ERR_NOT_APPLICABLE)) {
 			*err = open_err;
 			return -1;
 		}
@@ -164,8 +164,8 @@ static int usdt_load(struct probe *p, struct diag_err *err)
 		if (missing) {
 			snprintf(up->why, sizeof(up->why), "%s has no USDT probe %s:%s (diagnose show --usdt "
 				 "%s lists those it has)", up->bin.path, up->provider, missing, up->bin.path);
-			if (!missing_ok)
-				return diag_fail(err, DIAG_EXIT_USAGE, "%s", up->why);
+			if (!missing_ok) /* the target has no such probe: the run goes on without this one */
+				return diag_fail(err, DIAG_ERR_NOT_APPLICABLE, "%s", up->why);
 		}
 		up->available = !missing;
 	}

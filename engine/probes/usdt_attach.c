@@ -108,7 +108,7 @@ static int find_mapping(struct tfile_reader *r, int pid, const char *lib, struct
 	}
 	free(maps);
 	if (rc)
-		diag_fail(err, DIAG_EXIT_USAGE, lib ? "process %d maps no executable file named %s*"
+		diag_fail(err, DIAG_ERR_NOT_APPLICABLE, lib ? "process %d maps no executable file named %s*"
 						    : "process %d: its executable is not among its mappings",
 			  pid, lib ? lib : "");
 	return rc;

@@ -470,6 +470,30 @@ static void write_ruled_out(const struct value *items, FILE *out)
 	}
 }
 
+/* The probes a run went on without because the target lacks what they need (no libc for the
+ * resolver probe, no USDT probe, no allocator of its own): what they would have checked is not
+ * checked. */
+static void write_not_checked(const struct value *probes, FILE *out)
+{
+	bool any = false;
+	for (size_t i = 0; probes && probes->type == V_ARR && i < probes->arr.len; i++) {
+		const struct value *p = probes->arr.items[i];
+		const char *why = value_get_str(p, "not_applicable");
+		if (!why)
+			continue;
+		if (!any)
+			fputs("\nNot checked (nothing for these probes to apply to in this target):\n", out);
+		any = true;
+		fputs("  - ", out);
+		report_put_text(out, value_get_str(p, "id"));
+		fputs(" (", out);
+		report_put_text(out, value_get_str(p, "kind"));
+		fputs("): ", out);
+		report_put_text(out, why);
+		fputc('\n', out);
+	}
+}
+
 static void human_bytes(char *buf, size_t len, double b)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB" };
@@ -753,6 +777,7 @@ void report_write_text_width(const struct value *r, FILE *out, int width)
 		write_list(value_get(v, "next_steps"), "->", out);
 	}
 	write_ruled_out(value_get(r, "ruled_out"), out);
+	write_not_checked(value_get(r, "probes"), out);
 	for (size_t i = 0; sections && sections->type == V_ARR && i < sections->arr.len; i++)
 		write_section(sections->arr.items[i], out, width);
 	if (verr) {

@@ -290,6 +290,31 @@ static int build_core_btf(const struct plan *plan, struct kernel_btf *kernel, st
 	return rc;
 }
 
+/* A probe whose load found that the target lacks what it needs: it does nothing from then on. */
+static int na_attach(struct probe *p, struct diag_err *err)
+{
+	(void)p, (void)err;
+	return 0;
+}
+static void na_destroy(struct probe *p)
+{
+	(void)p;
+}
+static struct bpf_object *na_object(struct probe *p)
+{
+	(void)p;
+	return NULL;
+}
+static uint64_t na_events(struct probe *p)
+{
+	(void)p;
+	return 0;
+}
+static const struct probe_kind not_applicable_kind = {
+	.name = "not applicable", .attach = na_attach, .destroy = na_destroy, .object = na_object,
+	.events = na_events,
+};
+
 /* Opens and loads every probe of the plan (the verifier sees each program); nothing attached.
  * *n_loaded counts the probes to destroy, also on failure. core_btf: the path of the BTF to
  * relocate against (NULL: the kernel's); kernel: the run's read of the kernel's BTF (empty: none). */
@@ -313,10 +338,30 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		p->priv = xcalloc(1, p->kind->private_size ? p->kind->private_size : 1);
 		*n_loaded = i + 1;
 		uint64_t t0 = mono_ns();
-		if (p->kind->load(p, err))
-			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+		int rc = p->kind->load(p, err);
 		p->load_s = (double)(mono_ns() - t0) / 1e9;
+		if (rc && err->code != DIAG_ERR_NOT_APPLICABLE)
+			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
+		if (rc) { /* the target lacks what it needs: released; the run goes on without it */
+			p->kind->destroy(p);
+			p->kind = &not_applicable_kind;
+			p->skipped = true;
+			snprintf(p->not_applicable, sizeof(p->not_applicable), "%s", err->msg);
+			err->code = 0;
+		}
 	}
+	/* a recipe is not run for its context probes alone */
+	const char *why = NULL;
+	unsigned left = 0;
+	for (unsigned i = 0; i < plan->n_probes; i++) {
+		if (probes[i].skipped)
+			why = why ? why : probes[i].not_applicable;
+		else
+			left += !plan->probes[i].kind->context_only;
+	}
+	if (why && !left)
+		return diag_fail(err, DIAG_EXIT_USAGE, "nothing of recipe %s applies to this target: %s",
+				 plan->recipe->name, why);
 	return 0;
 }
 
@@ -374,7 +419,8 @@ static void set_start_mode(struct probe *probes, unsigned n, bool measuring, str
 		int rc = probe_set_mode(p, measuring, every);
 		bool has_bpf = p->kind->object && p->kind->object(p);
 		rates[i] = (struct preflight_rate){
-			.status = !has_bpf ? RATE_NOT_EVENT_DRIVEN : rc == 0 ? RATE_MEASURED : RATE_UNMEASURED,
+			.status = p->skipped ? RATE_NOT_APPLICABLE
+				  : !has_bpf ? RATE_NOT_EVENT_DRIVEN : rc == 0 ? RATE_MEASURED : RATE_UNMEASURED,
 			.sample_every = every ? every : 1,
 		};
 	}
@@ -897,6 +943,11 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		struct bpf_object *obj = p->kind->object(p);
 		struct value *info = value_arr_push(out->probes, value_obj());
 		value_set_str(info, "id", p->cfg.id);
+		if (p->skipped) { /* no results: results.ID is nil for the verdicts */
+			value_set_str(info, "kind", plan->probes[i].kind->name);
+			value_set_str(info, "not_applicable", p->not_applicable);
+			continue;
+		}
 		value_set_str(info, "kind", p->kind->name);
 		value_set_str(info, "variant", p->variant ? p->variant : "");
 		value_set_num(info, "load_s", round(p->load_s * 1e4) / 1e4);
