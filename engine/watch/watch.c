@@ -31,6 +31,7 @@
 #include "report.h"
 #include "ring.h"
 #include "value.h"
+#include "verdict.h"
 
 #define SUMMARY_NAME "summary.json"
 #define SUMMARY_MAX ((size_t)1 << 20)
@@ -38,14 +39,12 @@
 #define MAX_LEDGER 4096  /* runs remembered for the budget window */
 #define MAX_FOLLOWED 64  /* verdicts whose follow-up time is remembered */
 
-static const char *const SEVERITIES[] = { "ok", "info", "warning", "critical" };
-
+/* A verdict's severity as a rank (verdict.h's enum: ok 0 .. critical 3), -1 when it is none. */
 static int severity_rank(const char *s)
 {
-	for (int i = 0; s && i < 4; i++)
-		if (!strcmp(s, SEVERITIES[i]))
-			return i;
-	return -1;
+	int ok;
+	enum severity sev = severity_parse(s, &ok);
+	return ok ? (int)sev : -1;
 }
 
 void watch_options_default(struct watch_options *o)
