@@ -1206,10 +1206,78 @@ def usdt_hits(argv_of_pid, seconds, pause_us):
         app.wait()
 
 
-def pgbench_tps(sock, seconds, select_only):
-    out = subprocess.run(["runuser", "-u", "postgres", "--", "pgbench", "-h", sock, "-U", "postgres",
-                          "-n", "-c", "2", "-j", "2", "-T", str(seconds)] + (["-S"] if select_only else []) +
-                         ["postgres"], capture_output=True, text=True).stdout
+class PgCluster:
+    """A temporary PostgreSQL 15 cluster from Debian's binaries, for as long as a `with` lasts:
+    initdb in its own directory under tmp (owned by postgres, trust authentication), started by
+    pg_ctl with no TCP listener (its socket in tmp/pgcluster/sock), pgbench's tables at `scale`; stopped
+    (immediate) and its directory removed on the way out, whatever happened. Used by part 10
+    and by tests/bench/servers.py.
+
+    sock: the socket directory pgbench and psql connect through (-h), as user postgres;
+    pid(): the postmaster's pid (its postmaster.pid)."""
+
+    def __init__(self, tmp, scale=2, shared_buffers="128MB"):
+        self.base = os.path.join(tmp, "pgcluster")  # postgres's: the data, the socket, the log
+        self.data = os.path.join(self.base, "data")
+        self.sock = os.path.join(self.base, "sock")
+        self.scale = scale
+        self.shared_buffers = shared_buffers
+        self.started = False
+
+    @staticmethod
+    def missing():
+        """What this machine lacks to run one, as Debian packages (empty: nothing)."""
+        need = [(os.path.join(PGBIN, "postgres"), "postgresql-15"),
+                (os.path.join(PGBIN, "pgbench"), "postgresql-client-15")]
+        return [pkg for path, pkg in need if not os.access(path, os.X_OK)]
+
+    def _pg(self, *argv):
+        subprocess.run(["runuser", "-u", "postgres", "--"] + list(argv), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self):
+        os.makedirs(self.sock)
+        for d in (os.path.dirname(self.base), self.base, self.sock):
+            os.chmod(d, 0o755)  # pgbench, as root, reaches the socket; the server reads nothing of ours
+        subprocess.run(["chown", "-R", "postgres:", self.base], check=True)
+        try:
+            self._pg(os.path.join(PGBIN, "initdb"), "-D", self.data, "-A", "trust", "-U", "postgres")
+            self.started = True  # pg_ctl may have started it even when it fails to say so
+            self._pg(os.path.join(PGBIN, "pg_ctl"), "-D", self.data, "-l",
+                     os.path.join(self.base, "log"), "-w", "-o",
+                     f"-c listen_addresses='' -k {self.sock} -c shared_buffers={self.shared_buffers}",
+                     "start")
+            subprocess.run(self.pgbench_argv("-i", "-s", str(self.scale)), check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.started:
+            subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(PGBIN, "pg_ctl"), "-D",
+                            self.data, "-m", "immediate", "-w", "stop"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.started = False
+        shutil.rmtree(self.base, ignore_errors=True)
+        return False
+
+    def pid(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
+
+    def pgbench_argv(self, *args):
+        """pgbench run as this process's user (root connects as postgres: trust), so that a
+        timeout or an interrupt that kills it kills pgbench itself, not a runuser in front."""
+        return [os.path.join(PGBIN, "pgbench"), "-h", self.sock, "-U", "postgres"] + list(args) + \
+            ["postgres"]
+
+
+def pgbench_tps(pg, seconds, select_only):
+    out = subprocess.run(pg.pgbench_argv("-n", "-c", "2", "-j", "2", "-T", str(seconds),
+                                         *(["-S"] if select_only else [])),
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
     m = re.search(r"tps = ([0-9.]+) \(without initial", out)
     return float(m.group(1)) if m else float("nan")
 
@@ -1251,33 +1319,25 @@ def part10_usdt(say):
         say("\nThe uprobe trap itself (entering the kernel at the site's int3) is not BPF run time: "
             "both tools pay it alike.")
 
-        if not (os.path.exists(os.path.join(PGBIN, "postgres")) and shutil.which("pgbench")):
-            say("\n## postgres-slow on pgbench: skipped (postgresql-15 or pgbench missing)")
+        if PgCluster.missing():
+            say(f"\n## postgres-slow on pgbench: skipped (missing: {' '.join(PgCluster.missing())})")
             return
-        data, sock = os.path.join(tmp, "pg"), os.path.join(tmp, "sock")
-        os.makedirs(sock)
-        subprocess.run(["chown", "-R", "postgres:", tmp], check=True)
-        pg = lambda *a: subprocess.run(["runuser", "-u", "postgres", "--"] + list(a), check=True,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pg(os.path.join(PGBIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres")
-        pg(os.path.join(PGBIN, "pg_ctl"), "-D", data, "-l", os.path.join(tmp, "log"), "-w", "-o",
-           f"-c listen_addresses='' -k {sock} -c shared_buffers=128MB", "start")
-        try:
-            pg("pgbench", "-h", sock, "-U", "postgres", "-i", "-s", "2", "postgres")
+        with PgCluster(tmp) as pg:
             rows = []
             for select_only, label in ((True, "select-only (-S)"), (False, "TPC-B-like (default)")):
                 base, with_all, with_nobuf = [], [], []
                 for _ in range(RUNS):
-                    base.append(pgbench_tps(sock, 5, select_only))
+                    base.append(pgbench_tps(pg, 5, select_only))
                     for params, acc in ((["--param", "buffer_hits=true"], with_all),
                                         (["--param", "buffer_hits=false"], with_nobuf)):
                         tool = subprocess.Popen([DIAG, "postgres-slow", "--recipes", os.path.join(ROOT, "recipes"),
                                                  "--comm", "postgres", "--duration", "30"] + params,
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                        time.sleep(2.5)
-                        acc.append(pgbench_tps(sock, 5, select_only))
-                        tool.send_signal(signal.SIGINT)
-                        tool.wait(timeout=30)
+                        try:
+                            time.sleep(2.5)
+                            acc.append(pgbench_tps(pg, 5, select_only))
+                        finally:
+                            stop_tool(tool)
                 b = median(base)
                 rows.append((label, b, median(with_all), median(with_nobuf)))
             say("\n## postgres-slow: cost on a pgbench load (scale 2, 2 clients, 5 s each; transactions per second)\n")
@@ -1285,9 +1345,6 @@ def part10_usdt(say):
             say("|---|---:|---:|---:|---:|---:|")
             for label, b, a, n in rows:
                 say(f"| {label} | {b:.0f} | {a:.0f} | {a / b:.2f} | {n:.0f} | {n / b:.2f} |")
-        finally:
-            subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(PGBIN, "pg_ctl"), "-D", data,
-                            "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
