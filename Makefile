@@ -9,6 +9,7 @@
 #                   (E2E_TESTS=all: every e2e test)
 #   make demo       run `diagnose high-cpu` on the bundled CPU-burning workload
 #   make bench      benchmark against bpftrace and libbpf-tools, side by side
+#   make bench-servers  what each recipe costs a real server's throughput and latency
 #   make install PREFIX=/usr/local
 
 # The binary finds its recipes from its own path (PREFIX/bin -> PREFIX/share/diagnose): nothing
@@ -80,7 +81,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(WORKLOAD_SRCS
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all check check-build check-kernel unit lint test-recipes e2e demo bench install clean deps fuzz fuzz-smoke
+.PHONY: all check check-build check-kernel unit lint test-recipes e2e demo bench bench-servers install clean deps fuzz fuzz-smoke
 # Keep generated skeletons and objects: they are inputs of several targets.
 .SECONDARY:
 all: $(BUILD)/diagnose $(WORKLOADS)
@@ -262,6 +263,13 @@ $(BUILD)/bench/symbench: tests/bench/symbench.c $(LIB_OBJS)
 # Part 3 (stack unwinding) runs on the -fomit-frame-pointer fixture of tests/unit/unwind.mk.
 bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o $(BUILD)/bench/symbench $(UNWFIX)/nofp_main
 	@BUILD=$(BUILD) python3 tests/bench/bench.py
+
+# PostgreSQL, Redis, nginx and a Python HTTP service, each started privately from Debian's
+# packages, under pgbench, redis-benchmark and wrk, with each recipe and without (also `make bench`
+# part E). BENCH_SERVERS=postgres,redis,nginx,python,watch BENCH_RECIPES=... BENCH_SERVER_ALTS=3
+# BENCH_WATCH_S=600 (about an hour); writes $(BUILD)/bench/servers.md.
+bench-servers: all
+	@BUILD=$(BUILD) python3 tests/bench/servers.py
 
 # --- fuzzing: libFuzzer + ASan + UBSan (tests/fuzz/README.md) ----------------------------------
 # Targets: recipe (the recipe loader), verdict (a Lua snippet through the sandbox and the bounded

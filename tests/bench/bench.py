@@ -78,8 +78,13 @@
     and 100k unique addresses to symbolize (the symbols code): wall beyond the window, CPU, peak
     RSS, BPF CPU, and whether the run stayed within its budgets (the limits it met, quoted).
 
-BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13 (default
-123456789ABCD: all;
+E. What a run costs a real server (tests/bench/servers.py, also `make bench-servers`): PostgreSQL,
+   Redis, nginx and a Python HTTP service from Debian's packages under their own load generators,
+   each recipe's run alternated with none; and `diagnose watch` over a longer span. It takes about
+   an hour at its defaults: not in the default selection.
+
+BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13, E (default
+123456789ABCD: all but E;
 BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
@@ -1655,6 +1660,15 @@ def part13_scaling(say):
         say(r)
 
 
+def part_e_servers(say):
+    """E. What a run costs a real server: tests/bench/servers.py (its own settings: BENCH_SERVERS,
+    BENCH_RECIPES, BENCH_SERVER_ALTS, BENCH_WATCH_S); it writes BUILD/bench/servers.md too."""
+    sys.modules.setdefault("bench", sys.modules[__name__])  # servers.py uses this module's helpers
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import servers
+    servers.part_servers(say)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -1679,7 +1693,7 @@ def main():
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
                     ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python),
-                    ("C", part12_per_event_table), ("D", part13_scaling)):
+                    ("C", part12_per_event_table), ("D", part13_scaling), ("E", part_e_servers)):
         if n in parts:
             part(say)
 
