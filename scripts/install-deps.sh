@@ -48,6 +48,11 @@ KERNEL_PKGS="qemu-system-x86 busybox-static cpio jq e2fsprogs"
 # modules to it), the proxy module built in. Each package starts its default instance on install
 # where invoke-rc.d lets it: stopped below.
 SERVER_PKGS="postgresql-15 postgresql-client-15 nginx redis-server"
+# The load generators of `make bench-servers` (tests/bench/servers.py), which loads the servers
+# above while each recipe runs: wrk (HTTP, for nginx and a Python service) and redis-tools'
+# redis-benchmark (named though redis-server depends on it: the bench runs it itself); pgbench
+# comes with postgresql-client-15.
+BENCH_SERVER_PKGS="wrk redis-tools"
 # What `diagnose watch`'s metrics are read by in tests/e2e/t_watch.sh: a real Prometheus scraping
 # its endpoint, node_exporter's textfile collector reading its --textfile (each started by the
 # test on a private port; the instances the packages start on install are stopped below).
@@ -58,7 +63,7 @@ MONITORING_PKGS="prometheus prometheus-node-exporter"
 RUNTIME_PKGS="nodejs openjdk-17-jdk-headless"
 
 missing=""
-for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS $MONITORING_PKGS $RUNTIME_PKGS; do
+for p in $PKGS $PEER_PKGS $TEST_PKGS $KERNEL_PKGS $SERVER_PKGS $BENCH_SERVER_PKGS $MONITORING_PKGS $RUNTIME_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
