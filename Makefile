@@ -267,7 +267,7 @@ bench: all $(BUILD)/bench/floor $(BUILD)/bench/floor.bpf.o $(BUILD)/bench/symben
 # PostgreSQL, Redis, nginx and a Python HTTP service, each started privately from Debian's
 # packages, under pgbench, redis-benchmark and wrk, with each recipe and without (also `make bench`
 # part E). BENCH_SERVERS=postgres,redis,nginx,python,watch BENCH_RECIPES=... BENCH_SERVER_ALTS=3
-# BENCH_WATCH_S=600 (about an hour); writes $(BUILD)/bench/servers.md.
+# BENCH_WATCH_S=600 (about 80 minutes); writes $(BUILD)/bench/servers.md.
 bench-servers: all
 	@BUILD=$(BUILD) python3 tests/bench/servers.py
 

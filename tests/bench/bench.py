@@ -81,7 +81,7 @@
 E. What a run costs a real server (tests/bench/servers.py, also `make bench-servers`): PostgreSQL,
    Redis, nginx and a Python HTTP service from Debian's packages under their own load generators,
    each recipe's run alternated with none; and `diagnose watch` over a longer span. It takes about
-   an hour at its defaults: not in the default selection.
+   80 minutes at its defaults: not in the default selection.
 
 BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13, E (default
 123456789ABCD: all but E;

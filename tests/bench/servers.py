@@ -24,8 +24,9 @@ For each server × load × recipe that can target it (high-cpu, latency, memory-
 io-saturation, network-errors, triage; postgres-slow on PostgreSQL), BENCH_SERVER_ALTS alternations
 (default 3) of: the recipe started with its default window and the load run once its probes are
 attached, for the window less a second (pgbench and wrk take whole seconds; redis-benchmark takes a
-request count, sized from its last rate: a run that outlasted the window is run again, sized
-anew); and the same load without diagnose. The order flips every alternation (without/with, then
+request count, sized from its last rate under the same condition, the first run with a recipe a
+fifth below the rate without: a run that outlasted the window is run again, at most twice, sized
+for half its rate); and the same load without diagnose. The order flips every alternation (without/with, then
 with/without). Recorded per run: throughput (pgbench tps, redis-benchmark and wrk requests/s),
 p50/p99 latency (pgbench's --log of every transaction, redis-benchmark's --csv, wrk --latency),
 and from the run's --json report overhead.bpf_cpu_pct, bpf_cpu_s, events, its stop reason, and
@@ -38,8 +39,9 @@ two runs of BENCH_WATCH_S/2 without it; throughput and latency (1% of transactio
 what watch says it cost (its --textfile's diagnose_watch_cpu_seconds_total) and its runs.
 
 Selection: BENCH_SERVERS (default postgres,redis,nginx,python,watch), BENCH_RECIPES (default all),
-BENCH_SERVER_ALTS, BENCH_WATCH_S. A full run at the defaults takes about 60 minutes
-(45 of alternations, 20 of watch); BENCH_SERVER_ALTS=2 BENCH_WATCH_S=120 about 35.
+BENCH_SERVER_ALTS, BENCH_WATCH_S. A full run at the defaults takes about 80 minutes (55-60 of
+alternations, 20 of watch); BENCH_SERVER_ALTS=2 BENCH_WATCH_S=120 about 45 (2026-12-07: 38
+minutes of alternations at 2). It prints its estimate when it starts.
 
 Output: a markdown table on stdout and in BUILD/bench/servers.md. Every process it starts is in a
 process group of its own, stopped on the way out (normal end, an error, SIGINT, SIGTERM, SIGHUP);
@@ -229,7 +231,9 @@ class RedisLoad:
         self.rate = {}
 
     def __call__(self, seconds, cond="without"):
-        rate = self.rate.get(cond) or self.rate.get("without") or (200000 if self.pipeline > 1 else 20000)
+        rate = self.rate.get(cond)
+        if not rate:  # the first run with a recipe: sized for a fifth less than the rate without
+            rate = 0.8 * (self.rate.get("without") or (200000 if self.pipeline > 1 else 20000))
         n = max(2000, int(rate * seconds))
         argv = [REDIS_BENCH, "-h", "127.0.0.1", "-p", str(self.port), "-c", "16", "-n", str(n),
                 "-r", "100000", "-t", self.test, "--csv"]
@@ -528,7 +532,8 @@ def lat_pair(without, with_, key):
     return f"{a:{digits}} → {b:{digits}}"
 
 
-def measure_row(server, label, unit, load, recipe, tmp, say_progress):
+def measure_row(server, label, unit, load, recipe, tmp, say_progress, ratios_of):
+    """One row of the table; the row's ratios are added to ratios_of[recipe] (the summary)."""
     target_argv, target_label = server.target(recipe)
     window = window_of(recipe)
     load_s = max(1, window - 1)
@@ -541,15 +546,19 @@ def measure_row(server, label, unit, load, recipe, tmp, say_progress):
                 pair["without"] = load(load_s, "without") if redis else load(load_s)
                 continue
             res, f = run_with(recipe, target_argv, load, load_s, window, tmp, redis)
-            if res is not None and res.get("outlasted") and redis:
-                notes.append("a sized load outlasted the window: run again, sized from its rate")
+            for _ in range(2):
+                if not (res is not None and res.get("outlasted") and redis):
+                    break
+                # its rate was partly measured after the window, without the probes: half of it
+                notes.append("resized after a run that outlasted the window")
+                load.rate["with:" + recipe] *= 0.5
                 res, f = run_with(recipe, target_argv, load, load_s, window, tmp, redis)
             facts.append(f)
             if res is None:
                 notes.append(f"no load run: {f.get('error', '')[:160]}")
                 break
             if res.get("outlasted"):
-                notes.append("the load outlasted the window")
+                notes.append("the load outlasted the window: the loss is understated")
             pair["with"] = res
         if "with" not in pair:
             break
@@ -569,12 +578,31 @@ def measure_row(server, label, unit, load, recipe, tmp, say_progress):
     events = median([f["events"] / f["window_s"] for f in facts
                      if isinstance(f.get("events"), (int, float)) and f.get("window_s")])
     rng = f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "—"
+    if ratios:
+        ratios_of.setdefault(recipe, []).append((median(ratios), median([f.get("bpf_pct") for f in facts])))
     return (f"| {server.name} | {label} ({unit}) | {recipe} `{target_label}` | "
             f"{fmt(median([r['tput'] for r in without]), ',.0f')} | {fmt(median([r['tput'] for r in with_]), ',.0f')} | "
             f"{fmt(median(ratios), '.2f')} [{rng}] | {lat_pair(without, with_, 'p50')} | "
             f"{lat_pair(without, with_, 'p99')} | {fmt(median([f.get('bpf_pct') for f in facts]), '.2f')} | "
             f"{fmt(events, ',.0f')} | {fmt(median([f.get('cpu_s') for f in facts]), '.2f')} | "
             f"{'; '.join(sorted(set(notes)))} |")
+
+
+def summary(ratios_of, say):
+    """Per recipe, over the loads it ran under: the rows' median ratios, and the report's BPF CPU."""
+    say("\n### Per recipe, over every server and load above\n")
+    say("| recipe | loads | throughput ratio: median of the rows [lowest–highest row] | "
+        "BPF CPU % the reports gave [lowest–highest] |")
+    say("|---|---:|---:|---:|")
+    for recipe in ALL_RECIPES:
+        rows = ratios_of.get(recipe)
+        if not rows:
+            continue
+        r = [x for x, _ in rows]
+        b = [y for _, y in rows if isinstance(y, (int, float)) and y == y]
+        brange = f" [{min(b):.2f}–{max(b):.2f}]" if b else ""
+        say(f"| {recipe} | {len(rows)} | {median(r):.2f} [{min(r):.2f}–{max(r):.2f}] | "
+            f"{fmt(median(b), '.2f')}{brange} |")
 
 
 def watch_part(tmp, say, progress):
@@ -679,7 +707,9 @@ def estimate_s(servers, recipes):
         for r in recipes:
             if r == "postgres-slow" and s != "postgres":
                 continue
-            total += loads.get(s, 0) * ALTS * (2 * window_of(r) + 3)
+            # per alternation: the window with diagnose, the window less a second without, and the
+            # runs' start, attach, detach and report (seconds for uprobes: measured 2026-12-07)
+            total += loads.get(s, 0) * ALTS * (2 * window_of(r) + 7)
     return total + (2 * WATCH_S + 30 if "watch" in servers else 0)
 
 
@@ -715,6 +745,7 @@ def part_servers(say):
         "p99 ms without → with | BPF CPU % (report) | events/s | diagnose CPU s | notes |")
     out("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     started = time.monotonic()
+    ratios_of = {}
     tmp = tempfile.mkdtemp(prefix="diagnose-bench-servers.")
     os.chmod(tmp, 0o755)
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
@@ -731,7 +762,9 @@ def part_servers(say):
                     for recipe in recipes:
                         if recipe == "postgres-slow" and name != "postgres":
                             continue
-                        out(measure_row(server, label, unit, load, recipe, sub, progress))
+                        out(measure_row(server, label, unit, load, recipe, sub, progress, ratios_of))
+        if ratios_of:
+            summary(ratios_of, out)
         if "watch" in servers:
             sub = os.path.join(tmp, "watch")
             os.makedirs(sub)
