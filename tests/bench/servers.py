@@ -507,6 +507,7 @@ def run_with(recipe, target_argv, load, load_s, window, tmp, redis=False):
         r = {}
     o = r.get("overhead") or {}
     facts.update(bpf_pct=o.get("bpf_cpu_pct"), bpf_s=o.get("bpf_cpu_s"), events=o.get("events"),
+                 server_pct=(o.get("server") or {}).get("server_cpu_pct"),
                  window_s=(o.get("phases_s") or {}).get("window"), stop=r.get("stop_reason"))
     if res is None:
         lines = [ln for ln in open(errf).read().splitlines() if ln.strip()]
@@ -578,12 +579,19 @@ def measure_row(server, label, unit, load, recipe, tmp, say_progress, ratios_of)
     events = median([f["events"] / f["window_s"] for f in facts
                      if isinstance(f.get("events"), (int, float)) and f.get("window_s")])
     rng = f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "—"
+    # what the report says the server paid (% of the CPUs), against what the load lost (%): on a
+    # server that keeps every CPU busy the two are the same figure
+    server_pct = median([f.get("server_pct") for f in facts])
+    loss_pct = (1 - median(ratios)) * 100 if ratios else float("nan")
+    agree = server_pct / loss_pct if loss_pct == loss_pct and loss_pct >= 1 and server_pct == server_pct else float("nan")
     if ratios:
-        ratios_of.setdefault(recipe, []).append((median(ratios), median([f.get("bpf_pct") for f in facts])))
+        ratios_of.setdefault(recipe, []).append((median(ratios), median([f.get("bpf_pct") for f in facts]),
+                                                server_pct))
     return (f"| {server.name} | {label} ({unit}) | {recipe} `{target_label}` | "
             f"{fmt(median([r['tput'] for r in without]), ',.0f')} | {fmt(median([r['tput'] for r in with_]), ',.0f')} | "
             f"{fmt(median(ratios), '.2f')} [{rng}] | {lat_pair(without, with_, 'p50')} | "
             f"{lat_pair(without, with_, 'p99')} | {fmt(median([f.get('bpf_pct') for f in facts]), '.2f')} | "
+            f"{fmt(server_pct, '.2f')} | {fmt(agree, '.2f')} | "
             f"{fmt(events, ',.0f')} | {fmt(median([f.get('cpu_s') for f in facts]), '.2f')} | "
             f"{'; '.join(sorted(set(notes)))} |")
 
@@ -592,17 +600,19 @@ def summary(ratios_of, say):
     """Per recipe, over the loads it ran under: the rows' median ratios, and the report's BPF CPU."""
     say("\n### Per recipe, over every server and load above\n")
     say("| recipe | loads | throughput ratio: median of the rows [lowest–highest row] | "
-        "BPF CPU % the reports gave [lowest–highest] |")
-    say("|---|---:|---:|---:|")
+        "BPF CPU % the reports gave [lowest–highest] | server cost % the reports gave [lowest–highest] |")
+    say("|---|---:|---:|---:|---:|")
     for recipe in ALL_RECIPES:
         rows = ratios_of.get(recipe)
         if not rows:
             continue
-        r = [x for x, _ in rows]
-        b = [y for _, y in rows if isinstance(y, (int, float)) and y == y]
+        r = [x for x, _, _ in rows]
+        b = [y for _, y, _ in rows if isinstance(y, (int, float)) and y == y]
+        c = [z for _, _, z in rows if isinstance(z, (int, float)) and z == z]
         brange = f" [{min(b):.2f}–{max(b):.2f}]" if b else ""
+        crange = f" [{min(c):.2f}–{max(c):.2f}]" if c else ""
         say(f"| {recipe} | {len(rows)} | {median(r):.2f} [{min(r):.2f}–{max(r):.2f}] | "
-            f"{fmt(median(b), '.2f')}{brange} |")
+            f"{fmt(median(b), '.2f')}{brange} | {fmt(median(c), '.2f')}{crange} |")
 
 
 def watch_part(tmp, say, progress):
@@ -739,11 +749,14 @@ def part_servers(say):
     out("Each recipe ran with its default window; the load ran once its probes were attached, for the "
         "window less a second, alternated with the same load without diagnose. Ratio: with/without "
         "of each alternation's pair, median [min–max]. BPF CPU: the report's overhead.bpf_cpu_pct "
-        "(% of all CPUs over its window); events/s: its overhead.events over the window; diagnose CPU: "
-        "its process's user + system seconds (wait4).\n")
+        "(% of all CPUs over its window); server cost: its overhead.server.server_cpu_pct (BPF, the "
+        "hits' traps and slow paths, diagnose's own CPU); ÷ loss: that cost over the throughput lost "
+        "(%), where the loss is 1% or more (1: the report says what the server lost); events/s: its "
+        "overhead.events over the window; diagnose CPU: its process's user + system seconds (wait4).\n")
     out("| server | load | recipe `target` | without | with | ratio [min–max] | p50 ms without → with | "
-        "p99 ms without → with | BPF CPU % (report) | events/s | diagnose CPU s | notes |")
-    out("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        "p99 ms without → with | BPF CPU % (report) | server cost % (report) | ÷ loss | events/s | "
+        "diagnose CPU s | notes |")
+    out("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     started = time.monotonic()
     ratios_of = {}
     tmp = tempfile.mkdtemp(prefix="diagnose-bench-servers.")
