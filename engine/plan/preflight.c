@@ -135,7 +135,9 @@ enum governor_action governor_decide(double budget, bool degrade, double window_
 	if (!governor_stops(budget, window_pct, over_before))
 		return GOVERNOR_GO_ON;
 	unsigned dearest = n, running = 0;
+	bool goes_on = false;
 	for (unsigned i = 0; i < n; i++) {
+		goes_on |= probes[i].goes_on;
 		if (!probes[i].running)
 			continue;
 		running++;
@@ -151,7 +153,7 @@ enum governor_action governor_decide(double budget, bool degrade, double window_
 		*over_before = false;
 		return GOVERNOR_DEGRADE;
 	}
-	if (running < 2)
+	if (running < 2 && !goes_on)
 		return GOVERNOR_STOP;
 	*victim = dearest;
 	*over_before = false;

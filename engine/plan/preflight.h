@@ -88,6 +88,9 @@ struct governor_probe {
 	bool can_drop_stacks;  /* takes stacks it can do without (probe_kind.drops_stacks) */
 	bool drop_stacks;      /* set by governor_decide: drop its stacks now (then can_drop_stacks
 				* is cleared) */
+	bool goes_on;          /* no BPF programs, and results that stand without the others
+				* (pg_activity's sampling; not proc_context's context): the run can go
+				* on with it when the last probe with BPF programs is stopped */
 };
 
 enum governor_action {
@@ -106,8 +109,8 @@ enum governor_action {
  * leave the window over, that probe is sampled no further. With nothing left to
  * raise, governor_stops' rule (two windows over, or one over twice the budget; a raise that did
  * not help counts as the first of the two) stops the
- * costliest probe while another with BPF programs still runs (*victim: its index), else the
- * run — unless, under `degrade: sample`, that probe can still drop its stacks: then it drops
+ * costliest probe while another with BPF programs still runs or one that goes on without them
+ * (governor_probe.goes_on) is there (*victim: its index), else the run — unless, under `degrade: sample`, that probe can still drop its stacks: then it drops
  * them (GOVERNOR_DEGRADE, its drop_stacks set) and the next windows judge it again. */
 enum governor_action governor_decide(double budget, bool degrade, double window_pct,
 				     struct governor_probe *probes, unsigned n, bool *over_before,

@@ -119,6 +119,7 @@ static void governor_init(struct session *s)
 		int opt = catalog_sample_option(p->kind);
 		g->live[i].opt = opt;
 		g->probes[i].running = p->kind->object && p->kind->object(p);
+		g->probes[i].goes_on = !g->probes[i].running && !p->skipped && !p->kind->context_only;
 		g->probes[i].can_drop_stacks = g->probes[i].running && p->kind->drops_stacks &&
 					       takes_stacks(p);
 		if (opt < 0 || probe_set_mode(p, false, p->cfg.opt[opt] ? p->cfg.opt[opt] : 1))

@@ -329,6 +329,15 @@ static void test_governor_drops_stacks_before_it_stops(void **state)
 	assert_int_equal(governor_decide(15, false, 19, k, 2, &over, &victim), GOVERNOR_GO_ON);
 	assert_int_equal(governor_decide(15, false, 19, k, 2, &over, &victim), GOVERNOR_STOP_PROBE);
 	assert_false(k[0].drop_stacks);
+	/* the last probe with programs, its cost its traps (fixed), beside one that samples without
+	 * BPF (pg_activity): that probe stops, the run goes on */
+	struct governor_probe m[2] = { { .pct = 30, .fixed_pct = 28, .running = true }, { .goes_on = true } };
+	over = false;
+	assert_int_equal(governor_decide(5, true, 31, m, 2, &over, &victim), GOVERNOR_STOP_PROBE);
+	assert_int_equal(victim, 0);
+	m[1].goes_on = false; /* beside context only: the run stops */
+	over = false;
+	assert_int_equal(governor_decide(5, true, 31, m, 2, &over, &victim), GOVERNOR_STOP);
 }
 
 /* The switch storm of t_budgets at max_cpu_pct 0.5: raised to 1 in 94, the off-CPU probe's share
