@@ -12,7 +12,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 "$BUILD/workloads/cpu_burner" >/dev/null &
 pid=$!
-trap 'kill $pid 2>/dev/null' EXIT INT TERM
+# HUP and PIPE too: `make demo | head` closes the output mid-report, and a shell killed by a
+# signal it does not trap runs no EXIT trap (the demo service would burn a CPU on)
+trap 'kill $pid 2>/dev/null' EXIT INT TERM HUP PIPE
 sleep 0.5
 echo "\$ diagnose high-cpu --recipes recipes --pid $pid --folded $BUILD/demo.folded --force"
 "$BUILD/diagnose" high-cpu --recipes recipes --pid "$pid" --folded "$BUILD/demo.folded" --force
