@@ -34,9 +34,9 @@ memgrowth() {
 	assert_shapes "$TMP/$1.json"
 	assert_released "memory-growth: $1"
 }
-# Our leakers churn 20,000 and more mallocs and frees a second beside their leak: traced, their
-# traps alone cost 12-20% of this VM's two CPUs (6 us a trap), at memory-growth's max_cpu_pct
-# (20), where the pre-flight drops the allocation probe, as it should on a production server
+# mem_cxx churns ~30,000 mallocs and frees a second beside its leak: traced, its traps alone cost
+# 15-20% of this VM's two CPUs (6 us a trap), at memory-growth's max_cpu_pct (20), where the
+# pre-flight or the governor drops the allocation probe, as it should on a production server
 # (case (f) asserts that). Cases (c)-(e) test the verdicts on the allocations, so they run a
 # copy of the recipe whose budget lets it trace them.
 mkdir -p "$TMP/mg/recipes"
