@@ -563,7 +563,7 @@ int tfile_image_memfd(const struct tfile_image *img)
  * The helper: a process that holds nothing of ours, and answers one request at a time
  * ------------------------------------------------------------------------------------------- */
 
-enum req_kind { REQ_ELF, REQ_TEXT, REQ_MEM, REQ_PAGES, REQ_STAT, REQ_TEST_BLOCK };
+enum req_kind { REQ_ELF, REQ_TEXT, REQ_MEM, REQ_PAGES, REQ_STAT, REQ_TEST_BLOCK, REQ_FD };
 
 struct request {
 	uint32_t kind, flags;
@@ -630,6 +630,47 @@ static void serve_text(const struct request *rq, struct response *rs, int *fds)
 	rs->nfds = 1;
 	rs->size = rs->read = len;
 	rs->owner = st.st_uid;
+	rs->rc = 0;
+}
+
+/* REQ_FD: the descriptor that came with the request, read to its end (at most rq->max bytes)
+ * straight into a memfd: a BPF iterator whose program copies a target's memory, which a stalled
+ * file system under that memory can hold. */
+static void serve_fd(const struct request *rq, int in, struct response *rs, int *fds)
+{
+	if (in < 0) {
+		snprintf(rs->why, sizeof(rs->why), "no descriptor came with the request");
+		return;
+	}
+	int m = memfd_create("diagnose-fd", MFD_CLOEXEC);
+	if (m < 0) {
+		snprintf(rs->why, sizeof(rs->why), "no memory for what it read");
+		return;
+	}
+	enum { CHUNK = 65536 };
+	char *buf = xmalloc(CHUNK);
+	uint64_t len = 0;
+	while (len < rq->max) {
+		size_t want = rq->max - len < CHUNK ? (size_t)(rq->max - len) : CHUNK;
+		ssize_t n = read(in, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(rs->why, sizeof(rs->why), "cannot read: %s", strerror(errno));
+			break;
+		}
+		if (n == 0 || write_full(m, buf, (size_t)n) != (size_t)n)
+			break;
+		len += (uint64_t)n;
+	}
+	free(buf);
+	if (rs->why[0]) {
+		close(m);
+		return;
+	}
+	fds[0] = m;
+	rs->nfds = 1;
+	rs->size = rs->read = len;
 	rs->rc = 0;
 }
 
@@ -767,7 +808,7 @@ static void serve_pages(const struct request *rq, struct response *rs, int *fds)
 	rs->rc = 0;
 }
 
-static void serve(const struct request *rq, struct response *rs, int *fds)
+static void serve(const struct request *rq, int in, struct response *rs, int *fds)
 {
 	struct stat st;
 	int fd = -1;
@@ -828,6 +869,9 @@ static void serve(const struct request *rq, struct response *rs, int *fds)
 		rs->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 		rs->rc = 0;
 		return;
+	case REQ_FD:
+		serve_fd(rq, in, rs, fds);
+		return;
 	case REQ_TEST_BLOCK: /* for tests: an open that waits for ever (a FIFO without a writer) */
 		fd = open(rq->path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
@@ -841,14 +885,26 @@ static void helper_main(int sock)
 {
 	struct request rq;
 	for (;;) {
-		ssize_t n = recv(sock, &rq, sizeof(rq), 0);
+		/* a REQ_FD request carries the descriptor to read */
+		char in_ctl[CMSG_SPACE(sizeof(int))];
+		struct iovec in_iov = { &rq, sizeof(rq) };
+		struct msghdr in_m = { .msg_iov = &in_iov, .msg_iovlen = 1, .msg_control = in_ctl,
+				       .msg_controllen = sizeof(in_ctl) };
+		int in = -1;
+		ssize_t n = recvmsg(sock, &in_m, MSG_CMSG_CLOEXEC);
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&in_m); n > 0 && c; c = CMSG_NXTHDR(&in_m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+			    c->cmsg_len >= CMSG_LEN(sizeof(int)))
+				memcpy(&in, CMSG_DATA(c), sizeof(int));
 		if (n != (ssize_t)sizeof(rq))
 			_exit(0); /* the reader is gone, or left us behind */
 		rq.path[sizeof(rq.path) - 1] = '\0';
 		rq.src.path = rq.path[0] ? rq.path : NULL;
 		struct response rs = { .rc = -1 };
 		int fds[2] = { -1, -1 };
-		serve(&rq, &rs, fds);
+		serve(&rq, rq.kind == REQ_FD ? in : -1, &rs, fds);
+		if (in >= 0)
+			close(in);
 		if (rs.rc)
 			rs.nfds = 0;
 		char ctl[CMSG_SPACE(2 * sizeof(int))];
@@ -1247,10 +1303,29 @@ static int recv_response(int sock, struct response *rs, int *fds)
 	return 0;
 }
 
-/* Sends rq to a helper and waits for its answer (see tfile.h): 0 with *rs and fds, or -1 with
- * err (code: enum tfile_fail). */
-static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, int *fds,
-	       struct diag_err *err)
+/* Sends rq to a helper, request and descriptor: a REQ_FD request carries `out` (SCM_RIGHTS). */
+static bool send_request(int sock, const struct request *rq, int out)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	memset(ctl, 0, sizeof(ctl));
+	struct iovec iov = { (void *)rq, sizeof(*rq) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (out >= 0) {
+		m.msg_control = ctl;
+		m.msg_controllen = sizeof(ctl);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &out, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(*rq);
+}
+
+/* Sends rq (with descriptor out for REQ_FD, else -1) to a helper and waits for its answer (see
+ * tfile.h): 0 with *rs and fds, or -1 with err (code: enum tfile_fail). */
+static int ask_with(struct tfile_reader *r, struct request *rq, int out, struct response *rs, int *fds,
+		    struct diag_err *err)
 {
 	uint64_t dev = rq->src.dev;
 	if (!dev && rq->src.proc) /* each process's /proc files stall on their own */
@@ -1260,9 +1335,10 @@ static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, 
 	uint64_t now = mono_ns(), deadline = r->deadline_ns;
 	int stop_fd = r->stop_fd;
 	int rc = may_start(r, dev, now, err);
-	if (!rc && (rq->kind == REQ_ELF || rq->kind == REQ_TEXT || rq->kind == REQ_MEM)) {
-		uint64_t cap = rq->kind == REQ_ELF ? TFILE_MAX_IMAGE_BYTES : rq->kind == REQ_TEXT ? rq->max
-											: rq->mem_len;
+	if (!rc && (rq->kind == REQ_ELF || rq->kind == REQ_TEXT || rq->kind == REQ_MEM || rq->kind == REQ_FD)) {
+		uint64_t cap = rq->kind == REQ_ELF ? TFILE_MAX_IMAGE_BYTES
+			       : rq->kind == REQ_TEXT || rq->kind == REQ_FD ? rq->max
+			       : rq->mem_len;
 		if (!r->bytes_left) {
 			r->over_bytes++;
 			rc = diag_fail(err, TFILE_FAIL_WAIT, "%llu bytes read in all: nothing more is read",
@@ -1289,7 +1365,7 @@ static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, 
 				return diag_fail(err, TFILE_FAIL_WAIT, "cannot start a reader process: %s", strerror(errno));
 		}
 		have = true;
-		if (send(h.sock, rq, sizeof(*rq), MSG_NOSIGNAL) == (ssize_t)sizeof(*rq))
+		if (send_request(h.sock, rq, out))
 			break;
 		helper_end(&h); /* an idle one that died: once more with a new one */
 		have = false;
@@ -1359,6 +1435,12 @@ static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, 
 	if (!keep)
 		helper_end(&h);
 	return -1;
+}
+
+static int ask(struct tfile_reader *r, struct request *rq, struct response *rs, int *fds,
+	       struct diag_err *err)
+{
+	return ask_with(r, rq, -1, rs, fds, err);
 }
 
 static void request_init(struct request *rq, enum req_kind kind, const struct tfile_src *src)
@@ -1557,6 +1639,31 @@ int tfile_stat(struct tfile_reader *r, const struct tfile_src *src, uint64_t *si
 	*size = rs.size;
 	*mtime_ns = rs.mtime_ns;
 	return 0;
+}
+
+void *tfile_read_fd(struct tfile_reader *r, int fd, uint64_t domain, const char *what, size_t max,
+		    size_t *len, struct diag_err *err)
+{
+	struct request rq;
+	struct response rs;
+	int fds[2];
+	request_init(&rq, REQ_FD, &(struct tfile_src){ .path = what, .dev = domain });
+	rq.max = max;
+	if (ask_with(r, &rq, fd, &rs, fds, err)) {
+		diag_wrap(err, "%s", what);
+		return NULL;
+	}
+	if (rs.rc) {
+		diag_fail(err, TFILE_FAIL_FILE, "%s: %s", what, rs.why);
+		return NULL;
+	}
+	char *bytes = response_bytes(&rs, fds);
+	if (!bytes) {
+		diag_fail(err, TFILE_FAIL_FILE, "%s: cut short", what);
+		return NULL;
+	}
+	*len = (size_t)rs.size;
+	return bytes;
 }
 
 int tfile_reader_test_block(struct tfile_reader *r, uint64_t dev, const char *fifo,

@@ -3,7 +3,8 @@
  * neither steer a root run to another file nor stall it.
  *
  * Owns: the one way such a file is opened, and the reading of it by a helper process that a
- * caller waits for only so long.
+ * caller waits for only so long (and of a descriptor of ours whose reading may wait on such a
+ * file: tfile_read_fd).
  * - Opening: /proc/PID/map_files/START-END where the mapping exists (the mapped file itself, even
  *   deleted, replaced, bind-mounted over, or in a chroot or another mount namespace), else the
  *   path inside the target's root by openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) (its
@@ -169,6 +170,16 @@ enum tfile_pages_how { TFILE_PAGES_SCAN = 0, TFILE_PAGES_ENTRIES = 1 };
 int tfile_read_page_runs(struct tfile_reader *r, int pid, uint64_t start, uint64_t end,
 			 enum tfile_pages_how want, struct tfile_page_run *runs, size_t max, size_t *n,
 			 uint64_t *next, struct diag_err *err);
+
+/* Reads descriptor fd of ours to its end, at most max bytes, in a helper (fd goes to it with the
+ * request): what a read of ours could otherwise wait on for ever, such as a BPF task iterator
+ * whose program copies a target's memory (a page of a file on a stalled file system is read in
+ * to be copied). domain: its stall domain (a read that stalled keeps others of the same domain
+ * from starting, as a file system does); what: its name in errors and the note. The bytes
+ * (NUL-terminated, *len without the NUL), or NULL with err (code: enum tfile_fail). Counted in
+ * the reader's TFILE_MAX_READER_BYTES. */
+void *tfile_read_fd(struct tfile_reader *r, int fd, uint64_t domain, const char *what, size_t max,
+		    size_t *len, struct diag_err *err);
 
 /* For tests: a read on file system dev that opens the FIFO at `fifo` for reading and waits (the
  * helper blocks until someone opens it for writing): 0 when it ended in time, else -1 with err. */

@@ -6,7 +6,9 @@
  * it alike. Waits: a read that never ends (a blocking FIFO open run as a job) is left behind at
  * the reader's limit, its file system is then refused at once while another one is read, after
  * TFILE_MAX_STALLED stalls nothing more is read, and a stop descriptor or a past deadline ends a
- * wait at once; the note says so. A helper holds no descriptor of ours but its socket.
+ * wait at once; the note says so. A descriptor of ours is read in a helper, to its end or a cap,
+ * and one that never ends is left behind like a stalled file. A helper holds no descriptor of
+ * ours but its socket.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -316,6 +318,54 @@ static void test_stop_and_deadline(void **state)
 	release(fifo);
 }
 
+/* A descriptor of ours read in a helper: a pipe's bytes to its end, at most max of them; one whose
+ * writer never writes nor closes (a read that waits for ever) ends at the reader's limit, and its
+ * stall domain is then refused at once while another one is read. */
+static void test_read_fd(void **state)
+{
+	(void)state;
+	struct tfile_reader *r = tfile_reader_new();
+	struct diag_err err;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "records\0and more", 16), 16);
+	close(p[1]);
+	size_t len = 0;
+	char *got = tfile_read_fd(r, p[0], 1, "a pipe", 1 << 20, &len, &err);
+	close(p[0]);
+	assert_non_null(got);
+	assert_int_equal(len, 16);
+	assert_memory_equal(got, "records\0and more", 16);
+	free(got);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "0123456789", 10), 10);
+	close(p[1]);
+	got = tfile_read_fd(r, p[0], 1, "a pipe", 4, &len, &err);
+	close(p[0]);
+	assert_non_null(got);
+	assert_int_equal(len, 4);
+	free(got);
+	/* a writer that never closes: the helper waits for ever in read() */
+	assert_int_equal(pipe(p), 0);
+	uint64_t t0 = mono_ns();
+	assert_null(tfile_read_fd(r, p[0], 2, "a silent pipe", 1 << 20, &len, &err));
+	assert_int_equal(err.code, TFILE_FAIL_WAIT);
+	assert_true(mono_ns() - t0 < 3 * TFILE_WAIT_NS);
+	close(p[0]);
+	int q[2];
+	assert_int_equal(pipe(q), 0);
+	close(q[1]);
+	assert_null(tfile_read_fd(r, q[0], 2, "the same domain", 1 << 20, &len, &err));
+	assert_non_null(strstr(err.msg, "stalled a read before"));
+	got = tfile_read_fd(r, q[0], 3, "another domain", 1 << 20, &len, &err);
+	assert_non_null(got);
+	assert_int_equal(len, 0);
+	free(got);
+	close(q[0]);
+	close(p[1]);
+	tfile_reader_free(r);
+}
+
 /* A helper holds nothing of ours: no descriptor but its socket and /dev/null. */
 /* The helpers of process pid's zygotes: every grandchild (our children are the zygotes). */
 static size_t grandchildren(int *out, size_t max)
@@ -450,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_elf_image),
 		cmocka_unit_test(test_stalls),
 		cmocka_unit_test(test_stop_and_deadline),
+		cmocka_unit_test(test_read_fd),
 		cmocka_unit_test(test_helper_holds_nothing),
 		cmocka_unit_test(test_refused_before_reading),
 	};
