@@ -328,6 +328,68 @@ static void roles_of(int pid, struct netowner_role *out, size_t *n, size_t max)
 	free(inodes);
 }
 
+/* The line of /proc/PID/net/unix for a socket inode: its type, state, and path (after the
+ * columns; "" when none). true when found. */
+static bool unix_line(const char *text, uint64_t want, unsigned long *type, unsigned long *st,
+		      unsigned long *flags, char *path, size_t len)
+{
+	for (const char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			next++;
+		unsigned long refs, proto;
+		unsigned long long inode;
+		char num[32];
+		int used = 0;
+		if (sscanf(line, "%31s %lx %lx %lx %lx %lx %llu%n", num, &refs, &proto, flags, type, st,
+			   &inode, &used) != 7 || !strchr(num, ':') || inode != want)
+			continue;
+		const char *rest = line + used;
+		while (*rest == ' ' || *rest == '\t')
+			rest++;
+		size_t n = strcspn(rest, "\n");
+		snprintf(path, len, "%.*s", (int)n, rest);
+		return true;
+	}
+	return false;
+}
+
+int netowner_socket(int pid, uint64_t inode, struct netowner_sock *tcp, char *unix_path, size_t len,
+		    int *role)
+{
+	size_t n = 0;
+	*role = 0;
+	struct netowner_sock *socks = read_tables(pid, &n);
+	int kind = 0;
+	for (size_t i = 0; i < n && !kind; i++) {
+		if (socks[i].inode != inode)
+			continue;
+		*tcp = socks[i];
+		kind = 1;
+		if (tcp->state == 10) {
+			*role = 3;
+			break;
+		}
+		bool server = false;
+		for (size_t j = 0; j < n && !server; j++)
+			server = socks[j].state == 10 && socks[j].lport == tcp->lport;
+		*role = server ? 2 : 1;
+	}
+	free(socks);
+	if (kind)
+		return kind;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/net/unix", pid);
+	char *text = read_file(path, NULL);
+	unsigned long type, st, flags;
+	if (text && unix_line(text, inode, &type, &st, &flags, unix_path, len)) {
+		kind = 2;
+		*role = (flags & 0x10000) ? 3 : st != 3 ? 0 : unix_path[0] ? 2 : 1;
+	}
+	free(text);
+	return kind;
+}
+
 size_t netowner_target_roles(const struct probe_filters *f, struct netowner_role *out, size_t max)
 {
 	int pids[TARGET_MAX_PROCS];

@@ -76,4 +76,11 @@ size_t netowner_parse_unix(const char *text, struct netowner_role *out, size_t m
  * (each process's network namespace), at most max; 0 when they are gone. */
 size_t netowner_target_roles(const struct probe_filters *f, struct netowner_role *out, size_t max);
 
+/* What socket inode of process pid is, from its network namespace's tables: 1 a TCP socket
+ * (*tcp: its addresses, ports and state), 2 a Unix socket (unix_path: its path, "" when it has
+ * none), 0 neither (or gone). *role: 1 it connected (a client), 2 it was accepted (a server's),
+ * 3 listening, 0 not known. */
+int netowner_socket(int pid, uint64_t inode, struct netowner_sock *tcp, char *unix_path, size_t len,
+		    int *role);
+
 #endif

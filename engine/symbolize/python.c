@@ -4,6 +4,7 @@
 #include "python.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,6 +336,79 @@ int python_procs_probe(struct python_procs *py, int tgid, struct diag_py_proc *o
 	if (p->state == 1 && out)
 		*out = (struct diag_py_proc){ .runtime = p->runtime, .l = p->lay->bpf };
 	return p->state;
+}
+
+/* ---- a thread's frames read from user space ------------------------------------------------- */
+
+/* One pointer-sized word of process tgid at addr: 0 and *v, or -1 (bad set). */
+static int read_word(struct python_procs *py, int tgid, uint64_t addr, uint64_t *v, bool *bad)
+{
+	struct diag_err err;
+	if (*bad || !addr || tfile_read_mem(py->files, tgid, addr, sizeof(*v), v, &err)) {
+		*bad = true;
+		return -1;
+	}
+	return 0;
+}
+
+int python_thread_frames(struct python_procs *py, int tgid, int tid, struct diag_py_rec *r)
+{
+	struct diag_py_proc pp;
+	if (python_procs_probe(py, tgid, &pp) != 1)
+		return -1;
+	const struct diag_py_layout *l = &pp.l;
+	memset(r, 0, offsetof(struct diag_py_rec, f));
+	r->rec = DIAG_REC_PY;
+	r->tid = (uint32_t)tid;
+	bool bad = false;
+	uint64_t interp = 0, ts = 0, native = 0;
+	read_word(py, tgid, pp.runtime + l->runtime_interp_head, &interp, &bad);
+	read_word(py, tgid, interp + l->interp_threads_head, &ts, &bad);
+	for (int i = 0; i < DIAG_PY_MAX_THREADS && ts && !bad; i++) {
+		if (read_word(py, tgid, ts + l->tstate_native_tid, &native, &bad) == 0 && native == (uint64_t)(uint32_t)tid)
+			break;
+		read_word(py, tgid, ts + l->tstate_next, &ts, &bad);
+	}
+	if (bad || !ts || native != (uint64_t)(uint32_t)tid) {
+		r->flags = DIAG_PY_NO_TSTATE;
+		return 0;
+	}
+	uint64_t frame = 0, hash = 0xcbf29ce484222325ull;
+	read_word(py, tgid, ts + l->tstate_frame, &frame, &bad);
+	if (l->cframe_current_frame != DIAG_PY_NONE)
+		read_word(py, tgid, frame + l->cframe_current_frame, &frame, &bad);
+	for (int i = 0; i < DIAG_PY_MAX_FRAMES * 2 && frame && !bad; i++) { /* shims take no slot */
+		if (r->n >= DIAG_PY_MAX_FRAMES) {
+			r->flags |= DIAG_PY_CUT;
+			break;
+		}
+		uint64_t code = 0, instr = 0, prev = 0;
+		uint8_t entry = 0;
+		struct diag_err err;
+		read_word(py, tgid, frame + l->frame_code, &code, &bad);
+		read_word(py, tgid, frame + l->frame_instr, &instr, &bad);
+		read_word(py, tgid, frame + l->frame_previous, &prev, &bad);
+		if (!bad && tfile_read_mem(py->files, tgid, frame + l->frame_entry, 1, &entry, &err))
+			bad = true;
+		if (bad)
+			break;
+		frame = prev;
+		if (l->entry_kind == DIAG_PY_ENTRY_SHIM && entry == l->owner_cstack) {
+			if (r->n > 0)
+				r->f[r->n - 1].code |= DIAG_PY_FRAME_ENTRY;
+			continue;
+		}
+		struct diag_py_frame *f = &r->f[r->n++];
+		f->code = code & ~7ull;
+		if (l->entry_kind == DIAG_PY_ENTRY_FLAG && entry)
+			f->code |= DIAG_PY_FRAME_ENTRY;
+		f->instr = instr;
+		hash = (hash ^ f->code ^ (instr << 1)) * 0x100000001b3ull;
+	}
+	if (bad)
+		r->flags |= DIAG_PY_BAD_READ;
+	r->hash = r->n ? (hash ? hash : 1) : 0;
+	return 0;
 }
 
 /* ---- frames --------------------------------------------------------------------------------- */

@@ -8,7 +8,7 @@
  * (_PyEval_EvalFrameDefault, whose native frames the Python ones replace), and the names of the
  * frames the walk sent: a code object's qualified name, file and the line of the instruction,
  * read from the process's memory (through tfile: a target cannot stall the run), cached per code
- * object.
+ * object; and a thread's frame chain read the same way (python_thread_frames).
  * Must not: guess a layout (a version not in the table is reported as such, and its samples keep
  * their native frames), trust what it reads (lengths capped, string kinds checked, a code
  * object's type checked against PyCode_Type), or print.
@@ -40,6 +40,12 @@ int python_procs_probe(struct python_procs *py, int tgid, struct diag_py_proc *o
 const char *python_procs_runtime(const struct python_procs *py);
 /* Whether addr is in the evaluation loop (_PyEval_EvalFrameDefault) of process tgid. */
 bool python_procs_is_eval(const struct python_procs *py, int tgid, uint64_t addr);
+
+/* The Python frames of thread tid of process tgid now, read from user space (through the reader's
+ * helpers, word by word: the walk diag_python.h makes in BPF for the current task, for a task a
+ * program cannot read itself, e.g. a snapshot's blocked thread): fills *r as that walk would
+ * (flags say why frames are missing). 0, or -1 when the process runs no readable CPython. */
+int python_thread_frames(struct python_procs *py, int tgid, int tid, struct diag_py_rec *r);
 
 /* A Python frame as one 64-bit stack slot (the sampler keeps frames as addresses): the code
  * object (8-aligned, below 2^47) and the instruction's distance from it (below 2^20; else 0:

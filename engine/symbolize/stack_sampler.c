@@ -315,6 +315,29 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 	return 0;
 }
 
+/* The frame-pointer walk over the sample's own copy, for a sampler without a stack map (a
+ * snapshot of another task's stack: the kernel walks only the current task's): the leaf, then
+ * each frame's return address while its saved frame pointer lies further up in the copy. */
+static size_t fp_walk_copy(const struct diag_user_sample *rec, size_t len, uint64_t *ips)
+{
+	size_t n = 0;
+	uint64_t bp = rec->bp, lo = rec->sp, hi = rec->sp + len;
+	if (rec->ip)
+		ips[n++] = rec->ip;
+	while (n < DIAG_STACK_DEPTH && bp >= lo && bp + 16 <= hi && !(bp & 7)) {
+		uint64_t next, ret;
+		memcpy(&next, rec->stack + (bp - lo), 8);
+		memcpy(&ret, rec->stack + (bp - lo) + 8, 8);
+		if (!ret)
+			break;
+		ips[n++] = ret;
+		if (next <= bp)
+			break;
+		bp = next;
+	}
+	return n;
+}
+
 /* Frameless frames in a row a leaf fixup recovers (glibc's lock paths nest two or three). */
 #define LEAF_CHAIN_MAX 4
 
@@ -323,7 +346,8 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 static size_t fp_stack(struct stack_sampler *s, const struct diag_user_sample *rec,
 		       const struct user_sample *us, uint64_t *ips, uint8_t *from)
 {
-	size_t n = stacks_read_ids(s->stacks_fd, rec->user_stack_id, ips);
+	size_t n = s->stacks_fd >= 0 ? stacks_read_ids(s->stacks_fd, rec->user_stack_id, ips)
+				     : fp_walk_copy(rec, us->len, ips);
 	memset(from, FRAME_FP, n);
 	if (!s->leaf_fixup || !n)
 		return n;
@@ -361,7 +385,7 @@ static size_t splice_fp(struct stack_sampler *s, const struct diag_user_sample *
 			uint8_t *from, size_t n)
 {
 	uint64_t fp[DIAG_STACK_DEPTH];
-	size_t m = stacks_read_ids(s->stacks_fd, rec->user_stack_id, fp);
+	size_t m = s->stacks_fd >= 0 ? stacks_read_ids(s->stacks_fd, rec->user_stack_id, fp) : 0;
 	for (size_t i = n; i-- > 1;)
 		for (size_t j = 1; j < m; j++) {
 			if (fp[j] != ips[i])
@@ -559,6 +583,19 @@ void stack_sampler_set_own_records(struct stack_sampler *s, stack_sampler_record
 	s->own_record = record;
 	s->own_sample = sample;
 	s->own_ctx = ctx;
+}
+
+size_t stack_sampler_row_frames(const struct stack_sampler *s, size_t row, const uint64_t **ips,
+				const uint8_t **from)
+{
+	if (row >= s->n_rows) {
+		*ips = NULL;
+		*from = NULL;
+		return 0;
+	}
+	*ips = s->rows[row].ips;
+	*from = s->rows[row].from;
+	return s->rows[row].n;
 }
 
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count)

@@ -32,7 +32,9 @@ struct stack_sampler;
 
 /* dwarf: unwind the copies with DWARF (falling back to the frame-pointer stack when not even one
  * caller is found; continued by it where the copy ended first); else the frame-pointer stack of
- * stacks_fd, its leaf's caller recovered by CFI when leaf_fixup. tags (n_tags names, or NULL):
+ * stacks_fd, its leaf's caller recovered by CFI when leaf_fixup. stacks_fd < 0 (samples of other
+ * tasks than the one a program ran in, which the kernel does not walk): the frame-pointer walk
+ * over the sample's own copy. tags (n_tags names, or NULL):
  * what a sample's tag means, passed to the stack table as the row's tag. max_pending: threads
  * that may have a sample waiting for its weight at once (samples sent with a cookie). */
 struct tfile_reader;
@@ -133,6 +135,11 @@ int stack_sampler_settle(struct stack_sampler *s, uint32_t tid, uint64_t cookie,
 /* A new period (about once a second): mappings of the targets may be read again. */
 void stack_sampler_period(struct stack_sampler *s);
 
+/* The fixed user stack of row (a row index the probe's own sample hook got, below): its addresses,
+ * leaf first, and each one's origin (enum frame_origin of unwind.h); returns how many (0 for a
+ * row it does not have). Valid until the sampler is freed. */
+size_t stack_sampler_row_frames(const struct stack_sampler *s, size_t row, const uint64_t **ips,
+				const uint8_t **from);
 /* Adds weight and count to row (a row index the probe's own sample hook got, below). */
 void stack_sampler_row_weigh(struct stack_sampler *s, size_t row, uint64_t weight, uint64_t count);
 /* A probe that sends records of its own through the ring buffer of its samples, in order with

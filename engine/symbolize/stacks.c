@@ -317,6 +317,27 @@ int stacks_add_user_ips(struct stack_table *t, int stacks_fd, int tgid, const ch
 	return 0;
 }
 
+struct value *stacks_frames_value(const struct collect_ctx *ctx, int tgid, const uint64_t *ips,
+				  const uint8_t *origin, size_t n, bool kernel, stacks_frame_namer namer,
+				  void *namer_arg)
+{
+	struct stack_table t = { .ctx = ctx, .namer = namer, .namer_arg = namer_arg };
+	struct frames f = { 0 };
+	frames_name(&f, ctx, kernel ? NULL : collect_usyms(ctx, tgid), ips, n, kernel, &t, origin, tgid, 0);
+	struct value *arr = value_arr();
+	for (size_t i = 0; i < f.n; i++)
+		value_arr_push(arr, value_str(f.names[i]));
+	frames_free(&f);
+	for (size_t i = 0; i < t.nfiles; i++) {
+		free(t.files[i].path);
+		free(t.files[i].base);
+		free(t.files[i].build_id);
+	}
+	free(t.files);
+	strset_free(&t.jit);
+	return arr;
+}
+
 /* Provenance order: rows without it first, then by the bytes. */
 static int from_cmp(const struct stack_row *a, const struct stack_row *b)
 {

@@ -71,6 +71,15 @@ int stacks_add_frames(struct stack_table *t, const char *comm, const char *const
 		      size_t n_user, const char *const *kernel, size_t n_kernel, bool in_kernel,
 		      uint64_t weight, uint64_t count, const char *tag);
 
+/* One stack's frames named as the rows' are, without a table (a probe reporting stacks one by one,
+ * per thread): user frames by process tgid's symbolizer (origin per frame, NULL: all from the
+ * frame-pointer walk; FRAME_PY ones by namer, NULL: "[python]"), kernel ones by ctx's ksyms,
+ * leading tracing frames dropped; leaf first, as a new array of strings. No hints or JIT names
+ * are gathered. */
+struct value *stacks_frames_value(const struct collect_ctx *ctx, int tgid, const uint64_t *ips,
+				  const uint8_t *origin, size_t n, bool kernel, stacks_frame_namer namer,
+				  void *namer_arg);
+
 /* Extra integer fields of every row, for a probe whose stacks carry more than a weight and a
  * count (allocations: blocks allocated and freed, their age): at most STACKS_MAX_EXTRA, named
  * (each becomes a key of the stack's object), summed when rows merge, or kept as the largest for
