@@ -48,6 +48,9 @@ R=$(test_recipe shapes-all <<EOF
     kind: off_cpu
     filters: {pid: target}
     options: {user_unwind: dwarf}
+  - id: threads
+    kind: thread_states
+    filters: {pid: target}
   - id: dns
     kind: name_lookups
     filters: {pid: target}
@@ -120,6 +123,7 @@ check "$J" 'all(res[p]["sampled_1_in"] == 2 for p in ("sw", "wake", "pf", "alloc
 check "$J" '"slab" in res["kmem"] and len(res["kallocs"]["sites"]) > 0' "kernel_memory without slab, or kernel_allocs without a call site"
 check "$J" 'res["off"]["user_unwind"] == "dwarf" and res["off"]["unwind"]["unwound"] > 0 and res["wake"]["wakeups"] > 0' "off_cpu/wakeups: nothing unwound or no wakeup"
 check "$J" 'all(s in res["ctx"] for s in ("cpu_pct", "memory", "io", "net"))' "proc_context: a section absent"
+check "$J" 'res["threads"]["how"] == "iterator" and res["threads"]["snapshots"]["end"]["threads"] >= 1' "thread_states: no snapshot by the iterator"
 check "$J" '"ownership" in res["tcp"] and "ownership" in res["drops"]' "tcp_events/skb_drops: no ownership with a target"
 # where the wall time went: every phase, the window holding the run's duration and its pre-flight
 # (no upper bound: a time, which a loaded machine stretches), the sum within the wall
