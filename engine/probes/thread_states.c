@@ -71,19 +71,25 @@ struct ts_thread {
 	char **knames; /* procfs: the kernel frames by name */
 	size_t n_knames;
 	char wchan[64];
-	const uint8_t *stack; /* stack_len bytes copied at sp: into the snapshot's buffer, or own */
+	uint8_t *stack; /* stack_len bytes copied at sp (owned) */
 	size_t stack_len;
-	uint8_t *own_stack;
 };
 
 struct snapshot {
 	bool taken;
-	char *buf; /* the iterator's records */
 	struct ts_thread *t;
 	size_t n, cap;
 	uint64_t cut;
 	uint64_t took_ns, bytes;
 	char why[800]; /* not taken: why */
+};
+
+/* What the end snapshot says of one of its threads. */
+struct ts_row {
+	struct ts_thread *t;
+	const struct ts_thread *start; /* NULL: not in the start snapshot (new) */
+	bool ran, blocked, reported;
+	long row; /* its stack's row in the sampler; -1 none */
 };
 
 struct ts_priv {
@@ -93,6 +99,12 @@ struct ts_priv {
 	bool procfs, no_target, detached;
 	char why[800]; /* why procfs, or why nothing */
 	struct snapshot start, end;
+	/* the end snapshot matched with the start one, and the threads reported (pointers into rows) */
+	struct ts_thread *starts; /* the start snapshot's threads by tid (shallow copies) */
+	struct ts_row *rows;
+	struct ts_row **report;
+	size_t n_rows, n_report, n_ran, n_new, n_blocked;
+	uint64_t details_ns, details_bytes;
 };
 
 PROBE_BPF_SKELETON(thread_states)
@@ -137,7 +149,7 @@ static void thread_free(struct ts_thread *t)
 	for (size_t i = 0; i < t->n_knames; i++)
 		free(t->knames[i]);
 	free(t->knames);
-	free(t->own_stack);
+	free(t->stack);
 }
 
 static void snapshot_free(struct snapshot *s)
@@ -145,7 +157,6 @@ static void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; i < s->n; i++)
 		thread_free(&s->t[i]);
 	free(s->t);
-	free(s->buf);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -158,6 +169,15 @@ static struct ts_thread *snapshot_add(struct snapshot *s)
 	t->since_ns = -1;
 	t->syscall = -1;
 	return t;
+}
+
+/* Thread tid of s, or NULL (s is in the order it was read: a scan). */
+static struct ts_thread *snapshot_find(struct snapshot *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].tid == tid)
+			return &s->t[i];
+	return NULL;
 }
 
 /* /proc's letter for the scheduler's bits (fs/proc/array.c's task_state_array). */
@@ -189,49 +209,67 @@ static const char *tag_of(char state)
 
 /* ---- the iterator ---------------------------------------------------------------------------- */
 
-static void parse_records(struct snapshot *s, const char *buf, size_t len)
+/* The records of buf into s; a details read's go to the thread s already has (or a new one). */
+static void parse_records(struct snapshot *s, const char *buf, size_t len, bool details)
 {
-	size_t head = offsetof(struct ts_rec, stack);
+	size_t head = sizeof(struct ts_rec);
 	for (size_t off = 0; off + head <= len;) {
-		const struct ts_rec *r = (const struct ts_rec *)(buf + off);
-		if (r->magic != TS_REC_MAGIC || r->size < head || r->size > len - off)
+		struct ts_rec r;
+		memcpy(&r, buf + off, head);
+		if (r.magic != TS_REC_MAGIC || r.size < head || r.size > len - off)
 			break; /* never past what was read */
-		struct ts_thread *t = snapshot_add(s);
-		t->tgid = r->tgid;
-		t->tid = r->tid;
-		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)sizeof(r->comm), r->comm);
-		t->state = state_letter(r->state, r->exit_state);
-		t->flags = r->flags;
-		t->switches = r->nvcsw + r->nivcsw;
-		t->cpu_ns = r->sum_exec_ns;
-		if (r->flags & TS_F_ON_CPU) {
-			t->since_ns = 0;
-		} else if ((r->flags & TS_F_SCHED_INFO) && r->last_arrival && r->now_clock > r->last_arrival) {
-			/* it got its CPU at last_arrival and ran slice_ns: off it since their sum */
-			uint64_t slice = r->slice_ns <= r->now_clock - r->last_arrival ? r->slice_ns : 0;
-			t->since_ns = (int64_t)(r->now_clock - r->last_arrival - slice);
+		size_t kn = r.kstack_len <= TS_KSTACK_DEPTH ? r.kstack_len : TS_KSTACK_DEPTH;
+		if (kn * 8 > r.size - head)
+			kn = (r.size - head) / 8;
+		size_t stack = r.size - head - kn * 8;
+		if (stack > r.stack_len)
+			stack = r.stack_len;
+		struct ts_thread *t = details ? snapshot_find(s, r.tid) : NULL;
+		if (!t)
+			t = snapshot_add(s);
+		t->tgid = r.tgid;
+		t->tid = r.tid;
+		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)sizeof(r.comm), r.comm);
+		if (!details) { /* the counts are the states read's: the details read comes later */
+			t->state = state_letter(r.state, r.exit_state);
+			t->switches = r.nvcsw + r.nivcsw;
+			t->cpu_ns = r.sum_exec_ns;
+			t->since_ns = -1;
+			if (r.flags & TS_F_ON_CPU) {
+				t->since_ns = 0;
+			} else if ((r.flags & TS_F_SCHED_INFO) && r.last_arrival &&
+				   r.now_clock > r.last_arrival) {
+				/* it got its CPU at last_arrival and ran slice_ns: off it since their sum */
+				uint64_t slice =
+					r.slice_ns <= r.now_clock - r.last_arrival ? r.slice_ns : 0;
+				t->since_ns = (int64_t)(r.now_clock - r.last_arrival - slice);
+			}
+			memcpy(t->futex, r.futex, sizeof(t->futex));
 		}
-		if (r->flags & TS_F_REGS) {
-			t->syscall = r->syscall;
-			memcpy(t->args, r->args, sizeof(t->args));
-			t->ip = r->ip;
-			t->sp = r->sp;
-			t->bp = r->bp;
+		t->flags = (t->flags & TS_F_FUTEX) | r.flags;
+		if (r.flags & TS_F_REGS) {
+			t->syscall = r.syscall;
+			memcpy(t->args, r.args, sizeof(t->args));
+			t->ip = r.ip;
+			t->sp = r.sp;
+			t->bp = r.bp;
 		}
-		memcpy(t->futex, r->futex, sizeof(t->futex));
-		t->n_kstack = r->kstack_len <= TS_KSTACK_DEPTH ? r->kstack_len : TS_KSTACK_DEPTH;
-		memcpy(t->kstack, r->kstack, t->n_kstack * sizeof(t->kstack[0]));
-		size_t stack = r->stack_len <= r->size - head ? r->stack_len : r->size - head;
-		t->stack = r->stack;
-		t->stack_len = stack;
-		off += r->size;
+		if (details) {
+			t->n_kstack = kn;
+			memcpy(t->kstack, buf + off + head, kn * 8);
+			free(t->stack);
+			t->stack = stack ? xmalloc(stack) : NULL;
+			memcpy(t->stack, buf + off + head + kn * 8, stack);
+			t->stack_len = stack;
+		}
+		off += r.size;
 	}
 }
 
-static void snap_iterator(struct probe *p, struct ts_priv *tp, bool full, struct snapshot *s)
+static void snap_iterator(struct probe *p, struct ts_priv *tp, unsigned mode, struct snapshot *s)
 {
 	struct thread_states_bpf *sk = tp->skel;
-	sk->bss->full = full;
+	sk->bss->mode = mode;
 	sk->bss->written = 0;
 	sk->bss->cut = 0;
 	int fd = bpf_iter_create(bpf_link__fd(tp->iter));
@@ -240,20 +278,24 @@ static void snap_iterator(struct probe *p, struct ts_priv *tp, bool full, struct
 			 strerror(errno));
 		return;
 	}
-	size_t per = offsetof(struct ts_rec, stack) + (full ? (size_t)probe_opt(p, "stack_bytes") : 0);
+	size_t per = sizeof(struct ts_rec) +
+		     (mode == TS_MODE_DETAILS ? TS_KSTACK_DEPTH * 8 + (size_t)probe_opt(p, "stack_bytes")
+					      : 0);
 	size_t max = (size_t)probe_opt(p, "max_threads") * per + TS_PAGE, len = 0;
 	struct diag_err err;
 	/* a stall domain of its own per process: what the program copies is that process's memory */
 	uint64_t domain = 1ull << 62 | (uint64_t)(unsigned)p->cfg.filter.pid;
-	s->buf = tfile_read_fd(p->files, fd, domain, "the threads' snapshot", max, &len, &err);
+	char *buf = tfile_read_fd(p->files, fd, domain, "the threads' snapshot", max, &len, &err);
 	close(fd);
-	if (!s->buf) {
+	if (!buf) {
 		snprintf(s->why, sizeof(s->why), "%s", err.msg);
 		return;
 	}
-	s->bytes = len;
-	parse_records(s, s->buf, len);
-	s->cut = sk->bss->cut;
+	s->bytes += len;
+	parse_records(s, buf, len, mode == TS_MODE_DETAILS);
+	free(buf);
+	if (mode != TS_MODE_DETAILS)
+		s->cut = sk->bss->cut;
 	s->taken = true;
 }
 
@@ -321,7 +363,9 @@ static void parse_kernel_stack(struct ts_thread *t, const char *text)
 	}
 }
 
-static void procfs_thread(struct probe *p, int pid, int tid, bool full, struct snapshot *s)
+/* One thread's stat, schedstat and syscall (and in TS_MODE_STATES its futex's words) into a new
+ * entry of s. */
+static void procfs_thread(struct probe *p, int pid, int tid, unsigned mode, struct snapshot *s)
 {
 	char *stat = read_task_file(p, pid, tid, "stat", 4096);
 	const char *open = stat ? strchr(stat, '(') : NULL, *close = stat ? strrchr(stat, ')') : NULL;
@@ -362,9 +406,17 @@ static void procfs_thread(struct probe *p, int pid, int tid, bool full, struct s
 		t->flags |= TS_F_REGS;
 	}
 	free(sc);
-	if (!full)
-		return;
-	t->flags |= TS_F_FULL;
+	if (mode == TS_MODE_STATES && t->state != 'R' &&
+	    (t->syscall == NR_FUTEX || t->syscall == NR_FUTEX_WAIT) && t->args[0] &&
+	    read_mem_pages(p, pid, t->args[0], (uint8_t *)t->futex, sizeof(t->futex)) == sizeof(t->futex))
+		t->flags |= TS_F_FUTEX;
+}
+
+/* A reported thread's kernel stack (or wchan) and the top of its user stack. */
+static void procfs_details(struct probe *p, struct ts_thread *t)
+{
+	int pid = (int)t->tgid, tid = (int)t->tid;
+	t->flags |= TS_F_DETAILS;
 	char *stack = read_task_file(p, pid, tid, "stack", 16384);
 	if (stack)
 		parse_kernel_stack(t, stack);
@@ -377,15 +429,11 @@ static void procfs_thread(struct probe *p, int pid, int tid, bool full, struct s
 	}
 	size_t want = (size_t)probe_opt(p, "stack_bytes");
 	if (t->state != 'R' && (t->flags & TS_F_REGS) && t->sp && want) {
-		t->own_stack = xmalloc(want);
-		t->stack_len = read_mem_pages(p, pid, t->sp, t->own_stack, want);
-		t->stack = t->own_stack;
+		t->stack = xmalloc(want);
+		t->stack_len = read_mem_pages(p, pid, t->sp, t->stack, want);
 		if (t->stack_len < want)
 			t->flags |= TS_F_STACK_CUT;
 	}
-	if (t->state != 'R' && (t->syscall == NR_FUTEX || t->syscall == NR_FUTEX_WAIT) && t->args[0] &&
-	    read_mem_pages(p, pid, t->args[0], (uint8_t *)t->futex, sizeof(t->futex)) == sizeof(t->futex))
-		t->flags |= TS_F_FUTEX;
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -394,7 +442,7 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void snap_procfs(struct probe *p, bool full, struct snapshot *s)
+static void snap_procfs(struct probe *p, unsigned mode, struct snapshot *s)
 {
 	int pids[TARGET_MAX_PROCS];
 	size_t np = target_pids_of(&p->cfg.filter, pids, TARGET_MAX_PROCS);
@@ -422,21 +470,116 @@ static void snap_procfs(struct probe *p, bool full, struct snapshot *s)
 				s->cut++;
 				continue;
 			}
-			procfs_thread(p, pids[i], tids[k], full, s);
+			procfs_thread(p, pids[i], tids[k], mode, s);
 		}
 		free(tids);
 	}
 	s->taken = true;
 }
 
-static void take(struct probe *p, struct ts_priv *tp, bool full, struct snapshot *s)
+static void take(struct probe *p, struct ts_priv *tp, unsigned mode, struct snapshot *s)
 {
 	uint64_t t0 = mono_ns();
 	if (tp->procfs)
-		snap_procfs(p, full, s);
+		snap_procfs(p, mode, s);
 	else
-		snap_iterator(p, tp, full, s);
+		snap_iterator(p, tp, mode, s);
 	s->took_ns = mono_ns() - t0;
+}
+
+/* ---- matching the snapshots, and the threads reported ------------------------------------------ */
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct ts_thread *x = a, *y = b;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int cmp_report(const void *a, const void *b)
+{
+	const struct ts_row *x = *(struct ts_row *const *)a, *y = *(struct ts_row *const *)b;
+	int64_t sx = x->t->since_ns < 0 ? INT64_MAX : x->t->since_ns;
+	int64_t sy = y->t->since_ns < 0 ? INT64_MAX : y->t->since_ns;
+	if (sx != sy)
+		return sx < sy ? 1 : -1;
+	return (x->t->tid > y->t->tid) - (x->t->tid < y->t->tid);
+}
+
+/* The end snapshot matched with the start one: a thread whose switches and CPU time did not move
+ * did not run in between (blocked throughout); those are reported, most blocked first (at most
+ * max_reported), with the threads their futex words name. */
+static void select_reported(struct probe *p, struct ts_priv *tp)
+{
+	const struct snapshot *a = &tp->start, *b = &tp->end;
+	size_t n = b->n, max_rep = (size_t)probe_opt(p, "max_reported");
+	if (a->n) {
+		tp->starts = xmalloc(a->n * sizeof(*tp->starts));
+		memcpy(tp->starts, a->t, a->n * sizeof(*tp->starts)); /* shallow: only counts are read */
+		qsort(tp->starts, a->n, sizeof(*tp->starts), cmp_tid);
+	}
+	tp->rows = xcalloc(n ? n : 1, sizeof(*tp->rows));
+	tp->report = xcalloc(n ? n : 1, sizeof(*tp->report));
+	tp->n_rows = n;
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct ts_row *r = &tp->rows[i];
+		r->t = &b->t[i];
+		r->row = -1;
+		r->start = tp->starts ? bsearch(r->t, tp->starts, a->n, sizeof(*tp->starts), cmp_tid)
+				      : NULL;
+		r->ran = !r->start || r->start->switches != r->t->switches ||
+			 r->start->cpu_ns != r->t->cpu_ns;
+		r->blocked = !r->ran;
+		tp->n_new += !r->start;
+		tp->n_ran += r->ran;
+		tp->n_blocked += r->blocked;
+		if (r->blocked)
+			tp->report[nr++] = r;
+	}
+	qsort(tp->report, nr, sizeof(*tp->report), cmp_report);
+	if (nr > max_rep)
+		nr = max_rep;
+	for (size_t i = 0; i < nr; i++)
+		tp->report[i]->reported = true;
+	/* the threads a reported thread's futex words name (a lock's owner, whatever its state) */
+	size_t named_until = nr;
+	for (size_t i = 0; i < named_until; i++) {
+		const struct ts_thread *t = tp->report[i]->t;
+		if (!(t->flags & TS_F_FUTEX))
+			continue;
+		for (int w = 0; w < TS_FUTEX_WORDS; w++) {
+			uint32_t tid = t->futex[w] & 0x3fffffffu;
+			for (size_t k = 0; tid && k < n && nr < max_rep + TS_NAMED_EXTRA; k++)
+				if (!tp->rows[k].reported && tp->rows[k].t->tid == tid &&
+				    tp->rows[k].t->tgid == t->tgid) {
+					tp->rows[k].reported = true;
+					tp->report[nr++] = &tp->rows[k];
+				}
+		}
+	}
+	tp->n_report = nr;
+}
+
+/* The reported threads' kernel stacks and stack tops: a second read of those threads only. */
+static void take_details(struct probe *p, struct ts_priv *tp)
+{
+	uint64_t t0 = mono_ns();
+	if (tp->procfs) {
+		for (size_t i = 0; i < tp->n_report; i++)
+			procfs_details(p, tp->report[i]->t);
+	} else if (tp->n_report) {
+		int fd = bpf_map__fd(tp->skel->maps.want);
+		for (size_t i = 0; i < tp->n_report; i++) {
+			__u32 tid = tp->report[i]->t->tid;
+			__u8 one = 1;
+			bpf_map_update_elem(fd, &tid, &one, BPF_ANY);
+		}
+		struct snapshot *s = &tp->end;
+		uint64_t before = s->bytes;
+		snap_iterator(p, tp, TS_MODE_DETAILS, s);
+		tp->details_bytes = s->bytes - before;
+	}
+	tp->details_ns = mono_ns() - t0;
 }
 
 /* ---- the kind's ops -------------------------------------------------------------------------- */
@@ -468,6 +611,8 @@ static int ts_load(struct probe *p, struct diag_err *err)
 			return -1;
 		tp->skel->rodata->stack_bytes = (__u32)probe_opt(p, "stack_bytes");
 		tp->skel->rodata->max_threads = (__u32)probe_opt(p, "max_threads");
+		bpf_map__set_max_entries(tp->skel->maps.want,
+					 (__u32)probe_opt(p, "max_reported") + TS_NAMED_EXTRA);
 		probe_bpf_select_variant(tp->skel->obj, *v);
 		if (probe_variant_loaded(p, &tries, *v, thread_states_bpf__load(tp->skel)))
 			return 0;
@@ -498,15 +643,20 @@ static int ts_attach(struct probe *p, struct diag_err *err)
 			return -1;
 		tp->iter = link;
 	}
-	take(p, tp, false, &tp->start);
+	take(p, tp, TS_MODE_COUNTS, &tp->start);
 	return 0;
 }
 
 static void ts_detach(struct probe *p)
 {
 	struct ts_priv *tp = p->priv;
-	if (!tp->detached && tp->start.taken && (tp->procfs || tp->iter))
-		take(p, tp, true, &tp->end);
+	if (!tp->detached && tp->start.taken && (tp->procfs || tp->iter)) {
+		take(p, tp, TS_MODE_STATES, &tp->end);
+		if (tp->end.taken) {
+			select_reported(p, tp);
+			take_details(p, tp);
+		}
+	}
 	tp->detached = true;
 	tp->iter = NULL;
 	probe_bpf_detach(p);
@@ -520,6 +670,13 @@ static void ts_destroy(struct probe *p)
 	tp->iter = NULL;
 	snapshot_free(&tp->start);
 	snapshot_free(&tp->end);
+	free(tp->starts);
+	free(tp->rows);
+	free(tp->report);
+	tp->starts = NULL;
+	tp->rows = NULL;
+	tp->report = NULL;
+	tp->n_rows = tp->n_report = 0;
 }
 
 /* ---- what a thread waits on ------------------------------------------------------------------ */
@@ -668,30 +825,6 @@ static char *path_value(struct probe *p, const struct ts_thread *t, int arg)
 }
 
 /* ---- collect ----------------------------------------------------------------------------------- */
-
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct ts_thread *x = a, *y = b;
-	return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-/* What collect knows of one end-snapshot thread. */
-struct ts_row {
-	struct ts_thread *t;
-	const struct ts_thread *start; /* NULL: not in the start snapshot (new) */
-	bool ran, blocked, reported;
-	long row; /* its stack's row in the sampler; -1 none */
-};
-
-static int cmp_report(const void *a, const void *b)
-{
-	const struct ts_row *x = *(struct ts_row *const *)a, *y = *(struct ts_row *const *)b;
-	int64_t sx = x->t->since_ns < 0 ? INT64_MAX : x->t->since_ns;
-	int64_t sy = y->t->since_ns < 0 ? INT64_MAX : y->t->since_ns;
-	if (sx != sy)
-		return sx < sy ? 1 : -1;
-	return (x->t->tid > y->t->tid) - (x->t->tid < y->t->tid);
-}
 
 struct sample_ctx {
 	struct ts_row **report;
@@ -860,70 +993,27 @@ static int ts_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 		struct value *sv = value_obj_set(snaps, names[i], value_obj());
 		value_set_int(sv, "threads", (int64_t)both[i]->n);
 		value_set_num(sv, "took_ms", both[i]->took_ns / 1e6);
-		value_set_int(sv, "bytes", (int64_t)both[i]->bytes);
+		value_set_int(sv, "bytes", (int64_t)(both[i]->bytes - (i ? tp->details_bytes : 0)));
 	}
+	struct value *dv = value_obj_set(snaps, "details", value_obj());
+	value_set_int(dv, "threads", (int64_t)tp->n_report);
+	value_set_num(dv, "took_ms", tp->details_ns / 1e6);
+	value_set_int(dv, "bytes", (int64_t)tp->details_bytes);
 	uint64_t window_ns = (uint64_t)(ctx && ctx->wall_s > 0 ? ctx->wall_s * 1e9 : 0);
-	struct ts_thread *starts = a->n ? xmalloc(a->n * sizeof(*starts)) : NULL;
-	if (a->n) {
-		memcpy(starts, a->t, a->n * sizeof(*starts)); /* shallow: only the counts are read */
-		qsort(starts, a->n, sizeof(*starts), cmp_tid);
-	}
-	size_t n = a->taken && b->taken ? b->n : 0, n_ran = 0, n_new = 0, n_blocked = 0;
-	struct ts_row *rows = xcalloc(n ? n : 1, sizeof(*rows));
-	struct ts_row **report = xcalloc(n ? n : 1, sizeof(*report));
-	size_t nr = 0, max_rep = (size_t)probe_opt(p, "max_reported");
-	for (size_t i = 0; i < n; i++) {
-		struct ts_row *r = &rows[i];
-		r->t = &b->t[i];
-		r->row = -1;
-		r->start = starts ? bsearch(r->t, starts, a->n, sizeof(*starts), cmp_tid) : NULL;
-		r->ran = !r->start || r->start->switches != r->t->switches ||
-			 r->start->cpu_ns != r->t->cpu_ns;
-		r->blocked = !r->ran;
-		n_new += !r->start;
-		n_ran += r->ran;
-		n_blocked += r->blocked;
-		if (r->blocked)
-			report[nr++] = r;
-	}
-	qsort(report, nr, sizeof(*report), cmp_report);
-	if (nr > max_rep)
-		nr = max_rep;
-	for (size_t i = 0; i < nr; i++)
-		report[i]->reported = true;
-	/* the threads a reported thread's futex words name (a lock's owner, whatever its state) */
-	size_t named_until = nr;
-	for (size_t i = 0; i < named_until; i++) {
-		const struct ts_thread *t = report[i]->t;
-		if (!(t->flags & TS_F_FUTEX))
-			continue;
-		for (int w = 0; w < TS_FUTEX_WORDS; w++) {
-			uint32_t tid = t->futex[w] & 0x3fffffffu;
-			for (size_t k = 0; tid && k < n && nr < max_rep + TS_NAMED_EXTRA; k++)
-				if (!rows[k].reported && rows[k].t->tid == tid &&
-				    rows[k].t->tgid == t->tgid) {
-					rows[k].reported = true;
-					report[nr++] = &rows[k];
-				}
-		}
-	}
-	value_set_int(res, "threads_seen", (int64_t)n);
-	value_set_int(res, "threads_ran", (int64_t)n_ran);
-	value_set_int(res, "threads_new", (int64_t)n_new);
-	value_set_int(res, "threads_blocked", (int64_t)n_blocked);
+	value_set_int(res, "threads_seen", (int64_t)tp->n_rows);
+	value_set_int(res, "threads_ran", (int64_t)tp->n_ran);
+	value_set_int(res, "threads_new", (int64_t)tp->n_new);
+	value_set_int(res, "threads_blocked", (int64_t)tp->n_blocked);
 	value_set_int(res, "threads_cut", (int64_t)(a->cut > b->cut ? a->cut : b->cut));
-	value_set_int(res, "threads_reported", (int64_t)nr);
+	value_set_int(res, "threads_reported", (int64_t)tp->n_report);
 	struct sample_ctx sc;
 	struct python_procs *py = NULL;
-	struct stack_sampler *smp = unwind_reported(p, report, nr, &sc, &py);
+	struct stack_sampler *smp = unwind_reported(p, tp->report, tp->n_report, &sc, &py);
 	struct value *threads = value_obj_set(res, "threads", value_arr());
-	for (size_t i = 0; i < nr; i++)
-		value_arr_push(threads, thread_value(p, ctx, report[i], smp, py, window_ns));
-	stack_sampler_report(smp, res, probe_opt(p, "stack_bytes"), nr, 0);
+	for (size_t i = 0; i < tp->n_report; i++)
+		value_arr_push(threads, thread_value(p, ctx, tp->report[i], smp, py, window_ns));
+	stack_sampler_report(smp, res, probe_opt(p, "stack_bytes"), tp->n_report, 0);
 	stack_sampler_free(smp);
-	free(report);
-	free(rows);
-	free(starts);
 	return 0;
 }
 
@@ -944,6 +1034,11 @@ static const struct result_field ts_results[] = {
 	{ "snapshots.end.threads", RT_INTEGER, "count", false, "threads read" },
 	{ "snapshots.end.took_ms", RT_NUMBER, "ms", false, "time to take it" },
 	{ "snapshots.end.bytes", RT_INTEGER, "bytes", false, "bytes the iterator wrote" },
+	{ "snapshots.details", RT_OBJECT, NULL, false,
+	  "the reported threads read again in full: kernel stacks, stack tops" },
+	{ "snapshots.details.threads", RT_INTEGER, "count", false, "threads read" },
+	{ "snapshots.details.took_ms", RT_NUMBER, "ms", false, "time to read them" },
+	{ "snapshots.details.bytes", RT_INTEGER, "bytes", false, "bytes the iterator wrote" },
 	{ "threads_seen", RT_INTEGER, "count", false, "threads at the end (both snapshots taken)" },
 	{ "threads_ran", RT_INTEGER, "count", false,
 	  "threads that ran in the window, or appeared in it (the off-CPU probes see them)" },
