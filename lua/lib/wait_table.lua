@@ -30,6 +30,10 @@
 --   detail_by_caller  optional: {CALLER = words} added as "WHAT (WORDS)" when the named frame's
 --            caller is CALLER
 --   parked_is_idle  optional: waits averaging waits.PARKED_NS or more are idle (a parked pool)
+--   python_under  optional: the innermost Python frame above the fn frame (CPython stacks read
+--            with their Python frames) must be one of these names
+--   python   optional: true, the stack must have a Python frame above the fn frame (what the
+--            Python code waits on is then its own, e.g. a lock it takes)
 --   fallback optional: matched only when no other entry matches any frame (a generic wait
 --            whose callers say more)
 --   steps    next steps, "{pid}" replaced by the target's pid
@@ -140,6 +144,19 @@ return {
       "Which threads hold it: py-spy dump --pid {pid}" } },
   { runtime = "cpython", fn = { "pthread_cond_wait" }, under = { "PyEval_SaveThread", "drop_gil" }, within = 1, class = "gil",
     what = "another thread to take the GIL (drop_gil's forced switch)", steps = { "Which threads hold it: py-spy dump --pid {pid}" } },
+  -- PyThread_acquire_lock_timed is every blocking acquire of a Python lock; the Python frame that
+  -- called it says what for: threading's own waits for work (a Condition, Event, Queue, join, a
+  -- futures worker's empty queue), else a lock the code takes (with lock:, lock.acquire())
+  { runtime = "cpython", fn = { "PyThread_acquire_lock_timed" }, class = "condition", parked_is_idle = true,
+    python_under = { "Condition.wait (*", "Condition.wait_for (*", "Event.wait (*", "Thread._wait_for_tstate_lock (*",
+      "Thread.join (*", "Semaphore.acquire (*", "BoundedSemaphore.acquire (*", "Barrier.wait (*", "Barrier._wait (*",
+      "Queue.get (*", "Queue.put (*", "SimpleQueue.get (*", "_worker (*/concurrent/futures/thread.py*",
+      "_worker (*/concurrent/futures/process.py*", "Timer.run (*" },
+    what = "work (threading: a Condition, Event or Queue wait, a join)",
+    steps = { "What it waits for: py-spy dump --pid {pid}" } },
+  { runtime = "cpython", fn = { "PyThread_acquire_lock_timed" }, python = true, class = "lock",
+    what = "a Python lock (threading.Lock or RLock)",
+    steps = { "Which lock and who holds it: py-spy dump --pid {pid} --locals (the lock objects each frame holds)" } },
   { runtime = "cpython", fn = { "PyThread_acquire_lock_timed" }, class = "condition", parked_is_idle = true,
     what = "a Python lock (threading.Lock, or a Condition or Queue wait)",
     steps = { "Which lock and who holds it: py-spy dump --pid {pid}" } },

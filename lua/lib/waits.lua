@@ -25,9 +25,10 @@ waits.KERNEL = {
   futex = { "^futex_wait", "^__futex_wait", "^futex_q_lock" },
   poll = { "^ep_poll", "^do_epoll_wait", "^do_sys_poll", "^do_select", "^core_sys_select",
     "^inet_csk_accept", "^inet_csk_wait_for_connect", "^unix_wait_for_peer_accept", "^__do_sys_pause",
-    "^do_sigtimedwait", "^sys_pause" },
+    "^do_sigtimedwait", "^sys_pause", "_sys_pause$", "_sys_rt_sigsuspend$", "^do_wait$" },
   peer = { "^sk_wait_data", "^tcp_recvmsg", "^unix_stream_read_generic", "^unix_stream_data_wait",
-    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "^wait_woken" },
+    "^inet_wait_for_connect", "^__skb_wait_for_more_packets", "^pipe_read", "pipe_read$", "^pipe_write",
+    "pipe_write$", "^wait_woken" },
   sleep = { "^do_nanosleep", "^hrtimer_nanosleep", "^common_nsleep", "^clock_nanosleep" },
 }
 
@@ -62,10 +63,16 @@ local CLASS_OF = { lock = "lock", latch = "latch", condition = "work-wait", ["ev
   idle = "work-wait", gil = "gil", park = "park", peer = "peer", sleep = "sleep" }
 
 -- Whether frame is the function name: equal, a demangled C++ frame with its parameters
--- ("Parker::park(bool, long)"), or any frame it begins when the name ends in "*".
+-- ("Parker::park(bool, long)"), or any frame it begins when the name ends in "*"; a "*" before
+-- the end stands for any text ("_worker (*/concurrent/futures/thread.py:*").
+local function glob(name)
+  return "^" .. name:gsub("[%^%$%(%)%%%.%[%]%+%-%?]", "%%%0"):gsub("%*", ".*") .. "$"
+end
 function waits.frame_is(frame, name)
   if frame == name then return true end
-  if name:sub(-1) == "*" then return frame:sub(1, #name - 1) == name:sub(1, -2) end
+  local star = name:find("*", 1, true)
+  if star == #name then return frame:sub(1, #name - 1) == name:sub(1, -2) end
+  if star then return frame:find(glob(name)) ~= nil end
   return frame:sub(1, #name + 1) == name .. "("
 end
 
@@ -88,6 +95,10 @@ local function check_entry(e, bad)
   if e.follow ~= nil and (type(e.follow) ~= "string" or not e.follow:find("^[a-z0-9][a-z0-9-]*$")) then
     bad("follow: a recipe name (lowercase letters, digits and -)")
   end
+  if e.python_under ~= nil and (type(e.python_under) ~= "table" or #e.python_under == 0) then
+    bad("python_under: a list of Python frame names")
+  end
+  if e.python ~= nil and type(e.python) ~= "boolean" then bad("python: true or false") end
 end
 
 -- The entries, once: the authors' (every global wait_table_NAME, by name) before wait_table's.
@@ -117,18 +128,44 @@ local function named_caller(frames, i)
   return nil
 end
 
--- waits.match(user): the table entry naming the wait of these user frames (leaf first): the
--- innermost frame an entry names wins, the earlier entry at one frame; fallback entries only
--- when no other matches. {entry=, frame= the fn frame, at= the frame naming it (the under
+-- The index of the innermost Python frame above frames[i] (from: the stack's user_from), or nil.
+local function python_above(frames, from, i)
+  for j = i + 1, #frames do
+    if from and from[j] == "python" then return j end
+  end
+  return nil
+end
+
+-- Whether entry e's Python conditions hold for the fn frame at i: python_under, the innermost
+-- Python frame above it is one of these; python, there is a Python frame above it. The index of
+-- the frame naming the wait (that Python frame), or i.
+local function python_at(e, frames, from, i)
+  if not e.python_under and not e.python then return i end
+  local j = python_above(frames, from, i)
+  if not j then return nil end
+  if e.python_under and not frame_in(frames[j], e.python_under) then return nil end
+  return j
+end
+
+-- waits.match(user, from): the table entry naming the wait of these user frames (leaf first;
+-- from: their user_from, which entries with Python conditions read): the innermost frame an
+-- entry names wins, the earlier entry at one frame; fallback entries only when no other
+-- matches. {entry=, frame= the fn frame, at= the frame naming it (the under frame, the Python
 -- frame, or fn's), caller= at's caller}, or nil.
-function waits.match(user)
+function waits.match(user, from)
   local frames = user or {}
   for _, fallback in ipairs({ false, true }) do
     for i, f in ipairs(frames) do
       for _, e in ipairs(waits.entries()) do
         if (e.fallback == true) == fallback and frame_in(f, e.fn) then
           local j = under_at(e, frames, i)
-          if j then return { entry = e, frame = f, at = frames[j], caller = named_caller(frames, j) } end
+          local p = j and python_at(e, frames, from, i)
+          if p then
+            if e.python_under or e.python then -- the Python frame, called by the next Python frame
+              return { entry = e, frame = f, at = frames[p], caller = frames[python_above(frames, from, p) or 0] }
+            end
+            return { entry = e, frame = f, at = frames[j], caller = named_caller(frames, j) }
+          end
         end
       end
     end
@@ -136,8 +173,10 @@ function waits.match(user)
   return nil
 end
 
--- The name of a frame as the words show it: a demangled C++ frame without its parameters.
+-- The name of a frame as the words show it: a demangled C++ frame without its parameters (a
+-- Python frame, "qualname (file.py:line)", keeps its place).
 local function short_name(f)
+  if f:find("^%S+ %(.*%)$") then return f end
   return (f:gsub("%b()$", ""))
 end
 
@@ -187,7 +226,7 @@ end
 local function parked(s) return (s.count or 0) > 0 and (s.weight or 0) / s.count >= waits.PARKED_NS end
 
 local function runtime_class(s)
-  local m = waits.match(s.user)
+  local m = waits.match(s.user, s.user_from)
   if not m then return nil end
   if m.entry.parked_is_idle and parked(s) then return "work-wait", m end
   return CLASS_OF[m.entry.class], m
@@ -223,7 +262,8 @@ end
 -- block (sleeps, polls, reads, syncs), the clock, and the thread start.
 local NOT_OWN = { "^_", "^pthread_", "^sem_", "^futex", "^syscall$", "nanosleep$", "^epoll_",
   "^poll$", "^select$", "^accept", "^recv", "^read$", "^pread", "^fsync$", "^fdatasync$",
-  "^usleep$", "^sleep$", "^clock_gettime", "^start_thread$", "^clone" }
+  "^usleep$", "^sleep$", "^clock_gettime", "^start_thread$", "^clone", "^pause$", "^sigsuspend$",
+  "^sigwait", "^sigtimedwait$", "^wait$", "^waitpid$", "^wait4$", "^waitid$" }
 
 -- A named frame of the target's own code.
 function waits.is_own(f)
