@@ -67,8 +67,8 @@ struct ts_thread {
 	uint64_t ip, sp, bp;
 	uint32_t futex[TS_FUTEX_WORDS];
 	size_t n_kstack;
-	uint64_t kstack[TS_KSTACK_DEPTH];
-	char **knames; /* procfs: the kernel frames by name */
+	uint64_t *kstack; /* the details read's kernel frames (owned); NULL before it */
+	char **knames;    /* procfs: the kernel frames by name */
 	size_t n_knames;
 	char wchan[64];
 	uint8_t *stack; /* stack_len bytes copied at sp (owned) */
@@ -150,6 +150,7 @@ static void thread_free(struct ts_thread *t)
 		free(t->knames[i]);
 	free(t->knames);
 	free(t->stack);
+	free(t->kstack);
 }
 
 static void snapshot_free(struct snapshot *s)
@@ -255,6 +256,8 @@ static void parse_records(struct snapshot *s, const char *buf, size_t len, bool 
 			t->bp = r.bp;
 		}
 		if (details) {
+			free(t->kstack);
+			t->kstack = kn ? xmalloc(kn * 8) : NULL;
 			t->n_kstack = kn;
 			memcpy(t->kstack, buf + off + head, kn * 8);
 			free(t->stack);
