@@ -32,6 +32,22 @@
 -- process used >= half a CPU: a busy main thread among parked helpers); else ok.
 -- Each verdict names the call path (root first) of its heaviest stack and the function in the
 -- target's own code nearest the wait (waits.own_frame skips libc / libpthread / the vDSO).
+--
+-- Threads blocked since before the window (results.threads, the thread_states snapshots: a thread
+-- whose switches and CPU time did not move between the window's start and end), which no off-CPU
+-- stack shows, are read by lua/lib/blocked.lua (those not run for blocked_min_s at least):
+--   deadlock: threads waiting for glibc mutexes in a cycle, each held by the next (critical);
+--   likely-deadlock: two threads or more of a process waiting for a runtime's locks with no
+--     owner recorded (a Python threading.Lock, a Java monitor) the whole window (critical);
+--   held-lock: a thread waiting the whole window for a mutex whose holder does not let go (it
+--     sleeps, waits on something else, or runs on), named with the holder's thread and function;
+--   stuck-in-kernel: a thread uninterruptible the whole window, or in a file system request that
+--     gets no answer, named with its kernel stack and the file or device (at least a warning);
+--   the others (a peer, a latch...) count in their class as a stack would, for the whole window.
+-- Those that only wait for work (a condition variable, epoll, accept, a sleep) are idle: their
+-- time leaves the threads' time, so that the shares above are of the threads that matter, not
+-- diluted by a parked pool; when they are most of the waiting, the idle verdict names what they
+-- wait for.
 
 local T = {
   warn = diag.threshold("cause_pct_warn"),
@@ -41,6 +57,7 @@ local T = {
   top_n = diag.threshold("top_n"),
   peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
   gc_pct = diag.threshold("gc_pct_warn"),
+  blocked_min = diag.threshold("blocked_min_s"),
 }
 
 local offcpu, runq, syscalls = results.offcpu, results.runq, results.syscalls
@@ -51,14 +68,27 @@ local target_arg, _, pid = diag.target(run, context)
 -- other probes' and the pre-flight)
 local window = run.duration_s or (context and context.wall_s) or 0
 local threads = (context and context.threads) or 1
-local thread_ns = threads * window * 1e9
+local all_thread_ns = threads * window * 1e9
+-- the threads blocked since before the window (nil without the thread_states probe)
+local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
+local idle_threads, idle_throughout_ns = 0, 0
+for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
+if snap then idle_throughout_ns = math.min(snap.idle_ns, all_thread_ns) end
+-- the time of the threads that matter: threads x window, less the threads idle throughout
+local thread_ns = all_thread_ns - idle_throughout_ns
 local user_unwind = offcpu and offcpu.user_unwind
 local MIN_LOOKUPS = 20 -- fewer timed lookups make too thin a p99 to quote
 local peer_list = peers.summaries(results.peers, window) -- peer_wait: each connection's other end
 
 local function share(ns) return thread_ns > 0 and ns * 100 / thread_ns or 0 end
+-- of every thread's time, idle ones included (what the idle and state figures read)
+local function share_all(ns) return all_thread_ns > 0 and ns * 100 / all_thread_ns or 0 end
 local function plural(n) return n == 1 and "" or "s" end
 local function threads_x_window()
+  if idle_threads > 0 and idle_threads < threads then
+    return string.format("%d of %d threads x %.1f s; %d idle throughout left out", threads - idle_threads, threads,
+      window, idle_threads)
+  end
   return string.format("%d thread%s x %.1f s", threads, plural(threads), window)
 end
 
@@ -84,16 +114,33 @@ local function time_by_class()
 end
 
 local class = time_by_class()
+
+-- The threads blocked since before the window that no finding of their own tells (a peer, a latch,
+-- a GIL...) count in their class for the whole window, as a stack of theirs would.
+local function add_snapshot_others()
+  for _, b in ipairs(snap and snap.others or {}) do
+    local c = class[b.class] or class.other
+    c.ns = c.ns + (b.t.weight or 0)
+    c.count = c.count + 1
+    local pairs_ = {}
+    for i, st in ipairs(c.stacks) do pairs_[i] = { s = st, m = c.matches[i] } end
+    pairs_[#pairs_ + 1] = { s = b.t, m = b.match or false }
+    table.sort(pairs_, function(x, y) return (x.s.weight or 0) > (y.s.weight or 0) end)
+    for i, pr in ipairs(pairs_) do c.stacks[i], c.matches[i] = pr.s, pr.m end
+  end
+end
+add_snapshot_others()
 local off_ns = offcpu and offcpu.total_ns or 0
 local cpu_pct = context and context.cpu_pct -- 100 = one CPU
 local on_cpu_ns = cpu_pct and cpu_pct / 100 * window * 1e9 or nil
 
 -- Threads that never ran in the window never switched: the probe cannot see them. Their time is
 -- what is left of the threads' time; they were blocked throughout (parked, or stuck).
+local snap_ns = snap and (snap.idle_ns + snap.blocked_ns) or 0
 local function unseen_time()
   if not (offcpu and context and on_cpu_ns) then return 0 end
-  local ns = math.max(0, thread_ns - on_cpu_ns - off_ns)
-  if ns < thread_ns * 0.05 then return 0 end -- the two clocks' rounding
+  local ns = math.max(0, all_thread_ns - on_cpu_ns - off_ns - snap_ns)
+  if ns < all_thread_ns * 0.05 then return 0 end -- the two clocks' rounding
   return ns
 end
 local unseen_ns = unseen_time()
@@ -500,7 +547,208 @@ local function gc_pauses()
       "Where the time goes inside: diagnose high-cpu " .. target_arg .. " (collections show as gc_collect_main / deduce_unreachable)" }), pct
 end
 
+-- ---- threads blocked since before the window (the snapshots: lua/lib/blocked.lua) --------------
+
+-- The time of snapshot threads b..., and its share of the threads that matter.
+local function members_share(members)
+  local ns = 0
+  for _, b in ipairs(members) do ns = ns + (b.t.weight or 0) end
+  return share(ns), ns
+end
+
+local function addr(t) return string.format("0x%x", math.tointeger(t.futex and t.futex.addr) or 0) end
+
+-- "run_audit() [thread 12] (state S, futex())" — and its call path, for the evidence.
+local function thread_evidence(b)
+  local t = b.t
+  return string.format("%s (%s, state %s, %s): %s", blocked.name(t), t.comm or "?", t.state or "?",
+    t.syscall and (t.syscall .. "()") or "no system call", diag.user_path(t.user))
+end
+
+local function since_note()
+  return string.format("Blocked since before the run: neither switches nor CPU time moved between the snapshots at the window's start and end (thread_states, by %s%s)",
+    snap.how, snap.since_clock == "run-queue" and "; how long from the run-queue clock" or "")
+end
+
+local function cycle_line(members)
+  local names = {}
+  for _, b in ipairs(members) do names[#names + 1] = blocked.name(b.t) end
+  names[#names + 1] = names[1]
+  return table.concat(names, " → ")
+end
+
+-- Threads waiting for glibc mutexes in a cycle, each held by the next: a deadlock.
+local function deadlock()
+  if not snap then return nil end
+  if #snap.cycles == 0 then
+    return diag.ruled_out("deadlock", "no deadlock: no thread blocked since before the run waits for a mutex held by a thread that waits in turn (%d blocked throughout)", #snap.all)
+  end
+  local cyc = snap.cycles[1].members
+  local names = {}
+  for _, b in ipairs(cyc) do names[#names + 1] = blocked.name(b.t) end
+  local ev = diag.lines()
+  for i, b in ipairs(cyc) do
+    local nxt = cyc[i % #cyc + 1]
+    local prev = cyc[(i - 2) % #cyc + 1]
+    ev:add("%s has waited %s for the mutex at %s, held by %s; it holds the mutex at %s, which %s waits for",
+      blocked.name(b.t), blocked.how_long(b.t, snap), addr(b.t), blocked.name(nxt.t), addr(prev.t),
+      blocked.name(prev.t))
+  end
+  ev:add("The cycle: %s", cycle_line(cyc))
+  for _, b in ipairs(cyc) do ev:add(thread_evidence(b)) end
+  for k = 2, #snap.cycles do ev:add("Another deadlock: %s", cycle_line(snap.cycles[k].members)) end
+  ev:add(since_note())
+  ev:add("Mutex owners from each waiter's futex words: glibc's __owner (a default mutex's lock word holds 0, 1 or 2, not a thread id)")
+  local members = {}
+  for _, c in ipairs(snap.cycles) do for _, b in ipairs(c.members) do members[#members + 1] = b end end
+  local pct = members_share(members)
+  return diag.verdict("deadlock", "critical",
+    string.format("Deadlock: %s wait for each other's mutex%s since before the run", table.concat(names, #names == 2 and " and " or ", "),
+      #names == 2 and "" or "es in a cycle"), ev,
+    { string.format("These threads never wake: take the mutexes in one order everywhere (each of %s holds one the other wants), or take the second with pthread_mutex_trylock and back off",
+        table.concat(names, " and ")),
+      string.format("Every thread's stack before restarting: gdb -p %s -batch -ex 'thread apply all bt' (and a core: gcore %s)", pid, pid),
+      "The process does not recover by itself: restart it once the stacks are kept" }), pct
+end
+
+-- A runtime's lock waits with no owner recorded (a Python lock, a Java monitor): two threads or
+-- more of a process blocked on them the whole window are likely deadlocked.
+local function likely_deadlock()
+  if not snap then return nil end
+  local g
+  for _, x in ipairs(snap.runtime_locks) do
+    if #x.members >= 2 and (not g or #x.members > #g.members) then g = x end
+  end
+  if not g then
+    return diag.ruled_out("likely-deadlock", "not likely deadlocked: fewer than two threads of a process wait for locks with no owner recorded the whole window")
+  end
+  local m1 = g.members[1].match
+  local words = m1 and m1.entry.what or "a lock"
+  local runtime = m1 and m1.entry.runtime or nil
+  local ev = diag.lines(string.format("%d threads of process %d wait for locks the whole window, none of them running: %s",
+    #g.members, math.tointeger(g.tgid) or g.tgid, words))
+  local names = {}
+  for _, b in ipairs(g.members) do
+    names[#names + 1] = blocked.name(b.t)
+    ev:add("%s, blocked %s, waits for %s: %s", blocked.name(b.t), blocked.how_long(b.t, snap), blocked.waits_on(b),
+      diag.call_path(b.t.user, 12))
+  end
+  ev:add(since_note())
+  ev:add("The runtime records no owner of these locks where a snapshot can read it: a cycle is likely, not proven (a thread that took a lock and exited without releasing it looks the same)")
+  local steps = diag.lines()
+  if m1 and #(m1.entry.steps or {}) > 0 then
+    steps:extend(waits.steps(m1, pid))
+  else
+    steps:add("Which lock each thread holds and waits for: %s", runtime == "jvm" and string.format("jstack -l %s ('Found one Java-level deadlock')", pid)
+      or string.format("gdb -p %s -batch -ex 'thread apply all bt'", pid))
+  end
+  steps:add("Take the locks in one order everywhere, or with a timeout (lock.acquire(timeout=...)) that backs off")
+  local pct = members_share(g.members)
+  return diag.verdict("likely-deadlock", "critical",
+    string.format("Likely deadlocked: %s wait for %s the whole window, since before the run", table.concat(names, ", "), words),
+    ev, steps), pct
+end
+
+-- A lock waited for the whole window, whose holder does not let go (or is not recorded).
+local function held_lock()
+  if not snap then return nil end
+  local h
+  for _, x in ipairs(snap.holds) do
+    if not h or #x.waiters > #h.waiters then h = x end
+  end
+  local single
+  for _, x in ipairs(snap.runtime_locks) do
+    if #x.members == 1 then single = single or x.members[1] end
+  end
+  if not h and not single then
+    return diag.ruled_out("held-lock", "no lock held since before the run: no thread waits the whole window for a mutex whose holder keeps it")
+  end
+  local ev, steps, title, members = diag.lines(), diag.lines(), nil, nil
+  if h then
+    members = h.waiters
+    local w = h.waiters[1]
+    title = string.format("Lock held since before the run: %s has waited %s for the mutex at %s, held by %s",
+      blocked.name(w.t), blocked.how_long(w.t, snap), addr(w.t), blocked.holder_doing(h, snap))
+    for _, b in ipairs(h.waiters) do ev:add("Waiter: " .. thread_evidence(b)) end
+    if h.holder then
+      local ht = h.holder.t
+      ev:add("Holder: %s%s", thread_evidence(h.holder),
+        ht.kernel and #ht.kernel > 0 and (" — kernel: " .. diag.call_path(ht.kernel, 6)) or "")
+      local own = waits.own_frame(ht.user, ht.user_from)
+      if h.holder.blocked and h.holder.class == "sleep" then
+        steps:add("%s sleeps holding the mutex: release it before sleeping, or hold it only for the update", own and diag.fn(own) or "The holder")
+      elseif h.holder.blocked then
+        steps:add("%s waits for %s holding the mutex: release it before waiting, or fix what it waits for", own and diag.fn(own) or "The holder",
+          blocked.waits_on(h.holder))
+      else
+        steps:add("What %s does holding the mutex: diagnose high-cpu --pid %s (it ran in the window)", own and diag.fn(own) or "the holder", pid)
+      end
+    else
+      steps:add("The holder, thread %s, is gone: a thread that exits holding a mutex leaves it locked for ever (robust mutexes, PTHREAD_MUTEX_ROBUST, report it)",
+        math.tointeger(h.holder_tid) or h.holder_tid)
+    end
+    ev:add("Owner from the waiter's futex words: glibc's __owner")
+  else
+    members = { single }
+    local words = single.match and waits.describe(single.match) or "a lock"
+    title = string.format("Lock held since before the run: %s has waited %s for %s (its holder is not recorded)",
+      blocked.name(single.t), blocked.how_long(single.t, snap), words)
+    ev:add("%s: %s", blocked.name(single.t), diag.call_path(single.t.user, 12))
+    if single.match then steps:extend(waits.steps(single.match, pid)) end
+  end
+  ev:add(since_note())
+  steps:add("Every thread's stack: gdb -p %s -batch -ex 'thread apply all bt'", pid)
+  local pct = members_share(members)
+  local sev = diag.severity_at(pct, T.warn, T.crit) or "warning"
+  return diag.verdict("held-lock", sev, title, ev, steps), pct
+end
+
+-- Threads uninterruptible the whole window, or in a file system request that gets no answer.
+local function stuck_in_kernel()
+  if not snap then return nil end
+  if #snap.stuck == 0 then
+    return diag.ruled_out("stuck-in-kernel", "nothing stuck in the kernel: no thread uninterruptible, or waiting on a file system's server, the whole window")
+  end
+  local b = snap.stuck[1]
+  local t = b.t
+  local file = blocked.file_of(t)
+  local call = t.syscall and (t.syscall .. "()") or "the kernel"
+  local more = #snap.stuck > 1 and string.format(" (and %d more thread%s)", #snap.stuck - 1, plural(#snap.stuck - 1)) or ""
+  local function leaf_first(frames, n)
+    local out = {}
+    for i = 1, math.min(n, #frames) do out[i] = frames[i] end
+    return table.concat(out, " ← ")
+  end
+  local title = string.format("Stuck in the kernel: %s has waited %s in %s%s%s%s: %s", blocked.name(t), blocked.how_long(t, snap), call,
+    file and (" on " .. file) or "", t.state == "D" and ", uninterruptible" or "", more, leaf_first(t.kernel or {}, 3))
+  local ev = diag.lines()
+  for _, x in ipairs(snap.stuck) do
+    local xf = blocked.file_of(x.t)
+    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(x.t), x.t.state or "?", x.t.syscall and (x.t.syscall .. "()") or "?",
+      xf and (" on " .. xf) or "", blocked.how_long(x.t, snap), leaf_first(x.t.kernel or {}, 8))
+    ev:add("  user: %s", diag.user_path(x.t.user))
+  end
+  ev:add(since_note())
+  local steps = diag.lines()
+  local fs = t.fd and t.fd.fs or ""
+  local kernel = t.kernel or {}
+  if fs:find("^fuse") or diag.any_frame(kernel, { "^fuse_", "^request_wait_answer" }) then
+    steps:add("A FUSE file system's server does not answer%s: look at the process serving it (its logs, its own stacks); writing 1 to /sys/fs/fuse/connections/ID/abort ends the waits (ID: stat -c %%d %s)",
+      t.fd and t.fd.mount and (" (" .. t.fd.mount .. ")") or "", t.fd and t.fd.mount or "the mount point")
+  elseif fs:find("^nfs") or diag.any_frame(kernel, { "^nfs", "^rpc_", "^__rpc_" }) then
+    steps:add("The NFS server does not answer: dmesg | grep -i 'not responding'; a hard mount waits for ever (soft,timeo= bound it)")
+  elseif diag.any_frame(kernel, waits.KERNEL.disk) then
+    steps:add("The device does not complete its requests: dmesg (I/O errors, resets), /sys/block/DEV/inflight; diagnose io-saturation")
+  end
+  steps:add("Whether it moves at all: cat /proc/%s/task/%s/stack a few times; dmesg for 'blocked for more than' (the kernel's hung task warnings)",
+    math.tointeger(t.tgid) or t.tgid, math.tointeger(t.tid) or t.tid)
+  steps:add("Until the file system or device answers, the thread cannot be killed (uninterruptible) or holds whatever it took before the call")
+  local pct = members_share(snap.stuck)
+  return diag.verdict("stuck-in-kernel", diag.severity_at(pct, T.warn, T.crit) or "warning", title, ev, steps), pct
+end
+
 local HYPOTHESES = {
+  deadlock, likely_deadlock, held_lock, stuck_in_kernel,
   from_offcpu(lock_contention), from_offcpu(disk_io), from_offcpu(page_faults), from_offcpu(waiting_on_peer),
   function() if offcpu or lookups then return slow_name_resolution() end end,
   from_offcpu(sleeping), from_offcpu(gil_wait), from_offcpu(park_wait), from_offcpu(latch_wait),
@@ -521,36 +769,65 @@ local function event_loop_verdict()
     or fast and string.format("waiting for work: its upstreams answer fast (%s in p50 %s)", fast.name, diag.fmt_ns(fast.p50))
     or "waiting for work: no request waited on an upstream"
   return diag.verdict("event-loop", "info",
-    string.format("Event loop parked: the threads wait %s of their time%s; %s", diag.fmt_pct(share(loop.ns)), at, meanwhile),
+    string.format("Event loop parked: the threads wait %s of their time%s; %s", diag.fmt_pct(share_all(loop.ns)), at, meanwhile),
     evidence_for(loop, { "An event loop waits in epoll_wait both when it has no work and when its requests wait on upstreams: the stacks alone cannot tell" }),
     diag.lines():extend(waits.steps(m, pid)):extend({
       string.format("Which peers it talks to: ss -tinp | grep 'pid=%s' (rtt, send/receive queues)", pid),
       "If requests are slow, time the upstreams (their own latency, diagnose latency on them)" }))
 end
 
+-- Most of the waiting is threads waiting for work since before the window: what they wait for.
+local function snapshot_idle_verdict()
+  local g = snap.idle_groups[1]
+  local groups = #snap.idle_groups
+  local ev = diag.lines()
+  for i = 1, math.min(4, groups) do
+    local x = snap.idle_groups[i]
+    ev:add("%d thread%s wait%s for %s, blocked %s: %s", x.n, plural(x.n), x.n == 1 and "s" or "", x.words,
+      blocked.how_long(x.first.t, snap), diag.user_path(x.first.t.user))
+  end
+  if groups > 4 then ev:add("... and %d more kinds of wait", groups - 4) end
+  ev:add("On CPU %s, off CPU and seen %s, idle throughout %s of the threads' time (%d thread%s x %.1f s)",
+    diag.fmt_pct(share_all(on_cpu_ns or 0)), diag.fmt_pct(share_all(off_ns)), diag.fmt_pct(share_all(snap.idle_ns)),
+    threads, plural(threads), window)
+  ev:add(since_note())
+  local who = idle_threads >= threads and (threads == 1 and "its thread" or string.format("all %d threads", threads))
+    or string.format("%d of %d threads", idle_threads, threads)
+  return diag.verdict("idle", "info",
+    string.format("Idle: %s waited for work the whole window, since before the run (%s%s); nothing ran slowly",
+      who, g.words, groups > 1 and string.format(", and %d other wait%s", groups - 1, plural(groups - 1)) or ""),
+    ev,
+    diag.lines():extend(waits.steps(g.first.match, pid)):extend({
+      "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
+      "Compare with the request rate it should see: ss -tn state established '( sport = :PORT )', its access logs" }))
+end
+
 local function quiet_verdict()
   -- a thread busy on CPU among parked ones (a single-threaded server's main thread) is not idle
   local busy = cpu_pct and cpu_pct >= 50
-  local waiting = not busy and off_ns + unseen_ns >= thread_ns / 2
+  local waiting = not busy and off_ns + unseen_ns + snap_ns >= all_thread_ns / 2
   local work, loop = class["work-wait"], class["event-loop"]
+  if waiting and snap and snap.idle_ns > 0 and snap.idle_ns >= (off_ns + unseen_ns + snap_ns) / 2 then
+    return snapshot_idle_verdict()
+  end
   if waiting and off_ns > 0 and loop.ns > 0 and loop.ns >= work.ns and work.ns + loop.ns >= off_ns / 2 and
     not (unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2) then
     return event_loop_verdict()
   end
   if waiting and unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
     return diag.verdict("idle", "info",
-      string.format("Idle: threads were blocked throughout the window %s of their time; nothing ran slowly", diag.fmt_pct(share(unseen_ns))),
+      string.format("Idle: threads were blocked throughout the window %s of their time; nothing ran slowly", diag.fmt_pct(share_all(unseen_ns))),
       { string.format("%s of the threads' time (%s) was neither on a CPU nor seen leaving one: those threads slept the whole window",
-          diag.fmt_pct(share(unseen_ns)), threads_x_window()),
-        string.format("On CPU %s, off CPU and seen %s", diag.fmt_pct(share(on_cpu_ns or 0)), diag.fmt_pct(share(off_ns))) },
+          diag.fmt_pct(share_all(unseen_ns)), threads_x_window()),
+        string.format("On CPU %s, off CPU and seen %s", diag.fmt_pct(share_all(on_cpu_ns or 0)), diag.fmt_pct(share_all(off_ns))) },
       { string.format("Where they sleep: cat /proc/%s/task/*/stack (kernel) and /proc/%s/task/*/wchan; a parked pool waits in futex_wait, epoll_wait or accept", pid, pid),
         "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
         "Threads stuck on a lock for the whole window (a deadlock) look the same here: if the service does not answer at all, check their stacks" })
   elseif waiting and off_ns > 0 and work.ns >= off_ns / 2 then
     local m = runtime_wait(work)
     local title = m and string.format("Idle: the threads wait %s of their time for %s; nothing slows them down",
-        diag.fmt_pct(share(work.ns)), waits.describe(m))
-      or string.format("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share(work.ns)), where(work))
+        diag.fmt_pct(share_all(work.ns)), waits.describe(m))
+      or string.format("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share_all(work.ns)), where(work))
     return diag.verdict("idle", "info", title,
       evidence_for(work, { "Waiting for work: epoll_wait, poll, accept or a condition variable (a parked thread pool), not a lock, the disk or a peer" }),
       diag.lines():extend(waits.steps(m, pid)):extend({
@@ -559,7 +836,7 @@ local function quiet_verdict()
   end
   return diag.verdict("ok", "ok",
     string.format("No waiting cause stands out: on CPU %s, off CPU %s of the threads' time",
-      cpu_pct and diag.fmt_pct(cpu_pct / threads) or "?", diag.fmt_pct(share(off_ns))),
+      cpu_pct and diag.fmt_pct(cpu_pct / threads) or "?", diag.fmt_pct(share_all(off_ns))),
     { string.format("No cause reached %s of the threads' time", diag.fmt_pct(T.warn)) },
     busy and { string.format("A thread is busy on CPU (%s of one CPU): what it runs, diagnose high-cpu %s", diag.fmt_pct(cpu_pct), target_arg),
         "Measure longer, or when the latency is high: diagnose latency --duration 30" }
@@ -590,15 +867,49 @@ end
 
 local function state_table()
   local rows = diag.lines()
-  if on_cpu_ns then rows:add({ "on CPU", diag.fmt_ns(on_cpu_ns), diag.fmt_pct(share(on_cpu_ns)) }) end
+  if on_cpu_ns then rows:add({ "on CPU", diag.fmt_ns(on_cpu_ns), diag.fmt_pct(share_all(on_cpu_ns)) }) end
   for _, name in ipairs(CLASSES) do
     local c = class[name]
-    if c.ns > 0 then rows:add({ name, diag.fmt_ns(c.ns), diag.fmt_pct(share(c.ns)) }) end
+    if c.ns > 0 then rows:add({ name, diag.fmt_ns(c.ns), diag.fmt_pct(share_all(c.ns)) }) end
+  end
+  -- the snapshots' threads the classes above do not hold (the others were added to them)
+  if snap then
+    if snap.idle_ns > 0 then
+      rows:add({ "idle throughout (since before the run)", diag.fmt_ns(snap.idle_ns), diag.fmt_pct(share_all(snap.idle_ns)) })
+    end
+    local told = {}
+    for _, b in ipairs(snap.others) do told[b] = true end
+    local by = {}
+    for _, b in ipairs(snap.all) do
+      if not b.idle and not told[b] then
+        local label = b.class == "stuck" and "stuck in the kernel" or b.in_cycle and "deadlocked" or b.class
+        by[label] = (by[label] or 0) + (b.t.weight or 0)
+      end
+    end
+    for _, label in ipairs({ "deadlocked", "lock", "sleep", "stuck in the kernel" }) do
+      if by[label] then
+        rows:add({ label .. " (since before the run)", diag.fmt_ns(by[label]), diag.fmt_pct(share_all(by[label])) })
+      end
+    end
   end
   if unseen_ns > 0 then
-    rows:add({ "blocked throughout", diag.fmt_ns(unseen_ns), diag.fmt_pct(share(unseen_ns)) })
+    rows:add({ "blocked throughout", diag.fmt_ns(unseen_ns), diag.fmt_pct(share_all(unseen_ns)) })
   end
-  return diag.table(string.format("Thread time by state (%s)", threads_x_window()), { "state", "time", "share" }, rows)
+  return diag.table(string.format("Thread time by state (%d thread%s x %.1f s)", threads, plural(threads), window),
+    { "state", "time", "share" }, rows)
+end
+
+-- The threads blocked since before the window, most blocked first.
+local function blocked_table()
+  if not snap or #snap.all == 0 then return nil end
+  local rows = diag.lines()
+  for i = 1, math.min(T.top_n * 2, #snap.all) do
+    local b = snap.all[i]
+    rows:add({ math.tointeger(b.t.tid) or b.t.tid, b.t.comm or "?", b.t.state or "?", blocked.how_long(b.t, snap),
+      b.in_cycle and "deadlock" or b.idle and ("idle: " .. b.class) or b.class, blocked.waits_on(b), diag.user_path(b.t.user) })
+  end
+  return diag.table(string.format("Threads blocked since before the run (%d; %s)", #snap.all, snap.how),
+    { "thread", "name", "state", "blocked", "why", "waits on", "call path" }, rows)
 end
 
 local function heaviest_waits_table()
@@ -635,6 +946,7 @@ if offcpu then
   answer.section(state_table())
   answer.section(heaviest_waits_table())
 end
+answer.section(blocked_table())
 if diag.runq(runq) then answer.section(diag.histogram("Run-queue latency", "us", runq.buckets)) end
 answer.section(peers.table(peer_list, T.top_n))
 

@@ -24,7 +24,17 @@
 -- frames: a PostgreSQL lock or Python's GIL is a lock, a JVM park or a latch a futex, a
 -- backend waiting for its client's next command work-wait; the waiting verdict then names it
 -- in the runtime's words)
--- Threads never seen switching were blocked all window: idle too.
+-- Threads never seen switching were blocked all window: idle too — unless the thread_states
+-- snapshots (results.threads, read by lua/lib/blocked.lua) say what they wait on: those waiting for
+-- work throughout are idle and leave the threads' time (the shares are of the threads that
+-- matter); the others count in their class for the whole window (stuck: in the kernel, a file
+-- system or device that does not answer), and
+--   deadlock       threads waiting for each other's glibc mutexes, or two threads or more of a
+--                  process waiting for a runtime's locks with no owner recorded, the whole window
+--                  (critical) → latency
+--   stuck-in-kernel a thread uninterruptible, or in a file system request that gets no answer, the
+--                  whole window (warning, critical at share_pct_crit) → latency
+-- a lock held since before the run is a lock wait of `waiting`, its holder named.
 -- One hypothesis per symptom recipe, each at most one verdict, with `next` = { recipe, params }
 -- (what --follow runs) and the exact command first in next_steps, or a ruled-out line:
 --   high-cpu       the target uses >= busy_cpu_pct of a CPU (cpu-bound), or its threads wait
@@ -66,6 +76,7 @@ local T = {
   host_busy = diag.threshold("host_busy_pct"),
   peer_slow_ns = diag.threshold("peer_p50_warn_ms") * 1e6,
   steal = diag.threshold("steal_pct_warn"),
+  blocked_min = diag.threshold("blocked_min_s"),
 }
 
 local profile, offcpu, runq, context = results.profile, results.offcpu, results.runq, results.context
@@ -80,7 +91,13 @@ local ONE_PROCESS = { ["memory-growth"] = true }
 local window = run.duration_s or (context and context.wall_s) or 0
 local ncpus = run.ncpus or (context and context.ncpus) or 1
 local threads = (context and context.threads) or 1
-local thread_ns = threads * window * 1e9
+local all_thread_ns = threads * window * 1e9
+-- the threads blocked since before the window (nil without the thread_states probe, host-wide)
+local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
+local idle_threads = 0
+for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
+-- the time of the threads that matter: threads x window, less the threads idle throughout
+local thread_ns = all_thread_ns - (snap and math.min(snap.idle_ns, all_thread_ns) or 0)
 local samples = (profile and profile.samples) or 0
 -- Under the hypervisor's steal the on-CPU samples say what the target wanted (diag.cpu_demand).
 local cpu_pct, cpu_charged, steal, stolen = diag.cpu_demand(context, profile, window, T.steal)
@@ -90,7 +107,7 @@ local pct = diag.fmt_pct
 
 -- ---- the off-CPU time, by class ----------------------------------------------------------------
 
-local CLASSES = { "runnable", "disk", "lock", "futex", "peer", "sleep", "work-wait", "other" }
+local CLASSES = { "runnable", "disk", "stuck", "deadlocked", "lock", "futex", "peer", "sleep", "work-wait", "other" }
 -- waits.classify's classes that triage folds into another
 local FOLDED = { fault = "disk", resolve = "peer", gil = "lock", park = "futex", latch = "futex",
   ["event-loop"] = "work-wait" }
@@ -113,6 +130,22 @@ local function time_by_class()
     local ns = diag.get(offcpu, "states", st, "short_ns") or 0
     class[into].ns = class[into].ns + ns
     class[into].short_ns = (class[into].short_ns or 0) + ns
+  end
+  -- the threads blocked since before the window, not idle: their class for the whole window
+  -- (snap_ns apart: a rate does not apply to them)
+  local likely = {}
+  for _, g in ipairs(snap and snap.runtime_locks or {}) do
+    if #g.members >= 2 then for _, b in ipairs(g.members) do likely[b] = true end end
+  end
+  for _, b in ipairs(snap and snap.all or {}) do
+    if not b.idle then
+      local into = (b.in_cycle or likely[b]) and "deadlocked" or FOLDED[b.class] or b.class
+      local c = class[into] or class.other
+      local ns = b.t.weight or 0
+      c.ns, c.snap_ns = c.ns + ns, (c.snap_ns or 0) + ns
+      c.count = c.count + 1
+      if not c.top or (c.top.weight or 0) < ns then c.top, c.match = b.t, b.match end
+    end
   end
   return class
 end
@@ -257,8 +290,10 @@ local function waiting()
   local parts, total, hard = {}, 0, 0
   local function part(name, label, active_only)
     local p = share(class[name].ns)
+    -- a rate tells waits of a busy thread from one long sleep: blocked since before the run,
+    -- a thread counts whatever its rate
+    if active_only and rate(name) < T.active then p = share(class[name].snap_ns or 0) end
     if p <= 0 then return end
-    if active_only and rate(name) < T.active then return end
     total = total + p
     if name ~= "sleep" then hard = hard + p end
     parts[#parts + 1] = { pct = p, name = name, label = label, text = string.format("%s %s (%s waits/s%s)", label, pct(p),
@@ -295,6 +330,11 @@ local function waiting()
   local named = class[parts[1].name] and class[parts[1].name].match
   local title = named and string.format("Threads wait on %s: %s", parts[1].label, waits.describe(named))
     or ("Threads wait on " .. parts[1].label)
+  local held = parts[1].name == "lock" and snap and snap.holds[1]
+  if held then
+    title = string.format("Threads wait on locks: %s has waited %s for a mutex held by %s", blocked.name(held.waiters[1].t),
+      blocked.how_long(held.waiters[1].t, snap), blocked.holder_doing(held, snap))
+  end
   if parts[1].name == "upstream" then title = "Requests wait on upstream " .. peers.describe(up) end
   if parts[1].name == "peer" and up then title = title .. ": " .. peers.describe(up) end
   -- a runtime's wait the wait table names with its own recipe (PostgreSQL's locks: postgres-slow)
@@ -306,6 +346,61 @@ local function waiting()
   end
   return candidate("waiting", "latency", true, sev, score, title, ev,
     { "latency names the lock and its holder, the peer, or the sleep, with the call path" })
+end
+
+-- Threads blocked since before the window in a deadlock: glibc mutexes in a cycle, or a runtime's
+-- locks with no owner recorded (lua/lib/blocked.lua).
+local function deadlock()
+  if not snap then return nil end
+  local members, what = nil, nil
+  if #snap.cycles > 0 then
+    members, what = snap.cycles[1].members, "each other's mutex"
+  else
+    for _, g in ipairs(snap.runtime_locks) do
+      if #g.members >= 2 and (not members or #g.members > #members) then
+        members = g.members
+        what = (g.members[1].match and g.members[1].match.entry.what or "locks") .. " with no owner recorded (likely deadlocked)"
+      end
+    end
+  end
+  if not members then
+    return diag.ruled_out("deadlock", "no deadlock: no threads blocked since before the run wait for each other's locks (%d blocked throughout)", #snap.all)
+  end
+  local names, ev, ns = {}, diag.lines(), 0
+  for _, b in ipairs(members) do
+    names[#names + 1] = blocked.name(b.t)
+    ns = ns + (b.t.weight or 0)
+    ev:add("%s, blocked %s, waits for %s%s: %s", blocked.name(b.t), blocked.how_long(b.t, snap), blocked.waits_on(b),
+      b.owner and string.format(" held by thread %d", b.owner) or "", diag.user_path(b.t.user))
+  end
+  ev:add("Blocked since before the run: neither switches nor CPU time moved between the snapshots at the window's start and end")
+  return candidate("deadlock", "latency", true, "critical", math.max(share(ns), 100),
+    string.format("Deadlock: %s wait for %s since before the run", table.concat(names, " and "), what), ev,
+    { "latency names each thread's lock and its holder with their call paths; the process does not recover by itself" })
+end
+
+-- Threads stuck in the kernel since before the window: uninterruptible, or in a file system
+-- request that gets no answer.
+local function stuck_in_kernel()
+  if not snap then return nil end
+  if #snap.stuck == 0 then
+    return diag.ruled_out("stuck-in-kernel", "nothing stuck in the kernel: no thread uninterruptible, or waiting on a file system's server, the whole window")
+  end
+  local ev, ns = diag.lines(), 0
+  for _, b in ipairs(snap.stuck) do
+    ns = ns + (b.t.weight or 0)
+    local f = blocked.file_of(b.t)
+    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(b.t), b.t.state or "?",
+      b.t.syscall and (b.t.syscall .. "()") or "?", f and (" on " .. f) or "", blocked.how_long(b.t, snap),
+      table.concat(b.t.kernel or {}, " ← ", 1, math.min(6, #(b.t.kernel or {}))))
+  end
+  local t = snap.stuck[1].t
+  local f = blocked.file_of(t)
+  local p = share(ns)
+  return candidate("stuck-in-kernel", "latency", true, p >= T.crit and "critical" or "warning", math.max(p, T.warn),
+    string.format("Stuck in the kernel: %s has waited %s in %s%s", blocked.name(t), blocked.how_long(t, snap),
+      t.syscall and (t.syscall .. "()") or "the kernel", f and (" on " .. f) or ""), ev,
+    { "latency names the file system or device and what to do; the thread cannot be killed until it answers" })
 end
 
 -- Disk: uninterruptible waits in the block layer, io pressure. Host-wide the io pressure
@@ -449,9 +544,13 @@ local function quiet_verdict()
     busy = host_busy_pct()
     ev:add("The host's CPUs %s busy", pct(busy))
   end
-  local blocked = 0
-  for _, c in ipairs({ "lock", "futex", "peer", "sleep", "disk" }) do blocked = blocked + class[c].ns end
-  if not host then ev:add("Blocked (locks, peers, sleeps, disk) %s of the threads' time", pct(share(blocked))) end
+  local held = 0
+  for _, c in ipairs({ "lock", "futex", "peer", "sleep", "disk" }) do held = held + class[c].ns end
+  if not host then ev:add("Blocked (locks, peers, sleeps, disk) %s of the threads' time", pct(share(held))) end
+  for i = 1, math.min(3, snap and #snap.idle_groups or 0) do
+    local g = snap.idle_groups[i]
+    ev:add("%d thread%s waited the whole window, since before the run, for %s", g.n, g.n == 1 and "" or "s", g.words)
+  end
   local who = host and "The host" or "The target"
   if (busy or 0) < T.idle then
     return diag.verdict("idle", "info", "Idle: nothing to chase", ev,
@@ -467,12 +566,15 @@ local function time_table()
   local on_ns = ((cpu_pct or 0) / 100) * window * 1e9
   local off = 0
   for _, c in ipairs(CLASSES) do off = off + class[c].ns end
-  local unseen = math.max(thread_ns - on_ns - off, 0)
-  local rows = diag.lines({ "on the CPU", pct(share(on_ns)), diag.fmt_ns(on_ns), "" })
+  local idle_ns = snap and snap.idle_ns or 0
+  local unseen = math.max(all_thread_ns - on_ns - off - idle_ns, 0)
+  local function of_all(ns) return pct(all_thread_ns > 0 and ns * 100 / all_thread_ns or 0) end
+  local rows = diag.lines({ "on the CPU", of_all(on_ns), diag.fmt_ns(on_ns), "" })
   for _, c in ipairs(CLASSES) do
-    if class[c].ns > 0 then rows:add({ c, pct(share(class[c].ns)), diag.fmt_ns(class[c].ns), diag.fmt_rate(rate(c)) }) end
+    if class[c].ns > 0 then rows:add({ c, of_all(class[c].ns), diag.fmt_ns(class[c].ns), diag.fmt_rate(rate(c)) }) end
   end
-  if unseen > 0 then rows:add({ "blocked all window", pct(share(unseen)), diag.fmt_ns(unseen), "" }) end
+  if idle_ns > 0 then rows:add({ "idle all window (since before the run)", of_all(idle_ns), diag.fmt_ns(idle_ns), "" }) end
+  if unseen > 0 then rows:add({ "blocked all window", of_all(unseen), diag.fmt_ns(unseen), "" }) end
   return diag.table(string.format("Where the threads' time went (%d threads x %.1f s)", threads, window),
     { "state", "share", "time", "waits/s" }, rows)
 end
@@ -493,6 +595,8 @@ local candidates = {}
 local function consider(item)
   if item and item.v then candidates[#candidates + 1] = item else answer.add(item) end
 end
+consider(deadlock())
+consider(stuck_in_kernel())
 local bound = cpu_bound()
 consider(bound)
 consider(cpu_starved(bound ~= nil and bound.v ~= nil))
