@@ -83,8 +83,17 @@ E. What a run costs a real server (tests/bench/servers.py, also `make bench-serv
    each recipe's run alternated with none; and `diagnose watch` over a longer span. It takes about
    80 minutes at its defaults: not in the default selection.
 
-BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13, E (default
-123456789ABCD: all but E;
+
+14. Thread snapshots (part F): the thread_states probe alone (latency's and triage's snapshots
+    of every thread at the window's start and end) on a target of 1,000 and 10,000 idle
+    threads, through the task iterator and through /proc, and through the iterator for a
+    3-thread --comm set on a host with 10,000 threads more (every task walked): the time of each
+    read (start, end, the reported threads' details), the bytes it wrote, the results' time
+    (unwinding and naming the 256 threads reported) and the peak RSS against the same recipe
+    with proc_context alone.
+
+BENCH_PARTS selects parts by number, A for 10, B for 11, C for 12, D for 13, E for the servers,
+F for 14 (default 123456789ABCDF: all but E;
 BENCH_PARTS=3 runs part 3 only).
 
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
@@ -1669,6 +1678,97 @@ def part_e_servers(say):
     servers.part_servers(say)
 
 
+def snapshot_recipe(tmp, variant):
+    """A recipe with the thread_states probe alone (variant: iterator or procfs), or none (the
+    baseline: proc_context alone); its directory."""
+    d = os.path.join(tmp, "recipes-" + (variant or "base"))
+    os.makedirs(d, exist_ok=True)
+    lua = os.path.join(tmp, "lua")
+    if not os.path.exists(lua):
+        os.makedirs(os.path.join(lua, "lib"))
+        with open(os.path.join(lua, "bench.lua"), "w") as f:
+            f.write("return { verdicts = {}, report = {} }\n")
+    probe = f"""  - id: threads
+    kind: thread_states
+    filters:
+      pid: target
+    attach: [{variant}]
+    options:
+      max_threads: 16384
+""" if variant else """  - id: context
+    kind: proc_context
+    filters:
+      pid: target
+"""
+    with open(os.path.join(d, "bench-threads.yaml"), "w") as f:
+        f.write(f"""name: bench-threads
+symptom: benchmark
+summary: thread snapshots alone
+lua: bench.lua
+target: processes
+duration_s: 2
+budgets:
+  max_duration_s: 10
+  max_sample_hz: 0
+  max_cpu_pct: 100
+  max_map_bytes: 67108864
+probes:
+{probe}""")
+    return d
+
+
+def part14_snapshots(say):
+    """E. Thread snapshots: their reads, bytes and memory by thread count."""
+    tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
+    idle = os.path.join(WL, "idle_pool")
+    rows = []
+
+    def measure(label, variant, target_argv):
+        out = os.path.join(tmp, "snap.json")
+        m = run_timed([DIAG, "bench-threads", "--recipes", snapshot_recipe(tmp, variant)] + target_argv +
+                      ["--json"], 2.0, out)
+        base = run_timed([DIAG, "bench-threads", "--recipes", snapshot_recipe(tmp, None)] + target_argv,
+                         2.0)
+        try:
+            r = json.load(open(out))
+            t, ph = r["results"]["threads"], r["overhead"]["phases_s"]
+            sn = t["snapshots"]
+            rows.append(f"| {label} | {t['how']} | {t['threads_seen']:,} | {sn['start']['took_ms']:.1f} / "
+                        f"{sn['start']['bytes'] / 1e6:.2f} | {sn['end']['took_ms']:.1f} / {sn['end']['bytes'] / 1e6:.2f} | "
+                        f"{sn['details']['took_ms']:.1f} ({sn['details']['threads']}) | {ph['results'] * 1000:.0f} | "
+                        f"{m['rss'] - base['rss']:+.1f} |")
+        except (OSError, ValueError, KeyError) as e:
+            rows.append(f"| {label} | {variant} | no report ({e}, exit {m['rc']}) | | | | | |")
+
+    try:
+        for n in (1000, 10000):
+            pool = subprocess.Popen([idle, str(n)], stdout=subprocess.DEVNULL)
+            try:
+                time.sleep(1.0 + n / 5000)
+                for variant in ("iterator", "procfs") if n == 1000 else ("iterator",):
+                    measure(f"{n:,} threads, --pid", variant, ["--pid", str(pool.pid)])
+                if n == 10000:
+                    small = spawn_named(idle, "dgsnap", ["2"], 1, tmp)
+                    try:
+                        time.sleep(0.5)
+                        measure("3 threads, --comm, 10,000 more on the host", "iterator", ["--comm", "dgsnap"])
+                    finally:
+                        stop_all(small)
+            finally:
+                pool.kill()
+                pool.wait()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    say("\n## Thread snapshots (one run each, 2 s windows)\n")
+    say("Each read's time (ms) and the bytes it wrote (MB); details: the reported threads (at most "
+        "256 blocked, most blocked first) read again with their kernel stacks and 4 KiB stack tops; "
+        "results: unwinding and naming them; peak RSS against the same run with proc_context alone.\n")
+    say("| target | how | threads | start ms / MB | end ms / MB | details ms (threads) | results ms | peak RSS (MiB) |")
+    say("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        say(r)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (it loads BPF programs)")
@@ -1688,12 +1788,13 @@ def main():
     say(f"# diagnose benchmark — {time.strftime('%Y-%m-%d')}, kernel {platform.release()}, "
         f"{os.cpu_count()} CPUs ({cpu}), median of {RUNS} runs")
 
-    parts = os.environ.get("BENCH_PARTS", "123456789ABCD")
+    parts = os.environ.get("BENCH_PARTS", "123456789ABCDF")
     for n, part in (("1", part1_collection), ("2", part2_per_event), ("3", part3_unwinding),
                     ("4", part4_symbolization), ("5", part5_offcpu), ("6", part6_block),
                     ("7", part7_network), ("8", part8_allocations),
                     ("9", part9_peer_wait), ("A", part10_usdt), ("B", part11_python),
-                    ("C", part12_per_event_table), ("D", part13_scaling), ("E", part_e_servers)):
+                    ("C", part12_per_event_table), ("D", part13_scaling), ("E", part_e_servers),
+                    ("F", part14_snapshots)):
         if n in parts:
             part(say)
 
