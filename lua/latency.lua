@@ -561,7 +561,7 @@ local function addr(t) return string.format("0x%x", math.tointeger(t.futex and t
 -- "run_audit() [thread 12] (state S, futex())" — and its call path, for the evidence.
 local function thread_evidence(b)
   local t = b.t
-  return string.format("%s (%s, state %s, %s): %s", blocked.name(t), t.comm or "?", t.state or "?",
+  return string.format("%s (%s, state %s, %s): %s", blocked.name(b), t.comm or "?", t.state or "?",
     t.syscall and (t.syscall .. "()") or "no system call", diag.user_path(t.user))
 end
 
@@ -572,7 +572,7 @@ end
 
 local function cycle_line(members)
   local names = {}
-  for _, b in ipairs(members) do names[#names + 1] = blocked.name(b.t) end
+  for _, b in ipairs(members) do names[#names + 1] = blocked.name(b) end
   names[#names + 1] = names[1]
   return table.concat(names, " → ")
 end
@@ -585,14 +585,14 @@ local function deadlock()
   end
   local cyc = snap.cycles[1].members
   local names = {}
-  for _, b in ipairs(cyc) do names[#names + 1] = blocked.name(b.t) end
+  for _, b in ipairs(cyc) do names[#names + 1] = blocked.name(b) end
   local ev = diag.lines()
   for i, b in ipairs(cyc) do
     local nxt = cyc[i % #cyc + 1]
     local prev = cyc[(i - 2) % #cyc + 1]
     ev:add("%s has waited %s for the mutex at %s, held by %s; it holds the mutex at %s, which %s waits for",
-      blocked.name(b.t), blocked.how_long(b.t, snap), addr(b.t), blocked.name(nxt.t), addr(prev.t),
-      blocked.name(prev.t))
+      blocked.name(b), blocked.how_long(b.t, snap), addr(b.t), blocked.name(nxt), addr(prev.t),
+      blocked.name(prev))
   end
   ev:add("The cycle: %s", cycle_line(cyc))
   for _, b in ipairs(cyc) do ev:add(thread_evidence(b)) end
@@ -629,8 +629,8 @@ local function likely_deadlock()
     #g.members, math.tointeger(g.tgid) or g.tgid, words))
   local names = {}
   for _, b in ipairs(g.members) do
-    names[#names + 1] = blocked.name(b.t)
-    ev:add("%s, blocked %s, waits for %s: %s", blocked.name(b.t), blocked.how_long(b.t, snap), blocked.waits_on(b),
+    names[#names + 1] = blocked.name(b)
+    ev:add("%s, blocked %s, waits for %s: %s", blocked.name(b), blocked.how_long(b.t, snap), blocked.waits_on(b),
       diag.call_path(b.t.user, 12))
   end
   ev:add(since_note())
@@ -668,7 +668,7 @@ local function held_lock()
     members = h.waiters
     local w = h.waiters[1]
     title = string.format("Lock held since before the run: %s has waited %s for the mutex at %s, held by %s",
-      blocked.name(w.t), blocked.how_long(w.t, snap), addr(w.t), blocked.holder_doing(h, snap))
+      blocked.name(w), blocked.how_long(w.t, snap), addr(w.t), blocked.holder_doing(h, snap))
     for _, b in ipairs(h.waiters) do ev:add("Waiter: " .. thread_evidence(b)) end
     if h.holder then
       local ht = h.holder.t
@@ -692,15 +692,24 @@ local function held_lock()
     members = { single }
     local words = single.match and waits.describe(single.match) or "a lock"
     title = string.format("Lock held since before the run: %s has waited %s for %s (its holder is not recorded)",
-      blocked.name(single.t), blocked.how_long(single.t, snap), words)
-    ev:add("%s: %s", blocked.name(single.t), diag.call_path(single.t.user, 12))
+      blocked.name(single), blocked.how_long(single.t, snap), words)
+    ev:add("%s: %s", blocked.name(single), diag.call_path(single.t.user, 12))
     if single.match then steps:extend(waits.steps(single.match, pid)) end
   end
   ev:add(since_note())
   steps:add("Every thread's stack: gdb -p %s -batch -ex 'thread apply all bt'", pid)
   local pct = members_share(members)
   local sev = diag.severity_at(pct, T.warn, T.crit) or "warning"
-  return diag.verdict("held-lock", sev, title, ev, steps), pct
+  -- a runtime's own recipe says which of its requests wait, and on what (PostgreSQL's locks)
+  local m = members[1].match
+  local follow = waits.follow(m)
+  if follow then
+    table.insert(steps, 1, string.format("Run next: diagnose %s %s (in %s's own terms: what waits, on which lock)",
+      follow, target_arg, m.entry.runtime))
+  end
+  local v = diag.verdict("held-lock", sev, title, ev, steps)
+  if follow then v.next = { recipe = follow, params = {} } end
+  return v, pct
 end
 
 -- Threads uninterruptible the whole window, or in a file system request that gets no answer.
@@ -719,12 +728,12 @@ local function stuck_in_kernel()
     for i = 1, math.min(n, #frames) do out[i] = frames[i] end
     return table.concat(out, " ← ")
   end
-  local title = string.format("Stuck in the kernel: %s has waited %s in %s%s%s%s: %s", blocked.name(t), blocked.how_long(t, snap), call,
+  local title = string.format("Stuck in the kernel: %s has waited %s in %s%s%s%s: %s", blocked.name(b), blocked.how_long(t, snap), call,
     file and (" on " .. file) or "", t.state == "D" and ", uninterruptible" or "", more, leaf_first(t.kernel or {}, 3))
   local ev = diag.lines()
   for _, x in ipairs(snap.stuck) do
     local xf = blocked.file_of(x.t)
-    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(x.t), x.t.state or "?", x.t.syscall and (x.t.syscall .. "()") or "?",
+    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(x), x.t.state or "?", x.t.syscall and (x.t.syscall .. "()") or "?",
       xf and (" on " .. xf) or "", blocked.how_long(x.t, snap), leaf_first(x.t.kernel or {}, 8))
     ev:add("  user: %s", diag.user_path(x.t.user))
   end

@@ -332,7 +332,7 @@ local function waiting()
     or ("Threads wait on " .. parts[1].label)
   local held = parts[1].name == "lock" and snap and snap.holds[1]
   if held then
-    title = string.format("Threads wait on locks: %s has waited %s for a mutex held by %s", blocked.name(held.waiters[1].t),
+    title = string.format("Threads wait on locks: %s has waited %s for a mutex held by %s", blocked.name(held.waiters[1]),
       blocked.how_long(held.waiters[1].t, snap), blocked.holder_doing(held, snap))
   end
   if parts[1].name == "upstream" then title = "Requests wait on upstream " .. peers.describe(up) end
@@ -368,9 +368,9 @@ local function deadlock()
   end
   local names, ev, ns = {}, diag.lines(), 0
   for _, b in ipairs(members) do
-    names[#names + 1] = blocked.name(b.t)
+    names[#names + 1] = blocked.name(b)
     ns = ns + (b.t.weight or 0)
-    ev:add("%s, blocked %s, waits for %s%s: %s", blocked.name(b.t), blocked.how_long(b.t, snap), blocked.waits_on(b),
+    ev:add("%s, blocked %s, waits for %s%s: %s", blocked.name(b), blocked.how_long(b.t, snap), blocked.waits_on(b),
       b.owner and string.format(" held by thread %d", b.owner) or "", diag.user_path(b.t.user))
   end
   ev:add("Blocked since before the run: neither switches nor CPU time moved between the snapshots at the window's start and end")
@@ -390,7 +390,7 @@ local function stuck_in_kernel()
   for _, b in ipairs(snap.stuck) do
     ns = ns + (b.t.weight or 0)
     local f = blocked.file_of(b.t)
-    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(b.t), b.t.state or "?",
+    ev:add("%s, state %s, in %s%s, blocked %s; kernel: %s", blocked.name(b), b.t.state or "?",
       b.t.syscall and (b.t.syscall .. "()") or "?", f and (" on " .. f) or "", blocked.how_long(b.t, snap),
       table.concat(b.t.kernel or {}, " ← ", 1, math.min(6, #(b.t.kernel or {}))))
   end
@@ -398,7 +398,7 @@ local function stuck_in_kernel()
   local f = blocked.file_of(t)
   local p = share(ns)
   return candidate("stuck-in-kernel", "latency", true, p >= T.crit and "critical" or "warning", math.max(p, T.warn),
-    string.format("Stuck in the kernel: %s has waited %s in %s%s", blocked.name(t), blocked.how_long(t, snap),
+    string.format("Stuck in the kernel: %s has waited %s in %s%s", blocked.name(snap.stuck[1]), blocked.how_long(t, snap),
       t.syscall and (t.syscall .. "()") or "the kernel", f and (" on " .. f) or ""), ev,
     { "latency names the file system or device and what to do; the thread cannot be killed until it answers" })
 end

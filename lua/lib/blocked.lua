@@ -78,10 +78,21 @@ function blocked.mutex_owner(t)
   return owner
 end
 
--- How a thread is named: "transfer_funds() [thread 1234]", its own frame (waits.own_frame: the
--- innermost Python frame for a Python thread), else its thread name.
-function blocked.name(t)
+-- How a snapshot thread b ({t=, match=}) is named: "transfer_funds() [thread 1234]", its own
+-- frame (waits.own_frame: the innermost Python frame for a Python thread) — or, when that frame is
+-- the runtime's own wait function the wait table names (PostgreSQL's WaitEventSetWait under
+-- ProcSleep), the frame that called the wait ("XactLockTableWait()") —, else its thread name.
+function blocked.name(b)
+  local t, m = b.t, b.match
   local own = t.user and waits.own_frame(t.user, t.user_from)
+  if own and m then
+    local own_i, fn_i
+    for i, f in ipairs(t.user) do
+      if not own_i and f == own then own_i = i end
+      if not fn_i and f == m.frame then fn_i = i end
+    end
+    if own_i and fn_i and own_i <= fn_i then own = m.caller end
+  end
   return string.format("%s [thread %s]", own and diag.fn(own) or (t.comm or "?"), math.tointeger(t.tid) or t.tid)
 end
 
@@ -261,7 +272,7 @@ function blocked.holder_doing(h, snap)
     return string.format("thread %s, which is not among the process's threads at the end (it may have exited holding the lock)",
       math.tointeger(h.holder_tid) or h.holder_tid)
   end
-  local name = blocked.name(hb.t)
+  local name = blocked.name(hb)
   if not hb.blocked then
     return string.format("%s, which ran in the window (state %s) and still holds it", name, hb.t.state or "?")
   end

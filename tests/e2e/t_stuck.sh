@@ -21,6 +21,9 @@
 # (e) nginx (a master and a worker) and Redis left idle for 10 s before the run (what proves
 #     "since before the run" against blocked_min_s: 2 and a 2 s window; a minute proves no more) →
 #     latency and triage exit 0, no warning, on the nginx worker, its master and redis-server.
+# (f) a PostgreSQL 15 backend whose UPDATE has waited for a row lock since before the run (no
+#     lock_timeout: the case of issue 45) → latency's `held-lock` in the wait table's words (a
+#     heavyweight lock, XactLockTableWait), `postgres-slow` as the follow-up; never idle.
 # Nothing stays attached after any run.
 . "$(dirname "$0")/lib.sh"
 
@@ -244,5 +247,29 @@ if [ -n "${SERVER:-}" ]; then
 else
 	[ "${REQUIRE_E2E:-0}" = 1 ] && fail "REQUIRE_E2E=1 and redis-server is missing (make deps)"
 	echo "note: redis-server missing: its idle case was not run" >&2
+fi
+
+# --- (f) a PostgreSQL backend waiting for a row lock since before the run -------------------------
+if [ -x /usr/lib/postgresql/15/bin/postgres ] && command -v psql >/dev/null && id postgres >/dev/null 2>&1; then
+	pg_cluster 32MB # (its EXIT trap replaces ours: no FUSE mount is left by now)
+	sql -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint); INSERT INTO accounts VALUES (1, 0);" ||
+		fail "postgres: cannot create the table"
+	echo "BEGIN; UPDATE accounts SET balance = balance + 1 WHERE id = 1; SELECT pg_sleep(120);" | session &
+	PIDS="$PIDS $!"
+	[ -n "$(backend_where "query LIKE '%pg_sleep(120)%'")" ] || fail "postgres: the holder's session did not start"
+	echo "UPDATE accounts SET balance = balance - 1 WHERE id = 1;" | session &
+	PIDS="$PIDS $!"
+	WAITER=$(backend_where "wait_event_type = 'Lock'")
+	[ -n "$WAITER" ] || fail "postgres: no backend waits for the row lock"
+	sleep 3
+	run pg latency "$WAITER"
+	[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "postgres: exit $rc: $(verdicts "$TMP/pg.json") $(tail -3 "$TMP/pg.err")"
+	CHECK_LET='v = r["verdicts"][0]'
+	check "$TMP/pg.json" "v['id'] == 'held-lock' and 'heavyweight lock' in v['title'] and 'XactLockTableWait' in v['title'] and v['next']['recipe'] == 'postgres-slow'" \
+		"postgres: $(verdicts "$TMP/pg.json")"
+	check "$TMP/pg.json" "'idle' not in [x['id'] for x in r['verdicts']]" "postgres: called idle"
+else
+	[ "${REQUIRE_E2E:-0}" = 1 ] && fail "REQUIRE_E2E=1 and postgresql-15 is missing (make deps)"
+	echo "note: postgresql-15 missing: its case was not run" >&2
 fi
 exit 0
