@@ -135,6 +135,18 @@ start "$WL/lock_contention" 1
 run latency-control latency --pid "$PID"
 quiet latency-control
 stop_all
+# threads deadlocked before the run (thread_states' snapshots: the task iterator, or /proc where
+# it does not load; "attach:" says which), and a pool parked on its condition variable as long
+start "$WL/stuck_threads" deadlock
+sleep 4
+run latency-deadlock latency --pid "$PID"
+expect latency-deadlock first deadlock
+stop_all
+start "$WL/idle_pool" 4
+sleep 4
+run latency-parked latency --pid "$PID"
+quiet latency-parked
+stop_all
 
 # ---- memory-growth --pid ----------------------------------------------------------------------
 start "$WL/mem_leaker" leak 1024
