@@ -38,10 +38,10 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VERSION := 0.1.0
 # The engine's folders are its data flow (docs/architecture.md); each is an include directory.
 ENGINE_DIRS := $(sort $(dir $(wildcard engine/*/*.c)))
-ENGINE_INCLUDES := $(patsubst %/,-I%,$(ENGINE_DIRS)) -Iengine/probes/common
-ENGINE_HDRS := $(wildcard engine/*/*.h engine/probes/common/*.h)
-# The BPF side sees only the probes and their shared headers.
-BPF_INCLUDES := -Iengine/probes/common -Iengine/probes
+ENGINE_INCLUDES := $(patsubst %/,-I%,$(ENGINE_DIRS)) -Iengine/abi
+ENGINE_HDRS := $(wildcard engine/*/*.h)
+# The BPF side sees only the probes and the headers both sides share (engine/abi/).
+BPF_INCLUDES := -Iengine/abi -Iengine/probes
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $(SANFLAGS) \
 	  -I$(BUILD) -I$(BUILD)/bpf -I$(BUILD)/proto $(ENGINE_INCLUDES) -I/usr/include/lua5.4 \
@@ -50,7 +50,7 @@ LDFLAGS += $(SANFLAGS)
 # libdw: .eh_frame function ranges (engine/symbolize/ehframe.c), CFI and DWARF unwinding
 # (engine/symbolize/unwind.c); libiberty (static, PIC in Debian): the
 # C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c);
-# nettle: SHA-256 (engine/trust/sha256.c); jansson: the JSON reader (engine/results/json_parse.c).
+# nettle: SHA-256 (engine/common/sha256.c); jansson: the JSON reader (engine/common/json_parse.c).
 LDLIBS := -lbpf -ldw -lelf -lz -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -ljansson -lm \
 	  -lpthread
 
@@ -95,7 +95,7 @@ $(DEPS_STAMP): scripts/install-deps.sh
 # --- BPF: object → skeleton -------------------------------------------------------------------
 # The objects must not depend on where the tree is checked out: approvals pin their hashes.
 vpath %.bpf.c engine/probes engine/session
-$(BUILD)/bpf/%.bpf.o: %.bpf.c $(wildcard engine/probes/common/*.h engine/probes/*.h) | $(DEPS_STAMP)
+$(BUILD)/bpf/%.bpf.o: %.bpf.c $(wildcard engine/abi/*.h engine/probes/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_INCLUDES) -Wall -Werror \
 		-fdebug-prefix-map=$(CURDIR)=. -c $< -o $@.tmp
@@ -247,7 +247,7 @@ check-kernel: all $(BUILD)/tests/test_core_btf
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
 
-$(BUILD)/bench/floor.bpf.o: tests/bench/floor.bpf.c engine/probes/common/vmlinux.h | $(DEPS_STAMP)
+$(BUILD)/bench/floor.bpf.o: tests/bench/floor.bpf.c engine/abi/vmlinux.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_INCLUDES) -Wall -Werror -c $< -o $@
 
@@ -319,10 +319,10 @@ $(BUILD)/fuzz/obj/%.o: %.c $(ENGINE_HDRS) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer common/json_parse common/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -ljansson -lm
 
-$(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,common/json_parse common/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -ljansson -lm
 
 $(BUILD)/fuzz/fuzz_lock: tests/fuzz/fuzz_lock.c $(FUZZ_LIB_OBJS)
