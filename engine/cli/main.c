@@ -21,6 +21,7 @@
 #include "audit.h"
 #include "catalog.h"
 #include "chain.h"
+#include "chain_plan.h"
 #include "diff.h"
 #include "doctor.h"
 #include "kernel.h"

@@ -21,7 +21,7 @@
 
 #include "approval.h"
 #include "audit.h"
-#include "chain.h"
+#include "chain_plan.h"
 #include "flamegraph.h"
 #include "kernel.h"
 #include "outfile.h"
