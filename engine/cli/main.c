@@ -700,5 +700,5 @@ int main(int argc, char **argv)
 		return usage_error("--stacks-probe needs --folded, --flamegraph or --pprof",
 				   c.run.stacks_probe);
 	c.run.symptom = cmd;
-	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run);
+	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run, NULL);
 }

@@ -250,8 +250,7 @@ static int chain_dry_run(const struct run_options *opts)
 	struct run_options so = *opts;
 	struct run_capture cap = { .plan_chain = true };
 	so.follow = false;
-	so.capture = &cap;
-	int code = run_recipe(&so);
+	int code = run_recipe(&so, &cap);
 	if (!opts->json && (code == DIAG_EXIT_OK || code == DIAG_EXIT_REFUSED) && cap.chain)
 		chain_plan_text(cap.chain, stdout);
 	value_free(cap.chain);
@@ -299,9 +298,8 @@ int chain_run(const struct run_options *opts)
 
 	for (unsigned stage = 1;; stage++) {
 		struct run_capture cap = { .plan_chain = stage == 1 };
-		so.capture = &cap;
 		uint64_t s0 = mono_ns();
-		code = run_recipe(&so);
+		code = run_recipe(&so, &cap);
 		if (stage == 1) {
 			max_depth = cap.max_chain_depth;
 			max_s = cap.max_chain_duration_s;

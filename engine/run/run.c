@@ -85,12 +85,12 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 
 /* Dry run: the verifier sees every program, and (measure) the pre-flight runs as a real run's
  * would, with the probes' programs counting only; nothing collects. */
-static int dry_run(const struct plan *plan, struct tfile_reader *files, bool measure,
-		   struct value **summary, struct diag_err *pf_err, struct diag_err *err)
+static int dry_run(const struct plan *plan, struct target *target, struct tfile_reader *files,
+		   bool measure, struct value **summary, struct diag_err *pf_err, struct diag_err *err)
 {
 	struct value *loaded, *preflight;
-	if (session_dry_run(plan, files, measure ? preflight_window_ms(plan) : 0, &loaded, &preflight, pf_err,
-			    err))
+	if (session_dry_run(plan, target, files, measure ? preflight_window_ms(plan) : 0, &loaded,
+			    &preflight, pf_err, err))
 		return -1;
 	*summary = plan_to_value(plan, loaded);
 	value_free(loaded);
@@ -167,8 +167,8 @@ static int close_output(struct outfile **of)
 	return rc;
 }
 
-static int write_outputs(const struct run_options *c, struct outputs *o, const struct value *report,
-			 const struct value *results)
+static int write_outputs(const struct run_options *c, const struct run_capture *cap,
+			 struct outputs *o, const struct value *report, const struct value *results)
 {
 	struct diag_err err = { 0 };
 	int rc = 0;
@@ -181,7 +181,7 @@ static int write_outputs(const struct run_options *c, struct outputs *o, const s
 	const char *probe_id = NULL;
 	const struct value *probe_res = report_stack_probe(results, c->stacks_probe, &probe_id);
 	if (!probe_res && (o->folded || o->svg || o->pprof)) {
-		if (c->capture && c->capture->stacks_if_any) {
+		if (cap && cap->stacks_if_any) {
 			outfile_discard(o->folded);
 			outfile_discard(o->svg);
 			outfile_discard(o->pprof);
@@ -304,6 +304,7 @@ static void make_run_id(char out[33])
 /* One run, from the first check to the end record: what its stages hand each other. */
 struct run {
 	const struct run_options *c;
+	struct run_capture *cap; /* a chain's or watch's stage: what goes back (NULL: none) */
 	struct diag_err err;  /* why the run failed or was refused */
 	struct diag_err aerr; /* the audit trail's and the approval's messages */
 	struct policy pol;
@@ -377,9 +378,9 @@ static int load_recipe(struct run *r)
 				  .files = r->files };
 	if (bundle_load(r->path, r->trusted, &args, &r->b, &r->err))
 		return -1;
-	if (c->capture) {
-		c->capture->max_chain_depth = r->b.recipe->budgets.max_chain_depth;
-		c->capture->max_chain_duration_s = r->b.recipe->budgets.max_chain_duration_s;
+	if (r->cap) {
+		r->cap->max_chain_depth = r->b.recipe->budgets.max_chain_depth;
+		r->cap->max_chain_duration_s = r->b.recipe->budgets.max_chain_duration_s;
 	}
 	memcpy(r->sha, r->b.src.recipe.sha256, sizeof(r->sha));
 	r->ev.recipe_name = r->b.recipe->name;
@@ -414,7 +415,7 @@ static int check_approved(struct run *r)
  * production every recipe in it must be approved (the dry run only says which are not). */
 static int check_chain(struct run *r)
 {
-	struct run_capture *cap = r->c->capture;
+	struct run_capture *cap = r->cap;
 	if (!cap)
 		return 0;
 	cap->next_decl = chain_decl_value(r->b.recipe);
@@ -496,13 +497,13 @@ static int dry_run_report(struct run *r, int *code)
 	const struct run_options *c = r->c;
 	struct diag_err pf_err = { 0 };
 	bool measure = !(r->production && !r->ev.approved);
-	if (dry_run(r->b.plan, r->files, measure, &r->summary, &pf_err, &r->err))
+	if (dry_run(r->b.plan, r->b.plan->target, r->files, measure, &r->summary, &pf_err, &r->err))
 		return -1;
 	bool pf_ok = pf_err.msg[0] == 0;
 	if (r->ev.reason) /* production, not approved: a real run would be refused */
 		value_set_str(r->summary, "refused", r->ev.reason);
-	if (c->capture && c->capture->chain) /* --follow: the chain it could take */
-		value_obj_set(r->summary, "chain", value_copy(c->capture->chain));
+	if (r->cap && r->cap->chain) /* --follow: the chain it could take */
+		value_obj_set(r->summary, "chain", value_copy(r->cap->chain));
 	struct report_input in = { .plan = r->b.plan, .recipe_sha256 = r->sha,
 				   .plan_summary = r->summary };
 	r->report = report_build(&in);
@@ -577,7 +578,8 @@ static int run_session(struct run *r, int *code)
 	struct session_opts so = { .progress = isatty(STDERR_FILENO) && !c->verbose,
 				   .label = r->b.recipe->name, .preflight_ms = preflight_window_ms(plan),
 				   .watchdog = watchdog_start(audit_abandoned, &abandoned),
-				   .files = r->files, .at_window = start_verdict, .at_window_arg = r };
+				   .files = r->files, .target = r->b.plan->target,
+				   .at_window = start_verdict, .at_window_arg = r };
 	double start_s = (double)(mono_ns() - r->started_ns) / 1e9;
 	int srun = session_run(plan, &so, &r->s, &r->err);
 	watchdog_stop(so.watchdog);
@@ -599,14 +601,15 @@ static int run_session(struct run *r, int *code)
 				   .preflight = r->s.preflight, .run = r->info,
 				   .thresholds = plan->thresholds };
 	r->report = report_build(&in);
-	if ((!c->capture || c->capture->write_outputs) && write_outputs(c, &r->outs, r->report, r->s.results))
+	if ((!r->cap || r->cap->write_outputs) &&
+	    write_outputs(c, r->cap, &r->outs, r->report, r->s.results))
 		*code = DIAG_EXIT_RUNTIME;
 	else
 		*code = exit_code_of(r, lua_ok);
 	if (!lua_ok)
 		r->ev.reason = r->verr.msg;
-	if (!lua_ok && c->capture)
-		c->capture->err = r->verr;
+	if (!lua_ok && r->cap)
+		r->cap->err = r->verr;
 	return 0;
 }
 
@@ -614,16 +617,17 @@ static int run_session(struct run *r, int *code)
 static int failed(struct run *r)
 {
 	int code = fail(&r->err);
-	if (r->c->capture)
-		r->c->capture->err = r->err;
+	if (r->cap)
+		r->cap->err = r->err;
 	r->ev.action = code == DIAG_EXIT_REFUSED ? "refused" : "failed";
 	r->ev.reason = r->err.msg;
 	return code;
 }
 
-static void run_start(struct run *r, const struct run_options *c)
+static void run_start(struct run *r, const struct run_options *c, struct run_capture *cap)
 {
 	r->c = c;
+	r->cap = cap;
 	r->started_ns = mono_ns();
 	hold_signals(&r->old_mask);
 	make_run_id(r->run_id);
@@ -645,8 +649,8 @@ static int run_end(struct run *r, int code)
 			code = DIAG_EXIT_RUNTIME;
 	}
 	discard_outputs(&r->outs); /* what was not written (a failed run) is not left behind empty */
-	if (c->capture && !c->dry_run) { /* a chain's stage: the report goes back to chain.c */
-		c->capture->report = r->report;
+	if (r->cap && !c->dry_run) { /* a chain's stage: the report goes back to chain.c */
+		r->cap->report = r->report;
 		r->report = NULL;
 	}
 	audit_close(&r->au);
@@ -667,15 +671,15 @@ static int run_end(struct run *r, int code)
 	if (late) {
 		fprintf(stderr, "diagnose: SIG%s arrived after the collection: the run finished with what "
 			"it had\n", sigabbrev_np(late) ? sigabbrev_np(late) : "?");
-		if (c->capture)
-			c->capture->signal = late;
+		if (r->cap)
+			r->cap->signal = late;
 	}
 	fflush(NULL);
 	sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
 	return code;
 }
 
-int run_recipe(const struct run_options *c)
+int run_recipe(const struct run_options *c, struct run_capture *cap)
 {
 	struct diag_err err = { 0 };
 	/* Without the privileges nothing else matters, and nothing could be recorded anyway. */
@@ -688,7 +692,7 @@ int run_recipe(const struct run_options *c)
 		return fail(&err);
 	struct run r = { 0 };
 	int code = DIAG_EXIT_RUNTIME;
-	run_start(&r, c);
+	run_start(&r, c, cap);
 	if (gate(&r) || (c->dry_run ? dry_run_report(&r, &code) : run_session(&r, &code)))
 		code = failed(&r);
 	return run_end(&r, code);

@@ -3,7 +3,8 @@
  * Owns: the stages of a run and its exit code (DESIGN contract): policy and trust root, recipe
  * read once, plan, approval, audit start record, pre-flight, session, verdict, report and output
  * files, audit end record. Prints the report on stdout and one-line errors on stderr — or, for a
- * stage of a chain (run_options.capture, engine/cli/chain.c), hands the report back instead.
+ * stage of a chain (engine/run/chain.c) or of `diagnose watch`, hands the report back in its
+ * struct run_capture instead.
  * Must not: parse the command line, or hold anything between two runs.
  */
 #ifndef DIAG_RUN_H
@@ -54,14 +55,15 @@ struct run_options {
 	const char *const *params;  /* --param NAME=VALUE, the recipe's own parameters */
 	size_t n_params;
 	bool follow;                /* --follow: chain.c runs the worst verdict's follow-up */
-	/* Set by chain.c for each stage: the report is handed back, not printed or written, and a
-	 * plan longer than max_duration_s (> 0: what is left of the chain's time) is refused. */
-	struct run_capture *capture;
+	/* Set by chain.c for each stage: a plan longer than max_duration_s (> 0: what is left of the
+	 * chain's time) is refused. */
 	double max_duration_s;
 };
 
 /* Runs it; returns the exit code (0 ok/info, 1 runtime, 2 usage, 3 refused, 4 warning,
- * 5 critical). */
-int run_recipe(const struct run_options *opts);
+ * 5 critical). capture: NULL for a run of its own (the report printed and written); a chain's or
+ * watch's stage: the report is handed back in it (written too when it says write_outputs), and
+ * what else it asks for filled. opts is only read. */
+int run_recipe(const struct run_options *opts, struct run_capture *capture);
 
 #endif

@@ -89,7 +89,7 @@ struct session {
 	int sig_fd, pid_fd;
 	sigset_t old_mask;
 	struct governor gov;
-	struct procset set;       /* a set of processes (plan->target); map_fd -1 otherwise */
+	struct procset set;       /* a set of processes (opts->target); map_fd -1 otherwise */
 	struct tfile_reader *files; /* reads what the target names (tfile.h) */
 	struct cost_meter cost;   /* what the run costs the server, window by window (cost.h) */
 };
@@ -787,8 +787,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (build_core_btf(plan, &kernel, &core, &soft))
 		value_arr_push(out->notes, value_str_take(xasprintf(
 			"each probe read the kernel's whole BTF: cutting it failed (%s)", soft.msg)));
-	if (plan->target) {
-		if (procset_refresh_open(&s.set, plan->target, s.files, err))
+	if (opts->target) {
+		if (procset_refresh_open(&s.set, opts->target, s.files, err))
 			goto done;
 		s.set.core_btf = core.fd >= 0 ? core.path : NULL;
 		if (procset_follow_forks(&s.set, &soft))
@@ -796,7 +796,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				"processes forked by the set join it at the next rescan (up to 1 s later), not at fork: %s",
 				soft.msg)));
 		else
-			plan->target->follows_forks = true;
+			s.set.target->follows_forks = true;
 	}
 	/* Loading reads the files uprobes go on (a target's libc, its allocator): until then at most.
 	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
@@ -918,7 +918,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		usyms_snapshot(usyms, &soft);
 	if (s.set.target) {
 		procset_snapshot_all(&s.set);
-		plan->target->joined_at_fork = procset_joined_at_fork(&s.set);
+		s.set.target->joined_at_fork = procset_joined_at_fork(&s.set);
 	}
 	if (s.set.unsymbolized)
 		value_arr_push(out->notes, value_str_take(xasprintf(
@@ -1004,15 +1004,15 @@ done:
 	return rc;
 }
 
-int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigned preflight_ms,
-		    struct value **variants, struct value **preflight_summary, struct diag_err *pf_err,
+int session_dry_run(const struct plan *plan, struct target *target, struct tfile_reader *files,
+		    unsigned preflight_ms, struct value **variants, struct value **preflight_summary, struct diag_err *pf_err,
 		    struct diag_err *err)
 {
 	struct probe *probes;
 	unsigned n;
 	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
 	struct procset set = { .map_fd = -1 };
-	int rc = plan->target ? procset_refresh_open(&set, plan->target, files, err) : 0;
+	int rc = target ? procset_refresh_open(&set, target, files, err) : 0;
 	probes = NULL;
 	n = 0;
 	struct core_btf core = { .fd = -1 };

@@ -499,8 +499,7 @@ static void child_main(struct watch *w, int slotfd, const char *recipe, char **p
 		ro.duration_s = 0;
 	}
 	struct run_capture cap = { .plan_chain = scheduled, .write_outputs = true, .stacks_if_any = true };
-	ro.capture = &cap;
-	int code = run_recipe(&ro);
+	int code = run_recipe(&ro, &cap);
 	struct value *follow = NULL;
 	if (cap.report && scheduled && w->o->follow_at)
 		follow = chain_pick(cap.report, &cap, &ro, w->o->follow_at >= 3);
