@@ -162,8 +162,4 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
 #define RECIPE_NAME_MAX 64
 bool recipe_name_ok(const char *s);
 
-/* TEXT in double quotes for a message, cut short (at a character boundary) when over 40 bytes:
- * buf (at least 64 bytes) receives it. Returns buf. */
-const char *recipe_quote(char *buf, size_t len, const char *text);
-
 #endif

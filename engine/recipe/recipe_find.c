@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "document.h"
 #include "privilege.h"
 #include "recipe.h"
 
