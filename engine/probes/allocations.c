@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "allocations.h"
 #include "allocations.skel.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "block_io.h"
 #include "block_io.skel.h"

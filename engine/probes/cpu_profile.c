@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "cpu_profile.skel.h"
 #include "cpu_profile.h"

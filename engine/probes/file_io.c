@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "file_io.h"
 #include "file_io.skel.h"

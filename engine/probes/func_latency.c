@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "func_latency.h"
 #include "func_latency.skel.h"

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "kernel_allocs.skel.h"
 #include "ksyms.h"

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "procfs.h"
 
 #define MAX_SLABS 1024

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "mappings.skel.h"
 #include "mappings.h"

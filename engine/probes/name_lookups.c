@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "name_lookups.h"
 #include "name_lookups.skel.h"

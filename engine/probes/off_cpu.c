@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "diag_unwind.h"
 #include "off_cpu.h"

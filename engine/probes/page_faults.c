@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "page_faults.skel.h"
 #include "page_faults.h"

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "netowner.h"
 #include "peer_wait.h"

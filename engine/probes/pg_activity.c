@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "hash.h"
 #include "pg_layout.h"
 #include "pg_normalize.h"

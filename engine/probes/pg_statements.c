@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "hash.h"
 #include "pg_normalize.h"

@@ -77,6 +77,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "tfile.h"
 #include "procfs.h"
 #include "target.h"

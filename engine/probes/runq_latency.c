@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "runq_latency.skel.h"
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "kernel.h"
 #include "kernel_btf.h"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "syscall_names.h"
 #include "syscall_stats.h"

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "kernel.h"
 #include "kernel_btf.h"

@@ -35,6 +35,7 @@
 #include <arpa/inet.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "diag_unwind.h"
 #include "netowner.h"

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "tracepoint_count.skel.h"
 

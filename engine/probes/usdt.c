@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "usdt.h"
 #include "usdt.skel.h"

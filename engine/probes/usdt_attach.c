@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "procfs.h"
 #include "target.h"
 #include "tfile.h"

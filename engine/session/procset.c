@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "runtime.h"
 #include "diag_bpf.h"
 #include "procset.skel.h"
 #include "usyms.h"

@@ -28,6 +28,7 @@
 #include "kernel.h"
 #include "ksyms.h"
 #include "procset.h"
+#include "runtime.h"
 #include "shape.h"
 #include "tfile.h"
 #include "usyms.h"
