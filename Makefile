@@ -36,12 +36,14 @@ LLVM_STRIP ?= llvm-strip
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 VERSION := 0.1.0
-# The engine's folders are its data flow (docs/architecture.md); each is an include directory.
-ENGINE_DIRS := $(sort $(dir $(wildcard engine/*/*.c)))
-ENGINE_INCLUDES := $(patsubst %/,-I%,$(ENGINE_DIRS)) -Iengine/abi
+# The engine's folders are its floors (docs/architecture.md#floors); an include names its folder
+# ("common/value.h"), so engine/ is the one include directory (the build's generated headers
+# aside: skeletons, the probe list, syscall names, the pprof messages).
+ENGINE_INCLUDES := -Iengine
 ENGINE_HDRS := $(wildcard engine/*/*.h)
-# The BPF side sees only the probes and the headers both sides share (engine/abi/).
-BPF_INCLUDES := -Iengine/abi -Iengine/probes
+# The BPF side includes the headers both sides share (engine/abi/) and its probe's layouts
+# (engine/probes/NAME.h), by their folders too.
+BPF_INCLUDES := -Iengine
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $(SANFLAGS) \
 	  -I$(BUILD) -I$(BUILD)/bpf -I$(BUILD)/proto $(ENGINE_INCLUDES) -I/usr/include/lua5.4 \

@@ -15,7 +15,7 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
-#include "diag_python.h"
+#include "abi/diag_python.h"
 
 /* At most this much stack per sample; copied in pieces that never cross a page, so that the copy
  * ends at the top of the stack mapping (or a page not present) with what was readable before. */

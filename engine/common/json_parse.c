@@ -16,7 +16,7 @@
  * Must not: print, read past len, read JSON grammar itself (jansson's), copy the caller's text,
  * or recurse past max_depth.
  */
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 #include <jansson.h>
 #include <limits.h>

@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 #define JSON_DEFAULT_MAX_DEPTH 64
 

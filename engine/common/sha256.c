@@ -4,13 +4,13 @@
  * Must not: implement the hash itself (the hand-written one is gone: one vetted implementation
  * for the approval chain), allocate, or keep state between calls.
  */
-#include "sha256.h"
+#include "common/sha256.h"
 
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util.h"
+#include "common/util.h"
 
 void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN])
 {

@@ -1,13 +1,13 @@
 /* value.c — the result tree and its JSON writer. See value.h.
  * Must not: interpret keys, or print anywhere but the FILE it is given.
  */
-#include "value.h"
+#include "common/value.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static struct value *value_new(enum value_type type)
 {

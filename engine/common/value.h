@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h" /* utf8_char_len, utf8_char_unsafe: the one rule the JSON writer follows */
+#include "common/util.h" /* utf8_char_len, utf8_char_unsafe: the one rule the JSON writer follows */
 
 enum value_type { V_NULL, V_BOOL, V_INT, V_NUM, V_STR, V_ARR, V_OBJ };
 

@@ -1,17 +1,17 @@
 /* diff.c — two reports compared (see diff.h), and the differential flame graph's file.
  * Must not: interpret a probe's results beyond the shared shapes, or judge the change.
  */
-#include "diff.h"
+#include "offline/diff.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flamegraph.h"
-#include "outfile.h"
-#include "report.h"
-#include "util.h"
-#include "verdict.h"
+#include "report/flamegraph.h"
+#include "report/outfile.h"
+#include "report/report.h"
+#include "common/util.h"
+#include "verdict/verdict.h"
 
 /* ---- verdicts ------------------------------------------------------------------------------ */
 

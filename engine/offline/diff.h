@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "value.h"
+#include "common/value.h"
 
 /* The comparison of two report trees (caller frees):
  *   {recipes: [before, after], verdicts: [{id, before, after, change: "new"|"gone"|"worse"|

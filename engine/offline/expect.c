@@ -1,7 +1,7 @@
 /* expect.c — the .expect file of a recorded incident, read and compared (see expect.h).
  * Must not: run anything, read the report, or print.
  */
-#include "expect.h"
+#include "offline/expect.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source.h"
-#include "verdict.h"
+#include "recipe/source.h"
+#include "verdict/verdict.h"
 
 /* ---- reading -------------------------------------------------------------------------------- */
 

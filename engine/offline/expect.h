@@ -32,8 +32,8 @@
 
 #include <stddef.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 #define EXPECT_MAX_BYTES (64u << 10)
 #define EXPECT_MAX_LINE 1024

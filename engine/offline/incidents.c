@@ -2,7 +2,7 @@
  * incidents.h).
  * Must not: load BPF, need root, write a file, or stop at the first failing case.
  */
-#include "incidents.h"
+#include "offline/incidents.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "expect.h"
-#include "recipe.h"
-#include "replay.h"
-#include "report.h"
-#include "util.h"
-#include "value.h"
+#include "offline/expect.h"
+#include "recipe/recipe.h"
+#include "offline/replay.h"
+#include "report/report.h"
+#include "common/util.h"
+#include "common/value.h"
 
 #define MAX_ENTRIES 10000 /* names read from one directory */
 

@@ -1,15 +1,15 @@
 /* merge.c — many hosts' reports as one fleet view (see merge.h).
  * Must not: interpret a probe's results beyond shared shapes, or judge a host.
  */
-#include "merge.h"
+#include "offline/merge.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
-#include "util.h"
-#include "verdict.h"
+#include "report/report.h"
+#include "common/util.h"
+#include "verdict/verdict.h"
 
 static const char *host_of(const struct value *r, const char *file)
 {

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 /* reports[i] came from names[i] (its file, for messages and when it names no host). Returns
  *   {hosts: [{host, file, recipe, worst, verdicts: [id...], exit}],

@@ -1,7 +1,7 @@
 /* replay.c — Lua verdicts again on a recorded report (see replay.h).
  * Must not: load BPF, need root, change the recorded results, or open a file a report names.
  */
-#include "replay.h"
+#include "offline/replay.h"
 
 #include <limits.h>
 #include <math.h>
@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "recipe.h"
-#include "recipe_find.h"
-#include "report.h"
-#include "source.h"
-#include "util.h"
-#include "value.h"
-#include "verdict.h"
+#include "plan/plan.h"
+#include "recipe/recipe.h"
+#include "recipe/recipe_find.h"
+#include "report/report.h"
+#include "recipe/source.h"
+#include "common/util.h"
+#include "common/value.h"
+#include "verdict/verdict.h"
 
 static int fail(const struct diag_err *err)
 {

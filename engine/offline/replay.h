@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 struct replay_options {
 	const char *report_path;

@@ -1,7 +1,7 @@
 /* catalog.c — lookup of probe kinds; the list itself is generated from engine/probes/.
  * Must not: contain anything specific to one probe kind.
  */
-#include "catalog.h"
+#include "plan/catalog.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "filters.h"
-#include "util.h"
-#include "value.h"
+#include "plan/filters.h"
+#include "common/util.h"
+#include "common/value.h"
 
 struct bpf_object;
 struct kernel_btf;

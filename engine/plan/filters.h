@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 enum filter_bit {
 	FILTER_PID = 1u << 0,         /* a process, all its threads */

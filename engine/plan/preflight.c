@@ -1,7 +1,7 @@
 /* preflight.c — measured event rates vs the recipe's budget (see preflight.h).
  * Must not: touch the kernel or the plan: the session measures and applies.
  */
-#include "preflight.h"
+#include "plan/preflight.h"
 
 #include <math.h>
 #include <stdio.h>

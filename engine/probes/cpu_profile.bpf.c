@@ -12,12 +12,12 @@
  * words in a map key (the key space would explode), or lose a sample silently: stack walks that
  * fail, a full count map and a full ring buffer are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "cpu_profile.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/cpu_profile.h"
 
 #define EFAULT 14
 

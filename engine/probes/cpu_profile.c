@@ -23,17 +23,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "cpu_profile.skel.h"
-#include "cpu_profile.h"
-#include "diag_unwind.h"
-#include "jcmd.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "usyms.h"
+#include "probes/cpu_profile.h"
+#include "abi/diag_unwind.h"
+#include "probes/jcmd.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "symbolize/usyms.h"
 
 struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */

@@ -22,7 +22,7 @@
  *   child stopped by a signal is killed at once (its user can stop it; we do not wait on it), and
  *   the run's stop signal (the reader's stop descriptor) ends the wait.
  */
-#include "jcmd.h"
+#include "probes/jcmd.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,9 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "procfs.h"
-#include "tfile.h"
-#include "usyms.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "symbolize/usyms.h"
 
 #define JCMD_MAX_CGROUPS 16   /* hierarchies joined */
 #define JCMD_HOMES_MAX 256    /* entries of an install root looked at */

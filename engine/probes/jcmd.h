@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define JCMD_TIMEOUT_NS (15ull * 1000000000) /* jcmd is a JVM: seconds to start on a busy host */
 #define JCMD_OUTPUT_MAX 4096                 /* bytes of its output kept for the message */

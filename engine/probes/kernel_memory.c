@@ -39,9 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "procfs.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "target/procfs.h"
 
 #define MAX_SLABS 1024
 

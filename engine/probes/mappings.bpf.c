@@ -22,12 +22,12 @@
  * for another thread's mmap to take (and its record to come first); a munmap the kernel will
  * refuse for its arguments (unaligned, empty) is counted as failed instead.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "mappings.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/mappings.h"
 
 #define EFAULT 14
 #define MAX_ERRNO 4095

@@ -27,15 +27,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "mappings.skel.h"
-#include "mappings.h"
-#include "diag_unwind.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "probes/mappings.h"
+#include "abi/diag_unwind.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 
 #define MREMAP_DONTUNMAP_ 4
 

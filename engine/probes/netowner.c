@@ -1,7 +1,7 @@
 /* netowner.c — the TCP and Unix stream sockets a process holds, from /proc (see netowner.h).
  * Must not: load BPF, or know a probe kind.
  */
-#include "netowner.h"
+#include "probes/netowner.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "filters.h"
-#include "target.h"
-#include "tcp_events.h"
-#include "util.h"
+#include "plan/filters.h"
+#include "target/target.h"
+#include "probes/tcp_events.h"
+#include "common/util.h"
 
 /* "0100007F:1F90": the kernel prints each 32-bit word of the address as the integer it holds in
  * memory, so copying the parsed word back gives network order on this machine. */

@@ -15,13 +15,13 @@
  * Must not: keep per-event records, or lose time silently: a full map, a failed stack walk and
  * blocks shorter than min_block_us are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "off_cpu.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/off_cpu.h"
 
 #define EFAULT 14
 

@@ -17,15 +17,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "off_cpu.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/off_cpu.h"
 #include "off_cpu.skel.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 
 struct off_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */

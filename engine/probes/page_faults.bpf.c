@@ -13,12 +13,12 @@
  * Must not: unwind or symbolize (engine/symbolize/stack_sampler.c, unwind.c), read the faulting memory, or
  * lose a fault silently: failed stack walks, a full map and a full ring buffer are counted.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "page_faults.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/page_faults.h"
 
 #define EFAULT 14
 

@@ -18,11 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h"
-#include "netowner.h"
-#include "peer_wait.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/netowner.h"
+#include "probes/peer_wait.h"
 #include "peer_wait.skel.h"
 
 struct peer_priv {

@@ -76,11 +76,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "tfile.h"
-#include "procfs.h"
-#include "target.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "target/tfile.h"
+#include "target/procfs.h"
+#include "target/target.h"
 
 enum { SEC_CPU = 1, SEC_MEMORY = 2, SEC_IO = 4, SEC_NET = 8 };
 static const char *const section_names[] = { "cpu", "memory", "io", "net" };

@@ -1,7 +1,7 @@
 /* runtime.c — what every probe kind shares at run time; contract: runtime.h.
  * Must not: contain anything specific to one probe kind.
  */
-#include "runtime.h"
+#include "probes/runtime.h"
 
 #include <math.h>
 
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag_bpf.h"
-#include "kernel_btf.h"
-#include "uprobe_multi.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel_btf.h"
+#include "kernel/uprobe_multi.h"
 
 uint64_t probe_opt(const struct probe *p, const char *name)
 {

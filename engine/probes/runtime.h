@@ -14,10 +14,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "tp_btf.h"
-#include "util.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "kernel/tp_btf.h"
+#include "common/util.h"
+#include "common/value.h"
 
 struct bpf_link;
 struct bpf_map;

@@ -17,17 +17,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "kernel_btf.h"
-#include "ksyms.h"
-#include "net_owner.h"
-#include "netowner.h"
-#include "skb_drops.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "kernel/kernel_btf.h"
+#include "symbolize/ksyms.h"
+#include "probes/net_owner.h"
+#include "probes/netowner.h"
+#include "probes/skb_drops.h"
 #include "skb_drops.skel.h"
-#include "stacks.h"
+#include "symbolize/stacks.h"
 
 struct reason_name {
 	uint32_t value;

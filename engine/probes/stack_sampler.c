@@ -1,7 +1,7 @@
 /* stack_sampler.c — fixing and counting streamed user stacks (see stack_sampler.h).
  * Must not: print, symbolize, or trust a record's sizes (they are bounded by what was received).
  */
-#include "stack_sampler.h"
+#include "probes/stack_sampler.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
-#include "diag_bpf.h"
-#include "hash.h"
-#include "posindex.h"
-#include "python.h"
-#include "unwind.h"
-#include "util.h"
+#include "abi/diag_unwind.h" /* first: it brings <linux/types.h> for diag_bpf.h */
+#include "abi/diag_bpf.h"
+#include "common/hash.h"
+#include "common/posindex.h"
+#include "symbolize/python.h"
+#include "symbolize/unwind.h"
+#include "common/util.h"
 
 #include <bpf/bpf.h>
 

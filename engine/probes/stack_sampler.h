@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stacks.h"
-#include "value.h"
+#include "symbolize/stacks.h"
+#include "common/value.h"
 
 struct stack_sampler;
 

@@ -18,14 +18,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "kernel_btf.h"
-#include "net_owner.h"
-#include "netowner.h"
-#include "tcp_events.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "kernel/kernel_btf.h"
+#include "probes/net_owner.h"
+#include "probes/netowner.h"
+#include "probes/tcp_events.h"
 #include "tcp_events.skel.h"
 
 struct tcpe_priv {

@@ -18,13 +18,13 @@
  * Must not: keep per-event records beyond the ring buffer, or lose a wakeup silently: blocks
  * under min_block_us, full maps and refused records are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "wakeups.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/wakeups.h"
 
 #define EFAULT 14
 

@@ -17,14 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "runtime.h"
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "wakeups.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "probes/wakeups.h"
 #include "wakeups.skel.h"
 
 struct wake_priv {

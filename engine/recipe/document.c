@@ -9,7 +9,7 @@
  * Must not: know the recipe's schema (schema.c) or its rules (recipe.c), print, or keep global
  * state.
  */
-#include "document.h"
+#include "recipe/document.h"
 
 #include <ctype.h>
 #include <stdarg.h>

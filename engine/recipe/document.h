@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <yaml.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct loader {
 	const char *path;

@@ -8,7 +8,7 @@
  * Must not: print, keep global state, or know which probe kinds or options exist (plan.c does).
  * Every error is one line, "PATH:LINE: FIELD: message", with DIAG_EXIT_USAGE.
  */
-#include "recipe.h"
+#include "recipe/recipe.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#include "document.h"
-#include "schema.h"
+#include "recipe/document.h"
+#include "recipe/schema.h"
 
 #define RECIPE_MAX_BYTES (1u << 20) /* recipes are a few KiB; refuse anything absurd */
 #define DURATION_MAX_S 3600

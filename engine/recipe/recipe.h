@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* One entry of a free-form scalar mapping (probe options, thresholds). Values stay text; the
  * consumer (plan.c, verdict.c) types them. line is 1-based, 0 when unknown. */

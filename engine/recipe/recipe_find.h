@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* The directory recipes are searched in, in the order of docs/commands.md: explicit dir (may be
  * NULL), $DIAGNOSE_RECIPES (not with capabilities but not root), ./recipes (not as root or with

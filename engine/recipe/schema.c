@@ -8,7 +8,7 @@
  * Must not: read YAML text (document.c has), check the semantic rules (recipe.c), print, or keep
  * global state.
  */
-#include "schema.h"
+#include "recipe/schema.h"
 
 #include <errno.h>
 #include <stdarg.h>

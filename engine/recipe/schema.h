@@ -8,8 +8,8 @@
 #ifndef DIAG_RECIPE_SCHEMA_H
 #define DIAG_RECIPE_SCHEMA_H
 
-#include "document.h"
-#include "recipe.h"
+#include "recipe/document.h"
+#include "recipe/recipe.h"
 
 #define PROBES_MAX 32 /* probes a recipe may declare */
 

@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "plan.h"
-#include "session.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "session/session.h"
+#include "common/value.h"
 
 struct report_input {
 	const struct plan *plan;

@@ -13,7 +13,7 @@
  * (names only: a verdict cannot make it run a file), or hold stages' reports past its return.
  * The declared chain, walked without running anything, is chain_plan.c's.
  */
-#include "chain.h"
+#include "run/chain.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chain_plan.h"
-#include "outfile.h"
-#include "report.h"
-#include "run.h"
-#include "util.h"
-#include "value.h"
+#include "run/chain_plan.h"
+#include "report/outfile.h"
+#include "report/report.h"
+#include "run/run.h"
+#include "common/util.h"
+#include "common/value.h"
 
 /* Text a recipe author or the target may have put in (names, a stage's error naming a symbol),
  * printed as the text report prints such text (report_put_text); NULL as "?". */

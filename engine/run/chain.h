@@ -10,8 +10,8 @@
 
 #include <stdbool.h>
 
-#include "run.h"
-#include "value.h"
+#include "run/run.h"
+#include "common/value.h"
 
 /* The follow-up the report of a run (its capture: plan_chain set, for the declared chain) asks
  * for, picked as --follow picks it, from verdicts of severity warning or critical (critical only:

@@ -8,19 +8,19 @@
  * Must not: run a recipe (chain.c runs the stages, through run_recipe), follow a recipe path
  * (names only), or print anything but the rows it is handed.
  */
-#include "chain_plan.h"
+#include "run/chain_plan.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "approval.h"
-#include "plan.h"
-#include "recipe.h"
-#include "recipe_find.h"
-#include "report.h"
-#include "util.h"
-#include "value.h"
+#include "trust/approval.h"
+#include "plan/plan.h"
+#include "recipe/recipe.h"
+#include "recipe/recipe_find.h"
+#include "report/report.h"
+#include "common/util.h"
+#include "common/value.h"
 
 /* Text a recipe author may have put in (names, parameters), printed as the text report prints
  * such text (report_put_text); NULL as "?". */

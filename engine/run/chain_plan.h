@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "recipe.h"
-#include "util.h"
-#include "value.h"
+#include "recipe/recipe.h"
+#include "common/util.h"
+#include "common/value.h"
 
 /* A recipe's `next:` as a value: [{verdict, recipe, params: ["NAME=VALUE", ...]}] (caller frees). */
 struct value *chain_decl_value(const struct recipe *r);

@@ -8,7 +8,7 @@
  * Must not: parse the command line (main.c), or know what a probe, a recipe field or a verdict
  * means: each stage's module does.
  */
-#include "run.h"
+#include "run/run.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -19,25 +19,25 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "approval.h"
-#include "audit.h"
-#include "chain_plan.h"
-#include "flamegraph.h"
-#include "kernel.h"
-#include "outfile.h"
-#include "plan.h"
-#include "pprof.h"
-#include "privilege.h"
-#include "preflight.h"
-#include "recipe.h"
-#include "recipe_find.h"
-#include "report.h"
-#include "session.h"
-#include "sha256.h"
-#include "source.h"
-#include "tfile.h"
-#include "verdict.h"
-#include "watchdog.h"
+#include "trust/approval.h"
+#include "trust/audit.h"
+#include "run/chain_plan.h"
+#include "report/flamegraph.h"
+#include "kernel/kernel.h"
+#include "report/outfile.h"
+#include "plan/plan.h"
+#include "report/pprof.h"
+#include "common/privilege.h"
+#include "plan/preflight.h"
+#include "recipe/recipe.h"
+#include "recipe/recipe_find.h"
+#include "report/report.h"
+#include "session/session.h"
+#include "common/sha256.h"
+#include "recipe/source.h"
+#include "target/tfile.h"
+#include "verdict/verdict.h"
+#include "session/watchdog.h"
 
 static int fail(const struct diag_err *err)
 {

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 /* What one stage of a chain (chain.c, --follow) gets back from run_recipe instead of a printed
  * report. */
@@ -37,7 +37,7 @@ struct run_capture {
 					* recorded stacks; none, and no warning, otherwise */
 };
 
-#include "target.h"
+#include "target/target.h"
 
 /* What the command line asks of a run. */
 struct run_options {

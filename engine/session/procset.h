@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "target.h"
-#include "util.h"
+#include "target/target.h"
+#include "common/util.h"
 
 struct usyms;
 

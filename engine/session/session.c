@@ -1,7 +1,7 @@
 /* session.c — load, attach, run, detach, collect (see session.h).
  * Must not: print anything but the progress line, interpret data, or return with a link attached.
  */
-#include "session.h"
+#include "session/session.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,20 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core_btf.h"
-#include "cost.h"
-#include "kernel_btf.h"
-#include "tp_btf.h"
-#include "uprobe_multi.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "ksyms.h"
-#include "procset.h"
-#include "runtime.h"
-#include "shape.h"
-#include "tfile.h"
-#include "usyms.h"
-#include "watchdog.h"
+#include "kernel/core_btf.h"
+#include "session/cost.h"
+#include "kernel/kernel_btf.h"
+#include "kernel/tp_btf.h"
+#include "kernel/uprobe_multi.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "symbolize/ksyms.h"
+#include "session/procset.h"
+#include "probes/runtime.h"
+#include "plan/shape.h"
+#include "target/tfile.h"
+#include "symbolize/usyms.h"
+#include "session/watchdog.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */

@@ -14,9 +14,9 @@
 
 #include <stdbool.h>
 
-#include "plan.h"
-#include "preflight.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "plan/preflight.h"
+#include "common/value.h"
 
 struct session_opts {
 	bool progress;      /* draw a progress line on stderr */

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "diag_python.h"
+#include "abi/diag_python.h"
 
 struct tfile_reader;
 struct python_procs;

@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "catalog.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "common/value.h"
 
 struct stack_table;
 

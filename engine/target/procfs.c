@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procfs.h"
+#include "target/procfs.h"
 
 /* ---- generic "key value" lines ----------------------------------------------------------- */
 

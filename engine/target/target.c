@@ -2,7 +2,7 @@
  * and rescanning them while it runs. See target.h.
  * Must not: load BPF, know probes, or print.
  */
-#include "target.h"
+#include "target/target.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -15,8 +15,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "privilege.h"
-#include "procfs.h"
+#include "common/privilege.h"
+#include "target/procfs.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270

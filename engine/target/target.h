@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 enum target_kind {
 	TARGET_NONE = 0,

@@ -21,7 +21,7 @@
  *   PAGEMAP_SCAN ioctl where the kernel has it (holes skipped in the kernel), else from pagemap's
  *   entries, 8 bytes a page, turned into runs in the helper: runs cross back, not entries.
  */
-#include "tfile.h"
+#include "target/tfile.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -39,7 +39,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define TFILE_WAIT_NS 1000000000ull         /* the longest wait for one file */
 #define TFILE_MAX_STALLED 4                  /* helpers left behind before reading stops */

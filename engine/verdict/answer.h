@@ -7,9 +7,9 @@
 #ifndef DIAG_VERDICT_ANSWER_H
 #define DIAG_VERDICT_ANSWER_H
 
-#include "util.h"
-#include "value.h"
-#include "verdict.h"
+#include "common/util.h"
+#include "common/value.h"
+#include "verdict/verdict.h"
 
 /* Checks the answer as converted and builds the final one in *out: verdicts rebuilt in contract
  * order and sorted worst first (stable), report sections each with a string kind, ruled_out

@@ -8,7 +8,7 @@
 #ifndef DIAG_VERDICT_SNIPPET_H
 #define DIAG_VERDICT_SNIPPET_H
 
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 struct verdict_state;
 

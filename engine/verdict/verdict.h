@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "source.h"
-#include "util.h"
-#include "value.h"
+#include "recipe/source.h"
+#include "common/util.h"
+#include "common/value.h"
 
 enum severity { SEV_OK = 0, SEV_INFO = 1, SEV_WARNING = 2, SEV_CRITICAL = 3 };
 

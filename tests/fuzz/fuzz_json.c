@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 #define FUZZ_NAME "fuzz_json"
 #include "fuzz.h"

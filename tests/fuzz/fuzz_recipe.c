@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipe.h"
+#include "recipe/recipe.h"
 
 #define NAME "fuzz.yaml"
 

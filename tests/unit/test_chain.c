@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chain_plan.h"
-#include "recipe.h"
-#include "util.h"
-#include "value.h"
+#include "run/chain_plan.h"
+#include "recipe/recipe.h"
+#include "common/util.h"
+#include "common/value.h"
 
 static char root[64];
 

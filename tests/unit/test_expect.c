@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expect.h"
-#include "json_parse.h"
-#include "util.h"
+#include "offline/expect.h"
+#include "common/json_parse.h"
+#include "common/util.h"
 
 static int parse(const char *text, struct expectations *e, struct diag_err *err)
 {

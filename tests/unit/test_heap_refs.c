@@ -58,10 +58,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "heap_refs.h"
-#include "procfs.h"
-#include "tfile.h"
-#include "util.h"
+#include "probes/heap_refs.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* ---- the child ------------------------------------------------------------------------------ */
 

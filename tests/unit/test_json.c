@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 static char *json_of(const struct value *v, int indent)
 {

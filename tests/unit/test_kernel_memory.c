@@ -20,10 +20,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
-#include "shape.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "target/procfs.h"
+#include "plan/shape.h"
+#include "common/util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
 

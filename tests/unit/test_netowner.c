@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "filters.h"
-#include "netowner.h"
+#include "plan/filters.h"
+#include "probes/netowner.h"
 
 static const char TCP4[] =
 	"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"

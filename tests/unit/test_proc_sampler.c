@@ -20,11 +20,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
-#include "shape.h"
-#include "tfile.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "target/procfs.h"
+#include "plan/shape.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "sha256.h"
+#include "common/sha256.h"
 
 static void assert_hash(const void *data, size_t len, const char *want)
 {

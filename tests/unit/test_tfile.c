@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "fixture_path.h"
-#include "tfile.h"
-#include "util.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 static char tmpdir[64];
 

@@ -32,11 +32,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag_unwind.h"
+#include "abi/diag_unwind.h"
 #include "fixture_path.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "unwind.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "symbolize/unwind.h"
 
 /* Value (ELF address) and size of function name in the .symtab of path; fails the test if none. */
 static void elf_func(const char *path, const char *name, uint64_t *addr, uint64_t *size)
