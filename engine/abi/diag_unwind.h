@@ -1,5 +1,5 @@
 /* diag_unwind.h — what a stack probe shares to have its user stacks unwound in user space
- * (engine/symbolize/unwind.c, engine/symbolize/stack_sampler.c): the record it streams through its ring buffer with
+ * (engine/symbolize/unwind.c, engine/probes/stack_sampler.c): the record it streams through its ring buffer with
  * each sample (user registers, stack ids, a weight, and the top of the user stack copied from sp)
  * and, in BPF, the sender that fills it in a per-CPU scratch entry, copies the stack page by page
  * and outputs it, waking the engine only when wake_bytes are waiting. A sample whose weight is
@@ -80,7 +80,7 @@ struct diag_weight_rec {
 
 /* Fills one sample of the current task in the one-entry per-CPU array scratch of struct
  * diag_user_sample: its user registers and copy_bytes of its user stack (at most
- * DIAG_MAX_STACK_BYTES), with its weight, tag and cookie (engine/probes/common/diag_unwind.h's header). Returns
+ * DIAG_MAX_STACK_BYTES), with its weight, tag and cookie (engine/abi/diag_unwind.h's header). Returns
  * it, or NULL when scratch is missing. A probe may fix the copy (e.g. return addresses a
  * uretprobe replaced) before diag_output_user_sample. */
 static __always_inline struct diag_user_sample *

@@ -13,7 +13,7 @@
  * private, anonymous shared, file, PROT_NONE), the failed calls, and the totals per kind of
  * change in `counters` (counted whether or not the ring buffer takes the record).
  * Must not: track regions or call paths (engine/probes/mappings.c does, in order of the ring
- * buffer), unwind (engine/symbolize/stack_sampler.c), or lose a call silently: refused records,
+ * buffer), unwind (engine/probes/stack_sampler.c), or lose a call silently: refused records,
  * exits without their entry, a full pending map and failed stack walks are counted.
  *
  * The stack is taken at the syscall's exit for mmap, brk and mremap (the call's result is known

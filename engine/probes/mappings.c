@@ -4,7 +4,7 @@
  * allocator's own mmap or brk, a program's, an interpreter's arenas) and the files mapped.
  *
  * Owns: sizing the BPF maps and ring buffer; handing the streamed samples to
- * engine/symbolize/stack_sampler.c (DWARF unwinding by default: glibc's mmap and brk wrappers
+ * engine/probes/stack_sampler.c (DWARF unwinding by default: glibc's mmap and brk wrappers
  * have no frame pointer and hide their caller) and, through its hooks, replaying each call in
  * ring buffer order on a table of regions (per process, sorted by address: start, end, class,
  * the call path that mapped it): a new mapping replaces what it overlaps (MAP_FIXED, or a removal

@@ -4,7 +4,7 @@
  * when the target itself connects, listens or closes it (transitions a process only makes in its
  * own context), when it was accepted on one of the target's listening ports (same network
  * namespace), or when user space found it among the target's descriptors at the start and at
- * every tick (engine/session/netowner.c fills owned_flows and owned_ports). A socket that closes is
+ * every tick (engine/probes/netowner.c fills owned_flows and owned_ports). A socket that closes is
  * forgotten: the kernel reuses its address for the next socket, maybe another process's.
  * Must not: count events, or trust the current task in any other transition (softirq work runs
  * on whatever task it interrupted). Included once per BPF object, after diag_bpf.h.

@@ -1,5 +1,5 @@
 /* netowner.h — the TCP sockets a process holds now, from /proc, for the network probes that
- * attribute softirq-context events to a target (engine/probes/common/net_owner.h keeps the sets in the kernel).
+ * attribute softirq-context events to a target (engine/probes/net_owner.h keeps the sets in the kernel).
  *
  * Owns: reading /proc/PID/fd (socket inodes), /proc/PID/net/tcp and tcp6 (the target's network
  * namespace: inode → addresses, ports, state), /proc/PID/net/unix (roles on connected Unix
@@ -42,7 +42,7 @@ int netowner_seed_target(const struct probe_filters *f, int flows_fd, int ports_
 size_t netowner_target_listeners(const struct probe_filters *f, struct netowner_sock *out, size_t max);
 
 struct bpf_map;
-/* Sizes the ownership maps of engine/probes/common/net_owner.h before load: max_owned entries with a target
+/* Sizes the ownership maps of engine/probes/net_owner.h before load: max_owned entries with a target
  * (has_target), one without (nothing is owned host-wide). */
 void netowner_size_maps(struct bpf_map *socks, struct bpf_map *flows, struct bpf_map *ports,
 			bool has_target, uint32_t max_owned);

@@ -10,7 +10,7 @@
  * (copy_bytes > 0: glibc and other code without frame pointers hides the callers that matter,
  * e.g. the function that took a contended lock), the switch-out also sends the user registers
  * and the top of the user stack through the `samples` ring buffer with a cookie, and the
- * switch-in sends the time away as that cookie's weight (engine/probes/common/diag_unwind.h); an interval whose
+ * switch-in sends the time away as that cookie's weight (engine/abi/diag_unwind.h); an interval whose
  * records the ring buffer refused is counted in `counts` by its stack ids instead.
  * Must not: keep per-event records, or lose time silently: a full map, a failed stack walk and
  * blocks shorter than min_block_us are counted in `stats`.

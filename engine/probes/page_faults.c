@@ -2,7 +2,7 @@
  * call path, weighted in bytes (one page per fault): where new memory is first touched.
  *
  * Owns: picking the tp_btf, raw_tp or tracepoint program set (by loading it), sizing its maps and
- * ring buffer, handing the streamed faults to engine/symbolize/stack_sampler.c (DWARF unwinding by default:
+ * ring buffer, handing the streamed faults to engine/probes/stack_sampler.c (DWARF unwinding by default:
  * growth faults land inside the allocator, glibc has no frame pointers, and the caller of malloc
  * is what matters), scaling by the 1-in-N sampling, and turning counts into results.
  * Must not: unwind or symbolize itself (stack_sampler.c, stacks.c), or judge what the faults mean

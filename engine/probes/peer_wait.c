@@ -3,7 +3,7 @@
  * database, a cache) and per service (as a server: from a request arriving to its answer).
  *
  * Owns: sizing the socket and peer maps, seeding the roles of the sockets the target holds
- * before attach (engine/session/netowner.c reads them from /proc), noting when the window ends
+ * before attach (engine/probes/netowner.c reads them from /proc), noting when the window ends
  * (detach), and turning the histograms into results: peers by the time waited on them, each
  * with its count, total, longest, log-linear buckets, and the waits still open when the window
  * ended (requests sent and not yet answered, with the oldest one's age).

@@ -25,7 +25,7 @@ struct bpf_object;
 struct bpf_program;
 struct kernel_btf;
 
-/* Sets the filter rodata every probe object gets from engine/probes/common/diag_bpf.h (diag_tgid, diag_tid,
+/* Sets the filter rodata every probe object gets from engine/abi/diag_bpf.h (diag_tgid, diag_tid,
  * diag_cgroup_id, diag_comm) from a probe's resolved filters; between open and load. */
 #define PROBE_SET_FILTERS(skel, p)                                                                \
 	do {                                                                                      \
@@ -155,7 +155,7 @@ const char *probe_opt_str(const struct probe *p, const char *name);
 struct value *probe_log2_slots_value(const uint64_t *slots, unsigned n);
 /* Sum over the CPUs of slot of a per-CPU array of __u64 (fd < 0 or a failed lookup: 0). */
 uint64_t probe_percpu_sum(int fd, unsigned slot);
-/* Sum of the per-CPU `stats` array slot every probe object carries (see engine/probes/common/diag_bpf.h). */
+/* Sum of the per-CPU `stats` array slot every probe object carries (see engine/abi/diag_bpf.h). */
 uint64_t probe_stat_sum(struct bpf_object *obj, unsigned slot);
 /* Reads a BPF array of log2 slots (slot k counts values in [2^k, 2^(k+1)), slot 0 also 0) into
  * [{lo, hi, count}] for the nonzero slots, and a [sum, max] totals array; *count gets the sum of
@@ -164,7 +164,7 @@ struct value *probe_log2_buckets(int hist_fd, unsigned slots, int totals_fd, uin
 				 uint64_t *sum, uint64_t *max);
 /* Events of a probe so far: its `events` op, else the EVENTS slot of its stats map. */
 uint64_t probe_events(struct probe *p);
-/* Switches a loaded probe's programs (engine/probes/common/diag_bpf.h's diag_ctl): count_only, or full mode
+/* Switches a loaded probe's programs (engine/abi/diag_bpf.h's diag_ctl): count_only, or full mode
  * keeping 1 event in sample_every. -1 when the probe has no such switch (no BPF object, or one
  * built without diag_bpf.h). */
 int probe_set_mode(struct probe *p, bool count_only, uint64_t sample_every);

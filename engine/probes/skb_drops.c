@@ -4,7 +4,7 @@
  * Owns: checking the kernel has skb:kfree_skb and a BTF record type for it (a clear refusal
  * otherwise), reading the names of the drop reasons from the running kernel's BTF enum
  * skb_drop_reason (no table compiled in: the enum changes between versions; a kernel without
- * it reports reason 0 "unknown"), seeding the target's sockets from /proc (engine/session/netowner.c),
+ * it reports reason 0 "unknown"), seeding the target's sockets from /proc (engine/probes/netowner.c),
  * and turning the counts into results: per reason, per (reason, protocol, port, where), stacks.
  * Must not: judge the drops (the recipe's Lua does), or attribute a drop by the current task.
  */

@@ -1,5 +1,5 @@
 /* stack_sampler.h — stacks of samples a probe streamed with their user registers and stack copy
- * (engine/probes/common/diag_unwind.h, struct diag_user_sample): each sample's user stack fixed by engine/symbolize/unwind.c
+ * (engine/abi/diag_unwind.h, struct diag_user_sample): each sample's user stack fixed by engine/symbolize/unwind.c
  * (a frameless leaf's caller inserted from CFI, or a DWARF unwind of the copy), counted per
  * distinct (thread name, tag, user addresses and their origin, kernel stack id), and handed to
  * the shared stack table. For every stack probe (on-CPU samples, off-CPU intervals, wakers): the
@@ -98,7 +98,7 @@ bool stack_sampler_wants_dwarf(const char *user_unwind);
 	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
 		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
 
-/* Python frames (engine/probes/common/diag_python.h): py (owned from here) looks at the
+/* Python frames (engine/abi/diag_python.h): py (owned from here) looks at the
  * processes whose samples come, and those that run CPython go into the probe's py_procs map
  * (py_map_fd), so that their next samples carry their Python frames; those frames replace the
  * evaluation loop's native ones. Call once the probe's object is loaded. */

@@ -3,7 +3,7 @@
  *
  * Owns: checking that the kernel has the five tracepoints and the BTF types the programs read
  * (a clear refusal, not a verifier log, when it does not), the port/address filters, seeding
- * the target's sockets from /proc at attach and at every tick (engine/session/netowner.c), and turning
+ * the target's sockets from /proc at attach and at every tick (engine/probes/netowner.c), and turning
  * the flow counts into results: flows most troubled first, totals, a retransmit share of the
  * segments each socket sent, and the accept queues of listening sockets at the end.
  * Must not: judge the counts (the recipe's Lua does), or filter on the current task.

@@ -7,7 +7,7 @@
  * Owns: picking the tp_btf or raw_tp program set (by loading it), sizing its maps, and turning
  * (waker, its stacks, kind) → time into results: stacks (comm and frames: the waker's) tagged with
  * the kind of waker, and totals per kind. User-space unwinding of the wakers' stacks (option
- * user_unwind: dwarf) through engine/symbolize/stack_sampler.c, as off_cpu does.
+ * user_unwind: dwarf) through engine/probes/stack_sampler.c, as off_cpu does.
  * Must not: judge the wakeups (the recipe's Lua does), or claim to know an interrupt's waker:
  * a wakeup from an interrupt is charged to whatever ran (its kernel stack shows the interrupt).
  */

@@ -6,7 +6,7 @@
  * found), scanning /proc or the cgroup's cgroup.procs (its descendants included) for the
  * processes it covers now, and the record of every process it covered during the run.
  * Must not: load BPF or know probes: the session copies the members into the kernel's set of
- * tgids (engine/probes/common/diag_bpf.h's diag_targets) after each scan.
+ * tgids (engine/abi/diag_bpf.h's diag_targets) after each scan.
  */
 #ifndef DIAG_TARGET_H
 #define DIAG_TARGET_H

@@ -1,4 +1,4 @@
-/* test_expect.c — the .expect file of a recorded incident (engine/results/expect.c): what it
+/* test_expect.c — the .expect file of a recorded incident (engine/offline/expect.c): what it
  * accepts (comments, blanks, every statement), what it refuses with "FILE:LINE: what" (unknown
  * statements, bad ids, severities and exit codes, a second exit line, none, control bytes, long
  * lines, a file over the cap), and the comparison with a replay: a matching report passes, and a

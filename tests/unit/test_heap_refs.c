@@ -1,5 +1,5 @@
 /* test_heap_refs.c — the scan for pointers into a process's heap blocks (engine/probes/heap_refs.c)
- * and the page runs it reads the process by (engine/session/tfile.c), on a live process.
+ * and the page runs it reads the process by (engine/target/tfile.c), on a live process.
  *
  * The target is this very binary run again (`--heap-child`): a fresh process whose heap holds
  * only what it allocates, so that no stale value of an earlier test points into its blocks. It

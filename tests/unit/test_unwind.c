@@ -1,5 +1,5 @@
 /* test_unwind.c — CFI lookups, leaf-frame recovery and DWARF unwinding (engine/symbolize/unwind.c), and
- * the counting of streamed samples (engine/symbolize/stack_sampler.c), on the fixtures of unwind.mk (built
+ * the counting of streamed samples (engine/probes/stack_sampler.c), on the fixtures of unwind.mk (built
  * by gcc as distributions build) and on this process itself.
  *
  * cfi_ra_rule_path on libleaf.so: the frameless leaf crc32_slice_update has its return address
