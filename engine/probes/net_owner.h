@@ -12,7 +12,7 @@
 #ifndef DIAG_NET_OWNER_H
 #define DIAG_NET_OWNER_H
 
-#include "probes/tcp_events.h"
+#include "probes/tcp_flow.h"
 
 #define NET_STAT_NOT_OWNED 3 /* events seen but not the target's (with a target) */
 

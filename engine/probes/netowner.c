@@ -15,7 +15,7 @@
 
 #include "plan/filters.h"
 #include "target/target.h"
-#include "probes/tcp_events.h"
+#include "probes/tcp_flow.h"
 #include "common/util.h"
 
 /* "0100007F:1F90": the kernel prints each 32-bit word of the address as the integer it holds in
