@@ -299,10 +299,11 @@ FUZZ_SEEDS_lock = $(wildcard recipes/approved.lock tests/fuzz/seeds/lock/*.lock)
 FUZZ_SEEDS_http = $(wildcard tests/fuzz/seeds/http/*)
 FUZZ_SEEDS_prom = $(wildcard tests/fuzz/seeds/prom/*)
 
-# The recipe loader and what it links: recipe.c, its document (document.c) and schema (schema.c),
-# and util.c (recipe_find.c, the search path, is not the loader's and is not linked), and libyaml
-# (libcyaml's header only: its schema format).
-FUZZ_RECIPE_SRCS := engine/recipe/recipe.c engine/recipe/document.c engine/recipe/schema.c engine/common/util.c
+# The recipe loader and what it links: load.c, the recipe's document (document.c), its schema
+# (schema.c) and its data (recipe.c), and util.c (recipe_find.c, the search path, is not the
+# loader's and is not linked), and libyaml (libcyaml's header only: its schema format).
+FUZZ_RECIPE_SRCS := engine/recipe/load.c engine/recipe/document.c engine/recipe/schema.c \
+		    engine/recipe/recipe.c engine/common/util.c
 $(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c $(FUZZ_RECIPE_SRCS) $(wildcard engine/recipe/*.h) \
 			   engine/common/util.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -29,6 +29,7 @@
 #include "report/outfile.h"
 #include "plan/plan.h"
 #include "plan/preflight.h"
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 #include "recipe/recipe_find.h"
 #include "report/report.h"

@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 
 #include "common/privilege.h"
+#include "recipe/load.h"
 #include "target/tfile.h"
 
 #include <errno.h>

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 
 #define NAME "fuzz.yaml"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plan/catalog.h"
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 #include "plan/shape.h"
 

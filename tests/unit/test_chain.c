@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "run/chain_plan.h"
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 #include "common/util.h"
 #include "common/value.h"

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "plan/plan.h"
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 #include "recipe/recipe_find.h"
 

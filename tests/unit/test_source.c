@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "recipe/load.h"
 #include "recipe/recipe.h"
 #include "recipe/source.h"
 
