@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "verdict/verdict.h"
 
 /* ---- checking the answer ---------------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #include <lualib.h>
 
 #include "common/util.h"
-#include "verdict/verdict.h"
+#include "verdict/limits.h"
 
 #define HOOK_EVERY 10000      /* instructions between two hook calls */
 

@@ -12,7 +12,6 @@
  * (lua_value.c). Time inside one C library call is invisible to the instruction hook: only the
  * child's deadline (verdict_run) bounds it, so verdict_run_inprocess is for tests and the fuzzer.
  */
-#include "verdict/verdict.h"
 
 #include <errno.h>
 #include <math.h>

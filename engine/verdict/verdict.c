@@ -32,6 +32,7 @@
 #include "verdict/answer.h"
 #include "common/json_parse.h"
 #include "verdict/lua_value.h"
+#include "verdict/limits.h"
 #include "verdict/snippet.h"
 
 /* ---- in a child process ---------------------------------------------------------------------
