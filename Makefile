@@ -196,11 +196,15 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 
 # The recipe checks a pull request must pass: lint, and the approvals lock still matching. And the
 # engine's: every call that opens, stats or resolves a path is placed in tests/target-paths.allow
-# (a target's files go through tfile.c only), the check shown to catch a planted one.
+# (a target's files go through tfile.c only); no include climbs a floor of docs/architecture.md's
+# table, goes sideways or leaves out its folder, and no files include each other in a circle;
+# each check shown first to catch a planted violation.
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 	@echo "== paths the engine opens (scripts/check-target-paths.py)"
 	@python3 scripts/check-target-paths.py --selftest && python3 scripts/check-target-paths.py
+	@echo "== the engine's floors (scripts/check-floors.py)"
+	@python3 scripts/check-floors.py --selftest && python3 scripts/check-floors.py
 
 # The recorded incidents replayed against their expectations (RECIPE/NAME.expect), for a recipe
 # author: no root, no BPF. `make lint` runs it too.
