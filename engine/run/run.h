@@ -1,6 +1,6 @@
 /* run.h — one run of a recipe (`diagnose SYMPTOM ...`), every stage in order.
  *
- * Owns: the stages of a run and its exit code (DESIGN contract): policy and trust root, recipe
+ * Owns: the stages of a run and its exit code (README.md): policy and trust root, recipe
  * read once, plan, approval, audit start record, pre-flight, session, verdict, report and output
  * files, audit end record. Prints the report on stdout and one-line errors on stderr — or, for a
  * stage of a chain (engine/run/chain.c) or of `diagnose watch`, hands the report back in its

@@ -36,7 +36,8 @@ struct session_opts {
 	void *at_window_arg;
 };
 
-/* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */
+/* Why a collection ended; stop_reason_name() gives the report's word
+ * (docs/architecture.md, `stop_reason`). */
 enum stop_reason {
 	STOP_DURATION,      /* "duration": the window ran out */
 	STOP_SIGNAL,        /* "signal": SIGINT, SIGTERM, SIGHUP or SIGQUIT */
