@@ -26,9 +26,14 @@
 -- it need not finish in the window to be seen. Named with what it waits on (the lock, in
 -- pg_locks' words, and the pids holding it, with what they are doing; an LWLock tranche; I/O; a
 -- sleep) or that it runs; lock waits first, each the longest first, at most 3 verdicts.
--- ok: statements finished, none is slow and nothing is stuck. idle: none finished and nothing is
--- in flight past the threshold (nothing ran, or the target is not a PostgreSQL server doing
--- work). incomplete-data: the ring filled, texts over the limit, an early stop, the server's
+-- Sampled: when pg saw no statement finish (its uprobes stopped or not run over the budget, no
+-- results, or statements longer than the window) and nothing is stuck, the statements the
+-- backends' samples show running, sampled_busy_backends or more of them on average, heaviest
+-- first (at most 3): lock-wait, lwlock-wait, read-wait, io-wait (warnings) by the largest kind of
+-- wait in their samples when it is wait_share_pct or more, else busy-statement (info).
+-- ok: statements finished, none is slow and nothing is stuck. idle: none finished, none runs in
+-- the samples and nothing is in flight past the threshold (nothing ran, or the target is not a
+-- PostgreSQL server doing work). incomplete-data: the ring filled, texts over the limit, an early stop, the server's
 -- shared memory unreadable (pg_activity).
 
 local T = {
@@ -41,6 +46,7 @@ local T = {
   top_n = diag.threshold("top_n"),
   flight_warn = diag.threshold("in_flight_warn_s"),
   flight_crit = diag.threshold("in_flight_crit_s"),
+  busy_backends = diag.threshold("sampled_busy_backends"),
 }
 local MAX_SLOW_VERDICTS = 3
 local MAX_FLIGHT_VERDICTS = 3
@@ -245,17 +251,22 @@ local function stuck_statements()
 end
 
 -- The share of the window's samples the statement spent in each wait (pg_activity's statements).
+-- "running 77%, IO:DataFileRead 14%, IPC:ExecuteGather 9%": its three largest.
+local function wait_parts(s)
+  local parts = {}
+  for i, w in ipairs(s.waits or {}) do
+    if i > 3 then break end
+    parts[#parts + 1] = string.format("%s %s", w.wait_event and (w.wait_event_type .. ":" .. w.wait_event) or "running",
+      pct(diag.pct(w.samples, s.samples)))
+  end
+  return table.concat(parts, ", ")
+end
+
 local function sampled_waits(q)
   for _, s in ipairs((act and act.statements) or {}) do
     if s.query == q and (s.samples or 0) > 0 then
-      local parts = {}
-      for i, w in ipairs(s.waits or {}) do
-        if i > 3 then break end
-        parts[#parts + 1] = string.format("%s %s", w.wait_event and (w.wait_event_type .. ":" .. w.wait_event) or "running",
-          pct(diag.pct(w.samples, s.samples)))
-      end
       return string.format("Sampled at %s Hz over the window: %s backend-samples, %s", math.tointeger(act.hz) or act.hz,
-        diag.fmt_count(s.samples), table.concat(parts, ", "))
+        diag.fmt_count(s.samples), wait_parts(s))
     end
   end
   return nil
@@ -304,6 +315,82 @@ local function flight_verdict(f, flights, at_start)
     math.tointeger(f.pid) or f.pid)
   local sev = (f.query_elapsed_s or 0) >= T.flight_crit and "critical" or "warning"
   return diag.verdict("in-flight", sev, title, ev, steps)
+end
+
+-- ---- statements the uprobes could not time, sampled (pg_activity) -----------------------------
+
+-- A statement's backend-samples by kind of wait: lock (heavyweight), lwlock, read (IO reads of
+-- data), io (other I/O: the WAL, flushes), run (no wait event) and other (IPC, timeouts...).
+local function sample_split(s)
+  local k = { lock = 0, lwlock = 0, read = 0, io = 0, run = 0, other = 0 }
+  local read_events = {}
+  for _, w in ipairs(s.waits or {}) do
+    local t, e, n = w.wait_event_type, w.wait_event or "", w.samples or 0
+    if not t then k.run = k.run + n
+    elseif t == "Lock" then k.lock = k.lock + n
+    elseif t == "LWLock" then k.lwlock = k.lwlock + n
+    elseif t == "IO" and e:find("Read") then
+      k.read = k.read + n
+      read_events[#read_events + 1] = e
+    elseif t == "IO" then k.io = k.io + n
+    else k.other = k.other + n end
+  end
+  return k, read_events
+end
+
+-- pg saw no statement finish (or has no results) while the backends' samples show statements
+-- running: the uprobes were stopped or not run over the budget, or the statements outlast the
+-- window. The heaviest running statements by samples, named by their largest kind of wait when it
+-- is wait_share_pct or more (a warning: the wait is measured, even if the statements' times are
+-- not); otherwise busy-statement (info). Only statements that kept sampled_busy_backends or more
+-- busy on average; none: nil (idle stands).
+local function sampled_verdicts()
+  local out = {}
+  if not act or (act.samples or 0) == 0 then return out end
+  local stop = run.stopped and run.stopped.pg
+  local why
+  if not pg then
+    why = "pg has no results: the statements' times are not known"
+  elseif stop and stop.at_s < window then
+    why = string.format("pg's uprobes were %s over max_cpu_pct (their traps cost the server more than the budget): the statements' counts and times are not known",
+      stop.at_s <= 0.01 and "not run" or string.format("stopped %.1f s into the window", stop.at_s))
+  else
+    why = "pg saw none of them finish in the window: they run longer than it, or finished before it opened"
+  end
+  for _, s in ipairs(act.statements or {}) do
+    if #out >= MAX_SLOW_VERDICTS then break end
+    if (s.avg_backends or 0) >= T.busy_backends and (s.samples or 0) > 0 then
+      local k, read_events = sample_split(s)
+      local n = s.samples
+      local q = short_query(s.query)
+      local ev = diag.lines(sampled_waits(s.query) or "", why)
+      local biggest = math.max(k.lock, k.lwlock, k.read, k.io)
+      local share = diag.pct(biggest, n)
+      local busy = string.format("%.1f backend%s busy with it on average", s.avg_backends, s.avg_backends == 1 and "" or "s")
+      if share >= T.share and biggest == k.lock then
+        out[#out + 1] = diag.verdict("lock-wait", "warning",
+          string.format("%s waits for a lock %s of its sampled time (%s)", q, pct(share), busy), ev, lock_steps(nil))
+      elseif share >= T.share and biggest == k.lwlock then
+        out[#out + 1] = diag.verdict("lwlock-wait", "warning",
+          string.format("%s waits for LWLocks %s of its sampled time (%s)", q, pct(share), busy), ev,
+          { "Which LWLocks, live: " .. PG_WAITS, "Fewer active connections (a pooler such as PgBouncer) relieves every LWLock" })
+      elseif share >= T.share and biggest == k.read then
+        out[#out + 1] = diag.verdict("read-wait", "warning",
+          string.format("%s reads blocks from the kernel %s of its sampled time (%s; %s)", q, pct(share), table.concat(read_events, ", "), busy), ev,
+          { explain_step(s), "Which tables miss: SELECT relname, heap_blks_read, heap_blks_hit FROM pg_statio_user_tables ORDER BY heap_blks_read DESC LIMIT 10;",
+            "Check the disk too: diagnose io-saturation " .. target_arg })
+      elseif share >= T.share then
+        out[#out + 1] = diag.verdict("io-wait", "warning",
+          string.format("%s waits for I/O other than reads %s of its sampled time (%s)", q, pct(share), busy), ev,
+          { "Which waits, live: " .. PG_WAITS, "The disk the data and WAL live on: diagnose io-saturation " .. target_arg })
+      else
+        out[#out + 1] = diag.verdict("busy-statement", "info",
+          string.format("%s keeps %s (sampled: %s)", q, busy, wait_parts(s)), ev,
+          diag.lines(explain_step(s), "Across the server, what costs most: " .. PG_STATEMENTS))
+      end
+    end
+  end
+  return out
 end
 
 -- ---- the server ---------------------------------------------------------------------------
@@ -418,7 +505,11 @@ if pg then
   end
   if #slow == 0 and #stuck == 0 then
     local n = pg.statements_finished or 0
-    if n == 0 then
+    local sampled = n == 0 and sampled_verdicts() or {}
+    for _, v in ipairs(sampled) do answer.add(v) end
+    if #sampled > 0 then
+      -- named from the samples above
+    elseif n == 0 then
       answer.add(diag.verdict("idle", "info", "No statement finished in the window",
         { string.format("pg_statements saw no query__done in %.1f s on %s", window, target_arg) },
         { "An idle server, or the target is not a backend running statements: diagnose postgres-slow --comm postgres covers every backend",
@@ -441,6 +532,8 @@ if pg then
     answer.add(diag.ruled_out("lock-wait", "no slow statement waits for locks: lock waits of the statements %s in all",
       diag.fmt_ns(lock_ns)))
   end
+elseif #stuck == 0 then
+  for _, v in ipairs(sampled_verdicts()) do answer.add(v) end
 end
 answer.add(incomplete())
 

@@ -12,7 +12,9 @@ derive() { # derive NAME SED-EXPRESSION: a copy of the shipped recipe, changed
 }
 start "$WL/syscall_storm"
 
-derive refuse 's/^  max_events_per_s: .*/  max_events_per_s: 100000/; /^  degrade: sample$/d'
+# (the event budget alone: max_cpu_pct out of the way, or the slow path's cost, measured, may drop
+# the syscall probe first — (a) below)
+derive refuse 's/^  max_events_per_s: .*/  max_events_per_s: 100000/; s/^  max_cpu_pct: .*/  max_cpu_pct: 90/; /^  degrade: sample$/d'
 out=$("$DIAG" high-cpu --recipes "$TMP/refuse/recipes" --pid "$PID" --duration 2 2>&1 >/dev/null); rc=$?
 [ "$rc" = 3 ] || fail "over the event budget: exit $rc, want 3 ($out)"
 echo "$out" | grep -q 'over budget: measured .* events in a 100 ms pre-flight (mostly probe syscalls)' || fail "refusal message: $out"
@@ -32,7 +34,7 @@ echo "$out" | grep -q '^Budgets: maps .* of 64.0 MiB' || fail "text dry run: no 
 echo "$out" | grep -q '^{' && fail "text dry run prints JSON: $out"
 assert_released "a dry run"
 
-derive sample 's/^  max_events_per_s: .*/  max_events_per_s: 100000/'
+derive sample 's/^  max_events_per_s: .*/  max_events_per_s: 100000/; s/^  max_cpu_pct: .*/  max_cpu_pct: 90/'
 "$DIAG" high-cpu --recipes "$TMP/sample/recipes" --pid "$PID" --duration 2 --json > "$TMP/sample.json"; rc=$?
 [ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "degraded run: exit $rc"
 [ "$(json "$TMP/sample.json" 'r["results"]["syscalls"]["sampled_1_in"] >= 2')" = True ] || fail "not sampled"
@@ -66,7 +68,7 @@ kill -STOP "$PID"
 kill -CONT "$PID" 2>/dev/null
 check "$TMP/gov.json" "r['stop_reason'] == 'duration' and r['duration_s'] > 3" "governor: the run did not go on: $(json "$TMP/gov.json" 'r["stop_reason"], r["duration_s"]')"
 check "$TMP/gov.json" "'syscalls: stopped' in notes and 'syscalls: sampled' not in notes and 'sampling could not bring it under' in notes and 'its hits\' traps and slow paths' in notes" \
-	"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"]')"
+	"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"], r["overhead"]["server"]')"
 check "$TMP/gov.json" "stopped['syscalls'] and stopped['syscalls'] < 3 and stopped['profile'] is None and r['overhead']['server']['slowed_syscalls_per_s'] > 0" \
 	"governor: stopped probes $(json "$TMP/gov.json" '[(p["id"], p.get("stopped_at_s")) for p in r["probes"]]')"
 check "$TMP/gov.json" "r['verdicts'][0]['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in r['verdicts'][0]['title'] and any(v['id'] == 'incomplete-data' and 'syscalls stopped at' in v['title'] for v in r['verdicts'])" \
@@ -75,19 +77,20 @@ assert_released "a run whose syscall probe the governor stopped"
 
 # With no probe free of such a cost left: (c) storming from the start, refused by the pre-flight
 # (exit 3, the message naming the slowed syscalls); (d) storming after it, over the budget stops
-# the run, with partial results.
+# the run, with partial results. (0.5%: the storm's slow path is ~6% of the CPUs; the machine's
+# own syscalls while the storm is stopped, diagnose's among them, can reach 0.1%.)
 mkdir -p "$TMP/alone/recipes"
 ln -sfn "$ROOT/lua" "$TMP/alone/lua"
 python3 - "$ROOT/recipes/high-cpu.yaml" "$TMP/alone/recipes/high-cpu.yaml" <<'PY'
 import re, sys
-y = open(sys.argv[1]).read().replace("  max_cpu_pct: 15", "  max_cpu_pct: 0.1")
+y = open(sys.argv[1]).read().replace("  max_cpu_pct: 15", "  max_cpu_pct: 0.5")
 y = re.sub(r"\n  - id: (profile|runq|context)\n.*?(?=\n  - id: |\n[a-z])", "", y, flags=re.S)
 open(sys.argv[2], "w").write(y)
 PY
 grep -q 'id: profile' "$TMP/alone/recipes/high-cpu.yaml" && fail "the derived recipe still has its profile"
 out=$("$DIAG" high-cpu --recipes "$TMP/alone/recipes" --pid "$PID" --duration 3 2>&1 >/dev/null); rc=$?
 [ "$rc" = 3 ] || fail "the slow path alone over the budget: exit $rc, want 3 ($out)"
-echo "$out" | grep -q "over budget: the probes' hits would cost the server .* (probe syscalls: .*syscalls slowed at [0-9]* ns), max_cpu_pct allows 0.1%" ||
+echo "$out" | grep -q "over budget: the probes' hits would cost the server .* (probe syscalls: .*syscalls slowed at [0-9]* ns), max_cpu_pct allows 0.5%" ||
 	fail "the slow path alone over the budget: refusal message: $out"
 assert_released "a run refused for its slow path"
 kill -STOP "$PID"
@@ -111,7 +114,7 @@ ln -sfn "$ROOT/lua" "$TMP/stacks/lua"
 python3 - "$ROOT/recipes/latency.yaml" "$TMP/stacks/recipes/latency.yaml" <<'PY'
 import re, sys
 y = re.sub(r"\n  max_cpu_pct: .*", "\n  max_cpu_pct: 0.5", open(sys.argv[1]).read())
-y = re.sub(r"\n  - id: (wakers|lookups|runq|syscalls|peers|pygc)\n.*?(?=\n  - id: )", "", y, flags=re.S)
+y = re.sub(r"\n  - id: (wakers|lookups|runq|syscalls|peers|pygc|threads)\n.*?(?=\n  - id: )", "", y, flags=re.S)
 open(sys.argv[2], "w").write(y)
 PY
 [ "$(grep -c '^  - id: ' "$TMP/stacks/recipes/latency.yaml")" = 2 ] || fail "the derived latency recipe: $(grep '^  - id: ' "$TMP/stacks/recipes/latency.yaml")"

@@ -8,9 +8,12 @@
 #     the table's OID; --pid on the waiting backend alone says the same;
 # (b) a slow statement: a sort of 100,000 md5 strings with work_mem 1 MB, repeated → slow-statement
 #     naming it, its sorts spilled to disk, EXPLAIN (ANALYZE, BUFFERS) first;
-# (c) reads that miss the cache: a 20 MB table scanned again and again → cache-misses;
+# (c) reads that miss the cache: a 20 MB table scanned again and again → cache-misses; (c2) the
+#     same with the recipe as shipped, whose budget its uprobes' traps exceed → the scan named from
+#     the backends' samples (busy-statement or read-wait), never idle;
 # (d) the healthy control: point lookups and updates by primary key, no holder, one transaction in
 #     ten rolled back → ok, no warning, no failed statement, the buffer cache hit (ruled out);
+#     (d2) with the recipe as shipped: no warning, exit 0;
 # (e) latency and triage on (a)'s waiting backend name postgres-slow as the follow-up.
 # Nothing stays attached; the cluster is stopped and removed on every exit.
 # The recipes run from a copy whose postgres-slow has max_cpu_pct 100: (c)'s scans make every
@@ -100,6 +103,13 @@ collect "$TMP/c.json" postgres-slow --comm postgres --duration 3
 check "$TMP/c.json" "any(x['id'] == 'cache-misses' and x['severity'] == 'warning' for x in r['verdicts']) and res['pg']['buffers']['misses'] > res['pg']['buffers']['hits']" \
 	"(c) the misses are not named: $(verdicts "$TMP/c.json") $(json "$TMP/c.json" 'r["results"]["pg"]["buffers"]')"
 keep c misses
+# (c2) the same scans with the recipe as shipped (max_cpu_pct 10): their traps are over the budget,
+# so pg's uprobes are dropped before the window or stopped in it; the backends' samples still
+# show the scan running all along: named from them (busy-statement, or read-wait when its reads
+# dominate), never idle, and the partial data said
+DIAGNOSE_RECIPES="$ROOT/recipes" collect "$TMP/c2.json" postgres-slow --comm postgres --duration 3
+check "$TMP/c2.json" "'pg' in r['run'].get('stopped', {}) and 'idle' not in [x['id'] for x in r['verdicts']] and any(x['id'] in ('busy-statement', 'read-wait') and x['title'].startswith('SELECT count(*) FROM big WHERE v LIKE ?;') for x in r['verdicts']) and any(x['id'] == 'incomplete-data' and 'pg' in x['title'] for x in r['verdicts'])" \
+	"(c2) at the shipped budget: $(verdicts "$TMP/c2.json") $(json "$TMP/c2.json" 'r["run"].get("stopped")')"
 end_sessions
 
 # ---- (d) the healthy control -----------------------------------------------------------------------
@@ -121,6 +131,11 @@ import json, sys
 c, d = ({x["name"]: x["value"] for x in json.load(open(f))["metrics"]} for f in sys.argv[1:])
 sys.exit(0 if c["pg_buffer_miss_ratio"] > 0.5 and d["pg_buffer_miss_ratio"] < 0.1 and d["pg_statements_per_second"] > 30 else 1)
 EOP
+# (d2) the control with the recipe as shipped: its statements' traps may be over the budget too
+# (pg dropped or stopped): whatever the samples show, nothing cries wolf
+DIAGNOSE_RECIPES="$ROOT/recipes" "$DIAG" postgres-slow --comm postgres --duration 3 --json > "$TMP/d2.json" 2> "$TMP/d2.err"; rc=$?
+[ "$rc" = 0 ] || fail "(d2) the control at the shipped budget: exit $rc, want 0: $(verdicts "$TMP/d2.json" 2>/dev/null) $(tail -2 "$TMP/d2.err")"
+check "$TMP/d2.json" "all(x['severity'] in ('ok', 'info') for x in r['verdicts'])" "(d2) the control at the shipped budget: $(verdicts "$TMP/d2.json")"
 assert_released "postgres-slow's control"
 keep d control
 end_sessions

@@ -11,7 +11,8 @@
  * before the run behind an idle-in-transaction holder, and a pg_sleep (stuck), and the same server
  * idle (idle); their edits: a statement past in_flight_crit_s (critical), nothing long enough (idle,
  * in-flight ruled out), an LWLock, an I/O wait and no wait at all named as such, a server that
- * could not be read (incomplete-data, the rest unchanged).
+ * could not be read (incomplete-data, the rest unchanged); with pg's uprobes stopped over the
+ * budget and a statement running in the samples: named from them, not idle (test_sampled).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -310,8 +311,9 @@ static void test_stuck(void **state)
 	value_free(fx);
 }
 
-/* Nothing in flight long enough: no in-flight verdict, said as ruled out; with nothing finished
- * either, idle. */
+/* Nothing in flight long enough: no in-flight verdict, said as ruled out; the samples still show
+ * the UPDATEs waiting for their row locks the whole window (2 backends): lock-wait from them, not
+ * idle; with nothing running in the samples either, idle. */
 static void test_stuck_under_threshold(void **state)
 {
 	(void)state;
@@ -321,8 +323,16 @@ static void test_stuck_under_threshold(void **state)
 		value_set_num(arr->arr.items[i], "query_elapsed_s", 4.9);
 	struct recorded_answer a = recorded_answer("postgres-slow", fx, NULL, true);
 	assert_null(verdict_find(a.verdicts, "in-flight"));
-	assert_string_equal(value_get_str(verdict_at(a.verdicts, 0), "id"), "idle");
+	const struct value *w = verdict_at(a.verdicts, 0);
+	assert_string_equal(value_get_str(w, "id"), "lock-wait");
+	assert_title_has(w, "UPDATE accounts SET balance = balance - ? WHERE id = ?; waits for a lock 100% of its sampled time (2.0 backends");
+	assert_title_has(verdict_find(a.verdicts, "busy-statement"), "SELECT pg_sleep(?); keeps 1.0 backend busy with it on average (sampled: Timeout:PgSleep 100%)");
+	assert_null(verdict_find(a.verdicts, "idle"));
 	assert_non_null(ruled_out_find(&a, "in-flight"));
+	recorded_answer_free(&a);
+	value_obj_set(activity_of(fx), "statements", value_arr());
+	a = recorded_answer("postgres-slow", fx, NULL, true);
+	assert_string_equal(value_get_str(verdict_at(a.verdicts, 0), "id"), "idle");
 	recorded_answer_free(&a);
 	value_free(fx);
 }
@@ -387,6 +397,85 @@ static void test_activity_unavailable(void **state)
 	value_free(fx);
 }
 
+/* A statement the samples show: its waits as given ({type, event, samples}; type NULL: running). */
+static void sampled_statement(struct value *fx, double avg_backends, const char *const waits[][2],
+			      const int *samples, size_t n_waits)
+{
+	struct value *st = value_obj_set(activity_of(fx), "statements", value_arr());
+	struct value *s = value_arr_push(st, value_obj());
+	value_set_str(s, "query", "SELECT count(*) FROM big WHERE v LIKE ?;");
+	int total = 0;
+	for (size_t i = 0; i < n_waits; i++)
+		total += samples[i];
+	value_set_int(s, "samples", total);
+	value_set_num(s, "avg_backends", avg_backends);
+	struct value *w = value_obj_set(s, "waits", value_arr());
+	for (size_t i = 0; i < n_waits; i++) {
+		struct value *one = value_arr_push(w, value_obj());
+		if (waits[i][0]) {
+			value_set_str(one, "wait_event_type", waits[i][0]);
+			value_set_str(one, "wait_event", waits[i][1]);
+		}
+		value_set_int(one, "samples", samples[i]);
+	}
+}
+
+/* The idle server's incident, pg's uprobes stopped at_s into the window over the budget (0.001:
+ * the pre-flight dropped them), and a scan the backends' samples show running all along: never
+ * idle; the statement named from its samples, by its largest kind of wait when that is
+ * wait_share_pct or more (a warning), else busy (info); too few backends busy: idle stands. */
+static void test_sampled(void **state)
+{
+	(void)state;
+	struct value *fx = incident("idle");
+	struct value *run = (struct value *)value_get(fx, "run");
+	struct value *stop = value_obj_set(value_obj_set(run, "stopped", value_obj()), "pg", value_obj());
+	value_set_num(stop, "at_s", 0.05);
+	value_set_bool(stop, "scaled", false);
+	const char *const running_waits[][2] = { { NULL, NULL }, { "IO", "DataFileRead" }, { "IPC", "ExecuteGather" } };
+	sampled_statement(fx, 1.67, running_waits, (const int[]){ 77, 14, 9 }, 3);
+	struct value *v = verdicts_of(fx);
+	assert_null(verdict_find(v, "idle"));
+	const struct value *w = verdict_find(v, "busy-statement");
+	assert_non_null(w);
+	assert_string_equal(value_get_str(w, "severity"), "info");
+	assert_title_has(w, "SELECT count(*) FROM big WHERE v LIKE ?;");
+	assert_title_has(w, "1.7 backends busy with it on average (sampled: running 77%, IO:DataFileRead 14%");
+	assert_true(verdict_evidence_has(w, "pg's uprobes were stopped 0.1 s into the window over max_cpu_pct"));
+	assert_true(verdict_evidence_has(w, "IO:DataFileRead 14%"));
+	assert_non_null(verdict_find(v, "incomplete-data"));
+	value_free(v);
+
+	/* reads dominate: read-wait, a warning, the wait event named */
+	const char *const read_waits[][2] = { { "IO", "DataFileRead" }, { NULL, NULL } };
+	sampled_statement(fx, 1.2, read_waits, (const int[]){ 60, 40 }, 2);
+	v = verdicts_of(fx);
+	w = verdict_at(v, 0);
+	assert_string_equal(value_get_str(w, "id"), "read-wait");
+	assert_string_equal(value_get_str(w, "severity"), "warning");
+	assert_title_has(w, "reads blocks from the kernel 60% of its sampled time (DataFileRead");
+	value_free(v);
+
+	/* the pre-flight dropped the uprobes; lock waits dominate: lock-wait */
+	value_set_num(stop, "at_s", 0.001);
+	const char *const lock_waits[][2] = { { "Lock", "transactionid" }, { NULL, NULL } };
+	sampled_statement(fx, 2, lock_waits, (const int[]){ 90, 10 }, 2);
+	v = verdicts_of(fx);
+	w = verdict_at(v, 0);
+	assert_string_equal(value_get_str(w, "id"), "lock-wait");
+	assert_string_equal(value_get_str(w, "severity"), "warning");
+	assert_true(verdict_evidence_has(w, "pg's uprobes were not run over max_cpu_pct"));
+	value_free(v);
+
+	/* a statement that kept 0.1 backends busy: idle stands */
+	sampled_statement(fx, 0.1, running_waits, (const int[]){ 4, 1, 1 }, 3);
+	v = verdicts_of(fx);
+	assert_non_null(verdict_find(v, "idle"));
+	assert_null(verdict_find(v, "busy-statement"));
+	value_free(v);
+	value_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_stuck_under_threshold),
 		cmocka_unit_test(test_stuck_waits),
 		cmocka_unit_test(test_activity_unavailable),
+		cmocka_unit_test(test_sampled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
