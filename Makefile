@@ -36,12 +36,14 @@ LLVM_STRIP ?= llvm-strip
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 VERSION := 0.1.0
-# The engine's folders are its data flow (docs/architecture.md); each is an include directory.
-ENGINE_DIRS := $(sort $(dir $(wildcard engine/*/*.c)))
-ENGINE_INCLUDES := $(patsubst %/,-I%,$(ENGINE_DIRS)) -Iengine/probes/common
-ENGINE_HDRS := $(wildcard engine/*/*.h engine/probes/common/*.h)
-# The BPF side sees only the probes and their shared headers.
-BPF_INCLUDES := -Iengine/probes/common -Iengine/probes
+# The engine's folders are its floors (docs/architecture.md#floors); an include names its folder
+# ("common/value.h"), so engine/ is the one include directory (the build's generated headers
+# aside: skeletons, the probe list, syscall names, the pprof messages).
+ENGINE_INCLUDES := -Iengine
+ENGINE_HDRS := $(wildcard engine/*/*.h)
+# The BPF side includes the headers both sides share (engine/abi/) and its probe's layouts
+# (engine/probes/NAME.h), by their folders too.
+BPF_INCLUDES := -Iengine
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer $(SANFLAGS) \
 	  -I$(BUILD) -I$(BUILD)/bpf -I$(BUILD)/proto $(ENGINE_INCLUDES) -I/usr/include/lua5.4 \
@@ -50,7 +52,7 @@ LDFLAGS += $(SANFLAGS)
 # libdw: .eh_frame function ranges (engine/symbolize/ehframe.c), CFI and DWARF unwinding
 # (engine/symbolize/unwind.c); libiberty (static, PIC in Debian): the
 # C++/Rust demangler (engine/symbolize/demangle.c); protobuf-c: the pprof profile (engine/report/pprof.c);
-# nettle: SHA-256 (engine/trust/sha256.c); jansson: the JSON reader (engine/results/json_parse.c).
+# nettle: SHA-256 (engine/common/sha256.c); jansson: the JSON reader (engine/common/json_parse.c).
 LDLIBS := -lbpf -ldw -lelf -lz -lyaml -llua5.4 -liberty -lprotobuf-c -lnettle -ljansson -lm \
 	  -lpthread
 
@@ -95,7 +97,7 @@ $(DEPS_STAMP): scripts/install-deps.sh
 # --- BPF: object → skeleton -------------------------------------------------------------------
 # The objects must not depend on where the tree is checked out: approvals pin their hashes.
 vpath %.bpf.c engine/probes engine/session
-$(BUILD)/bpf/%.bpf.o: %.bpf.c $(wildcard engine/probes/common/*.h engine/probes/*.h) | $(DEPS_STAMP)
+$(BUILD)/bpf/%.bpf.o: %.bpf.c $(wildcard engine/abi/*.h engine/probes/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_INCLUDES) -Wall -Werror \
 		-fdebug-prefix-map=$(CURDIR)=. -c $< -o $@.tmp
@@ -194,11 +196,15 @@ unit: $(UNIT_BINS) $(UNIT_FIXTURES)
 
 # The recipe checks a pull request must pass: lint, and the approvals lock still matching. And the
 # engine's: every call that opens, stats or resolves a path is placed in tests/target-paths.allow
-# (a target's files go through tfile.c only), the check shown to catch a planted one.
+# (a target's files go through tfile.c only); no include climbs a floor of docs/architecture.md's
+# table, goes sideways or leaves out its folder, and no files include each other in a circle;
+# each check shown first to catch a planted violation.
 lint: $(BUILD)/diagnose
 	@scripts/ci-recipes.sh $(BUILD)/diagnose
 	@echo "== paths the engine opens (scripts/check-target-paths.py)"
 	@python3 scripts/check-target-paths.py --selftest && python3 scripts/check-target-paths.py
+	@echo "== the engine's floors (scripts/check-floors.py)"
+	@python3 scripts/check-floors.py --selftest && python3 scripts/check-floors.py
 
 # The recorded incidents replayed against their expectations (RECIPE/NAME.expect), for a recipe
 # author: no root, no BPF. `make lint` runs it too.
@@ -247,7 +253,7 @@ check-kernel: all $(BUILD)/tests/test_core_btf
 demo: all
 	@BUILD=$(BUILD) scripts/demo.sh
 
-$(BUILD)/bench/floor.bpf.o: tests/bench/floor.bpf.c engine/probes/common/vmlinux.h | $(DEPS_STAMP)
+$(BUILD)/bench/floor.bpf.o: tests/bench/floor.bpf.c engine/abi/vmlinux.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(BPF_INCLUDES) -Wall -Werror -c $< -o $@
 
@@ -297,10 +303,12 @@ FUZZ_SEEDS_lock = $(wildcard recipes/approved.lock tests/fuzz/seeds/lock/*.lock)
 FUZZ_SEEDS_http = $(wildcard tests/fuzz/seeds/http/*)
 FUZZ_SEEDS_prom = $(wildcard tests/fuzz/seeds/prom/*)
 
-# The recipe loader and what it links: recipe.c and util.c (recipe_find.c, the search path, is
-# not the loader's and is not linked), and libyaml (libcyaml's header only: its schema format).
-FUZZ_RECIPE_SRCS := engine/recipe/recipe.c engine/common/util.c
-$(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c $(FUZZ_RECIPE_SRCS) engine/recipe/recipe.h \
+# The recipe loader and what it links: load.c, the recipe's document (document.c), its schema
+# (schema.c) and its data (recipe.c), and util.c (recipe_find.c, the search path, is not the
+# loader's and is not linked), and libyaml (libcyaml's header only: its schema format).
+FUZZ_RECIPE_SRCS := engine/recipe/load.c engine/recipe/document.c engine/recipe/schema.c \
+		    engine/recipe/recipe.c engine/common/util.c
+$(BUILD)/fuzz/fuzz_recipe: tests/fuzz/fuzz_recipe.c $(FUZZ_RECIPE_SRCS) $(wildcard engine/recipe/*.h) \
 			   engine/common/util.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
@@ -319,10 +327,10 @@ $(BUILD)/fuzz/obj/%.o: %.c $(ENGINE_HDRS) $(BPF_SKELS) $(BUILD)/catalog_list.h \
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_verdict: tests/fuzz/fuzz_verdict.c $(call fuzz_objs,verdict/verdict verdict/snippet verdict/sandbox verdict/lua_value verdict/answer common/json_parse common/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -llua5.4 -ljansson -lm
 
-$(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,results/json_parse results/value common/util)
+$(BUILD)/fuzz/fuzz_json: tests/fuzz/fuzz_json.c $(call fuzz_objs,common/json_parse common/value common/util)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ -ljansson -lm
 
 $(BUILD)/fuzz/fuzz_lock: tests/fuzz/fuzz_lock.c $(FUZZ_LIB_OBJS)

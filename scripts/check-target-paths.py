@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check-target-paths.py — every call of the engine that takes a path is one a reviewer has
 placed: a path a target names (its maps, its files, its /proc links' text) is opened only by
-engine/session/tfile.c, and every other call is listed in tests/target-paths.allow with why its
+engine/target/tfile.c, and every other call is listed in tests/target-paths.allow with why its
 path is not the target's (a kernel file, an operator's or root's path, a fixed one).
 
 The engine's C files are read (engine/*/*.c); each call of open, openat, fopen, opendir, stat,
@@ -112,7 +112,7 @@ def check(root, allow_path, files=None):
 
 def selftest(root, allow_path):
     """A stat() of a target-named path planted in a function the list knows for other calls."""
-    victim = "engine/session/target.c"
+    victim = "engine/target/target.c"
     with open(os.path.join(root, victim), encoding="utf-8") as f:
         text = f.read()
     planted = text.replace("static void read_comm(int pid, char *comm, size_t len)\n{",
@@ -121,7 +121,7 @@ def selftest(root, allow_path):
     if planted == text:
         sys.exit("selftest: the plant site in target.c is gone: update the selftest")
     with tempfile.TemporaryDirectory() as tmp:
-        os.makedirs(os.path.join(tmp, "engine", "session"))
+        os.makedirs(os.path.join(tmp, "engine", "target"))
         with open(os.path.join(tmp, victim), "w", encoding="utf-8") as f:
             f.write(planted)
         bad = check(tmp, allow_path, [victim])

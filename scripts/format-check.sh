@@ -8,7 +8,7 @@
 # Reports; never rewrites a file (to apply it to one file: clang-format-14 -i FILE). Opt-in, not
 # part of `make check`: the tree predates .clang-format and most files would change. Exit 0 when
 # every file matches, 1 when some differ, 2 when clang-format 14 is missing.
-# Skipped: generated headers (engine/probes/common/vmlinux.h).
+# Skipped: generated headers (engine/abi/vmlinux.h).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 

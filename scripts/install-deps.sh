@@ -18,8 +18,8 @@ PKGS="clang llvm bpftool libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-de
 # veth), nftables (numgen drop rules) and ethtool (segmentation offloads off, so that a dropped
 # packet is one segment): the network-errors tests build a private lossy network.
 # protobuf-c: the pprof writer's code is generated from proto/profile.proto at build time.
-# nettle-dev: SHA-256 of recipes, snippets and BPF objects (engine/trust/sha256.c). libjansson-dev:
-# the JSON reader of reports and of the verdict child's answer (engine/results/json_parse.c).
+# nettle-dev: SHA-256 of recipes, snippets and BPF objects (engine/common/sha256.c). libjansson-dev:
+# the JSON reader of reports and of the verdict child's answer (engine/common/json_parse.c).
 # systemtap-sdt-dev: sys/sdt.h, for the USDT fixture (tests/unit/fixtures/usdt_app.c).
 # postgresql-server-dev-15: PostgreSQL 15's server headers, which tests/unit/test_pg_activity.c
 # checks pg_activity's table of the server's shared-memory layout against (tests/unit/pglayout.mk).

@@ -10,7 +10,7 @@
  * survives a check; the perf events are opened disabled) or change the machine beyond mounting
  * tracefs when it is missing. Checks return their result; only doctor_run prints.
  */
-#include "doctor.h"
+#include "cli/doctor.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -27,11 +27,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "doctor_load.h"
-#include "hitcost.h"
-#include "kernel.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "cli/doctor_load.h"
+#include "kernel/hitcost.h"
+#include "kernel/kernel.h"
+#include "common/util.h"
 
 enum status { ST_OK, ST_MISSING, ST_WARN };
 static const char *const status_word[] = { "ok", "missing", "warn" };

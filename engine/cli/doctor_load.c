@@ -8,7 +8,7 @@
  * Must not: attach a program, print (doctor.c does), or wait for a child without reading its
  * output first (a verifier log fills a pipe).
  */
-#include "doctor_load.h"
+#include "cli/doctor_load.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "kernel.h"
-#include "tfile.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "kernel/kernel.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 #define CHILD_OUTPUT_MAX 65536
 

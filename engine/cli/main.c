@@ -17,30 +17,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "approval.h"
-#include "audit.h"
-#include "catalog.h"
-#include "chain.h"
-#include "diff.h"
-#include "doctor.h"
-#include "kernel.h"
-#include "merge.h"
-#include "outfile.h"
-#include "plan.h"
-#include "preflight.h"
-#include "recipe.h"
-#include "recipe_find.h"
-#include "report.h"
-#include "incidents.h"
-#include "replay.h"
-#include "run.h"
-#include "session.h"
-#include "shape.h"
-#include "show_usdt.h"
-#include "source.h"
-#include "sha256.h"
-#include "verdict.h"
-#include "watch.h"
+#include "trust/approval.h"
+#include "trust/audit.h"
+#include "plan/catalog.h"
+#include "run/chain.h"
+#include "run/chain_plan.h"
+#include "offline/diff.h"
+#include "cli/doctor.h"
+#include "kernel/kernel.h"
+#include "offline/merge.h"
+#include "report/outfile.h"
+#include "plan/plan.h"
+#include "plan/preflight.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
+#include "recipe/recipe_find.h"
+#include "report/report.h"
+#include "offline/incidents.h"
+#include "offline/replay.h"
+#include "run/run.h"
+#include "session/session.h"
+#include "plan/shape.h"
+#include "cli/show_usdt.h"
+#include "recipe/source.h"
+#include "common/sha256.h"
+#include "verdict/verdict.h"
+#include "watch/watch.h"
 
 struct cli {
 	struct run_options run;  /* a run, and what show/list/approve/verify share with it */
@@ -699,5 +701,5 @@ int main(int argc, char **argv)
 		return usage_error("--stacks-probe needs --folded, --flamegraph or --pprof",
 				   c.run.stacks_probe);
 	c.run.symptom = cmd;
-	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run);
+	return c.run.follow ? chain_run(&c.run) : run_recipe(&c.run, NULL);
 }

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report.h"
-#include "show_usdt.h"
-#include "tfile.h"
-#include "usdt_attach.h"
-#include "value.h"
+#include "report/report.h"
+#include "cli/show_usdt.h"
+#include "target/tfile.h"
+#include "probes/usdt_attach.h"
+#include "common/value.h"
 
 /* The probes of the notes in first-seen order: index of each probe's first site. */
 static size_t probe_firsts(const struct usdt_notes *n, size_t *first)

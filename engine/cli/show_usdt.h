@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* Prints the probes of binary (an absolute path; with pid > 0 also "target" or "lib:NAME", the
  * files of that process). 0, or -1 with err. */

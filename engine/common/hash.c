@@ -10,7 +10,7 @@
  * last word the remaining bytes with the length's low byte on top; then v2 ^= 0xff, four
  * SipRounds, and v0 ^ v1 ^ v2 ^ v3. tests/unit/test_hash.c checks the reference vectors.
  */
-#include "hash.h"
+#include "common/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,12 +3,12 @@
  * Owns: the slot array.
  * Must not: print, or hold global state.
  */
-#include "posindex.h"
+#include "common/posindex.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define POSINDEX_MIN_SIZE 64
 

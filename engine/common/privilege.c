@@ -4,7 +4,7 @@
  * /proc/PID/mem.
  * Must not: print, cache, or change our credentials.
  */
-#include "privilege.h"
+#include "common/privilege.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>

@@ -3,14 +3,14 @@
  * Owns: the copies and the index (strset.h says how).
  * Must not: print, or hold global state.
  */
-#include "strset.h"
+#include "common/strset.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "util.h"
+#include "common/hash.h"
+#include "common/util.h"
 
 /* Keyed (hash.h): the names are a target's (symbols, JIT names), and FNV-1a, unkeyed, let it
  * choose 2,048 names that all went to one slot, each added one walking past all the others. */

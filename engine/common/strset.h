@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "posindex.h"
+#include "common/posindex.h"
 
 struct strset {
 	char **names;  /* the strings, in the order added (a caller may sort them once it adds and

@@ -2,7 +2,7 @@
  * rule for numbers written as text (decimal_*) and the one for text a target controls (utf8_*).
  * Must not: know about recipes, probes or reports.
  */
-#include "util.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* util.h — error reporting and allocation helpers shared by every engine file.
  *
  * Owns: the error record (struct diag_err) that functions fill and return instead of printing,
- * the process exit codes of the DESIGN contract, the x*alloc wrappers, how a number is written
+ * the process exit codes (README.md's table), the x*alloc wrappers, how a number is written
  * (decimal_*: recipes and the command line alike), and how text a target, a report or a recipe
  * controls is shown (utf8_*: the one rule of every output).
  * Must not: print anything, or hold state. Allocation failure is fatal (as in Redis's zmalloc):
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Exit codes, fixed by ../shared/DESIGN.md. */
+/* Exit codes: the contract is README.md's table "Exit codes" (and docs/commands.md). */
 enum diag_exit {
 	DIAG_EXIT_OK = 0,       /* ran; no verdict worse than info */
 	DIAG_EXIT_RUNTIME = 1,  /* could not load/attach, target gone before data, internal error */

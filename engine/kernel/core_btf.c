@@ -16,7 +16,7 @@
  *   raw BTF by hand (header, the kept types with their names and references renumbered, their
  *   strings), into a memfd: libbpf parses it from its path at load, like a file.
  */
-#include "core_btf.h"
+#include "kernel/core_btf.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -29,8 +29,8 @@
 
 #include <bpf/btf.h>
 
-#include "kernel_btf.h"
-#include "strset.h"
+#include "kernel/kernel_btf.h"
+#include "common/strset.h"
 
 /* .BTF.ext's header and its CO-RE relocation records (the kernel's UAPI btf_ext layout). */
 struct ext_header {

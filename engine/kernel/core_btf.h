@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* One BPF object's ELF bytes (a skeleton's NAME_bpf__elf_bytes). */
 struct core_btf_obj {

@@ -13,7 +13,7 @@
  *   the whole slow path a syscall takes while any syscall tracepoint is attached (entry and exit),
  *   with a nop on raw_syscalls' sys_enter.
  */
-#include "hitcost.h"
+#include "kernel/hitcost.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct bpf_program;
 

@@ -1,7 +1,7 @@
 /* kernel.c — privilege, BTF and tracefs checks; libbpf logging; BPF run-time stats.
  * Must not: print (except libbpf's own messages in verbose mode) or know about recipes.
  */
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

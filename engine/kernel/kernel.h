@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* One line naming what is missing; DIAG_EXIT_REFUSED. */
 int kernel_check_privileges(struct diag_err *err);

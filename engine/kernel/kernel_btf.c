@@ -9,7 +9,7 @@
  * - Names are checked when asked for (an offset inside the string section, which must end with
  *   a NUL), so a lookup never reads past it.
  */
-#include "kernel_btf.h"
+#include "kernel/kernel_btf.h"
 
 #include <errno.h>
 #include <fcntl.h>

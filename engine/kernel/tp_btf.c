@@ -9,7 +9,7 @@
  * - The program's type changes to TRACING inside the prepare callback, the one moment libbpf lets
  *   a handler shape the load; libbpf reads the type for the load right after it (1.1 and since).
  */
-#include "tp_btf.h"
+#include "kernel/tp_btf.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,8 +21,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "kernel_btf.h"
-#include "util.h"
+#include "kernel/kernel_btf.h"
+#include "common/util.h"
 
 #define TRACE_PREFIX "btf_trace_"
 

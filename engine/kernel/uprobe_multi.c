@@ -1,7 +1,7 @@
 /* uprobe_multi.c — multi-uprobe links (uprobe_multi.h).
  * Must not: load programs, resolve symbols, or hold global state.
  */
-#include "uprobe_multi.h"
+#include "kernel/uprobe_multi.h"
 
 #include <errno.h>
 #include <linux/btf.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernel_btf.h"
+#include "kernel/kernel_btf.h"
 
 #define UPROBE_MULTI_ATTACH_TYPE 48 /* BPF_TRACE_UPROBE_MULTI (uapi 6.6; Debian 12's headers: 6.1) */
 #define UPROBE_MULTI_MAX_SITES 4096

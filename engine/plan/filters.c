@@ -1,9 +1,9 @@
 /* filters.c — filter names, checks and resolution (see filters.h).
  * Must not: load BPF, or know any probe kind.
  */
-#include "filters.h"
+#include "plan/filters.h"
 
-#include "value.h"
+#include "common/value.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

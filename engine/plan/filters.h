@@ -2,7 +2,7 @@
  *
  * Owns: the filter vocabulary (names, the bits a probe kind declares in struct probe_kind.filters
  * for the ones it honours), what a resolved filter holds (struct probe_filters, what the BPF side
- * compares: engine/probes/common/diag_bpf.h's diag_* rodata for pid, tid, comm and cgroup), and the resolution of
+ * compares: engine/abi/diag_bpf.h's diag_* rodata for pid, tid, comm and cgroup), and the resolution of
  * the recipe's text: "target" and pids, thread names, cgroup v2 paths to the id
  * bpf_get_current_cgroup_id() returns, block device names to dev_t, ports and addresses. The
  * parsers are pure functions (unit-tested); the resolvers read /proc and /sys.
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 enum filter_bit {
 	FILTER_PID = 1u << 0,         /* a process, all its threads */
@@ -44,7 +44,7 @@ struct target;
 struct probe_filters {
 	int pid;
 	/* "pid: target" when the run covers a set of processes (--comm, --cgroup, --unit,
-	 * --container): pid is 0, the kernel checks its set of tgids (engine/probes/common/diag_bpf.h's
+	 * --container): pid is 0, the kernel checks its set of tgids (engine/abi/diag_bpf.h's
 	 * diag_targets, the map at targets_fd, shared by every probe of the run and set by the
 	 * session before load), and `target` lists the processes (kinds that read /proc). */
 	bool pid_set;

@@ -1,10 +1,11 @@
 /* plan.c — from recipe + command line to a checked plan (see plan.h).
  * Must not: touch BPF or the kernel beyond reading /proc for the target.
  */
-#include "plan.h"
+#include "plan/plan.h"
 
-#include "privilege.h"
-#include "tfile.h"
+#include "common/privilege.h"
+#include "recipe/load.h"
+#include "target/tfile.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,11 +12,11 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "catalog.h"
-#include "recipe.h"
-#include "source.h"
-#include "target.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "recipe/recipe.h"
+#include "recipe/source.h"
+#include "target/target.h"
+#include "common/value.h"
 
 struct plan_probe {
 	const struct recipe_probe *rp;

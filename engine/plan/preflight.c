@@ -1,7 +1,7 @@
 /* preflight.c — measured event rates vs the recipe's budget (see preflight.h).
  * Must not: touch the kernel or the plan: the session measures and applies.
  */
-#include "preflight.h"
+#include "plan/preflight.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #define DEFAULT_PREFLIGHT_MS 250
 
 /* ns of CPU in the window as a share (%) of the machine's CPUs. */
-static double cost_pct(const struct plan *plan, const struct preflight_window *w, double ns)
+static double cpus_pct(const struct plan *plan, const struct preflight_window *w, double ns)
 {
 	return w->wall_s > 0 ? ns / 1e9 * 100.0 / (w->wall_s * plan->ncpus) : 0;
 }
@@ -198,7 +198,7 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 				value_set_num(p, "slowed_syscalls_per_s",
 					      round((double)rates[i].slowed_syscalls / w->wall_s));
 			if (rates[i].fixed_ns)
-				value_set_num(p, "fixed_cpu_pct", round(cost_pct(plan, w, (double)rates[i].fixed_ns) * 1000) / 1000);
+				value_set_num(p, "fixed_cpu_pct", round(cpus_pct(plan, w, (double)rates[i].fixed_ns) * 1000) / 1000);
 			break;
 		case RATE_UNMEASURED:
 			value_set_str(p, "rate", "unmeasured");
@@ -220,10 +220,10 @@ static struct value *summarize(const struct plan *plan, const struct preflight_w
 	/* The probes' own programs, counting only: a lower bound for what full mode costs; and what
 	 * their hits cost beyond it (traps, the syscall slow path), which sampling does not lower. */
 	if (w->bpf_stats && w->wall_s > 0) {
-		value_set_num(s, "estimated_bpf_cpu_pct_min", round(cost_pct(plan, w, bpf_ns) * 1000) / 1000);
-		value_set_num(s, "fixed_cpu_pct", round(cost_pct(plan, w, fixed_ns) * 1000) / 1000);
+		value_set_num(s, "estimated_bpf_cpu_pct_min", round(cpus_pct(plan, w, bpf_ns) * 1000) / 1000);
+		value_set_num(s, "fixed_cpu_pct", round(cpus_pct(plan, w, fixed_ns) * 1000) / 1000);
 		value_set_num(s, "estimated_server_cpu_pct_min",
-			      round(cost_pct(plan, w, bpf_ns + fixed_ns) * 1000) / 1000);
+			      round(cpus_pct(plan, w, bpf_ns + fixed_ns) * 1000) / 1000);
 		if (w->per_trap_ns > 0)
 			value_set_num(s, "per_trap_ns", round(w->per_trap_ns));
 		if (w->per_syscall_ns > 0)
@@ -247,7 +247,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			continue;
 		r->events_per_s = (double)r->passed / secs;
 		r->firings_per_s = (double)r->firings / secs;
-		r->fixed_pct = cost_pct(plan, w, (double)r->fixed_ns);
+		r->fixed_pct = cpus_pct(plan, w, (double)r->fixed_ns);
 		r->trap_hits_per_s = (double)r->trap_hits / secs;
 		r->slowed_syscalls_per_s = (double)r->slowed_syscalls / secs;
 		total += r->events_per_s / (double)r->sample_every;
@@ -271,8 +271,8 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 	}
 	/* Others to go on with: the costliest such probes are dropped, until what is left of that
 	 * cost is at most half the budget (the rest is the programs', and diagnose's). */
-	if (b->max_cpu_pct > 0 && w->bpf_stats && others && cost_pct(plan, w, fixed) > b->max_cpu_pct) {
-		while (cost_pct(plan, w, fixed) > b->max_cpu_pct / 2) {
+	if (b->max_cpu_pct > 0 && w->bpf_stats && others && cpus_pct(plan, w, fixed) > b->max_cpu_pct) {
+		while (cpus_pct(plan, w, fixed) > b->max_cpu_pct / 2) {
 			unsigned dearest = plan->n_probes;
 			for (unsigned i = 0; i < plan->n_probes; i++)
 				if (rates[i].status == RATE_MEASURED && !rates[i].dropped && rates[i].fixed_ns &&
@@ -285,7 +285,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			total -= rates[dearest].events_per_s / (double)rates[dearest].sample_every;
 		}
 	}
-	if (b->max_cpu_pct > 0 && w->bpf_stats && !others && cost_pct(plan, w, fixed) > b->max_cpu_pct) {
+	if (b->max_cpu_pct > 0 && w->bpf_stats && !others && cpus_pct(plan, w, fixed) > b->max_cpu_pct) {
 		const struct preflight_rate *r = &rates[worst_i];
 		char traps[32], sys[32];
 		human_rate((double)r->trap_hits / secs, traps, sizeof(traps));
@@ -296,7 +296,7 @@ int preflight_decide(const struct plan *plan, const struct preflight_window *w,
 			  "at %.0f ns), max_cpu_pct allows %g%%; sampling does not lower it: narrow the "
 			  "target (--pid of one process), turn off the probe's busiest sites (its options), "
 			  "or raise max_cpu_pct",
-			  cost_pct(plan, w, fixed), plan->probes[worst_i].rp->id, traps,
+			  cpus_pct(plan, w, fixed), plan->probes[worst_i].rp->id, traps,
 			  w->per_trap_ns / 1000, sys, w->per_syscall_ns, b->max_cpu_pct);
 		if (summary)
 			*summary = summarize(plan, w, rates, total);

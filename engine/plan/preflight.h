@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "plan.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "common/value.h"
 
 enum rate_status {
 	RATE_NOT_EVENT_DRIVEN = 0, /* no BPF programs (reads /proc): costs nothing per event */

@@ -1,13 +1,13 @@
 /* shape.c — results against their kind's declaration (see shape.h).
  * Must not: touch the kernel, print, or know any kind.
  */
-#include "shape.h"
+#include "plan/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static const char *const type_names[] = {
 	[RT_INTEGER] = "integer", [RT_NUMBER] = "number", [RT_STRING] = "string",

@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 
-#include "catalog.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "common/value.h"
 
 /* "integer", "number", "string", "boolean", "array", "object". */
 const char *shape_type_name(enum result_type t);

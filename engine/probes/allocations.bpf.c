@@ -15,13 +15,13 @@
  * cannot hold, a free of a block never seen, a return without its entry and a stack walk that
  * fails are all counted; no per-event output (the maps are read at the end).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "allocations.h"
-#include "diag_python.h"
-#include "diag_unwind.h"
+#include "abi/diag_bpf.h"
+#include "probes/allocations.h"
+#include "abi/diag_python.h"
+#include "abi/diag_unwind.h"
 
 /* The allocator is glibc's: a block's usable size is in the chunk header before it (size | flags;
  * the size counts the 8-byte header, mmapped chunks another 8). */

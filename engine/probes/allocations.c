@@ -29,20 +29,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "allocations.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/allocations.h"
 #include "allocations.skel.h"
-#include "diag_unwind.h"
-#include "hash.h"
-#include "heap_refs.h"
-#include "stacks.h"
-#include "procfs.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "tfile.h"
-#include "unwind.h"
-#include "usyms.h"
+#include "abi/diag_unwind.h"
+#include "common/hash.h"
+#include "probes/heap_refs.h"
+#include "symbolize/stacks.h"
+#include "target/procfs.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "target/tfile.h"
+#include "symbolize/unwind.h"
+#include "symbolize/usyms.h"
 
 #define MAX_MAPPED_FILES 64
 

@@ -20,12 +20,12 @@
  * per-request history beyond the in-flight record, or lose a request silently (full maps and
  * unowned requests are counted in `stats`).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "block_io.h"
+#include "abi/diag_bpf.h"
+#include "probes/block_io.h"
 
 const volatile __u32 filter_dev = 0; /* whole disk or partition dev_t; 0: every device */
 /* The block_io_start program is loaded: the pre-flight counts requests there, not at issue. */

@@ -18,11 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "block_io.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/block_io.h"
 #include "block_io.skel.h"
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 /* Where issue times come from (block_io.bpf.c: issue_unknown). */
 enum blk_issue_times {

@@ -20,7 +20,7 @@ enum blk_kind {
 	BLK_NR_KINDS = 5,
 };
 
-/* stats slots of this probe (engine/probes/common/diag_bpf.h: 3..5 are probe-specific) */
+/* stats slots of this probe (engine/abi/diag_bpf.h: 3..5 are probe-specific) */
 #define BLK_STAT_UNOWNED 3  /* requests seen first at insert/issue: submitter unknown */
 #define BLK_STAT_UNSPLIT 4  /* completions with no issue time: counted, queue and service not split */
 #define BLK_STAT_VANISHED 5 /* issued requests that ended without a completion event */

@@ -6,18 +6,18 @@
  * count of samples per (process, thread name, user stack, kernel stack); when the engine asks
  * for user-space unwinding (copy_bytes > 0), the sample goes instead to the `samples` ring
  * buffer with the user registers and the top copy_bytes of the user stack (struct
- * diag_user_sample, engine/probes/common/diag_unwind.h), and only falls back to the count map when the ring
+ * diag_user_sample, engine/abi/diag_unwind.h), and only falls back to the count map when the ring
  * buffer is full.
  * Must not: symbolize or unwind (no CFI here: engine/symbolize/unwind.c does it), put registers or stack
  * words in a map key (the key space would explode), or lose a sample silently: stack walks that
  * fail, a full count map and a full ring buffer are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "cpu_profile.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/cpu_profile.h"
 
 #define EFAULT 14
 

@@ -6,11 +6,11 @@
  * (thread name, stack ids, count) goes to the shared stack table (stacks.h), weight = count =
  * samples (stack_unit "samples"). User-space unwinding (options user_unwind, leaf_fixup): the
  * `samples` ring buffer, sized from ring_buffer_kib, drained when a quarter full (the run loop
- * polls it), each tick and at collect into engine/symbolize/stack_sampler.c, which fixes and counts the
+ * polls it), each tick and at collect into engine/probes/stack_sampler.c, which fixes and counts the
  * stacks (at most max_stack_counts distinct ones; more are counted in `dropped`). What the
  * target's runtime is (usyms.h: a JVM, Node) and how many entries its perf map had, for the
  * advice on naming JIT code; with option jvm_perfmap, `jcmd PID Compiler.perfmap` run before the
- * last symbol snapshot (engine/session/jcmd.c, as the JVM's user) and what came of it.
+ * last symbol snapshot (engine/probes/jcmd.c, as the JVM's user) and what came of it.
  * Must not: run jcmd unless the option says so; read, symbolize, merge or order stacks itself (stacks.c does), unwind
  * (stack_sampler.c, unwind.c do), or interpret them (that is the recipe's Lua).
  */
@@ -23,16 +23,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "cpu_profile.skel.h"
-#include "cpu_profile.h"
-#include "diag_unwind.h"
-#include "jcmd.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "usyms.h"
+#include "probes/cpu_profile.h"
+#include "abi/diag_unwind.h"
+#include "probes/jcmd.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "symbolize/usyms.h"
 
 struct profile_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */

@@ -11,12 +11,12 @@
  * Must not: do more than a table lookup for unwatched syscalls, keep per-call records, or name
  * files (user space resolves fds from /proc while the process lives).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "file_io.h"
+#include "abi/diag_bpf.h"
+#include "probes/file_io.h"
 
 #define EFAULT 14
 

@@ -28,11 +28,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "file_io.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/file_io.h"
 #include "file_io.skel.h"
-#include "stacks.h"
+#include "symbolize/stacks.h"
 
 struct watched_call {
 	long nr;

@@ -19,11 +19,11 @@
  * 8 bytes higher (the `ret` popped it); on arm64 and the others the return address is in a
  * register and both see the same value.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "func_latency.h"
+#include "abi/diag_bpf.h"
+#include "probes/func_latency.h"
 
 #if defined(__TARGET_ARCH_x86)
 #define RET_SP_ADJ 8

@@ -21,12 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "func_latency.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/func_latency.h"
 #include "func_latency.skel.h"
-#include "tfile.h"
-#include "usyms.h"
+#include "target/tfile.h"
+#include "symbolize/usyms.h"
 
 #define SYMBOL_MAX 256
 

@@ -33,7 +33,7 @@
  *   TFILE_FAIL_WAIT) ends the scan, as every later read would fail the same way; one that failed
  *   on its own (a mapping unmapped since the listing) is counted and the scan goes on.
  */
-#include "heap_refs.h"
+#include "probes/heap_refs.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "target/procfs.h"
 
 #define RUNS_PER_CALL 1024
 #define FILTER_MAX_GRANULES ((uint64_t)1 << 22) /* pages set in the bitmap, at most */

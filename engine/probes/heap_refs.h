@@ -56,8 +56,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tfile.h"
-#include "util.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* What points into a block (heap_ref_block.from, a set): words outside it in ... */
 enum {

@@ -11,10 +11,10 @@
  * or lose a block silently: a full `live` map is counted (DIAG_STAT_PROBE_3), a full `sites` map
  * too (DIAG_STAT_MAP_FULL).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "diag_bpf.h"
+#include "abi/diag_bpf.h"
 
 #define KA_CACHE_LEN 32
 

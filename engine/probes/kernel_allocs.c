@@ -19,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
 #include "kernel_allocs.skel.h"
-#include "ksyms.h"
+#include "symbolize/ksyms.h"
 
 #define KA_CACHE_LEN 32
 

@@ -7,7 +7,7 @@
  * Owns: reading those three files (and each memory cgroup's refault counter, to say whose working
  * set does not fit) when the probe attaches and again when it is collected, and
  * turning the two readings into deltas over the window (never the kernel's running averages).
- * Parsing is in engine/session/procfs.c (pure functions on text); this file only reads files and builds
+ * Parsing is in engine/target/procfs.c (pure functions on text); this file only reads files and builds
  * results. A malformed slabinfo line is skipped and counted (`slab.malformed_lines`), never
  * fatal; an unreadable slabinfo leaves `slab` out and says why in `slab_error`.
  * Must not: attach anything to the kernel, filter by process (these files are the machine's),
@@ -39,8 +39,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "target/procfs.h"
 
 #define MAX_SLABS 1024
 

@@ -13,7 +13,7 @@
  * private, anonymous shared, file, PROT_NONE), the failed calls, and the totals per kind of
  * change in `counters` (counted whether or not the ring buffer takes the record).
  * Must not: track regions or call paths (engine/probes/mappings.c does, in order of the ring
- * buffer), unwind (engine/symbolize/stack_sampler.c), or lose a call silently: refused records,
+ * buffer), unwind (engine/probes/stack_sampler.c), or lose a call silently: refused records,
  * exits without their entry, a full pending map and failed stack walks are counted.
  *
  * The stack is taken at the syscall's exit for mmap, brk and mremap (the call's result is known
@@ -22,12 +22,12 @@
  * for another thread's mmap to take (and its record to come first); a munmap the kernel will
  * refuse for its arguments (unaligned, empty) is counted as failed instead.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "mappings.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/mappings.h"
 
 #define EFAULT 14
 #define MAX_ERRNO 4095

@@ -4,7 +4,7 @@
  * allocator's own mmap or brk, a program's, an interpreter's arenas) and the files mapped.
  *
  * Owns: sizing the BPF maps and ring buffer; handing the streamed samples to
- * engine/symbolize/stack_sampler.c (DWARF unwinding by default: glibc's mmap and brk wrappers
+ * engine/probes/stack_sampler.c (DWARF unwinding by default: glibc's mmap and brk wrappers
  * have no frame pointer and hide their caller) and, through its hooks, replaying each call in
  * ring buffer order on a table of regions (per process, sorted by address: start, end, class,
  * the call path that mapped it): a new mapping replaces what it overlaps (MAP_FIXED, or a removal
@@ -27,14 +27,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "mappings.skel.h"
-#include "mappings.h"
-#include "diag_unwind.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "probes/mappings.h"
+#include "abi/diag_unwind.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 
 #define MREMAP_DONTUNMAP_ 4
 

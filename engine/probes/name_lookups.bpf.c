@@ -13,11 +13,11 @@
  * Must not: follow a lookup into the resolver (the time is the caller's wait, whatever the
  * resolver did), or lose a lookup silently (full maps and unmatched returns are counted).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "name_lookups.h"
+#include "abi/diag_bpf.h"
+#include "probes/name_lookups.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -19,13 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "name_lookups.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/name_lookups.h"
 #include "name_lookups.skel.h"
-#include "procfs.h"
-#include "tfile.h"
-#include "usyms.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "symbolize/usyms.h"
 
 PROBE_BPF_SKELETON(name_lookups)
 

@@ -10,18 +10,18 @@
  * (copy_bytes > 0: glibc and other code without frame pointers hides the callers that matter,
  * e.g. the function that took a contended lock), the switch-out also sends the user registers
  * and the top of the user stack through the `samples` ring buffer with a cookie, and the
- * switch-in sends the time away as that cookie's weight (engine/probes/common/diag_unwind.h); an interval whose
+ * switch-in sends the time away as that cookie's weight (engine/abi/diag_unwind.h); an interval whose
  * records the ring buffer refused is counted in `counts` by its stack ids instead.
  * Must not: keep per-event records, or lose time silently: a full map, a failed stack walk and
  * blocks shorter than min_block_us are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "off_cpu.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/off_cpu.h"
 
 #define EFAULT 14
 

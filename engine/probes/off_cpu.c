@@ -5,7 +5,7 @@
  * threads still away when the collection stops (added up to that moment, so a thread blocked for
  * the whole window is not missing), and turning (stacks, state) → time into results: stacks
  * tagged with the state, and totals per state. User-space unwinding (option user_unwind: dwarf):
- * the `samples` ring buffer, drained by the run loop into engine/symbolize/stack_sampler.c, which unwinds
+ * the `samples` ring buffer, drained by the run loop into engine/probes/stack_sampler.c, which unwinds
  * each switch-out's stack copy and weighs it when its switch-in's record comes; threads still
  * away at the end are weighed here.
  * Must not: judge the time (the recipe's Lua does); the state says how a thread waited, not why.
@@ -17,14 +17,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "off_cpu.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/off_cpu.h"
 #include "off_cpu.skel.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 
 struct off_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */

@@ -10,15 +10,15 @@
  * (copy_bytes > 0: the leak's faults are inside glibc, which has no frame pointers), the fault goes
  * to the `samples` ring buffer with the user registers and the top of the user stack (struct
  * diag_user_sample), and only falls back to the count map when the ring buffer is full.
- * Must not: unwind or symbolize (engine/symbolize/stack_sampler.c, unwind.c), read the faulting memory, or
+ * Must not: unwind or symbolize (engine/probes/stack_sampler.c, unwind.c), read the faulting memory, or
  * lose a fault silently: failed stack walks, a full map and a full ring buffer are counted.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "page_faults.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/page_faults.h"
 
 #define EFAULT 14
 

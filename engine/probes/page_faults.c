@@ -2,7 +2,7 @@
  * call path, weighted in bytes (one page per fault): where new memory is first touched.
  *
  * Owns: picking the tp_btf, raw_tp or tracepoint program set (by loading it), sizing its maps and
- * ring buffer, handing the streamed faults to engine/symbolize/stack_sampler.c (DWARF unwinding by default:
+ * ring buffer, handing the streamed faults to engine/probes/stack_sampler.c (DWARF unwinding by default:
  * growth faults land inside the allocator, glibc has no frame pointers, and the caller of malloc
  * is what matters), scaling by the 1-in-N sampling, and turning counts into results.
  * Must not: unwind or symbolize itself (stack_sampler.c, stacks.c), or judge what the faults mean
@@ -15,14 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h" /* before the skeleton: it names struct diag_ctl */
 #include "page_faults.skel.h"
-#include "page_faults.h"
-#include "diag_unwind.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "probes/page_faults.h"
+#include "abi/diag_unwind.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 
 struct pf_priv {
 	struct probe_bpf bpf; /* first: the generic ops use it */

@@ -15,13 +15,13 @@
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
  * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "peer_wait.h"
+#include "abi/diag_bpf.h"
+#include "probes/peer_wait.h"
 
 enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, PW_DUP, PW_FORGET_ALL };
 

@@ -3,7 +3,7 @@
  * database, a cache) and per service (as a server: from a request arriving to its answer).
  *
  * Owns: sizing the socket and peer maps, seeding the roles of the sockets the target holds
- * before attach (engine/session/netowner.c reads them from /proc), noting when the window ends
+ * before attach (engine/probes/netowner.c reads them from /proc), noting when the window ends
  * (detach), and turning the histograms into results: peers by the time waited on them, each
  * with its count, total, longest, log-linear buckets, and the waits still open when the window
  * ended (requests sent and not yet answered, with the oldest one's age).
@@ -18,10 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "netowner.h"
-#include "peer_wait.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/netowner.h"
+#include "probes/peer_wait.h"
 #include "peer_wait.skel.h"
 
 struct peer_priv {

@@ -37,12 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "hash.h"
-#include "pg_layout.h"
-#include "pg_normalize.h"
-#include "target.h"
-#include "tfile.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "common/hash.h"
+#include "probes/pg_layout.h"
+#include "probes/pg_normalize.h"
+#include "target/target.h"
+#include "target/tfile.h"
 
 #define MAX_SEGMENT_CANDIDATES 16
 #define MAX_INDEX_ELEMENTS 4096 /* ShmemIndex entries walked at most (a server has ~100) */

@@ -11,14 +11,14 @@
  * GetBackendTypeDesc's names; states and lock modes are the same in every version.
  * Must not: read anything, allocate, or hold state.
  */
-#include "pg_layout.h"
+#include "probes/pg_layout.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "pg_wait_names.h"
-#include "util.h"
+#include "probes/pg_wait_names.h"
+#include "common/util.h"
 
 static const char *const types_13[] = {
 	"",

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "pg_normalize.h"
+#include "probes/pg_normalize.h"
 
 struct out {
 	char *buf;

@@ -16,12 +16,12 @@
  * Must not: read more of a string than its bound, or time a wait or statement whose start it did
  * not see (counted as unmatched).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_usdt.h"
-#include "pg_statements.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_usdt.h"
+#include "probes/pg_statements.h"
 
 DIAG_USDT_SPECS_MAP(PG_MAX_SPECS);
 

@@ -19,13 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "hash.h"
-#include "pg_normalize.h"
-#include "pg_statements.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "common/hash.h"
+#include "probes/pg_normalize.h"
+#include "probes/pg_statements.h"
 #include "pg_statements.skel.h"
-#include "usdt_attach.h"
+#include "probes/usdt_attach.h"
 
 PROBE_BPF_SKELETON(pg_statements)
 

@@ -8,7 +8,7 @@
  * Must not: decode anything (pg_activity.c does), or hold state.
  */
 
-#include "pg_wait_names.h"
+#include "probes/pg_wait_names.h"
 
 static const struct pg_wait_name events_13[] = {
 	{ 0x05000000, "ArchiverMain" },

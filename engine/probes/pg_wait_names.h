@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* One wait event of the classes whose names are listed (Activity, Client, IPC, Timeout, IO). */
 struct pg_wait_name {

@@ -18,7 +18,7 @@
  * Owns: reading the files of each section at attach, at every session tick (about once a second)
  * and at the end, and turning the first and the last good reading into deltas over the window
  * (a target that exits keeps the window up to its last tick). Parsing and arithmetic are in
- * engine/session/procfs.c (pure functions on text); this file only reads files and builds results.
+ * engine/target/procfs.c (pure functions on text); this file only reads files and builds results.
  * Must not: attach anything to the kernel, parse text itself, or report a value that describes
  * the time before the window as if it were the window (pressure is the total= delta, never avg10).
  *
@@ -76,10 +76,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "tfile.h"
-#include "procfs.h"
-#include "target.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "target/tfile.h"
+#include "target/procfs.h"
+#include "target/target.h"
 
 enum { SEC_CPU = 1, SEC_MEMORY = 2, SEC_IO = 4, SEC_NET = 8 };
 static const char *const section_names[] = { "cpu", "memory", "io", "net" };

@@ -8,11 +8,11 @@
  * Under 1-in-N sampling (the pre-flight's degrade: sample), a wait is timed or not from its start.
  * Must not: aggregate per thread or keep per-event records (the histogram is the result).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
+#include "abi/diag_bpf.h"
 
 #define TASK_RUNNING 0
 

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
 #include "runq_latency.skel.h"
 
 struct runq_priv {

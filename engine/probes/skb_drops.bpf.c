@@ -11,13 +11,13 @@
  * it; the names of the reasons are user space's (the kernel's BTF enum skb_drop_reason).
  * Must not: keep per-packet records, or attribute a drop by the current task (softirq context).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "diag_bpf.h"
-#include "net_owner.h"
-#include "skb_drops.h"
+#include "abi/diag_bpf.h"
+#include "probes/net_owner.h"
+#include "probes/skb_drops.h"
 
 #define IPPROTO_TCP 6
 

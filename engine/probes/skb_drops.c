@@ -4,7 +4,7 @@
  * Owns: checking the kernel has skb:kfree_skb and a BTF record type for it (a clear refusal
  * otherwise), reading the names of the drop reasons from the running kernel's BTF enum
  * skb_drop_reason (no table compiled in: the enum changes between versions; a kernel without
- * it reports reason 0 "unknown"), seeding the target's sockets from /proc (engine/session/netowner.c),
+ * it reports reason 0 "unknown"), seeding the target's sockets from /proc (engine/probes/netowner.c),
  * and turning the counts into results: per reason, per (reason, protocol, port, where), stacks.
  * Must not: judge the drops (the recipe's Lua does), or attribute a drop by the current task.
  */
@@ -17,16 +17,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "kernel_btf.h"
-#include "ksyms.h"
-#include "net_owner.h"
-#include "netowner.h"
-#include "skb_drops.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "kernel/kernel_btf.h"
+#include "symbolize/ksyms.h"
+#include "probes/net_owner.h"
+#include "probes/netowner.h"
+#include "probes/skb_drops.h"
 #include "skb_drops.skel.h"
-#include "stacks.h"
+#include "symbolize/stacks.h"
 
 struct reason_name {
 	uint32_t value;

@@ -9,11 +9,11 @@
  *    of ns each on some VMs, so this is opt-in.
  * Must not: keep per-call records, or do anything for other processes beyond the pid check.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "syscall_stats.h"
+#include "abi/diag_bpf.h"
+#include "probes/syscall_stats.h"
 
 
 struct syscall_entry {

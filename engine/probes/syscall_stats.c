@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
 #include "syscall_names.h"
-#include "syscall_stats.h"
+#include "probes/syscall_stats.h"
 #include "syscall_stats.skel.h"
 
 struct syscalls_priv {

@@ -13,13 +13,13 @@
  * Must not: filter on the current task for anything else, keep per-packet records, or read a
  * tracepoint field whose existence it has not checked (their layouts change between kernels).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "diag_bpf.h"
-#include "tcp_events.h"
-#include "net_owner.h"
+#include "abi/diag_bpf.h"
+#include "probes/tcp_events.h"
+#include "probes/net_owner.h"
 
 #define IPPROTO_TCP 6
 #define ECONNREFUSED 111

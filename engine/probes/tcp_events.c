@@ -3,7 +3,7 @@
  *
  * Owns: checking that the kernel has the five tracepoints and the BTF types the programs read
  * (a clear refusal, not a verifier log, when it does not), the port/address filters, seeding
- * the target's sockets from /proc at attach and at every tick (engine/session/netowner.c), and turning
+ * the target's sockets from /proc at attach and at every tick (engine/probes/netowner.c), and turning
  * the flow counts into results: flows most troubled first, totals, a retransmit share of the
  * segments each socket sent, and the accept queues of listening sockets at the end.
  * Must not: judge the counts (the recipe's Lua does), or filter on the current task.
@@ -18,13 +18,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "kernel_btf.h"
-#include "net_owner.h"
-#include "netowner.h"
-#include "tcp_events.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "kernel/kernel_btf.h"
+#include "probes/net_owner.h"
+#include "probes/netowner.h"
+#include "probes/tcp_events.h"
 #include "tcp_events.skel.h"
 
 struct tcpe_priv {

@@ -1,5 +1,5 @@
-/* tcp_events.h — the layouts engine/probes/tcp_events.bpf.c and engine/probes/tcp_events.c share: the flow
- * key, its counters, and the keys of the maps that say which sockets belong to the target.
+/* tcp_events.h — the layouts engine/probes/tcp_events.bpf.c and engine/probes/tcp_events.c share: a
+ * flow's counters (the flow itself, the key, is tcp_flow.h's).
  * Must not: hold anything but plain layouts (both sides compile it).
  */
 #ifndef DIAG_TCP_EVENTS_H
@@ -9,19 +9,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPE_AF_INET 2
-#define TCPE_AF_INET6 10
-
-/* One TCP flow as the host that sees the event has it: saddr:sport the local end, daddr:dport
- * the peer (an RST sent for a packet no socket wanted: the sender of the RST is local). Ports
- * in host order, addresses in network order (IPv4 in the first 4 bytes). */
-struct tcpe_flow {
-	__u16 family; /* TCPE_AF_INET / TCPE_AF_INET6 */
-	__u16 sport, dport;
-	__u8 saddr[16], daddr[16];
-};
-/* Not in the key: sock:inet_sk_error_report names no socket, so its namespace is unknown (the
- * same 4-tuple in two namespaces is one flow here; tcpe_counts.netns says the last one seen). */
+#include "probes/tcp_flow.h"
 
 struct tcpe_counts {
 	__u64 retrans;         /* tcp:tcp_retransmit_skb */
@@ -41,13 +29,6 @@ struct tcpe_counts {
 	__u64 total_retrans_first, total_retrans_last;
 	__u32 last_error;
 	__u32 netns;           /* inode number of the flow's network namespace (0: unknown) */
-};
-
-/* A listening port of the target: connections accepted on it are the target's. */
-struct tcpe_port {
-	__u32 netns;
-	__u16 port;
-	__u16 pad;
 };
 
 #endif

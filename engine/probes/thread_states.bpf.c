@@ -18,12 +18,12 @@
  * the run itself.
  */
 // clang-format off
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "thread_states.h"
+#include "abi/diag_bpf.h"
+#include "probes/thread_states.h"
 // clang-format on
 
 #define PF_KTHREAD 0x00200000

@@ -34,19 +34,20 @@
 
 #include <arpa/inet.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "netowner.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/netowner.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
 #include "syscall_names.h"
-#include "target.h"
-#include "tfile.h"
-#include "thread_states.h"
+#include "target/target.h"
+#include "target/tfile.h"
+#include "probes/thread_states.h"
 #include "thread_states.skel.h"
-#include "unwind.h"
+#include "symbolize/unwind.h"
 
 #define TS_PATH_MAX 256   /* bytes of a path a system call names, read from the target */
 #define TS_NAMED_EXTRA 64 /* threads named by futex words, reported beyond max_reported */

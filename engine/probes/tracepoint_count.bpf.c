@@ -7,9 +7,9 @@
  * Must not: read event fields (their layout differs per tracepoint), or lose a hit silently:
  * hits that find the count map full are counted in `stats` (DIAG_STAT_MAP_FULL).
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include "diag_bpf.h"
+#include "abi/diag_bpf.h"
 
 #define COMM_LEN 16
 

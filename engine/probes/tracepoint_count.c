@@ -14,8 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
 #include "tracepoint_count.skel.h"
 
 #define TP_NAME_MAX 128 /* per part; tracefs names are far shorter */

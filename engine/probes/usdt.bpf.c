@@ -9,12 +9,12 @@
  * Must not: guess a time: a done without its start, or a start that replaces an open one, is
  * counted, never timed.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_usdt.h"
-#include "usdt.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_usdt.h"
+#include "probes/usdt.h"
 
 /* 0: no key; N: argument N-1 */
 const volatile __u32 key_arg = 0;

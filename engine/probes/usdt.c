@@ -18,11 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "usdt.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "probes/usdt.h"
 #include "usdt.skel.h"
-#include "usdt_attach.h"
+#include "probes/usdt_attach.h"
 
 PROBE_BPF_SKELETON(usdt)
 

@@ -8,11 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
-#include "target.h"
-#include "tfile.h"
-#include "usdt_attach.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "target/procfs.h"
+#include "target/target.h"
+#include "target/tfile.h"
+#include "probes/usdt_attach.h"
 
 const char *usdt_check_binary(const char *binary)
 {

@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "usdt_notes.h"
-#include "util.h"
+#include "symbolize/usdt_notes.h"
+#include "common/util.h"
 
 struct probe;
 struct bpf_program;

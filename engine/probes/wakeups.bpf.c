@@ -14,17 +14,17 @@
  * was blocked on it until just before. The rest of the wait is summed in `chained_ns`.
  * Or, when the engine
  * unwinds user stacks itself (copy_bytes > 0), sent through the `samples` ring buffer with the
- * waker's registers and stack top (engine/probes/common/diag_unwind.h). Two attach variants: tp_btf and raw_tp.
+ * waker's registers and stack top (engine/abi/diag_unwind.h). Two attach variants: tp_btf and raw_tp.
  * Must not: keep per-event records beyond the ring buffer, or lose a wakeup silently: blocks
  * under min_block_us, full maps and refused records are counted in `stats`.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "wakeups.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "probes/wakeups.h"
 
 #define EFAULT 14
 

@@ -7,7 +7,7 @@
  * Owns: picking the tp_btf or raw_tp program set (by loading it), sizing its maps, and turning
  * (waker, its stacks, kind) → time into results: stacks (comm and frames: the waker's) tagged with
  * the kind of waker, and totals per kind. User-space unwinding of the wakers' stacks (option
- * user_unwind: dwarf) through engine/symbolize/stack_sampler.c, as off_cpu does.
+ * user_unwind: dwarf) through engine/probes/stack_sampler.c, as off_cpu does.
  * Must not: judge the wakeups (the recipe's Lua does), or claim to know an interrupt's waker:
  * a wakeup from an interrupt is charged to whatever ran (its kernel stack shows the interrupt).
  */
@@ -17,13 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
-#include "diag_unwind.h"
-#include "python.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "wakeups.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
+#include "abi/diag_unwind.h"
+#include "symbolize/python.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "probes/wakeups.h"
 #include "wakeups.skel.h"
 
 struct wake_priv {

@@ -1,13 +1,12 @@
-/* recipe.h — a symptom recipe as loaded from YAML (recipes/NAME.yaml).
+/* recipe.h — a symptom recipe (recipes/NAME.yaml) as data: what schemas/recipe.md describes.
  *
- * Owns: parsing one recipe file against the schema (schemas/recipe.md documents it): one libyaml
- * pass into a document, its fixed part read by tables in libcyaml's schema format, the free-form
- * key/value maps `options` and `thresholds` from the same document; typed parameters and the
- * "${NAME}" references to them (declared, typed, in range). Where recipes are found is
- * recipe_find.h's.
+ * Owns: struct recipe and what it holds (probes, their filters and free-form options, budgets,
+ * typed parameters and the "${NAME}" references to them, thresholds, `next:`), a parameter's value
+ * checked against its type and bounds, the one rule of a recipe name, and freeing a recipe.
+ * Reading one from its file is load.h's (a libyaml document, the fixed schema, the rules); where
+ * recipes are found is recipe_find.h's.
  * Must not: know which probe kinds exist or what their options mean (plan.c checks that against the
- * catalog), run anything, or print: errors come back as "FILE:LINE: field: message" in diag_err with
- * DIAG_EXIT_USAGE.
+ * catalog), run anything, or print.
  */
 #ifndef DIAG_RECIPE_H
 #define DIAG_RECIPE_H
@@ -16,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* One entry of a free-form scalar mapping (probe options, thresholds). Values stay text; the
  * consumer (plan.c, verdict.c) types them. line is 1-based, 0 when unknown. */
@@ -137,14 +136,7 @@ struct recipe {
 	unsigned n_next;
 };
 
-/* Loads and schema-checks one recipe. On error returns -1, *out = NULL, err->code =
- * DIAG_EXIT_USAGE and err->msg = "PATH:LINE: FIELD: what is wrong" (LINE omitted when unknown,
- * FIELD omitted for errors of the whole document, such as invalid YAML). */
-int recipe_load(const char *path, struct recipe **out, struct diag_err *err);
-/* The same for a recipe already in memory: data holds len bytes (need not end in NUL); name
- * stands for the path in messages and in r->path. Used by recipe_load and by the fuzzer. */
-int recipe_load_buffer(const char *name, const char *data, size_t len, struct recipe **out,
-		       struct diag_err *err);
+/* A recipe read from a file: load.h. Frees r and everything it holds (NULL: nothing). */
 void recipe_free(struct recipe *r);
 
 /* Checks VALUE against a parameter's type and bounds: NULL when fine, else what is wrong
@@ -161,9 +153,5 @@ const struct recipe_kv *recipe_kv_find(const struct recipe_kv *kv, unsigned n, c
  * for the recipe's `name:`, the approvals lock's [recipe NAME] and a name read from a report. */
 #define RECIPE_NAME_MAX 64
 bool recipe_name_ok(const char *s);
-
-/* TEXT in double quotes for a message, cut short (at a character boundary) when over 40 bytes:
- * buf (at least 64 bytes) receives it. Returns buf. */
-const char *recipe_quote(char *buf, size_t len, const char *text);
 
 #endif

@@ -4,7 +4,7 @@
  * listing of a directory's recipes.
  * Must not: parse recipes, keep global state, or print.
  */
-#include "recipe_find.h"
+#include "recipe/recipe_find.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "privilege.h"
-#include "recipe.h"
+#include "recipe/document.h"
+#include "common/privilege.h"
+#include "recipe/recipe.h"
 
 #ifndef DIAG_SHARE_DIR
 #define DIAG_SHARE_DIR "/usr/local/share/diagnose"

@@ -1,4 +1,4 @@
-/* recipe_find.h — where recipes are found: the search path of the DESIGN contract, a recipe
+/* recipe_find.h — where recipes are found: the search path (docs/commands.md), a recipe
  * name resolved to its file, and the names a directory holds.
  *
  * Owns: the order directories are searched in (--recipes, $DIAGNOSE_RECIPES unless run with
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* The directory recipes are searched in, in the order of docs/commands.md: explicit dir (may be
  * NULL), $DIAGNOSE_RECIPES (not with capabilities but not root), ./recipes (not as root or with

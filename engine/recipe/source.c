@@ -1,7 +1,7 @@
 /* source.c — recipe, snippet and library bytes read once, and production's trust checks.
  * Contracts: source.h.
  */
-#include "source.h"
+#include "recipe/source.h"
 
 #include <dirent.h>
 #include <errno.h>

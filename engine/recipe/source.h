@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sha256.h"
-#include "util.h"
+#include "common/sha256.h"
+#include "common/util.h"
 
 #define SOURCE_MAX_BYTES (1u << 20) /* recipes, snippets, libraries and locks: 1 MiB each */
 #define SOURCE_MAX_LIBS 64

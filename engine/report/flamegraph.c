@@ -7,7 +7,7 @@
  * from a name. Children are merged by (kind, name) and ordered by name, so the same stacks always
  * give the same picture.
  */
-#include "flamegraph.h"
+#include "report/flamegraph.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define SVG_W 1200
 #define PAD 10

@@ -23,7 +23,7 @@
 
 #include <stdio.h>
 
-#include "value.h"
+#include "common/value.h"
 
 /* What the probe's stack_unit weighs, for a title: "samples" → "on-CPU samples", "ns" →
  * "off-CPU time", "bytes" → "bytes"; any other unit is returned as it is ("" for NULL). */

@@ -30,7 +30,7 @@
  *   the user cannot replace another user's file (the kernel's sticky rule).
  * - Removal on failure checks that the temporary name still names the inode we created.
  */
-#include "outfile.h"
+#include "report/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct outfile;
 

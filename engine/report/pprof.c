@@ -5,7 +5,7 @@
  * then deflated with a gzip header. Location ids equal function ids: a frame is only a name here
  * (no addresses survive symbolization), so one function has one location.
  */
-#include "pprof.h"
+#include "report/pprof.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "hash.h"
+#include "common/hash.h"
 #include "profile.pb-c.h"
 
 enum { MAP_USER = 1, MAP_KERNEL = 2 };

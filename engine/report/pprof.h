@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 struct pprof_info {
 	const char *comment;    /* e.g. "diagnose high-cpu, probe profile (cpu_profile)"; NULL: none */

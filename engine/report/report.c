@@ -5,7 +5,7 @@
  * utf8_safe_char, the folded writer through write_folded_name, the JSON writer through
  * json_write_string (value.c).
  */
-#include "report.h"
+#include "report/report.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -15,9 +15,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "json_parse.h"
-#include "recipe.h"
-#include "source.h"
+#include "common/json_parse.h"
+#include "recipe/recipe.h"
+#include "recipe/source.h"
 
 struct value *report_build(const struct report_input *in)
 {

@@ -1,4 +1,4 @@
-/* report.h — what the user reads: the JSON report of the DESIGN contract, the text report, and
+/* report.h — what the user reads: the JSON report (docs/architecture.md), the text report, and
  * folded stacks for flamegraph.pl, and which probe's stacks the stack outputs show (the SVG and
  * pprof writers are engine/report/flamegraph.c and engine/report/pprof.c).
  *
@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "plan.h"
-#include "session.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "session/session.h"
+#include "common/value.h"
 
 struct report_input {
 	const struct plan *plan;

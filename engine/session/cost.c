@@ -14,7 +14,7 @@
  *   not, and would look like a rate in the first window); for the report, the whole process's
  *   over the collection.
  */
-#include "cost.h"
+#include "session/cost.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 #define COST_SELF_AFTER_NS 1000000000ull /* the collecting thread counts from the first second on */
 #define COST_SYSCALL_READY 1u

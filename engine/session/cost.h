@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "catalog.h"
-#include "hitcost.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "kernel/hitcost.h"
+#include "common/value.h"
 
 /* One probe's share of a window. */
 struct cost_share {

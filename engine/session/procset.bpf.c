@@ -13,11 +13,11 @@
  * Must not: change an entry the engine's scan made (DIAG_SET_SCANNED), or decide membership
  * beyond what fork and exec imply: the scans confirm or drop what it adds.
  */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "diag_bpf.h"
+#include "abi/diag_bpf.h"
 
 /* --comm: the name (15 bytes at most, NUL-padded); empty for cgroup selections, whose children
  * stay in the cgroup across exec. */

@@ -2,7 +2,7 @@
  * procset.h.
  * Must not: decide membership, or print.
  */
-#include "procset.h"
+#include "session/procset.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -11,10 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "diag_bpf.h"
+#include "plan/catalog.h"
+#include "probes/runtime.h"
+#include "abi/diag_bpf.h"
 #include "procset.skel.h"
-#include "usyms.h"
+#include "symbolize/usyms.h"
 
 static __u32 parent_of(const struct procset *ps, __u32 tgid);
 static struct procset_execd *execd_find(const struct procset *ps, __u32 tgid);

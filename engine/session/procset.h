@@ -1,5 +1,5 @@
 /* procset.h — a set of target processes as one run uses it: the kernel's copy of their tgids
- * (the map every probe's diag_targets reuses, engine/probes/common/diag_bpf.h), kept in step with the target's
+ * (the map every probe's diag_targets reuses, engine/abi/diag_bpf.h), kept in step with the target's
  * scans, and a symbolizer per process for their user stacks.
  *
  * Owns: the map's fd, the fork follower (engine/session/procset.bpf.c: a member's new child joins the map at
@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "target.h"
-#include "util.h"
+#include "target/target.h"
+#include "common/util.h"
 
 struct usyms;
 

@@ -1,7 +1,7 @@
 /* session.c — load, attach, run, detach, collect (see session.h).
  * Must not: print anything but the progress line, interpret data, or return with a link attached.
  */
-#include "session.h"
+#include "session/session.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,19 +19,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core_btf.h"
-#include "cost.h"
-#include "kernel_btf.h"
-#include "tp_btf.h"
-#include "uprobe_multi.h"
-#include "diag_bpf.h"
-#include "kernel.h"
-#include "ksyms.h"
-#include "procset.h"
-#include "shape.h"
-#include "tfile.h"
-#include "usyms.h"
-#include "watchdog.h"
+#include "kernel/core_btf.h"
+#include "session/cost.h"
+#include "kernel/kernel_btf.h"
+#include "kernel/tp_btf.h"
+#include "kernel/uprobe_multi.h"
+#include "abi/diag_bpf.h"
+#include "kernel/kernel.h"
+#include "symbolize/ksyms.h"
+#include "session/procset.h"
+#include "probes/runtime.h"
+#include "plan/shape.h"
+#include "target/tfile.h"
+#include "symbolize/usyms.h"
+#include "session/watchdog.h"
 
 #define TICK_NS 1000000000ull        /* probe ticks; one governor window starts each tick */
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */
@@ -89,7 +90,7 @@ struct session {
 	int sig_fd, pid_fd;
 	sigset_t old_mask;
 	struct governor gov;
-	struct procset set;       /* a set of processes (plan->target); map_fd -1 otherwise */
+	struct procset set;       /* a set of processes (opts->target); map_fd -1 otherwise */
 	struct tfile_reader *files; /* reads what the target names (tfile.h) */
 	struct cost_meter cost;   /* what the run costs the server, window by window (cost.h) */
 };
@@ -787,8 +788,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	if (build_core_btf(plan, &kernel, &core, &soft))
 		value_arr_push(out->notes, value_str_take(xasprintf(
 			"each probe read the kernel's whole BTF: cutting it failed (%s)", soft.msg)));
-	if (plan->target) {
-		if (procset_refresh_open(&s.set, plan->target, s.files, err))
+	if (opts->target) {
+		if (procset_refresh_open(&s.set, opts->target, s.files, err))
 			goto done;
 		s.set.core_btf = core.fd >= 0 ? core.path : NULL;
 		if (procset_follow_forks(&s.set, &soft))
@@ -796,7 +797,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 				"processes forked by the set join it at the next rescan (up to 1 s later), not at fork: %s",
 				soft.msg)));
 		else
-			plan->target->follows_forks = true;
+			s.set.target->follows_forks = true;
 	}
 	/* Loading reads the files uprobes go on (a target's libc, its allocator): until then at most.
 	 * The verifier's time is ours, but a stage that stalls past its limit ends the run. */
@@ -918,7 +919,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		usyms_snapshot(usyms, &soft);
 	if (s.set.target) {
 		procset_snapshot_all(&s.set);
-		plan->target->joined_at_fork = procset_joined_at_fork(&s.set);
+		s.set.target->joined_at_fork = procset_joined_at_fork(&s.set);
 	}
 	if (s.set.unsymbolized)
 		value_arr_push(out->notes, value_str_take(xasprintf(
@@ -1004,15 +1005,15 @@ done:
 	return rc;
 }
 
-int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigned preflight_ms,
-		    struct value **variants, struct value **preflight_summary, struct diag_err *pf_err,
+int session_dry_run(const struct plan *plan, struct target *target, struct tfile_reader *files,
+		    unsigned preflight_ms, struct value **variants, struct value **preflight_summary, struct diag_err *pf_err,
 		    struct diag_err *err)
 {
 	struct probe *probes;
 	unsigned n;
 	struct preflight_rate *rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*rates));
 	struct procset set = { .map_fd = -1 };
-	int rc = plan->target ? procset_refresh_open(&set, plan->target, files, err) : 0;
+	int rc = target ? procset_refresh_open(&set, target, files, err) : 0;
 	probes = NULL;
 	n = 0;
 	struct core_btf core = { .fd = -1 };

@@ -14,9 +14,9 @@
 
 #include <stdbool.h>
 
-#include "plan.h"
-#include "preflight.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "plan/preflight.h"
+#include "common/value.h"
 
 struct session_opts {
 	bool progress;      /* draw a progress line on stderr */
@@ -26,13 +26,18 @@ struct session_opts {
 				    * play (watchdog.h); NULL: none */
 	struct tfile_reader *files; /* reads the target's files (tfile.h): the run's, made before
 				     * its plan read through it (required) */
+	struct target *target; /* a set of processes: the plan's (plan->target), which the run
+				* rescans and updates (its members, whether forks were followed and
+				* how many joined so: what the report says of it); NULL: none. The
+				* plan itself is only read. */
 	void (*at_window)(void *arg); /* called once, as the window opens (the probes attached):
 				       * what it starts runs while they collect (run.c starts the
 				       * verdict child there); NULL: nothing */
 	void *at_window_arg;
 };
 
-/* Why a collection ended; stop_reason_name() gives the DESIGN contract's word. */
+/* Why a collection ended; stop_reason_name() gives the report's word
+ * (docs/architecture.md, `stop_reason`). */
 enum stop_reason {
 	STOP_DURATION,      /* "duration": the window ran out */
 	STOP_SIGNAL,        /* "signal": SIGINT, SIGTERM, SIGHUP or SIGQUIT */
@@ -66,18 +71,20 @@ struct session_out {
 	} phases;
 };
 
-/* Runs the plan. On failure before any data, returns -1 with err set and nothing attached; a
+/* Runs the plan (read only; the set of processes it names is opts->target). On failure before any data, returns -1 with err set and nothing attached; a
  * pre-flight refusal (DIAG_EXIT_REFUSED) leaves out->preflight set. session_out_free either way. */
 int session_run(const struct plan *plan, const struct session_opts *opts, struct session_out *out,
 		struct diag_err *err);
 void session_out_free(struct session_out *out);
 
 /* The dry run's half of a session: open and load every probe (the verifier sees every program,
- * attach variants are chosen); with preflight_ms, attach them in count-only mode for that window
+ * attach variants are chosen), with target the plan's set of processes (plan->target, scanned
+ * again; NULL: none); with preflight_ms, attach them in count-only mode for that window
  * and decide as a run would (*preflight gets the summary, *pf_err the refusal, if any); release
  * everything. *variants gets an object probe id -> {variant, note}. Returns -1 (err) when a
  * probe cannot load or attach; a refusal is not a failure of the dry run. */
-int session_dry_run(const struct plan *plan, struct tfile_reader *files, unsigned preflight_ms,
+int session_dry_run(const struct plan *plan, struct target *target, struct tfile_reader *files,
+		    unsigned preflight_ms,
 		    struct value **variants, struct value **preflight, struct diag_err *pf_err,
 		    struct diag_err *err);
 

@@ -5,7 +5,7 @@
  * to release are found by what /proc/self/fd says they are ("anon_inode:bpf_link", "bpf-prog",
  * "[perf_event]"): no registry that every attach path would have to keep.
  */
-#include "watchdog.h"
+#include "session/watchdog.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct watchdog {
 	pthread_t thread;

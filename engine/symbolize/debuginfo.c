@@ -8,7 +8,7 @@
  * and a candidate is used only when its build-id (or, when the file has none, the CRC the
  * debuglink records) matches.
  */
-#include "debuginfo.h"
+#include "symbolize/debuginfo.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tfile.h"
+#include "target/tfile.h"
 
 /* The GNU build-id note of elf: copies at most max bytes to id and returns its length (0: none). */
 size_t elf_build_id(Elf *elf, unsigned char *id, size_t max);

@@ -7,7 +7,7 @@
  * Must not: print, or keep the demangler's output past the bound. The demangler is libiberty's
  * (recursion-limited); our xmalloc/xstrdup, which cplus-dem.o calls, have libiberty's contract.
  */
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 #include <stdlib.h>
 #include <string.h>

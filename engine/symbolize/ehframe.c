@@ -7,13 +7,13 @@
  * CFI no-ops) keep it busy: at most EHFRAME_MAX_NS of work per file, after which the remaining
  * FDEs get no range (their code stays "file+0xOFF", never a wrong name).
  */
-#include "ehframe.h"
+#include "symbolize/ehframe.h"
 
 #include <elfutils/libdw.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define PE_UDATA4 0x03
 #define PE_SDATA4 0x0b

@@ -12,7 +12,7 @@
  * The file lists the kernel's symbols in address order (each module's too): aliases of one
  * address are merged as they come, and the table is sorted only when an address goes back.
  */
-#include "ksyms.h"
+#include "symbolize/ksyms.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbols.h"
+#include "symbolize/symbols.h"
 
 #define KSYM_TAIL (64 * 1024) /* how far the last symbol of a module may extend */
 #define KSYM_END_RANK 0xffff  /* rank of section end markers: lose against any real symbol */

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct ksyms;
 

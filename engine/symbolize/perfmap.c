@@ -6,7 +6,7 @@
  * no symlink, on a worker that cannot stall us), trust it: names are cut at PERFMAP_MAX_NAME
  * bytes (the report writers escape them).
  */
-#include "perfmap.h"
+#include "symbolize/perfmap.h"
 
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tfile.h"
-#include "util.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 struct pm_entry {
 	uint64_t start, end;

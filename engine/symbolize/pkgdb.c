@@ -5,7 +5,7 @@
  * file), run a package manager, print, hold state, follow a symlink in the database, or return a
  * name or version outside Debian's syntax.
  */
-#include "pkgdb.h"
+#include "symbolize/pkgdb.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* A regular file (no symlink, FIFO or device) in directory dfd, whole, at most max bytes:
  * NUL-terminated, or NULL. *budget is what may still be read in all; it goes down. */

@@ -1,7 +1,7 @@
 /* python.c — CPython processes and their frames' names (see python.h).
  * Must not: print, guess a layout, or read the target but through tfile.
  */
-#include "python.h"
+#include "symbolize/python.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "procfs.h"
-#include "tfile.h"
-#include "unwind.h"
-#include "util.h"
+#include "common/hash.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "symbolize/unwind.h"
+#include "common/util.h"
 
 /* ---- layouts -------------------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* python.h — CPython processes, for stack probes that read Python frames in BPF
- * (engine/probes/common/diag_python.h).
+ * (engine/abi/diag_python.h).
  *
  * Owns: whether a process runs CPython and which (its Py_Version, read from its memory; the
  * mapped interpreter or libpython that holds _PyRuntime), the layout of that version's
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "diag_python.h"
+#include "abi/diag_python.h"
 
 struct tfile_reader;
 struct python_procs;

@@ -1,18 +1,18 @@
 /* stacks.c — symbolized stacks with a weight (see stacks.h).
  * Must not: read a probe's counts map (its key layout is the probe's), or print.
  */
-#include "stacks.h"
+#include "symbolize/stacks.h"
 
 #include <bpf/bpf.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "diag_bpf.h"
-#include "ksyms.h"
-#include "pkgdb.h"
-#include "strset.h"
-#include "unwind.h"
-#include "usyms.h"
+#include "abi/diag_bpf.h"
+#include "symbolize/ksyms.h"
+#include "symbolize/pkgdb.h"
+#include "common/strset.h"
+#include "symbolize/unwind.h"
+#include "symbolize/usyms.h"
 
 struct frames {
 	char **names; /* leaf first */

@@ -2,7 +2,7 @@
  * samples, off-CPU time, bytes allocated, ...).
  *
  * Owns: a bounded table that a probe fills row by row while it iterates its own counts map;
- * reading stack ids from a BPF stack-trace map (DIAG_STACK_DEPTH frames, engine/probes/common/diag_bpf.h) and
+ * reading stack ids from a BPF stack-trace map (DIAG_STACK_DEPTH frames, engine/abi/diag_bpf.h) and
  * symbolizing them (collect_ctx: ksyms, usyms); merging rows that are equal once symbolized;
  * ordering by weight; and the results shape every stack probe shares:
  *   stack_unit: "samples" | "ns" | "bytes" | ...   (what weight measures)
@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "catalog.h"
-#include "value.h"
+#include "plan/catalog.h"
+#include "common/value.h"
 
 struct stack_table;
 

@@ -3,7 +3,7 @@
  * Owns: the sorted-table search, the in-place sort and the alias preference.
  * Must not: allocate, print or hold state.
  */
-#include "symbols.h"
+#include "symbolize/symbols.h"
 
 #include <string.h>
 

@@ -20,7 +20,7 @@
  *   dwfl_standard_find_debuginfo, which opens target-named paths and asks debuginfod. Memory
  *   reads are served from the copy only.
  */
-#include "unwind.h"
+#include "symbolize/unwind.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -37,10 +37,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
-#include "procfs.h"
-#include "tfile.h"
-#include "util.h"
+#include "symbolize/debuginfo.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 #define UNW_MAX_FILES 512
 #define UNW_MAX_PROCS 64

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfile.h"
-#include "usdt_notes.h"
+#include "target/tfile.h"
+#include "symbolize/usdt_notes.h"
 
 #define NT_STAPSDT 3
 

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "diag_usdt.h"
-#include "util.h"
+#include "abi/diag_usdt.h"
+#include "common/util.h"
 
 #define USDT_NAME_MAX 64   /* a provider's or a probe's name, NUL included */
 #define USDT_ARGS_TEXT_MAX 256

@@ -32,7 +32,7 @@
  *   sorting the new ones), and files are found through a hash index: a target with tens of
  *   thousands of mappings costs O(n log n), not O(n^2).
  */
-#include "usyms.h"
+#include "symbolize/usyms.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -48,15 +48,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
-#include "demangle.h"
-#include "ehframe.h"
-#include "hash.h"
-#include "perfmap.h"
-#include "posindex.h"
-#include "procfs.h"
-#include "symbols.h"
-#include "tfile.h"
+#include "symbolize/debuginfo.h"
+#include "symbolize/demangle.h"
+#include "symbolize/ehframe.h"
+#include "common/hash.h"
+#include "symbolize/perfmap.h"
+#include "common/posindex.h"
+#include "target/procfs.h"
+#include "symbolize/symbols.h"
+#include "target/tfile.h"
 
 /* ---------------------------------------------------------------------------------------------
  * ELF files

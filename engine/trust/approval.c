@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "approval.h"
-#include "catalog.h"
-#include "procset.h"
-#include "verdict.h"
+#include "trust/approval.h"
+#include "plan/catalog.h"
+#include "session/procset.h"
+#include "verdict/verdict.h"
 /* The pre-flight's counting program runs before every recipe with an event-driven probe: it is
  * part of what such a recipe loads, so its bytes are pinned too. */
 

@@ -27,10 +27,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "plan.h"
-#include "recipe.h"
-#include "sha256.h"
-#include "util.h"
+#include "plan/plan.h"
+#include "recipe/recipe.h"
+#include "common/sha256.h"
+#include "common/util.h"
 
 #define APPROVAL_LOCK_NAME "approved.lock"
 

@@ -16,10 +16,10 @@
 
 #include <yaml.h>
 
-#include "audit.h"
-#include "privilege.h"
-#include "recipe.h"
-#include "verdict.h"
+#include "trust/audit.h"
+#include "common/privilege.h"
+#include "recipe/recipe.h"
+#include "verdict/verdict.h"
 
 /* ---- policy ------------------------------------------------------------------------------- */
 

@@ -23,10 +23,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "plan.h"
-#include "source.h"
-#include "util.h"
-#include "value.h"
+#include "plan/plan.h"
+#include "recipe/source.h"
+#include "common/util.h"
+#include "common/value.h"
 
 #define POLICY_DEFAULT_PATH "/etc/diagnose/policy.yaml"
 #define AUDIT_MAX_FILES 4

@@ -7,14 +7,13 @@
  * wrong, severities by name, and the order of verdicts (worst first, stable).
  * Must not: touch Lua (it sees struct value only), print, or interpret results.
  */
-#include "answer.h"
+#include "verdict/answer.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "verdict.h"
 
 /* ---- checking the answer ---------------------------------------------------------------- */
 

@@ -1,15 +1,33 @@
-/* answer.h — checking a snippet's answer (internal to engine/verdict/).
+/* answer.h — what a recipe's snippet answers: its verdicts' severities, the answer's shape
+ * (struct verdict_answer), and its check. Part of the verdict API (verdict.h includes it).
  *
- * Owns: answer_check, run once by the child on what Lua returned and once by the parent on what
- * the child sent.
- * Must not: be included outside engine/verdict/.
+ * Owns: severities by name, the worst of an array of verdicts, freeing an answer, and
+ * answer_check, run once by the child on what Lua returned and once by the parent on what the
+ * child sent (internal to engine/verdict/).
+ * Must not: run Lua, or print.
  */
 #ifndef DIAG_VERDICT_ANSWER_H
 #define DIAG_VERDICT_ANSWER_H
 
-#include "util.h"
-#include "value.h"
-#include "verdict.h"
+#include "common/util.h"
+#include "common/value.h"
+
+enum severity { SEV_OK = 0, SEV_INFO = 1, SEV_WARNING = 2, SEV_CRITICAL = 3 };
+
+/* What a snippet answered, checked; every member an array, owned by whoever holds the answer
+ * (verdict_answer_free). */
+struct verdict_answer {
+	struct value *verdicts;  /* worst first (stable: the snippet's order within a severity) */
+	struct value *report;    /* sections, possibly empty */
+	struct value *ruled_out; /* {id, text} objects in the snippet's order, possibly empty */
+	struct value *metrics;   /* {name, value, help}: the run's key figures, possibly empty */
+};
+void verdict_answer_free(struct verdict_answer *a);
+
+enum severity severity_parse(const char *s, int *ok);
+const char *severity_name(enum severity s);
+/* Worst severity in an array of verdict objects (SEV_OK when empty). */
+enum severity verdicts_worst(const struct value *verdicts);
 
 /* Checks the answer as converted and builds the final one in *out: verdicts rebuilt in contract
  * order and sorted worst first (stable), report sections each with a string kind, ruled_out

@@ -6,7 +6,7 @@
  * Must not: raise, allocate in Lua or run Lua code (it runs outside lua_pcall: raw accessors
  * only — lua_next, lua_rawgeti, lua_checkstack), or check what the answer means (answer.c).
  */
-#include "lua_value.h"
+#include "verdict/lua_value.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 #include <lauxlib.h>
 
-#include "sandbox.h"
+#include "verdict/sandbox.h"
 
 /* ---- Lua → struct value, without raising, allocating in Lua or running Lua code -----------
  * Everything produced counts against one budget of nodes and text bytes (struct budget), shared

@@ -12,8 +12,8 @@
 
 #include <lua.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 #define VERDICT_MAX_DEPTH 16 /* nesting of the returned tables */
 

@@ -6,7 +6,7 @@
  * read-only proxies over struct value trees (the same node is always the same table).
  * Must not: run chunks, read the answer, or know what any result means.
  */
-#include "sandbox.h"
+#include "verdict/sandbox.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,8 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
-#include "util.h"
-#include "verdict.h"
+#include "common/util.h"
+#include "verdict/limits.h"
 
 #define HOOK_EVERY 10000      /* instructions between two hook calls */
 

@@ -13,7 +13,7 @@
 
 #include <lua.h>
 
-#include "value.h"
+#include "common/value.h"
 
 struct sandbox {
 	size_t used, limit;     /* bytes */

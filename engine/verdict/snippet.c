@@ -12,7 +12,6 @@
  * (lua_value.c). Time inside one C library call is invisible to the instruction hook: only the
  * child's deadline (verdict_run) bounds it, so verdict_run_inprocess is for tests and the fuzzer.
  */
-#include "verdict.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,10 +23,10 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "answer.h"
-#include "lua_value.h"
-#include "sandbox.h"
-#include "snippet.h"
+#include "verdict/answer.h"
+#include "verdict/lua_value.h"
+#include "verdict/sandbox.h"
+#include "verdict/snippet.h"
 
 /* ---- running the chunks ----------------------------------------------------------------- */
 

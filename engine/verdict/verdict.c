@@ -9,7 +9,7 @@
  * verdict_cancel always reap it. The sandbox is sandbox.c, running the chunks snippet.c, reading
  * the answer lua_value.c, checking it answer.c.
  */
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "answer.h"
-#include "json_parse.h"
-#include "lua_value.h"
-#include "snippet.h"
+#include "verdict/answer.h"
+#include "common/json_parse.h"
+#include "verdict/lua_value.h"
+#include "verdict/limits.h"
+#include "verdict/snippet.h"
 
 /* ---- in a child process ---------------------------------------------------------------------
  * Protocol: the parent makes two pipes and forks (verdict_start), as early as the caller likes:

@@ -1,7 +1,7 @@
 /* httpd.c — `diagnose watch`'s metrics endpoint. Contract: httpd.h. Owns its sockets, their
  * deadlines and what serving them costs; must not build metrics or serve anything but /metrics,
  * and must not leave its listening socket readable and unaccepted (the loop would spin). */
-#include "httpd.h"
+#include "watch/httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

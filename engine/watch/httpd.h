@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define HTTPD_MAX_CONNS 8
 #define HTTPD_HEAD_MS 2000    /* from accept to a whole request head */

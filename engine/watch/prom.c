@@ -1,12 +1,12 @@
 /* prom.c — Prometheus's text exposition format. Contract: prom.h. Owns the escaping (on top of
  * util.h's utf8_safe_char, the rule every output shares) and names; must not decide which metrics
  * there are. */
-#include "prom.h"
+#include "watch/prom.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static bool name_ok(const char *s, bool colon)
 {

@@ -1,6 +1,6 @@
 /* ring.c — `diagnose watch`'s bounded history of runs under its state directory. Contract: ring.h.
  * Owns the state directory's layout (index.json, runs/NNNNNN-RECIPE/); must not run anything. */
-#include "ring.h"
+#include "watch/ring.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 #define INDEX_NAME "index.json"
 #define INDEX_MAX ((size_t)4 << 20)

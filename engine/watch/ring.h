@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
-#include "value.h"
+#include "common/util.h"
+#include "common/value.h"
 
 struct ring_entry {
 	uint64_t seq;        /* 1, 2, ... over the state directory's life */

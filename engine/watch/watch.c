@@ -5,7 +5,7 @@
  * run_recipe in a child process, its report written into its ring directory. Must not write a log
  * line but through say() (what a target or a recipe controls shown by the rule every output
  * shares). */
-#include "watch.h"
+#include "watch/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,15 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chain.h"
-#include "httpd.h"
-#include "json_parse.h"
-#include "outfile.h"
-#include "prom.h"
-#include "report.h"
-#include "ring.h"
-#include "value.h"
-#include "verdict.h"
+#include "run/chain.h"
+#include "watch/httpd.h"
+#include "common/json_parse.h"
+#include "report/outfile.h"
+#include "watch/prom.h"
+#include "report/report.h"
+#include "watch/ring.h"
+#include "common/value.h"
+#include "verdict/verdict.h"
 
 #define SUMMARY_NAME "summary.json"
 #define SUMMARY_MAX ((size_t)1 << 20)
@@ -499,8 +499,7 @@ static void child_main(struct watch *w, int slotfd, const char *recipe, char **p
 		ro.duration_s = 0;
 	}
 	struct run_capture cap = { .plan_chain = scheduled, .write_outputs = true, .stacks_if_any = true };
-	ro.capture = &cap;
-	int code = run_recipe(&ro);
+	int code = run_recipe(&ro, &cap);
 	struct value *follow = NULL;
 	if (cap.report && scheduled && w->o->follow_at)
 		follow = chain_pick(cap.report, &cap, &ro, w->o->follow_at >= 3);

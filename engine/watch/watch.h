@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run.h"
+#include "run/run.h"
 
 struct watch_options {
 	struct run_options run;  /* the selection (--pid, --comm, ...), --recipes, --production,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* floor.bpf.c — the benchmark's floor: an empty program on raw_tp/sys_enter. Whatever a syscall
  * probe costs beyond this is the probe's own work. */
-#include "vmlinux.h"
+#include "abi/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
 SEC("raw_tp/sys_enter")

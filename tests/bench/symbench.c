@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "ksyms.h"
-#include "usyms.h"
+#include "symbolize/ksyms.h"
+#include "symbolize/usyms.h"
 
 static const char *volatile sink;
 

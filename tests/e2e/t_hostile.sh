@@ -1,6 +1,6 @@
 #!/bin/bash
 # t_hostile.sh — a target anyone may control cannot hang, steer or escape root's runs
-# (engine/session/tfile.c: every file a target names is opened through its mapping or inside its root,
+# (engine/target/tfile.c: every file a target names is opened through its mapping or inside its root,
 # regular files only, read by a helper process a deadline holds; engine/session/watchdog.c). Each run
 # must end (a hang detector kills it otherwise: exit 137 is a failure), exit 0, 4 or 5, leave no
 # BPF link or program, and write both audit records; targets run as nobody where they can.

@@ -1,5 +1,5 @@
 # t_python.sh — Python frames in the stacks, on Debian 12's own /usr/bin/python3.11 (CPython's
-# frame chain read in BPF: engine/probes/common/diag_python.h, engine/symbolize/python.c) and on
+# frame chain read in BPF: engine/abi/diag_python.h, engine/symbolize/python.c) and on
 # the CPython 3.12 and 3.13 this machine's pyenv holds, when it holds them (tests/workloads/py_service.py):
 # (a) a service whose requests spend their time in checksum_rows(): high-cpu's cpu-bound-user
 #     names checksum_rows, the file and a line of it, in Python's terms; every sample carries

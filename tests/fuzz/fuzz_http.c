@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpd.h"
+#include "watch/httpd.h"
 
 #define FUZZ_NAME "fuzz_http"
 #include "fuzz.h"

@@ -1,4 +1,4 @@
-/* fuzz_json.c — libFuzzer harness for the JSON reader (engine/results/json_parse.c, on jansson).
+/* fuzz_json.c — libFuzzer harness for the JSON reader (engine/common/json_parse.c, on jansson).
  *
  * Each input is JSON text, parsed twice: strictly (UTF-8 checked) and with raw_bytes. Contract:
  * no crash, leak, undefined behaviour, deep recursion or read past the input's length (an
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 #define FUZZ_NAME "fuzz_json"
 #include "fuzz.h"

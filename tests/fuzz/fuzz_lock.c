@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "approval.h"
+#include "trust/approval.h"
 
 #define NAME "fuzz.lock"
 

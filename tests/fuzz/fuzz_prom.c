@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prom.h"
+#include "watch/prom.h"
 #include "prom_check.h"
 
 #define FUZZ_NAME "fuzz_prom"

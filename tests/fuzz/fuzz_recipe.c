@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipe.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
 
 #define NAME "fuzz.yaml"
 

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
-#include "verdict.h"
+#include "common/json_parse.h"
+#include "verdict/verdict.h"
 
 #define NAME "fuzz.lua"
 #define MAX_NODES 2000

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "recipe.h"
-#include "shape.h"
+#include "plan/catalog.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
+#include "plan/shape.h"
 
 /* recipe_rel is relative to $DIAG_SRCDIR (default "."), e.g. "recipes/latency.yaml"; fails the
  * test (cmocka fail_msg) on a probe id the recipe lacks or a tree unlike its kind's. */

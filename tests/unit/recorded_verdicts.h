@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
-#include "plan.h"
+#include "common/json_parse.h"
+#include "plan/plan.h"
 #include "recorded_shape.h"
-#include "source.h"
-#include "verdict.h"
+#include "recipe/source.h"
+#include "verdict/verdict.h"
 
 /* rel under $DIAG_SRCDIR (default "."); caller frees. */
 static inline char *srcdir_path(const char *rel)

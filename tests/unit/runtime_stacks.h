@@ -12,7 +12,7 @@
 #ifndef DIAG_TEST_RUNTIME_STACKS_H
 #define DIAG_TEST_RUNTIME_STACKS_H
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 #include "recorded_verdicts.h"
 
 #define K_EPOLL                                                                                    \

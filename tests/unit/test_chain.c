@@ -1,4 +1,4 @@
-/* test_chain.c — the declared chain (engine/cli/chain.c, chain_plan): recipes written to a temporary
+/* test_chain.c — the declared chain (engine/run/chain_plan.c, chain_plan): recipes written to a temporary
  * recipes/ + lua/ directory, walked as lint and the first stage of --follow walk them: the steps
  * it lists, and each refusal — a follow-up that does not exist, a parameter it does not have, a
  * literal of the wrong type, a required parameter not given, a recipe that runs twice within the
@@ -17,10 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chain.h"
-#include "recipe.h"
-#include "util.h"
-#include "value.h"
+#include "run/chain_plan.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
+#include "common/util.h"
+#include "common/value.h"
 
 static char root[64];
 

@@ -32,14 +32,14 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "catalog.h"
-#include "core_btf.h"
-#include "kernel.h"
-#include "kernel_btf.h"
-#include "procset.h"
-#include "tp_btf.h"
-#include "tfile.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "kernel/core_btf.h"
+#include "kernel/kernel.h"
+#include "kernel/kernel_btf.h"
+#include "session/procset.h"
+#include "kernel/tp_btf.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* Every object a run may load. */
 static size_t all_objects(struct core_btf_obj *objs, size_t cap)

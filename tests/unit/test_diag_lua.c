@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
-#include "plan.h"
+#include "common/json_parse.h"
+#include "plan/plan.h"
 #include "recorded_verdicts.h"
-#include "source.h"
-#include "verdict.h"
+#include "recipe/source.h"
+#include "verdict/verdict.h"
 
 static const char *const RECIPES[] = { "high-cpu", "io-saturation", "latency", "memory-growth",
 				       "network-errors", "triage" };

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
-#include "json_parse.h"
-#include "util.h"
+#include "offline/diff.h"
+#include "common/json_parse.h"
+#include "common/util.h"
 
 static struct value *parse(const char *text)
 {

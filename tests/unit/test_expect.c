@@ -1,4 +1,4 @@
-/* test_expect.c — the .expect file of a recorded incident (engine/results/expect.c): what it
+/* test_expect.c — the .expect file of a recorded incident (engine/offline/expect.c): what it
  * accepts (comments, blanks, every statement), what it refuses with "FILE:LINE: what" (unknown
  * statements, bad ids, severities and exit codes, a second exit line, none, control bytes, long
  * lines, a file over the cap), and the comparison with a replay: a matching report passes, and a
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expect.h"
-#include "json_parse.h"
-#include "util.h"
+#include "offline/expect.h"
+#include "common/json_parse.h"
+#include "common/util.h"
 
 static int parse(const char *text, struct expectations *e, struct diag_err *err)
 {

@@ -14,7 +14,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "filters.h"
+#include "plan/filters.h"
 
 static void test_cgroup2_mount(void **state)
 {

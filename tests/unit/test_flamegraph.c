@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flamegraph.h"
-#include "report.h"
+#include "report/flamegraph.h"
+#include "report/report.h"
 
 static char *render(const struct value *probe, const char *title, int *rc)
 {

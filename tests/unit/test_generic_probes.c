@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "fixture_path.h"
-#include "catalog.h"
-#include "usyms.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "symbolize/usyms.h"
+#include "common/util.h"
 
 /* ---- option checks ----------------------------------------------------------------------- */
 

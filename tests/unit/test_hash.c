@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hash.h"
+#include "common/hash.h"
 
 /* SipHash-2-4, key 00..0f, message 00..(i-1): vectors[i] (the reference implementation's
  * vectors.h, as 64-bit little-endian values). */

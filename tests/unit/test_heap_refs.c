@@ -1,5 +1,5 @@
 /* test_heap_refs.c — the scan for pointers into a process's heap blocks (engine/probes/heap_refs.c)
- * and the page runs it reads the process by (engine/session/tfile.c), on a live process.
+ * and the page runs it reads the process by (engine/target/tfile.c), on a live process.
  *
  * The target is this very binary run again (`--heap-child`): a fresh process whose heap holds
  * only what it allocates, so that no stale value of an earlier test points into its blocks. It
@@ -58,10 +58,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "heap_refs.h"
-#include "procfs.h"
-#include "tfile.h"
-#include "util.h"
+#include "probes/heap_refs.h"
+#include "target/procfs.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* ---- the child ------------------------------------------------------------------------------ */
 

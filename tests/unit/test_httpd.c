@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "httpd.h"
+#include "watch/httpd.h"
 
 static uint64_t thread_cpu_ns(void)
 {

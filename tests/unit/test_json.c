@@ -1,4 +1,4 @@
-/* test_json.c — the strict JSON reader (engine/results/json_parse.c, on jansson): what
+/* test_json.c — the strict JSON reader (engine/common/json_parse.c, on jansson): what
  * value_write_json writes reads back the same, numbers keep their type, escapes and surrogate
  * pairs decode, duplicate keys and nesting past max_depth are refused, raw_bytes brings back the
  * bytes that are not UTF-8, and malformed text is refused with the byte offset of the problem
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 
 static char *json_of(const struct value *v, int indent)
 {

@@ -1,5 +1,5 @@
 /* test_kernel_memory.c — the kernel-memory reading of host-wide memory-growth runs: the
- * /proc/slabinfo parser of engine/session/procfs.c on recorded text (this build machine's, kernel 6.18)
+ * /proc/slabinfo parser of engine/target/procfs.c on recorded text (this build machine's, kernel 6.18)
  * and on damaged text (every malformed line is skipped and counted, never fatal; a file that is
  * not slabinfo 2.x is refused), the sums of prefixed /proc/vmstat counters, and the probe kind
  * kernel_memory itself on this machine: its results match their declared shape, whether or not
@@ -20,10 +20,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
-#include "shape.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "target/procfs.h"
+#include "plan/shape.h"
+#include "common/util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
 

@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "json_parse.h"
-#include "recipe.h"
-#include "shape.h"
-#include "source.h"
+#include "plan/catalog.h"
+#include "common/json_parse.h"
+#include "recipe/recipe.h"
+#include "plan/shape.h"
+#include "recipe/source.h"
 #include "recorded_verdicts.h"
 #include "runtime_stacks.h"
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 static struct value *load_incident(const char *name) { return trimmed_incident("latency", name); }
 

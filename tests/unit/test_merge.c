@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json_parse.h"
-#include "merge.h"
-#include "util.h"
+#include "common/json_parse.h"
+#include "offline/merge.h"
+#include "common/util.h"
 
 static struct value *report(const char *host, const char *verdicts, unsigned slow_count, double cpu)
 {

@@ -1,4 +1,4 @@
-/* test_netowner.c — engine/session/netowner.c: the parser of /proc/net/tcp and tcp6 on recorded kernel
+/* test_netowner.c — engine/probes/netowner.c: the parser of /proc/net/tcp and tcp6 on recorded kernel
  * text (addresses back to network order, ports, states, listeners' accept queues,
  * inodes; malformed lines skipped), and the listeners of this very process (no root needed to
  * read one's own /proc).
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "filters.h"
-#include "netowner.h"
+#include "plan/filters.h"
+#include "probes/netowner.h"
 
 static const char TCP4[] =
 	"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "outfile.h"
+#include "report/outfile.h"
 
 static char tmpdir[64];
 

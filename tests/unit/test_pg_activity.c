@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "fixture_path.h"
-#include "pg_layout.h"
-#include "pg_wait_names.h"
+#include "probes/pg_layout.h"
+#include "probes/pg_wait_names.h"
 
 /* One pglayout fixture's output against the table. */
 static void check_fixture(const char *path)

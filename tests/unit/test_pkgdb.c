@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pkgdb.h"
-#include "util.h"
+#include "symbolize/pkgdb.h"
+#include "common/util.h"
 
 static char dir[64];
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "posindex.h"
+#include "common/posindex.h"
 
 /* The positions found under hash, as a bit set of positions below 64; how many in *n. */
 static uint64_t walk(const struct posindex *ix, uint64_t hash, size_t *n)

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "pprof.h"
+#include "report/pprof.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "preflight.h"
+#include "plan/preflight.h"
 
 struct fixture {
 	struct recipe recipe;

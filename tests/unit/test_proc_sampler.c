@@ -1,5 +1,5 @@
 /* test_proc_sampler.c — the /proc + cgroup sampler (probe kind proc_context): every parser of
- * engine/session/procfs.c on recorded kernel text (the fixtures are the C strings below), the iostat -x
+ * engine/target/procfs.c on recorded kernel text (the fixtures are the C strings below), the iostat -x
  * arithmetic, pressure over a window, cgroup v1/v2/hybrid detection, the bounded series and its
  * slope, softnet_stat; then the probe itself on this very process (no root needed for one's own /proc): the
  * sections option, the default cpu result shape high-cpu.lua reads, and a run with every section
@@ -20,11 +20,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "procfs.h"
-#include "shape.h"
-#include "tfile.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "target/procfs.h"
+#include "plan/shape.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 /* ---- recorded text ------------------------------------------------------------------------ */
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fixture_path.h"
-#include "python.h"
+#include "symbolize/python.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -15,9 +15,10 @@
 
 #include <cmocka.h>
 
-#include "plan.h"
-#include "recipe.h"
-#include "recipe_find.h"
+#include "plan/plan.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
+#include "recipe/recipe_find.h"
 
 static const char *srcdir(void)
 {

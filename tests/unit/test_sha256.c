@@ -1,4 +1,4 @@
-/* test_sha256.c — the digest every approval rests on (engine/trust/sha256.c): the FIPS 180-2
+/* test_sha256.c — the digest every approval rests on (engine/common/sha256.c): the FIPS 180-2
  * test vectors (appendix B: "abc", the 448-bit message, one million 'a'), the empty message, the
  * lengths around a block's padding boundary (55, 56, 64 bytes: one block or two), and a file's
  * hash equal to its bytes' hash. No root.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "sha256.h"
+#include "common/sha256.h"
 
 static void assert_hash(const void *data, size_t len, const char *want)
 {

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "doctor.h"
-#include "shape.h"
-#include "util.h"
+#include "plan/catalog.h"
+#include "cli/doctor.h"
+#include "plan/shape.h"
+#include "common/util.h"
 
 static const struct result_field demo[] = {
 	{ "samples", RT_INTEGER, "samples", false, "samples" },

@@ -15,8 +15,9 @@
 
 #include <cmocka.h>
 
-#include "recipe.h"
-#include "source.h"
+#include "recipe/load.h"
+#include "recipe/recipe.h"
+#include "recipe/source.h"
 
 static char dir[] = "/tmp/test_source.XXXXXX";
 

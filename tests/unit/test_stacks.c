@@ -19,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag_bpf.h"
-#include "ksyms.h"
-#include "report.h"
-#include "shape.h"
-#include "stacks.h"
-#include "unwind.h"
-#include "usyms.h"
+#include "abi/diag_bpf.h"
+#include "symbolize/ksyms.h"
+#include "report/report.h"
+#include "plan/shape.h"
+#include "symbolize/stacks.h"
+#include "symbolize/unwind.h"
+#include "symbolize/usyms.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "strset.h"
+#include "common/strset.h"
 
 static void test_order_and_lengths(void **state)
 {

@@ -35,14 +35,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
-#include "demangle.h"
+#include "symbolize/debuginfo.h"
+#include "symbolize/demangle.h"
 #include "fixture_path.h"
-#include "ksyms.h"
-#include "symbols.h"
-#include "perfmap.h"
-#include "usyms.h"
-#include "util.h"
+#include "symbolize/ksyms.h"
+#include "symbolize/symbols.h"
+#include "symbolize/perfmap.h"
+#include "symbolize/usyms.h"
+#include "common/util.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* test_target.c — the pure parts of engine/session/target.c: process names as the kernel keeps them
+/* test_target.c — the pure parts of engine/target/target.c: process names as the kernel keeps them
  * (15 bytes), the cgroup directory names container runtimes give a container id, unit names, and
  * the search of a cgroup tree for a directory (on a tree made in a temporary directory: a match's
  * children are not searched, several matches are counted, symbolic links are not followed).
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "target.h"
+#include "target/target.h"
 
 #define ID64 "3f2a9c0b7d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5061728394a5b6c7d8e"
 

@@ -1,4 +1,4 @@
-/* test_tfile.c — the reader of the files a target names (engine/session/tfile.c).
+/* test_tfile.c — the reader of the files a target names (engine/target/tfile.c).
  *
  * Opening: a FIFO, a directory and a device are refused without blocking; a file whose inode is
  * not the mapping's is refused. Images: the symbol tables and CFI of a real library are in, its
@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "fixture_path.h"
-#include "tfile.h"
-#include "util.h"
+#include "target/tfile.h"
+#include "common/util.h"
 
 static char tmpdir[64];
 

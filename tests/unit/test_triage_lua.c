@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_parse.h"
+#include "common/json_parse.h"
 #include "recorded_verdicts.h"
 #include "runtime_stacks.h"
-#include "source.h"
-#include "verdict.h"
+#include "recipe/source.h"
+#include "verdict/verdict.h"
 
 static struct value *incident(const char *name) { return trimmed_incident("triage", name); }
 static struct value *triage(const struct value *fx) { return recorded_verdicts("triage", fx, NULL, false); }

@@ -1,5 +1,5 @@
 /* test_unwind.c — CFI lookups, leaf-frame recovery and DWARF unwinding (engine/symbolize/unwind.c), and
- * the counting of streamed samples (engine/symbolize/stack_sampler.c), on the fixtures of unwind.mk (built
+ * the counting of streamed samples (engine/probes/stack_sampler.c), on the fixtures of unwind.mk (built
  * by gcc as distributions build) and on this process itself.
  *
  * cfi_ra_rule_path on libleaf.so: the frameless leaf crc32_slice_update has its return address
@@ -32,11 +32,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag_unwind.h"
+#include "abi/diag_unwind.h"
 #include "fixture_path.h"
-#include "stack_sampler.h"
-#include "stacks.h"
-#include "unwind.h"
+#include "probes/stack_sampler.h"
+#include "symbolize/stacks.h"
+#include "symbolize/unwind.h"
 
 /* Value (ELF address) and size of function name in the .symtab of path; fails the test if none. */
 static void elf_func(const char *path, const char *name, uint64_t *addr, uint64_t *size)

@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "fixture_path.h"
-#include "pg_normalize.h"
-#include "tfile.h"
-#include "usdt_notes.h"
+#include "probes/pg_normalize.h"
+#include "target/tfile.h"
+#include "symbolize/usdt_notes.h"
 
 /* ---- arguments ----------------------------------------------------------------------------- */
 

@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "recipe.h"
-#include "shape.h"
+#include "plan/catalog.h"
+#include "recipe/recipe.h"
+#include "plan/shape.h"
 #include "recorded_shape.h"
-#include "verdict.h"
+#include "verdict/verdict.h"
 
 /* ---- building result trees ------------------------------------------------------------- */
 

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prom.h"
+#include "watch/prom.h"
 #include "prom_check.h"
-#include "ring.h"
-#include "watch.h"
+#include "watch/ring.h"
+#include "watch/watch.h"
 
 static void test_intervals(void **state)
 {

@@ -25,8 +25,8 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
-#include "util.h"
-#include "watchdog.h"
+#include "common/util.h"
+#include "session/watchdog.h"
 
 static int words_fd = -1, event_fd = -1, link_fd = -1;
 
