@@ -117,8 +117,8 @@ static __always_inline void diag_stat_inc(void *stats_map, __u32 slot)
 		*v += 1;
 }
 
-/* First thing in every program: true in count-only mode, after counting the run. A program that
- * gets true checks its filters, calls diag_passed() if they pass, and returns. */
+/* First thing in every program: true in count-only mode, after counting the run. The program
+ * then checks its filters and ends its prologue with diag_admit(count_only, wanted). */
 static __always_inline bool diag_count_only(void)
 {
 	if (diag_ctl.mode != DIAG_MODE_COUNT)
@@ -131,6 +131,20 @@ static __always_inline bool diag_count_only(void)
 static __always_inline void diag_passed(void)
 {
 	diag_stat_inc(&stats, DIAG_STAT_PASSED);
+}
+
+/* The end of a program's prologue, after diag_count_only() and its filters (wanted: they
+ * passed): whether the program goes on to its work. In count-only mode a wanted event is
+ * counted as passed and the program stops; an unwanted one stops it in either mode. */
+static __always_inline bool diag_admit(bool count_only, bool wanted)
+{
+	if (!wanted)
+		return false;
+	if (count_only) {
+		diag_passed();
+		return false;
+	}
+	return true;
 }
 
 /* Before 5.14 the field was `state`. */

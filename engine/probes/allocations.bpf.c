@@ -96,12 +96,9 @@ static __always_inline void count(__u32 slot)
 static __always_inline int on_alloc_entry(__u32 fn, __u64 size, __u64 arg)
 {
 	bool count_only = diag_count_only();
-	if (!diag_current_wanted())
+	/* an allocator call: the event this probe pays for */
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed(); /* an allocator call: the event this probe pays for */
-		return 0;
-	}
 	count(ALLOC_C_ALLOC_CALLS);
 	bool sampled = diag_sampled_in();
 	if (sampled && sample_bytes && size < sample_bytes) {
@@ -261,12 +258,8 @@ SEC("uprobe")
 int BPF_KPROBE(alloc_free, __u64 addr)
 {
 	bool count_only = diag_count_only();
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	count(ALLOC_C_FREE_CALLS);
 	if (addr)
 		free_block(addr);

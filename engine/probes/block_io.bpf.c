@@ -437,12 +437,9 @@ static __always_inline int on_start(struct request *rq, __u64 key)
 {
 	bool count_only = diag_count_only();
 	__u32 slot, dev = rq_disk(rq, &slot);
-	if (!dev_wanted(rq, dev) || !diag_current_wanted())
+	/* one request for a wanted device */
+	if (!diag_admit(count_only, dev_wanted(rq, dev) && diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed(); /* one request for a wanted device */
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	bool was;
@@ -662,12 +659,8 @@ static __always_inline int on_dirty(struct folio *folio, struct address_space *m
 	if (!mapping)
 		return 0;
 	__u32 dev = BPF_CORE_READ(mapping, host, i_sb, s_dev);
-	if (!dev || (filter_dev && dev != filter_dev) || !diag_current_wanted())
+	if (!diag_admit(count_only, dev && (!filter_dev || dev == filter_dev) && diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	struct blk_owner_key k = { .tgid = bpf_get_current_pid_tgid() >> 32, .dev = dev };

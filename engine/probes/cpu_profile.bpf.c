@@ -44,12 +44,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct profile_key key = {};
 	bool count_only = diag_count_only();
 
-	if (tgid == 0 || !diag_current_wanted()) /* never the idle task */
+	if (!diag_admit(count_only, tgid != 0 && diag_current_wanted())) /* never the idle task */
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 
 	key.tgid = tgid;

@@ -64,12 +64,8 @@ int BPF_PROG(file_io_enter, struct pt_regs *regs, long nr)
 {
 	bool count_only = diag_count_only();
 	__u8 w = watched(nr);
-	if (!w || !diag_current_wanted() || (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+	if (!diag_admit(count_only, w && diag_current_wanted() && (bpf_get_current_pid_tgid() >> 32) != self_tgid))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	struct file_io_entry *e = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,

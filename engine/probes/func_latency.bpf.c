@@ -86,12 +86,8 @@ int BPF_KPROBE(func_lat_entry)
 	struct func_stack *st;
 	bool count_only = diag_count_only();
 
-	if (!wanted(id))
+	if (!diag_admit(count_only, wanted(id))) /* a call: the event this probe counts */
 		return 0;
-	if (count_only) {
-		diag_passed(); /* a call: the event this probe counts */
-		return 0;
-	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	st = bpf_map_lookup_elem(&entries, &tid);
 	if (!st) {

@@ -51,10 +51,8 @@ struct {
 static __always_inline int on_alloc(__u64 site, __u64 ptr, __u64 bytes, void *ctx, __u32 name_loc,
 				    __u8 unnamed)
 {
-	if (diag_count_only()) {
-		diag_passed();
+	if (!diag_admit(diag_count_only(), true))
 		return 0;
-	}
 	if (!ptr || !diag_sampled_in())
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

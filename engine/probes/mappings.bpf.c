@@ -141,13 +141,7 @@ static __always_inline void send_unmap(__u32 tgid, __u64 addr, __u64 len)
 static __always_inline bool entry_wanted(bool relevant)
 {
 	bool count_only = diag_count_only();
-	if (!relevant || !diag_current_wanted())
-		return false;
-	if (count_only) {
-		diag_passed();
-		return false;
-	}
-	return true;
+	return diag_admit(count_only, relevant && diag_current_wanted());
 }
 
 static __always_inline void put_pending(struct maps_pending *p)

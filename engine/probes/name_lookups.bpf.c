@@ -58,12 +58,7 @@ struct {
 SEC("uprobe")
 int BPF_KPROBE(lookup_entry, const char *name)
 {
-	if (diag_count_only()) {
-		if (diag_current_wanted())
-			diag_passed();
-		return 0;
-	}
-	if (!diag_current_wanted())
+	if (!diag_admit(diag_count_only(), diag_current_wanted()))
 		return 0;
 	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
 	struct lookup_start *outer = bpf_map_lookup_elem(&inflight, &tid);

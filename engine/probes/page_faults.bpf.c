@@ -43,12 +43,8 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 	struct pf_key key = {};
 	bool count_only = diag_count_only();
 
-	if (tgid == 0 || !diag_current_wanted())
+	if (!diag_admit(count_only, tgid != 0 && diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

@@ -311,12 +311,8 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	__u32 op = op_of(nr);
 
 	/* the syscall first: most of the host's calls are none of these, and cost only this test */
-	if (op == PW_NONE || !diag_current_wanted())
+	if (!diag_admit(count_only, op != PW_NONE && diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	int fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
 	if (op == PW_CLOSE) {

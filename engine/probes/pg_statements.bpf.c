@@ -171,12 +171,8 @@ SEC("uprobe")
 int pg_fire(struct pt_regs *ctx)
 {
 	bool count_only = diag_count_only();
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	const struct diag_usdt_spec *spec = diag_usdt_spec(ctx, &usdt_specs);
 	if (!spec)
 		return 0;

@@ -44,12 +44,8 @@ static __always_inline int mark_runnable(struct task_struct *t, bool count_only)
 	__u32 tid = BPF_CORE_READ(t, pid);
 	__u64 now;
 
-	if (!tid || !diag_task_wanted(t))
+	if (!diag_admit(count_only, tid && diag_task_wanted(t)))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in()) /* 1 in N waits timed: the engine scales the counts */
 		return 0;
 	now = bpf_ktime_get_ns();

@@ -105,10 +105,8 @@ int skbd_kfree_skb(struct trace_event_raw_kfree_skb *ctx)
 		if (!net_owned(sk, &f, netns))
 			return 0;
 	}
-	if (count_only) {
-		diag_passed();
+	if (!diag_admit(count_only, true))
 		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

@@ -42,12 +42,8 @@ int BPF_PROG(count_sys_enter, struct pt_regs *regs, long nr)
 	__u32 slot;
 	bool count_only = diag_count_only();
 
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	/* No separate event counter here: the per-syscall counts are the events. */
@@ -64,12 +60,8 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 	struct syscall_entry *e;
 	bool count_only = diag_count_only();
 
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,

@@ -149,12 +149,8 @@ static __always_inline int on_sk_event(const struct sock *sk, enum what w, int s
 		return 0;
 	flow_from_sk(sk, &f);
 	netns = sk_netns(sk);
-	if (!filters_pass(&f) || !net_owned(sk, &f, netns))
+	if (!diag_admit(count_only, filters_pass(&f) && net_owned(sk, &f, netns)))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	count(&f, w, sk, netns, state, 0);
 	return 0;
 }
@@ -235,12 +231,8 @@ int tcpe_rst_sent(void *ctx)
 			bpf_probe_read_kernel(f.daddr, 16, &o->daddr_v6);
 		}
 	}
-	if (!filters_pass(&f) || !net_owned(sk, &f, netns))
+	if (!diag_admit(count_only, filters_pass(&f) && net_owned(sk, &f, netns)))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	count(&f, W_RST_SENT, NULL, netns, 0, 0);
 	return 0;
 }
@@ -278,12 +270,8 @@ int tcpe_set_state(struct trace_event_raw_inet_sock_set_state *ctx)
 	bool failed = oldstate == ST_SYN_SENT && newstate == ST_CLOSE;
 	bool counted = failed && filters_pass(&f) && net_owned(sk, &f, netns);
 	net_owner_set_state(sk, &f, netns, oldstate, newstate);
-	if (!counted)
+	if (!diag_admit(count_only, counted))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	count(&f, W_CONNECT_FAIL, sk, netns, 0, 0);
 	return 0;
 }
@@ -305,12 +293,8 @@ int tcpe_error(struct trace_event_raw_inet_sk_error_report *ctx)
 	 * it sent is counted on its flow by tcp_send_reset. */
 	if (!f.dport)
 		return 0;
-	if (!filters_pass(&f) || !net_owned(NULL, &f, 0))
+	if (!diag_admit(count_only, filters_pass(&f) && net_owned(NULL, &f, 0)))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	count(&f, W_ERROR, NULL, 0, 0, error);
 	return 0;
 }

@@ -32,14 +32,10 @@ int tracepoint_cnt(void *ctx)
 	struct tpc_key key = {};
 	bool count_only = diag_count_only();
 
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
 	key.tgid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	if (!diag_sampled_in())
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

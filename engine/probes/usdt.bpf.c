@@ -110,12 +110,8 @@ SEC("uprobe")
 int usdt_fire(struct pt_regs *ctx)
 {
 	bool count_only = diag_count_only();
-	if (!diag_current_wanted())
+	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
-	if (count_only) {
-		diag_passed();
-		return 0;
-	}
 	__u32 idx = 0;
 	if (!key_arg && !timed) { /* the count alone: one per-CPU increment (the events, too) */
 		__u64 *n = diag_sampled_in() ? bpf_map_lookup_elem(&hit_count, &idx) : NULL;

@@ -101,12 +101,8 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 {
 	bool count_only = diag_count_only();
 	__u32 tid = BPF_CORE_READ(p, pid);
-	if (!tid || !diag_task_wanted(p))
+	if (!diag_admit(count_only, tid && diag_task_wanted(p))) /* a target thread is woken */
 		return 0;
-	if (count_only) {
-		diag_passed(); /* a target thread is woken */
-		return 0;
-	}
 	__u64 now = bpf_ktime_get_ns();
 	__u64 *blocked_at = bpf_map_lookup_elem(&blocked, &tid);
 	if (!blocked_at) {
