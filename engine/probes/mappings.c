@@ -91,16 +91,10 @@ static const struct option_spec maps_options[] = {
 	{ .name = "max_threads", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 4096,
 	  .min = 16, .max = 1u << 20, .bytes_per_entry = 4 + sizeof(struct maps_pending) + 64,
 	  .help = "threads inside mmap, brk or mremap at once" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "dwarf", .check = stack_sampler_check_unwind,
-	  .help = "dwarf (default): copy stack_bytes of user stack with each call and unwind it by "
-		  "CFI in user space (through glibc's frameless syscall wrappers); fp: the kernel's "
-		  "frame-pointer walk, with the leaf's caller recovered by CFI when leaf_fixup" },
+	STACK_SAMPLER_UNWIND_OPTION("each call", "dwarf"),
 	{ .name = "leaf_fixup", .type = OPT_BOOL, .dflt = 1, .max = 1,
 	  .help = "fp: recover the caller of a frameless leaf (the syscall wrapper) by CFI" },
-	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
-	  .max = DIAG_MAX_STACK_BYTES,
-	  .help = "dwarf: bytes of user stack above sp copied per call (deeper: continued by the "
-		  "frame-pointer walk)" },
+	STACK_SAMPLER_STACK_BYTES_OPTION("each call", 8192),
 	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024,
 	  .min = 4, .max = 262144, .bytes_per_entry = 1024,

@@ -52,7 +52,7 @@ static const struct option_spec off_options[] = {
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct off_cpu_key) + sizeof(struct off_cpu_val) + 64,
 	  .help = "distinct (thread name, stacks, state) timed" },
-	STACK_SAMPLER_OPTIONS("each switch-out", 2048),
+	STACK_SAMPLER_OPTIONS("each switch-out", "fp", 2048, 1024),
 	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,

@@ -45,20 +45,12 @@ static const struct option_spec pf_options[] = {
 	{ .name = "max_stack_counts", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 8192,
 	  .min = 64, .max = 1u << 20, .bytes_per_entry = sizeof(struct pf_key) + sizeof(__u64) + 64,
 	  .help = "distinct (thread name, user stack, kernel stack) counted" },
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "dwarf", .check = stack_sampler_check_unwind,
-	  .help = "dwarf (default): copy stack_bytes of user stack with each fault and unwind it by "
-		  "CFI in user space (through glibc, which has no frame pointers); fp: the kernel's "
-		  "frame-pointer walk, with the leaf's caller recovered by CFI when leaf_fixup" },
+	STACK_SAMPLER_UNWIND_OPTION("each fault", "dwarf"),
 	{ .name = "leaf_fixup", .type = OPT_BOOL, .dflt = 1, .max = 1,
 	  .help = "fp: recover the caller of a frameless leaf by CFI" },
-	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = 8192, .min = 512,
-	  .max = DIAG_MAX_STACK_BYTES,
-	  .help = "dwarf: bytes of user stack above sp copied per fault (deeper: truncated)" },
+	STACK_SAMPLER_STACK_BYTES_OPTION("each fault", 8192),
 	STACK_SAMPLER_PYTHON_OPTION,
-	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 2048,
-	  .min = 4, .max = 262144, .bytes_per_entry = 1024,
-	  .help = "KiB of ring buffer for faults unwound in user space (a power of 2; drained when a "
-		  "quarter full; full: faults keep their frame-pointer stack only)" },
+	STACK_SAMPLER_RING_OPTION(2048),
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
 	  .help = "record 1 fault in N at random and scale (raised by the pre-flight under degrade: sample)" },

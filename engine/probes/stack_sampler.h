@@ -82,21 +82,31 @@ bool stack_sampler_wants_dwarf(const char *user_unwind);
 		stack_sampler_tick(((ptype *)p->priv)->sampler);                                    \
 	}
 
-/* The options of a probe whose events' stacks (an off-CPU interval, a wakeup) may be unwound in
- * user space: user_unwind, stack_bytes (default stack_default), ring_buffer_kib. */
-#define STACK_SAMPLER_OPTIONS(what, stack_default)                                                \
-	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = "fp",                            \
+/* The options of a probe whose events' stacks (a sample, a fault, an off-CPU interval, a wakeup)
+ * may be unwound in user space, one by one for a kind whose option differs (cpu_profile's ring
+ * serves its fp leaf fixup too), or all three: user_unwind (default unwind_default),
+ * stack_bytes (default stack_default), ring_buffer_kib (default ring_default). what: the event,
+ * as the help says it ("each sample"). */
+#define STACK_SAMPLER_UNWIND_OPTION(what, unwind_default)                                         \
+	{ .name = "user_unwind", .type = OPT_STRING, .dflt_str = unwind_default,                  \
 	  .check = stack_sampler_check_unwind,                                                    \
 	  .help = "fp: the kernel's frame-pointer walk; dwarf: copy stack_bytes of user stack at " \
 		  what " and unwind it in user space by CFI, continued by the frame-pointer walk " \
-		  "where the copy ends (callers hidden by frameless code such as glibc's)" },     \
+		  "where the copy ends (callers hidden by frameless code such as glibc's)" }
+#define STACK_SAMPLER_STACK_BYTES_OPTION(what, stack_default)                                     \
 	{ .name = "stack_bytes", .type = OPT_UINT, .dflt = stack_default, .min = 256,             \
 	  .max = DIAG_MAX_STACK_BYTES,                                                            \
-	  .help = "dwarf: bytes of user stack above sp copied at " what },                        \
-	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES, .dflt = 1024, \
-	  .min = 4, .max = 262144, .bytes_per_entry = 1024,                                       \
+	  .help = "dwarf: bytes of user stack above sp copied at " what " (deeper: continued by " \
+		  "the frame-pointer walk)" }
+#define STACK_SAMPLER_RING_OPTION(ring_default)                                                   \
+	{ .name = "ring_buffer_kib", .type = OPT_UINT, .role = OPT_ROLE_MAP_ENTRIES,              \
+	  .dflt = ring_default, .min = 4, .max = 262144, .bytes_per_entry = 1024,                 \
 	  .help = "dwarf: KiB of ring buffer for the stacks to unwind (a power of 2; drained when " \
 		  "a quarter full; full: the event keeps its frame-pointer stack only)" }
+#define STACK_SAMPLER_OPTIONS(what, unwind_default, stack_default, ring_default)                  \
+	STACK_SAMPLER_UNWIND_OPTION(what, unwind_default),                                        \
+	STACK_SAMPLER_STACK_BYTES_OPTION(what, stack_default),                                    \
+	STACK_SAMPLER_RING_OPTION(ring_default)
 
 /* Python frames (engine/abi/diag_python.h): py (owned from here) looks at the
  * processes whose samples come, and those that run CPython go into the probe's py_procs map

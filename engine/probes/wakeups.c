@@ -51,7 +51,7 @@ static const struct option_spec wake_options[] = {
 	  .min = 64, .max = 1u << 20,
 	  .bytes_per_entry = sizeof(struct wake_key) + sizeof(struct wake_val) + 64,
 	  .help = "distinct (waker, stacks, kind) timed" },
-	STACK_SAMPLER_OPTIONS("each wakeup (the waker's)", 2048),
+	STACK_SAMPLER_OPTIONS("each wakeup (the waker's)", "fp", 2048, 1024),
 	STACK_SAMPLER_PYTHON_OPTION,
 	{ .name = "sample_every", .type = OPT_UINT, .role = OPT_ROLE_SAMPLE_EVERY, .dflt = 1,
 	  .min = 1, .max = 1u << 16,
