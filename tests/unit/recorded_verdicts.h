@@ -108,6 +108,13 @@ static inline struct value *recorded_verdicts(const char *recipe, const struct v
 	return v;
 }
 
+/* A probe's results in a trimmed incident (NULL when it has none), to change in place before
+ * the snippet runs on them. */
+static inline struct value *incident_results(struct value *incident, const char *probe)
+{
+	return (struct value *)value_get(value_get(incident, "results"), probe);
+}
+
 /* obj without its member key (a probe that gave no results, a field it leaves out): the others
  * keep their order. A failure when there is no such member. */
 static inline void value_obj_drop(struct value *obj, const char *key)

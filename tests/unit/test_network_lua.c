@@ -72,11 +72,6 @@ static void assert_title_has(const struct value *verdicts, const char *id, const
 		fail_msg("%s: \"%s\" does not name %s", id, title, text);
 }
 
-static struct value *results_of(struct value *fx, const char *probe)
-{
-	return (struct value *)value_get(value_get(fx, "results"), probe);
-}
-
 static void test_loss_pid(void **state)
 {
 	(void)state;
@@ -189,7 +184,7 @@ static void test_interface_and_softnet_drops(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("clean-pid");
-	struct value *net = (struct value *)value_get(results_of(fx, "context"), "net");
+	struct value *net = (struct value *)value_get(incident_results(fx, "context"), "net");
 	struct value *ifs = (struct value *)value_get(net, "interfaces");
 	assert_true(ifs->arr.len > 0);
 	value_set_int(ifs->arr.items[ifs->arr.len - 1], "rx_drop", 250);
@@ -210,14 +205,14 @@ static void test_retransmits_under_threshold(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("loss-pid");
-	struct value *flows = (struct value *)value_get(results_of(fx, "tcp"), "flows");
+	struct value *flows = (struct value *)value_get(incident_results(fx, "tcp"), "flows");
 	for (size_t i = 0; i < flows->arr.len; i++) {
 		struct value *f = flows->arr.items[i];
 		int64_t segs = (int64_t)value_get_num(f, "segs_out", 0);
 		value_set_int(f, "retrans_segs", segs / 200);
 		value_set_num(f, "retrans_pct", 0.5);
 	}
-	value_set_num((struct value *)value_get(results_of(fx, "context"), "net"), "tcp_retrans_pct", 0.5);
+	value_set_num((struct value *)value_get(incident_results(fx, "context"), "net"), "tcp_retrans_pct", 0.5);
 	struct value *v = network(fx);
 	assert_int_equal(v->arr.len, 1);
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "ok");
@@ -231,7 +226,7 @@ static void test_follower_drops_not_judged(void **state)
 {
 	(void)state;
 	struct value *fx = load_incident("clean-pid");
-	struct value *d = results_of(fx, "drops");
+	struct value *d = incident_results(fx, "drops");
 	struct value *reasons = value_obj_set(d, "reasons", value_arr());
 	struct value *r = value_arr_push(reasons, value_obj());
 	value_set_str(r, "reason", "TCP_OLD_DATA");

@@ -27,11 +27,6 @@
 static struct value *incident(const char *name) { return trimmed_incident("triage", name); }
 static struct value *triage(const struct value *fx) { return recorded_verdicts("triage", fx, NULL, false); }
 
-static struct value *results_of(struct value *fx, const char *probe)
-{
-	return (struct value *)value_get(value_get(fx, "results"), probe);
-}
-
 static int64_t target_pid(const struct value *fx)
 {
 	return (int64_t)value_get_num(value_get(value_get(fx, "run"), "target"), "pid", 0);
@@ -153,7 +148,7 @@ static void test_flat_rss(void **state)
 {
 	(void)state;
 	struct value *fx = incident("leak");
-	struct value *mem = (struct value *)value_get(results_of(fx, "context"), "memory");
+	struct value *mem = (struct value *)value_get(incident_results(fx, "context"), "memory");
 	value_set_int(mem, "rss_delta_bytes", 0);
 	value_set_num(mem, "rss_slope_bytes_per_s", 0);
 	struct value *v = triage(fx);
@@ -179,7 +174,7 @@ static void test_disk_from_edited_stacks(void **state)
 {
 	(void)state;
 	struct value *fx = incident("lock");
-	struct value *stacks = (struct value *)value_get(results_of(fx, "offcpu"), "stacks");
+	struct value *stacks = (struct value *)value_get(incident_results(fx, "offcpu"), "stacks");
 	for (size_t i = 0; i < stacks->arr.len; i++) {
 		struct value *s = stacks->arr.items[i];
 		value_set_str(s, "tag", "uninterruptible");
@@ -202,8 +197,8 @@ static void test_disk_from_short_waits(void **state)
 {
 	(void)state;
 	struct value *fx = incident("journal");
-	struct value *off = (struct value *)results_of(fx, "offcpu");
-	double wall = value_get_num(results_of(fx, "context"), "wall_s", 3);
+	struct value *off = (struct value *)incident_results(fx, "offcpu");
+	double wall = value_get_num(incident_results(fx, "context"), "wall_s", 3);
 	value_obj_set(off, "stacks", value_arr());
 	struct value *states = (struct value *)value_get(off, "states");
 	for (size_t i = 0; i < states->obj.len; i++) {
@@ -229,7 +224,7 @@ static void test_retransmits_edited(void **state)
 {
 	(void)state;
 	struct value *fx = incident("idle");
-	struct value *net = (struct value *)value_get(results_of(fx, "context"), "net");
+	struct value *net = (struct value *)value_get(incident_results(fx, "context"), "net");
 	struct value *tcp = (struct value *)value_get(value_get(net, "counters"), "Tcp");
 	value_set_int(tcp, "OutSegs", 10000);
 	value_set_int(tcp, "RetransSegs", 300);
@@ -247,7 +242,7 @@ static void test_host_wide_busy(void **state)
 	struct value *fx = incident("cpu");
 	struct value *run = (struct value *)value_get(fx, "run");
 	value_obj_set(run, "target", value_null());
-	struct value *prof = results_of(fx, "profile");
+	struct value *prof = incident_results(fx, "profile");
 	double hz = value_get_num(prof, "frequency_hz", 49), secs = value_get_num(run, "duration_s", 3);
 	value_set_int(prof, "samples", (int64_t)(hz * 2 * secs * 0.95));
 	struct value *v = triage(fx);
@@ -265,10 +260,10 @@ static void test_host_wide_quiet(void **state)
 	(void)state;
 	struct value *fx = incident("idle");
 	value_obj_set((struct value *)value_get(fx, "run"), "target", value_null());
-	struct value *prof = results_of(fx, "profile");
+	struct value *prof = incident_results(fx, "profile");
 	value_set_int(prof, "samples", 0);
 	/* the machine it was recorded on was busy: its CPU pressure alone is starvation host-wide */
-	value_set_num((struct value *)value_get(results_of(fx, "context"), "psi"), "some_pct", 0);
+	value_set_num((struct value *)value_get(incident_results(fx, "context"), "psi"), "some_pct", 0);
 	struct value *v = triage(fx);
 	assert_string_equal(value_get_str(verdict_at(v, 0), "id"), "idle");
 	assert_non_null(strstr(value_get(verdict_at(v, 0), "next_steps")->arr.items[0]->s, "The host is not busy"));
