@@ -71,7 +71,8 @@ check "$TMP/gov.json" "'syscalls: stopped' in notes and 'syscalls: sampled' not 
 	"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"], r["overhead"]["server"]')"
 check "$TMP/gov.json" "stopped['syscalls'] and stopped['syscalls'] < 3 and stopped['profile'] is None and r['overhead']['server']['slowed_syscalls_per_s'] > 0" \
 	"governor: stopped probes $(json "$TMP/gov.json" '[(p["id"], p.get("stopped_at_s")) for p in r["probes"]]')"
-check "$TMP/gov.json" "r['verdicts'][0]['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in r['verdicts'][0]['title'] and any(v['id'] == 'incomplete-data' and 'syscalls stopped at' in v['title'] for v in r['verdicts'])" \
+# (any of the verdicts: on a machine that is busy besides, cpu-starved may come first)
+check "$TMP/gov.json" "any(v['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in v['title'] for v in r['verdicts']) and any(v['id'] == 'incomplete-data' and 'syscalls stopped at' in v['title'] for v in r['verdicts'])" \
 	"governor: verdicts $(json "$TMP/gov.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
 assert_released "a run whose syscall probe the governor stopped"
 
