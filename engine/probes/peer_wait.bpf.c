@@ -13,6 +13,11 @@
  * Descriptors found not to be stream sockets are remembered per process (nonsock), so that a
  * process writing files costs a lookup per write, not a walk of its file table.
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
+ * A thread's sleeps (nanosleep, clock_nanosleep) are placed by what its own last transfer left
+ * open: a request of its still unanswered (a delay or back-off inside a request: added to that
+ * peer's sleep time too) or none (pacing between requests, a loop with no request), in `sleeps`.
+ * Their reads are timed and placed the same way, in `reads`: a server's read that brings a new
+ * request waited for work; a client's that brings the answer to its request waited on the peer.
  * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
  */
 #include "abi/vmlinux.h"
@@ -23,7 +28,8 @@
 #include "abi/diag_bpf.h"
 #include "probes/peer_wait.h"
 
-enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, PW_DUP, PW_FORGET_ALL };
+enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, PW_DUP, PW_FORGET_ALL,
+	       PW_SLEEP };
 
 #if defined(__TARGET_ARCH_arm64)
 #define NR_READ 63
@@ -46,6 +52,8 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, 
 #define NR_CLOSE_RANGE 436
 #define NR_EXECVE 221
 #define NR_EXECVEAT 281
+#define NR_NANOSLEEP 101
+#define NR_CLOCK_NANOSLEEP 115
 #else /* x86-64 */
 #define NR_READ 0
 #define NR_WRITE 1
@@ -67,6 +75,8 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, 
 #define NR_CLOSE_RANGE 436
 #define NR_EXECVE 59
 #define NR_EXECVEAT 322
+#define NR_NANOSLEEP 35
+#define NR_CLOCK_NANOSLEEP 230
 #endif
 
 #define EINPROGRESS_ 115
@@ -75,9 +85,17 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, 
 #define SOCK_STREAM_ 1
 #define IPPROTO_TCP_ 6
 
+/* A thread's call in progress, and what its transfers left open (for its sleeps). */
 struct peer_call {
 	__u32 op; /* enum peer_op; PW_NONE: not in a call we follow */
 	__s32 fd;
+	__u64 open_ino;    /* the socket on which the thread's last transfer opened a wait; 0: none */
+	__u8 last_unfollowed; /* the thread's last transfer was on a socket sampling does not follow */
+	__u8 sleep_slot;   /* a sleep in progress: enum peer_sleep_slot of its time */
+	__u8 pad[6];
+	__u64 sleep_ino;   /* a sleep in a request: the socket its request is open on */
+	__u64 sleep_from;  /* a sleep in progress: when it started */
+	__u64 read_from;   /* a read in progress: when it started */
 };
 
 struct {
@@ -118,6 +136,20 @@ struct {
 	__type(value, struct nonsock_fds);
 } nonsock SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PEER_SLEEP_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} sleeps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PEER_READ_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} reads SEC(".maps");
+
 /* One zeroed histogram to insert new peers from (the stack is too small for one). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -144,6 +176,8 @@ static __always_inline __u32 op_of(long nr)
 		return PW_DUP;
 	case NR_CLOSE_RANGE: case NR_EXECVE: case NR_EXECVEAT:
 		return PW_FORGET_ALL;
+	case NR_NANOSLEEP: case NR_CLOCK_NANOSLEEP:
+		return PW_SLEEP;
 	}
 	return PW_NONE;
 }
@@ -270,21 +304,28 @@ static __always_inline __u32 hist_slot(__u64 v)
 	return s < PEER_HIST_SLOTS ? s : PEER_HIST_SLOTS - 1;
 }
 
-static __always_inline void record_wait(const struct peer_key *k, __u64 ns)
+/* The histogram of peer k, inserted empty when new; NULL when the map is full (counted). */
+static __always_inline struct peer_hist *peer_hist_of(const struct peer_key *k)
 {
 	struct peer_hist *h = bpf_map_lookup_elem(&peers, k);
-	if (!h) {
-		__u32 zero = 0;
-		struct peer_hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
-		if (!z)
-			return;
-		bpf_map_update_elem(&peers, k, z, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&peers, k);
-		if (!h) {
-			diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
-			return;
-		}
-	}
+	if (h)
+		return h;
+	__u32 zero = 0;
+	struct peer_hist *z = bpf_map_lookup_elem(&zero_hist, &zero);
+	if (!z)
+		return NULL;
+	bpf_map_update_elem(&peers, k, z, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(&peers, k);
+	if (!h)
+		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
+	return h;
+}
+
+static __always_inline void record_wait(const struct peer_key *k, __u64 ns)
+{
+	struct peer_hist *h = peer_hist_of(k);
+	if (!h)
+		return;
 	__u32 slot = hist_slot(ns);
 	__sync_fetch_and_add(&h->count, 1);
 	__sync_fetch_and_add(&h->sum_ns, ns);
@@ -296,6 +337,56 @@ static __always_inline void record_wait(const struct peer_key *k, __u64 ns)
 	if (slot < PEER_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
+}
+
+static __always_inline void slot_add(void *map, __u32 slot, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(map, &slot);
+	if (c)
+		*c += v;
+}
+
+/* A sleep starts: placed by what the thread's last transfer left open (its request still
+ * unanswered on that socket, or nothing). */
+static __always_inline void sleep_begins(struct peer_call *c)
+{
+	c->sleep_from = bpf_ktime_get_ns();
+	c->sleep_ino = 0;
+	c->sleep_slot = PEER_SLEEP_BETWEEN_NS;
+	if (c->last_unfollowed) {
+		c->sleep_slot = PEER_SLEEP_UNPLACED_NS;
+		return;
+	}
+	if (!c->open_ino)
+		return;
+	__u64 ino = c->open_ino;
+	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
+	if (s && s->since_ns) {
+		c->sleep_slot = PEER_SLEEP_IN_REQUEST_NS;
+		c->sleep_ino = ino;
+	}
+}
+
+/* A sleep ends: its time to its slot, and a sleep in a request to that request's peer. */
+static __always_inline void sleep_ends(struct peer_call *c)
+{
+	__u64 now = bpf_ktime_get_ns(), ns = now > c->sleep_from ? now - c->sleep_from : 0;
+	__u32 slot = c->sleep_slot;
+	if (slot != PEER_SLEEP_IN_REQUEST_NS && slot != PEER_SLEEP_UNPLACED_NS)
+		slot = PEER_SLEEP_BETWEEN_NS;
+	slot_add(&sleeps, slot, ns);
+	slot_add(&sleeps, slot + 1, 1);
+	__u64 ino = c->sleep_ino;
+	if (slot != PEER_SLEEP_IN_REQUEST_NS || !ino)
+		return;
+	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
+	if (!s || !s->named)
+		return;
+	struct peer_hist *h = peer_hist_of(&s->key);
+	if (!h)
+		return;
+	__sync_fetch_and_add(&h->sleeps, 1);
+	__sync_fetch_and_add(&h->sleep_ns, ns);
 }
 
 static __always_inline bool socket_sampled_in(__u64 ino)
@@ -340,6 +431,10 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	}
 	c->op = op;
 	c->fd = fd;
+	if (op == PW_SLEEP)
+		sleep_begins(c);
+	else if (op == PW_READ)
+		c->read_from = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -354,6 +449,10 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 	__u32 op = c->op;
 	int fd = c->fd;
 	c->op = PW_NONE;
+	if (op == PW_SLEEP) { /* slept its time, or woken early by a signal (-EINTR): either way */
+		sleep_ends(c);
+		return 0;
+	}
 
 	if (op == PW_ACCEPT) {
 		if (ret < 0)
@@ -374,8 +473,13 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 		}
 		return 0;
 	}
-	if (!socket_sampled_in(ino))
+	if (!socket_sampled_in(ino)) {
+		if (op == PW_READ || op == PW_WRITE)
+			c->last_unfollowed = 1;
 		return 0;
+	}
+	if (op == PW_READ || op == PW_WRITE)
+		c->last_unfollowed = 0;
 
 	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
 	if (op == PW_CONNECT || op == PW_ACCEPT || !s) {
@@ -404,6 +508,20 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 	/* The wait opens on what the target sends (client) or receives (server), and closes on the
 	 * first transfer the other way. */
 	bool opens = (s->role == PEER_ROLE_CLIENT) == (op == PW_WRITE);
+	/* the thread's request: open from its transfer that opens a wait to the one that closes it */
+	if (opens)
+		c->open_ino = ino;
+	else if (c->open_ino == ino)
+		c->open_ino = 0;
+	if (op == PW_READ) { /* what the thread waited for in it: work, an answer, or neither */
+		__u32 slot = PEER_READ_OTHER_NS;
+		if (opens && !s->since_ns)
+			slot = PEER_READ_FOR_WORK_NS;
+		else if (!opens && s->since_ns)
+			slot = PEER_READ_FOR_ANSWER_NS;
+		slot_add(&reads, slot, now > c->read_from ? now - c->read_from : 0);
+		slot_add(&reads, slot + 1, 1);
+	}
 	if (opens) {
 		if (!s->since_ns)
 			s->since_ns = now;

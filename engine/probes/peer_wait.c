@@ -227,6 +227,8 @@ static int peer_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		value_set_int(e, "max_ns", (int64_t)r->h.max_ns);
 		value_set_int(e, "open", (int64_t)(r->open * scale));
 		value_set_int(e, "open_oldest_ns", (int64_t)r->open_oldest_ns);
+		value_set_int(e, "sleeps", (int64_t)r->h.sleeps);
+		value_set_int(e, "sleep_ns", (int64_t)r->h.sleep_ns);
 		struct value *b = value_obj_set(e, "buckets", value_arr());
 		for (unsigned s = 0; s < PEER_HIST_SLOTS; s++) {
 			if (!r->h.slots[s])
@@ -241,6 +243,20 @@ static int peer_collect(struct probe *p, const struct collect_ctx *ctx, struct v
 		waits += r->h.count * scale;
 	}
 	value_set_int(res, "waits", (int64_t)waits);
+	struct value *sl = value_obj_set(res, "sleeps", value_obj());
+	static const char *const sleep_names[PEER_SLEEP_NR] = {
+		"in_request_ns", "in_request", "between_ns", "between", "unplaced_ns", "unplaced",
+	};
+	int sleeps_fd = bpf_map__fd(pp->skel->maps.sleeps);
+	for (unsigned i = 0; i < PEER_SLEEP_NR; i++)
+		value_set_int(sl, sleep_names[i], (int64_t)probe_percpu_sum(sleeps_fd, i));
+	struct value *rd = value_obj_set(res, "reads", value_obj());
+	static const char *const read_names[PEER_READ_NR] = {
+		"for_work_ns", "for_work", "for_answer_ns", "for_answer", "other_ns", "other",
+	};
+	int reads_fd = bpf_map__fd(pp->skel->maps.reads);
+	for (unsigned i = 0; i < PEER_READ_NR; i++)
+		value_set_int(rd, read_names[i], (int64_t)(probe_percpu_sum(reads_fd, i) * scale));
 	value_set_int(res, "sockets", (int64_t)sockets);
 	value_set_int(res, "seeded", (int64_t)pp->seeded);
 	value_set_int(res, "inferred", (int64_t)probe_stat_sum(pp->skel->obj, PEER_STAT_INFERRED));
@@ -258,6 +274,20 @@ static const struct result_field peer_results[] = {
 	{ "seeded", RT_INTEGER, "count", false, "sockets whose role was read from /proc before attach" },
 	{ "inferred", RT_INTEGER, "count", false, "sockets whose role was taken from the direction of their first transfer" },
 	{ "dropped", RT_INTEGER, "count", false, "waits or sockets not recorded: a map was full" },
+	{ "sleeps", RT_OBJECT, NULL, true, "the target's threads' sleeps (nanosleep, clock_nanosleep) that ended in the window, by what the sleeping thread's last transfer left open (absent in reports before it)" },
+	{ "sleeps.in_request_ns", RT_INTEGER, "ns", true, "time slept with a request of the thread's open (a client's sent and unanswered, a server's read and unanswered)" },
+	{ "sleeps.in_request", RT_INTEGER, "count", true, "how many such sleeps" },
+	{ "sleeps.between_ns", RT_INTEGER, "ns", true, "time slept with none open: pacing between requests, a loop with no request" },
+	{ "sleeps.between", RT_INTEGER, "count", true, "how many such sleeps" },
+	{ "sleeps.unplaced_ns", RT_INTEGER, "ns", true, "time slept after a transfer on a socket sampling does not follow" },
+	{ "sleeps.unplaced", RT_INTEGER, "count", true, "how many such sleeps" },
+	{ "reads", RT_OBJECT, NULL, true, "the target's threads' time in reads that returned data on the sockets followed (scaled when sampling), by what the data was" },
+	{ "reads.for_work_ns", RT_INTEGER, "ns", true, "a server's reads that brought a new request: the thread waited for its client's next request (idle)" },
+	{ "reads.for_work", RT_INTEGER, "count", true, "how many" },
+	{ "reads.for_answer_ns", RT_INTEGER, "ns", true, "a client's reads that brought the answer to its open request: the thread waited on the peer" },
+	{ "reads.for_answer", RT_INTEGER, "count", true, "how many" },
+	{ "reads.other_ns", RT_INTEGER, "ns", true, "the rest: more of a request or an answer already under way, data with no request open" },
+	{ "reads.other", RT_INTEGER, "count", true, "how many" },
 	{ "peers", RT_ARRAY, NULL, false, "per peer (client role) or service (server role), most time waited first" },
 	{ "peers[]", RT_OBJECT, NULL, false, "one peer or service" },
 	{ "peers[].role", RT_STRING, NULL, false, "\"client\": the target sends and waits for the peer's answer; \"server\": the target answers requests (time from a request arriving to the first bytes of its answer)" },
@@ -269,6 +299,8 @@ static const struct result_field peer_results[] = {
 	{ "peers[].max_ns", RT_INTEGER, "ns", false, "the longest" },
 	{ "peers[].open", RT_INTEGER, "count", false, "waits still open when the window ended (requests not yet answered)" },
 	{ "peers[].open_oldest_ns", RT_INTEGER, "ns", false, "the age of the oldest open wait at the window's end" },
+	{ "peers[].sleeps", RT_INTEGER, "count", true, "sleeps (nanosleep, clock_nanosleep) of a thread whose request on this peer or service was open: delays and back-offs inside requests" },
+	{ "peers[].sleep_ns", RT_INTEGER, "ns", true, "their time, summed" },
 	{ "peers[].buckets", RT_ARRAY, NULL, false, "non-empty log-linear slots (4 per power of 2), shortest first" },
 	{ "peers[].buckets[]", RT_OBJECT, NULL, false, "one slot: values in [lo, hi]" },
 	{ "peers[].buckets[].lo", RT_INTEGER, "ns", false, "lowest value of the slot" },

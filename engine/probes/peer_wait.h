@@ -41,7 +41,40 @@ struct peer_hist {
 	__u64 count;  /* waits that ended in the window */
 	__u64 sum_ns;
 	__u64 max_ns;
+	__u64 sleeps;   /* sleeps (nanosleep, clock_nanosleep) of a thread while its request on this */
+	__u64 sleep_ns; /* peer or service was open: a back-off, a delay inside the request */
 	__u64 slots[PEER_HIST_SLOTS];
+};
+
+/* The sleeps of the target's threads (nanosleep, clock_nanosleep), by what the thread had open
+ * when it went to sleep: slots of the per-CPU `sleeps` array. In a request: the last transfer of
+ * the thread opened a wait (a client's request sent, a server's request read) that is still
+ * open; between requests: none open (a paced client between its requests, a loop with no
+ * request); unplaced: the thread's last transfer was on a socket sampling does not follow. */
+enum peer_sleep_slot {
+	PEER_SLEEP_IN_REQUEST_NS = 0,
+	PEER_SLEEP_IN_REQUEST,
+	PEER_SLEEP_BETWEEN_NS,
+	PEER_SLEEP_BETWEEN,
+	PEER_SLEEP_UNPLACED_NS,
+	PEER_SLEEP_UNPLACED,
+	PEER_SLEEP_NR,
+};
+
+/* The target's threads' time in reads on its stream sockets (entry to exit of a read that
+ * returned data), by what the data was: slots of the per-CPU `reads` array. For work: a server's
+ * read that brought a new request (none was open: the thread waited for its client's next
+ * request, idle, on a keep-alive connection for one); for an answer: a client's read that brought
+ * the answer to its open request (waiting on the peer); other: the rest (more of a request or an
+ * answer already under way, data with no request open). */
+enum peer_read_slot {
+	PEER_READ_FOR_WORK_NS = 0,
+	PEER_READ_FOR_WORK,
+	PEER_READ_FOR_ANSWER_NS,
+	PEER_READ_FOR_ANSWER,
+	PEER_READ_OTHER_NS,
+	PEER_READ_OTHER,
+	PEER_READ_NR,
 };
 
 /* One of the target's sockets, by inode: its role and whether a wait is open on it. */
