@@ -24,6 +24,13 @@
 --     peer, and is ruled out when every peer answers faster than peer_p50_warn_ms.
 --   gc-pauses: Python's garbage collector (CPython's USDT probes, results.pygc) ran >=
 --     gc_pct_warn of the window.
+-- Sleeps and socket reads are placed by what the thread had open (peer_wait, lua/lib/peers.lua):
+-- a sleep is `sleeping` (warning) only for its share slept inside a request of the sleeping
+-- thread's own (a delay, a back-off, named with that request's peer or service); below
+-- cause_pct_warn of the threads' time it is `pacing` (info: a client between its requests, a
+-- loop with no request). A server's read that waited for its client's next request (nothing
+-- open on a keep-alive connection) is waiting for work, not on a peer: that share of the peer
+-- class moves to work-wait.
 -- Findings worst first, the larger share first. With no finding: idle (info) when the threads
 -- are off the CPU at least half of their time and most of it work-wait or blocked throughout
 -- the window (never seen switching: threads x window - on CPU - off CPU measured); event-loop
@@ -130,6 +137,33 @@ local function add_snapshot_others()
   end
 end
 add_snapshot_others()
+
+-- A server's thread blocked in a read on a connection where no request of its is open waits for
+-- its client's next request (a keep-alive connection between requests): waiting for work, not a
+-- peer. peer_wait's reads say which share of the socket reads' time was that; it leaves the peer
+-- class for work-wait (and, when it is most of it, the class's stacks with it, which are then
+-- those reads').
+local function reads_for_work()
+  local frac = peers.work_read_share(results.peers)
+  if frac <= 0 or class.peer.ns <= 0 then return 0 end
+  local peer, work = class.peer, class["work-wait"]
+  local moved = peer.ns * frac
+  peer.ns, work.ns = peer.ns - moved, work.ns + moved
+  if frac >= 0.5 then
+    local pairs_ = {}
+    for _, c in ipairs({ work, peer }) do
+      for i, st in ipairs(c.stacks) do pairs_[#pairs_ + 1] = { s = st, m = c.matches[i] } end
+    end
+    table.sort(pairs_, function(x, y) return (x.s.weight or 0) > (y.s.weight or 0) end)
+    work.stacks, work.matches = {}, {}
+    for i, pr in ipairs(pairs_) do work.stacks[i], work.matches[i] = pr.s, pr.m end
+    work.count, peer.count = work.count + peer.count, 0
+    peer.stacks, peer.matches = {}, {}
+  end
+  return moved
+end
+local peer_work_ns = reads_for_work()
+
 local off_ns = offcpu and offcpu.total_ns or 0
 local cpu_pct = context and context.cpu_pct -- 100 = one CPU
 local on_cpu_ns = cpu_pct and cpu_pct / 100 * window * 1e9 or nil
@@ -417,10 +451,17 @@ local function slow_name_resolution()
 end
 
 local function sleeping()
-  return cause {
+  local placed = peers.sleeps_placed(results.peers) -- what the sleeping threads had open
+  local v, pct = cause {
     id = "sleeping", class = "sleep", clear = "not sleeping on purpose: in nanosleep",
     max_sev = "warning", -- a sleep may be by design
-    title = function(pct, at) return string.format("Sleeping on purpose %s of the threads' time%s", pct, at) end,
+    title = function(pct, at)
+      if placed and placed.top then
+        return string.format("Sleeping inside requests %s of the threads' time%s, with a request to %s (%s) unanswered",
+          pct, at, placed.top.peer, placed.top.role)
+      end
+      return string.format("Sleeping on purpose %s of the threads' time%s", pct, at)
+    end,
     steps = function(own)
       return { own and string.format("Look at the sleep in %s: a retry backoff, a poll interval or a rate limiter on the request path shows up as latency", diag.fn(own)) or
           "Look for sleeps on the request path: retry backoffs, poll intervals, rate limiters",
@@ -428,6 +469,27 @@ local function sleeping()
     end,
     extra = diag.lines(top_syscall({ "clock_nanosleep", "nanosleep" })),
   }
+  if not v or not v.severity then return v, pct end -- ruled out, or no off-CPU data
+  if not placed then
+    local sl = results.peers and results.peers.sleeps
+    table.insert(v.evidence, sl and (sl.unplaced or 0) > 0
+      and "Whether a request was open during the sleeps is not known: the peers probe, sampling, did not follow the sockets the sleeping threads last used"
+      or "Whether a request was open during the sleeps is not known: the peers probe (peer_wait) placed none of them")
+    return v, pct
+  end
+  local sl = placed.sleeps
+  table.insert(v.evidence, string.format("While they slept: a request of the thread's open %s times (%s), none open %s times (%s)%s",
+    diag.fmt_count(sl.in_request or 0), diag.fmt_ns(sl.in_request_ns or 0), diag.fmt_count(sl.between or 0),
+    diag.fmt_ns(sl.between_ns or 0), (sl.unplaced or 0) > 0 and string.format(", not known %s times (a socket sampling did not follow)",
+      diag.fmt_count(sl.unplaced)) or ""))
+  -- the share of the threads' time slept with a request open: below cause_pct_warn, pacing
+  if pct * placed.in_frac >= T.warn then return v, pct end
+  v.id, v.severity = "pacing", "info"
+  v.title = string.format("Pacing: the threads sleep %s of their time between requests (no request of theirs open), by design%s",
+    diag.fmt_pct(pct), (sl.in_request or 0) > 0 and string.format("; %s inside requests", diag.fmt_pct(pct * placed.in_frac)) or "")
+  v.next_steps = { "Nothing to fix: a thread that sleeps with no request of its own open (a client pacing its requests, a periodic loop) adds no latency to a request",
+    "If requests are slow even so, time them at the server: diagnose latency on the server's pid" }
+  return v, pct
 end
 
 -- The runtimes' own waits the wait table names: Python's GIL, a JVM park, a PostgreSQL latch.
@@ -838,7 +900,9 @@ local function quiet_verdict()
         diag.fmt_pct(share_all(work.ns)), waits.describe(m))
       or string.format("Idle: the threads wait for work %s of their time%s; nothing slows them down", diag.fmt_pct(share_all(work.ns)), where(work))
     return diag.verdict("idle", "info", title,
-      evidence_for(work, { "Waiting for work: epoll_wait, poll, accept or a condition variable (a parked thread pool), not a lock, the disk or a peer" }),
+      evidence_for(work, diag.lines("Waiting for work: epoll_wait, poll, accept or a condition variable (a parked thread pool), not a lock, the disk or a peer",
+        peer_work_ns > 0 and string.format("%s of it in reads on connections with no request open: a server waiting for its clients' next request (the peers probe's reads)",
+          diag.fmt_ns(peer_work_ns)) or nil)),
       diag.lines():extend(waits.steps(m, pid)):extend({
         "If requests are slow while the process is idle, the time is spent before they reach it: the load balancer, the network, a queue upstream",
         "Compare with the request rate it should see: ss -tn state established '( sport = :PORT )', its access logs" }))

@@ -45,7 +45,10 @@
 --                  sleeps and peer waits only when they happen >= active_waits_per_s (one long
 --                  sleep is an idle process), peer waits at any rate when the peers probe finds
 --                  the peer slow; sleeps alone are info (by design, most often),
---                  ranked last; the heaviest wait named by a wait table entry with a
+--                  ranked last, unless slept inside a request of the sleeping thread's own
+--                  (peer_wait's sleeps: that share counts as a hard wait); a server's reads
+--                  for its clients' next request are waiting for work, not peer waits
+--                  (peer_wait's reads); the heaviest wait named by a wait table entry with a
 --                  recipe of its own (`follow`: PostgreSQL's locks → postgres-slow) names that
 --                  recipe instead
 --   memory-growth  RSS grew >= rss_growth_min_kib and its slope >= rss_slope_warn_kib_per_s
@@ -151,6 +154,23 @@ local function time_by_class()
 end
 
 local class = time_by_class()
+-- a server's threads blocked in reads for their clients' next request wait for work, not on a
+-- peer (peer_wait's reads; latency moves the same share)
+do
+  local frac = peers.work_read_share(results.peers)
+  local peer, work = class.peer, class["work-wait"]
+  if frac > 0 and peer.ns > 0 then
+    local moved = peer.ns * frac
+    peer.ns, work.ns = peer.ns - moved, work.ns + moved
+    if frac >= 0.5 then
+      work.count, peer.count = work.count + peer.count, 0
+      if peer.top and (not work.top or (peer.top.weight or 0) > (work.top.weight or 0)) then
+        work.top, work.match = peer.top, peer.match
+      end
+      peer.top, peer.match = nil, nil
+    end
+  end
+end
 local function rate(name) return window > 0 and class[name].count / window or 0 end
 
 -- ", in own()" for the class's heaviest stack, or "" — or, a runtime's wait function naming
@@ -287,6 +307,8 @@ end
 -- Waiting: locks, futexes, peers, sleeps.
 local function waiting()
   if host then return nil end
+  local placed = peers.sleeps_placed(results.peers)
+  local sleep_in_request = placed and placed.in_frac or 0
   local parts, total, hard = {}, 0, 0
   local function part(name, label, active_only)
     local p = share(class[name].ns)
@@ -295,7 +317,9 @@ local function waiting()
     if active_only and rate(name) < T.active then p = share(class[name].snap_ns or 0) end
     if p <= 0 then return end
     total = total + p
-    if name ~= "sleep" then hard = hard + p end
+    -- sleeps count as hard waits for the share slept inside a request of the sleeping thread's
+    -- own (peer_wait's sleeps: a delay or back-off), not for pacing between requests
+    if name ~= "sleep" then hard = hard + p else hard = hard + p * sleep_in_request end
     parts[#parts + 1] = { pct = p, name = name, label = label, text = string.format("%s %s (%s waits/s%s)", label, pct(p),
       diag.fmt_count(rate(name)), in_own(name)) }
   end

@@ -4,7 +4,7 @@
 -- Owns: summarising each peer (p50 / p99 from the log-linear buckets, rate, waits still open at
 -- the window's end), the slowest upstream by the recipe's limits, how much of the target's time
 -- a peer's waits stand for, and the one wording of a peer ("127.0.0.1:8081: p50 48 ms, p99 61
--- ms, 120 waits/s").
+-- ms, 120 waits/s"); what the target's threads had open when they read and when they slept.
 -- Must not: know any recipe's threshold names or verdicts (the limits are arguments).
 
 local peers = {}
@@ -84,6 +84,33 @@ function peers.describe(p)
     s = s .. string.format(", %s unanswered at the end, the oldest %s", diag.fmt_count(p.open), diag.fmt_ns(p.open_oldest))
   end
   return s
+end
+
+-- The share (0..1) of the target's time in socket reads that was a server waiting for its
+-- clients' next request: a read that brought a new request while none was open (a keep-alive
+-- connection between requests), by r.reads; 0 when the probe timed no read. Waiting for work,
+-- not on a peer: latency and triage move that share of their peer class to work-wait.
+function peers.work_read_share(r)
+  local rd = r and r.reads
+  if not rd then return 0 end
+  local total = (rd.for_work_ns or 0) + (rd.for_answer_ns or 0) + (rd.other_ns or 0)
+  return total > 0 and (rd.for_work_ns or 0) / total or 0
+end
+
+-- What the target's threads had open when they slept, by r.sleeps: {in_frac (0..1: the share
+-- of the placed sleep time with a request of the sleeping thread's own open), sleeps (r.sleeps),
+-- top (the peer or service of r.peers whose requests held the most sleep time, or nil)}; nil
+-- when the probe placed no sleep (none, or none on a socket it followed).
+function peers.sleeps_placed(r)
+  local sl = r and r.sleeps
+  if not sl then return nil end
+  local placed = (sl.in_request_ns or 0) + (sl.between_ns or 0)
+  if placed <= 0 then return nil end
+  local top
+  for _, p in ipairs(r.peers or {}) do
+    if (p.sleep_ns or 0) > 0 and (not top or p.sleep_ns > top.sleep_ns) then top = p end
+  end
+  return { in_frac = (sl.in_request_ns or 0) / placed, sleeps = sl, top = top }
 end
 
 -- The report's table of peers and services, or nil when there are none.

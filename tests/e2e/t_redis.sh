@@ -10,7 +10,7 @@
 #     busy on CPU, so it must not be called idle (its four background threads park all window);
 # (b) its healthy control: the same client at the same rate, nothing slow → exit 0, no warning.
 # The client waits for its next op in select(), as a client waiting for work does, in both
-# cases (a loop paced by nanosleep is latency's `sleeping`, by design).
+# cases (a loop paced by nanosleep is latency's `pacing`: t_pacing.sh).
 # Nothing stays attached; Redis and its clients are killed on every exit (lib.sh's trap: $PIDS).
 . "$(dirname "$0")/lib.sh"
 
