@@ -25,7 +25,8 @@
 -- in_flight_warn_s or more before it (critical from in_flight_crit_s), however long it has run:
 -- it need not finish in the window to be seen. Named with what it waits on (the lock, in
 -- pg_locks' words, and the pids holding it, with what they are doing; an LWLock tranche; I/O; a
--- sleep) or that it runs; lock waits first, each the longest first, at most 3 verdicts.
+-- sleep) or that it runs; lock waits first, sleeps (pg_sleep) last, each the longest first, at
+-- most 3 verdicts.
 -- Sampled: when pg saw no statement finish (its uprobes stopped or not run over the budget, no
 -- results, or statements longer than the window) and nothing is stuck, the statements the
 -- backends' samples show running, sampled_busy_backends or more of them on average, heaviest
@@ -241,10 +242,16 @@ local function stuck_statements()
       stuck[#stuck + 1] = f
     end
   end
-  -- lock waits first (the story on-call needs: who blocks whom), each group the longest first
+  -- lock waits first (the story on-call needs: who blocks whom), statements asleep on purpose
+  -- (pg_sleep: Timeout) last, each group the longest first
+  local function rank(f)
+    if f.wait_event_type == "Lock" then return 0 end
+    if f.wait_event_type == "Timeout" then return 2 end
+    return 1
+  end
   table.sort(stuck, function(a, b)
-    local la, lb = a.wait_event_type == "Lock", b.wait_event_type == "Lock"
-    if la ~= lb then return la end
+    local ra, rb = rank(a), rank(b)
+    if ra ~= rb then return ra < rb end
     return (a.query_elapsed_s or 0) > (b.query_elapsed_s or 0)
   end)
   return stuck
@@ -470,9 +477,20 @@ local answer = diag.answer()
 local stuck = stuck_statements()
 do
   local flights, at_start = by_pid(act and act.in_flight), by_pid(act and act.in_flight_at_start)
+  local last
   for i, f in ipairs(stuck) do
     if i > MAX_FLIGHT_VERDICTS then break end
-    answer.add(flight_verdict(f, flights, at_start))
+    last = flight_verdict(f, flights, at_start)
+    answer.add(last)
+  end
+  if #stuck > MAX_FLIGHT_VERDICTS then -- the rest, said in the last one's evidence
+    local more = {}
+    for i = MAX_FLIGHT_VERDICTS + 1, #stuck do
+      local f = stuck[i]
+      more[#more + 1] = string.format("pid %s %s (%s)", math.tointeger(f.pid) or f.pid, short_query(f.query or "?"), secs(f.query_elapsed_s))
+    end
+    table.insert(last.evidence, string.format("%d more statement%s in flight for %s or more: %s", #more, #more == 1 and "" or "s",
+      diag.fmt_s(T.flight_warn), table.concat(more, "; ")))
   end
   if act and act.in_flight and #stuck == 0 then
     local longest = 0

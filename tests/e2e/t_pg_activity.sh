@@ -10,7 +10,8 @@
 #     holds the tuple lock), and in flight at the window's start too; the verdict is `in-flight`
 #     (warning, 10 s < in_flight_crit_s) naming the UPDATE and the holder, and never `idle`;
 # (b) at the same time, SELECT pg_sleep(60) started 10 s before → in flight for 10 s or more, in
-#     Timeout:PgSleep;
+#     Timeout:PgSleep; (b2) and a sort of 200 million md5 strings (work_mem 1 MB) started 10 s
+#     before, on CPU all along → in flight, `in-flight` naming it "running for" its time;
 # (c) the control: the same server idle for the whole window (the sessions ended) → nothing in
 #     flight, every client backend idle, the verdict `idle` with `in-flight` ruled out;
 # and the cost: each sample a few reads of the server's memory, its time in diagnose bounded.
@@ -45,6 +46,12 @@ echo "SELECT pg_sleep(60);" | session &
 PIDS="$PIDS $!"
 SLEEPER=$(backend_where "query LIKE 'SELECT pg_sleep(60)%'")
 [ -n "$SLEEPER" ] || fail "(b) the sleeper did not start"
+# (b2) a sort on one CPU, far longer than the test waits (ended by (c)'s terminations): running,
+# not waiting on anything, for 10 s before the run
+echo "SET work_mem = '1MB'; SELECT count(*) FROM (SELECT md5(g::text) AS m FROM generate_series(1, 200000000) g ORDER BY m) s;" | session &
+PIDS="$PIDS $!"
+SORTER=$(backend_where "query LIKE 'SELECT count(*) FROM (SELECT md5%'")
+[ -n "$SORTER" ] || fail "(b2) the sort did not start"
 sleep 10
 WANT=$(sql -c "SELECT string_agg(pid || ':' || coalesce(wait_event, '-') || ':' || pg_blocking_pids(pid)::text, ' ') FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
 # --pid on a waiting backend: its USDT probes see nothing finish; the server's memory says it all
@@ -69,7 +76,15 @@ check "$TMP/a.json" "any('pid $HOLDER (idle in transaction' in e for e in v['evi
 # ---- (b) the sleeper, at the same time
 check "$TMP/a.json" "fl[$SLEEPER]['wait_event_type'] == 'Timeout' and fl[$SLEEPER]['wait_event'] == 'PgSleep' and fl[$SLEEPER]['query_elapsed_s'] >= 10 and fl[$SLEEPER]['query'] == 'SELECT pg_sleep(?);'" \
 	"(b) the sleeper: $(json "$TMP/a.json" 'r["results"]["activity"]["in_flight"]')"
-check "$TMP/a.json" "any(x['id'] == 'in-flight' and 'pg_sleep' in x['title'] for x in r['verdicts'])" "(b) the sleeper has no verdict: $(verdicts "$TMP/a.json")"
+# (ranked after the two lock waits and the sort: past the three in-flight verdicts, said in the
+# last one's evidence)
+check "$TMP/a.json" "any(x['id'] == 'in-flight' and any('more statement' in e and 'pid $SLEEPER SELECT pg_sleep(?);' in e for e in x['evidence']) for x in r['verdicts'])" \
+	"(b) the sleeper is not named: $(json "$TMP/a.json" '[(x["title"][:60], x["evidence"][-1:]) for x in r["verdicts"]]')"
+# ---- (b2) the sort, at the same time: in flight, running for 10 s or more, and named so
+check "$TMP/a.json" "fl[$SORTER]['state'] == 'active' and fl[$SORTER]['query_elapsed_s'] >= 10 and fl[$SORTER]['query'].startswith('SELECT count(*) FROM (SELECT md5(g::text) AS m FROM generate_series(') and $SORTER in st" \
+	"(b2) the sort: $(json "$TMP/a.json" '[f for f in r["results"]["activity"]["in_flight"] if f["pid"] == '"$SORTER"']')"
+check "$TMP/a.json" "any(x['id'] == 'in-flight' and 'md5(g::text)' in x['title'] and 'running for' in x['title'] for x in r['verdicts'])" \
+	"(b2) the sort has no verdict naming it and its time: $(verdicts "$TMP/a.json")"
 # ---- the cost: a few reads a sample, bounded time in diagnose, nothing per statement
 check "$TMP/a.json" "act['cost']['reads_per_sample'] < 8 and act['cost']['cpu_us_per_sample'] < 5000 and act['slots_torn'] == 0" \
 	"cost: $(json "$TMP/a.json" '(r["results"]["activity"]["cost"], r["results"]["activity"]["slots_torn"])')"
