@@ -452,10 +452,12 @@ end
 
 local function sleeping()
   local placed = peers.sleeps_placed(results.peers) -- what the sleeping threads had open
+  local where_at = ""
   local v, pct = cause {
     id = "sleeping", class = "sleep", clear = "not sleeping on purpose: in nanosleep",
     max_sev = "warning", -- a sleep may be by design
     title = function(pct, at)
+      where_at = at
       if placed and placed.top then
         return string.format("Sleeping inside requests %s of the threads' time%s, with a request to %s (%s) unanswered",
           pct, at, placed.top.peer, placed.top.role)
@@ -485,8 +487,8 @@ local function sleeping()
   -- the share of the threads' time slept with a request open: below cause_pct_warn, pacing
   if pct * placed.in_frac >= T.warn then return v, pct end
   v.id, v.severity = "pacing", "info"
-  v.title = string.format("Pacing: the threads sleep %s of their time between requests (no request of theirs open), by design%s",
-    diag.fmt_pct(pct), (sl.in_request or 0) > 0 and string.format("; %s inside requests", diag.fmt_pct(pct * placed.in_frac)) or "")
+  v.title = string.format("Pacing: the threads sleep %s of their time%s with no request of theirs open, by design%s",
+    diag.fmt_pct(pct), where_at, (sl.in_request or 0) > 0 and string.format("; %s inside requests", diag.fmt_pct(pct * placed.in_frac)) or "")
   v.next_steps = { "Nothing to fix: a thread that sleeps with no request of its own open (a client pacing its requests, a periodic loop) adds no latency to a request",
     "If requests are slow even so, time them at the server: diagnose latency on the server's pid" }
   return v, pct

@@ -15,7 +15,8 @@
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
  * A thread's sleeps (nanosleep, clock_nanosleep) are placed by what its own last transfer left
  * open: a request of its still unanswered (a delay or back-off inside a request: added to that
- * peer's sleep time too) or none (pacing between requests, a loop with no request), in `sleeps`.
+ * peer's sleep time too; a client's only on a socket that has carried an answer, not a one-way
+ * stream) or none (pacing between requests, a loop with no request), in `sleeps`.
  * Their reads are timed and placed the same way, in `reads`: a server's read that brings a new
  * request waited for work; a client's that brings the answer to its request waited on the peer.
  * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
@@ -361,7 +362,9 @@ static __always_inline void sleep_begins(struct peer_call *c)
 		return;
 	__u64 ino = c->open_ino;
 	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
-	if (s && s->since_ns) {
+	/* a client's open wait is a request only on a socket that has carried an answer: one that
+	 * only ever sends is a stream (a log shipper, an upload), and its sender's sleeps pace it */
+	if (s && s->since_ns && (s->role == PEER_ROLE_SERVER || s->answered)) {
 		c->sleep_slot = PEER_SLEEP_IN_REQUEST_NS;
 		c->sleep_ino = ino;
 	}
@@ -528,6 +531,7 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 	} else if (s->since_ns) {
 		__u64 since = s->since_ns;
 		s->since_ns = 0;
+		s->answered = 1;
 		if (now > since)
 			record_wait(&s->key, now - since);
 	}

@@ -83,7 +83,8 @@ struct peer_sock {
 	__u8 role;       /* enum peer_role; UNKNOWN until the first transfer or a seeded role */
 	__u8 inferred;   /* the role came from the direction of the first transfer seen */
 	__u8 named;      /* key is filled */
-	__u8 pad[5];
+	__u8 answered;   /* a wait on it ended: it carries requests and answers, not a one-way stream */
+	__u8 pad[4];
 	struct peer_key key;
 };
 
