@@ -128,6 +128,7 @@ local function add_snapshot_others()
   for _, b in ipairs(snap and snap.others or {}) do
     local c = class[b.class] or class.other
     c.ns = c.ns + (b.t.weight or 0)
+    c.snap_ns = (c.snap_ns or 0) + (b.t.weight or 0) -- blocked since before: no read of the window's
     c.count = c.count + 1
     local pairs_ = {}
     for i, st in ipairs(c.stacks) do pairs_[i] = { s = st, m = c.matches[i] } end
@@ -140,16 +141,16 @@ add_snapshot_others()
 
 -- A server's thread blocked in a read on a connection where no request of its is open waits for
 -- its client's next request (a keep-alive connection between requests): waiting for work, not a
--- peer. peer_wait's reads say which share of the socket reads' time was that; it leaves the peer
--- class for work-wait (and, when it is most of it, the class's stacks with it, which are then
--- those reads').
+-- peer. peer_wait's reads say how much of the socket reads' time was that; it leaves the peer
+-- class for work-wait (and, when the rest cannot be a finding, the class's stacks with it,
+-- which are then those reads').
 local function reads_for_work()
-  local frac = peers.work_read_share(results.peers)
-  if frac <= 0 or class.peer.ns <= 0 then return 0 end
   local peer, work = class.peer, class["work-wait"]
-  local moved = peer.ns * frac
-  peer.ns, work.ns = peer.ns - moved, work.ns + moved
-  if frac >= 0.5 then
+  local before = peer.ns
+  local moved = math.min(peers.work_read_ns(results.peers), before - (peer.snap_ns or 0))
+  if moved <= 0 then return 0 end
+  peer.ns, work.ns = before - moved, work.ns + moved
+  if share(peer.ns) < T.warn then -- what is left cannot be a finding: the stacks were the reads'
     local pairs_ = {}
     for _, c in ipairs({ work, peer }) do
       for i, st in ipairs(c.stacks) do pairs_[#pairs_ + 1] = { s = st, m = c.matches[i] } end
@@ -159,6 +160,9 @@ local function reads_for_work()
     for i, pr in ipairs(pairs_) do work.stacks[i], work.matches[i] = pr.s, pr.m end
     work.count, peer.count = work.count + peer.count, 0
     peer.stacks, peer.matches = {}, {}
+  else -- a finding may stand on the rest: its stacks stay, its count in proportion
+    local kept = math.max(1, math.floor(peer.count * peer.ns / before + 0.5))
+    work.count, peer.count = work.count + peer.count - kept, kept
   end
   return moved
 end
@@ -460,7 +464,7 @@ local function sleeping()
       where_at = at
       if placed and placed.top then
         return string.format("Sleeping inside requests %s of the threads' time%s, with a request to %s (%s) unanswered",
-          pct, at, placed.top.peer, placed.top.role)
+          diag.fmt_pct(share(class.sleep.ns) * placed.in_frac), at, placed.top.peer, placed.top.role)
       end
       return string.format("Sleeping on purpose %s of the threads' time%s", pct, at)
     end,

@@ -243,10 +243,10 @@ local function stuck_statements()
     end
   end
   -- lock waits first (the story on-call needs: who blocks whom), statements asleep on purpose
-  -- (pg_sleep: Timeout) last, each group the longest first
+  -- (pg_sleep: Timeout:PgSleep) last, each group the longest first
   local function rank(f)
     if f.wait_event_type == "Lock" then return 0 end
-    if f.wait_event_type == "Timeout" then return 2 end
+    if f.wait_event == "PgSleep" then return 2 end
     return 1
   end
   table.sort(stuck, function(a, b)

@@ -157,18 +157,21 @@ local class = time_by_class()
 -- a server's threads blocked in reads for their clients' next request wait for work, not on a
 -- peer (peer_wait's reads; latency moves the same share)
 do
-  local frac = peers.work_read_share(results.peers)
   local peer, work = class.peer, class["work-wait"]
-  if frac > 0 and peer.ns > 0 then
-    local moved = peer.ns * frac
-    peer.ns, work.ns = peer.ns - moved, work.ns + moved
-    if frac >= 0.5 then
-      work.count, peer.count = work.count + peer.count, 0
+  local before = peer.ns
+  local moved = math.min(peers.work_read_ns(results.peers), before - (peer.snap_ns or 0))
+  if moved > 0 then
+    peer.ns, work.ns = before - moved, work.ns + moved
+    local kept = math.floor(peer.count * peer.ns / before + 0.5)
+    if peer.ns < moved then -- most of it: the heaviest stack was a read's
       if peer.top and (not work.top or (peer.top.weight or 0) > (work.top.weight or 0)) then
         work.top, work.match = peer.top, peer.match
       end
-      peer.top, peer.match = nil, nil
+      if kept == 0 then peer.top, peer.match = nil, nil end
+    else
+      kept = math.max(1, kept)
     end
+    work.count, peer.count = work.count + peer.count - kept, kept
   end
 end
 local function rate(name) return window > 0 and class[name].count / window or 0 end

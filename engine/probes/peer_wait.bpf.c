@@ -15,8 +15,9 @@
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
  * A thread's sleeps (nanosleep, clock_nanosleep) are placed by what its own last transfer left
  * open: a request of its still unanswered (a delay or back-off inside a request: added to that
- * peer's sleep time too; a client's only on a socket that has carried an answer, not a one-way
- * stream) or none (pacing between requests, a loop with no request), in `sleeps`.
+ * peer's sleep time too; only on a socket that has carried an answer, or a new connection's
+ * first request, not a one-way stream) or none (pacing between requests, a loop with no request),
+ * in `sleeps`. A thread keeps one request of each kind: the one it serves, the one it sent.
  * Their reads are timed and placed the same way, in `reads`: a server's read that brings a new
  * request waited for work; a client's that brings the answer to its request waited on the peer.
  * Must not: read payloads, keep per-call records, or act for other processes beyond the filter.
@@ -90,10 +91,12 @@ enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, 
 struct peer_call {
 	__u32 op; /* enum peer_op; PW_NONE: not in a call we follow */
 	__s32 fd;
-	__u64 open_ino;    /* the socket on which the thread's last transfer opened a wait; 0: none */
+	__u64 srv_ino;     /* the socket on which the thread read a request it has not answered; 0: none */
+	__u64 cli_ino;     /* the socket on which it sent a request not answered yet; 0: none */
 	__u8 last_unfollowed; /* the thread's last transfer was on a socket sampling does not follow */
 	__u8 sleep_slot;   /* a sleep in progress: enum peer_sleep_slot of its time */
-	__u8 pad[6];
+	__u8 srv_fresh;    /* srv_ino's request came in one read (none since): not a stream's data */
+	__u8 pad[5];
 	__u64 sleep_ino;   /* a sleep in a request: the socket its request is open on */
 	__u64 sleep_from;  /* a sleep in progress: when it started */
 	__u64 read_from;   /* a read in progress: when it started */
@@ -358,16 +361,19 @@ static __always_inline void sleep_begins(struct peer_call *c)
 		c->sleep_slot = PEER_SLEEP_UNPLACED_NS;
 		return;
 	}
-	if (!c->open_ino)
-		return;
-	__u64 ino = c->open_ino;
-	struct peer_sock *s = bpf_map_lookup_elem(&socks, &ino);
-	/* a client's open wait is a request only on a socket that has carried an answer: one that
-	 * only ever sends is a stream (a log shipper, an upload), and its sender's sleeps pace it */
-	if (s && s->since_ns && (s->role == PEER_ROLE_SERVER || s->answered)) {
-		c->sleep_slot = PEER_SLEEP_IN_REQUEST_NS;
-		c->sleep_ino = ino;
+	/* an open wait is a request only on a socket that has carried an answer, or, serving, on a
+	 * new connection's first request read whole: one that only ever sends (a log shipper, an
+	 * upload) or only ever receives (a log receiver) is a stream, and its sleeps pace it */
+	__u64 ino = c->srv_ino;
+	struct peer_sock *s = ino ? bpf_map_lookup_elem(&socks, &ino) : NULL;
+	if (!(s && s->since_ns && (s->answered || c->srv_fresh))) {
+		ino = c->cli_ino;
+		s = ino ? bpf_map_lookup_elem(&socks, &ino) : NULL;
+		if (!(s && s->since_ns && s->answered))
+			return;
 	}
+	c->sleep_slot = PEER_SLEEP_IN_REQUEST_NS;
+	c->sleep_ino = ino;
 }
 
 /* A sleep ends: its time to its slot, and a sleep in a request to that request's peer. */
@@ -511,11 +517,24 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 	/* The wait opens on what the target sends (client) or receives (server), and closes on the
 	 * first transfer the other way. */
 	bool opens = (s->role == PEER_ROLE_CLIENT) == (op == PW_WRITE);
-	/* the thread's request: open from its transfer that opens a wait to the one that closes it */
-	if (opens)
-		c->open_ino = ino;
-	else if (c->open_ino == ino)
-		c->open_ino = 0;
+	/* the thread's requests, serving and sent: open from the transfer that opens a wait to the
+	 * one that closes it, one of each kind (a handler calling an upstream keeps both) */
+	if (s->role == PEER_ROLE_SERVER) {
+		if (opens && !s->since_ns) {
+			c->srv_ino = ino;
+			c->srv_fresh = 1;
+		} else if (opens && c->srv_ino == ino) {
+			c->srv_fresh = 0; /* more data on the open request: part of it, or a stream */
+		} else if (!opens && c->srv_ino == ino) {
+			c->srv_ino = 0;
+		}
+	} else if (opens) {
+		/* a stream's write (stdout to journald) does not take the place of a request */
+		if (s->answered || !c->cli_ino)
+			c->cli_ino = ino;
+	} else if (c->cli_ino == ino) {
+		c->cli_ino = 0;
+	}
 	if (op == PW_READ) { /* what the thread waited for in it: work, an answer, or neither */
 		__u32 slot = PEER_READ_OTHER_NS;
 		if (opens && !s->since_ns)

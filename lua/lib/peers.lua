@@ -86,26 +86,25 @@ function peers.describe(p)
   return s
 end
 
--- The share (0..1) of the target's time in socket reads that was a server waiting for its
--- clients' next request: a read that brought a new request while none was open (a keep-alive
--- connection between requests), by r.reads; 0 when the probe timed no read. Waiting for work,
--- not on a peer: latency and triage move that share of their peer class to work-wait.
-function peers.work_read_share(r)
-  local rd = r and r.reads
-  if not rd then return 0 end
-  local total = (rd.for_work_ns or 0) + (rd.for_answer_ns or 0) + (rd.other_ns or 0)
-  return total > 0 and (rd.for_work_ns or 0) / total or 0
+-- The target's time (ns) in socket reads that was a server waiting for its clients' next
+-- request: reads that brought a new request while none was open (a keep-alive connection between
+-- requests), by r.reads; 0 when the probe timed none. Waiting for work, not on a peer: latency
+-- and triage move that much of their peer class to work-wait (no more than the class's time
+-- seen in the window: a read still blocked at the end, on a hung upstream, is in no figure).
+function peers.work_read_ns(r)
+  return (r and r.reads and r.reads.for_work_ns) or 0
 end
 
 -- What the target's threads had open when they slept, by r.sleeps: {in_frac (0..1: the share
 -- of the placed sleep time with a request of the sleeping thread's own open), sleeps (r.sleeps),
 -- top (the peer or service of r.peers whose requests held the most sleep time, or nil)}; nil
--- when the probe placed no sleep (none, or none on a socket it followed).
+-- when the probe placed no sleep, or placed less than it could not (sockets sampling left out).
 function peers.sleeps_placed(r)
   local sl = r and r.sleeps
   if not sl then return nil end
   local placed = (sl.in_request_ns or 0) + (sl.between_ns or 0)
-  if placed <= 0 then return nil end
+  -- mostly unplaced (sampling left the sockets out): the few placed ones do not say
+  if placed <= 0 or (sl.unplaced_ns or 0) > placed then return nil end
   local top
   for _, p in ipairs(r.peers or {}) do
     if (p.sleep_ns or 0) > 0 and (not top or p.sleep_ns > top.sleep_ns) then top = p end

@@ -10,8 +10,9 @@
 #     holds the tuple lock), and in flight at the window's start too; the verdict is `in-flight`
 #     (warning, 10 s < in_flight_crit_s) naming the UPDATE and the holder, and never `idle`;
 # (b) at the same time, SELECT pg_sleep(60) started 10 s before → in flight for 10 s or more, in
-#     Timeout:PgSleep; (b2) and a sort of 200 million md5 strings (work_mem 1 MB) started 10 s
-#     before, on CPU all along → in flight, `in-flight` naming it "running for" its time;
+#     Timeout:PgSleep; (b2) and a sort of 400 million md5 strings (top 10: bounded memory)
+#     started 10 s before, on CPU all along → in flight, `in-flight` naming it "running for"
+#     its time, ahead of the sleeper, which the last in-flight verdict's evidence lists;
 # (c) the control: the same server idle for the whole window (the sessions ended) → nothing in
 #     flight, every client backend idle, the verdict `idle` with `in-flight` ruled out;
 # and the cost: each sample a few reads of the server's memory, its time in diagnose bounded.
@@ -48,9 +49,11 @@ SLEEPER=$(backend_where "query LIKE 'SELECT pg_sleep(60)%'")
 [ -n "$SLEEPER" ] || fail "(b) the sleeper did not start"
 # (b2) a sort on one CPU, far longer than the test waits (ended by (c)'s terminations): running,
 # not waiting on anything, for 10 s before the run
-echo "SET work_mem = '1MB'; SELECT count(*) FROM (SELECT md5(g::text) AS m FROM generate_series(1, 200000000) g ORDER BY m) s;" | session &
+# (a top-N heapsort of 400 million md5 strings from two 20,000-row series: bounded memory, no
+# temporary file)
+echo "SELECT m FROM (SELECT md5((a * 20000 + b)::text) AS m FROM generate_series(1, 20000) a, generate_series(1, 20000) b) s ORDER BY m LIMIT 10;" | session &
 PIDS="$PIDS $!"
-SORTER=$(backend_where "query LIKE 'SELECT count(*) FROM (SELECT md5%'")
+SORTER=$(backend_where "query LIKE 'SELECT m FROM (SELECT md5%'")
 [ -n "$SORTER" ] || fail "(b2) the sort did not start"
 sleep 10
 WANT=$(sql -c "SELECT string_agg(pid || ':' || coalesce(wait_event, '-') || ':' || pg_blocking_pids(pid)::text, ' ') FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
@@ -81,9 +84,9 @@ check "$TMP/a.json" "fl[$SLEEPER]['wait_event_type'] == 'Timeout' and fl[$SLEEPE
 check "$TMP/a.json" "any(x['id'] == 'in-flight' and any('more statement' in e and 'pid $SLEEPER SELECT pg_sleep(?);' in e for e in x['evidence']) for x in r['verdicts'])" \
 	"(b) the sleeper is not named: $(json "$TMP/a.json" '[(x["title"][:60], x["evidence"][-1:]) for x in r["verdicts"]]')"
 # ---- (b2) the sort, at the same time: in flight, running for 10 s or more, and named so
-check "$TMP/a.json" "fl[$SORTER]['state'] == 'active' and fl[$SORTER]['query_elapsed_s'] >= 10 and fl[$SORTER]['query'].startswith('SELECT count(*) FROM (SELECT md5(g::text) AS m FROM generate_series(') and $SORTER in st" \
+check "$TMP/a.json" "fl[$SORTER]['state'] == 'active' and fl[$SORTER]['query_elapsed_s'] >= 10 and fl[$SORTER]['query'].startswith('SELECT m FROM (SELECT md5((a * ? + b)::text) AS m FROM generate_series(') and $SORTER in st" \
 	"(b2) the sort: $(json "$TMP/a.json" '[f for f in r["results"]["activity"]["in_flight"] if f["pid"] == '"$SORTER"']')"
-check "$TMP/a.json" "any(x['id'] == 'in-flight' and 'md5(g::text)' in x['title'] and 'running for' in x['title'] for x in r['verdicts'])" \
+check "$TMP/a.json" "any(x['id'] == 'in-flight' and 'SELECT m FROM (SELECT md5(' in x['title'] and 'running for' in x['title'] for x in r['verdicts'])" \
 	"(b2) the sort has no verdict naming it and its time: $(verdicts "$TMP/a.json")"
 # ---- the cost: a few reads a sample, bounded time in diagnose, nothing per statement
 check "$TMP/a.json" "act['cost']['reads_per_sample'] < 8 and act['cost']['cpu_us_per_sample'] < 5000 and act['slots_torn'] == 0" \
