@@ -146,10 +146,9 @@ add_snapshot_others()
 -- which are then those reads').
 local function reads_for_work()
   local peer, work = class.peer, class["work-wait"]
-  local before = peer.ns
-  local moved = math.min(peers.work_read_ns(results.peers), before - (peer.snap_ns or 0))
-  if moved <= 0 then return 0 end
-  peer.ns, work.ns = before - moved, work.ns + moved
+  local move = peers.work_move(results.peers, peer)
+  if not move then return 0 end
+  peer.ns, work.ns = peer.ns - move.ns, work.ns + move.ns
   if share(peer.ns) < T.warn then -- what is left cannot be a finding: the stacks were the reads'
     local pairs_ = {}
     for _, c in ipairs({ work, peer }) do
@@ -161,10 +160,10 @@ local function reads_for_work()
     work.count, peer.count = work.count + peer.count, 0
     peer.stacks, peer.matches = {}, {}
   else -- a finding may stand on the rest: its stacks stay, its count in proportion
-    local kept = math.max(1, math.floor(peer.count * peer.ns / before + 0.5))
+    local kept = math.max(1, move.kept)
     work.count, peer.count = work.count + peer.count - kept, kept
   end
-  return moved
+  return move.ns
 end
 local peer_work_ns = reads_for_work()
 
@@ -784,7 +783,7 @@ end
 local function stuck_in_kernel()
   if not snap then return nil end
   if #snap.stuck == 0 then
-    return diag.ruled_out("stuck-in-kernel", "nothing stuck in the kernel: no thread uninterruptible, or waiting on a file system's server, the whole window")
+    return blocked.not_stuck_in_kernel()
   end
   local b = snap.stuck[1]
   local t = b.t

@@ -155,15 +155,14 @@ end
 
 local class = time_by_class()
 -- a server's threads blocked in reads for their clients' next request wait for work, not on a
--- peer (peer_wait's reads; latency moves the same share)
+-- peer (peer_wait's reads; latency moves the same time: peers.work_move)
 do
   local peer, work = class.peer, class["work-wait"]
-  local before = peer.ns
-  local moved = math.min(peers.work_read_ns(results.peers), before - (peer.snap_ns or 0))
-  if moved > 0 then
-    peer.ns, work.ns = before - moved, work.ns + moved
-    local kept = math.floor(peer.count * peer.ns / before + 0.5)
-    if peer.ns < moved then -- most of it: the heaviest stack was a read's
+  local move = peers.work_move(results.peers, peer)
+  if move then
+    peer.ns, work.ns = peer.ns - move.ns, work.ns + move.ns
+    local kept = move.kept
+    if peer.ns < move.ns then -- most of it: the heaviest stack was a read's
       if peer.top and (not work.top or (peer.top.weight or 0) > (work.top.weight or 0)) then
         work.top, work.match = peer.top, peer.match
       end
@@ -411,7 +410,7 @@ end
 local function stuck_in_kernel()
   if not snap then return nil end
   if #snap.stuck == 0 then
-    return diag.ruled_out("stuck-in-kernel", "nothing stuck in the kernel: no thread uninterruptible, or waiting on a file system's server, the whole window")
+    return blocked.not_stuck_in_kernel()
   end
   local ev, ns = diag.lines(), 0
   for _, b in ipairs(snap.stuck) do

@@ -284,4 +284,9 @@ function blocked.holder_doing(h, snap)
   return string.format("%s, which itself waits for %s since before the run (%s)", name, words, blocked.how_long(hb.t, snap))
 end
 
+-- The ruled-out line of stuck-in-kernel when no thread is (latency's and triage's alike).
+function blocked.not_stuck_in_kernel()
+  return diag.ruled_out("stuck-in-kernel", "nothing stuck in the kernel: no thread uninterruptible, or waiting on a file system's server, the whole window")
+end
+
 return blocked

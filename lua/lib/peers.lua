@@ -95,6 +95,15 @@ function peers.work_read_ns(r)
   return (r and r.reads and r.reads.for_work_ns) or 0
 end
 
+-- What leaves a peer class ({ns, count, snap_ns}) for work-wait: {ns = the reads' time, no more
+-- than the class's own seen in the window (snap_ns: threads blocked since before it), kept = the
+-- class's count in proportion to what stays}; nil when nothing moves.
+function peers.work_move(r, peer)
+  local moved = math.min(peers.work_read_ns(r), peer.ns - (peer.snap_ns or 0))
+  if moved <= 0 then return nil end
+  return { ns = moved, kept = math.floor(peer.count * (peer.ns - moved) / peer.ns + 0.5) }
+end
+
 -- What the target's threads had open when they slept, by r.sleeps: {in_frac (0..1: the share
 -- of the placed sleep time with a request of the sleeping thread's own open), sleeps (r.sleeps),
 -- top (the peer or service of r.peers whose requests held the most sleep time, or nil)}; nil
