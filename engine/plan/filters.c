@@ -4,6 +4,7 @@
 #include "plan/filters.h"
 
 #include "common/value.h"
+#include "target/target.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -263,6 +264,17 @@ int filters_resolve(const struct filter_text *t, unsigned honoured, int target_p
 		return diag_fail(err, DIAG_EXIT_USAGE, "filters.remote_addr: expected an IPv4 or IPv6 address, "
 				 "got \"%s\"", t->remote_addr);
 	return 0;
+}
+
+size_t filters_live_pids(const struct probe_filters *f, int *pids, size_t max)
+{
+	size_t n = 0;
+	if (f->pid > 0 && max)
+		pids[n++] = f->pid;
+	for (size_t i = 0; f->pid_set && f->target && i < f->target->n_procs && n < max; i++)
+		if (f->target->procs[i].alive)
+			pids[n++] = f->target->procs[i].pid;
+	return n;
 }
 
 void filters_to_value(const struct filter_text *t, const struct probe_filters *f, struct value *v)

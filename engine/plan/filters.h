@@ -73,6 +73,10 @@ struct filter_text {
 int filters_resolve(const struct filter_text *text, unsigned honoured, int target_pid,
 		    bool on_this_machine, struct probe_filters *out, struct diag_err *err);
 
+/* The processes f covers now, for kinds that read /proc: its pid, or the live processes of its
+ * set (pid: target over --comm, --cgroup, ...), at most max into pids. Returns how many. */
+size_t filters_live_pids(const struct probe_filters *f, int *pids, size_t max);
+
 struct value;
 /* Adds "filters" (as written) and, where resolved, "cgroup_id" / "dev" to a plan probe's value. */
 void filters_to_value(const struct filter_text *text, const struct probe_filters *f, struct value *v);

@@ -213,23 +213,11 @@ bool netowner_has_target(const struct probe_filters *f)
 	return f->pid > 0 || (f->pid_set && f->target);
 }
 
-/* The processes of the target now: its pid, or the set's live ones (at most max). */
-static size_t target_pids(const struct probe_filters *f, int *pids, size_t max)
-{
-	size_t n = 0;
-	if (f->pid > 0 && max)
-		pids[n++] = f->pid;
-	for (size_t i = 0; f->pid_set && f->target && i < f->target->n_procs && n < max; i++)
-		if (f->target->procs[i].alive)
-			pids[n++] = f->target->procs[i].pid;
-	return n;
-}
-
 int netowner_seed_target(const struct probe_filters *f, int flows_fd, int ports_fd,
 			 size_t *n_flows, size_t *n_ports)
 {
 	int pids[TARGET_MAX_PROCS];
-	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), seeded = 0, nf = 0, np = 0;
+	size_t n = filters_live_pids(f, pids, TARGET_MAX_PROCS), seeded = 0, nf = 0, np = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t a = 0, b = 0;
 		if (netowner_seed(pids[i], flows_fd, ports_fd, &a, &b) == 0) {
@@ -248,7 +236,7 @@ int netowner_seed_target(const struct probe_filters *f, int flows_fd, int ports_
 size_t netowner_target_listeners(const struct probe_filters *f, struct netowner_sock *out, size_t max)
 {
 	int pids[TARGET_MAX_PROCS];
-	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), k = 0;
+	size_t n = filters_live_pids(f, pids, TARGET_MAX_PROCS), k = 0;
 	if (!netowner_has_target(f))
 		return netowner_listeners(0, out, max);
 	for (size_t i = 0; i < n && k < max; i++) {
@@ -393,7 +381,7 @@ int netowner_socket(int pid, uint64_t inode, struct netowner_sock *tcp, char *un
 size_t netowner_target_roles(const struct probe_filters *f, struct netowner_role *out, size_t max)
 {
 	int pids[TARGET_MAX_PROCS];
-	size_t n = target_pids(f, pids, TARGET_MAX_PROCS), k = 0;
+	size_t n = filters_live_pids(f, pids, TARGET_MAX_PROCS), k = 0;
 	for (size_t i = 0; i < n && k < max; i++)
 		roles_of(pids[i], out, &k, max);
 	return k;
