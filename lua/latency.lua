@@ -55,6 +55,9 @@
 -- time leaves the threads' time, so that the shares above are of the threads that matter, not
 -- diluted by a parked pool; when they are most of the waiting, the idle verdict names what they
 -- wait for.
+--
+-- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/architecture.md);
+-- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang).
 
 local T = {
   warn = diag.threshold("cause_pct_warn"),

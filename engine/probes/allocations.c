@@ -17,6 +17,11 @@
  * Must not: attach to every process mapping the library (always the target's pid), judge what is
  * a leak (the recipe's Lua does, from the counts), write to or stop the target, or lose silently:
  * untracked blocks, full maps, failed stack walks and an incomplete scan are in the results.
+ *
+ * Why one file (~1,200 lines): finding the allocator, placing and attaching its uprobes, the two
+ * modes, the scaling and the results share one state (the sites, blocks and stacks, what was
+ * sampled); what stands apart is apart: the reference scan (heap_refs.c), stack unwinding
+ * (stack_sampler.c).
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -27,6 +27,11 @@
  * Must not: connect to the server, read its files or its data directory, write to its memory,
  * keep a statement's constants (texts are normalized; the raw text only with raw_text), or judge
  * what is stuck (lua/postgres-slow.lua does).
+ *
+ * Why one file (~1,400 lines): discovery, sampling and results all work on one checked view of the
+ * server's shared memory (the segment, the slot counts, the layout), which none of them may use
+ * unchecked. What stands apart is apart: the layouts per release (pg_layout.c), the wait event
+ * names (pg_wait_names.c, generated), statement normalizing (pg_normalize.c).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -66,6 +66,10 @@
  *              interfaces [{name, rx_bytes, rx_packets, rx_errs, rx_drop, rx_fifo, rx_frame,
  *                tx_bytes, tx_packets, tx_errs, tx_drop, tx_fifo, tx_colls, tx_carrier}]}
  * The reference is schemas/recipe.md (probe kinds).
+ *
+ * Why one file (~1,400 lines): each section (cpu, memory, io, net) is a reader and its results
+ * over the same readings (at attach, each tick, at the end) and the same set arithmetic; a quarter
+ * of the file is the table of the results it declares. Parsing and arithmetic are procfs.c's.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,11 @@
 /* session.c — load, attach, run, detach, collect (see session.h).
  * Must not: print anything but the progress line, interpret data, or return with a link attached.
+
+ *
+ * Why one file (~1,100 lines): loading, attaching, the pre-flight, the run loop with its governor
+ * and detaching all act on one struct session and its probes' links; in one file, "no return with
+ * a link attached" is checked by reading one file. What stands apart is apart: the cost arithmetic
+ * (cost.c), the pre-flight's decisions (plan/preflight.c), the watchdog, the process set.
  */
 #include "session/session.h"
 

@@ -31,6 +31,11 @@
  * - A snapshot's mappings are merged into the sorted list in one pass (linear in old + new, after
  *   sorting the new ones), and files are found through a hash index: a target with tens of
  *   thousands of mappings costs O(n log n), not O(n^2).
+ *
+ * Why one file (~1,000 lines): the mapping snapshots, the ELF file cache and the lookups by address
+ * and by name are one cache whose entries refer to each other (a snapshot's mappings point into
+ * the files); the parsers it uses are their own files (ehframe.c, debuginfo.c, perfmap.c,
+ * demangle.c).
  */
 #include "symbolize/usyms.h"
 

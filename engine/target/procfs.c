@@ -4,6 +4,10 @@
  * Owns: the text formats of the kernel files the /proc sampler reads, and the arithmetic on two
  * readings.
  * Must not: open files, allocate, print, or know about probes and results.
+ *
+ * Why one file (~900 lines): pure parsers, no state, nothing shared between sections but the
+ * key-value helpers: every kernel text format the samplers rely on is in one place, beside one
+ * unit test (tests/unit/test_procfs.c) that feeds each its recorded text.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -20,6 +20,12 @@
  *   carries it back, and from it straight into the caller's buffer. Page tables are listed by the
  *   PAGEMAP_SCAN ioctl where the kernel has it (holes skipped in the kernel), else from pagemap's
  *   entries, 8 bytes a page, turned into runs in the helper: runs cross back, not entries.
+ *
+ * Why one file (~1,700 lines): every read of what a target names goes through one helper protocol
+ * (the request, the memfd that carries the answer back, the deadlines, the helpers left behind),
+ * and each kind of request (a /proc file, a mapped file's ELF ranges, memory, page tables, a
+ * descriptor) is a short function on it. Split, the protocol's invariants (nothing of ours in a
+ * helper, no wait without a deadline) would have to be kept by several files.
  */
 #include "target/tfile.h"
 

@@ -1,5 +1,9 @@
 /* approval.c — the approvals lock: compute, parse, write, compare, approve, verify.
  * Format and contracts: approval.h.
+ *
+ * Why one file (~900 lines): the lock file's format (parse, write) and its uses (compare, approve,
+ * verify, the production check) change together: a field added is parsed, written, compared and
+ * verified in the same commit, and read here in one place.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,11 @@
  * when a run starts, which follow-up runs, what a run cost. Must not collect or judge: each run is
  * run_recipe in a child process, its report written into its ring directory. Must not write a log
  * line but through say() (what a target or a recipe controls shown by the rule every output
- * shares). */
+ * shares).
+ *
+ * Why one file (~1,000 lines): the budget, the metrics, the child runs and the loop share the watch's
+ * state (the run in progress, the history ring, what the runs have cost so far), which only the
+ * loop changes; each is its own section below. */
 #include "watch/watch.h"
 
 #include <errno.h>
