@@ -99,6 +99,10 @@ BENCH_PARTS=3 runs part 3 only).
 Every figure is the median of RUNS runs; the machine is noisy, so only the ratios taken in one
 run mean anything. Results are printed and written to BUILD/bench/results.md. No assertions:
 this is a measurement, not a test.
+
+Why one file (~1,700 lines): each part is one function (partN_*) with its own set-up, and the
+parts share one harness (run_timed, the BPF statistics, the recipes bench_recipe writes); the
+servers' part, with servers of its own to start, is servers.py.
 """
 import json
 import os
@@ -246,6 +250,58 @@ def timed_loop(loop_argv, tracer_argv=None, ready_line=None, settle=0.0):
                 tracer.wait()
 
 
+def recipes_dir(tmp, sub="recipes", lua=None):
+    """A directory of bench recipes under tmp and the `lua` directory beside it that the engine
+    resolves their snippets from: the shipped lua/ (a link), or, with lua=NAME, a directory of one
+    snippet NAME that gives no verdict (a probe's cost, not a symptom's judgement)."""
+    d = os.path.join(tmp, sub)
+    os.makedirs(d, exist_ok=True)
+    link = os.path.join(os.path.dirname(d), "lua")
+    if lua is None:
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(ROOT, "lua"), link)
+    else:
+        if os.path.islink(link):
+            raise RuntimeError(f"{link}: the shipped lua/ is linked here: an own snippet would go into it")
+        os.makedirs(os.path.join(link, "lib"), exist_ok=True)
+        with open(os.path.join(link, lua), "w") as f:
+            f.write("return { verdicts = {}, report = {} }\n")
+    return d
+
+
+# Budgets out of the way: what the probes cost, not the pre-flight's or the governor's decisions.
+OPEN_BUDGETS = {"max_duration_s": 60, "max_sample_hz": 999, "max_events_per_s": 100000000,
+                "max_cpu_pct": 100, "max_map_bytes": 268435456}
+
+
+def bench_recipe(tmp, name, probes, lua, target="pid", summary="probes alone, for their cost",
+                 thresholds="", sub="recipes", duration_s=60, budgets=None, own_lua=False):
+    """Writes recipe NAME of the given probes (YAML text, indented as under `probes:`) into
+    recipes_dir(tmp, sub); thresholds: a `thresholds:` block its Lua reads (thresholds_block);
+    budgets: OPEN_BUDGETS's keys overridden or added (a None value leaves one out); own_lua: lua
+    names an empty snippet written for it. Returns the directory."""
+    d = recipes_dir(tmp, sub, lua if own_lua else None)
+    b = dict(OPEN_BUDGETS, **(budgets or {}))
+    budget_lines = "".join(f"  {k}: {v}\n" for k, v in b.items() if v is not None)
+    with open(os.path.join(d, name + ".yaml"), "w") as f:
+        f.write(f"name: {name}\nsymptom: benchmark\nsummary: {summary}\nlua: {lua}\n"
+                f"target: {target}\nduration_s: {duration_s}\nbudgets:\n{budget_lines}"
+                f"probes:\n{probes}{thresholds}")
+    return d
+
+
+def shipped_variant(tmp, recipe, edit, sub="recipes", name=None):
+    """A copy of a shipped recipe (recipes/RECIPE.yaml) through edit(text) -> text, as NAME (the
+    recipe's own name by default) in recipes_dir(tmp, sub). Returns the directory."""
+    src = edit(open(os.path.join(ROOT, "recipes", recipe + ".yaml")).read())
+    if name:
+        src = src.replace(f"name: {recipe}\n", f"name: {name}\n", 1)
+    d = recipes_dir(tmp, sub)
+    with open(os.path.join(d, (name or recipe) + ".yaml"), "w") as f:
+        f.write(src)
+    return d
+
+
 def thresholds_block(recipe):
     """A shipped recipe's `thresholds:` block alone, up to the next top-level key (a `next:`
     copied along would need chain budgets)."""
@@ -255,31 +311,15 @@ def thresholds_block(recipe):
     return block[:end.start() + 1] if end else block
 
 
+
 def syscall_only_recipe(tmp):
     """The high-cpu recipe's syscall probe alone, with its thresholds and Lua."""
-    thresholds = thresholds_block("high-cpu.yaml")
-    os.makedirs(os.path.join(tmp, "recipes"))
-    os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    with open(os.path.join(tmp, "recipes", "bench-syscalls.yaml"), "w") as f:
-        f.write("""name: bench-syscalls
-symptom: benchmark
-summary: the high-cpu recipe's syscall probe alone
-lua: high-cpu.lua
-target: pid
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 999
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 67108864
-probes:
-  - id: syscalls
+    return bench_recipe(tmp, "bench-syscalls", """  - id: syscalls
     kind: syscall_stats
     filters:
       pid: target
-""" + thresholds)
-    return os.path.join(tmp, "recipes")
+""", "high-cpu.lua", summary="the high-cpu recipe's syscall probe alone",
+                        thresholds=thresholds_block("high-cpu.yaml"))
 
 
 def median(xs):
@@ -368,13 +408,10 @@ def part2_per_event(say):
 OFFCPU_HOPS = int(os.environ.get("BENCH_HOPS", "200000"))
 
 
+
 def offcpu_recipe(tmp, name, unwind, wakers):
     """The latency recipe's off_cpu probe (and its wakeups probe) alone, without budgets in the
     way: the cost of the probes, not of the pre-flight's sampling."""
-    d = os.path.join(tmp, "recipes")
-    os.makedirs(d, exist_ok=True)
-    if not os.path.exists(os.path.join(tmp, "lua")):
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
     probe = """  - id: {id}
     kind: {kind}
     filters:
@@ -387,22 +424,8 @@ def offcpu_recipe(tmp, name, unwind, wakers):
     probes = probe.format(id="offcpu", kind="off_cpu", unwind=unwind)
     if wakers:
         probes += probe.format(id="wakers", kind="wakeups", unwind=unwind)
-    with open(os.path.join(d, name + ".yaml"), "w") as f:
-        f.write(f"""name: {name}
-symptom: benchmark
-summary: the latency recipe's off-CPU probes alone
-lua: latency.lua
-target: pid
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 0
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 268435456
-probes:
-""" + probes)
-    return d
+    return bench_recipe(tmp, name, probes, "latency.lua",
+                        summary="the latency recipe's off-CPU probes alone")
 
 
 def part5_offcpu(say):
@@ -439,19 +462,16 @@ def part5_offcpu(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
 def noleaf_recipe(tmp):
     """high-cpu with cpu_profile's leaf_fixup off (no recipe parameter turns it off)."""
-    src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
     line = "      user_unwind: ${unwind}\n"
-    if line not in src:
-        raise RuntimeError("recipes/high-cpu.yaml: no `user_unwind: ${unwind}` line to add leaf_fixup to")
-    src = src.replace("name: high-cpu\n", "name: high-cpu-noleaf\n", 1)
-    src = src.replace(line, line + "      leaf_fixup: false\n", 1)
-    os.makedirs(os.path.join(tmp, "recipes"))
-    os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    with open(os.path.join(tmp, "recipes", "high-cpu-noleaf.yaml"), "w") as f:
-        f.write(src)
-    return os.path.join(tmp, "recipes")
+
+    def edit(src):
+        if line not in src:
+            raise RuntimeError("recipes/high-cpu.yaml: no `user_unwind: ${unwind}` line to add leaf_fixup to")
+        return src.replace(line, line + "      leaf_fixup: false\n", 1)
+    return shipped_variant(tmp, "high-cpu", edit, name="high-cpu-noleaf")
 
 
 def part3_unwinding(say):
@@ -643,30 +663,13 @@ def part4_symbolization(say):
             "ones to compare.")
 
 
+
 def block_only_recipe(tmp):
     """The io-saturation recipe's block probe alone (every disk, no filter)."""
-    d = os.path.join(tmp, "recipes")
-    os.makedirs(d, exist_ok=True)
-    if not os.path.exists(os.path.join(tmp, "lua")):
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    with open(os.path.join(d, "bench-block.yaml"), "w") as f:
-        f.write("""name: bench-block
-symptom: benchmark
-summary: the io-saturation recipe's block probe alone
-lua: io-saturation.lua
-target: optional-pid
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 0
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 67108864
-probes:
-  - id: blk
+    return bench_recipe(tmp, "bench-block", """  - id: blk
     kind: block_io
-""")
-    return d
+""", "io-saturation.lua", target="optional-pid",
+                        summary="the io-saturation recipe's block probe alone")
 
 
 def bpf_enable_stats():
@@ -825,17 +828,13 @@ def prog_stats():
     return {p["id"]: (p.get("name", ""), p.get("run_cnt", 0), p.get("run_time_ns", 0)) for p in progs}
 
 
+
 def network_recipe(tmp, stack_first, stack_every):
-    src = open(os.path.join(ROOT, "recipes", "network-errors.yaml")).read()
-    src = re.sub(r"stack_first: \d+", f"stack_first: {stack_first}", src)
-    src = re.sub(r"stack_every: \d+", f"stack_every: {stack_every}", src)
-    src = src.replace("max_cpu_pct: 5", "max_cpu_pct: 50")
-    d = os.path.join(tmp, f"stacks{stack_first}-{stack_every}")
-    os.makedirs(os.path.join(d, "recipes"))
-    os.symlink(os.path.join(ROOT, "lua"), os.path.join(d, "lua"))
-    with open(os.path.join(d, "recipes", "network-errors.yaml"), "w") as f:
-        f.write(src)
-    return os.path.join(d, "recipes")
+    def edit(src):
+        src = re.sub(r"stack_first: \d+", f"stack_first: {stack_first}", src)
+        src = re.sub(r"stack_every: \d+", f"stack_every: {stack_every}", src)
+        return src.replace("max_cpu_pct: 5", "max_cpu_pct: 50")
+    return shipped_variant(os.path.join(tmp, f"stacks{stack_first}-{stack_every}"), "network-errors", edit)
 
 
 def part7_network(say):
@@ -913,30 +912,11 @@ def part7_network(say):
 ALLOC_PAIRS = int(os.environ.get("BENCH_PAIRS", "100000"))
 
 
+
 def allocations_recipe(tmp, name, sample_every, unwind="fp"):
     """memory-growth's allocations probe alone, its options as the recipe has them, budgets out of
     the way (no pre-flight sampling: the cost of the probe itself)."""
-    thresholds = thresholds_block("memory-growth.yaml")
-    d = os.path.join(tmp, "recipes")
-    os.makedirs(d, exist_ok=True)
-    if not os.path.exists(os.path.join(tmp, "lua")):
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    with open(os.path.join(d, name + ".yaml"), "w") as f:
-        f.write(f"""name: {name}
-symptom: benchmark
-summary: memory-growth's allocations probe alone
-lua: memory-growth.lua
-target: pid
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 0
-  max_events_per_s: 1000000000
-  preflight_ms: 100
-  max_cpu_pct: 100
-  max_map_bytes: 134217728
-probes:
-  - id: allocs
+    return bench_recipe(tmp, name, f"""  - id: allocs
     kind: allocations
     filters:
       pid: target
@@ -947,8 +927,9 @@ probes:
       sample_every: {sample_every}
       user_unwind: {unwind}
       reach_scan: false
-""" + thresholds)
-    return d
+""", "memory-growth.lua", summary="memory-growth's allocations probe alone",
+                        thresholds=thresholds_block("memory-growth.yaml"),
+                        budgets={"max_events_per_s": 1000000000, "preflight_ms": 100})
 
 
 def libc_of(exe):
@@ -1066,34 +1047,15 @@ else:
 """
 
 
+
 def peer_recipe(tmp):
     """latency's peers probe alone on the target, latency's thresholds (its Lua reads them)."""
-    d = os.path.join(tmp, "recipes")
-    os.makedirs(d, exist_ok=True)
-    if not os.path.exists(os.path.join(tmp, "lua")):
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    src = open(os.path.join(ROOT, "recipes", "latency.yaml")).read()
-    thresholds = src[src.index("\nthresholds:"):]
-    with open(os.path.join(d, "bench-peers.yaml"), "w") as f:
-        f.write("""name: bench-peers
-symptom: benchmark
-summary: latency's peers probe alone
-lua: latency.lua
-target: processes
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 0
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 67108864
-probes:
-  - id: peers
+    return bench_recipe(tmp, "bench-peers", """  - id: peers
     kind: peer_wait
     filters:
       pid: target
-""" + thresholds)
-    return d
+""", "latency.lua", target="processes", summary="latency's peers probe alone",
+                        thresholds=thresholds_block("latency.yaml"))
 
 
 def pingpong_once(argv_of_pid):
@@ -1168,36 +1130,15 @@ FIXTURES = os.path.join(BUILD, "fixtures")
 PGBIN = "/usr/lib/postgresql/15/bin"
 
 
+
 def usdt_recipe(tmp, binary):
     """A recipe of one usdt probe counting app:tick of the fixture's library."""
-    d = os.path.join(tmp, "usdt-recipes")
-    os.makedirs(d, exist_ok=True)
-    lua = os.path.join(tmp, "lua")
-    os.makedirs(lua, exist_ok=True)
-    with open(os.path.join(lua, "bench-usdt.lua"), "w") as f:
-        f.write("return { verdicts = {}, report = {} }\n")
-    with open(os.path.join(d, "bench-usdt.yaml"), "w") as f:
-        f.write(f"""name: bench-usdt
-symptom: benchmark
-summary: one usdt probe counted
-lua: bench-usdt.lua
-target: pid
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 0
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 67108864
-probes:
-  - id: tick
+    return bench_recipe(tmp, "bench-usdt", f"""  - id: tick
     kind: usdt
     filters: {{pid: target}}
     options: {{binary: "{binary}", probe: "app:tick"}}
-thresholds:
-  unused: 1
-""")
-    return d
+""", "bench-usdt.lua", summary="one usdt probe counted", thresholds="thresholds:\n  unused: 1\n",
+                        sub="usdt-recipes", own_lua=True)
 
 
 def usdt_hits(argv_of_pid, seconds, pause_us):
@@ -1406,12 +1347,7 @@ def part11_python(say):
     tmp = tempfile.mkdtemp(prefix="diagnose-bench.")
     os.chmod(tmp, 0o755)
     try:
-        d = os.path.join(tmp, "recipes")
-        os.makedirs(d)
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-        src = open(os.path.join(ROOT, "recipes", "high-cpu.yaml")).read()
-        with open(os.path.join(d, "high-cpu.yaml"), "w") as f:
-            f.write(src.replace("python_frames: true", "python_frames: false"))
+        d = shipped_variant(tmp, "high-cpu", lambda src: src.replace("python_frames: true", "python_frames: false"))
         svc = [py, os.path.join(ROOT, "tests", "workloads", "py_service.py"), "--hot"]
         burner = [os.path.join(WL, "cpu_burner")]
         ours = os.path.join(ROOT, "recipes")
@@ -1440,29 +1376,12 @@ def part11_python(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+
 def probe_recipe(tmp, name, lua, probes, target="pid"):
     """A recipe of the given probes (YAML text) with no budget in the way: the probes' cost, not the
     pre-flight's or the governor's decisions."""
-    d = os.path.join(tmp, "recipes")
-    os.makedirs(d, exist_ok=True)
-    if not os.path.exists(os.path.join(tmp, "lua")):
-        os.symlink(os.path.join(ROOT, "lua"), os.path.join(tmp, "lua"))
-    with open(os.path.join(d, name + ".yaml"), "w") as f:
-        f.write(f"""name: {name}
-symptom: benchmark
-summary: probes alone, for their cost per event
-lua: {lua}
-target: {target}
-duration_s: 60
-budgets:
-  max_duration_s: 60
-  max_sample_hz: 999
-  max_events_per_s: 100000000
-  max_cpu_pct: 100
-  max_map_bytes: 268435456
-probes:
-""" + probes)
-    return d
+    return bench_recipe(tmp, name, probes, lua, target=target,
+                        summary="probes alone, for their cost per event")
 
 
 def loop_bpf_ns(loop_argv, tracer_argv, events):
@@ -1678,16 +1597,10 @@ def part_e_servers(say):
     servers.part_servers(say)
 
 
+
 def snapshot_recipe(tmp, variant):
     """A recipe with the thread_states probe alone (variant: iterator or procfs), or none (the
     baseline: proc_context alone); its directory."""
-    d = os.path.join(tmp, "recipes-" + (variant or "base"))
-    os.makedirs(d, exist_ok=True)
-    lua = os.path.join(tmp, "lua")
-    if not os.path.exists(lua):
-        os.makedirs(os.path.join(lua, "lib"))
-        with open(os.path.join(lua, "bench.lua"), "w") as f:
-            f.write("return { verdicts = {}, report = {} }\n")
     probe = f"""  - id: threads
     kind: thread_states
     filters:
@@ -1700,21 +1613,10 @@ def snapshot_recipe(tmp, variant):
     filters:
       pid: target
 """
-    with open(os.path.join(d, "bench-threads.yaml"), "w") as f:
-        f.write(f"""name: bench-threads
-symptom: benchmark
-summary: thread snapshots alone
-lua: bench.lua
-target: processes
-duration_s: 2
-budgets:
-  max_duration_s: 10
-  max_sample_hz: 0
-  max_cpu_pct: 100
-  max_map_bytes: 67108864
-probes:
-{probe}""")
-    return d
+    return bench_recipe(tmp, "bench-threads", probe, "bench.lua", target="processes",
+                        summary="thread snapshots alone", sub="recipes-" + (variant or "base"),
+                        duration_s=2, budgets={"max_duration_s": 10, "max_events_per_s": None},
+                        own_lua=True)
 
 
 def part14_snapshots(say):
