@@ -209,6 +209,11 @@ struct probe {
 	/* The kernel has multi-uprobe links (uprobe_multi.h): the object's uprobe programs are
 	 * loaded for them and probe_bpf_uprobe gathers their sites into one link each. */
 	bool uprobe_multi;
+	/* How its uprobe sites were attached, for the report's probes[].uprobe_links: NULL (it has no
+	 * uprobe program), "multi", "per-site" (a kernel without multi-uprobe links), or
+	 * "per-site: the target forks" (multi-uprobe links would leave their breakpoints in its
+	 * children: runtime.c). */
+	const char *uprobe_links;
 	/* Its load found the target lacks what it needs (DIAG_ERR_NOT_APPLICABLE): released, kind
 	 * replaced by one that does nothing, not_applicable says why; the run goes on without it. */
 	bool skipped;

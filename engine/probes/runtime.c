@@ -18,6 +18,7 @@
 #include "abi/diag_bpf.h"
 #include "kernel/kernel_btf.h"
 #include "kernel/uprobe_multi.h"
+#include "target/target.h"
 
 uint64_t probe_opt(const struct probe *p, const char *name)
 {
@@ -127,6 +128,32 @@ struct value *probe_log2_slots_value(const uint64_t *slots, unsigned n)
 	return buckets;
 }
 
+static bool is_uprobe_section(const char *sec)
+{
+	return sec && (!strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9));
+}
+
+static bool has_uprobe_programs(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, obj)
+		if (is_uprobe_section(bpf_program__section_name(prog)))
+			return true;
+	return false;
+}
+
+/* Whether the one process the probe's uprobes are for (--pid: their sites carry its pid; a set's
+ * carry none, its filter is the programs') has children now: a forking server. A child forked
+ * while a multi-uprobe link is attached inherits its breakpoints, and the kernel keeps them
+ * there: every call of a probed function in the child traps, the program does not run (the
+ * link's process filter), and no run count shows the cost (a postmaster's new backends under
+ * memory-growth --pid: pgbench lost 30% while the report said 2%). A uprobe's own link (a perf
+ * event with the pid) has its breakpoint removed from such a child at the child's first hit. */
+static bool target_forks(const struct probe_filters *f)
+{
+	return f->pid > 0 && !f->pid_set && target_has_children(f->pid);
+}
+
 void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj)
 {
 	struct probe_bpf *b = p->priv;
@@ -137,9 +164,16 @@ void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), 
 	/* uprobe programs loaded for multi-uprobe links where the kernel has them (their sites are
 	 * then attached through probe_bpf_uprobe only) */
 	struct bpf_program *prog;
+	if (has_uprobe_programs(obj)) {
+		if (p->uprobe_multi && target_forks(&p->cfg.filter)) {
+			p->uprobe_multi = false;
+			p->uprobe_links = "per-site: the target forks";
+		} else if (!p->uprobe_links) { /* an attach variant reopens: the first reason stays */
+			p->uprobe_links = p->uprobe_multi ? "multi" : "per-site";
+		}
+	}
 	bpf_object__for_each_program(prog, obj) {
-		const char *sec = bpf_program__section_name(prog);
-		if (p->uprobe_multi && sec && (!strncmp(sec, "uprobe", 6) || !strncmp(sec, "uretprobe", 9)))
+		if (p->uprobe_multi && is_uprobe_section(bpf_program__section_name(prog)))
 			bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE);
 	}
 }

@@ -961,6 +961,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		value_set_num(info, "load_s", round(p->load_s * 1e4) / 1e4);
 		if (p->note[0])
 			value_set_str(info, "note", p->note);
+		if (p->uprobe_links)
+			value_set_str(info, "uprobe_links", p->uprobe_links);
 		if (obj) {
 			uint64_t lost = probe_stat_sum(obj, DIAG_STAT_MAP_FULL) + probe_stat_sum(obj, DIAG_STAT_LOST);
 			value_set_int(info, "events", (int64_t)probe_events(p));

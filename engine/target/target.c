@@ -286,6 +286,24 @@ static bool is_ours(int pid, int parent, int self)
 	       (parent > 1 && stat_of(parent, &grand) == 0 && grand.ppid == self);
 }
 
+bool target_has_children(int pid)
+{
+	DIR *d = pid > 0 ? opendir("/proc") : NULL;
+	if (!d)
+		return false;
+	int self = getpid();
+	bool found = false;
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		char *end;
+		long n = strtol(e->d_name, &end, 10);
+		struct procfs_stat st;
+		found = !*end && n > 0 && n != self && stat_of((int)n, &st) == 0 && st.ppid == pid &&
+			!is_ours((int)n, pid, self);
+	}
+	closedir(d);
+	return found;
+}
+
 static void scan_comm(const struct target *t, struct scan *s)
 {
 	DIR *d = opendir("/proc");

@@ -84,6 +84,12 @@ int target_first_pid(const struct target *t);
 struct value *target_to_value(const struct target *t);
 void target_free(struct target *t);
 
+/* Whether process pid has a child process now (a process whose parent it is, diagnose's own
+ * aside): a server that forks its workers (a PostgreSQL postmaster, an nginx master, a pre-fork
+ * pool), whose future children inherit what is written into its memory, a uprobe's breakpoint
+ * too. Reads every /proc/N/stat until one is found. */
+bool target_has_children(int pid);
+
 /* ---- pure parts, exposed for the unit tests ------------------------------------------------ */
 
 /* Does a /proc/PID/comm (newline stripped) match the name asked for? The kernel keeps 15 bytes
