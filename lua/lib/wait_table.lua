@@ -129,6 +129,10 @@ return {
     steps = { "Which lock: jstack -l {pid} ('parking to wait for <0x…> (a …ReentrantLock…)'; 'Locked ownable synchronizers' names the holder)" } },
   { runtime = "jvm", fn = { "JVM_Sleep", "JavaThread::sleep" }, class = "sleep", what = "Thread.sleep()",
     steps = { "Which thread sleeps: jstack {pid}" } },
+  -- HotSpot's own semaphores (a Java Semaphore parks, as above): the GC's worker gangs
+  -- (GangWorker::loop in 17, WorkerThread::run in 21) and concurrent threads wait on them for work
+  { runtime = "jvm", fn = { "PosixSemaphore::wait", "Semaphore::wait" }, class = "idle",
+    what = "work (a JVM thread: a GC worker or concurrent GC thread)", steps = { "By design" } },
   { runtime = "jvm", fn = { "Monitor::wait", "Monitor::wait_without_safepoint_check", "os::PlatformMonitor::wait" },
     class = "idle", what = "work (a JVM thread: the VM thread, a compiler, GC or service thread)", steps = { "By design" } },
 
