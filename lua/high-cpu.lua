@@ -38,8 +38,9 @@
 --   jcmd Compiler.perfmap or --param jvm_perfmap=yes, -XX:+PreserveFramePointer), never debug
 --   symbols; profile.jvm_perfmap (what running jcmd gave) is evidence.
 --
--- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/architecture.md);
--- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang).
+-- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/adding-a-symptom.md);
+-- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang,
+-- alloc_wrappers).
 
 local USER_SHARE_PCT = 70
 local DOMINANT_PCT = 80

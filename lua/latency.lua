@@ -56,8 +56,9 @@
 -- diluted by a parked pool; when they are most of the waiting, the idle verdict names what they
 -- wait for.
 --
--- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/architecture.md);
--- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang).
+-- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/adding-a-symptom.md);
+-- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang,
+-- alloc_wrappers).
 
 local T = {
   warn = diag.threshold("cause_pct_warn"),

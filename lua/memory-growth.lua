@@ -66,8 +66,9 @@
 --                   page-fault stacks that stop in the allocator, an early stop; host-wide: slabinfo
 --                   unreadable, malformed slabinfo lines skipped.
 --
--- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/architecture.md);
--- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang).
+-- Why one file (over 800 lines): a symptom is one recipe and one snippet (docs/adding-a-symptom.md);
+-- what two snippets share is in lua/lib/ (diag, waits, wait_table, peers, blocked, heap, lang,
+-- alloc_wrappers).
 
 local T = {
   kept = diag.threshold("leak_kept_pct"),

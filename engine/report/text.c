@@ -17,7 +17,6 @@
 
 #include "recipe/recipe.h"
 
-
 /* A rate as "130k/s". */
 static void put_rate(FILE *out, double r)
 {

@@ -1,6 +1,5 @@
 /* session.c — load, attach, run, detach, collect (see session.h).
  * Must not: print anything but the progress line, interpret data, or return with a link attached.
-
  *
  * Why one file (~1,100 lines): loading, attaching, the pre-flight, the run loop with its governor
  * and detaching all act on one struct session and its probes' links; in one file, "no return with

@@ -7,7 +7,7 @@
  *
  * Why one file (~900 lines): pure parsers, no state, nothing shared between sections but the
  * key-value helpers: every kernel text format the samplers rely on is in one place, beside one
- * unit test (tests/unit/test_procfs.c) that feeds each its recorded text.
+ * unit test (tests/unit/test_proc_sampler.c) that feeds each its recorded text.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -286,9 +286,24 @@ static bool is_ours(int pid, int parent, int self)
 	       (parent > 1 && stat_of(parent, &grand) == 0 && grand.ppid == self);
 }
 
-bool target_has_children(int pid)
+/* The kernel's list of a thread's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN):
+ * 1 when one is listed, 0 when none, -1 when the file is not there. */
+static int thread_has_children(int pid, long tid)
 {
-	DIR *d = pid > 0 ? opendir("/proc") : NULL;
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%ld/children", pid, tid);
+	char *text = read_file(path, NULL);
+	if (!text)
+		return -1;
+	int has = text[strspn(text, " \n")] != '\0';
+	free(text);
+	return has;
+}
+
+/* Without the children files: every process's parent, until one is pid. */
+static bool any_child_of(int pid)
+{
+	DIR *d = opendir("/proc");
 	if (!d)
 		return false;
 	int self = getpid();
@@ -297,11 +312,32 @@ bool target_has_children(int pid)
 		char *end;
 		long n = strtol(e->d_name, &end, 10);
 		struct procfs_stat st;
-		found = !*end && n > 0 && n != self && stat_of((int)n, &st) == 0 && st.ppid == pid &&
-			!is_ours((int)n, pid, self);
+		found = !*end && n > 0 && n != self && stat_of((int)n, &st) == 0 && st.ppid == pid;
 	}
 	closedir(d);
 	return found;
+}
+
+bool target_has_children(int pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	DIR *d = pid > 0 ? opendir(dir) : NULL;
+	if (!d)
+		return false;
+	int found = 0, listed = 0;
+	size_t threads = 0;
+	for (struct dirent *e; found <= 0 && threads < TARGET_CHILDREN_MAX_THREADS && (e = readdir(d));) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		threads++;
+		found = thread_has_children(pid, tid);
+		listed |= found >= 0;
+	}
+	closedir(d);
+	return found > 0 || (!listed && threads > 0 && any_child_of(pid));
 }
 
 static void scan_comm(const struct target *t, struct scan *s)

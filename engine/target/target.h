@@ -87,7 +87,10 @@ void target_free(struct target *t);
 /* Whether process pid has a child process now (a process whose parent it is, diagnose's own
  * aside): a server that forks its workers (a PostgreSQL postmaster, an nginx master, a pre-fork
  * pool), whose future children inherit what is written into its memory, a uprobe's breakpoint
- * too. Reads every /proc/N/stat until one is found. */
+ * too. From the children files of its first TARGET_CHILDREN_MAX_THREADS threads (the kernel's
+ * lists: one read a thread, stopped at the first child); where the kernel has none
+ * (CONFIG_PROC_CHILDREN off), from every /proc/N/stat until one names pid its parent. */
+#define TARGET_CHILDREN_MAX_THREADS 4096
 bool target_has_children(int pid);
 
 /* ---- pure parts, exposed for the unit tests ------------------------------------------------ */

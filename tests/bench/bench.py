@@ -311,7 +311,6 @@ def thresholds_block(recipe):
     return block[:end.start() + 1] if end else block
 
 
-
 def syscall_only_recipe(tmp):
     """The high-cpu recipe's syscall probe alone, with its thresholds and Lua."""
     return bench_recipe(tmp, "bench-syscalls", """  - id: syscalls
@@ -408,7 +407,6 @@ def part2_per_event(say):
 OFFCPU_HOPS = int(os.environ.get("BENCH_HOPS", "200000"))
 
 
-
 def offcpu_recipe(tmp, name, unwind, wakers):
     """The latency recipe's off_cpu probe (and its wakeups probe) alone, without budgets in the
     way: the cost of the probes, not of the pre-flight's sampling."""
@@ -460,7 +458,6 @@ def part5_offcpu(say):
             say(f"| {name} | {m:.0f} | {added:+.0f} | {ratio} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
 
 
 def noleaf_recipe(tmp):
@@ -663,7 +660,6 @@ def part4_symbolization(say):
             "ones to compare.")
 
 
-
 def block_only_recipe(tmp):
     """The io-saturation recipe's block probe alone (every disk, no filter)."""
     return bench_recipe(tmp, "bench-block", """  - id: blk
@@ -828,7 +824,6 @@ def prog_stats():
     return {p["id"]: (p.get("name", ""), p.get("run_cnt", 0), p.get("run_time_ns", 0)) for p in progs}
 
 
-
 def network_recipe(tmp, stack_first, stack_every):
     def edit(src):
         src = re.sub(r"stack_first: \d+", f"stack_first: {stack_first}", src)
@@ -910,7 +905,6 @@ def part7_network(say):
 
 
 ALLOC_PAIRS = int(os.environ.get("BENCH_PAIRS", "100000"))
-
 
 
 def allocations_recipe(tmp, name, sample_every, unwind="fp"):
@@ -1047,7 +1041,6 @@ else:
 """
 
 
-
 def peer_recipe(tmp):
     """latency's peers probe alone on the target, latency's thresholds (its Lua reads them)."""
     return bench_recipe(tmp, "bench-peers", """  - id: peers
@@ -1128,7 +1121,6 @@ def part9_peer_wait(say):
 
 FIXTURES = os.path.join(BUILD, "fixtures")
 PGBIN = "/usr/lib/postgresql/15/bin"
-
 
 
 def usdt_recipe(tmp, binary):
@@ -1304,7 +1296,6 @@ def part10_usdt(say):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-
 def prog_delta_named(before, mid, after, names):
     """(BPF run time in ns, runs) between mid and after of the programs loaded since before whose
     names start with one of names (None: any)."""
@@ -1374,7 +1365,6 @@ def part11_python(say):
             say(f"| {label} | {ns:.0f} | {runs:.0f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
 
 
 def probe_recipe(tmp, name, lua, probes, target="pid"):
@@ -1595,7 +1585,6 @@ def part_e_servers(say):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import servers
     servers.part_servers(say)
-
 
 
 def snapshot_recipe(tmp, variant):

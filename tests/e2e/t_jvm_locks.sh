@@ -48,7 +48,7 @@ check "$TMP/contend-latency.json" "r['verdicts'][0]['id'] != 'idle'" \
 
 collect "$TMP/contend-triage.json" triage --pid "$PID" --duration 4
 assert_released "triage on the contended JVM"
-check "$TMP/contend-triage.json" "r['verdicts'][0]['id'] != 'idle' and r['verdicts'][0]['severity'] in ('warning', 'critical')" \
+check "$TMP/contend-triage.json" "r['verdicts'][0]['id'] == 'waiting' and 'lock' in r['verdicts'][0]['title'] and 'monitor' in r['verdicts'][0]['title'] and r['verdicts'][0]['severity'] in ('warning', 'critical')" \
 	"contended JVM: triage's first verdict: $(verdicts "$TMP/contend-triage.json")"
 check "$TMP/contend-triage.json" "(r['verdicts'][0].get('next') or {}).get('recipe') == 'latency'" \
 	"contended JVM: triage does not send on to latency: $(json "$TMP/contend-triage.json" '[(x["id"], x.get("next")) for x in r["verdicts"][:1]]')"

@@ -4,7 +4,7 @@
  * has the shape STACK_RESULT_FIELDS declares (user_from included: rows from fixed user addresses
  * carry it only when a frame is not from the frame-pointer walk). Exact values are
  * asserted. Reading stack ids needs a BPF map (root or CAP_BPF); that test is skipped without.
- * The folded writer (engine/report/report.c) takes one probe's stacks, never a mix of units.
+ * The folded writer (engine/report/folded.c) takes one probe's stacks, never a mix of units.
  */
 #include <setjmp.h>
 #include <stdarg.h>
