@@ -3,6 +3,9 @@
  * file parser and the audit record, and the writer refusing what the parser would reject. No
  * BPF; as root, also the stricter rules for audit paths the environment names. Run under
  * ASan/LSan to check that error paths leak nothing.
+ *
+ * Why one file (~810 lines): one module (engine/trust/approval.c), whose format and uses change
+ * together.
  */
 #include <setjmp.h>
 #include <stdarg.h>

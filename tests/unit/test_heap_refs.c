@@ -35,6 +35,9 @@
  *
  * HEAP_REFS_BENCH=MiB (e.g. 256) also measures a scan of that much heap in 100,000 blocks and
  * prints the time (no assertion on it).
+ *
+ * Why one file (~1,000 lines): one module, and one target process built for it (--heap-child) that
+ * every case reads.
  */
 #include <setjmp.h>
 #include <stdarg.h>

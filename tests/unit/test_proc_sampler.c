@@ -4,6 +4,9 @@
  * slope, softnet_stat; then the probe itself on this very process (no root needed for one's own /proc): the
  * sections option, the default cpu result shape high-cpu.lua reads, and a run with every section
  * that grows RSS and writes a file.
+ *
+ * Why one file (~830 lines): the parsers and the probe that uses them are tested on the same
+ * recorded kernel text.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -9,6 +9,9 @@
  * size 1, extent past the end of the file) are read as if that table were absent; a synthetic
  * maps text of 20,000 mappings, then an overlapping one, gives what a naive model of "newest
  * snapshot wins" gives.
+ *
+ * Why one file (~1,300 lines): it tests one module's two halves (ksyms.c, usyms.c) through the same
+ * fixtures and child processes; each section below is one of its concerns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
