@@ -247,10 +247,13 @@ if [ $net_ok = 1 ] && printf '%s\n' 'table inet smokeloss {' ' chain in {' \
 	run network-loss-host network-errors
 	expect network-loss-host any packet-drops
 	ip netns exec $NB nft delete table inet smokeloss
-	# the control is a new stream: the lossy one can still be recovering (backed-off RTOs, SACK
-	# recovery) seconds later in this slow guest, and its retransmits would be the fault's
+	# the control is a new stream to a new receiver, at 1 MiB/s: the lossy one can still be
+	# recovering (backed-off RTOs, SACK recovery) seconds later in this slow guest, its receiver
+	# still draining it, and 8 MiB/s from one emulated CPU overran the receive side's backlog
+	# once (9 fast retransmits, CI of 2026-12-07): retransmits the control must not have
 	kill -9 "$SEND" 2>/dev/null; wait "$SEND" 2>/dev/null
-	start ip netns exec $NA "$WL/net_peer" send 10.231.0.2 5001; SEND=$PID
+	start ip netns exec $NB "$WL/net_peer" recv 10.231.0.2 5002
+	start ip netns exec $NA "$WL/net_peer" send 10.231.0.2 5002 1024; SEND=$PID
 	sleep 1
 	run network-control network-errors --pid "$SEND"
 	quiet network-control
