@@ -51,9 +51,21 @@ assert_released "a degraded run"
 #     the run goes on with the others, and high-cpu's verdict still names write().
 derive governor 's/^  max_cpu_pct: .*/  max_cpu_pct: 2/'
 "$DIAG" high-cpu --recipes "$TMP/governor/recipes" --pid "$PID" --duration 3 --json > "$TMP/drop.json"; rc=$?
+# The slow path's figure is measured by each run (engine/kernel/hitcost.c); a few runs in a
+# hundred here read a fifth of the usual (~25 ns against ~130), which puts the storm's million
+# syscalls a second under 2% of the CPUs (under ~35 ns). Such a run must behave as its own figure
+# says (not dropped for its slow path); the case is then not exercised: said, not failed.
+read_low() { # FILE: true (and said) when the run's syscall figure is under 35 ns
+	[ "$(json "$1" 'r["overhead"]["server"].get("per_hit_ns", {}).get("syscall", 1e9) < 35')" = True ] || return 1
+	echo "    note: $(basename "$1"): the syscall slow path read $(json "$1" 'r["overhead"]["server"]["per_hit_ns"]["syscall"]') ns: case not exercised"
+}
 CHECK_LET='notes = " ".join(r["notes"]); stopped = {p["id"]: p.get("stopped_at_s") for p in r["probes"]}'
-check "$TMP/drop.json" "r['stop_reason'] == 'duration' and 'syscalls: not run: in the pre-flight its hits cost the server' in notes and r['overhead']['preflight']['probes']['syscalls']['dropped'] and stopped['syscalls'] and stopped['profile'] is None" \
-	"pre-flight drop: $(json "$TMP/drop.json" '[r["stop_reason"], r["notes"], r["overhead"]["preflight"]["probes"]["syscalls"]]')"
+if read_low "$TMP/drop.json"; then
+	check "$TMP/drop.json" "not r['overhead']['preflight']['probes']['syscalls'].get('dropped')" "pre-flight dropped a probe its figure calls cheap"
+else
+	check "$TMP/drop.json" "r['stop_reason'] == 'duration' and 'syscalls: not run: in the pre-flight its hits cost the server' in notes and r['overhead']['preflight']['probes']['syscalls']['dropped'] and stopped['syscalls'] and stopped['profile'] is None" \
+		"pre-flight drop: $(json "$TMP/drop.json" '[r["stop_reason"], r["notes"], r["overhead"]["preflight"]["probes"]["syscalls"]]')"
+fi
 # (its CPU verdict from the profile alone: without the syscall table, busy or cpu-bound-kernel)
 check "$TMP/drop.json" "any(v['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in v['title'] for v in r['verdicts'])" \
 	"pre-flight drop: verdicts $(json "$TMP/drop.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
@@ -67,6 +79,7 @@ kill -STOP "$PID"
 "$DIAG" high-cpu --recipes "$TMP/governor/recipes" --pid "$PID" --duration 4 --json > "$TMP/gov.json"; rc=$?
 kill -CONT "$PID" 2>/dev/null
 check "$TMP/gov.json" "r['stop_reason'] == 'duration' and r['duration_s'] > 3" "governor: the run did not go on: $(json "$TMP/gov.json" 'r["stop_reason"], r["duration_s"]')"
+read_low "$TMP/gov.json" ||
 check "$TMP/gov.json" "'syscalls: stopped' in notes and 'syscalls: sampled' not in notes and 'sampling could not bring it under' in notes and 'its hits\' traps and slow paths' in notes" \
 	"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"], r["overhead"]["server"]')"
 check "$TMP/gov.json" "stopped['syscalls'] and stopped['syscalls'] < 3 and stopped['profile'] is None and r['overhead']['server']['slowed_syscalls_per_s'] > 0" \
