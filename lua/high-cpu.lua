@@ -734,7 +734,7 @@ local function busy_verdict(reason)
   end
   local steps
   if reason == "no-profile" then
-    steps = { "Fix the profile probe (its error is above this report) and re-run",
+    steps = { "The profile probe " .. diag.why_missing("profile") .. "; fix that and re-run",
       string.format("Meanwhile: perf record -F 99 -g %s -- sleep 10; perf report --no-children", perf_procs) }
   elseif reason == "few-samples" then
     steps = { string.format("Re-run with a longer window: diagnose high-cpu %s --duration 30", target_arg) }
@@ -811,7 +811,7 @@ local function incomplete_verdict()
   local partial = diag.partial()
   local note = partial.note
   if not profile then
-    note("profile missing", "profile: no results (the probe failed): CPU time cannot be attributed to functions", "warning")
+    note("profile missing", "profile: no results (" .. diag.why_missing("profile") .. "): CPU time cannot be attributed to functions", "warning")
   end
   if not runq then note("runq missing", "runq: no results: CPU starvation was not assessed") end
   if not syscalls then note("syscalls missing", "syscalls: no results: kernel time cannot be tied to syscalls") end
@@ -830,7 +830,7 @@ local function incomplete_verdict()
   end
   partial.stop(run.stop_reason, window, (context and context.exited))
   return partial.verdict({ "Verdicts may be partial or marked inconclusive; re-run once the cause is fixed",
-    "Missing probes: see the errors above this report (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
+    "Missing probes: the reasons are in the evidence and the report's notes (permissions, kernel features); lost or dropped data: a shorter --duration or a lower sampling rate" })
 end
 
 -- ---- the hypotheses ------------------------------------------------------------------------

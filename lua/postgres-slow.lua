@@ -447,7 +447,7 @@ end
 local function incomplete()
   local p = diag.partial()
   if not pg then
-    p.note("pg missing", "pg: no results (the probe failed): nothing about the statements", "warning")
+    p.note("pg missing", "pg: no results (" .. diag.why_missing("pg") .. "): nothing about the statements", "warning")
   else
     if (pg.ring_full or 0) > 0 then
       p.note("ring full", string.format("%s finished statements were not read (the ring was full): the figures undercount; raise ring_kib", diag.fmt_count(pg.ring_full)), "warning")

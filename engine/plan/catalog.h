@@ -214,10 +214,13 @@ struct probe {
 	 * "per-site: the target forks" (multi-uprobe links would leave their breakpoints in its
 	 * children: runtime.c). */
 	const char *uprobe_links;
-	/* Its load found the target lacks what it needs (DIAG_ERR_NOT_APPLICABLE): released, kind
-	 * replaced by one that does nothing, not_applicable says why; the run goes on without it. */
+	/* The run goes on without it (released, its kind replaced by one that does nothing;
+	 * skip_why says why): its load found the target lacks what it needs
+	 * (DIAG_ERR_NOT_APPLICABLE), or (load_failed) it did not load on this kernel or machine —
+	 * any load error but a usage error: a feature, a tracepoint, a PMU, a BTF field missing. */
 	bool skipped;
-	char not_applicable[768];
+	bool load_failed;
+	char skip_why[768];
 };
 
 /* p as a kind's load sees it with every option at its default, for this process (diagnose

@@ -153,15 +153,16 @@ static int profile_load(struct probe *p, struct diag_err *err)
 		}
 		if (!why)
 			why = strerror(errno);
-		if (strcmp(*v, "hw_cycles") == 0 && !p->note[0])
+		if (strcmp(*v, "hw_cycles") == 0 && v[1] && !p->note[0]) /* the next one is tried */
 			snprintf(p->note, sizeof(p->note),
 				 "hardware cycles counter unavailable (%s: no PMU, e.g. a VM): "
 				 "sampling with the cpu-clock software event", strerror(errno));
 	}
 	if (!p->variant)
-		return diag_fail(err, DIAG_EXIT_REFUSED,
-				 "cannot open a perf sampling event (%s); check perf_event_paranoid "
-				 "and CAP_PERFMON", why ? why : "no variant");
+		return diag_fail(err, DIAG_EXIT_REFUSED, "cannot open a perf sampling event (%s)%s", why ? why : "no variant",
+				 why && strcmp(why, strerror(ENOENT)) == 0
+					 ? ": the event does not exist here (hardware cycles: no PMU, e.g. a VM)"
+					 : "; check perf_event_paranoid and CAP_PERFMON");
 
 	if (!(pp->skel = cpu_profile_skel_open(p, err)))
 		return -1;

@@ -394,19 +394,19 @@ static void write_ruled_out(const struct value *items, FILE *out)
 	}
 }
 
-/* The probes a run went on without because the target lacks what they need (no libc for the
- * resolver probe, no USDT probe, no allocator of its own): what they would have checked is not
- * checked. */
-static void write_not_checked(const struct value *probes, FILE *out)
+/* The probes a run went on without: the target lacks what they need (no libc for the resolver
+ * probe, no USDT probe, no allocator of its own), or they did not load on this kernel or machine
+ * (a feature, a tracepoint, a PMU missing): what they would have checked is not checked. */
+static void write_skipped(const struct value *probes, const char *field, const char *heading, FILE *out)
 {
 	bool any = false;
 	for (size_t i = 0; probes && probes->type == V_ARR && i < probes->arr.len; i++) {
 		const struct value *p = probes->arr.items[i];
-		const char *why = value_get_str(p, "not_applicable");
+		const char *why = value_get_str(p, field);
 		if (!why)
 			continue;
 		if (!any)
-			fputs("\nNot checked (nothing for these probes to apply to in this target):\n", out);
+			fputs(heading, out);
 		any = true;
 		fputs("  - ", out);
 		report_put_text(out, value_get_str(p, "id"));
@@ -416,6 +416,12 @@ static void write_not_checked(const struct value *probes, FILE *out)
 		report_put_text(out, why);
 		fputc('\n', out);
 	}
+}
+
+static void write_not_checked(const struct value *probes, FILE *out)
+{
+	write_skipped(probes, "load_error", "\nDegraded (these probes did not load here; what they measure is not checked):\n", out);
+	write_skipped(probes, "not_applicable", "\nNot checked (nothing for these probes to apply to in this target):\n", out);
 }
 
 static void human_bytes(char *buf, size_t len, double b)

@@ -55,13 +55,18 @@ static struct value *run_info(const struct plan *plan, const struct session_out 
 	/* probes the governor stopped over budget, or whose stacks it dropped: how far into the
 	 * window (diag.partial notes them); probes the run went on without, the target lacking what
 	 * they need */
-	struct value *stopped = NULL, *dropped = NULL, *na = NULL;
+	struct value *stopped = NULL, *dropped = NULL, *na = NULL, *unloaded = NULL;
 	for (size_t i = 0; s->probes && i < s->probes->arr.len; i++) {
 		const struct value *info = s->probes->arr.items[i];
 		if (value_get_str(info, "not_applicable")) { /* run.not_applicable[id]: why (lib/diag.lua) */
 			if (!na)
 				na = value_obj_set(run, "not_applicable", value_obj());
 			value_set_str(na, value_get_str(info, "id"), value_get_str(info, "not_applicable"));
+		}
+		if (value_get_str(info, "load_error")) { /* run.load_errors[id]: why it did not load here */
+			if (!unloaded)
+				unloaded = value_obj_set(run, "load_errors", value_obj());
+			value_set_str(unloaded, value_get_str(info, "id"), value_get_str(info, "load_error"));
 		}
 		if (value_get(info, "stacks_dropped_at_s")) {
 			if (!dropped)

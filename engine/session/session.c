@@ -347,28 +347,33 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		uint64_t t0 = mono_ns();
 		int rc = p->kind->load(p, err);
 		p->load_s = (double)(mono_ns() - t0) / 1e9;
-		if (rc && err->code != DIAG_ERR_NOT_APPLICABLE)
+		if (rc && err->code == DIAG_EXIT_USAGE) /* bad input (an option, a path): said, not skipped */
 			return diag_wrap(err, "probe %s (%s)", p->cfg.id, p->kind->name);
-		if (rc) { /* the target lacks what it needs: released; the run goes on without it */
+		if (rc) { /* the target or the kernel lacks what it needs: released; the run goes on */
 			p->kind->destroy(p);
 			p->kind = &not_applicable_kind;
 			p->skipped = true;
-			snprintf(p->not_applicable, sizeof(p->not_applicable), "%s", err->msg);
+			p->load_failed = err->code != DIAG_ERR_NOT_APPLICABLE;
+			snprintf(p->skip_why, sizeof(p->skip_why), "%s", err->msg);
 			err->code = 0;
 		}
 	}
 	/* a recipe is not run for its context probes alone */
-	const char *why = NULL;
+	const struct probe *first = NULL;
 	unsigned left = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
 		if (probes[i].skipped)
-			why = why ? why : probes[i].not_applicable;
+			first = first ? first : &probes[i];
 		else
 			left += !plan->probes[i].kind->context_only;
 	}
-	if (why && !left)
+	if (first && !left && first->load_failed)
+		return diag_fail(err, DIAG_EXIT_REFUSED, "nothing of recipe %s loads here: probe %s (%s): %s",
+				 plan->recipe->name, first->cfg.id, plan->probes[first - probes].kind->name,
+				 first->skip_why);
+	if (first && !left)
 		return diag_fail(err, DIAG_EXIT_USAGE, "nothing of recipe %s applies to this target: %s",
-				 plan->recipe->name, why);
+				 plan->recipe->name, first->skip_why);
 	return 0;
 }
 
@@ -814,10 +819,15 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	core_btf_close(&core);
 	kernel_btf_close(&kernel);
 	tfile_reader_set_deadline(s.files, 0); /* set again when the collection starts */
-	for (unsigned i = 0; i < s.n_loaded; i++)
-		if (s.probes[i].note[0])
-			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", s.probes[i].cfg.id,
-									    s.probes[i].note)));
+	for (unsigned i = 0; i < s.n_loaded; i++) {
+		const struct probe *p = &s.probes[i];
+		if (p->note[0])
+			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", p->cfg.id, p->note)));
+		if (p->load_failed) /* what the run loses on this kernel: said, never silent */
+			value_arr_push(out->notes, value_str_take(xasprintf(
+				"degraded: probe %s (%s) did not load here, what it measures is not checked: %s",
+				p->cfg.id, plan->probes[i].kind->name, p->skip_why)));
+	}
 	out->rates = xcalloc(plan->n_probes ? plan->n_probes : 1, sizeof(*out->rates));
 	set_start_mode(s.probes, s.n_loaded, opts->preflight_ms > 0, out->rates);
 	/* what a hit costs here, measured before anything of ours slows the syscalls (cost.h) */
@@ -952,7 +962,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		value_set_str(info, "id", p->cfg.id);
 		if (p->skipped) { /* no results: results.ID is nil for the verdicts */
 			value_set_str(info, "kind", plan->probes[i].kind->name);
-			value_set_str(info, "not_applicable", p->not_applicable);
+			value_set_str(info, p->load_failed ? "load_error" : "not_applicable", p->skip_why);
 			continue;
 		}
 		value_set_str(info, "kind", p->kind->name);

@@ -115,6 +115,17 @@ function diag.stopped_probes(window)
   return out
 end
 
+-- diag.why_missing(id): why probe `id` has no results, as words for evidence: it did not load on
+-- this kernel or machine (run.load_errors), the target lacks what it needs (run.not_applicable),
+-- or it failed ("the probe failed": its error is above the report).
+function diag.why_missing(id)
+  local unloaded = run and run.load_errors and run.load_errors[id]
+  if unloaded then return "did not load here: " .. unloaded end
+  local na = run and run.not_applicable and run.not_applicable[id]
+  if na then return "not applicable: " .. na end
+  return "the probe failed"
+end
+
 -- diag.partial(): what makes a run's data incomplete, gathered while a snippet checks its
 -- probes. p.note(tag, line, severity) adds one thing (a short tag for the title, a line of
 -- evidence; severity "warning" raises the verdict from info); p.stop(stop_reason, window_s,

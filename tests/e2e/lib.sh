@@ -172,7 +172,9 @@ EOF
 # whatever $CHECK_LET binds (e.g. CHECK_LET='c = res["ctx"]'), must hold; else fail with MESSAGE
 # and the results. Every check also asserts that no probe's results departed from its kind's
 # declared shape (the engine notes it: engine/session/session.c, engine/plan/shape.h), as assert_shapes does,
-# in the same python3: one process per check.
+# and that every probe loaded (a probe that does not load on a kernel is skipped, the run
+# degraded: on the kernels the tests run on, that is a fault unless the test says
+# ALLOW_LOAD_ERRORS=1), in the same python3: one process per check.
 check() {
 	local out
 	out=$(python3 -c 'import json, sys
@@ -183,6 +185,9 @@ except Exception as e:
 _bad = "; ".join(n for n in r.get("notes", []) if "do not match the declared shape" in n)
 if _bad:
     sys.exit("results unlike their declaration: " + _bad)
+_unloaded = ["%s: %s" % (p.get("id"), p["load_error"]) for p in r.get("probes", []) if "load_error" in p]
+if _unloaded and sys.argv[5] != "1":
+    sys.exit("probes did not load (a degraded run): " + "; ".join(_unloaded))
 res = r.get("results")
 _err = ""
 try:
@@ -191,7 +196,7 @@ try:
 except Exception as e:
     _ok, _err = False, " (%s: %s)" % (type(e).__name__, e)
 if not _ok:
-    sys.exit(sys.argv[4] + _err + ": " + json.dumps(res))' "$1" "$2" "${CHECK_LET:-}" "$3" 2>&1) || fail "$out"
+    sys.exit(sys.argv[4] + _err + ": " + json.dumps(res))' "$1" "$2" "${CHECK_LET:-}" "$3" "${ALLOW_LOAD_ERRORS:-0}" 2>&1) || fail "$out"
 }
 
 # assert_shapes FILE: the report has no "results do not match the declared shape" note.

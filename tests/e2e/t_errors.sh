@@ -46,4 +46,34 @@ if [ "$event" = cpu_clock ]; then
 else
 	[ "$event" = hw_cycles ] || fail "event $event"
 fi
+check "$TMP/hw.json" "not any('load_error' in p for p in r['probes'])" "the fallback run is degraded"
+
+# A probe that does not load here (the hardware counter alone, on a machine without a PMU) is
+# skipped and the run degraded, said in the notes, the probe's load_error and the verdicts'
+# evidence; the other probes answer. A recipe with nothing else left refuses (exit 3). A machine
+# with a PMU loads it: said, not exercised.
+if [ "$event" = cpu_clock ]; then
+	mkdir -p "$TMP/hwonly/recipes" "$TMP/hwalone/recipes"
+	ln -s "$ROOT/lua" "$TMP/hwonly/lua"
+	ln -s "$ROOT/lua" "$TMP/hwalone/lua"
+	sed 's/^    kind: cpu_profile$/&\n    attach: [hw_cycles]/' "$ROOT/recipes/high-cpu.yaml" > "$TMP/hwonly/recipes/high-cpu.yaml"
+	"$DIAG" high-cpu --recipes "$TMP/hwonly/recipes" --pid "$PID" --duration 1 --json > "$TMP/hwonly.json"; rc=$?
+	[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "degraded run: exit $rc"
+	ALLOW_LOAD_ERRORS=1 CHECK_LET='prof = [p for p in r["probes"] if p["id"] == "profile"][0]; ev = " ".join(" ".join(v["evidence"]) for v in r["verdicts"])' \
+		check "$TMP/hwonly.json" "'does not exist here' in prof.get('load_error', '') and 'profile' not in res and res['runq'] and 'syscalls' in res and any(n.startswith('degraded: probe profile (cpu_profile) did not load here') for n in r['notes']) and 'did not load here' in ev and any(v['id'] == 'busy' for v in r['verdicts'])" \
+		"degraded run: $(json "$TMP/hwonly.json" '[r["notes"], r["probes"], [(v["id"], v["evidence"]) for v in r["verdicts"]]]')"
+	python3 - "$TMP/hwonly/recipes/high-cpu.yaml" "$TMP/hwalone/recipes/high-cpu.yaml" <<'PY'
+import re, sys
+y = open(sys.argv[1]).read()
+y = re.sub(r"\n  - id: (runq|syscalls)\n.*?(?=\n  - id: |\n[a-z])", "", y, flags=re.S)
+open(sys.argv[2], "w").write(y)
+PY
+	grep -q 'id: runq' "$TMP/hwalone/recipes/high-cpu.yaml" && fail "the derived recipe still has its runq probe"
+	out=$("$DIAG" high-cpu --recipes "$TMP/hwalone/recipes" --pid "$PID" --duration 1 2>&1 >/dev/null); rc=$?
+	[ "$rc" = 3 ] || fail "nothing loads: exit $rc ($out)"
+	echo "$out" | grep -q 'nothing of recipe high-cpu loads here: probe profile (cpu_profile): cannot open a perf sampling event' ||
+		fail "nothing loads: message $out"
+else
+	echo "    note: this machine has a hardware PMU: the degraded run is not exercised"
+fi
 assert_released "error paths"

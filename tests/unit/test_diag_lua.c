@@ -27,8 +27,10 @@ static const char *const RECIPES[] = { "high-cpu", "io-saturation", "latency", "
 				       "network-errors", "triage" };
 
 /* text run as "inline.lua" with recipes/RECIPE.yaml's libraries and thresholds and run
- * {recipe = RECIPE}; rc, and the first report section (the snippets below return one). */
-static int run_inline(const char *recipe, const char *text, struct value **section, struct diag_err *err)
+ * {recipe = RECIPE} (and what fill_run adds, when not NULL); rc, and the first report section
+ * (the snippets below return one). */
+static int run_inline_with(const char *recipe, const char *text, void (*fill_run)(struct value *run),
+			   struct value **section, struct diag_err *err)
 {
 	struct bundle b;
 	char *rel = xasprintf("recipes/%s.yaml", recipe), *path = srcdir_path(rel);
@@ -39,6 +41,8 @@ static int run_inline(const char *recipe, const char *text, struct value **secti
 	struct value *results = value_obj(), *run = value_obj();
 	struct verdict_answer answer = { 0 };
 	value_set_str(run, "recipe", recipe);
+	if (fill_run)
+		fill_run(run);
 	struct verdict_input in = { .lua = &lua, .libs = b.src.libs, .n_libs = b.src.n_libs,
 				    .results = results, .thresholds = b.plan->thresholds, .run = run };
 	int rc = verdict_run_inprocess(&in, &answer, err);
@@ -56,15 +60,25 @@ static int run_inline(const char *recipe, const char *text, struct value **secti
 	return rc;
 }
 
-/* The values section of a snippet that must succeed. */
-static struct value *values_of(const char *recipe, const char *text)
+static int run_inline(const char *recipe, const char *text, struct value **section, struct diag_err *err)
+{
+	return run_inline_with(recipe, text, NULL, section, err);
+}
+
+/* The values section of a snippet that must succeed (fill_run: NULL, or what run gets). */
+static struct value *values_of_run(const char *recipe, const char *text, void (*fill_run)(struct value *run))
 {
 	struct value *section;
 	struct diag_err err = { 0 };
-	if (run_inline(recipe, text, &section, &err))
+	if (run_inline_with(recipe, text, fill_run, &section, &err))
 		fail_msg("%s", err.msg);
 	assert_non_null(section);
 	return section;
+}
+
+static struct value *values_of(const char *recipe, const char *text)
+{
+	return values_of_run(recipe, text, NULL);
 }
 
 static void assert_fails_with(const char *recipe, const char *text, const char *want)
@@ -356,6 +370,31 @@ static void test_ruled_out_helper(void **state)
 			  "diag.ruled_out(\"disk-io\"): no text");
 }
 
+/* diag.why_missing: a probe with no results is said to have not loaded here (run.load_errors),
+ * not to apply (run.not_applicable), or to have failed, in that order. */
+static void skipped_probes(struct value *run)
+{
+	value_set_str(value_obj_set(run, "load_errors", value_obj()), "profile", "no PMU");
+	struct value *na = value_obj_set(run, "not_applicable", value_obj());
+	value_set_str(na, "profile", "not this");
+	value_set_str(na, "lookups", "no libc");
+}
+
+static void test_why_missing(void **state)
+{
+	(void)state;
+	struct value *v = values_of("high-cpu",
+		"return { verdicts = {}, report = { { kind = 'values', before = diag.why_missing('profile') } } }");
+	assert_string_equal(value_get_str(v, "before"), "the probe failed");
+	value_free(v);
+	v = values_of_run("high-cpu",
+		"return { verdicts = {}, report = { { kind = 'values',\n"
+		"  unloaded = diag.why_missing('profile'), na = diag.why_missing('lookups') } } }", skipped_probes);
+	assert_string_equal(value_get_str(v, "unloaded"), "did not load here: no PMU");
+	assert_string_equal(value_get_str(v, "na"), "not applicable: no libc");
+	value_free(v);
+}
+
 /* a.metric: a figure not measured (nil, or the false that `x and y / n` gives when x is false: a
  * sleeping target's profile with no samples) exports nothing; NaN and a wrong name are errors. */
 static void test_metric_helper(void **state)
@@ -471,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_alloc_wrappers),
 		cmocka_unit_test(test_ruled_out_helper),
 		cmocka_unit_test(test_metric_helper),
+		cmocka_unit_test(test_why_missing),
 		cmocka_unit_test(test_ruled_out_returned),
 		cmocka_unit_test(test_ruled_out_needs_data),
 	};
