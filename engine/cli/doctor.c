@@ -29,6 +29,7 @@
 
 #include "plan/catalog.h"
 #include "cli/doctor_load.h"
+#include "cli/doctor_recipes.h"
 #include "kernel/hitcost.h"
 #include "kernel/kernel.h"
 #include "common/util.h"
@@ -447,7 +448,7 @@ static enum status check_task_storage(const struct ctx *c, char *detail, size_t 
  * what a result means for probes in general; which kinds it stops, doctor_run derives from the
  * catalog. */
 static const struct check checks[] = {
-	{ "kernel", check_kernel, false, "recent enough for every recipe",
+	{ "kernel", check_kernel, false, "5.8 or later (which recipes run fully here: the recipe lines below)",
 	  "older than 5.8: probes that need the BPF ring buffer or newer helpers will not load" },
 	{ "btf", check_btf, true, "CO-RE probes relocate against this kernel",
 	  "no probe can load: the engine needs CONFIG_DEBUG_INFO_BTF=y" },
@@ -522,23 +523,26 @@ static void append_need(char *buf, size_t size, const char *need)
 }
 
 /* One line per probe kind: the features it declares, and those of them that are missing; when
- * none is (and doctor is privileged), whether the kind's real object loads here. Returns how
- * many kinds' objects did not load. */
-static int print_kinds(FILE *out, const enum status *results, bool privileged)
+ * none is (and doctor is privileged), whether the kind's real object loads here, into found[k]
+ * (catalog order). Returns how many kinds' objects did not load. */
+static int print_kinds(FILE *out, const enum status *results, bool privileged, struct kind_found *found)
 {
 	size_t n;
 	int failed = 0;
 	const struct probe_kind *const *kinds = catalog_all(&n);
 	for (size_t k = 0; k < n; k++) {
 		char needs[256] = "", missing[256] = "";
+		found[k] = (struct kind_found){ .name = kinds[k]->name, .load = KIND_LOADED };
 		for (const char *const *f = kinds[k]->features; f && *f; f++) {
 			append_need(needs, sizeof(needs), *f);
 			if (!need_met(*f, results))
 				append_need(missing, sizeof(missing), *f);
 		}
 		if (missing[0]) {
-			fprintf(out, "%-8skind %-17s needs %s: missing %s, recipes using it cannot run\n",
+			fprintf(out, "%-8skind %-17s needs %s: missing %s, recipes using it run without it\n",
 				status_word[ST_MISSING], kinds[k]->name, needs, missing);
+			found[k].load = KIND_FAILED;
+			snprintf(found[k].why, sizeof(found[k].why), "needs %s", missing);
 			continue;
 		}
 		if (!needs[0]) {
@@ -557,13 +561,16 @@ static int print_kinds(FILE *out, const enum status *results, bool privileged)
 				kinds[k]->name, needs, why);
 		else
 			fprintf(out, "%-8skind %-17s needs %s: every one works, but its object does not load: %s; "
-				"recipes using it cannot run\n", status_word[ST_MISSING], kinds[k]->name, needs, why);
+				"recipes using it run without it\n", status_word[ST_MISSING], kinds[k]->name, needs, why);
+		found[k].load = l;
+		if (l != KIND_LOADED)
+			snprintf(found[k].why, sizeof(found[k].why), "%s", why);
 		failed += l == KIND_FAILED;
 	}
 	return failed;
 }
 
-int doctor_run(FILE *out)
+int doctor_run(FILE *out, const char *recipes_dir)
 {
 	struct diag_err err;
 	kernel_set_libbpf_verbose(false);
@@ -583,13 +590,26 @@ int doctor_run(FILE *out)
 			st == ST_OK ? checks[i].if_ok : checks[i].if_not);
 	}
 	btf__free(c.vmlinux);
-	int unloadable = print_kinds(out, results, c.privileged);
-	char kinds_note[64] = "";
+	size_t n_kinds;
+	catalog_all(&n_kinds);
+	struct kind_found *found = xcalloc(n_kinds ? n_kinds : 1, sizeof(*found));
+	int unloadable = print_kinds(out, results, c.privileged, found);
+	struct recipe_tally tally;
+	doctor_print_recipes(out, recipes_dir, found, n_kinds, &tally);
+	free(found);
+	char kinds_note[64] = "", recipes_note[160] = "";
 	if (unloadable)
 		snprintf(kinds_note, sizeof(kinds_note), "; %d probe kinds' objects do not load", unloadable);
-	fprintf(out, "doctor: %d ok, %d missing, %d warn%s; %s\n", counts[ST_OK], counts[ST_MISSING],
-		counts[ST_WARN], kinds_note,
-		essentials_ok ? "BTF, privileges, perf_event and raw_tp work (exit 0)"
-			      : "BTF, privileges, perf_event or raw_tp missing (exit 3)");
-	return essentials_ok ? DIAG_EXIT_OK : DIAG_EXIT_REFUSED;
+	if (tally.found_dir)
+		snprintf(recipes_note, sizeof(recipes_note),
+			 "; recipes: %u run fully, %u run (some probes not tried), %u degraded, %u cannot run%s",
+			 tally.runs, tally.untried, tally.degraded, tally.cannot_run,
+			 tally.invalid ? " (and some invalid)" : "");
+	bool recipes_ok = tally.cannot_run == 0;
+	fprintf(out, "doctor: %d ok, %d missing, %d warn%s%s; %s\n", counts[ST_OK], counts[ST_MISSING],
+		counts[ST_WARN], kinds_note, recipes_note,
+		!essentials_ok ? "BTF, privileges, perf_event or raw_tp missing (exit 3)"
+		: !recipes_ok  ? "a recipe cannot run here (exit 3)"
+			       : "BTF, privileges, perf_event and raw_tp work (exit 0)");
+	return essentials_ok && recipes_ok ? DIAG_EXIT_OK : DIAG_EXIT_REFUSED;
 }

@@ -637,7 +637,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "list") == 0)
 		return cmd_list(&c);
 	if (strcmp(cmd, "doctor") == 0)
-		return doctor_run(stdout);
+		return doctor_run(stdout, c.run.recipes_dir);
 	if (strcmp(cmd, "lint") == 0)
 		return cmd_lint(argc - optind - 1, argv + optind + 1);
 	if (strcmp(cmd, "approve") == 0)

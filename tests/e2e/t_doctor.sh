@@ -1,5 +1,5 @@
 # `diagnose doctor`: one line per check with the right verdict for this kernel, one per probe kind
-# with the features it needs, exit 0 as root,
+# with the features it needs, one per recipe with what it runs here, exit 0 as root,
 # exit 3 naming the missing capability as nobody, and no BPF program or link left behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -49,6 +49,21 @@ if [ ! -d /sys/bus/event_source/devices/kprobe ] && [ ! -d /sys/bus/event_source
 	done
 	grep -q '^missing kprobe .*without kprobes' "$TMP/out" || fail "kprobe line does not say why"
 fi
+
+# One line per shipped recipe (the recipe directory: $DIAGNOSE_RECIPES, lib.sh), from its probes'
+# kinds above: here every one runs, fully or with kinds only a run's options load; the summary
+# counts them. (What an older kernel makes of them: tests/unit/test_doctor_recipes.c.)
+for r in "$ROOT"/recipes/*.yaml; do
+	r=$(basename "$r" .yaml)
+	grep -Eq "^ok +recipe $r +runs( fully: every probe's object loads|: no probe fails; some load only with a run's options or as root \(not tried\))$" "$TMP/out" ||
+		fail "recipe $r: $(grep -E " recipe $r " "$TMP/out")"
+done
+tail -1 "$TMP/out" | grep -Eq "; recipes: [0-9]+ run fully, [0-9]+ run \(some probes not tried\), 0 degraded, 0 cannot run;" ||
+	fail "summary does not count the recipes: $(tail -1 "$TMP/out")"
+"$DIAG" doctor --recipes "$TMP/no-such-dir" > "$TMP/out2" 2>&1; rc=$?
+[ "$rc" = 0 ] || fail "doctor without recipes: exit $rc"
+grep -Eq "^warn +recipes +--recipes $TMP/no-such-dir is not a directory: what each recipe runs here is not said$" "$TMP/out2" ||
+	fail "doctor without recipes: $(grep recipes "$TMP/out2")"
 
 assert_released "doctor" # its doctor_* programs are among ours (lib.sh)
 
