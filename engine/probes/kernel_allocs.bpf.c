@@ -93,32 +93,60 @@ static __always_inline int on_free(__u64 ptr)
 	return 0;
 }
 
-SEC("tracepoint/kmem/kmalloc")
-int kalloc_kmalloc(struct trace_event_raw_kmalloc *ctx)
+/* Before 6.1 (5.10 among them) the kmem events had the records of two event classes: kmem_alloc
+ * (kmalloc, kmem_cache_alloc) and kmem_free (kfree, kmem_cache_free). */
+struct trace_event_raw_kmem_alloc___old {
+	unsigned long call_site;
+	const void *ptr;
+	size_t bytes_alloc;
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_kmem_free___old {
+	const void *ptr;
+} __attribute__((preserve_access_index));
+
+static __always_inline int on_alloc_old(void *ctx, __u8 unnamed)
 {
-	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0, 0);
+	struct trace_event_raw_kmem_alloc___old *o = ctx;
+	return on_alloc(o->call_site, (__u64)o->ptr, o->bytes_alloc, ctx, 0, unnamed);
+}
+
+SEC("tracepoint/kmem/kmalloc")
+int kalloc_kmalloc(void *ctx)
+{
+	struct trace_event_raw_kmalloc *k = ctx;
+	if (!bpf_core_type_exists(struct trace_event_raw_kmalloc))
+		return on_alloc_old(ctx, 0);
+	return on_alloc(k->call_site, (__u64)k->ptr, k->bytes_alloc, ctx, 0, 0);
 }
 
 /* The cache's name is in the event since 6.2; 6.1's has none (and no kmem_cache pointer either): the
  * site is marked unnamed and the recipe matches it to a cache by object size. */
 SEC("tracepoint/kmem/kmem_cache_alloc")
-int kalloc_cache(struct trace_event_raw_kmem_cache_alloc *ctx)
+int kalloc_cache(void *ctx)
 {
-	if (!bpf_core_field_exists(ctx->__data_loc_name))
-		return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, 0, 1);
-	return on_alloc(ctx->call_site, (__u64)ctx->ptr, ctx->bytes_alloc, ctx, ctx->__data_loc_name, 0);
+	struct trace_event_raw_kmem_cache_alloc *c = ctx;
+	if (!bpf_core_type_exists(struct trace_event_raw_kmem_cache_alloc))
+		return on_alloc_old(ctx, 1);
+	if (!bpf_core_field_exists(c->__data_loc_name))
+		return on_alloc(c->call_site, (__u64)c->ptr, c->bytes_alloc, ctx, 0, 1);
+	return on_alloc(c->call_site, (__u64)c->ptr, c->bytes_alloc, ctx, c->__data_loc_name, 0);
 }
 
 SEC("tracepoint/kmem/kfree")
-int kalloc_kfree(struct trace_event_raw_kfree *ctx)
+int kalloc_kfree(void *ctx)
 {
-	return on_free((__u64)ctx->ptr);
+	if (!bpf_core_type_exists(struct trace_event_raw_kfree))
+		return on_free((__u64)((struct trace_event_raw_kmem_free___old *)ctx)->ptr);
+	return on_free((__u64)((struct trace_event_raw_kfree *)ctx)->ptr);
 }
 
 SEC("tracepoint/kmem/kmem_cache_free")
-int kalloc_cache_free(struct trace_event_raw_kmem_cache_free *ctx)
+int kalloc_cache_free(void *ctx)
 {
-	return on_free((__u64)ctx->ptr);
+	if (!bpf_core_type_exists(struct trace_event_raw_kmem_cache_free))
+		return on_free((__u64)((struct trace_event_raw_kmem_free___old *)ctx)->ptr);
+	return on_free((__u64)((struct trace_event_raw_kmem_cache_free *)ctx)->ptr);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -220,7 +220,11 @@ int tcpe_rst_sent(void *ctx)
 			__builtin_memcpy(f.daddr, d + 8, 16);
 		}
 	} else {
-		f.family = BPF_CORE_READ(o, family);
+		/* Linux 5.10's record has no family: the socket's (a reset there always has one) */
+		if (bpf_core_field_exists(o->family))
+			f.family = BPF_CORE_READ(o, family);
+		else
+			f.family = sk ? BPF_CORE_READ(sk, __sk_common.skc_family) : TCPE_AF_INET;
 		f.sport = BPF_CORE_READ(o, sport);
 		f.dport = BPF_CORE_READ(o, dport);
 		if (f.family == TCPE_AF_INET) {

@@ -51,25 +51,35 @@ static const struct option_spec tcpe_options[] = {
 static const char *const tcpe_variants[] = { "tracepoint", NULL };
 
 /* Tracepoint and the BTF type of its record that the programs read ("a|b": either, the older
- * kernels' record class second). */
+ * kernels' record class second); an optional one (Linux 5.15's socket error reports) is left out
+ * where the kernel lacks it, and the probe says so in its note. */
 static const struct {
 	const char *tp, *type;
+	bool optional;
 } tcpe_needs[] = {
-	{ "tcp/tcp_retransmit_skb", "trace_event_raw_tcp_retransmit_skb|trace_event_raw_tcp_event_sk_skb" },
-	{ "tcp/tcp_send_reset", "trace_event_raw_tcp_send_reset|trace_event_raw_tcp_event_sk_skb" },
-	{ "tcp/tcp_receive_reset", "trace_event_raw_tcp_event_sk" },
-	{ "sock/inet_sock_set_state", "trace_event_raw_inet_sock_set_state" },
-	{ "sock/inet_sk_error_report", "trace_event_raw_inet_sk_error_report" },
+	{ "tcp/tcp_retransmit_skb", "trace_event_raw_tcp_retransmit_skb|trace_event_raw_tcp_event_sk_skb", false },
+	{ "tcp/tcp_send_reset", "trace_event_raw_tcp_send_reset|trace_event_raw_tcp_event_sk_skb", false },
+	{ "tcp/tcp_receive_reset", "trace_event_raw_tcp_event_sk", false },
+	{ "sock/inet_sock_set_state", "trace_event_raw_inet_sock_set_state", false },
+	{ "sock/inet_sk_error_report", "trace_event_raw_inet_sk_error_report", true },
 };
+#define TCPE_ERROR_REPORT 4 /* tcpe_needs' index of the one program tcpe_error attaches to */
 
-static int tcpe_check_kernel(const struct probe *p, struct diag_err *err)
+/* 0 when every tracepoint the programs need is there (*no_error_report: the optional one is
+ * not), or -1 with err. */
+static int tcpe_check_kernel(const struct probe *p, bool *no_error_report, struct diag_err *err)
 {
 	struct kernel_btf own;
 	struct diag_err why;
 	const struct kernel_btf *btf = probe_kernel_btf(p, &own, &why);
 	if (!btf)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: %s", why.msg);
+	*no_error_report = false;
 	for (size_t i = 0; i < ARRAY_LEN(tcpe_needs); i++) {
+		if (tcpe_needs[i].optional && !kernel_has_tracepoint(tcpe_needs[i].tp)) {
+			*no_error_report = i == TCPE_ERROR_REPORT;
+			continue;
+		}
 		if (!kernel_has_tracepoint(tcpe_needs[i].tp)) {
 			kernel_btf_close(&own);
 			return diag_fail(err, DIAG_EXIT_REFUSED, "tcp_events: this kernel has no "
@@ -96,10 +106,16 @@ static int tcpe_load(struct probe *p, struct diag_err *err)
 {
 	struct tcpe_priv *tp = p->priv;
 	const struct probe_filters *f = &p->cfg.filter;
-	if (tcpe_check_kernel(p, err))
+	bool no_error_report;
+	if (tcpe_check_kernel(p, &no_error_report, err))
 		return -1;
 	if (!(tp->skel = tcp_events_skel_open(p, err)))
 		return -1;
+	if (no_error_report) { /* Linux 5.10-5.14: resets, retransmits and failed connects only */
+		bpf_program__set_autoload(tp->skel->progs.tcpe_error, false);
+		snprintf(p->note, sizeof(p->note), "socket error reports are not counted: this kernel has no "
+			 "tracepoint %s (Linux 5.15+)", tcpe_needs[TCPE_ERROR_REPORT].tp);
+	}
 	if (bpf_map__key_size(tp->skel->maps.flows) != sizeof(struct tcpe_flow) ||
 	    bpf_map__value_size(tp->skel->maps.flows) != sizeof(struct tcpe_counts))
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "internal: tcp_events layouts differ from the BPF side");
