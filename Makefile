@@ -243,8 +243,9 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 check:
 	@MAKE="$(MAKE)" scripts/check.sh "$(if $(filter 1,$(SAN)),SAN=1)" $(NPROC) unit lint $(CHECK_FUZZ) e2e
 
-# check-kernel boots Debian 12's own kernel (KERNEL=6.1: linux-image-cloud-amd64's; 6.1-rt:
-# linux-image-rt-amd64's) in a QEMU guest and runs the smoke set of every recipe there
+# check-kernel boots a Debian kernel (KERNEL=6.1: Debian 12's linux-image-cloud-amd64; 6.1-rt:
+# its linux-image-rt-amd64; 5.10: Debian 11's and 6.12: Debian 13's cloud images, through an apt
+# configuration of the harness's own) in a QEMU guest and runs the smoke set of every recipe there
 # (scripts/kernel-guest/run.sh, tests/kernel/smoke.sh; logs in build/kernels/KERNEL/logs/).
 KERNEL ?= 6.1
 check-kernel: all $(BUILD)/tests/test_core_btf

@@ -1,9 +1,12 @@
 #!/bin/bash
-# run.sh — `make check-kernel KERNEL=6.1|6.1-rt`: boots Debian 12's own kernel in a QEMU guest and
-# runs the smoke set (tests/kernel/smoke.sh) there on the binary and workloads built here.
+# run.sh — `make check-kernel KERNEL=5.10|6.1|6.1-rt|6.12`: boots a Debian kernel (11's 5.10, 12's
+# 6.1 and 6.1-rt, 13's 6.12) in a QEMU guest and runs the smoke set (tests/kernel/smoke.sh) there
+# on the binary and workloads built here.
 #
 # Owns: fetching the Debian kernel package (apt-get download into build/kernels/, unpacked there,
-# never installed), the initramfs (busybox-static, the host's own binaries and the libraries ldd
+# never installed; another release's suite through an apt configuration of its own in
+# build/kernels/apt-SUITE/, the machine's sources untouched), the modules of either layout
+# (/lib/modules or Debian 13's /usr/lib/modules, .ko or .ko.xz), the initramfs (busybox-static, the host's own binaries and the libraries ldd
 # names for them, the kernel modules the smoke set loads and their dependencies, the tree's
 # recipes/, lua/ and build/), the bounded QEMU boot (TCG single-threaded unless a hardware
 # hypervisor is there), and unpacking the guest's results into build/kernels/KERNEL/logs/.
@@ -19,13 +22,16 @@ TIMEOUT=${KERNEL_TIMEOUT:-1500} # seconds for the whole guest run (TCG: ~6x slow
 HERE="$ROOT/scripts/kernel-guest"
 OUT="$ROOT/$BUILD/kernels/$KERNEL"
 
+SUITE="" # empty: the machine's own (Debian 12's) sources
 case "$KERNEL" in
+5.10) META=linux-image-cloud-amd64 SUITE=bullseye ;; # Debian 11's kernel for VMs
 6.1) META=linux-image-cloud-amd64 ;; # Debian 12's kernel for VMs: virtio and serial built in
 6.1-rt) META=linux-image-rt-amd64 ;; # PREEMPT_RT
-*) echo "check-kernel: KERNEL=$KERNEL: want 6.1 or 6.1-rt" >&2; exit 2 ;;
+6.12) META=linux-image-cloud-amd64 SUITE=trixie ;; # Debian 13's
+*) echo "check-kernel: KERNEL=$KERNEL: want 5.10, 6.1, 6.1-rt or 6.12" >&2; exit 2 ;;
 esac
 
-for tool in qemu-system-x86_64 busybox cpio apt-get dpkg-deb jq bpftool losetup mkfs.ext4 ethtool nft ip; do
+for tool in qemu-system-x86_64 busybox cpio apt-get dpkg-deb jq bpftool losetup mkfs.ext4 ethtool nft ip xz; do
 	command -v "$tool" >/dev/null || { echo "check-kernel: $tool missing (make deps installs it)" >&2; exit 2; }
 done
 
@@ -39,12 +45,28 @@ trap cleanup EXIT
 trap 'exit 2' INT TERM HUP
 
 # ---- the kernel package: the metapackage's current image, downloaded once ---------------------
-PKG=$(apt-cache depends "$META" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
-[ -n "$PKG" ] || { echo "check-kernel: apt-cache names no image for $META (apt-get update?)" >&2; exit 2; }
 mkdir -p "$OUT"
+APT_OPTS=()
+if [ -n "$SUITE" ]; then
+	# Another release's suite: its own sources, lists and cache under build/kernels/apt-SUITE,
+	# signed by the keys Debian 12's debian-archive-keyring carries for it (11 and 13 both).
+	A="$ROOT/$BUILD/kernels/apt-$SUITE"
+	mkdir -p "$A/lists/partial" "$A/cache/archives/partial"
+	printf 'deb http://deb.debian.org/debian %s main\ndeb http://deb.debian.org/debian-security %s-security main\n' \
+		"$SUITE" "$SUITE" > "$A/sources.list"
+	APT_OPTS=(-o "Dir::Etc::SourceList=$A/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
+		  -o "Dir::State::Lists=$A/lists" -o "Dir::Cache=$A/cache" -o "Dir::State::status=/var/lib/dpkg/status"
+		  -o "APT::Architecture=amd64" -o "APT::Architectures=amd64")
+	if [ -z "$(find "$A/lists" -name '*Packages*' -mtime -7 2>/dev/null | head -1)" ]; then
+		apt-get "${APT_OPTS[@]}" update >&2 2>/dev/null ||
+			{ echo "check-kernel: apt-get update of $SUITE failed" >&2; exit 2; }
+	fi
+fi
+PKG=$(apt-cache "${APT_OPTS[@]}" depends "$META" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
+[ -n "$PKG" ] || { echo "check-kernel: apt-cache names no image for $META (apt-get update?)" >&2; exit 2; }
 DEB=$(ls "$ROOT/$BUILD/kernels/${PKG}_"*.deb 2>/dev/null | head -1 || true)
 if [ -z "$DEB" ]; then
-	(cd "$ROOT/$BUILD/kernels" && apt-get download "$PKG" >&2 2>/dev/null) ||
+	(cd "$ROOT/$BUILD/kernels" && apt-get "${APT_OPTS[@]}" download "$PKG" >&2 2>/dev/null) ||
 		{ echo "check-kernel: apt-get download $PKG failed" >&2; exit 2; }
 	DEB=$(ls "$ROOT/$BUILD/kernels/${PKG}_"*.deb | head -1)
 fi
@@ -96,19 +118,23 @@ echo "nobody:x:65534:65534:nobody:/:/bin/false" >> "$RFS/etc/passwd"
 # ext4),
 # each after its dependencies (its .modinfo's depends=), listed in load order in /lib/modules/load.
 MODDIR="$KROOT/lib/modules/$KVER"
+[ -d "$MODDIR" ] || MODDIR="$KROOT/usr/lib/modules/$KVER" # Debian 13: merged /usr
 declare -A seen=()
-mod_path() { find "$MODDIR" -name "$1.ko*" | head -1; }
+mod_path() { find "$MODDIR" -name "$1.ko" -o -name "$1.ko.xz" | head -1; }
+# a module as busybox's insmod takes it: uncompressed
+mod_bytes() { case "$1" in *.xz) xz -dc "$1" ;; *) cat "$1" ;; esac; }
 add_mod() {
-	local name=${1//-/_} path dep
+	local name=${1//-/_} path dep ko
 	[ -n "${seen[$name]:-}" ] && return 0
 	seen[$name]=1
 	path=$(mod_path "$1")
 	[ -n "$path" ] || path=$(mod_path "${1//_/-}")
 	[ -n "$path" ] || return 0 # built in
 	# a module's .modinfo holds NUL-separated "key=value" strings, "depends=a,b" among them
-	for dep in $(tr '\0' '\n' < "$path" | sed -n 's/^depends=//p' | tr ',' ' '); do add_mod "$dep"; done
-	cp "$path" "$RFS/lib/modules/$KVER/"
-	echo "$(basename "$path")" >> "$RFS/lib/modules/load"
+	for dep in $(mod_bytes "$path" | tr '\0' '\n' | sed -n 's/^depends=//p' | tr ',' ' '); do add_mod "$dep"; done
+	ko=$(basename "$path" .xz)
+	mod_bytes "$path" > "$RFS/lib/modules/$KVER/$ko"
+	echo "$ko" >> "$RFS/lib/modules/load"
 }
 : > "$RFS/lib/modules/load"
 # crc32c_generic first: libcrc32c and ext4 ask the crypto API for "crc32c" at run time (no
