@@ -26,8 +26,9 @@
 --                   when the memory limit is near.
 --   heap-growth     its blocks are reachable (or the scan could not tell): a working set that
 --                   grows, "held by F and G" with shares, ages, the time to the limit (cgroup, else
---                   the machine's MemAvailable); warning while RSS or the held heap grows at
---                   growth_min_bytes_per_s, else info.
+--                   the machine's MemAvailable); warning while RSS grows at
+--                   growth_min_bytes_per_s (the held heap when RSS is not known), else info:
+--                   with RSS flat the blocks held replaced older ones freed in the window.
 --   heap-spread     RSS grows, the heap holds what explains it, and no function keeps it by the
 --                   rules above (many paths each keeping a little): warning.
 --   Each of these says how much of the RSS growth the traced heap explains and what else grew
@@ -392,13 +393,20 @@ local function growth_verdict()
   ev:extend(accounting_lines())
   ev:add(limit_line() or machine_line(rate))
   ev:add(sampled_line())
+  -- With RSS flat the blocks held since the window began took the place of older ones freed
+  -- in it (a working set that turns over slower than the window, the allocator reusing its free
+  -- memory): what the process holds did not grow in the window. Its RSS decides when it is known.
   local sev = limit_severity()
   if sev == "critical" or sev == "warning" then
     sev = "warning"
-  elseif (rss_rate and rss_rate >= T.growth) or rate >= T.growth then
-    sev = "warning"
+  elseif rss_rate then
+    sev = rss_rate >= T.growth and "warning" or "info"
+    if sev == "info" and rate >= T.growth then
+      ev:add("RSS did not grow (%s, under %s): the blocks held since the window began reuse memory the allocator got back from older blocks freed in it — a working set turning over more slowly than the window, not growth yet",
+        diag.fmt_byte_rate(rss_rate), diag.fmt_byte_rate(T.growth))
+    end
   else
-    sev = "info"
+    sev = rate >= T.growth and "warning" or "info"
   end
   return (diag.verdict("heap-growth", sev, title, ev,
     { string.format("Is what %s keeps bounded? A cache needs a size limit or an eviction policy, keys a TTL, a queue a consumer that keeps up (Redis: maxmemory and an eviction policy; INFO keyspace)", diag.fn(g1.name)),
