@@ -31,6 +31,33 @@ struct {
 	__type(value, struct file_io_entry);
 } in_call SEC(".maps");
 
+/* Without task storage (before Linux 5.11: the map above is then not created, and the branches
+ * that use it are dead code): a hash by thread id, an entry only while a thread is inside a
+ * watched call (sized from user space). */
+const volatile bool per_thread_hash = false;
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct file_io_entry);
+} in_call_by_tid SEC(".maps");
+
+/* The current thread's entry; created when `create` (NULL when the map is full). */
+static __always_inline struct file_io_entry *thread_entry(bool create)
+{
+	if (!per_thread_hash)
+		return bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct file_io_entry *e = bpf_map_lookup_elem(&in_call_by_tid, &tid);
+	if (e || !create)
+		return e;
+	struct file_io_entry zero = {};
+	bpf_map_update_elem(&in_call_by_tid, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&in_call_by_tid, &tid);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096); /* set from the recipe before load */
@@ -68,8 +95,7 @@ int BPF_PROG(file_io_enter, struct pt_regs *regs, long nr)
 		return 0;
 	if (!diag_sampled_in())
 		return 0;
-	struct file_io_entry *e = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct file_io_entry *e = thread_entry(true);
 	if (!e) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
@@ -98,11 +124,16 @@ int BPF_PROG(file_io_exit, struct pt_regs *regs, long ret)
 {
 	if (diag_count_only())
 		return 0;
-	struct file_io_entry *e = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0, 0);
-	if (!e || !e->start_ns)
+	struct file_io_entry *entry = thread_entry(false);
+	if (!entry || !entry->start_ns)
 		return 0; /* not a watched call, or entered before we attached */
+	struct file_io_entry cur = *entry, *e = &cur; /* the hash's entry goes now */
+	entry->start_ns = 0;
+	if (per_thread_hash) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		bpf_map_delete_elem(&in_call_by_tid, &tid);
+	}
 	__u64 delta = bpf_ktime_get_ns() - e->start_ns;
-	e->start_ns = 0;
 	if ((__s64)delta < 0)
 		return 0;
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);

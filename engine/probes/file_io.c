@@ -131,6 +131,8 @@ static const struct option_spec fio_options[] = {
 
 static const char *const fio_variants[] = { "raw_tp", NULL };
 
+#define FILE_IO_THREADS_NO_TASK_STORAGE 16384 /* the hash's entries where task storage is missing */
+
 static const struct watched_call *watched_by_nr(long nr)
 {
 	for (size_t i = 0; i < ARRAY_LEN(watched); i++)
@@ -152,10 +154,19 @@ static int fio_load(struct probe *p, struct diag_err *err)
 	fp->skel->rodata->self_tgid = (__u32)getpid();
 	bpf_map__set_max_entries(fp->skel->maps.calls, (__u32)probe_opt(p, "max_calls"));
 	bpf_map__set_max_entries(fp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
+	/* Task storage (5.11+) keeps a watched call's start; without it a hash by thread does. */
+	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	bpf_map__set_autocreate(fp->skel->maps.in_call, task_storage);
+	bpf_map__set_autocreate(fp->skel->maps.in_call_by_tid, !task_storage);
+	bpf_map__set_max_entries(fp->skel->maps.in_call_by_tid, FILE_IO_THREADS_NO_TASK_STORAGE);
+	fp->skel->rodata->per_thread_hash = !task_storage;
+	if (!task_storage)
+		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): a watched call's start is kept "
+			 "in a hash by thread, at most %u threads inside one at once", FILE_IO_THREADS_NO_TASK_STORAGE);
 	int rc = file_io_bpf__load(fp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading file I/O programs: %s (needs raw "
-				 "tracepoints and task local storage, Linux 5.11+)", strerror(-rc));
+				 "tracepoints)", strerror(-rc));
 	p->variant = "raw_tp";
 	return 0;
 }
@@ -485,7 +496,7 @@ static const struct result_field fio_results[] = {
 	{ "dropped", RT_INTEGER, "count", false, "calls not counted: a map was full" },
 	STACK_RESULT_FIELDS,
 };
-static const char *const fio_features[] = { "btf", "raw_tp", "task_storage", NULL };
+static const char *const fio_features[] = { "btf", "raw_tp", NULL }; /* task storage: optional (a hash by thread) */
 
 const struct probe_kind probe_kind_file_io = {
 	.name = "file_io",

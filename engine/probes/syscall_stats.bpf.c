@@ -28,6 +28,33 @@ struct {
 	__type(value, struct syscall_entry);
 } in_syscall SEC(".maps");
 
+/* Without task storage (before Linux 5.11: the map above is then not created, and the branches
+ * that use it are dead code): a hash by thread id, an entry only while a thread is inside a timed
+ * syscall (sized from user space). */
+const volatile bool per_thread_hash = false;
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct syscall_entry);
+} in_syscall_by_tid SEC(".maps");
+
+/* The current thread's entry; created when `create` (NULL when the map is full). */
+static __always_inline struct syscall_entry *thread_entry(bool create)
+{
+	if (!per_thread_hash)
+		return bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct syscall_entry *e = bpf_map_lookup_elem(&in_syscall_by_tid, &tid);
+	if (e || !create)
+		return e;
+	struct syscall_entry zero = {};
+	bpf_map_update_elem(&in_syscall_by_tid, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&in_syscall_by_tid, &tid);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SYSCALL_SLOTS);
@@ -64,8 +91,7 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	if (!diag_sampled_in())
 		return 0;
-	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	e = thread_entry(true);
 	if (!e) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
@@ -84,7 +110,7 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 
 	if (diag_count_only() || !diag_current_wanted())
 		return 0;
-	e = bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0, 0);
+	e = thread_entry(false);
 	if (!e || !e->start_ns)
 		return 0; /* entered before we attached */
 	slot = e->nr < SYSCALL_SLOTS ? e->nr : SYSCALL_SLOTS - 1;
@@ -96,6 +122,10 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 			t->errors++;
 	}
 	e->start_ns = 0;
+	if (per_thread_hash) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		bpf_map_delete_elem(&in_syscall_by_tid, &tid);
+	}
 	return 0;
 }
 

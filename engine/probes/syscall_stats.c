@@ -46,6 +46,8 @@ static const struct option_spec syscall_options[] = {
 
 static const char *const syscall_variants[] = { "raw_tp", NULL };
 
+#define SYSCALL_THREADS_NO_TASK_STORAGE 16384 /* the hash's entries where task storage is missing */
+
 static int syscalls_load(struct probe *p, struct diag_err *err)
 {
 	struct syscalls_priv *sp = p->priv;
@@ -55,11 +57,20 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
+	/* Task storage (5.11+) keeps a timed syscall's start; without it a hash by thread does, an
+	 * entry per thread inside a timed syscall. Counting alone needs neither. */
+	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	bpf_map__set_autocreate(sp->skel->maps.in_syscall, sp->timed && task_storage);
+	sp->skel->rodata->per_thread_hash = sp->timed && !task_storage;
+	bpf_map__set_autocreate(sp->skel->maps.in_syscall_by_tid, sp->timed && !task_storage);
+	bpf_map__set_max_entries(sp->skel->maps.in_syscall_by_tid, SYSCALL_THREADS_NO_TASK_STORAGE);
+	if (sp->timed && !task_storage)
+		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): a timed syscall's start is kept "
+			 "in a hash by thread, at most %u threads inside one at once", SYSCALL_THREADS_NO_TASK_STORAGE);
 	int rc = syscall_stats_bpf__load(sp->skel);
 	if (rc)
-		return diag_fail(err, DIAG_EXIT_REFUSED,
-				 "loading syscall programs: %s (needs raw tracepoints and task "
-				 "local storage, Linux 5.11+)", strerror(-rc));
+		return diag_fail(err, DIAG_EXIT_REFUSED, "loading syscall programs: %s (needs raw tracepoints)",
+				 strerror(-rc));
 	p->variant = "raw_tp";
 	return 0;
 }
@@ -187,8 +198,8 @@ static const struct result_field syscall_results[] = {
 	{ "syscalls[].total_ns", RT_INTEGER, "ns", true, "timed only: time in the calls" },
 	{ "syscalls[].errors", RT_INTEGER, "count", true, "timed only: calls that returned an error" },
 };
-/* task_storage: the timed mode's entry timestamps (the object needs it to load at all). */
-static const char *const syscall_features[] = { "btf", "raw_tp", "task_storage", NULL };
+/* task_storage is not needed: the timed mode keeps its entries in a hash by thread without it. */
+static const char *const syscall_features[] = { "btf", "raw_tp", NULL };
 
 const struct probe_kind probe_kind_syscall_stats = {
 	.name = "syscall_stats",
