@@ -404,6 +404,8 @@ local function growth_verdict()
     if sev == "info" and rate >= T.growth then
       ev:add("RSS did not grow (%s, under %s): the blocks held since the window began reuse memory the allocator got back from older blocks freed in it — a working set turning over more slowly than the window, not growth yet",
         diag.fmt_byte_rate(rss_rate), diag.fmt_byte_rate(T.growth))
+      title = string.format("Heap turns over, RSS flat: %s held by %s of what was allocated in the window, in place of older blocks freed",
+        diag.fmt_bytes(total), table.concat(names, " and "))
     end
   else
     sev = rate >= T.growth and "warning" or "info"

@@ -4,8 +4,9 @@
  * Choices:
  * - What is timed is our own thread's CPU time (CLOCK_THREAD_CPUTIME_ID): a trap or a syscall's
  *   slow path runs on the thread that hit it, and time the thread spent preempted by the machine's
- *   other work is not counted. Each figure is the least of several batches, untraced before the
- *   attachment, traced while it is there; their difference is the cost per hit.
+ *   other work is not counted. A uprobe figure is the least of several batches, untraced before
+ *   the attachment, traced while it is there; their difference is the cost per hit (the syscall
+ *   figure: below).
  * - The uprobe is a nop program on a function of ours, for this process only (perf_event_open's
  *   pid 0): nothing else on the machine traps. A uretprobe's figure is what its return adds to the
  *   entry's trap (a function traced at both ends traps once at its entry: timed with the entry's

@@ -142,8 +142,11 @@ static int profile_load(struct probe *p, struct diag_err *err)
 	pp->n_cpus = online_cpus(&pp->cpus);
 	if (pp->n_cpus <= 0)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "cannot tell which CPUs are online");
-	/* Pick the event by opening it for real on one CPU: the only test that does not lie. */
-	const char *why = NULL;
+	/* Pick the event by opening it for real on one CPU: the only test that does not lie. Each
+	 * variant's failure is kept for the message: an event missing here (ENOENT: no PMU) and one
+	 * refused (EACCES, EPERM: perf_event_paranoid, CAP_PERFMON) want different advice. */
+	char why[256] = "";
+	bool missing = false, refused = false;
 	for (const char *const *v = p->cfg.variants; *v; v++) {
 		int fd = open_sampling_event(*v, hz, pp->cpus[0]);
 		if (fd >= 0) {
@@ -151,18 +154,21 @@ static int profile_load(struct probe *p, struct diag_err *err)
 			p->variant = *v;
 			break;
 		}
-		if (!why)
-			why = strerror(errno);
+		int e = errno;
+		missing |= e == ENOENT;
+		refused |= e == EACCES || e == EPERM;
+		size_t len = strlen(why);
+		snprintf(why + len, sizeof(why) - len, "%s%s: %s", len ? "; " : "", *v, strerror(e));
 		if (strcmp(*v, "hw_cycles") == 0 && v[1] && !p->note[0]) /* the next one is tried */
 			snprintf(p->note, sizeof(p->note),
 				 "hardware cycles counter unavailable (%s: no PMU, e.g. a VM): "
-				 "sampling with the cpu-clock software event", strerror(errno));
+				 "sampling with the cpu-clock software event", strerror(e));
 	}
 	if (!p->variant)
-		return diag_fail(err, DIAG_EXIT_REFUSED, "cannot open a perf sampling event (%s)%s", why ? why : "no variant",
-				 why && strcmp(why, strerror(ENOENT)) == 0
-					 ? ": the event does not exist here (hardware cycles: no PMU, e.g. a VM)"
-					 : "; check perf_event_paranoid and CAP_PERFMON");
+		return diag_fail(err, DIAG_EXIT_REFUSED, "cannot open a perf sampling event (%s)%s%s",
+				 why[0] ? why : "no variant",
+				 missing ? ": an event that does not exist here (hardware cycles: no PMU, e.g. a VM)" : "",
+				 refused ? "; check perf_event_paranoid and CAP_PERFMON" : "");
 
 	if (!(pp->skel = cpu_profile_skel_open(p, err)))
 		return -1;

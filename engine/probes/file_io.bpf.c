@@ -5,7 +5,8 @@
  * call path.
  *
  * Owns: a watch table (rodata, filled by the engine from the C library's syscall numbers: no
- * architecture's numbers are written here), the entry time in task local storage, and on exit
+ * architecture's numbers are written here), the entry time in task local storage (before Linux
+ * 5.11, an LRU hash by thread id), and on exit
  * the totals per (tgid, syscall, fd, stack) and the histograms. Filters: pid/tid/comm/cgroup of
  * the calling task (syscalls run in its context).
  * Must not: do more than a table lookup for unwatched syscalls, keep per-call records, or name
@@ -32,12 +33,12 @@ struct {
 } in_call SEC(".maps");
 
 /* Without task storage (before Linux 5.11: the map above is then not created, and the branches
- * that use it are dead code): a hash by thread id, an entry only while a thread is inside a
- * watched call (sized from user space). */
+ * that use it are dead code): an LRU hash by thread id, an entry while a thread is inside a
+ * watched call (sized from user space; preallocated: no allocation per call; what a thread
+ * killed inside a call leaves behind is evicted). */
 const volatile bool per_thread_hash = false;
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct file_io_entry);

@@ -5,8 +5,9 @@
  *  - count_*: one program on sys_enter that bumps a per-CPU counter. The cheapest possible
  *    syscall probe: no clock read, no per-thread state, no sys_exit program.
  *  - timed_*: sys_enter keeps the entry time in task local storage (no hash lookups, nothing to
- *    clean up when a thread dies), sys_exit adds count, time and errors. Clock reads cost tens
- *    of ns each on some VMs, so this is opt-in.
+ *    clean up when a thread dies; before Linux 5.11, an LRU hash by thread id: an exiting
+ *    thread's entry, never followed by a sys_exit, is evicted when the map is full), sys_exit
+ *    adds count, time and errors. Clock reads cost tens of ns each on some VMs, so this is opt-in.
  * Must not: keep per-call records, or do anything for other processes beyond the pid check.
  */
 #include "abi/vmlinux.h"
@@ -29,12 +30,16 @@ struct {
 } in_syscall SEC(".maps");
 
 /* Without task storage (before Linux 5.11: the map above is then not created, and the branches
- * that use it are dead code): a hash by thread id, an entry only while a thread is inside a timed
- * syscall (sized from user space). */
+ * that use it are dead code): an LRU hash by thread id, an entry while a thread is inside a timed
+ * syscall (sized from user space; what exit and exit_group leave behind is evicted, never
+ * filling it). */
 const volatile bool per_thread_hash = false;
+/* exit and exit_group never return to a sys_exit: in the hash they would stay, and a thread that
+ * later got the same id would find its dead predecessor's start (the engine's numbers: no
+ * architecture's are written here) */
+const volatile __s64 exit_nr = -1, exit_group_nr = -1;
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct syscall_entry);
@@ -90,6 +95,8 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 	if (!diag_admit(count_only, diag_current_wanted()))
 		return 0;
 	if (!diag_sampled_in())
+		return 0;
+	if (per_thread_hash && (nr == exit_nr || nr == exit_group_nr))
 		return 0;
 	e = thread_entry(true);
 	if (!e) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "plan/catalog.h"
 #include "probes/runtime.h"
@@ -57,16 +58,18 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 	bpf_program__set_autoload(sp->skel->progs.count_sys_enter, !sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_enter, sp->timed);
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
-	/* Task storage (5.11+) keeps a timed syscall's start; without it a hash by thread does, an
-	 * entry per thread inside a timed syscall. Counting alone needs neither. */
+	/* Task storage (5.11+) keeps a timed syscall's start; without it an LRU hash by thread does,
+	 * an entry per thread inside a timed syscall. Counting alone needs neither. */
 	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
 	bpf_map__set_autocreate(sp->skel->maps.in_syscall, sp->timed && task_storage);
 	sp->skel->rodata->per_thread_hash = sp->timed && !task_storage;
+	sp->skel->rodata->exit_nr = SYS_exit;
+	sp->skel->rodata->exit_group_nr = SYS_exit_group;
 	bpf_map__set_autocreate(sp->skel->maps.in_syscall_by_tid, sp->timed && !task_storage);
 	bpf_map__set_max_entries(sp->skel->maps.in_syscall_by_tid, SYSCALL_THREADS_NO_TASK_STORAGE);
 	if (sp->timed && !task_storage)
 		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): a timed syscall's start is kept "
-			 "in a hash by thread, at most %u threads inside one at once", SYSCALL_THREADS_NO_TASK_STORAGE);
+			 "in an LRU hash by thread, for at most %u threads at once", SYSCALL_THREADS_NO_TASK_STORAGE);
 	int rc = syscall_stats_bpf__load(sp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading syscall programs: %s (needs raw tracepoints)",

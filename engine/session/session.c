@@ -358,19 +358,22 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 			err->code = 0;
 		}
 	}
-	/* a recipe is not run for its context probes alone */
-	const struct probe *first = NULL;
+	/* a recipe is not run for its context probes alone: refused (exit 3) when a probe of it did
+	 * not load here, else (the target lacks what every probe needs) a usage error */
+	const struct probe *first = NULL, *unloaded = NULL;
 	unsigned left = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
-		if (probes[i].skipped)
+		if (probes[i].skipped) {
 			first = first ? first : &probes[i];
-		else
+			unloaded = unloaded || !probes[i].load_failed ? unloaded : &probes[i];
+		} else {
 			left += !plan->probes[i].kind->context_only;
+		}
 	}
-	if (first && !left && first->load_failed)
+	if (unloaded && !left)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "nothing of recipe %s loads here: probe %s (%s): %s",
-				 plan->recipe->name, first->cfg.id, plan->probes[first - probes].kind->name,
-				 first->skip_why);
+				 plan->recipe->name, unloaded->cfg.id, plan->probes[unloaded - probes].kind->name,
+				 unloaded->skip_why);
 	if (first && !left)
 		return diag_fail(err, DIAG_EXIT_USAGE, "nothing of recipe %s applies to this target: %s",
 				 plan->recipe->name, first->skip_why);
@@ -1051,6 +1054,9 @@ int session_dry_run(const struct plan *plan, struct target *target, struct tfile
 			value_set_str(v, "variant", probes[i].variant ? probes[i].variant : "");
 			if (probes[i].note[0])
 				value_set_str(v, "note", probes[i].note);
+			if (probes[i].skipped) /* as a run's probes[] says it */
+				value_set_str(v, probes[i].load_failed ? "load_error" : "not_applicable",
+					      probes[i].skip_why);
 		}
 	}
 	if (rc == 0 && preflight_ms) {

@@ -174,7 +174,8 @@ EOF
 # declared shape (the engine notes it: engine/session/session.c, engine/plan/shape.h), as assert_shapes does,
 # and that every probe loaded (a probe that does not load on a kernel is skipped, the run
 # degraded: on the kernels the tests run on, that is a fault unless the test says
-# ALLOW_LOAD_ERRORS=1), in the same python3: one process per check.
+# ALLOW_LOAD_ERRORS=1), in the same python3: one process per check. (Reports read with json()
+# alone are not checked for it: a test that wants the guarantee uses check at least once.)
 check() {
 	local out
 	out=$(python3 -c 'import json, sys

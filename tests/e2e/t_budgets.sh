@@ -79,14 +79,18 @@ kill -STOP "$PID"
 "$DIAG" high-cpu --recipes "$TMP/governor/recipes" --pid "$PID" --duration 4 --json > "$TMP/gov.json"; rc=$?
 kill -CONT "$PID" 2>/dev/null
 check "$TMP/gov.json" "r['stop_reason'] == 'duration' and r['duration_s'] > 3" "governor: the run did not go on: $(json "$TMP/gov.json" 'r["stop_reason"], r["duration_s"]')"
-read_low "$TMP/gov.json" ||
-check "$TMP/gov.json" "'syscalls: stopped' in notes and 'syscalls: sampled' not in notes and 'sampling could not bring it under' in notes and 'its hits\' traps and slow paths' in notes" \
-	"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"], r["overhead"]["server"]')"
-check "$TMP/gov.json" "stopped['syscalls'] and stopped['syscalls'] < 3 and stopped['profile'] is None and r['overhead']['server']['slowed_syscalls_per_s'] > 0" \
-	"governor: stopped probes $(json "$TMP/gov.json" '[(p["id"], p.get("stopped_at_s")) for p in r["probes"]]')"
-# (any of the verdicts: on a machine that is busy besides, cpu-starved may come first)
-check "$TMP/gov.json" "any(v['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in v['title'] for v in r['verdicts']) and any(v['id'] == 'incomplete-data' and 'syscalls stopped at' in v['title'] for v in r['verdicts'])" \
-	"governor: verdicts $(json "$TMP/gov.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
+if read_low "$TMP/gov.json"; then # the run behaves as its own figure says: its verdict still names write()
+	check "$TMP/gov.json" "any(v['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in v['title'] for v in r['verdicts'])" \
+		"governor (a low figure): verdicts $(json "$TMP/gov.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
+else
+	check "$TMP/gov.json" "'syscalls: stopped' in notes and 'syscalls: sampled' not in notes and 'sampling could not bring it under' in notes and 'its hits\' traps and slow paths' in notes" \
+		"governor: notes do not say it stopped the syscall probe for its slow path: $(json "$TMP/gov.json" 'r["notes"], r["overhead"]["server"]')"
+	check "$TMP/gov.json" "stopped['syscalls'] and stopped['syscalls'] < 3 and stopped['profile'] is None and r['overhead']['server']['slowed_syscalls_per_s'] > 0" \
+		"governor: stopped probes $(json "$TMP/gov.json" '[(p["id"], p.get("stopped_at_s")) for p in r["probes"]]')"
+	# (any of the verdicts: on a machine that is busy besides, cpu-starved may come first)
+	check "$TMP/gov.json" "any(v['id'] in ('cpu-bound-kernel', 'busy') and 'write()' in v['title'] for v in r['verdicts']) and any(v['id'] == 'incomplete-data' and 'syscalls stopped at' in v['title'] for v in r['verdicts'])" \
+		"governor: verdicts $(json "$TMP/gov.json" '[(v["id"], v["title"]) for v in r["verdicts"]]')"
+fi
 assert_released "a run whose syscall probe the governor stopped"
 
 # With no probe free of such a cost left: (c) storming from the start, refused by the pre-flight

@@ -111,6 +111,7 @@ static void test_slow_churn_recorded(void **state)
 	assert_string_equal(value_get_str(verdict(v, 0), "id"), "heap-growth");
 	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "info");
 	assert_true(evidence_has(verdict(v, 0), "RSS did not grow"));
+	assert_non_null(strstr(value_get_str(verdict(v, 0), "title"), "Heap turns over, RSS flat"));
 	value_free(v);
 	value_free(fx);
 }
