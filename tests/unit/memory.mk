@@ -3,11 +3,11 @@
 # (a PIE calling it).
 MEMFIX := $(BUILD)/fixtures
 
-$(MEMFIX)/libmemleak.so: tests/unit/fixtures/memleak_lib.c
+$(MEMFIX)/libmemleak.so: tests/unit/fixtures/memleak_lib.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	gcc -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -shared -fPIC -o $@ $<
 
-$(MEMFIX)/memleak_pie: tests/unit/fixtures/memleak_pie.c $(MEMFIX)/libmemleak.so
+$(MEMFIX)/memleak_pie: tests/unit/fixtures/memleak_pie.c $(MEMFIX)/libmemleak.so | $(DEPS_STAMP)
 	gcc -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fPIE -pie -o $@ $< -L$(MEMFIX) \
 		-lmemleak -Wl,-rpath,'$$ORIGIN'
 

@@ -6,7 +6,7 @@ PGLAYOUT_INCS := $(wildcard /usr/include/postgresql/1[3-7]/server)
 PGLAYOUT_BINS := $(foreach inc,$(PGLAYOUT_INCS),$(BUILD)/fixtures/pglayout_$(word 4,$(subst /, ,$(inc))))
 
 define PGLAYOUT_RULE
-$(BUILD)/fixtures/pglayout_$(word 4,$(subst /, ,$(1))): tests/unit/fixtures/pglayout.c
+$(BUILD)/fixtures/pglayout_$(word 4,$(subst /, ,$(1))): tests/unit/fixtures/pglayout.c | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
 	$$(CC) -O0 -w -I$(1) -o $$@ $$<
 endef

@@ -5,7 +5,7 @@ PYLAYOUT_INCS := $(wildcard /usr/include/python3.1[1-3] /root/.pyenv/versions/3.
 PYLAYOUT_BINS := $(foreach inc,$(PYLAYOUT_INCS),$(BUILD)/fixtures/pylayout_$(subst /,_,$(inc)))
 
 define PYLAYOUT_RULE
-$(BUILD)/fixtures/pylayout_$(subst /,_,$(1)): tests/unit/fixtures/pylayout.c
+$(BUILD)/fixtures/pylayout_$(subst /,_,$(1)): tests/unit/fixtures/pylayout.c | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
 	$$(CC) -O0 -w -I$(1) -I$(1)/internal -o $$@ $$<
 endef

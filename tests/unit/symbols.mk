@@ -3,14 +3,14 @@
 SYMFIX := $(BUILD)/fixtures
 SYMFIX_CFLAGS := -O1 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Werror
 
-$(SYMFIX)/libsymfix.so: tests/unit/fixtures/symfix_lib.c
+$(SYMFIX)/libsymfix.so: tests/unit/fixtures/symfix_lib.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(SYMFIX_CFLAGS) -shared -fPIC -o $@ $<
 
-$(SYMFIX)/symfix_pie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so
+$(SYMFIX)/symfix_pie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so | $(DEPS_STAMP)
 	$(CC) $(SYMFIX_CFLAGS) -fPIE -pie -o $@ $< -L$(SYMFIX) -lsymfix -Wl,-rpath,'$$ORIGIN'
 
-$(SYMFIX)/symfix_nopie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so
+$(SYMFIX)/symfix_nopie: tests/unit/fixtures/symfix_main.c $(SYMFIX)/libsymfix.so | $(DEPS_STAMP)
 	$(CC) $(SYMFIX_CFLAGS) -fno-pie -no-pie -o $@ $< -L$(SYMFIX) -lsymfix -Wl,-rpath,'$$ORIGIN'
 
 $(SYMFIX)/symfix_pie_stripped: $(SYMFIX)/symfix_pie
@@ -24,7 +24,7 @@ UNIT_FIXTURES += $(SYMFIX)/libsymfix.so $(SYMFIX)/symfix_pie $(SYMFIX)/symfix_no
 
 # A library whose symbols are only in a separate debug file found by .gnu_debuglink (no build-id,
 # so the CRC is what verifies it): the stripped file, and its debug file in .debug/.
-$(SYMFIX)/libsymfix_nobid.so: tests/unit/fixtures/symfix_lib.c
+$(SYMFIX)/libsymfix_nobid.so: tests/unit/fixtures/symfix_lib.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(SYMFIX_CFLAGS) -shared -fPIC -Wl,--build-id=none -o $@ $<
 
@@ -42,7 +42,7 @@ UNIT_FIXTURES += $(SYMFIX)/libsymfix_nobid.so $(SYMFIX)/.debug/libsymfix_dbglink
 # With build-ids: the stripped libsymfix.so whose .gnu_debuglink names its own debug file, and
 # one whose debuglink names the debug file of another build (-O2: another build-id) with that
 # file's CRC, so that only the build-id comparison can refuse it.
-$(SYMFIX)/libsymfix_o2.so: tests/unit/fixtures/symfix_lib.c
+$(SYMFIX)/libsymfix_o2.so: tests/unit/fixtures/symfix_lib.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(SYMFIX_CFLAGS) -O2 -shared -fPIC -o $@ $<
 
@@ -68,7 +68,7 @@ $(SYMFIX)/symmany.c: tests/unit/symbols.mk
 	@mkdir -p $(dir $@)
 	awk 'BEGIN { for (i = 0; i < 20000; i++) printf "int many_function_with_a_long_name_for_the_string_table_%05d(int x) { return x * %d + 1; }\n", i, i + 2 }' > $@
 
-$(SYMFIX)/libsymmany.so: $(SYMFIX)/symmany.c
+$(SYMFIX)/libsymmany.so: $(SYMFIX)/symmany.c | $(DEPS_STAMP)
 	$(CC) -O0 -shared -fPIC -o $@ $<
 
 UNIT_FIXTURES += $(SYMFIX)/libsymmany.so

@@ -5,14 +5,14 @@
 UNWFIX := $(BUILD)/fixtures
 UNWFIX_CFLAGS := -O2 -g -Wall -Wextra -Werror
 
-$(UNWFIX)/libleaf.so: tests/unit/fixtures/leaf_lib.c
+$(UNWFIX)/libleaf.so: tests/unit/fixtures/leaf_lib.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	gcc $(UNWFIX_CFLAGS) -fno-omit-frame-pointer -shared -fPIC -o $@ $<
 
-$(UNWFIX)/leaf_main: tests/unit/fixtures/leaf_main.c $(UNWFIX)/libleaf.so
+$(UNWFIX)/leaf_main: tests/unit/fixtures/leaf_main.c $(UNWFIX)/libleaf.so | $(DEPS_STAMP)
 	gcc $(UNWFIX_CFLAGS) -fno-omit-frame-pointer -o $@ $< -L$(UNWFIX) -lleaf -Wl,-rpath,'$$ORIGIN'
 
-$(UNWFIX)/nofp_main: tests/unit/fixtures/nofp_main.c
+$(UNWFIX)/nofp_main: tests/unit/fixtures/nofp_main.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	gcc $(UNWFIX_CFLAGS) -fomit-frame-pointer -fasynchronous-unwind-tables -o $@ $<
 

@@ -8,7 +8,7 @@ $(USDTFIX)/libusdtapp.so: tests/unit/fixtures/usdt_app_plain.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	gcc -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -shared -fPIC -o $@ $<
 
-$(USDTFIX)/usdt_app: tests/unit/fixtures/usdt_app.c $(USDTFIX)/libusdtapp.so
+$(USDTFIX)/usdt_app: tests/unit/fixtures/usdt_app.c $(USDTFIX)/libusdtapp.so | $(DEPS_STAMP)
 	gcc -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fPIE -pie -o $@ $< -L$(USDTFIX) \
 		-lusdtapp -Wl,-rpath,'$$ORIGIN'
 
