@@ -33,7 +33,9 @@
 -- class moves to work-wait.
 -- Findings worst first, the larger share first. With no finding: idle (info) when the threads
 -- are off the CPU at least half of their time and most of it work-wait or blocked throughout
--- the window (never seen switching: threads x window - on CPU - off CPU measured); event-loop
+-- the window (never seen switching: threads x window - on CPU - off CPU measured) — unless the
+-- thread snapshots were not taken: then `blocked-unknown` (warning: parked or stuck, which the
+-- snapshots alone tell, is not known, and a deadlock looks the same); event-loop
 -- (info) instead when the waiting for work is mostly an event loop parked in epoll/poll (its
 -- upstreams answering fast, by the peers probe); neither when a thread was busy on CPU (the
 -- process used >= half a CPU: a busy main thread among parked helpers); else ok.
@@ -82,6 +84,9 @@ local threads = (context and context.threads) or 1
 local all_thread_ns = threads * window * 1e9
 -- the threads blocked since before the window (nil without the thread_states probe)
 local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
+-- why the snapshots cannot tell what the threads blocked throughout wait on (nil: they can, or
+-- the probe did not run)
+local snap_missing = blocked.missing(results.threads)
 local idle_threads, idle_throughout_ns = 0, 0
 for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
 if snap then idle_throughout_ns = math.min(snap.idle_ns, all_thread_ns) end
@@ -893,6 +898,18 @@ local function quiet_verdict()
   if waiting and off_ns > 0 and loop.ns > 0 and loop.ns >= work.ns and work.ns + loop.ns >= off_ns / 2 and
     not (unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2) then
     return event_loop_verdict()
+  end
+  if waiting and unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 and snap_missing then
+    -- parked or stuck: without the snapshot neither can be said, and a deadlock looks like this
+    return diag.verdict("blocked-unknown", "warning",
+      string.format("Threads blocked throughout the window %s of their time, on what is not known: the thread snapshot was not taken (%s)",
+        diag.fmt_pct(share_all(unseen_ns)), snap_missing),
+      { string.format("%s of the threads' time (%s) was neither on a CPU nor seen leaving one: blocked since before the run",
+          diag.fmt_pct(share_all(unseen_ns)), threads_x_window()),
+        string.format("On CPU %s, off CPU and seen %s", diag.fmt_pct(share_all(on_cpu_ns or 0)), diag.fmt_pct(share_all(off_ns))),
+        "A parked pool and a deadlock or a hung mount look the same without the snapshot: not called idle" },
+      { string.format("Where they wait: cat /proc/%s/task/*/stack (kernel) and /proc/%s/task/*/wchan; gdb -p %s -batch -ex 'thread apply all bt' for the user stacks", pid, pid, pid),
+        "Run it again: diagnose latency " .. target_arg .. " (the snapshot is read at the window's edges)" })
   end
   if waiting and unseen_ns > 0 and unseen_ns >= (off_ns + unseen_ns) / 2 then
     return diag.verdict("idle", "info",

@@ -34,6 +34,9 @@
 --                  (critical) → latency
 --   stuck-in-kernel a thread uninterruptible, or in a file system request that gets no answer, the
 --                  whole window (warning, critical at share_pct_crit) → latency
+--   blocked-unknown threads blocked throughout most of the window while a snapshot was not taken
+--                  (warning: parked or stuck is not known; neither deadlock nor idle is said)
+--                  → latency
 -- a lock held since before the run is a lock wait of `waiting`, its holder named.
 -- One hypothesis per symptom recipe, each at most one verdict, with `next` = { recipe, params }
 -- (what --follow runs) and the exact command first in next_steps, or a ruled-out line:
@@ -97,6 +100,9 @@ local threads = (context and context.threads) or 1
 local all_thread_ns = threads * window * 1e9
 -- the threads blocked since before the window (nil without the thread_states probe, host-wide)
 local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
+-- why the snapshots cannot tell what threads blocked throughout wait on (nil: they can, or the
+-- probe did not run): then neither a deadlock nor idleness is said of them
+local snap_missing = not host and blocked.missing(results.threads)
 local idle_threads = 0
 for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
 -- the time of the threads that matter: threads x window, less the threads idle throughout
@@ -217,6 +223,16 @@ local function candidate(id, recipe, needs_pid, severity, score, title, evidence
 end
 
 local function sev_of(x) return x >= T.crit and "critical" or "warning" end
+
+-- The threads' time neither on a CPU, nor seen off it, nor idle by the snapshots: blocked
+-- throughout the window. on_ns, off, idle_ns, unseen.
+local function time_split()
+  local on_ns = ((cpu_pct or 0) / 100) * window * 1e9
+  local off = 0
+  for _, c in ipairs(CLASSES) do off = off + class[c].ns end
+  local idle_ns = snap and snap.idle_ns or 0
+  return on_ns, off, idle_ns, math.max(all_thread_ns - on_ns - off - idle_ns, 0)
+end
 
 -- ---- the hypotheses: each a candidate or a ruled-out line -----------------------------------------
 
@@ -377,7 +393,7 @@ end
 -- Threads blocked since before the window in a deadlock: glibc mutexes in a cycle, or a runtime's
 -- locks with no owner recorded (lua/lib/blocked.lua).
 local function deadlock()
-  if not snap then return nil end
+  if not snap or snap_missing then return nil end
   local members, what = nil, nil
   if #snap.cycles > 0 then
     members, what = snap.cycles[1].members, "each other's mutex"
@@ -408,7 +424,7 @@ end
 -- Threads stuck in the kernel since before the window: uninterruptible, or in a file system
 -- request that gets no answer.
 local function stuck_in_kernel()
-  if not snap then return nil end
+  if not snap or snap_missing then return nil end
   if #snap.stuck == 0 then
     return blocked.not_stuck_in_kernel()
   end
@@ -427,6 +443,22 @@ local function stuck_in_kernel()
     string.format("Stuck in the kernel: %s has waited %s in %s%s", blocked.name(snap.stuck[1]), blocked.how_long(t, snap),
       t.syscall and (t.syscall .. "()") or "the kernel", f and (" on " .. f) or ""), ev,
     { "latency names the file system or device and what to do; the thread cannot be killed until it answers" })
+end
+
+-- Threads blocked throughout the window when the snapshots that tell parked from stuck were not
+-- taken: most of the threads' time so → latency (warning: a deadlock looks the same).
+local function blocked_unknown()
+  if not snap_missing then return nil end
+  local _, _, _, unseen = time_split()
+  local p = all_thread_ns > 0 and unseen * 100 / all_thread_ns or 0
+  if p < 50 then return nil end
+  return candidate("blocked-unknown", "latency", true, "warning", p,
+    string.format("Threads blocked throughout the window %s of their time, on what is not known: the thread snapshot was not taken (%s)",
+      pct(p), snap_missing),
+    { string.format("%s of the threads' time (%d thread%s x %.1f s) was neither on a CPU nor seen leaving one: blocked since before the run",
+        pct(p), threads, threads == 1 and "" or "s", window),
+      "A parked pool and a deadlock or a hung mount look the same without the snapshot: not called idle" },
+    { "latency takes the snapshots again and names what each thread waits on" })
 end
 
 -- Disk: uninterruptible waits in the block layer, io pressure. Host-wide the io pressure
@@ -589,11 +621,7 @@ end
 -- ---- report sections ---------------------------------------------------------------------------------
 
 local function time_table()
-  local on_ns = ((cpu_pct or 0) / 100) * window * 1e9
-  local off = 0
-  for _, c in ipairs(CLASSES) do off = off + class[c].ns end
-  local idle_ns = snap and snap.idle_ns or 0
-  local unseen = math.max(all_thread_ns - on_ns - off - idle_ns, 0)
+  local on_ns, off, idle_ns, unseen = time_split()
   local function of_all(ns) return pct(all_thread_ns > 0 and ns * 100 / all_thread_ns or 0) end
   local rows = diag.lines({ "on the CPU", of_all(on_ns), diag.fmt_ns(on_ns), "" })
   for _, c in ipairs(CLASSES) do
@@ -623,6 +651,7 @@ local function consider(item)
 end
 consider(deadlock())
 consider(stuck_in_kernel())
+consider(blocked_unknown())
 local bound = cpu_bound()
 consider(bound)
 consider(cpu_starved(bound ~= nil and bound.v ~= nil))

@@ -149,7 +149,14 @@ struct probe_kind {
 	int (*load)(struct probe *p, struct diag_err *err);
 	/* Attach the loaded programs. */
 	int (*attach)(struct probe *p, struct diag_err *err);
-	/* Stop collecting: release the links, keep the maps for collect (may be NULL). */
+	/* Optional: the window's closing edge. Called once for each probe still running as the
+	 * collection ends, after every probe went count-only and before any detaches: what the
+	 * kind reads of the state at that edge (a snapshot of the target's threads, a last sample of
+	 * a server's shared memory). Detaching can take seconds (uprobe releases wait for grace
+	 * periods; longer under a slow hypervisor): the state read after it is not the window's. */
+	void (*window_end)(struct probe *p);
+	/* Stop collecting: release the links, keep the maps for collect (may be NULL). Also how
+	 * the governor stops a probe mid-run (then without window_end). */
 	void (*detach)(struct probe *p);
 	/* Called about once a second during the run (may be NULL). */
 	void (*tick)(struct probe *p);

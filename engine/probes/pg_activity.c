@@ -15,12 +15,12 @@
  * (pg_layout.h). The memory is read through the postmaster when it maps the same segment (a
  * backend that ends mid-run takes nothing with it), else through the target.
  *
- * Sampling (a timer at `hz`, the session's wake descriptor; one reading at attach, one at detach):
- * the status array and the PGPROC array in one read each; a slot's text only when its statement
- * is new (a statement that runs on is not read again), the texts of a sample in one read when
- * they are close; then the status array again: a slot whose st_changecount was odd, or changed,
- * between the two copies was being written, and is read again alone (at most twice) or counted
- * as torn. Every count, size and pointer is checked against the segment before it is used.
+ * Sampling (a timer at `hz`, the session's wake descriptor; one reading at attach, one at the
+ * window's end): the status array and the PGPROC array in one read each; a slot's text only when
+ * its statement is new (a statement that runs on is not read again), the texts of a sample in one
+ * read when they are close; then the status array again: a slot whose st_changecount was odd, or
+ * changed, between the two copies was being written, and is read again alone (at most twice) or
+ * counted as torn. Every count, size and pointer is checked against the segment before it is used.
  *
  * Owns: the discovery, the readings (all through tfile_read_mem / tfile_read_proc: bounded,
  * in helper processes the server cannot stall), their aggregation and the results.
@@ -1034,6 +1034,7 @@ static void pga_drain(struct probe *p)
 	sample(p, NULL);
 }
 
+/* The last sample, at the window's edge; also when the governor stops the probe (detach). */
 static void pga_detach(struct probe *p)
 {
 	struct pga_priv *pp = p->priv;
@@ -1405,6 +1406,7 @@ const struct probe_kind probe_kind_pg_activity = {
 	.features = pga_features,
 	.load = pga_load,
 	.attach = pga_attach,
+	.window_end = pga_detach,
 	.detach = pga_detach,
 	.wake_fd = pga_wake_fd,
 	.drain = pga_drain,

@@ -643,16 +643,22 @@ static int ts_attach(struct probe *p, struct diag_err *err)
 	return 0;
 }
 
-static void ts_detach(struct probe *p)
+/* The end snapshot, at the window's edge (before any probe's uprobes are released). */
+static void ts_window_end(struct probe *p)
 {
 	struct ts_priv *tp = p->priv;
-	if (!tp->detached && tp->start.taken && (tp->procfs || tp->iter)) {
+	if (!tp->detached && !tp->end.taken && tp->start.taken && (tp->procfs || tp->iter)) {
 		take(p, tp, TS_MODE_STATES, &tp->end);
 		if (tp->end.taken) {
 			select_reported(p, tp);
 			take_details(p, tp);
 		}
 	}
+}
+
+static void ts_detach(struct probe *p)
+{
+	struct ts_priv *tp = p->priv;
 	tp->detached = true;
 	tp->iter = NULL;
 	probe_bpf_detach(p);
@@ -1110,6 +1116,7 @@ const struct probe_kind probe_kind_thread_states = {
 	.features = ts_features,
 	.load = ts_load,
 	.attach = ts_attach,
+	.window_end = ts_window_end,
 	.detach = ts_detach,
 	.collect = ts_collect,
 	.destroy = ts_destroy,

@@ -259,6 +259,10 @@ static void detach_all(struct session *s)
 	 * (a server finishing 50,000 statements a second would fill a ring with them). */
 	for (unsigned i = 0; i < s->n_loaded; i++)
 		probe_set_mode(&s->probes[i], true, 0);
+	/* the state at the window's edge before any release delays it */
+	for (unsigned i = 0; i < s->n_loaded; i++)
+		if (s->probes[i].kind->window_end && !(s->gov.live && s->gov.live[i].stopped_s > 0))
+			s->probes[i].kind->window_end(&s->probes[i]);
 	for (unsigned i = 0; i < s->n_loaded; i++)
 		if (s->probes[i].kind->detach && !(s->gov.live && s->gov.live[i].stopped_s > 0))
 			s->probes[i].kind->detach(&s->probes[i]);

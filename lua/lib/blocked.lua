@@ -3,14 +3,15 @@
 -- in waits.lua's classes and the wait table's words, and what they make together. Loaded as
 -- global `blocked`, for latency and triage.
 --
--- Owns: reading the results (blocked.read), the class of a snapshot thread (blocked.classify: a
--- thread uninterruptible for the whole window, or in a file system's request to a server that does
--- not answer, is stuck in the kernel; a read on a server's socket, a pipe or a terminal waits for
--- input; the rest as waits.classify has it), which classes are idle (waiting for work, or by
--- design), the owner of a glibc mutex from its futex's words (blocked.mutex_owner), the search for
--- cycles of waiters and owners (deadlocks), the holders that keep a lock for the whole window, a
--- runtime's lock waits with no owner recorded (likely deadlocked when two threads or more of a
--- process wait so), and the words that name a thread and its wait.
+-- Owns: reading the results (blocked.read; blocked.missing: a snapshot not taken), the class of a
+-- snapshot thread (blocked.classify: a thread uninterruptible for the whole window, or in a file
+-- system's request to a server that does not answer, is stuck in the kernel; a read on a server's
+-- socket, a pipe or a terminal waits for input; the rest as waits.classify has it), which classes
+-- are idle (waiting for work, or by design), the owner of a glibc mutex from its futex's words
+-- (blocked.mutex_owner), the search for cycles of waiters and owners (deadlocks), the holders that
+-- keep a lock for the whole window, a runtime's lock waits with no owner recorded (likely
+-- deadlocked when two threads or more of a process wait so), and the words that name a thread and
+-- its wait.
 -- Must not: know a recipe's thresholds (the caller passes them) or make its verdicts; hold
 -- runtime function names (lua/lib/wait_table.lua does).
 
@@ -124,6 +125,18 @@ function blocked.file_of(t)
   if t.path then return t.path end
   if fd then return fd.what end
   return nil
+end
+
+-- blocked.missing(res): why the snapshots cannot tell the threads blocked since before the window
+-- (a string: the probe ran but its snapshot at one edge was not taken: a read past its deadline, a
+-- target that vanished), or nil when both were taken or the probe did not run at all. Without
+-- them a thread that made no switch in the window may be parked or stuck: neither can be said.
+function blocked.missing(res)
+  if not res or res.how == "none" then return nil end
+  local s = res.snapshots or {}
+  local a, b = s.start and s.start.threads or 0, s["end"] and s["end"].threads or 0
+  if a > 0 and b > 0 then return nil end
+  return res.why or string.format("the snapshot at the window's %s found no thread", a == 0 and "start" or "end")
 end
 
 -- blocked.read(res, opts): the snapshot's findings, or nil without a snapshot (res: the

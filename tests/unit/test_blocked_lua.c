@@ -7,7 +7,8 @@
  * priority-inheritance mutex read from its lock word, sixty idle threads added (the shares are of
  * the threads that matter: the verdicts do not weaken), threads blocked for less than
  * blocked_min_s (not taken as stuck), a FUSE request waited for interruptibly (still stuck), the
- * Python waits moved into Condition.wait (waiting for work: idle, not deadlocked). No root, no BPF.
+ * Python waits moved into Condition.wait (waiting for work: idle, not deadlocked), the end snapshot
+ * not taken (blocked-unknown, neither idle nor deadlocked). No root, no BPF.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -379,6 +380,49 @@ static void test_without_snapshot(void **state)
 	value_free(fx);
 }
 
+/* The incident as a run whose end snapshot was not taken (its read ran past the collection's
+ * deadline: seen on 6.1-rt under emulation, the uprobes' release first): the threads' list is
+ * empty and `why` says so. */
+static struct value *without_end_snapshot(const char *recipe, const char *name)
+{
+	struct value *fx = incident(recipe, name);
+	struct value *res = (struct value *)value_get(value_get(fx, "results"), "threads");
+	struct value *end = (struct value *)value_get(value_get(res, "snapshots"), "end");
+	assert_non_null(end);
+	value_set_int(end, "threads", 0);
+	value_set_str(res, "why", "the task iterator could not be read: past its deadline");
+	value_obj_set(res, "threads", value_arr());
+	value_set_int(res, "threads_reported", 0);
+	return fx;
+}
+
+/* Threads blocked throughout with the snapshot missing: parked or deadlocked is not known, and
+ * neither latency nor triage calls them idle (nor deadlocked). */
+static void test_snapshot_not_taken(void **state)
+{
+	(void)state;
+	struct value *fx = without_end_snapshot("latency", "deadlock");
+	struct value *v = recorded_verdicts("latency", fx, NULL, false);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "blocked-unknown");
+	assert_string_equal(value_get_str(verdict(v, 0), "severity"), "warning");
+	assert_has(title0(v), "past its deadline");
+	for (size_t i = 0; i < v->arr.len; i++)
+		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "idle");
+	value_free(v);
+	value_free(fx);
+
+	fx = without_end_snapshot("triage", "deadlock");
+	v = recorded_verdicts("triage", fx, NULL, false);
+	assert_string_equal(value_get_str(verdict(v, 0), "id"), "blocked-unknown");
+	assert_string_equal(value_get_str(value_get(verdict(v, 0), "next"), "recipe"), "latency");
+	for (size_t i = 0; i < v->arr.len; i++) {
+		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "idle");
+		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "deadlock");
+	}
+	value_free(v);
+	value_free(fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_triage_deadlock_recorded),
 		cmocka_unit_test(test_triage_fuse_recorded),
 		cmocka_unit_test(test_without_snapshot),
+		cmocka_unit_test(test_snapshot_not_taken),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
