@@ -12,7 +12,12 @@ DIAG="$ROOT/$BUILD/diagnose"
 catalog_kinds() { sed -n 's/^PROBE_KIND(\(.*\))$/\1/p' "$ROOT/$BUILD/catalog_list.h"; }
 WL="$ROOT/$BUILD/workloads"
 export DIAGNOSE_RECIPES="$ROOT/recipes"
-TMP=$(mktemp -d /tmp/diagnose-e2e.XXXXXX)
+# On a disk: the tests' page cache must be evictable and their fsyncs must reach a block device
+# (t_memory_host's refaults, t_targets' journals). /tmp is a tmpfs on Debian 13 and in many
+# containers: /var/tmp then.
+_tmp_base=/tmp
+[ "$(stat -f -c %T /tmp 2>/dev/null)" = tmpfs ] && _tmp_base=/var/tmp
+TMP=$(mktemp -d "$_tmp_base/diagnose-e2e.XXXXXX")
 # One interpreter for every helper: python3 as found on PATH, resolved once and put first on
 # PATH (a version manager's shim, pyenv's for one, costs a few shell processes per call, and the
 # suite makes thousands). A command, not a function: `python3 ... &` must give the python's pid.
