@@ -61,6 +61,12 @@ struct diag_set_exec_notice {
 
 #define DIAG_CTL_SECTION ".data.diag_ctl"
 
+/* Twins: a program NAME may come with a program NAME_compat, the same code without what a kernel
+ * before 5.17 refuses even where it is never reached (bpf_loop's callbacks: the Python walk).
+ * The engine loads the one the kernel takes (runtime.c: NAME where bpf_loop exists, else the
+ * twin, which then stands in skel->progs.NAME): one object for 5.10 to today. */
+#define DIAG_COMPAT_SUFFIX "_compat"
+
 /* diag_ctl.flags */
 #define DIAG_CTL_NO_STACKS 1u /* the governor dropped the probe's stacks: its events are kept
 			       * without call paths (kinds that honour it: probe_kind.drops_stacks) */

@@ -63,6 +63,11 @@ struct diag_weight_rec {
  * Python maps (diag_python.h: py_walk set, the samples of Python processes carry their Python
  * frames). DIAG_PY_MAPS_ARGS passes those maps to the senders below. */
 #define DIAG_PY_MAPS_ARGS (py_walk ? (void *)&py_procs : (void *)0), &py_tstates, &py_scratch
+/* The same in a program that has a twin for kernels without bpf_loop (Linux 5.17; diag_bpf.h's
+ * DIAG_COMPAT_SUFFIX): compat true (a constant in the twin's inlined body), no Python walk at all
+ * (its bpf_loop callbacks would not load there, even unreached). */
+#define DIAG_PY_MAPS_ARGS_IF(walk)                                                                \
+	((walk) && py_walk ? (void *)&py_procs : (void *)0), &py_tstates, &py_scratch
 #define DIAG_UNWIND_MAPS                                                                          \
 	DIAG_PYTHON_MAPS;                                                                         \
 	const volatile __u32 copy_bytes = 0;                                                      \
@@ -78,6 +83,23 @@ struct diag_weight_rec {
 		__type(value, struct diag_user_sample);                                           \
 	} scratch SEC(".maps")
 
+/* The kernel stack's size, where task_pt_regs finds the user registers of a task below its top
+ * (x86-64 and arm64 alike, without KASAN's doubling: Debian's kernels). */
+#define DIAG_THREAD_SIZE 16384
+
+/* The current task's user registers (saved at its entry into the kernel, also when it was in user
+ * mode: then they are the interrupted ones). bpf_task_pt_regs where the kernel has it (5.15);
+ * before, task_pt_regs computed as the kernel does, from the task's stack page: the same
+ * programs load from 5.10 on. */
+static __always_inline struct pt_regs *diag_user_regs(void)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
+	return (struct pt_regs *)(stack + DIAG_THREAD_SIZE - sizeof(struct pt_regs));
+}
+
 /* Fills one sample of the current task in the one-entry per-CPU array scratch of struct
  * diag_user_sample: its user registers and copy_bytes of its user stack (at most
  * DIAG_MAX_STACK_BYTES), with its weight, tag and cookie (engine/abi/diag_unwind.h's header). Returns
@@ -92,7 +114,7 @@ diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *c
 	struct diag_user_sample *s = bpf_map_lookup_elem(scratch, &zero);
 	if (!s)
 		return NULL;
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = diag_user_regs();
 	s->rec = DIAG_REC_SAMPLE;
 	s->tag = tag;
 	s->cookie = cookie;
@@ -137,7 +159,7 @@ diag_fill_user_sample(void *scratch, __u32 copy_bytes, __u32 tgid, const char *c
 #define DIAG_MAX_RETURN_INSTANCES 8
 static __always_inline bool diag_restore_uretprobe_returns(struct diag_user_sample *s)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task(); /* _btf: 5.11 */
 	bool fixed = false;
 	if (!bpf_core_field_exists(task->utask))
 		return false;

@@ -228,6 +228,9 @@ struct probe {
 	bool skipped;
 	bool load_failed;
 	char skip_why[768];
+	/* Loaded, but short of something on this kernel (its twins for kernels without bpf_loop:
+	 * runtime.h's probe_bpf_pick_twins): what, for the report's degraded notes; NULL: nothing. */
+	const char *degraded;
 };
 
 /* p as a kind's load sees it with every option at its default, for this process (diagnose

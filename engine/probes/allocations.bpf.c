@@ -58,8 +58,11 @@ struct {
 const volatile __u64 sample_bytes = 0;
 DIAG_UNWIND_MAPS;
 
+/* Each CPU's count of the blocks it recorded: a block's cookie is its CPU (high 16 bits, plus
+ * one: never 0) and that count. No atomic fetch (Linux 5.12): a uprobe program never interleaves
+ * with another on its CPU (the kernel's bpf_prog_active skips the second). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -147,13 +150,17 @@ static __always_inline __u64 free_block(__u64 addr)
 }
 
 /* dwarf mode: the block under a new cookie, its stack sent with that cookie (weight: its size). */
-static __always_inline void record_sampled_block(__u64 addr, struct alloc_block *b, __s64 growth)
+/* compat: in the twins (diag_bpf.h's DIAG_COMPAT_SUFFIX), without the Python walk. */
+static __always_inline void record_sampled_block(__u64 addr, struct alloc_block *b, __s64 growth,
+						 const bool compat)
 {
 	__u32 zero = 0;
 	__u64 *next = bpf_map_lookup_elem(&next_cookie, &zero);
 	if (!next)
 		return;
-	b->cookie = __sync_fetch_and_add(next, 1) + 1;
+	__u64 n = *next + 1;
+	*next = n;
+	b->cookie = ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & 0xffffffffffffull);
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	if (bpf_map_update_elem(&blocks, &addr, b, BPF_ANY)) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
@@ -168,24 +175,25 @@ static __always_inline void record_sampled_block(__u64 addr, struct alloc_block 
 		diag_restore_uretprobe_returns(smp);
 		smp->aux = growth;
 	}
-	if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0)
+	if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS_IF(!compat)) == 0)
 		count(ALLOC_C_SENT);
 	else
 		count(ALLOC_C_RING_FULL);
 }
 
 /* growth: a realloc's new size minus its old block's (0 for the other calls). */
-static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s64 growth)
+static __always_inline void record_block(void *ctx, __u64 addr, __u64 size, __s64 growth,
+					 const bool compat)
 {
 	struct alloc_block b = { .size = size, .ts = bpf_ktime_get_ns() };
 	if (sample_bytes) {
-		record_sampled_block(addr, &b, growth);
+		record_sampled_block(addr, &b, growth, compat);
 		return;
 	}
 	b.site.stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	if (b.site.stack_id < 0)
 		diag_stat_inc(&stats, DIAG_STAT_LOST);
-	if (py_walk) { /* the uretprobe runs in the allocating thread: its Python frames */
+	if (py_walk && !compat) { /* the uretprobe runs in the allocating thread: its Python frames */
 		__u64 id = bpf_get_current_pid_tgid();
 		struct diag_py_rec *py = diag_py_walk(&py_procs, &py_tstates, &py_scratch, id >> 32,
 						      (__u32)id);
@@ -266,8 +274,7 @@ int BPF_KPROBE(alloc_free, __u64 addr)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(alloc_return, __u64 ret)
+static __always_inline int on_return(void *ctx, __u64 ret, const bool compat)
 {
 	if (diag_count_only() || !diag_current_wanted())
 		return 0;
@@ -301,8 +308,20 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 		return 0;
 	}
 	if (p.sampled)
-		record_block(ctx, addr, p.size, growth);
+		record_block(ctx, addr, p.size, growth, compat);
 	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_return, __u64 ret)
+{
+	return on_return(ctx, ret, false);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_return_compat, __u64 ret)
+{
+	return on_return(ctx, ret, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";

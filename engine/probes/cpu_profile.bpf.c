@@ -36,8 +36,8 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx)
+/* compat: the twin without the Python walk (diag_bpf.h's DIAG_COMPAT_SUFFIX) */
+static __always_inline int sample(struct bpf_perf_event_data *ctx, const bool compat)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -64,7 +64,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if ((copy_bytes || py_walk) && user_stacks && key.user_stack_id != -EFAULT) {
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes, tgid, key.comm,
 					  key.user_stack_id, key.kernel_stack_id, 1, 0, 0,
-					  DIAG_PY_MAPS_ARGS) == 0) {
+					  DIAG_PY_MAPS_ARGS_IF(!compat)) == 0) {
 			diag_stat_inc(&stats, PROFILE_STAT_SENT);
 			return 0;
 		}
@@ -73,5 +73,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	diag_count_key(&counts, &key, &stats);
 	return 0;
 }
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx) { return sample(ctx, false); }
+
+SEC("perf_event")
+int on_cpu_sample_compat(struct bpf_perf_event_data *ctx) { return sample(ctx, true); }
 
 char LICENSE[] SEC("license") = "GPL";

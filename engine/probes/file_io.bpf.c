@@ -17,6 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "abi/diag_bpf.h"
+#include "abi/diag_thread.h"
 #include "probes/file_io.h"
 
 #define EFAULT 14
@@ -25,39 +26,9 @@ const volatile __u8 watch[FILE_IO_NR_SLOTS] = {};
 const volatile bool sync_stacks = true;
 const volatile __u32 self_tgid = 0; /* the engine itself: its reading of /proc is not the host's I/O */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct file_io_entry);
-} in_call SEC(".maps");
-
-/* Without task storage (before Linux 5.11: the map above is then not created, and the branches
- * that use it are dead code): an LRU hash by thread id, an entry while a thread is inside a
- * watched call (sized from user space; preallocated: no allocation per call; what a thread
- * killed inside a call leaves behind is evicted). */
-const volatile bool per_thread_hash = false;
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct file_io_entry);
-} in_call_by_tid SEC(".maps");
-
-/* The current thread's entry; created when `create` (NULL when the map is full). */
-static __always_inline struct file_io_entry *thread_entry(bool create)
-{
-	if (!per_thread_hash)
-		return bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
-					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct file_io_entry *e = bpf_map_lookup_elem(&in_call_by_tid, &tid);
-	if (e || !create)
-		return e;
-	struct file_io_entry zero = {};
-	bpf_map_update_elem(&in_call_by_tid, &tid, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&in_call_by_tid, &tid);
-}
+/* A watched call's start, per thread (task storage, or before Linux 5.11 an LRU hash by thread:
+ * diag_thread.h; what a thread killed inside a call leaves there is evicted). */
+DIAG_THREAD_STATE(in_call, struct file_io_entry);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -96,7 +67,7 @@ int BPF_PROG(file_io_enter, struct pt_regs *regs, long nr)
 		return 0;
 	if (!diag_sampled_in())
 		return 0;
-	struct file_io_entry *e = thread_entry(true);
+	struct file_io_entry *e = in_call_get(true);
 	if (!e) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
@@ -125,15 +96,12 @@ int BPF_PROG(file_io_exit, struct pt_regs *regs, long ret)
 {
 	if (diag_count_only())
 		return 0;
-	struct file_io_entry *entry = thread_entry(false);
+	struct file_io_entry *entry = in_call_get(false);
 	if (!entry || !entry->start_ns)
 		return 0; /* not a watched call, or entered before we attached */
 	struct file_io_entry cur = *entry, *e = &cur; /* the hash's entry goes now */
 	entry->start_ns = 0;
-	if (per_thread_hash) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		bpf_map_delete_elem(&in_call_by_tid, &tid);
-	}
+	in_call_drop();
 	__u64 delta = bpf_ktime_get_ns() - e->start_ns;
 	if ((__s64)delta < 0)
 		return 0;

@@ -155,14 +155,9 @@ static int fio_load(struct probe *p, struct diag_err *err)
 	bpf_map__set_max_entries(fp->skel->maps.calls, (__u32)probe_opt(p, "max_calls"));
 	bpf_map__set_max_entries(fp->skel->maps.stacks, (__u32)probe_opt(p, "max_stacks"));
 	/* Task storage (5.11+) keeps a watched call's start; without it an LRU hash by thread does. */
-	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
-	bpf_map__set_autocreate(fp->skel->maps.in_call, task_storage);
-	bpf_map__set_autocreate(fp->skel->maps.in_call_by_tid, !task_storage);
-	bpf_map__set_max_entries(fp->skel->maps.in_call_by_tid, FILE_IO_THREADS_NO_TASK_STORAGE);
-	fp->skel->rodata->per_thread_hash = !task_storage;
-	if (!task_storage)
-		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): a watched call's start is kept "
-			 "in an LRU hash by thread, for at most %u threads at once", FILE_IO_THREADS_NO_TASK_STORAGE);
+	fp->skel->rodata->in_call_in_hash = probe_thread_state(
+		p, fp->skel->maps.in_call, fp->skel->maps.in_call_by_tid, true,
+		FILE_IO_THREADS_NO_TASK_STORAGE, "a watched call's start");
 	int rc = file_io_bpf__load(fp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading file I/O programs: %s (needs raw "

@@ -97,7 +97,9 @@ static __always_inline __u64 wake_flag(__u64 size)
 }
 
 /* The current thread's stack sample with ev after its copy, through the ring buffer. */
-static __always_inline void send_event(void *ctx, __u32 tgid, const struct maps_event *ev)
+/* compat: in the twins (diag_bpf.h's DIAG_COMPAT_SUFFIX), without the Python walk. */
+static __always_inline void send_event(void *ctx, __u32 tgid, const struct maps_event *ev,
+				       const bool compat)
 {
 	char comm[16];
 	bpf_get_current_comm(comm, sizeof(comm));
@@ -117,7 +119,7 @@ static __always_inline void send_event(void *ctx, __u32 tgid, const struct maps_
 	if (len > DIAG_MAX_STACK_BYTES)
 		len = DIAG_MAX_STACK_BYTES;
 	__builtin_memcpy(&s->stack[len], ev, sizeof(*ev));
-	if (py_walk) { /* as diag_output_user_sample: the thread's Python frames first */
+	if (py_walk && !compat) { /* as diag_output_user_sample: the thread's Python frames first */
 		struct diag_py_rec *py = diag_py_walk(&py_procs, &py_tstates, &py_scratch, tgid, s->tid);
 		if (py && diag_py_output(&samples, py) == 0)
 			s->flags |= DIAG_SAMPLE_PY;
@@ -171,8 +173,7 @@ static __always_inline bool take_pending(__u32 op, struct maps_pending *out)
 /* Exits first: the programs are attached in this order and released last first, so that an
  * entry is never seen without its exit. */
 
-SEC("tracepoint/syscalls/sys_exit_mmap")
-int maps_mmap_out(struct sys_exit_args *ctx)
+static __always_inline int mmap_out(struct sys_exit_args *ctx, const bool compat)
 {
 	struct maps_pending p;
 	if (!take_pending(MAPS_OP_MMAP, &p))
@@ -185,12 +186,11 @@ int maps_mmap_out(struct sys_exit_args *ctx)
 	struct maps_event ev = { .op = MAPS_OP_MMAP, .cls = p.cls, .addr = (__u64)ctx->ret,
 				 .len = page_up(p.a), .flags = p.b };
 	add(MAPS_C_ANON_BYTES + (p.cls < MAPS_CLS_NR ? p.cls : MAPS_CLS_ANON), ev.len);
-	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev);
+	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev, compat);
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_brk")
-int maps_brk_out(struct sys_exit_args *ctx)
+static __always_inline int brk_out(struct sys_exit_args *ctx, const bool compat)
 {
 	struct maps_pending p;
 	if (!take_pending(MAPS_OP_BRK, &p))
@@ -208,7 +208,7 @@ int maps_brk_out(struct sys_exit_args *ctx)
 		struct maps_event ev = { .op = MAPS_OP_BRK, .cls = MAPS_CLS_ANON, .addr = old,
 					 .len = now - old };
 		add(MAPS_C_BRK_GROWTH, ev.len);
-		send_event(ctx, tgid, &ev);
+		send_event(ctx, tgid, &ev, compat);
 	} else if (now < old) {
 		add(MAPS_C_BRK_SHRINK, old - now);
 		send_unmap(tgid, now, old - now);
@@ -216,8 +216,7 @@ int maps_brk_out(struct sys_exit_args *ctx)
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_mremap")
-int maps_mremap_out(struct sys_exit_args *ctx)
+static __always_inline int mremap_out(struct sys_exit_args *ctx, const bool compat)
 {
 	struct maps_pending p;
 	if (!take_pending(MAPS_OP_MREMAP, &p))
@@ -235,9 +234,27 @@ int maps_mremap_out(struct sys_exit_args *ctx)
 		add(MAPS_C_MREMAP_GROWTH, ev.len2 - before);
 	else
 		add(MAPS_C_MREMAP_SHRINK, before - ev.len2);
-	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev);
+	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev, compat);
 	return 0;
 }
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int maps_mmap_out(struct sys_exit_args *ctx) { return mmap_out(ctx, false); }
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int maps_mmap_out_compat(struct sys_exit_args *ctx) { return mmap_out(ctx, true); }
+
+SEC("tracepoint/syscalls/sys_exit_brk")
+int maps_brk_out(struct sys_exit_args *ctx) { return brk_out(ctx, false); }
+
+SEC("tracepoint/syscalls/sys_exit_brk")
+int maps_brk_out_compat(struct sys_exit_args *ctx) { return brk_out(ctx, true); }
+
+SEC("tracepoint/syscalls/sys_exit_mremap")
+int maps_mremap_out(struct sys_exit_args *ctx) { return mremap_out(ctx, false); }
+
+SEC("tracepoint/syscalls/sys_exit_mremap")
+int maps_mremap_out_compat(struct sys_exit_args *ctx) { return mremap_out(ctx, true); }
 
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int maps_mmap_in(struct sys_enter_args *ctx)
@@ -260,7 +277,7 @@ int maps_brk_in(struct sys_enter_args *ctx)
 	/* brk(0): where the break is, no change (glibc asks once, at start) */
 	if (!entry_wanted(want != 0))
 		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task(); /* _btf: 5.11 */
 	struct maps_pending p = { .op = MAPS_OP_BRK, .a = BPF_CORE_READ(task, mm, brk), .b = want };
 	put_pending(&p);
 	return 0;
@@ -294,8 +311,7 @@ int maps_munmap_in(struct sys_enter_args *ctx)
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_enter_madvise")
-int maps_madvise_in(struct sys_enter_args *ctx)
+static __always_inline int madvise_in(struct sys_enter_args *ctx, const bool compat)
 {
 	__u64 advice = ctx->args[2];
 	if (!entry_wanted(advice == MADV_DONTNEED_ || advice == MADV_FREE_))
@@ -304,8 +320,14 @@ int maps_madvise_in(struct sys_enter_args *ctx)
 				 .len = page_up(ctx->args[1]), .flags = advice };
 	add(MAPS_C_MADVISE_CALLS, 1);
 	add(MAPS_C_MADVISE_BYTES, ev.len);
-	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev);
+	send_event(ctx, bpf_get_current_pid_tgid() >> 32, &ev, compat);
 	return 0;
 }
+
+SEC("tracepoint/syscalls/sys_enter_madvise")
+int maps_madvise_in(struct sys_enter_args *ctx) { return madvise_in(ctx, false); }
+
+SEC("tracepoint/syscalls/sys_enter_madvise")
+int maps_madvise_in_compat(struct sys_enter_args *ctx) { return madvise_in(ctx, true); }
 
 char LICENSE[] SEC("license") = "GPL";

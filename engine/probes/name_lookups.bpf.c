@@ -7,7 +7,8 @@
  * Owns: per thread, the lookup in progress (its start and the name asked for, read at entry);
  * at return, a log2 histogram (ns) of the lookup times, and per (name, function) the count,
  * total, longest and failures (getaddrinfo: a non-zero EAI_* code; gethostbyname*: NULL;
- * the _r forms: a non-zero return). Which function a uprobe is on comes from its attach cookie.
+ * the _r forms: a non-zero return). Which function a uprobe is on comes from its attach cookie
+ * (Linux 5.15), or before from the program it runs (one per function).
  * A resolver function called by another (glibc's getaddrinfo calls gethostbyname2_r) is part of
  * the outer lookup: only the outermost call is timed, under its own function.
  * Must not: follow a lookup into the resolver (the time is the caller's wait, whatever the
@@ -55,8 +56,8 @@ struct {
 	__type(value, struct lookup_start);
 } scratch SEC(".maps");
 
-SEC("uprobe")
-int BPF_KPROBE(lookup_entry, const char *name)
+/* An entry of resolver function fn (enum lookup_fn). */
+static __always_inline int on_entry(const char *name, __u32 fn)
 {
 	if (!diag_admit(diag_count_only(), diag_current_wanted()))
 		return 0;
@@ -73,12 +74,32 @@ int BPF_KPROBE(lookup_entry, const char *name)
 	__builtin_memset(s->name, 0, sizeof(s->name));
 	if (!name || bpf_probe_read_user_str(s->name, sizeof(s->name), name) < 0)
 		s->name[0] = '\0'; /* getaddrinfo(NULL, service): the name is the service's host */
-	s->fn = (__u32)bpf_get_attach_cookie(ctx);
+	s->fn = fn;
 	s->ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&inflight, &tid, s, BPF_ANY))
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 	return 0;
 }
+
+/* Which function: the link's cookie (Linux 5.15); before, a program per function, the engine
+ * attaching each to its own (name_lookups.c), and lookup_entry not loaded. */
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry, const char *name)
+{
+	return on_entry(name, (__u32)bpf_get_attach_cookie(ctx));
+}
+
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry_0, const char *name) { return on_entry(name, 0); }
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry_1, const char *name) { return on_entry(name, 1); }
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry_2, const char *name) { return on_entry(name, 2); }
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry_3, const char *name) { return on_entry(name, 3); }
+SEC("uprobe")
+int BPF_KPROBE(lookup_entry_4, const char *name) { return on_entry(name, 4); }
+_Static_assert(LOOKUP_NR_FNS == 5, "a lookup_entry_N program per resolver function");
 
 SEC("uretprobe")
 int BPF_KRETPROBE(lookup_return, long ret)

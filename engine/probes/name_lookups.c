@@ -5,7 +5,7 @@
  * tfile.c and the uprobes placed on that very file, so that a process in a chroot or another
  * mount namespace gets its own; without a pid filter, the libc this process maps: the host's), the resolver functions' offsets in it (getaddrinfo must be there; the others
  * are probed where they exist), attaching a uretprobe then a uprobe to each with the function's
- * index as cookie, and turning the maps into results: a log2 histogram, totals and the names
+ * index as cookie (before Linux 5.15, which has no cookies: the entry program of that function), and turning the maps into results: a log2 histogram, totals and the names
  * looked up, slowest in total first.
  * Must not: judge the lookups (the recipe's Lua does), or read the target's memory itself.
  */
@@ -43,6 +43,8 @@ struct nl_priv {
 	char libc[64];                   /* as attached: /proc/self/fd/N of it */
 	char libc_shown[PATH_MAX];       /* as the target names it */
 	uint64_t offset[LOOKUP_NR_FNS];  /* 0: not in this libc */
+	bool by_cookie;                  /* the entries tell their function by cookie (5.15+) */
+	struct bpf_program *entry[LOOKUP_NR_FNS]; /* each function's entry program */
 };
 
 static const struct option_spec nl_options[] = {
@@ -122,6 +124,21 @@ static int nl_load(struct probe *p, struct diag_err *err)
 		return -1;
 	bpf_map__set_max_entries(np->skel->maps.inflight, (__u32)probe_opt(p, "max_threads"));
 	bpf_map__set_max_entries(np->skel->maps.lookups, (__u32)probe_opt(p, "max_names"));
+	/* which function an entry is: its link's cookie where the kernel has them (5.15), else a
+	 * program per function (multi-uprobe links, 6.6, have cookies) */
+	np->by_cookie = p->uprobe_multi ||
+			(!probe_test_compat() &&
+			 libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) != 0);
+	struct bpf_program *per_fn[LOOKUP_NR_FNS] = {
+		np->skel->progs.lookup_entry_0, np->skel->progs.lookup_entry_1,
+		np->skel->progs.lookup_entry_2, np->skel->progs.lookup_entry_3,
+		np->skel->progs.lookup_entry_4,
+	};
+	bpf_program__set_autoload(np->skel->progs.lookup_entry, np->by_cookie);
+	for (int f = 0; f < LOOKUP_NR_FNS; f++) {
+		bpf_program__set_autoload(per_fn[f], !np->by_cookie && np->offset[f]);
+		np->entry[f] = np->by_cookie ? np->skel->progs.lookup_entry : per_fn[f];
+	}
 	int rc = name_lookups_bpf__load(np->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading the uprobe programs: %s", strerror(-rc));
@@ -152,9 +169,10 @@ static int nl_attach(struct probe *p, struct diag_err *err)
 			snprintf(what, sizeof(what), "a %s to %s:%s (file offset 0x%" PRIx64 ")",
 				 pass == 0 ? "uretprobe" : "uprobe", np->libc_shown, fn_names[f], np->offset[f]);
 			struct uprobe_site site = { .prog = pass == 0 ? np->skel->progs.lookup_return
-								       : np->skel->progs.lookup_entry,
+								       : np->entry[f],
 						    .path = np->libc, .offset = np->offset[f],
-						    .cookie = (uint64_t)f, .pid = pid, .retprobe = pass == 0 };
+						    .cookie = np->by_cookie ? (uint64_t)f : 0, .pid = pid,
+						    .retprobe = pass == 0 };
 			if (probe_bpf_uprobe(p, &site, what, err))
 				return -1;
 		}

@@ -114,7 +114,9 @@ static __always_inline void add_away(struct task_struct *next, __u64 now)
 	__sync_fetch_and_add(&v->count, 1);
 }
 
-static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+/* compat: the twins' body, without the Python walk (diag_bpf.h's DIAG_COMPAT_SUFFIX) */
+static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct task_struct *next,
+				     const bool compat)
 {
 	bool count_only = diag_count_only();
 	__u64 now;
@@ -141,7 +143,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 				if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 							  out.tgid, out.comm, out.user_stack_id,
 							  out.kernel_stack_id, 0, out.state,
-							  out.ts, DIAG_PY_MAPS_ARGS) == 0) {
+							  out.ts, DIAG_PY_MAPS_ARGS_IF(!compat)) == 0) {
 					out.cookie = out.ts;
 					diag_stat_inc(&stats, OFF_STAT_SENT);
 				} else {
@@ -166,13 +168,25 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_btf_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(ctx, prev, next);
+	return on_switch(ctx, prev, next, false);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_btf_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, prev, next, true);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_tp_off_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(ctx, prev, next);
+	return on_switch(ctx, prev, next, false);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_tp_off_switch_compat, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, prev, next, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -36,7 +36,8 @@ struct {
 	__uint(max_entries, 16384); /* set from the recipe before load */
 } counts SEC(".maps");
 
-static __always_inline int on_fault(void *ctx, __u64 error_code)
+/* compat: the twins' body, without the Python walk (diag_bpf.h's DIAG_COMPAT_SUFFIX) */
+static __always_inline int on_fault(void *ctx, __u64 error_code, const bool compat)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -68,7 +69,8 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 								     page_bytes, 0, 0);
 		if (smp && diag_restore_uretprobe_returns(smp))
 			diag_stat_inc(&stats, PF_STAT_URETPROBE_FIXED);
-		if (smp && diag_output_user_sample(&samples, smp, wake_bytes, DIAG_PY_MAPS_ARGS) == 0) {
+		if (smp && diag_output_user_sample(&samples, smp, wake_bytes,
+						   DIAG_PY_MAPS_ARGS_IF(!compat)) == 0) {
 			diag_stat_inc(&stats, PF_STAT_SENT);
 			return 0;
 		}
@@ -81,13 +83,27 @@ static __always_inline int on_fault(void *ctx, __u64 error_code)
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(tp_btf_page_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	return on_fault(ctx, error_code);
+	return on_fault(ctx, error_code, false);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(tp_btf_page_fault_compat, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	return on_fault(ctx, error_code, true);
 }
 
 SEC("raw_tp/page_fault_user")
 int BPF_PROG(raw_tp_page_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	return on_fault(ctx, error_code);
+	return on_fault(ctx, error_code, false);
+}
+
+SEC("raw_tp/page_fault_user")
+int BPF_PROG(raw_tp_page_fault_compat, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	return on_fault(ctx, error_code, true);
 }
 
 /* The tracepoint's record (tracefs events/exceptions/page_fault_user/format). */
@@ -101,7 +117,13 @@ struct pf_tp_args {
 SEC("tracepoint/exceptions/page_fault_user")
 int tracepoint_page_fault(struct pf_tp_args *args)
 {
-	return on_fault(args, args->error_code);
+	return on_fault(args, args->error_code, false);
+}
+
+SEC("tracepoint/exceptions/page_fault_user")
+int tracepoint_page_fault_compat(struct pf_tp_args *args)
+{
+	return on_fault(args, args->error_code, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -4,12 +4,13 @@
  * as a server, from a request arriving to the first bytes of its response.
  *
  * Two raw tracepoints: sys_enter notes which transfer (read, recv*, write, send*, sendfile),
- * connect or accept a target thread enters, on which descriptor, in task local storage; sys_exit
- * resolves the descriptor to its socket (the task's file table: file → inode → socket → sock),
- * keeps one record per socket (by inode: its role and the start of the wait open on it), and
- * ends a wait by adding it to its peer's log-linear histogram. close() forgets the socket. The
- * role comes from connect (client), accept (server), user space's reading of /proc before attach
- * (seeded in socks), or else the direction of the first transfer seen (counted as inferred).
+ * connect or accept a target thread enters, on which descriptor, in per-thread state (task
+ * storage; before 5.11 a hash by thread); sys_exit resolves the descriptor to its socket (the
+ * task's file table: file → inode → socket → sock), keeps one record per socket (by inode: its
+ * role and the start of the wait open on it), and ends a wait by adding it to its peer's
+ * log-linear histogram. close() forgets the socket. The role comes from connect (client), accept
+ * (server), user space's reading of /proc before attach (seeded in socks), or else the direction
+ * of the first transfer seen (counted as inferred).
  * Descriptors found not to be stream sockets are remembered per process (nonsock), so that a
  * process writing files costs a lookup per write, not a walk of its file table.
  * Sampling is per socket (1 in N by inode), so every wait measured is whole.
@@ -28,6 +29,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "abi/diag_bpf.h"
+#include "abi/diag_thread.h"
 #include "probes/peer_wait.h"
 
 enum peer_op { PW_NONE = 0, PW_READ, PW_WRITE, PW_CONNECT, PW_ACCEPT, PW_CLOSE, PW_DUP, PW_FORGET_ALL,
@@ -102,12 +104,12 @@ struct peer_call {
 	__u64 read_from;   /* a read in progress: when it started */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct peer_call);
-} in_call SEC(".maps");
+/* Each thread's, between its calls (task storage, or before Linux 5.11 an LRU hash by thread:
+ * diag_thread.h, an entry per thread of the target that made one of the calls above). exit and
+ * exit_group never return: a thread's entry goes at its call, so that a thread that later gets
+ * its id does not inherit a request open (the engine's numbers). */
+DIAG_THREAD_STATE(in_call, struct peer_call);
+const volatile __s64 exit_nr = -1, exit_group_nr = -1;
 
 /* The target's sockets by inode number. */
 struct {
@@ -130,7 +132,7 @@ struct {
  * at close_range and exec (close-on-exec descriptors close without a close call). */
 #define NONSOCK_FDS 256
 struct nonsock_fds {
-	__u64 bits[NONSOCK_FDS / 64];
+	__u8 fd[NONSOCK_FDS]; /* a byte a descriptor: a plain store (atomic or/and are Linux 5.12) */
 };
 
 struct {
@@ -222,8 +224,7 @@ static __always_inline bool known_nonsock(__u32 tgid, int fd)
 	if (fd < 0 || fd >= NONSOCK_FDS)
 		return false;
 	struct nonsock_fds *n = bpf_map_lookup_elem(&nonsock, &tgid);
-	__u32 u = (__u32)fd;
-	return n && (n->bits[(u / 64) & (NONSOCK_FDS / 64 - 1)] >> (u % 64)) & 1;
+	return n && n->fd[(__u32)fd & (NONSOCK_FDS - 1)];
 }
 
 static __always_inline void mark_nonsock(__u32 tgid, int fd, bool set)
@@ -240,13 +241,7 @@ static __always_inline void mark_nonsock(__u32 tgid, int fd, bool set)
 		if (!n)
 			return;
 	}
-	__u32 u = (__u32)fd;
-	__u64 bit = 1ull << (u % 64);
-	__u32 word = (u / 64) & (NONSOCK_FDS / 64 - 1);
-	if (set)
-		__sync_fetch_and_or(&n->bits[word], bit);
-	else
-		__sync_fetch_and_and(&n->bits[word], ~bit);
+	n->fd[(__u32)fd & (NONSOCK_FDS - 1)] = set;
 }
 
 static __always_inline void unix_path(struct sock *usk, char *path)
@@ -410,6 +405,11 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	bool count_only = diag_count_only();
 	__u32 op = op_of(nr);
 
+	if (in_call_in_hash && (nr == exit_nr || nr == exit_group_nr)) {
+		if (!count_only && diag_current_wanted())
+			in_call_drop();
+		return 0;
+	}
 	/* the syscall first: most of the host's calls are none of these, and cost only this test */
 	if (!diag_admit(count_only, op != PW_NONE && diag_current_wanted()))
 		return 0;
@@ -432,8 +432,7 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	}
 	if ((op == PW_READ || op == PW_WRITE) && known_nonsock(tgid, fd))
 		return 0;
-	struct peer_call *c = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0,
-						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct peer_call *c = in_call_get(true);
 	if (!c) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
@@ -452,7 +451,7 @@ int BPF_PROG(peer_sys_exit, struct pt_regs *regs, long ret)
 {
 	if (diag_count_only() || !diag_current_wanted())
 		return 0;
-	struct peer_call *c = bpf_task_storage_get(&in_call, bpf_get_current_task_btf(), 0, 0);
+	struct peer_call *c = in_call_get(false);
 	if (!c || c->op == PW_NONE)
 		return 0;
 	__u32 op = c->op;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #include "plan/catalog.h"
@@ -51,6 +52,9 @@ static const struct option_spec peer_options[] = {
 
 static const char *const peer_variants[] = { "raw_tp", NULL };
 
+/* The hash's entries where task storage is missing: a thread of the target each. */
+#define PEER_THREADS_NO_TASK_STORAGE 16384
+
 static int peer_load(struct probe *p, struct diag_err *err)
 {
 	struct peer_priv *pp = p->priv;
@@ -62,11 +66,16 @@ static int peer_load(struct probe *p, struct diag_err *err)
 		return diag_fail(err, DIAG_EXIT_RUNTIME, "internal: peer_wait layouts differ from the BPF side");
 	bpf_map__set_max_entries(pp->skel->maps.socks, (__u32)probe_opt(p, "max_sockets"));
 	bpf_map__set_max_entries(pp->skel->maps.peers, (__u32)probe_opt(p, "max_peers"));
+	pp->skel->rodata->in_call_in_hash = probe_thread_state(
+		p, pp->skel->maps.in_call, pp->skel->maps.in_call_by_tid, true,
+		PEER_THREADS_NO_TASK_STORAGE, "each thread's open request and call");
+	pp->skel->rodata->exit_nr = SYS_exit;
+	pp->skel->rodata->exit_group_nr = SYS_exit_group;
 	int rc = peer_wait_bpf__load(pp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED,
-				 "loading peer_wait programs: %s (needs raw tracepoints and task local "
-				 "storage, Linux 5.11+); run with -v for libbpf's log", strerror(-rc));
+				 "loading peer_wait programs: %s (needs raw tracepoints); run with -v for "
+				 "libbpf's log", strerror(-rc));
 	p->variant = "raw_tp";
 	return 0;
 }
@@ -307,7 +316,8 @@ static const struct result_field peer_results[] = {
 	{ "peers[].buckets[].hi", RT_INTEGER, "ns", false, "highest value of the slot" },
 	{ "peers[].buckets[].count", RT_INTEGER, "count", false, "waits that fell in the slot" },
 };
-static const char *const peer_features[] = { "btf", "raw_tp", "task_storage", NULL };
+/* task_storage is not needed: a hash by thread stands in where it is missing. */
+static const char *const peer_features[] = { "btf", "raw_tp", NULL };
 
 const struct probe_kind probe_kind_peer_wait = {
 	.name = "peer_wait",

@@ -154,6 +154,92 @@ static bool target_forks(const struct probe_filters *f)
 	return f->pid > 0 && !f->pid_set && target_has_children(f->pid);
 }
 
+bool probe_thread_state(struct probe *p, struct bpf_map *storage, struct bpf_map *by_tid, bool used,
+			uint32_t threads, const char *what)
+{
+	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	bool hash = used && !task_storage;
+	bpf_map__set_autocreate(storage, used && task_storage);
+	bpf_map__set_autocreate(by_tid, hash);
+	bpf_map__set_max_entries(by_tid, threads);
+	if (hash)
+		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): %s is kept in an LRU "
+			 "hash by thread, for at most %u threads at once", what, threads);
+	return hash;
+}
+
+/* ---- twins (diag_bpf.h's DIAG_COMPAT_SUFFIX) --------------------------------------------------- */
+
+/* Whether the kernel has bpf_loop (Linux 5.17), asked once per process (a fact of the kernel, as
+ * its BTF is): a program using its callbacks does not load before, even where the call is never
+ * reached. Assumed there unless the kernel says it is not (a probe that cannot run for another
+ * reason fails its load the same either way). */
+static pthread_once_t bpf_loop_once = PTHREAD_ONCE_INIT;
+static bool bpf_loop_absent;
+
+bool probe_test_compat(void)
+{
+	const char *force = getenv("DIAGNOSE_TEST_COMPAT_PROGRAMS");
+	return force && !strcmp(force, "1");
+}
+
+static void ask_bpf_loop(void)
+{
+	bpf_loop_absent = probe_test_compat() ||
+			  libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_loop, NULL) == 0;
+}
+
+static bool kernel_has_bpf_loop(void)
+{
+	pthread_once(&bpf_loop_once, ask_bpf_loop);
+	return !bpf_loop_absent;
+}
+
+/* The twin of program prog, or NULL: NAME_compat in its object. */
+static struct bpf_program *twin_of(struct bpf_object *obj, const struct bpf_program *prog)
+{
+	char name[128];
+	const char *base = bpf_program__name(prog);
+	if (snprintf(name, sizeof(name), "%s%s", base, DIAG_COMPAT_SUFFIX) >= (int)sizeof(name))
+		return NULL;
+	return bpf_object__find_program_by_name(obj, name);
+}
+
+static bool is_twin(const struct bpf_program *prog)
+{
+	const char *name = bpf_program__name(prog);
+	size_t n = strlen(name), k = strlen(DIAG_COMPAT_SUFFIX);
+	return n > k && !strcmp(name + n - k, DIAG_COMPAT_SUFFIX);
+}
+
+/* A program of a twin pair this kernel does not load: the twin where bpf_loop is, the original
+ * where it is not. */
+static bool twin_unused(struct bpf_object *obj, const struct bpf_program *prog)
+{
+	if (is_twin(prog))
+		return kernel_has_bpf_loop();
+	return !kernel_has_bpf_loop() && twin_of(obj, prog);
+}
+
+void probe_bpf_pick_twins(struct probe *p, struct bpf_object_skeleton *s)
+{
+	struct probe_bpf *b = p->priv;
+	bool compat = !kernel_has_bpf_loop();
+	bool any = false;
+	for (int i = 0; i < s->prog_cnt; i++) {
+		struct bpf_program *prog = *s->progs[i].prog, *twin;
+		if (!prog || is_twin(prog) || !(twin = twin_of(b->obj, prog)))
+			continue;
+		any = true;
+		bpf_program__set_autoload(compat ? prog : twin, false);
+		if (compat) /* the skeleton's pointer: the kind's code uses the twin unaware */
+			*s->progs[i].prog = twin;
+	}
+	if (any && compat)
+		p->degraded = "its programs for kernels without bpf_loop (before Linux 5.17): "
+			      "no Python frames in its stacks";
+}
+
 void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj)
 {
 	struct probe_bpf *b = p->priv;
@@ -385,7 +471,8 @@ void probe_bpf_select_variant(struct bpf_object *obj, const char *variant)
 	size_t len = strlen(variant);
 	bpf_object__for_each_program(prog, obj) {
 		const char *name = bpf_program__name(prog);
-		bpf_program__set_autoload(prog, strncmp(name, variant, len) == 0 && name[len] == '_');
+		bpf_program__set_autoload(prog, strncmp(name, variant, len) == 0 && name[len] == '_' &&
+						!twin_unused(obj, prog));
 	}
 }
 

@@ -74,12 +74,30 @@ struct probe_bpf {
 		}                                                                                 \
 		PROBE_SET_FILTERS(skel, p);                                                       \
 		probe_bpf_adopt(p, skel, name##_skel_destroy, skel->obj);                         \
+		probe_bpf_pick_twins(p, skel->skeleton);                                          \
 		if (probe_bpf_share_targets(p, skel->maps.diag_targets, err))                     \
 			return NULL;                                                              \
 		return skel;                                                                      \
 	}
 
 void probe_bpf_adopt(struct probe *p, void *skel, void (*destroy_skel)(void *), struct bpf_object *obj);
+/* Twins (diag_bpf.h's DIAG_COMPAT_SUFFIX): for each program NAME of the skeleton s with a program
+ * NAME_compat, the one this kernel loads keeps autoload (NAME where bpf_loop exists, else the
+ * twin, which then stands in the skeleton's pointer for NAME); p->degraded says what the twin
+ * lacks. probe_bpf_select_variant keeps to the same choice. */
+struct bpf_object_skeleton;
+void probe_bpf_pick_twins(struct probe *p, struct bpf_object_skeleton *s);
+/* Per-thread state (engine/abi/diag_thread.h's DIAG_THREAD_STATE NAME: storage is NAME, by_tid
+ * NAME_by_tid): in task storage where the kernel has it (5.11), else in the hash of `threads`
+ * entries; the map not used (both when !used) is not created. Returns whether the hash is used —
+ * the caller's NAME_in_hash rodata — and says so in p->note (`what` the state is: "a timed
+ * syscall's start"). Before load. */
+bool probe_thread_state(struct probe *p, struct bpf_map *storage, struct bpf_map *by_tid, bool used,
+			uint32_t threads, const char *what);
+/* DIAGNOSE_TEST_COMPAT_PROGRAMS=1 in the environment: the tests' way to run, on a kernel that has
+ * them, the programs meant for kernels without bpf_loop (5.17) or BPF cookies (5.15)
+ * (docs/testing.md). It only takes features away. */
+bool probe_test_compat(void);
 struct bpf_map;
 /* A set of processes (filter.pid_set): the probe's diag_targets map becomes the run's shared
  * one (before load). Nothing to do otherwise. */

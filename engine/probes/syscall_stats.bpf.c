@@ -14,51 +14,20 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "abi/diag_bpf.h"
+#include "abi/diag_thread.h"
 #include "probes/syscall_stats.h"
-
 
 struct syscall_entry {
 	__u64 start_ns; /* 0: not inside a traced syscall */
 	__u64 nr;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct syscall_entry);
-} in_syscall SEC(".maps");
-
-/* Without task storage (before Linux 5.11: the map above is then not created, and the branches
- * that use it are dead code): an LRU hash by thread id, an entry while a thread is inside a timed
- * syscall (sized from user space; what exit and exit_group leave behind is evicted, never
- * filling it). */
-const volatile bool per_thread_hash = false;
-/* exit and exit_group never return to a sys_exit: in the hash they would stay, and a thread that
- * later got the same id would find its dead predecessor's start (the engine's numbers: no
- * architecture's are written here) */
+/* A timed syscall's start, per thread (task storage, or before Linux 5.11 an LRU hash by thread:
+ * diag_thread.h). exit and exit_group never return to a sys_exit: in the hash their entries
+ * would stay, and a thread that later got the same id would find its dead predecessor's start
+ * (the engine's numbers: no architecture's are written here). */
+DIAG_THREAD_STATE(in_syscall, struct syscall_entry);
 const volatile __s64 exit_nr = -1, exit_group_nr = -1;
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct syscall_entry);
-} in_syscall_by_tid SEC(".maps");
-
-/* The current thread's entry; created when `create` (NULL when the map is full). */
-static __always_inline struct syscall_entry *thread_entry(bool create)
-{
-	if (!per_thread_hash)
-		return bpf_task_storage_get(&in_syscall, bpf_get_current_task_btf(), 0,
-					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct syscall_entry *e = bpf_map_lookup_elem(&in_syscall_by_tid, &tid);
-	if (e || !create)
-		return e;
-	struct syscall_entry zero = {};
-	bpf_map_update_elem(&in_syscall_by_tid, &tid, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&in_syscall_by_tid, &tid);
-}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -96,9 +65,9 @@ int BPF_PROG(timed_sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	if (!diag_sampled_in())
 		return 0;
-	if (per_thread_hash && (nr == exit_nr || nr == exit_group_nr))
+	if (in_syscall_in_hash && (nr == exit_nr || nr == exit_group_nr))
 		return 0;
-	e = thread_entry(true);
+	e = in_syscall_get(true);
 	if (!e) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);
 		return 0;
@@ -117,7 +86,7 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 
 	if (diag_count_only() || !diag_current_wanted())
 		return 0;
-	e = thread_entry(false);
+	e = in_syscall_get(false);
 	if (!e || !e->start_ns)
 		return 0; /* entered before we attached */
 	slot = e->nr < SYSCALL_SLOTS ? e->nr : SYSCALL_SLOTS - 1;
@@ -129,10 +98,7 @@ int BPF_PROG(timed_sys_exit, struct pt_regs *regs, long ret)
 			t->errors++;
 	}
 	e->start_ns = 0;
-	if (per_thread_hash) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		bpf_map_delete_elem(&in_syscall_by_tid, &tid);
-	}
+	in_syscall_drop();
 	return 0;
 }
 

@@ -60,16 +60,11 @@ static int syscalls_load(struct probe *p, struct diag_err *err)
 	bpf_program__set_autoload(sp->skel->progs.timed_sys_exit, sp->timed);
 	/* Task storage (5.11+) keeps a timed syscall's start; without it an LRU hash by thread does,
 	 * an entry per thread inside a timed syscall. Counting alone needs neither. */
-	bool task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
-	bpf_map__set_autocreate(sp->skel->maps.in_syscall, sp->timed && task_storage);
-	sp->skel->rodata->per_thread_hash = sp->timed && !task_storage;
+	sp->skel->rodata->in_syscall_in_hash = probe_thread_state(
+		p, sp->skel->maps.in_syscall, sp->skel->maps.in_syscall_by_tid, sp->timed,
+		SYSCALL_THREADS_NO_TASK_STORAGE, "a timed syscall's start");
 	sp->skel->rodata->exit_nr = SYS_exit;
 	sp->skel->rodata->exit_group_nr = SYS_exit_group;
-	bpf_map__set_autocreate(sp->skel->maps.in_syscall_by_tid, sp->timed && !task_storage);
-	bpf_map__set_max_entries(sp->skel->maps.in_syscall_by_tid, SYSCALL_THREADS_NO_TASK_STORAGE);
-	if (sp->timed && !task_storage)
-		snprintf(p->note, sizeof(p->note), "no task storage (Linux 5.11+): a timed syscall's start is kept "
-			 "in an LRU hash by thread, for at most %u threads at once", SYSCALL_THREADS_NO_TASK_STORAGE);
 	int rc = syscall_stats_bpf__load(sp->skel);
 	if (rc)
 		return diag_fail(err, DIAG_EXIT_REFUSED, "loading syscall programs: %s (needs raw tracepoints)",

@@ -97,7 +97,8 @@ static __always_inline int on_switch(struct task_struct *prev)
 	return 0;
 }
 
-static __always_inline int on_waking(void *ctx, struct task_struct *p)
+/* compat: the twins' body, without the Python walk (diag_bpf.h's DIAG_COMPAT_SUFFIX) */
+static __always_inline int on_waking(void *ctx, struct task_struct *p, const bool compat)
 {
 	bool count_only = diag_count_only();
 	__u32 tid = BPF_CORE_READ(p, pid);
@@ -156,7 +157,7 @@ static __always_inline int on_waking(void *ctx, struct task_struct *p)
 		if (diag_send_user_sample(&samples, &scratch, copy_bytes, wake_bytes,
 					  key.waker_tgid, key.comm, key.user_stack_id,
 					  key.kernel_stack_id, ns, key.by, 0,
-					  DIAG_PY_MAPS_ARGS) == 0) {
+					  DIAG_PY_MAPS_ARGS_IF(!compat)) == 0) {
 			diag_stat_inc(&stats, WAKE_STAT_SENT);
 			return 0;
 		}
@@ -175,7 +176,13 @@ int BPF_PROG(tp_btf_wake_switch, bool preempt, struct task_struct *prev, struct 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(tp_btf_wake_waking, struct task_struct *p)
 {
-	return on_waking(ctx, p);
+	return on_waking(ctx, p, false);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(tp_btf_wake_waking_compat, struct task_struct *p)
+{
+	return on_waking(ctx, p, true);
 }
 
 SEC("raw_tp/sched_switch")
@@ -187,7 +194,13 @@ int BPF_PROG(raw_tp_wake_switch, bool preempt, struct task_struct *prev, struct 
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_tp_wake_waking, struct task_struct *p)
 {
-	return on_waking(ctx, p);
+	return on_waking(ctx, p, false);
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_tp_wake_waking_compat, struct task_struct *p)
+{
+	return on_waking(ctx, p, true);
 }
 
 char LICENSE[] SEC("license") = "GPL";

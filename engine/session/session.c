@@ -334,7 +334,8 @@ static int load_probes(const struct plan *plan, int targets_fd, struct tfile_rea
 		       unsigned *n_loaded, struct diag_err *err)
 {
 	struct probe *probes = xcalloc(plan->n_probes, sizeof(*probes));
-	bool uprobe_multi = uprobe_multi_supported(kernel->n ? kernel : NULL);
+	/* the tests' older-kernel programs (runtime.h) have no multi-uprobe links either (6.6) */
+	bool uprobe_multi = !probe_test_compat() && uprobe_multi_supported(kernel->n ? kernel : NULL);
 	*out = probes;
 	*n_loaded = 0;
 	for (unsigned i = 0; i < plan->n_probes; i++) {
@@ -830,6 +831,10 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 		const struct probe *p = &s.probes[i];
 		if (p->note[0])
 			value_arr_push(out->notes, value_str_take(xasprintf("%s: %s", p->cfg.id, p->note)));
+		if (p->degraded && !p->skipped)
+			value_arr_push(out->notes, value_str_take(xasprintf(
+				"degraded: probe %s (%s) loads %s", p->cfg.id, plan->probes[i].kind->name,
+				p->degraded)));
 		if (p->load_failed) /* what the run loses on this kernel: said, never silent */
 			value_arr_push(out->notes, value_str_take(xasprintf(
 				"degraded: probe %s (%s) did not load here, what it measures is not checked: %s",
@@ -979,6 +984,8 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 			value_set_str(info, "note", p->note);
 		if (p->uprobe_links)
 			value_set_str(info, "uprobe_links", p->uprobe_links);
+		if (p->degraded)
+			value_set_str(info, "degraded", p->degraded);
 		if (obj) {
 			uint64_t lost = probe_stat_sum(obj, DIAG_STAT_MAP_FULL) + probe_stat_sum(obj, DIAG_STAT_LOST);
 			value_set_int(info, "events", (int64_t)probe_events(p));

@@ -1,7 +1,8 @@
 # diagnose latency on a slow resolver: resolver_client resolves its backend's name with
 # getaddrinfo in connect_backend() on every request, in its own mount namespace whose
 # /etc/resolv.conf names a local DNS stub (tests/workloads/dns_stub.py on 127.0.0.2:53) that
-# answers 200 ms late → `slow-name-resolution` first, naming the host and getaddrinfo; its
+# answers 200 ms late → `slow-name-resolution` first, naming the host and getaddrinfo (and so with
+# the programs for kernels without BPF cookies: an entry program per function); its
 # control, the same client with the stub answering at once → no slow-name-resolution and no
 # warning (but CPU starvation, which a machine busy with other jobs makes true). Nothing stays
 # attached.
@@ -29,6 +30,13 @@ check "$TMP/slow.json" "r['verdicts'][0]['id'] == 'slow-name-resolution' and 'ba
 	"slow resolver: verdicts $(json "$TMP/slow.json" '[(x["id"], x["title"], x["evidence"]) for x in r["verdicts"]]')"
 check "$TMP/slow.json" "res['lookups']['max_ns'] >= 150e6 and res['lookups']['lookups'][0]['function'] == 'getaddrinfo'" "lookup times"
 assert_released "latency on a slow resolver"
+# The same with the programs for kernels without BPF cookies (before 5.15: an entry program per
+# resolver function, tests/e2e/t_compat.sh): the same verdict and function.
+DIAGNOSE_TEST_COMPAT_PROGRAMS=1 "$DIAG" latency --pid "$PID" --duration 2 --json > "$TMP/slow-compat.json" 2> "$TMP/slow-compat.err"; rc=$?
+[ "$rc" = 4 ] || [ "$rc" = 5 ] || fail "slow resolver, per-function entries: exit $rc: $(cat "$TMP/slow-compat.err")"
+check "$TMP/slow-compat.json" "r['verdicts'][0]['id'] == 'slow-name-resolution' and 'backend.diagnose.test' in r['verdicts'][0]['title'] and res['lookups']['lookups'][0]['function'] == 'getaddrinfo'" \
+	"slow resolver, per-function entries: verdicts $(json "$TMP/slow-compat.json" '[(x["id"], x["title"]) for x in r["verdicts"]]')"
+assert_released "latency on a slow resolver, per-function entries"
 stop_all
 
 client 0
