@@ -556,6 +556,9 @@ static int print_kinds(FILE *out, const enum status *results, bool privileged, s
 		if (l == KIND_LOADED)
 			fprintf(out, "%-8skind %-17s needs %s: every one works; its object loads (%s)\n",
 				status_word[ST_OK], kinds[k]->name, needs, variant);
+		else if (l == KIND_DEGRADED)
+			fprintf(out, "%-8skind %-17s needs %s: every one works; its object loads (%s), "
+				"degraded: %s\n", status_word[ST_WARN], kinds[k]->name, needs, variant, why);
 		else if (l == KIND_NOT_TRIED)
 			fprintf(out, "%-8skind %-17s needs %s: every one works; %s\n", status_word[ST_OK],
 				kinds[k]->name, needs, why);

@@ -36,6 +36,8 @@ static int child_load(const struct probe_kind *k)
 	kernel_set_libbpf_verbose(true);
 	struct diag_err err = { 0 };
 	int rc = k->load(&p, &err);
+	if (rc == 0 && p.degraded)
+		fprintf(stderr, "\nDEGRADED %s\n", p.degraded);
 	if (rc == 0)
 		fprintf(stderr, "\nLOADED %s\n", p.variant ? p.variant : "-");
 	else
@@ -151,12 +153,17 @@ enum kind_load doctor_load_kind(const struct probe_kind *k, char *variant, size_
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	char loaded[128];
+	char loaded[128], degraded[512];
 	line_with(text, "\nLOADED ", loaded, sizeof(loaded));
+	line_with(text, "\nDEGRADED ", degraded, sizeof(degraded));
 	enum kind_load result = KIND_FAILED;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && loaded[0]) {
 		snprintf(variant, variant_size, "%s", loaded + strlen("LOADED "));
 		result = KIND_LOADED;
+		if (degraded[0]) {
+			snprintf(why, why_size, "%s", degraded + strlen("DEGRADED "));
+			result = KIND_DEGRADED;
+		}
 	} else if (WIFSIGNALED(status)) {
 		snprintf(why, why_size, "the load was killed by signal %d", WTERMSIG(status));
 	} else {

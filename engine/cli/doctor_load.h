@@ -13,6 +13,7 @@ enum kind_load {
 	KIND_LOADED,    /* variant says which attach variant */
 	KIND_NOT_TRIED, /* no BPF object, or one that needs a recipe's option (why says which) */
 	KIND_FAILED,    /* why: the failing relocation or program, or the probe's own error */
+	KIND_DEGRADED,  /* loads, short of something on this kernel (why: the probe's degraded) */
 };
 
 /* Loads kind k with every option at its default, for doctor's own process (the uprobe kinds need

@@ -28,7 +28,7 @@ static const struct kind_found *found_of(const struct kind_found *kinds, size_t 
 enum recipe_fit doctor_recipe_fit(const struct recipe *r, const struct kind_found *kinds, size_t n,
 				  char *lost, size_t lost_size)
 {
-	unsigned left = 0, failed = 0, untried = 0;
+	unsigned left = 0, failed = 0, untried = 0, degraded = 0;
 	size_t len = 0;
 	lost[0] = '\0';
 	for (unsigned i = 0; i < r->n_probes; i++) {
@@ -39,16 +39,24 @@ enum recipe_fit doctor_recipe_fit(const struct recipe *r, const struct kind_foun
 		if (f && f->load == KIND_FAILED) {
 			failed++;
 			if (len < lost_size)
-				len += (size_t)snprintf(lost + len, lost_size - len, "%sprobe %s (%s): %s",
-							len ? "; " : "", rp->id, rp->kind, f->why);
+				len += (size_t)snprintf(lost + len, lost_size - len,
+							"%swithout probe %s (%s): %s", len ? "; " : "",
+							rp->id, rp->kind, f->why);
 			continue;
+		}
+		if (f && f->load == KIND_DEGRADED) {
+			degraded++;
+			if (len < lost_size)
+				len += (size_t)snprintf(lost + len, lost_size - len,
+							"%sprobe %s (%s) loads %s", len ? "; " : "",
+							rp->id, rp->kind, f->why);
 		}
 		untried += f && f->load == KIND_NOT_TRIED && !context;
 		left += !context;
 	}
 	if (failed && !left)
 		return RECIPE_CANNOT_RUN;
-	if (failed)
+	if (failed || degraded)
 		return RECIPE_DEGRADED;
 	return untried ? RECIPE_UNTRIED : RECIPE_RUNS;
 }
@@ -93,7 +101,7 @@ void doctor_print_recipes(FILE *out, const char *explicit_dir, const struct kind
 			tally->untried++;
 			break;
 		case RECIPE_DEGRADED:
-			fprintf(out, "%-8srecipe %-16s runs degraded, without %s\n", "warn", r->name, lost);
+			fprintf(out, "%-8srecipe %-16s runs degraded: %s\n", "warn", r->name, lost);
 			tally->degraded++;
 			break;
 		case RECIPE_CANNOT_RUN:

@@ -25,12 +25,14 @@ struct kind_found {
 enum recipe_fit {
 	RECIPE_RUNS,       /* every probe's kind loads */
 	RECIPE_UNTRIED,    /* none fails, but some kind's load was not tried */
-	RECIPE_DEGRADED,   /* some probes do not load: the run goes on without them */
+	RECIPE_DEGRADED,   /* some probes do not load (the run goes on without them), or load short
+			    * of something on this kernel */
 	RECIPE_CANNOT_RUN, /* no probe but context probes loads: the run is refused (exit 3) */
 };
 
-/* r's fit given the kinds found (n of them); `lost` gets "probe ID (KIND): why; ..." for the
- * probes that do not load, or "" when none. */
+/* r's fit given the kinds found (n of them); `lost` gets "without probe ID (KIND): why; ..." for
+ * the probes that do not load and "probe ID (KIND) loads WHAT" for those degraded, or "" when
+ * none. */
 enum recipe_fit doctor_recipe_fit(const struct recipe *r, const struct kind_found *kinds, size_t n,
 				  char *lost, size_t lost_size);
 

@@ -13,6 +13,8 @@
 # (c) memory-growth on mem_leaker's leak → `leak` naming remember_request(), never the churning
 #     handle_request() (the allocations twin, its blocks' per-CPU cookies; page faults' twin
 #     unwound through malloc).
+# (d) doctor says so: the stack probes' kinds and the recipes using them `degraded`, none that
+#     cannot run, exit 0.
 # Nothing stays attached.
 . "$(dirname "$0")/lib.sh"
 export DIAGNOSE_TEST_COMPAT_PROGRAMS=1
@@ -64,4 +66,14 @@ check "$TMP/leak.json" "all(p.get('uprobe_links', 'per-site').startswith('per-si
 	"leak: a multi-uprobe link where the older kernels have none: $(json "$TMP/leak.json" '[(p["id"], p.get("uprobe_links")) for p in r["probes"]]')"
 degraded "$TMP/leak.json" allocs faults maps
 assert_released "memory-growth on a leak, older kernels' programs"
+
+# ---- (d) doctor ------------------------------------------------------------------------------
+"$DIAG" doctor > "$TMP/doctor.out" 2>&1; rc=$?
+[ "$rc" = 0 ] || fail "doctor: exit $rc: $(tail -3 "$TMP/doctor.out")"
+grep -Eq "^warn +kind off_cpu +.*its object loads \(.*\), degraded: its programs for kernels without bpf_loop" "$TMP/doctor.out" ||
+	fail "doctor: off_cpu is not said degraded: $(grep ' kind off_cpu ' "$TMP/doctor.out")"
+grep -Eq "^warn +recipe high-cpu +runs degraded: probe profile \(cpu_profile\) loads its programs for kernels without bpf_loop" "$TMP/doctor.out" ||
+	fail "doctor: high-cpu is not said degraded: $(grep ' recipe high-cpu ' "$TMP/doctor.out")"
+grep -q "cannot run:" "$TMP/doctor.out" && fail "doctor: a recipe cannot run: $(grep 'cannot run:' "$TMP/doctor.out")"
+assert_released "doctor, older kernels' programs"
 exit 0
