@@ -43,7 +43,10 @@
 #define STATS_WINDOW_NS 50000000ull /* how long BPF run-time statistics stay on per tick */
 #define PROGRESS_NS 200000000ull
 #define PLAN_MAX_PROBES_POLLED 16   /* streaming probes whose wake fd the run loop polls */
-/* After the collection, the target's files are read (symbols) for at most this long. */
+/* After the collection, the target's files are read (symbols) for at most this long: from the
+ * window's end while the probes detach (their last samples unwound as they drain), then again
+ * from the end of the detach (which waits out grace periods: seconds on an emulated rt kernel),
+ * for the symbols of the results. */
 #define SESSION_READ_AFTER_NS 4000000000ull
 #define SESSION_READ_LATE_NS 1000000000ull
 #define SESSION_READ_LOAD_NS 20000000000ull
@@ -900,6 +903,7 @@ int session_run(const struct plan *plan, const struct session_opts *opts, struct
 	watchdog_arm(opts->watchdog, "detaching the probes", detach_ns + WATCHDOG_DETACH_NS);
 	detach_all(&s);
 	uint64_t results_ns = mono_ns();
+	tfile_reader_set_deadline(s.files, results_ns + SESSION_READ_AFTER_NS);
 	out->phases.detach_s = (double)(results_ns - detach_ns) / 1e9;
 	settle_scales(&s, (double)(end_ns - start_ns) / 1e9);
 	watchdog_arm(opts->watchdog, "reading the results", mono_ns() + WATCHDOG_RESULTS_NS);
