@@ -86,7 +86,7 @@ local all_thread_ns = threads * window * 1e9
 local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
 -- why the snapshots cannot tell what the threads blocked throughout wait on (nil: they can, or
 -- the probe did not run)
-local snap_missing = blocked.missing(results.threads)
+local snap_missing = blocked.missing(results.threads, run)
 local idle_threads, idle_throughout_ns = 0, 0
 for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
 if snap then idle_throughout_ns = math.min(snap.idle_ns, all_thread_ns) end

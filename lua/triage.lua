@@ -102,7 +102,7 @@ local all_thread_ns = threads * window * 1e9
 local snap = blocked.read(results.threads, { window = window, min_blocked_s = T.blocked_min })
 -- why the snapshots cannot tell what threads blocked throughout wait on (nil: they can, or the
 -- probe did not run): then neither a deadlock nor idleness is said of them
-local snap_missing = not host and blocked.missing(results.threads)
+local snap_missing = not host and blocked.missing(results.threads, run)
 local idle_threads = 0
 for _, g in ipairs(snap and snap.idle_groups or {}) do idle_threads = idle_threads + g.n end
 -- the time of the threads that matter: threads x window, less the threads idle throughout

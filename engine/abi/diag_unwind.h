@@ -97,7 +97,7 @@ static __always_inline struct pt_regs *diag_user_regs(void)
 		return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 stack = (__u64)BPF_CORE_READ(task, stack);
-	return (struct pt_regs *)(stack + DIAG_THREAD_SIZE - sizeof(struct pt_regs));
+	return (struct pt_regs *)(stack + DIAG_THREAD_SIZE - bpf_core_type_size(struct pt_regs));
 }
 
 /* Fills one sample of the current task in the one-entry per-CPU array scratch of struct

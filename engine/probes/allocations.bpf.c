@@ -58,15 +58,23 @@ struct {
 const volatile __u64 sample_bytes = 0;
 DIAG_UNWIND_MAPS;
 
-/* Each CPU's count of the blocks it recorded: a block's cookie is its CPU (high 16 bits, plus
- * one: never 0) and that count. No atomic fetch (Linux 5.12): a uprobe program never interleaves
- * with another on its CPU (the kernel's bpf_prog_active skips the second). */
+/* The blocks recorded, counted: a block's cookie. An atomic fetch-and-add (Linux 5.12), which the
+ * twins for older kernels (compat: before 5.17) cannot have even unreached; they count per CPU, a
+ * cookie being its CPU (high 16 bits, plus one: never 0) and that count — there a uprobe program
+ * never interleaves with another on its CPU (bpf_prog_active skips the second; from 6.0 uprobe
+ * programs can be preempted, which is why the others take the atomic). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} next_cookie SEC(".maps");
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} next_cookie SEC(".maps");
+} next_cookie_cpu SEC(".maps");
 
 /* A CPython target (py_walk): the Python frames of each allocation, by their hash. */
 struct {
@@ -155,12 +163,16 @@ static __always_inline void record_sampled_block(__u64 addr, struct alloc_block 
 						 const bool compat)
 {
 	__u32 zero = 0;
-	__u64 *next = bpf_map_lookup_elem(&next_cookie, &zero);
+	__u64 *next = bpf_map_lookup_elem(compat ? (void *)&next_cookie_cpu : (void *)&next_cookie, &zero);
 	if (!next)
 		return;
-	__u64 n = *next + 1;
-	*next = n;
-	b->cookie = ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & 0xffffffffffffull);
+	if (compat) {
+		__u64 n = *next + 1;
+		*next = n;
+		b->cookie = ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (n & 0xffffffffffffull);
+	} else {
+		b->cookie = __sync_fetch_and_add(next, 1) + 1;
+	}
 	diag_stat_inc(&stats, DIAG_STAT_EVENTS);
 	if (bpf_map_update_elem(&blocks, &addr, b, BPF_ANY)) {
 		diag_stat_inc(&stats, DIAG_STAT_MAP_FULL);

@@ -146,6 +146,18 @@ struct alloc_priv {
 PROBE_BPF_SKELETON(allocations)
 STACK_SAMPLER_PROBE_OPS(alloc, struct alloc_priv)
 
+/* A cookie's home slot in a table of mask + 1: every bit of it mixed in (splitmix64's
+ * finaliser), so that the per-CPU cookies of older kernels (the CPU in the high bits) spread. */
+static size_t cookie_slot(uint64_t cookie, size_t mask)
+{
+	cookie ^= cookie >> 30;
+	cookie *= 0xbf58476d1ce4e5b9ull;
+	cookie ^= cookie >> 27;
+	cookie *= 0x94d049bb133111ebull;
+	cookie ^= cookie >> 31;
+	return (size_t)cookie & mask;
+}
+
 /* dwarf mode: a recorded block's stack row, by its cookie. */
 struct cookie_row {
 	uint64_t cookie;
@@ -179,7 +191,7 @@ static void cookie_put(struct alloc_priv *ap, uint64_t cookie, uint64_t weight, 
 				cookie_put(ap, old[i].cookie, old[i].size, old[i].growth, old[i].row);
 		free(old);
 	}
-	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	size_t mask = ap->cookies_size - 1, i = cookie_slot(cookie, mask);
 	while (ap->cookies[i].cookie && ap->cookies[i].cookie != cookie)
 		i = (i + 1) & mask;
 	if (!ap->cookies[i].cookie)
@@ -199,7 +211,7 @@ static const struct cookie_row *cookie_find(const struct alloc_priv *ap, uint64_
 {
 	if (!ap->cookies_size || !cookie)
 		return NULL;
-	size_t mask = ap->cookies_size - 1, i = (size_t)(cookie * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	size_t mask = ap->cookies_size - 1, i = cookie_slot(cookie, mask);
 	for (; ap->cookies[i].cookie; i = (i + 1) & mask)
 		if (ap->cookies[i].cookie == cookie)
 			return &ap->cookies[i];

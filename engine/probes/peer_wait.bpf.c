@@ -106,8 +106,11 @@ struct peer_call {
 
 /* Each thread's, between its calls (task storage, or before Linux 5.11 an LRU hash by thread:
  * diag_thread.h, an entry per thread of the target that made one of the calls above). exit and
- * exit_group never return: a thread's entry goes at its call, so that a thread that later gets
- * its id does not inherit a request open (the engine's numbers). */
+ * exit_group never return: the calling thread's entry goes at its call (the engine's numbers),
+ * so that a thread that later gets its id does not inherit a request open. The other threads an
+ * exit_group or a signal ends keep theirs until the LRU evicts them: a new thread with one of
+ * their ids (rare within a run) finds a request open on a socket that is gone, which no wait
+ * is then timed against. */
 DIAG_THREAD_STATE(in_call, struct peer_call);
 const volatile __s64 exit_nr = -1, exit_group_nr = -1;
 
@@ -406,7 +409,7 @@ int BPF_PROG(peer_sys_enter, struct pt_regs *regs, long nr)
 	__u32 op = op_of(nr);
 
 	if (in_call_in_hash && (nr == exit_nr || nr == exit_group_nr)) {
-		if (!count_only && diag_current_wanted())
+		if (diag_current_wanted()) /* in count-only mode too: the pre-flight's exits */
 			in_call_drop();
 		return 0;
 	}

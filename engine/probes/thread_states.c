@@ -659,6 +659,7 @@ static void ts_window_end(struct probe *p)
 static void ts_detach(struct probe *p)
 {
 	struct ts_priv *tp = p->priv;
+	ts_window_end(p); /* the governor stopped it (no window_end): the snapshot when it stops */
 	tp->detached = true;
 	tp->iter = NULL;
 	probe_bpf_detach(p);
@@ -986,7 +987,9 @@ static int ts_collect(struct probe *p, const struct collect_ctx *ctx, struct val
 	const struct snapshot *a = &tp->start, *b = &tp->end;
 	if (!tp->no_target && (!a->taken || !b->taken)) {
 		const char *why = !a->taken ? a->why : b->why;
-		value_set_str(res, "why", why[0] ? why : "the probe was not attached for the window");
+		why = why[0] ? why : "the probe was not attached for the window";
+		value_set_str(res, "why", why);
+		value_set_str(res, "not_taken", why);
 	}
 	struct value *snaps = value_obj_set(res, "snapshots", value_obj());
 	const struct snapshot *both[2] = { a, b };
@@ -1024,6 +1027,9 @@ static const struct result_field ts_results[] = {
 	  "how the snapshots were taken: iterator (a BPF task iterator), procfs (/proc/PID/task), or "
 	  "none (no target process)" },
 	{ "why", RT_STRING, NULL, true, "why the iterator was not used, or why no snapshot was taken" },
+	{ "not_taken", RT_STRING, NULL, true,
+	  "why a snapshot (at the window's start or end) was not taken: without it, what the threads "
+	  "blocked throughout wait on is not known" },
 	{ "since_clock", RT_STRING, NULL, false,
 	  "what blocked_ns is measured in: run-queue (the scheduler's clock, within a few ms), or none "
 	  "(not measured)" },

@@ -127,16 +127,15 @@ function blocked.file_of(t)
   return nil
 end
 
--- blocked.missing(res): why the snapshots cannot tell the threads blocked since before the window
--- (a string: the probe ran but its snapshot at one edge was not taken: a read past its deadline, a
--- target that vanished), or nil when both were taken or the probe did not run at all. Without
--- them a thread that made no switch in the window may be parked or stuck: neither can be said.
-function blocked.missing(res)
-  if not res or res.how == "none" then return nil end
-  local s = res.snapshots or {}
-  local a, b = s.start and s.start.threads or 0, s["end"] and s["end"].threads or 0
-  if a > 0 and b > 0 then return nil end
-  return res.why or string.format("the snapshot at the window's %s found no thread", a == 0 and "start" or "end")
+-- blocked.missing(res, run): why the snapshots cannot tell the threads blocked since before the
+-- window (a string: the probe ran but its snapshot at one edge was not taken: a read past its
+-- deadline), or nil when both were taken, the probe did not run, or the target exited (nothing
+-- left to be stuck: run.stop_reason). Without them a thread that made no switch in the window
+-- may be parked or stuck: neither can be said.
+function blocked.missing(res, run_info)
+  if not res or res.how == "none" or not res.not_taken then return nil end
+  if run_info and run_info.stop_reason == "target-exited" then return nil end
+  return res.not_taken
 end
 
 -- blocked.read(res, opts): the snapshot's findings, or nil without a snapshot (res: the

@@ -325,11 +325,12 @@ PID=$!
 PIDS="$PIDS $PID"
 for i in $(seq 100); do [ -e "/proc/$PID" ] && [ "$(stat -c %u "/proc/$PID")" = 65534 ] && break; sleep 0.1; done
 sleep 2 # the JVM is up: its attach listener answers
-# its user: every jcmd of nobody's, as soon as seen, has its cgroups noted, then is stopped
-# (this JVM's jcmd only: "jcmd PID Compiler.perfmap"; another test's JVM may have one of its own)
+# its user: every jcmd of nobody's, as soon as seen, has its cgroups noted (once: a later look,
+# after diagnose killed it, would find nothing and empty the note), then is stopped (this JVM's
+# jcmd only: "jcmd PID Compiler.perfmap"; another test's JVM may have one of its own)
 "${NOBODY[@]}" bash -c 'while :; do for p in $(pgrep -u 65534 -f "^jcmd $2 Compiler.perfmap"); do
-	cat /proc/$p/cgroup > "$1/jcmd.$p" 2>/dev/null
-	kill -STOP "$p"; done; sleep 0.02; done' sh "$HX/java" "$PID" &
+	[ -s "$1/jcmd.$p" ] || cat /proc/$p/cgroup > "$1/jcmd.$p" 2>/dev/null
+	kill -STOP "$p" 2>/dev/null; done; sleep 0.02; done' sh "$HX/java" "$PID" &
 STOPPER=$!
 PIDS="$PIDS $STOPPER"
 run jvm-stop 40 high-cpu --pid "$PID" --duration 1 --param jvm_perfmap=yes

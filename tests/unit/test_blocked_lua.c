@@ -391,6 +391,7 @@ static struct value *without_end_snapshot(const char *recipe, const char *name)
 	assert_non_null(end);
 	value_set_int(end, "threads", 0);
 	value_set_str(res, "why", "the task iterator could not be read: past its deadline");
+	value_set_str(res, "not_taken", "the task iterator could not be read: past its deadline");
 	value_obj_set(res, "threads", value_arr());
 	value_set_int(res, "threads_reported", 0);
 	return fx;
@@ -419,6 +420,15 @@ static void test_snapshot_not_taken(void **state)
 		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "idle");
 		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "deadlock");
 	}
+	value_free(v);
+	value_free(fx);
+
+	/* the target exited: nothing is left to be stuck, and the old verdict stands */
+	fx = without_end_snapshot("latency", "deadlock");
+	value_set_str((struct value *)value_get(fx, "run"), "stop_reason", "target-exited");
+	v = recorded_verdicts("latency", fx, NULL, false);
+	for (size_t i = 0; i < v->arr.len; i++)
+		assert_string_not_equal(value_get_str(verdict(v, i), "id"), "blocked-unknown");
 	value_free(v);
 	value_free(fx);
 }
